@@ -1,0 +1,133 @@
+# spacekeeper: one non-recursive Makefile.
+#   make              binaries in bin/ (spacekeeper, spacectl, sandboxsim)
+#   make test         installs deps, builds with ASan+UBSan, runs every suite
+#   make SANITIZE=1   the sanitizer build, in build/san/bin
+#   make fmt-check    clang-format against .clang-format
+#   make bench-sim    simulator throughput and memory
+#   make bench        controller convergence benchmark
+#   make demo         the embedded-defaults demo (README)
+
+CC ?= cc
+PKG_CONFIG ?= pkg-config
+PC_DEPS := libmongoc-1.0 jansson yaml-0.1 libcurl libmicrohttpd
+SANITIZE ?= 0
+
+ifeq ($(SANITIZE),1)
+OUT := build/san
+BIN := build/san/bin
+OPT := -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
+else
+OUT := build/rel
+BIN := bin
+OPT := -O2
+endif
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wno-unused-parameter
+CFLAGS ?=
+CFLAGS += -std=gnu11 -g $(OPT) $(WARN) -fno-omit-frame-pointer -pthread \
+	-D_GNU_SOURCE -Ipkg $(shell $(PKG_CONFIG) --cflags $(PC_DEPS))
+LDLIBS := $(shell $(PKG_CONFIG) --libs $(PC_DEPS)) -lm -pthread
+LDFLAGS ?=
+ifeq ($(SANITIZE),1)
+LDFLAGS += -fsanitize=address,undefined
+endif
+CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check)
+
+LIB_SRCS := $(sort $(wildcard pkg/*/*.c))
+LIB_OBJS := $(LIB_SRCS:%.c=$(OUT)/%.o)
+LIB := $(OUT)/libspacekeeper.a
+CMDS := spacekeeper spacectl sandboxsim
+CMD_BINS := $(CMDS:%=$(BIN)/%)
+
+TEST_KINDS := unit integration e2e
+TEST_COMMON := test/runner.c test/testutil.c
+TEST_BINS := $(TEST_KINDS:%=$(OUT)/test/%_tests)
+TOOLS := $(OUT)/tools/mongoping
+
+.PHONY: all test check test-unit test-integration test-e2e test-conformance tests \
+	fmt fmt-check clean deps bench bench-sim demo
+all: $(CMD_BINS)
+
+$(OUT)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(LIB): $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+# Each binary: the objects of cmd/NAME/ linked with the library.
+define cmd_rule
+$(BIN)/$(1): $(patsubst %.c,$(OUT)/%.o,$(sort $(wildcard cmd/$(1)/*.c))) $(LIB)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(LDLIBS)
+endef
+$(foreach c,$(CMDS),$(eval $(call cmd_rule,$(c))))
+
+# Each test kind: test/KIND/*.c, each file defining `Suite *sk_suite_NAME(void)`;
+# the list of suites is generated so that adding a file adds its suites.
+define test_rule
+$(OUT)/test/$(1)_suites.inc: $(sort $(wildcard test/$(1)/*.c))
+	@mkdir -p $$(dir $$@)
+	@sed -n 's/^sk_suite_\([a-z0-9_]*\)(void)$$$$/SK_SUITE(\1)/p' $$^ /dev/null >$$@.tmp
+	@mv $$@.tmp $$@
+$(OUT)/test/$(1)_runner.o: test/runner.c $(OUT)/test/$(1)_suites.inc
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS) -DSK_SUITES_INC='"$(1)_suites.inc"' -I$(OUT)/test -c -o $$@ $$<
+$(OUT)/test/$(1)_tests: $(OUT)/test/$(1)_runner.o $(OUT)/test/testutil.o \
+		$(patsubst %.c,$(OUT)/%.o,$(sort $(wildcard test/$(1)/*.c))) $(LIB)
+	$$(CC) $$(LDFLAGS) -o $$@ $$^ $$(CHECK_LIBS) $$(LDLIBS)
+endef
+$(foreach k,$(TEST_KINDS),$(eval $(call test_rule,$(k))))
+
+$(OUT)/tools/mongoping: $(OUT)/test/tools/mongoping.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+tests: $(CMD_BINS) $(TEST_BINS) $(TOOLS)
+
+deps:
+	@./hack/deps.sh
+
+# The README's test command: dependencies, sanitizer build, every suite.
+test: deps
+	@$(MAKE) --no-print-directory SANITIZE=1 check
+
+TEST_ENV := SK_BIN_DIR=$(abspath $(BIN)) SK_TOOLS_DIR=$(abspath $(OUT)/tools) \
+	SK_ROOT=$(abspath .) ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	LSAN_OPTIONS=suppressions=$(abspath test/lsan.supp):print_suppressions=0
+
+check: tests
+	@$(TEST_ENV) ./hack/run-tests.sh $(OUT)/test
+
+test-unit test-integration test-e2e: test-%: tests
+	@$(TEST_ENV) $(OUT)/test/$*_tests
+
+test-conformance: tests
+	@$(TEST_ENV) node test/conformance/e2b_sdk.mjs
+
+fmt:
+	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+fmt-check:
+	@clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+
+bench-sim: deps
+	@$(MAKE) --no-print-directory all
+	@./test/bench/bench-sim.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@./test/bench/bench.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@./hack/demo.sh
+
+clean:
+	rm -rf build bin
+
+export TEST_ENV
+-include $(shell find build -name '*.d' 2>/dev/null)

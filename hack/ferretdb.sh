@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# FerretDB (SQLite backend) on a free 127.0.0.1 port in a scratch directory.
+#   hack/ferretdb.sh start [DIR]   starts it, waits for ping, prints the URI
+#   hack/ferretdb.sh stop  [DIR]   stops it and removes DIR
+#   hack/ferretdb.sh uri   [DIR]   prints the URI of a running instance
+# DIR defaults to .deps/run/ferretdb. Needs hack/deps.sh and `make` first
+# (the ping uses build/rel/tools/mongoping).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cmd=${1:-}
+dir=${2:-$root/.deps/run/ferretdb}
+bin=$root/.deps/bin/ferretdb
+ping=$root/build/rel/tools/mongoping
+
+usage() { echo "usage: hack/ferretdb.sh start|stop|uri [DIR]" >&2; exit 2; }
+
+free_port() {
+	local port
+	for _ in $(seq 1 100); do
+		port=$((20000 + RANDOM % 40000))
+		if ! (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
+			echo "$port"
+			return 0
+		fi
+	done
+	return 1
+}
+
+start() {
+	[ -x "$bin" ] || { echo "ferretdb: $bin missing; run hack/deps.sh" >&2; exit 1; }
+	[ -x "$ping" ] || make -C "$root" --no-print-directory build/rel/tools/mongoping >/dev/null
+	if [ -f "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
+		cat "$dir/uri"
+		return 0
+	fi
+	mkdir -p "$dir/data"
+	local port
+	port=$(free_port)
+	"$bin" --handler=sqlite --listen-addr="127.0.0.1:$port" --sqlite-url="file:$dir/data/" \
+		--state-dir="$dir" --debug-addr=- --telemetry=disable --log-level=error \
+		>"$dir/log" 2>&1 &
+	echo $! >"$dir/pid"
+	echo "mongodb://127.0.0.1:$port" >"$dir/uri"
+	for _ in $(seq 1 100); do
+		if "$ping" "$(cat "$dir/uri")" 500 2>/dev/null; then
+			cat "$dir/uri"
+			return 0
+		fi
+		kill -0 "$(cat "$dir/pid")" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "ferretdb: did not answer ping; log: $dir/log" >&2
+	stop
+	exit 1
+}
+
+stop() {
+	if [ -f "$dir/pid" ]; then
+		kill "$(cat "$dir/pid")" 2>/dev/null || true
+		for _ in $(seq 1 50); do
+			kill -0 "$(cat "$dir/pid")" 2>/dev/null || break
+			sleep 0.1
+		done
+	fi
+	rm -rf "$dir"
+}
+
+case "$cmd" in
+start) start ;;
+stop) stop ;;
+uri) cat "$dir/uri" ;;
+*) usage ;;
+esac

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs every test suite of a build (default build/san/test), keeps going
+# after a failure, and prints one closing line: "N passed, N failed".
+set -u
+dir=${1:-build/san/test}
+root=$(cd "$(dirname "$0")/.." && pwd)
+export SK_ROOT=${SK_ROOT:-$root}
+passed=0
+failed=0
+failed_names=()
+
+run() {
+	local name=$1
+	shift
+	echo "=== $name"
+	if "$@"; then
+		passed=$((passed + 1))
+	else
+		failed=$((failed + 1))
+		failed_names+=("$name")
+	fi
+}
+
+run unit "$dir/unit_tests"
+SK_TEST_NEEDS_MONGO=1 run integration "$dir/integration_tests"
+SK_TEST_NEEDS_MONGO=1 run e2e "$dir/e2e_tests"
+if [ -f "$root/test/conformance/e2b_sdk.mjs" ]; then
+	run conformance node "$root/test/conformance/e2b_sdk.mjs"
+fi
+
+echo
+[ ${#failed_names[@]} -gt 0 ] && echo "failed suites: ${failed_names[*]}"
+echo "suites: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

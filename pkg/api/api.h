@@ -1,0 +1,300 @@
+/*
+ * api: the UserSpace v1alpha1 object (DESIGN §3) and the ControllerConfig.
+ *
+ * Input path: bytes --libyaml--> sk_doc (jansson value + source positions)
+ *             --sk_userspace_validate--> errors with field path and file:line:col
+ *             --sk_userspace_decode--> struct sk_userspace (defaults applied).
+ * JSON text and documents read back from MongoDB take the same decoder.
+ * Output: sk_userspace_to_json (the full object, the shape stored in MongoDB
+ * and printed by -o json/yaml), sk_json_to_yaml, and table rows.
+ */
+#ifndef SK_API_H
+#define SK_API_H
+
+#include <jansson.h>
+
+#include "../util/util.h"
+
+#define SK_API_GROUP "spacekeeper.dev"
+#define SK_API_VERSION "spacekeeper.dev/v1alpha1"
+#define SK_KIND_USERSPACE "UserSpace"
+#define SK_KIND_CONFIG "ControllerConfig"
+#define SK_FINALIZER "spacekeeper.dev/cleanup"
+#define SK_ANNOTATION_PAUSED "spacekeeper.dev/paused"
+#define SK_MAX_DOCUMENT_BYTES (1024 * 1024)
+
+/* Sandbox metadata keys that spacekeeper sets and users may not. */
+#define SK_META_USER_ID "user_id"
+#define SK_META_USERSPACE "userspace"
+#define SK_META_USERSPACE_UID "userspace_uid"
+#define SK_META_MANAGED_BY "managed_by"
+#define SK_MANAGED_BY_VALUE "spacekeeper"
+
+/* ---- key/value maps (labels, annotations, env, metadata) ---- */
+
+typedef struct sk_kv {
+	char *key;
+	char *value;
+} sk_kv;
+
+typedef struct sk_kvlist {
+	sk_kv *items;   /* sorted by key */
+	size_t len;
+} sk_kvlist;
+
+const char *sk_kvlist_get(const sk_kvlist *l, const char *key);
+void sk_kvlist_set(sk_kvlist *l, const char *key, const char *value);
+void sk_kvlist_dispose(sk_kvlist *l);
+bool sk_kvlist_equal(const sk_kvlist *a, const sk_kvlist *b);
+
+/* ---- the object ---- */
+
+typedef enum sk_mode { SK_MODE_RUNNING, SK_MODE_PAUSED } sk_mode;
+typedef enum sk_on_timeout { SK_ON_TIMEOUT_PAUSE, SK_ON_TIMEOUT_KILL } sk_on_timeout;
+typedef enum sk_deletion_policy { SK_DELETE_DELETE, SK_DELETE_RETAIN } sk_deletion_policy;
+typedef enum sk_remediation { SK_REMEDIATION_REPORT, SK_REMEDIATION_REPLACE } sk_remediation;
+
+typedef enum sk_phase {
+	SK_PHASE_NONE,   /* no status yet */
+	SK_PHASE_PENDING,
+	SK_PHASE_CREATING,
+	SK_PHASE_RUNNING,
+	SK_PHASE_RESUMING,
+	SK_PHASE_PAUSED,
+	SK_PHASE_DEGRADED,
+	SK_PHASE_DELETING,
+	SK_PHASE_ERROR,
+} sk_phase;
+
+typedef struct sk_object_meta {
+	char *name;              /* DNS-1123 label */
+	sk_kvlist labels;
+	sk_kvlist annotations;
+	/* set by the store only */
+	char *uid;
+	int64_t generation;
+	int64_t resource_version;
+	int64_t creation_ms;     /* 0 when unset */
+	int64_t deletion_ms;     /* 0 when not being deleted */
+	char **finalizers;
+	size_t n_finalizers;
+} sk_object_meta;
+
+typedef struct sk_userspace_spec {
+	char *user_id;
+	char *provider;          /* default "default" */
+	char *template_id;       /* YAML "template"; default "base" */
+	sk_mode mode;            /* default Running */
+	int cpu_count;           /* 0 = provider default */
+	int memory_mb;           /* 0 = provider default */
+	int64_t idle_timeout_ms; /* lifecycle.idleTimeout, default 15m */
+	sk_on_timeout on_timeout;/* lifecycle.onTimeout, default pause */
+	bool auto_resume;        /* lifecycle.autoResume, default true */
+	sk_kvlist env;
+	sk_kvlist metadata;
+	sk_deletion_policy deletion_policy; /* default Delete */
+	int64_t unhealthy_after_ms;         /* health.unhealthyAfter, default 60s */
+	sk_remediation remediation;         /* health.remediation, default Report */
+} sk_userspace_spec;
+
+#define SK_COND_READY "Ready"
+#define SK_COND_SYNCED "Synced"
+#define SK_COND_DATAPLANE "DataPlaneHealthy"
+#define SK_COND_DRIFTED "Drifted"
+
+typedef struct sk_condition {
+	char *type;
+	char *status;            /* "True" | "False" | "Unknown" */
+	char *reason;            /* CamelCase */
+	char *message;
+	int64_t last_transition_ms;
+	int64_t observed_generation;
+} sk_condition;
+
+#define SK_DRIFT_DATAPLANE "DataPlaneUnreachable"
+#define SK_DRIFT_DUPLICATE "Duplicate"
+#define SK_DRIFT_STATE "StateMismatch"
+#define SK_DRIFT_SPEC "SpecMismatch"
+#define SK_DRIFT_MISSING "Missing"
+#define SK_DRIFT_ORPHAN "Orphan"
+
+typedef struct sk_drift {
+	char *type;
+	char *sandbox_id;        /* may be NULL */
+	int64_t since_ms;
+	char *detail;
+} sk_drift;
+
+typedef struct sk_userspace_status {
+	sk_phase phase;
+	char *sandbox_id;        /* the binding; NULL when unbound */
+	int64_t observed_generation;
+	sk_condition *conditions;
+	size_t n_conditions;
+	sk_drift *drift;
+	size_t n_drift;
+	char *message;           /* optional human summary */
+	int64_t last_reconcile_ms;
+} sk_userspace_status;
+
+typedef struct sk_userspace {
+	sk_object_meta meta;
+	sk_userspace_spec spec;
+	sk_userspace_status status;
+} sk_userspace;
+
+void sk_userspace_free(sk_userspace *us);          /* NULL-safe */
+sk_userspace *sk_userspace_dup(const sk_userspace *us);
+void sk_userspace_status_dispose(sk_userspace_status *st);
+void sk_userspace_status_copy(sk_userspace_status *dst, const sk_userspace_status *src);
+bool sk_userspace_spec_equal(const sk_userspace_spec *a, const sk_userspace_spec *b);
+bool sk_userspace_status_equal(const sk_userspace_status *a, const sk_userspace_status *b);
+const sk_condition *sk_userspace_condition(const sk_userspace *us, const char *type);
+bool sk_userspace_is_ready(const sk_userspace *us);
+bool sk_userspace_has_finalizer(const sk_userspace *us, const char *f);
+
+const char *sk_phase_name(sk_phase p);       /* "" for SK_PHASE_NONE */
+int sk_phase_parse(const char *s, sk_phase *out);
+const char *sk_mode_name(sk_mode m);
+
+/* ---- validation errors ---- */
+
+typedef struct sk_field_error {
+	char *path;              /* "spec.userID", "metadata.labels.team" */
+	char *message;           /* "required", "must match [A-Za-z0-9._-]{1,128}" */
+	char *file;              /* may be NULL */
+	int line, col;           /* 1-based; 0 when unknown */
+} sk_field_error;
+
+typedef struct sk_errlist {
+	sk_field_error *items;
+	size_t len;
+} sk_errlist;
+
+void sk_errlist_add(sk_errlist *l, const char *path, const char *file, int line, int col,
+	const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+void sk_errlist_dispose(sk_errlist *l);
+/* "spec.userID: required (a.yaml:7:3)" one per line into buf */
+void sk_errlist_format(const sk_errlist *l, sk_buf *out);
+
+/* ---- documents: parsed YAML/JSON with source positions ---- */
+
+typedef struct sk_doc sk_doc;   /* opaque */
+
+typedef struct sk_doclist {
+	sk_doc **items;
+	size_t len;
+} sk_doclist;
+
+/* Parses YAML (a JSON text is YAML too) holding zero or more documents.
+ * file names the source in positions ("-" prints as "<stdin>").
+ * Bounded: at most SK_MAX_DOCUMENT_BYTES per document, nesting depth 64,
+ * aliases expanded at most 10000 nodes in total; binary input rejected.
+ * On a parse failure returns SK_EINVALID with "file:line:col: problem" in err. */
+int sk_doc_parse(const char *data, size_t len, const char *file, sk_doclist *out, sk_error *err);
+/* Reads a path: a file, a directory (*.yaml, *.yml, *.json, sorted, not recursive) or "-". */
+int sk_doc_load_path(const char *path, sk_doclist *out, sk_error *err);
+void sk_doclist_dispose(sk_doclist *l);
+/* Borrowed. */
+json_t *sk_doc_root(const sk_doc *d);
+const char *sk_doc_file(const sk_doc *d);
+int sk_doc_line(const sk_doc *d);    /* line where the document starts */
+/* Position of a dotted field path ("spec.lifecycle.idleTimeout"); falls back to
+ * the nearest parent. Returns false when unknown. */
+bool sk_doc_position(const sk_doc *d, const char *path, int *line, int *col);
+/* A document with no position info (from MongoDB or JSON built in code). Takes a reference. */
+sk_doc *sk_doc_from_json(json_t *root, const char *file);
+void sk_doc_free(sk_doc *d);
+
+/* ---- UserSpace codec ---- */
+
+/* Checks apiVersion, kind, required fields, patterns, enums, bounds, reserved
+ * and unsafe keys, and unknown fields (strict). Collects every error.
+ * Returns 0 when valid, SK_EINVALID otherwise. Status and store-owned metadata
+ * are accepted and ignored (kubectl apply of a `get -o yaml` output works). */
+int sk_userspace_validate(const sk_doc *d, sk_errlist *errs);
+/* Decodes a validated document (or a MongoDB read-back) and applies defaults.
+ * Includes metadata set by the store and status when present. */
+int sk_userspace_decode(json_t *root, sk_userspace **out, sk_error *err);
+/* validate + decode. */
+int sk_userspace_from_doc(const sk_doc *d, sk_userspace **out, sk_errlist *errs);
+/* The full object: apiVersion, kind, metadata, spec (defaults explicit), status
+ * (omitted when empty). New reference. */
+json_t *sk_userspace_to_json(const sk_userspace *us);
+json_t *sk_userspace_spec_to_json(const sk_userspace_spec *spec);
+json_t *sk_userspace_status_to_json(const sk_userspace_status *st);
+void sk_userspace_apply_defaults(sk_userspace *us);
+
+/* ---- output ---- */
+
+/* Block-style YAML (libyaml emitter), keys in insertion order. */
+int sk_json_to_yaml(const json_t *v, sk_buf *out, sk_error *err);
+
+/* A text table with aligned columns, kubectl-style upper-case headers. */
+typedef struct sk_table sk_table;
+sk_table *sk_table_new(size_t ncols, const char *const *headers);
+void sk_table_add_row(sk_table *t, const char *const *cells);
+void sk_table_render(const sk_table *t, sk_buf *out);
+void sk_table_free(sk_table *t);
+
+/* ---- label selectors (kubectl -l) ---- */
+
+/* Supports "k=v", "k==v", "k!=v", "k", "!k", "k in (a,b)", "k notin (a,b)", comma-joined. */
+typedef struct sk_selector sk_selector;
+int sk_selector_parse(const char *text, sk_selector **out, sk_error *err);
+bool sk_selector_matches(const sk_selector *s, const sk_kvlist *labels);
+void sk_selector_free(sk_selector *s);
+
+/* ---- name and value rules, shared by validator and store ---- */
+
+bool sk_valid_name(const char *s);       /* DNS-1123 label, 1..63 */
+bool sk_valid_user_id(const char *s);    /* [A-Za-z0-9._-]{1,128} */
+bool sk_valid_metadata_value(const char *s); /* [A-Za-z0-9._-]{0,256} */
+bool sk_reserved_metadata_key(const char *s);
+
+/* ---- ControllerConfig (manifests/config/) ---- */
+
+typedef enum sk_provider_type {
+	SK_PROVIDER_E2B,
+	SK_PROVIDER_CUBE,
+	SK_PROVIDER_DAYTONA,
+} sk_provider_type;
+
+typedef struct sk_provider_config {
+	char *name;
+	sk_provider_type type;
+	char *api_url;
+	char *sandbox_url;       /* NULL: https://{port}-{sandboxID}.{domain} */
+	char *domain;            /* default "e2b.app" */
+	char *api_key_env;       /* name of the variable, never the key */
+	char *api_key_file;      /* path, never the key */
+	int max_in_flight;       /* default 64 */
+	double qps;              /* default 200 */
+	int burst;               /* default 400 */
+	int64_t request_timeout_ms; /* default 30s */
+	int64_t sandbox_timeout_ms; /* provider TTL set on create/connect, default 1h */
+	bool insecure_skip_tls_verify;
+	bool delete_orphans;     /* default false */
+	int64_t orphan_grace_ms; /* default 10m */
+} sk_provider_config;
+
+typedef struct sk_controller_config {
+	char *mongodb_uri;       /* default mongodb://127.0.0.1:27017 */
+	char *database;          /* default spacekeeper */
+	sk_provider_config *providers;
+	size_t n_providers;
+	int workers;             /* default 8 */
+	int64_t resync_ms;       /* default 30s */
+	char *listen;            /* default 127.0.0.1:9090 */
+} sk_controller_config;
+
+/* Parses and validates a config file (errors with path and file:line:col). */
+int sk_config_load(const char *path, sk_controller_config **out, sk_errlist *errs, sk_error *err);
+/* Defaults only: one e2b provider "default" at http://127.0.0.1:3000. */
+sk_controller_config *sk_config_default(void);
+void sk_config_free(sk_controller_config *c);
+const sk_provider_config *sk_config_provider(const sk_controller_config *c, const char *name);
+/* Reads the key from the named file or variable. Caller frees. NULL + err when missing. */
+char *sk_provider_api_key(const sk_provider_config *p, sk_error *err);
+
+#endif

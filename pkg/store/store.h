@@ -1,0 +1,100 @@
+/*
+ * store: UserSpace objects and events in MongoDB (libmongoc, client pool).
+ *
+ * Collections in the database (default "spacekeeper"):
+ *   userspaces  _id = metadata.name; unique index on spec.userID
+ *   events      Kubernetes-style, aggregated by (object, reason, type); TTL index
+ *   counters    the resourceVersion sequence
+ *   leases      controller leader lease
+ * Every write goes through here: resourceVersion bumps on every write and is
+ * the compare-and-swap token; generation bumps on spec changes only.
+ * Thread-safe: each call pops a client from the pool.
+ */
+#ifndef SK_STORE_H
+#define SK_STORE_H
+
+#include "../api/api.h"
+
+#define SK_DEFAULT_MONGODB_URI "mongodb://127.0.0.1:27017"
+#define SK_DEFAULT_DATABASE "spacekeeper"
+#define SK_MONGODB_URI_ENV "SPACEKEEPER_MONGODB_URI"
+
+typedef struct sk_store sk_store;
+
+typedef struct sk_store_options {
+	const char *uri;          /* NULL: $SPACEKEEPER_MONGODB_URI or the default */
+	const char *database;     /* NULL: "spacekeeper" */
+	int64_t timeout_ms;       /* server selection / socket timeout, default 3000 */
+	bool ensure_indexes;      /* create indexes on open (cheap when present) */
+} sk_store_options;
+#define SK_STORE_OPTIONS_INIT {NULL, NULL, 3000, true}
+
+/* Connects and pings; an unreachable server gives SK_EUNAVAILABLE within timeout_ms. */
+int sk_store_open(sk_store **out, const sk_store_options *opts, sk_error *err);
+void sk_store_close(sk_store *s);   /* NULL-safe */
+int sk_store_ping(sk_store *s, sk_error *err);
+
+/* Create: sets uid, generation=1, resourceVersion, creationTimestamp, and the
+ * finalizer SK_FINALIZER. SK_EEXISTS when the name exists; SK_ECONFLICT when
+ * another object has the same spec.userID (message names it). Status is not written. */
+int sk_store_create(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *err);
+/* SK_ENOTFOUND when absent. */
+int sk_store_get(sk_store *s, const char *name, sk_userspace **out, sk_error *err);
+
+typedef struct sk_userspace_list {
+	sk_userspace **items;     /* sorted by name */
+	size_t len;
+	int64_t resource_version; /* highest resourceVersion seen at list time */
+} sk_userspace_list;
+void sk_userspace_list_dispose(sk_userspace_list *l);
+
+/* selector may be NULL (everything). */
+int sk_store_list(sk_store *s, const sk_selector *selector, sk_userspace_list *out, sk_error *err);
+/* Objects with resourceVersion > since (for the informer's poll). */
+int sk_store_list_since(sk_store *s, int64_t since, sk_userspace_list *out, sk_error *err);
+
+/* Replaces metadata.labels, metadata.annotations and spec, compare-and-swap on
+ * us->meta.resource_version: SK_ECONFLICT when the stored version differs
+ * (a stale writer never wins). generation bumps only when the spec changed;
+ * an update that changes nothing writes nothing and returns the stored object. */
+int sk_store_update(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *err);
+/* Writes status only (CAS on resource_version); never bumps generation. */
+int sk_store_update_status(sk_store *s, const char *name, int64_t resource_version,
+	const sk_userspace_status *status, sk_userspace **out, sk_error *err);
+/* Sets deletionTimestamp (idempotent). When the object has no finalizers it is removed at once. */
+int sk_store_mark_deleted(sk_store *s, const char *name, sk_error *err);
+/* Removes one finalizer (CAS); removes the object when it was the last and deletion was asked. */
+int sk_store_remove_finalizer(sk_store *s, const char *name, int64_t resource_version,
+	const char *finalizer, sk_error *err);
+/* Removes the document at once, whatever its finalizers (spacectl delete --force). */
+int sk_store_remove(sk_store *s, const char *name, sk_error *err);
+
+/* ---- events ---- */
+
+typedef struct sk_event {
+	char *object;             /* UserSpace name */
+	char *type;               /* "Normal" | "Warning" */
+	char *reason;             /* CamelCase: Created, Resumed, Paused, DuplicateDeleted, ... */
+	char *message;
+	int count;
+	int64_t first_ms;
+	int64_t last_ms;
+	char *source;             /* "spacekeeper" */
+} sk_event;
+
+typedef struct sk_event_list {
+	sk_event *items;          /* oldest last_ms first */
+	size_t len;
+} sk_event_list;
+void sk_event_list_dispose(sk_event_list *l);
+
+/* Appends or aggregates (same object+type+reason: count++, last_ms, message updated). */
+int sk_store_event(sk_store *s, const char *object, const char *type, const char *reason,
+	const char *message, sk_error *err);
+/* object NULL: every object. limit 0: no limit (newest `limit` kept). */
+int sk_store_events(sk_store *s, const char *object, size_t limit, sk_event_list *out, sk_error *err);
+
+/* Drops the database (tests only). */
+int sk_store_drop(sk_store *s, sk_error *err);
+
+#endif

@@ -1,0 +1,234 @@
+/* util/buf: bounded growable buffers, allocation helpers, file reading. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+void *
+sk_malloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+void *
+sk_calloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+
+	if (p == NULL)
+		abort();
+	return p;
+}
+
+void *
+sk_realloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+
+	if (q == NULL)
+		abort();
+	return q;
+}
+
+char *
+sk_strdup(const char *s)
+{
+	return s ? sk_strndup(s, strlen(s)) : NULL;
+}
+
+char *
+sk_strndup(const char *s, size_t n)
+{
+	char *d = sk_malloc(n + 1);
+
+	memcpy(d, s, n);
+	d[n] = '\0';
+	return d;
+}
+
+char *
+sk_asprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		abort();
+	va_end(ap);
+	return s;
+}
+
+static int
+buf_grow(sk_buf *b, size_t extra)
+{
+	size_t need = b->len + extra + 1;
+	size_t cap;
+
+	if (b->max && need > b->max + 1)
+		return SK_ENOMEM;
+	if (need <= b->cap)
+		return SK_OK;
+	cap = b->cap ? b->cap : 256;
+	while (cap < need)
+		cap *= 2;
+	b->data = sk_realloc(b->data, cap);
+	b->cap = cap;
+	return SK_OK;
+}
+
+int
+sk_buf_append(sk_buf *b, const void *data, size_t len)
+{
+	if (buf_grow(b, len) != SK_OK)
+		return SK_ENOMEM;
+	memcpy(b->data + b->len, data, len);
+	b->len += len;
+	b->data[b->len] = '\0';
+	return SK_OK;
+}
+
+int
+sk_buf_vprintf(sk_buf *b, const char *fmt, va_list ap)
+{
+	va_list ap2;
+	int n;
+
+	va_copy(ap2, ap);
+	n = vsnprintf(NULL, 0, fmt, ap2);
+	va_end(ap2);
+	if (n < 0 || buf_grow(b, (size_t)n) != SK_OK)
+		return SK_ENOMEM;
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	b->len += (size_t)n;
+	return SK_OK;
+}
+
+int
+sk_buf_printf(sk_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = sk_buf_vprintf(b, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+void
+sk_buf_reset(sk_buf *b)
+{
+	b->len = 0;
+	if (b->data)
+		b->data[0] = '\0';
+}
+
+void
+sk_buf_dispose(sk_buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->cap = 0;
+}
+
+char *
+sk_buf_detach(sk_buf *b)
+{
+	char *d = b->data ? b->data : sk_strdup("");
+
+	b->data = NULL;
+	b->len = b->cap = 0;
+	return d;
+}
+
+int
+sk_file_read(const char *path, size_t max, char **out, size_t *len_out, sk_error *err)
+{
+	sk_buf b = SK_BUF_INIT(max);
+	char chunk[65536];
+	int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+	int rc = SK_OK;
+
+	if (fd < 0)
+		return sk_error_set(err, SK_EIO, "%s: %s", path, strerror(errno));
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = sk_error_set(err, SK_EIO, "%s: %s", path, strerror(errno));
+			break;
+		}
+		if (n == 0)
+			break;
+		if (sk_buf_append(&b, chunk, (size_t)n) != SK_OK) {
+			rc = sk_error_set(err, SK_EINVALID, "%s: larger than the %zu byte limit",
+				strcmp(path, "-") == 0 ? "<stdin>" : path, max);
+			break;
+		}
+	}
+	if (fd != STDIN_FILENO)
+		close(fd);
+	if (rc != SK_OK) {
+		sk_buf_dispose(&b);
+		return rc;
+	}
+	*len_out = b.len;
+	*out = sk_buf_detach(&b);
+	return SK_OK;
+}
+
+static pthread_mutex_t rand_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void
+random_bytes(unsigned char *out, size_t n)
+{
+	static FILE *f;
+
+	pthread_mutex_lock(&rand_lock);
+	if (f == NULL)
+		f = fopen("/dev/urandom", "rb");
+	if (f == NULL || fread(out, 1, n, f) != n) {
+		for (size_t i = 0; i < n; i++)
+			out[i] = (unsigned char)rand();
+	}
+	pthread_mutex_unlock(&rand_lock);
+}
+
+void
+sk_random_alnum(char *buf, size_t n)
+{
+	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+	unsigned char raw[256];
+
+	if (n > sizeof(raw))
+		n = sizeof(raw);
+	random_bytes(raw, n);
+	for (size_t i = 0; i < n; i++)
+		buf[i] = alphabet[raw[i] % 36];
+	buf[n] = '\0';
+}
+
+void
+sk_uuid4(char out[37])
+{
+	unsigned char r[16];
+
+	random_bytes(r, sizeof(r));
+	r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);
+	r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
+	snprintf(out, 37,
+		"%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12],
+		r[13], r[14], r[15]);
+}

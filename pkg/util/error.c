@@ -1,0 +1,69 @@
+/* util/error: the error struct and the code table. */
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+
+int
+sk_error_set(sk_error *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL)
+		return code;
+	err->code = code;
+	va_start(ap, fmt);
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+void
+sk_error_prefix(sk_error *err, const char *fmt, ...)
+{
+	char prefix[SK_ERROR_MSG_MAX];
+	char old[SK_ERROR_MSG_MAX];
+	va_list ap;
+
+	if (err == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	va_end(ap);
+	memcpy(old, err->message, sizeof(old));
+	snprintf(err->message, sizeof(err->message), "%s: %s", prefix, old);
+}
+
+void
+sk_error_clear(sk_error *err)
+{
+	if (err != NULL)
+		memset(err, 0, sizeof(*err));
+}
+
+const char *
+sk_strerror(int code)
+{
+	switch (code) {
+	case SK_OK: return "ok";
+	case SK_ENOMEM: return "out of memory or size limit";
+	case SK_EINVALID: return "invalid";
+	case SK_ENOTFOUND: return "not found";
+	case SK_EEXISTS: return "already exists";
+	case SK_ECONFLICT: return "conflict";
+	case SK_EUNAVAILABLE: return "unavailable";
+	case SK_ETIMEOUT: return "timed out";
+	case SK_ETRANSIENT: return "transient failure";
+	case SK_ETERMINAL: return "terminal failure";
+	case SK_ENOTSUPPORTED: return "not supported";
+	case SK_EIO: return "i/o error";
+	case SK_EUNAUTHORIZED: return "unauthorized";
+	default: return "error";
+	}
+}
+
+bool
+sk_error_is_transient(int code)
+{
+	return code == SK_EUNAVAILABLE || code == SK_ETIMEOUT || code == SK_ETRANSIENT;
+}

@@ -1,0 +1,366 @@
+/* Test helpers: processes, ports, a shared FerretDB, temp files. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store/store.h"
+#include "testutil.h"
+
+static char tmpdir[512];
+static char mongo_uri[256];
+static pid_t ferretdb_pid;
+static pid_t owner_pid;
+
+static void
+ensure_tmpdir(void)
+{
+	if (tmpdir[0])
+		return;
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/sk-test-XXXXXX");
+	if (mkdtemp(tmpdir) == NULL) {
+		perror("mkdtemp");
+		abort();
+	}
+	owner_pid = getpid();
+}
+
+const char *
+sk_test_tmpdir(void)
+{
+	ensure_tmpdir();
+	return tmpdir;
+}
+
+const char *
+sk_test_write_file(const char *name, const char *content)
+{
+	static char path[1024];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", sk_test_tmpdir(), name);
+	f = fopen(path, "w");
+	if (f == NULL) {
+		perror(path);
+		abort();
+	}
+	fputs(content, f);
+	fclose(f);
+	return path;
+}
+
+int
+sk_test_free_port(void)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	int port;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+		getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
+		perror("bind");
+		abort();
+	}
+	port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
+}
+
+bool
+sk_test_wait_port(int port, int timeout_ms)
+{
+	for (int waited = 0; waited < timeout_ms; waited += 50) {
+		struct sockaddr_in sa;
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		int ok;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sin_family = AF_INET;
+		sa.sin_port = htons((uint16_t)port);
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+		close(fd);
+		if (ok)
+			return true;
+		usleep(50 * 1000);
+	}
+	return false;
+}
+
+const char *
+sk_test_bin(const char *name)
+{
+	static char path[1024];
+	const char *dir = getenv("SK_BIN_DIR");
+
+	snprintf(path, sizeof(path), "%s/%s", dir ? dir : "bin", name);
+	return path;
+}
+
+const char *
+sk_test_path(const char *rel)
+{
+	static char path[1024];
+	const char *root = getenv("SK_ROOT");
+
+	snprintf(path, sizeof(path), "%s/%s", root ? root : ".", rel);
+	return path;
+}
+
+static void
+exec_child(const char *const *argv, const char *const *env)
+{
+	char resolved[1024];
+	const char *prog = argv[0];
+
+	for (size_t i = 0; env && env[i]; i++)
+		putenv((char *)env[i]);
+	if (strchr(prog, '/') == NULL && strcmp(prog, "node") != 0 && strcmp(prog, "sh") != 0) {
+		snprintf(resolved, sizeof(resolved), "%s", sk_test_bin(prog));
+		prog = resolved;
+	}
+	execvp(prog, (char *const *)argv);
+	fprintf(stderr, "exec %s: %s\n", prog, strerror(errno));
+	_exit(127);
+}
+
+pid_t
+sk_test_spawn(const char *const *argv, const char *const *env, const char *log_path)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int fd = open(log_path ? log_path : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
+		int devnull = open("/dev/null", O_RDONLY);
+		dup2(devnull, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		setpgid(0, 0);
+		exec_child(argv, env);
+	}
+	return pid;
+}
+
+static int
+wait_status(pid_t pid)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR)
+			return -1;
+	}
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + WTERMSIG(status);
+}
+
+int
+sk_test_stop(pid_t pid, bool hard)
+{
+	if (pid <= 0)
+		return -1;
+	kill(pid, hard ? SIGKILL : SIGTERM);
+	return wait_status(pid);
+}
+
+static char *
+slurp_fd(int fd)
+{
+	size_t cap = 4096, len = 0;
+	char *s = malloc(cap);
+	ssize_t n;
+
+	lseek(fd, 0, SEEK_SET);
+	while ((n = read(fd, s + len, cap - len - 1)) > 0) {
+		len += (size_t)n;
+		if (cap - len < 2) {
+			cap *= 2;
+			s = realloc(s, cap);
+		}
+	}
+	s[len] = '\0';
+	return s;
+}
+
+static int
+tmpfile_fd(void)
+{
+	char path[600];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/io-XXXXXX", sk_test_tmpdir());
+	fd = mkstemp(path);
+	unlink(path);
+	return fd;
+}
+
+int
+sk_test_run(const char *const *argv, const char *const *env, const char *stdin_data, char **out,
+	char **err, int timeout_s)
+{
+	int in_fd = tmpfile_fd(), out_fd = tmpfile_fd(), err_fd = tmpfile_fd();
+	int64_t deadline;
+	pid_t pid;
+	int status = -1;
+
+	if (stdin_data) {
+		if (write(in_fd, stdin_data, strlen(stdin_data)) < 0)
+			abort();
+		lseek(in_fd, 0, SEEK_SET);
+	}
+	pid = fork();
+	if (pid == 0) {
+		dup2(in_fd, 0);
+		dup2(out_fd, 1);
+		dup2(err_fd, 2);
+		exec_child(argv, env);
+	}
+	deadline = time(NULL) + (timeout_s > 0 ? timeout_s : 60);
+	for (;;) {
+		int st;
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		if (r == pid) {
+			status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			break;
+		}
+		if (time(NULL) > deadline) {
+			kill(pid, SIGKILL);
+			status = wait_status(pid);
+			break;
+		}
+		usleep(5000);
+	}
+	if (out)
+		*out = slurp_fd(out_fd);
+	if (err)
+		*err = slurp_fd(err_fd);
+	close(in_fd);
+	close(out_fd);
+	close(err_fd);
+	return status;
+}
+
+static void
+start_ferretdb(void)
+{
+	char addr[64], sqlite[700], state[600], log[600], bin[1024];
+	int port = sk_test_free_port();
+	sk_store_options opts = SK_STORE_OPTIONS_INIT;
+	sk_store *st = NULL;
+	sk_error err;
+
+	snprintf(bin, sizeof(bin), "%s", sk_test_path(".deps/bin/ferretdb"));
+	snprintf(state, sizeof(state), "%s/ferretdb", sk_test_tmpdir());
+	mkdir(state, 0755);
+	snprintf(addr, sizeof(addr), "--listen-addr=127.0.0.1:%d", port);
+	snprintf(sqlite, sizeof(sqlite), "--sqlite-url=file:%s/", state);
+	snprintf(log, sizeof(log), "%s/ferretdb.log", sk_test_tmpdir());
+	{
+		char state_arg[700];
+		const char *argv[] = {bin, "--handler=sqlite", addr, sqlite, state_arg,
+			"--debug-addr=-", "--telemetry=disable", "--log-level=error", NULL};
+		snprintf(state_arg, sizeof(state_arg), "--state-dir=%s", state);
+		ferretdb_pid = sk_test_spawn(argv, NULL, log);
+	}
+	snprintf(mongo_uri, sizeof(mongo_uri), "mongodb://127.0.0.1:%d", port);
+	opts.uri = mongo_uri;
+	opts.ensure_indexes = false;
+	for (int i = 0; i < 200; i++) {
+		if (sk_store_open(&st, &opts, &err) == 0) {
+			sk_store_close(st);
+			return;
+		}
+		usleep(50 * 1000);
+	}
+	fprintf(stderr, "FerretDB did not answer ping at %s (log: %s)\n", mongo_uri, log);
+	abort();
+}
+
+const char *
+sk_test_mongodb_uri(void)
+{
+	const char *external = getenv("SK_TEST_MONGODB_URI");
+
+	if (external && *external)
+		return external;
+	if (mongo_uri[0] == '\0')
+		start_ferretdb();
+	return mongo_uri;
+}
+
+const char *
+sk_test_unique_db(void)
+{
+	static char name[64];
+	static int counter;
+
+	snprintf(name, sizeof(name), "t_%d_%d_%ld", (int)getpid(), ++counter, (long)time(NULL) % 100000);
+	return name;
+}
+
+pid_t
+sk_test_sim_start(const char *const *extra_args, char *base_url, size_t len)
+{
+	char listen[64], log[600];
+	const char *argv[32];
+	size_t n = 0;
+	int port = sk_test_free_port();
+	pid_t pid;
+
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	snprintf(log, sizeof(log), "%s/sandboxsim-%d.log", sk_test_tmpdir(), port);
+	argv[n++] = "sandboxsim";
+	argv[n++] = "--listen";
+	argv[n++] = listen;
+	for (size_t i = 0; extra_args && extra_args[i] && n < 30; i++)
+		argv[n++] = extra_args[i];
+	argv[n] = NULL;
+	pid = sk_test_spawn(argv, NULL, log);
+	if (!sk_test_wait_port(port, 10000)) {
+		fprintf(stderr, "sandboxsim did not listen on %s (log: %s)\n", listen, log);
+		abort();
+	}
+	snprintf(base_url, len, "http://127.0.0.1:%d", port);
+	return pid;
+}
+
+void
+sk_test_global_setup(void)
+{
+	ensure_tmpdir();
+	/* Tests that need MongoDB start it lazily in the parent, before forking,
+	 * when SK_TEST_NEEDS_MONGO is set by the runner's environment. */
+	if (getenv("SK_TEST_NEEDS_MONGO")) {
+		setenv("SK_TEST_MONGODB_URI", sk_test_mongodb_uri(), 1);
+	}
+}
+
+void
+sk_test_global_teardown(void)
+{
+	char cmd[700];
+
+	if (getpid() != owner_pid)
+		return;
+	if (ferretdb_pid > 0)
+		sk_test_stop(ferretdb_pid, false);
+	if (tmpdir[0] && getenv("SK_TEST_KEEP_TMP") == NULL) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "could not remove %s\n", tmpdir);
+	}
+}

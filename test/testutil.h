@@ -1,0 +1,55 @@
+/*
+ * Test helpers shared by the unit, integration and e2e runners.
+ * Integration and e2e tests get one FerretDB per test binary, started by
+ * sk_test_global_setup() when SK_TEST_NEEDS_MONGO is set by the suite
+ * (or always, lazily, through sk_test_mongodb_uri()); each test uses its own
+ * database name so tests never see each other's objects.
+ */
+#ifndef SK_TESTUTIL_H
+#define SK_TESTUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+void sk_test_global_setup(void);
+void sk_test_global_teardown(void);
+
+/* A free TCP port on 127.0.0.1. */
+int sk_test_free_port(void);
+
+/* The URI of this binary's FerretDB (started on first use). */
+const char *sk_test_mongodb_uri(void);
+/* A database name unique to this process and call: "t_<pid>_<n>". Static buffer. */
+const char *sk_test_unique_db(void);
+
+/* Path of a product binary (spacectl, spacekeeper, sandboxsim) in $SK_BIN_DIR. Static. */
+const char *sk_test_bin(const char *name);
+/* Path under the repository root ($SK_ROOT). Static buffer, one at a time. */
+const char *sk_test_path(const char *rel);
+
+/* Runs argv (argv[0] a product name or a path) with optional stdin data and
+ * extra environment ("K=V" strings, NULL-terminated, may be NULL); captures
+ * stdout and stderr (caller frees). Returns the exit code, or 128+signal.
+ * Kills the child after timeout_s seconds. */
+int sk_test_run(const char *const *argv, const char *const *env, const char *stdin_data,
+	char **out, char **err, int timeout_s);
+
+/* Starts a process in the background with stdout/stderr to log_path; returns the pid. */
+pid_t sk_test_spawn(const char *const *argv, const char *const *env, const char *log_path);
+/* SIGTERM (or SIGKILL when hard), then waits; returns the exit status as sk_test_run does. */
+int sk_test_stop(pid_t pid, bool hard);
+
+/* Waits until a TCP port on 127.0.0.1 accepts, up to timeout_ms. */
+bool sk_test_wait_port(int port, int timeout_ms);
+
+/* A fresh temporary directory (removed by sk_test_global_teardown). Static buffer. */
+const char *sk_test_tmpdir(void);
+/* Writes a file under the temp dir and returns its path (static buffer). */
+const char *sk_test_write_file(const char *name, const char *content);
+
+/* A sandboxsim on a free port: returns the pid and fills base_url ("http://127.0.0.1:P").
+ * extra_args NULL-terminated or NULL. */
+pid_t sk_test_sim_start(const char *const *extra_args, char *base_url, size_t len);
+
+#endif
