@@ -12,13 +12,15 @@ PKG_CONFIG ?= pkg-config
 PC_DEPS := libmongoc-1.0 jansson yaml-0.1 libcurl libmicrohttpd
 SANITIZE ?= 0
 
+# BUILD=build/NAME keeps a separate tree (parallel developers, benchmarks).
+BUILD ?= build
 ifeq ($(SANITIZE),1)
-OUT := build/san
-BIN := build/san/bin
+OUT := $(BUILD)/san
+BIN := $(OUT)/bin
 OPT := -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
 else
-OUT := build/rel
-BIN := bin
+OUT := $(BUILD)/rel
+BIN := $(if $(filter build,$(BUILD)),bin,$(OUT)/bin)
 OPT := -O2
 endif
 
@@ -130,4 +132,4 @@ clean:
 	rm -rf build bin
 
 export TEST_ENV
--include $(shell find build -name '*.d' 2>/dev/null)
+-include $(shell find $(OUT) -name '*.d' 2>/dev/null)

@@ -31,7 +31,14 @@ sk_error_prefix(sk_error *err, const char *fmt, ...)
 	vsnprintf(prefix, sizeof(prefix), fmt, ap);
 	va_end(ap);
 	memcpy(old, err->message, sizeof(old));
-	snprintf(err->message, sizeof(err->message), "%s: %s", prefix, old);
+	{
+		size_t n = strnlen(prefix, sizeof(prefix) - 3);
+		memcpy(err->message, prefix, n);
+		memcpy(err->message + n, ": ", 2);
+		n += 2;
+		strncpy(err->message + n, old, sizeof(err->message) - n - 1);
+		err->message[sizeof(err->message) - 1] = '\0';
+	}
 }
 
 void

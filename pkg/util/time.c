@@ -1,5 +1,4 @@
 /* util/time: clocks, RFC 3339 timestamps, kubectl-style ages. */
-#define _GNU_SOURCE
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
