@@ -1,0 +1,236 @@
+/* spacectl: helpers shared by every command: flags, errors, store, output, input files. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spacectl.h"
+
+sk_cli_globals sk_cli = { NULL, NULL, 3000 };
+
+void
+sk_cli_errorf(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("spacectl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void
+sk_cli_warnf(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("spacectl: warning: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int
+sk_cli_exit_code(int code)
+{
+	if (code == SK_EUNAVAILABLE || code == SK_ETIMEOUT)
+		return SK_EXIT_UNAVAILABLE;
+	return code == 0 ? SK_EXIT_OK : SK_EXIT_FAIL;
+}
+
+void
+sk_cli_print_help(const sk_cli_help *h, FILE *f)
+{
+	const char *p = h->usage, *nl;
+	bool first = true;
+
+	/* Several usage lines line up under the first, as in style(9). */
+	while (*p) {
+		nl = strchr(p, '\n');
+		if (nl == NULL)
+			nl = p + strlen(p);
+		fprintf(f, "%s%.*s\n", first ? "usage: " : "       ", (int)(nl - p), p);
+		first = false;
+		p = *nl ? nl + 1 : nl;
+	}
+	if (f == stdout && h->text)
+		fprintf(f, "\n%s\n%s", h->text, SK_CLI_GLOBAL_HELP);
+}
+
+int
+sk_cli_usage_error(const sk_cli_help *h, const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fprintf(stderr, "spacectl %s: ", h->name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	sk_cli_print_help(h, stderr);
+	fprintf(stderr, "Run 'spacectl %s --help' for more information.\n", h->name);
+	return SK_EXIT_USAGE;
+}
+
+int
+sk_cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts)
+{
+	opterr = 0;
+	return getopt_long(argc, argv, shortopts, longopts, NULL);
+}
+
+static int
+parse_timeout(const sk_cli_help *h, const char *arg)
+{
+	int64_t ms;
+
+	if (sk_duration_parse(arg, &ms) != 0 || ms <= 0)
+		return sk_cli_usage_error(h, "--timeout: invalid duration \"%s\" (e.g. 5s, 500ms)", arg);
+	sk_cli.timeout_ms = ms;
+	return SK_CLI_CONTINUE;
+}
+
+int
+sk_cli_opt(const sk_cli_help *h, int c, char **argv)
+{
+	switch (c) {
+	case SK_OPT_MONGODB_URI: sk_cli.mongodb_uri = optarg; return SK_CLI_CONTINUE;
+	case SK_OPT_DATABASE: sk_cli.database = optarg; return SK_CLI_CONTINUE;
+	case SK_OPT_TIMEOUT: return parse_timeout(h, optarg);
+	case 'h': sk_cli_print_help(h, stdout); return SK_EXIT_OK;
+	case ':': return sk_cli_usage_error(h, "flag %s needs an argument", argv[optind - 1]);
+	case '?':
+		if (optopt && optopt < 256)
+			return sk_cli_usage_error(h, "unknown flag -%c", optopt);
+		return sk_cli_usage_error(h, "unknown flag %s", argv[optind - 1]);
+	default: return sk_cli_usage_error(h, "unexpected flag");
+	}
+}
+
+int
+sk_cli_store_open(sk_store **out)
+{
+	sk_store_options opts = SK_STORE_OPTIONS_INIT;
+	sk_error err;
+	int rc;
+
+	sk_error_clear(&err);
+	opts.uri = sk_cli.mongodb_uri;
+	opts.database = sk_cli.database;
+	opts.timeout_ms = sk_cli.timeout_ms;
+	rc = sk_store_open(out, &opts, &err);
+	if (rc != 0) {
+		sk_cli_errorf("%s", err.message);
+		return sk_cli_exit_code(rc == SK_EINVALID ? SK_EINVALID : SK_EUNAVAILABLE);
+	}
+	return SK_EXIT_OK;
+}
+
+int
+sk_cli_output_parse(const char *s, sk_output *out)
+{
+	static const struct {
+		const char *name;
+		sk_output fmt;
+	} formats[] = {
+		{ "table", SK_OUTPUT_TABLE },
+		{ "wide", SK_OUTPUT_WIDE },
+		{ "yaml", SK_OUTPUT_YAML },
+		{ "json", SK_OUTPUT_JSON },
+	};
+
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+		if (strcmp(s, formats[i].name) == 0) {
+			*out = formats[i].fmt;
+			return 0;
+		}
+	}
+	return SK_EINVALID;
+}
+
+int
+sk_cli_print_value(const json_t *v, sk_output fmt)
+{
+	sk_buf buf = SK_BUF_INIT(0);
+	sk_error err;
+	char *s;
+
+	if (fmt == SK_OUTPUT_JSON) {
+		s = json_dumps(v, JSON_INDENT(4) | JSON_PRESERVE_ORDER);
+		if (s == NULL) {
+			sk_cli_errorf("cannot encode JSON");
+			return SK_EXIT_FAIL;
+		}
+		printf("%s\n", s);
+		free(s);
+		return SK_EXIT_OK;
+	}
+	sk_error_clear(&err);
+	if (sk_json_to_yaml(v, &buf, &err) != 0) {
+		sk_cli_errorf("cannot encode YAML: %s", err.message);
+		sk_buf_dispose(&buf);
+		return SK_EXIT_FAIL;
+	}
+	fwrite(buf.data ? buf.data : "", 1, buf.len, stdout);
+	sk_buf_dispose(&buf);
+	return SK_EXIT_OK;
+}
+
+bool
+sk_cli_is_userspace_resource(const char *s)
+{
+	static const char *const names[] = { "userspace", "userspaces", "us", "UserSpace",
+		"userspaces.spacekeeper.dev", "userspace.spacekeeper.dev" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(s, names[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+void
+sk_cli_strv_push(sk_cli_strv *v, char *s)
+{
+	v->items = sk_realloc(v->items, (v->len + 1) * sizeof(*v->items));
+	v->items[v->len++] = s;
+}
+
+void
+sk_cli_strv_dispose(sk_cli_strv *v)
+{
+	free(v->items);
+	v->items = NULL;
+	v->len = 0;
+}
+
+json_t *
+sk_cli_desired_json(const sk_userspace *us)
+{
+	json_t *root = json_object(), *meta = json_object();
+
+	json_object_set_new(root, "apiVersion", json_string(SK_API_VERSION));
+	json_object_set_new(root, "kind", json_string(SK_KIND_USERSPACE));
+	json_object_set_new(meta, "name", json_string(us->meta.name));
+	if (us->meta.labels.len > 0) {
+		json_t *o = json_object();
+		for (size_t i = 0; i < us->meta.labels.len; i++)
+			json_object_set_new(o, us->meta.labels.items[i].key,
+				json_string(us->meta.labels.items[i].value));
+		json_object_set_new(meta, "labels", o);
+	}
+	if (us->meta.annotations.len > 0) {
+		json_t *o = json_object();
+		for (size_t i = 0; i < us->meta.annotations.len; i++)
+			json_object_set_new(o, us->meta.annotations.items[i].key,
+				json_string(us->meta.annotations.items[i].value));
+		json_object_set_new(meta, "annotations", o);
+	}
+	json_object_set_new(root, "metadata", meta);
+	json_object_set_new(root, "spec", sk_userspace_spec_to_json(&us->spec));
+	return root;
+}

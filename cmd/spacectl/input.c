@@ -1,0 +1,145 @@
+/* spacectl: reading -f inputs: load, validate every document, reject duplicates. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "spacectl.h"
+
+const char *
+sk_cli_doc_where(const sk_doc *d, const char *field)
+{
+	static char where[1200];
+	const char *file = sk_doc_file(d);
+	int line = sk_doc_line(d), col = 1;
+
+	if (file == NULL || strcmp(file, "-") == 0)
+		file = "<stdin>";
+	if (field)
+		sk_doc_position(d, field, &line, &col);
+	snprintf(where, sizeof(where), "%s:%d:%d", file, line, col);
+	return where;
+}
+
+static void
+append_docs(sk_doclist *all, sk_doclist *more)
+{
+	all->items = sk_realloc(all->items, (all->len + more->len) * sizeof(*all->items));
+	memcpy(all->items + all->len, more->items, more->len * sizeof(*more->items));
+	all->len += more->len;
+	more->len = 0; /* the documents moved; dispose frees the array only */
+	sk_doclist_dispose(more);
+}
+
+static int
+load_paths(sk_doclist *all, char **paths, size_t npaths)
+{
+	int rc = SK_EXIT_OK;
+
+	for (size_t i = 0; i < npaths; i++) {
+		sk_doclist docs = { NULL, 0 };
+		sk_error err;
+
+		sk_error_clear(&err);
+		if (sk_doc_load_path(paths[i], &docs, &err) != 0) {
+			sk_cli_errorf("%s", err.message);
+			sk_doclist_dispose(&docs);
+			rc = SK_EXIT_FAIL;
+			continue;
+		}
+		if (docs.len == 0) {
+			sk_cli_errorf("no objects found in %s", strcmp(paths[i], "-") ? paths[i] : "<stdin>");
+			rc = SK_EXIT_FAIL;
+		}
+		append_docs(all, &docs);
+	}
+	return rc;
+}
+
+static int
+validate_docs(sk_cli_input *in)
+{
+	int rc = SK_EXIT_OK;
+
+	in->objs = sk_calloc(in->docs.len, sizeof(*in->objs));
+	in->len = in->docs.len;
+	for (size_t i = 0; i < in->len; i++) {
+		sk_errlist errs = { NULL, 0 };
+		sk_buf buf = SK_BUF_INIT(0);
+
+		if (sk_userspace_from_doc(in->docs.items[i], &in->objs[i], &errs) != 0) {
+			sk_errlist_format(&errs, &buf);
+			fflush(stdout);
+			for (char *line = buf.data; line && *line;) {
+				char *nl = strchr(line, '\n');
+				fprintf(stderr, "spacectl: %.*s\n", (int)(nl ? nl - line : (long)strlen(line)), line);
+				line = nl ? nl + 1 : NULL;
+			}
+			if (errs.len == 0)
+				sk_cli_errorf("invalid document (%s)", sk_cli_doc_where(in->docs.items[i], NULL));
+			sk_userspace_free(in->objs[i]);
+			in->objs[i] = NULL;
+			rc = SK_EXIT_FAIL;
+		}
+		sk_buf_dispose(&buf);
+		sk_errlist_dispose(&errs);
+	}
+	return rc;
+}
+
+static int
+check_duplicates(sk_cli_input *in)
+{
+	int rc = SK_EXIT_OK;
+
+	for (size_t i = 0; i < in->len; i++) {
+		for (size_t j = 0; in->objs[i] && j < i; j++) {
+			char first[1200];
+			const sk_userspace *a = in->objs[j], *b = in->objs[i];
+
+			if (a == NULL)
+				continue;
+			if (strcmp(a->meta.name, b->meta.name) == 0) {
+				snprintf(first, sizeof(first), "%s",
+					sk_cli_doc_where(in->docs.items[j], "metadata.name"));
+				sk_cli_errorf("metadata.name: duplicate name \"%s\" in the input (%s and %s)",
+					b->meta.name, first,
+					sk_cli_doc_where(in->docs.items[i], "metadata.name"));
+				rc = SK_EXIT_FAIL;
+			} else if (strcmp(a->spec.user_id, b->spec.user_id) == 0) {
+				snprintf(first, sizeof(first), "%s",
+					sk_cli_doc_where(in->docs.items[j], "spec.userID"));
+				sk_cli_errorf("spec.userID: \"%s\" is used by both userspace/%s (%s) and "
+					      "userspace/%s (%s); a userID must be unique",
+					b->spec.user_id, a->meta.name, first, b->meta.name,
+					sk_cli_doc_where(in->docs.items[i], "spec.userID"));
+				rc = SK_EXIT_FAIL;
+			}
+		}
+	}
+	return rc;
+}
+
+int
+sk_cli_input_load(sk_cli_input *in, char **paths, size_t npaths)
+{
+	int rc;
+
+	memset(in, 0, sizeof(*in));
+	rc = load_paths(&in->docs, paths, npaths);
+	if (validate_docs(in) != SK_EXIT_OK)
+		rc = SK_EXIT_FAIL;
+	if (rc == SK_EXIT_OK)
+		rc = check_duplicates(in);
+	if (rc != SK_EXIT_OK)
+		sk_cli_errorf("no changes made: the input has errors");
+	return rc;
+}
+
+void
+sk_cli_input_dispose(sk_cli_input *in)
+{
+	for (size_t i = 0; i < in->len; i++)
+		sk_userspace_free(in->objs[i]);
+	free(in->objs);
+	sk_doclist_dispose(&in->docs);
+	memset(in, 0, sizeof(*in));
+}

@@ -1,0 +1,129 @@
+/*
+ * spacectl: the command table's entry points and the helpers every command
+ * shares (common.c). One file per command, each exporting
+ * `int sk_cmd_NAME(int argc, char **argv)` that returns the exit code.
+ */
+#ifndef SK_SPACECTL_H
+#define SK_SPACECTL_H
+
+#include <getopt.h>
+#include <stdio.h>
+
+#include "api/api.h"
+#include "store/store.h"
+#include "util/util.h"
+
+/* Exit codes (README "Exit codes"); scripts rely on them. */
+#define SK_EXIT_OK 0
+#define SK_EXIT_FAIL 1        /* invalid input, conflict, not found; diff: differences */
+#define SK_EXIT_USAGE 2       /* bad flags or arguments; diff: any error */
+#define SK_EXIT_UNAVAILABLE 3 /* database or provider unavailable */
+
+/* ---- commands (one line each in main.c's table) ---- */
+int sk_cmd_apply(int argc, char **argv);
+int sk_cmd_get(int argc, char **argv);
+int sk_cmd_describe(int argc, char **argv);
+int sk_cmd_delete(int argc, char **argv);
+int sk_cmd_diff(int argc, char **argv);
+int sk_cmd_validate(int argc, char **argv);
+int sk_cmd_version(int argc, char **argv);
+
+/* ---- global flags (every command accepts them) ---- */
+typedef struct sk_cli_globals {
+	const char *mongodb_uri; /* NULL: $SPACEKEEPER_MONGODB_URI or the default */
+	const char *database;    /* NULL: "spacekeeper" */
+	int64_t timeout_ms;      /* store timeout, default 3 s */
+} sk_cli_globals;
+extern sk_cli_globals sk_cli;
+
+/* Long-option values of the global flags (beyond any char). */
+enum {
+	SK_OPT_MONGODB_URI = 256,
+	SK_OPT_DATABASE,
+	SK_OPT_TIMEOUT,
+	SK_OPT_FIRST_CMD = 300, /* commands number their own long-only flags from here */
+};
+#define SK_CLI_GLOBAL_OPTIONS                                                                      \
+	{ "mongodb-uri", required_argument, NULL, SK_OPT_MONGODB_URI },                            \
+		{ "database", required_argument, NULL, SK_OPT_DATABASE },                          \
+		{ "timeout", required_argument, NULL, SK_OPT_TIMEOUT },                            \
+		{ "help", no_argument, NULL, 'h' }
+#define SK_CLI_GLOBAL_HELP                                                                         \
+	"Global flags:\n"                                                                          \
+	"  --mongodb-uri URI  MongoDB URI (env SPACEKEEPER_MONGODB_URI,\n"                         \
+	"                     default mongodb://127.0.0.1:27017)\n"                                \
+	"  --database NAME    database name (default spacekeeper)\n"                               \
+	"  --timeout DURATION give up on an unreachable database after this long (default 3s)\n"   \
+	"  -h, --help         print this help\n"
+
+/* What --help prints for one command. */
+typedef struct sk_cli_help {
+	const char *name;  /* "apply" */
+	const char *usage; /* style(9) line(s) without the "usage: " prefix */
+	const char *text;  /* description, flags, examples */
+} sk_cli_help;
+
+/* Result of sk_cli_opt for flags the command did not handle itself. */
+#define SK_CLI_CONTINUE (-1)
+/* Handles the global flags, -h, unknown flags and missing arguments after
+ * getopt_long returned c. Returns SK_CLI_CONTINUE or an exit code. */
+int sk_cli_opt(const sk_cli_help *h, int c, char **argv);
+/* getopt_long with the error reporting switched off (sk_cli_opt reports). */
+int sk_cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts);
+/* Prints "spacectl NAME: MSG", the usage and a hint to stderr; returns SK_EXIT_USAGE. */
+int sk_cli_usage_error(const sk_cli_help *h, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void sk_cli_print_help(const sk_cli_help *h, FILE *f);
+
+/* "spacectl: message" on stderr. */
+void sk_cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void sk_cli_warnf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Exit code for a library error code (unavailable -> 3, otherwise 1). */
+int sk_cli_exit_code(int code);
+
+/* Opens the store with the global flags; prints the error and returns its exit code. */
+int sk_cli_store_open(sk_store **out);
+
+/* Output formats (-o). */
+typedef enum sk_output {
+	SK_OUTPUT_TABLE,
+	SK_OUTPUT_WIDE,
+	SK_OUTPUT_YAML,
+	SK_OUTPUT_JSON,
+} sk_output;
+int sk_cli_output_parse(const char *s, sk_output *out);
+/* Prints a JSON value as JSON (indented) or YAML to stdout. Returns an exit code. */
+int sk_cli_print_value(const json_t *v, sk_output fmt);
+
+/* True when s names the UserSpace resource ("userspace", "userspaces", "us", ...). */
+bool sk_cli_is_userspace_resource(const char *s);
+
+/* ---- input documents (-f PATH, repeatable) ---- */
+typedef struct sk_cli_input {
+	sk_doclist docs;
+	sk_userspace **objs; /* parallel to docs.items; NULL entries when invalid */
+	size_t len;
+} sk_cli_input;
+
+/* Loads every path, validates every document and checks that names and
+ * spec.userID values are unique across the input. Prints every problem and
+ * returns SK_EXIT_FAIL (nothing usable), or SK_EXIT_OK. An input without
+ * documents is an error ("no objects found in PATH"). */
+int sk_cli_input_load(sk_cli_input *in, char **paths, size_t npaths);
+void sk_cli_input_dispose(sk_cli_input *in);
+/* "a.yaml:3" for error messages; static buffer, one at a time. */
+const char *sk_cli_doc_where(const sk_doc *d, const char *field);
+
+/* A repeatable string flag (-f). */
+typedef struct sk_cli_strv {
+	char **items;
+	size_t len;
+} sk_cli_strv;
+void sk_cli_strv_push(sk_cli_strv *v, char *s);
+void sk_cli_strv_dispose(sk_cli_strv *v); /* frees the array, not the strings */
+
+/* The object as the user wrote it: apiVersion, kind, metadata (name, labels,
+ * annotations) and the defaulted spec. What apply compares and diff prints. */
+json_t *sk_cli_desired_json(const sk_userspace *us);
+
+#endif

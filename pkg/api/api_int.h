@@ -1,0 +1,70 @@
+/*
+ * api internals shared by the api module's files (and config.c): the sk_doc
+ * layout with its position table, path helpers, positioned errors, typed
+ * field checks for strict validation, and Kubernetes name rules.
+ */
+#ifndef SK_API_INT_H
+#define SK_API_INT_H
+
+#include "api.h"
+
+#define SK_MAX_DEPTH 64
+#define SK_MAX_ALIAS_NODES 10000
+
+struct sk_doc {
+	json_t *root;
+	char *file; /* display name ("<stdin>" for "-"); NULL when none */
+	int line;   /* 1-based line where the document starts; 0 unknown */
+	json_t *pos; /* path -> [line, col] */
+};
+
+/* Records the position of a dotted path ("" is the document root). */
+void sk_doc_set_position(sk_doc *d, const char *path, int line, int col);
+
+/* "a" + "b" -> "a.b", "" + "b" -> "b"; "a" + index 2 -> "a[2]". Caller frees. */
+char *sk_path_join(const char *parent, const char *key);
+char *sk_path_index(const char *parent, size_t i);
+
+/* Adds an error for path with the doc's file and the position of path
+ * (or its nearest known parent). d may be NULL. */
+void sk_doc_error(sk_errlist *l, const sk_doc *d, const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* ---- typed field checks (strict validation helpers) ----
+ * Each reports errors into errs with the field path and position and
+ * returns whether the field was present and well-typed. */
+typedef struct sk_vctx {
+	const sk_doc *doc;
+	sk_errlist *errs;
+} sk_vctx;
+
+/* Reports "unknown field" for every key of obj not in allowed (NULL-terminated). */
+void sk_check_known(sk_vctx *v, json_t *obj, const char *path, const char *const *allowed);
+/* Looks up key in obj; when absent and required reports "required". Returns the value. */
+json_t *sk_check_field(sk_vctx *v, json_t *obj, const char *path, const char *key, bool required);
+bool sk_check_object(sk_vctx *v, json_t *val, const char *path);
+const char *sk_check_string(sk_vctx *v, json_t *val, const char *path);
+bool sk_check_int(sk_vctx *v, json_t *val, const char *path, int64_t min, int64_t max,
+	int64_t *out);
+bool sk_check_bool(sk_vctx *v, json_t *val, const char *path, bool *out);
+/* One of the NULL-terminated names; reports "must be one of: A, B". */
+bool sk_check_enum(sk_vctx *v, json_t *val, const char *path, const char *const *names);
+/* Duration string matching ^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$ within [min,max] ms. */
+bool sk_check_duration(sk_vctx *v, json_t *val, const char *path, int64_t min_ms,
+	int64_t max_ms, int64_t *out);
+
+/* The CRD's duration pattern. */
+bool sk_duration_syntax_ok(const char *s);
+/* Integer value of a JSON integer or an integral real. */
+bool sk_json_int(json_t *v, int64_t *out);
+
+/* Kubernetes label rules. */
+bool sk_valid_dns_subdomain(const char *s);
+bool sk_valid_label_key(const char *s);
+bool sk_valid_label_value(const char *s);
+
+/* Plain-scalar typing shared by the reader and the emitter: returns the
+ * JSON value a plain YAML scalar means (string when nothing else fits). */
+json_t *sk_yaml_plain_scalar(const char *s, size_t len);
+
+#endif
