@@ -45,7 +45,7 @@ CMD_BINS := $(CMDS:%=$(BIN)/%)
 TEST_KINDS := unit integration e2e
 TEST_COMMON := test/runner.c test/testutil.c
 TEST_BINS := $(TEST_KINDS:%=$(OUT)/test/%_tests)
-TOOLS := $(OUT)/tools/mongoping
+TOOLS := $(OUT)/tools/mongoping $(OUT)/tools/loadgen
 
 .PHONY: all test check test-unit test-integration test-e2e test-conformance tests \
 	fmt fmt-check clean deps bench bench-sim demo
@@ -57,6 +57,7 @@ $(OUT)/%.o: %.c
 
 $(LIB): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
+	rm -f $@
 	$(AR) rcs $@ $^
 
 # Each binary: the objects of cmd/NAME/ linked with the library.
@@ -84,6 +85,11 @@ endef
 $(foreach k,$(TEST_KINDS),$(eval $(call test_rule,$(k))))
 
 $(OUT)/tools/mongoping: $(OUT)/test/tools/mongoping.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The HTTP load generator of make bench-sim (test/bench/loadgen.c).
+$(OUT)/tools/loadgen: $(OUT)/test/bench/loadgen.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -3,7 +3,7 @@
 # a second run checks and returns quickly.
 #   - Debian packages (compiler toolchain libraries, Check, pkg-config)
 #   - FerretDB (pinned), built with `go install`, at .deps/bin/ferretdb
-#   - the official e2b SDK (pinned) from npm, in .deps/node for the
+#   - the official e2b SDK, ajv and yaml (pinned) from npm, in .deps/node for the
 #     conformance test
 set -euo pipefail
 
@@ -11,6 +11,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 deps="$root/.deps"
 FERRETDB_VERSION=v1.24.2
 E2B_SDK_VERSION=2.51.0
+AJV_VERSION=8.20.0
+YAML_VERSION=2.9.1
 
 apt_packages=(build-essential pkg-config libcurl4-openssl-dev libyaml-dev
 	libjansson-dev libmongoc-dev libbson-dev check libmicrohttpd-dev
@@ -52,12 +54,22 @@ if [ ! -x "$deps/bin/ferretdb" ] ||
 	(cd "$work/ferretdb" && GOBIN="$deps/bin" GOFLAGS=-mod=mod go install ./cmd/ferretdb)
 fi
 
-if [ ! -f "$deps/node/node_modules/e2b/package.json" ] ||
-	! grep -q "\"version\": \"$E2B_SDK_VERSION\"" "$deps/node/node_modules/e2b/package.json"; then
-	command -v npm >/dev/null || { log "npm is required for the e2b SDK conformance test"; exit 1; }
-	log "installing the e2b SDK $E2B_SDK_VERSION from npm"
+# npm packages for the conformance tests (e2b SDK, CRD schema check), pinned.
+npm_packages=("e2b@$E2B_SDK_VERSION" "ajv@$AJV_VERSION" "yaml@$YAML_VERSION")
+npm_missing=()
+for spec in "${npm_packages[@]}"; do
+	name=${spec%@*}
+	version=${spec##*@}
+	pj="$deps/node/node_modules/$name/package.json"
+	if [ ! -f "$pj" ] || ! grep -q "\"version\": \"$version\"" "$pj"; then
+		npm_missing+=("$spec")
+	fi
+done
+if [ ${#npm_missing[@]} -gt 0 ]; then
+	command -v npm >/dev/null || { log "npm is required for the conformance tests"; exit 1; }
+	log "installing from npm: ${npm_packages[*]}"
 	mkdir -p "$deps/node"
 	[ -f "$deps/node/package.json" ] || echo '{"name":"spacekeeper-deps","private":true}' >"$deps/node/package.json"
-	(cd "$deps/node" && npm install --no-audit --no-fund --silent "e2b@$E2B_SDK_VERSION")
+	(cd "$deps/node" && npm install --no-audit --no-fund --silent --save-exact "${npm_packages[@]}")
 fi
 log "all dependencies present"

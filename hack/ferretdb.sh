@@ -3,14 +3,14 @@
 #   hack/ferretdb.sh start [DIR]   starts it, waits for ping, prints the URI
 #   hack/ferretdb.sh stop  [DIR]   stops it and removes DIR
 #   hack/ferretdb.sh uri   [DIR]   prints the URI of a running instance
-# DIR defaults to .deps/run/ferretdb. Needs hack/deps.sh and `make` first
-# (the ping uses build/rel/tools/mongoping).
+# DIR defaults to .deps/run/ferretdb. Needs hack/deps.sh; the ping uses
+# $SK_TOOLS_DIR/mongoping (default build/rel/tools/mongoping, built on demand).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cmd=${1:-}
 dir=${2:-$root/.deps/run/ferretdb}
 bin=$root/.deps/bin/ferretdb
-ping=$root/build/rel/tools/mongoping
+ping=${SK_TOOLS_DIR:-$root/build/rel/tools}/mongoping
 
 usage() { echo "usage: hack/ferretdb.sh start|stop|uri [DIR]" >&2; exit 2; }
 
@@ -28,7 +28,10 @@ free_port() {
 
 start() {
 	[ -x "$bin" ] || { echo "ferretdb: $bin missing; run hack/deps.sh" >&2; exit 1; }
-	[ -x "$ping" ] || make -C "$root" --no-print-directory build/rel/tools/mongoping >/dev/null
+	if [ ! -x "$ping" ]; then
+		[ -z "${SK_TOOLS_DIR:-}" ] || { echo "ferretdb: $ping missing" >&2; exit 1; }
+		make -C "$root" --no-print-directory build/rel/tools/mongoping >/dev/null
+	fi
 	if [ -f "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; then
 		cat "$dir/uri"
 		return 0
@@ -49,7 +52,8 @@ start() {
 		kill -0 "$(cat "$dir/pid")" 2>/dev/null || break
 		sleep 0.1
 	done
-	echo "ferretdb: did not answer ping; log: $dir/log" >&2
+	echo "ferretdb: did not answer ping; its log:" >&2
+	tail -n 20 "$dir/log" >&2 || true
 	stop
 	exit 1
 }

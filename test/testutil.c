@@ -70,7 +70,7 @@ sk_test_free_port(void)
 	sa.sin_family = AF_INET;
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-		getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
+	        getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
 		perror("bind");
 		abort();
 	}
@@ -143,7 +143,8 @@ sk_test_spawn(const char *const *argv, const char *const *env, const char *log_p
 	pid_t pid = fork();
 
 	if (pid == 0) {
-		int fd = open(log_path ? log_path : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
+		int fd = open(
+		        log_path ? log_path : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
 		int devnull = open("/dev/null", O_RDONLY);
 		dup2(devnull, 0);
 		dup2(fd, 1);
@@ -175,6 +176,24 @@ sk_test_stop(pid_t pid, bool hard)
 		return -1;
 	kill(pid, hard ? SIGKILL : SIGTERM);
 	return wait_status(pid);
+}
+
+int
+sk_test_wait(pid_t pid, int timeout_s)
+{
+	time_t deadline = time(NULL) + (timeout_s > 0 ? timeout_s : 60);
+
+	for (;;) {
+		int st;
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		if (r == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		if (r < 0 && errno != EINTR)
+			return -1;
+		if (time(NULL) > deadline)
+			return sk_test_stop(pid, true);
+		usleep(10 * 1000);
+	}
 }
 
 static char *
@@ -210,7 +229,7 @@ tmpfile_fd(void)
 
 int
 sk_test_run(const char *const *argv, const char *const *env, const char *stdin_data, char **out,
-	char **err, int timeout_s)
+        char **err, int timeout_s)
 {
 	int in_fd = tmpfile_fd(), out_fd = tmpfile_fd(), err_fd = tmpfile_fd();
 	int64_t deadline;
@@ -271,8 +290,8 @@ start_ferretdb(void)
 	snprintf(log, sizeof(log), "%s/ferretdb.log", sk_test_tmpdir());
 	{
 		char state_arg[700];
-		const char *argv[] = {bin, "--handler=sqlite", addr, sqlite, state_arg,
-			"--debug-addr=-", "--telemetry=disable", "--log-level=error", NULL};
+		const char *argv[] = { bin, "--handler=sqlite", addr, sqlite, state_arg,
+			"--debug-addr=-", "--telemetry=disable", "--log-level=error", NULL };
 		snprintf(state_arg, sizeof(state_arg), "--state-dir=%s", state);
 		ferretdb_pid = sk_test_spawn(argv, NULL, log);
 	}
@@ -288,6 +307,39 @@ start_ferretdb(void)
 	}
 	fprintf(stderr, "FerretDB did not answer ping at %s (log: %s)\n", mongo_uri, log);
 	abort();
+}
+
+pid_t
+sk_test_ferretdb_start_at(const char *dir, int port)
+{
+	char addr[64], sqlite[1100], state[1100], log[1100], bin[1024], uri[64];
+	const char *argv[] = { bin, "--handler=sqlite", addr, sqlite, state, "--debug-addr=-",
+		"--telemetry=disable", "--log-level=error", NULL };
+	sk_store_options opts = SK_STORE_OPTIONS_INIT;
+	sk_store *st = NULL;
+	sk_error err;
+	pid_t pid;
+
+	mkdir(dir, 0755);
+	snprintf(bin, sizeof(bin), "%s", sk_test_path(".deps/bin/ferretdb"));
+	snprintf(addr, sizeof(addr), "--listen-addr=127.0.0.1:%d", port);
+	snprintf(sqlite, sizeof(sqlite), "--sqlite-url=file:%s/", dir);
+	snprintf(state, sizeof(state), "--state-dir=%s", dir);
+	snprintf(log, sizeof(log), "%s/ferretdb.log", dir);
+	pid = sk_test_spawn(argv, NULL, log);
+	snprintf(uri, sizeof(uri), "mongodb://127.0.0.1:%d", port);
+	opts.uri = uri;
+	opts.ensure_indexes = false;
+	opts.timeout_ms = 1000;
+	for (int i = 0; i < 200; i++) {
+		if (sk_store_open(&st, &opts, &err) == 0) {
+			sk_store_close(st);
+			return pid;
+		}
+		usleep(50 * 1000);
+	}
+	fprintf(stderr, "FerretDB did not answer ping at %s (log: %s)\n", uri, log);
+	return -1;
 }
 
 const char *
@@ -308,7 +360,8 @@ sk_test_unique_db(void)
 	static char name[64];
 	static int counter;
 
-	snprintf(name, sizeof(name), "t_%d_%d_%ld", (int)getpid(), ++counter, (long)time(NULL) % 100000);
+	snprintf(name, sizeof(name), "t_%d_%d_%ld", (int)getpid(), ++counter,
+	        (long)time(NULL) % 100000);
 	return name;
 }
 
@@ -363,4 +416,32 @@ sk_test_global_teardown(void)
 		if (system(cmd) != 0)
 			fprintf(stderr, "could not remove %s\n", tmpdir);
 	}
+}
+
+pid_t
+sk_test_ferretdb_start(char *uri, size_t len)
+{
+	static int instance;
+	char addr[64], dir[600], sqlite[700], state[700], log[700], bin[1024];
+	int port = sk_test_free_port();
+	pid_t pid;
+
+	snprintf(bin, sizeof(bin), "%s", sk_test_path(".deps/bin/ferretdb"));
+	snprintf(dir, sizeof(dir), "%s/ferretdb-%d-%d", sk_test_tmpdir(), (int)getpid(), ++instance);
+	mkdir(dir, 0755);
+	snprintf(addr, sizeof(addr), "--listen-addr=127.0.0.1:%d", port);
+	snprintf(sqlite, sizeof(sqlite), "--sqlite-url=file:%s/", dir);
+	snprintf(state, sizeof(state), "--state-dir=%s", dir);
+	snprintf(log, sizeof(log), "%s.log", dir);
+	{
+		const char *argv[] = { bin, "--handler=sqlite", addr, sqlite, state,
+			"--debug-addr=-", "--telemetry=disable", "--log-level=error", NULL };
+		pid = sk_test_spawn(argv, NULL, log);
+	}
+	snprintf(uri, len, "mongodb://127.0.0.1:%d", port);
+	if (!sk_test_wait_port(port, 20000)) {
+		fprintf(stderr, "FerretDB did not listen on %s (log: %s)\n", uri, log);
+		abort();
+	}
+	return pid;
 }

@@ -32,16 +32,30 @@ const char *sk_test_path(const char *rel);
  * extra environment ("K=V" strings, NULL-terminated, may be NULL); captures
  * stdout and stderr (caller frees). Returns the exit code, or 128+signal.
  * Kills the child after timeout_s seconds. */
-int sk_test_run(const char *const *argv, const char *const *env, const char *stdin_data,
-	char **out, char **err, int timeout_s);
+int sk_test_run(const char *const *argv, const char *const *env, const char *stdin_data, char **out,
+        char **err, int timeout_s);
 
 /* Starts a process in the background with stdout/stderr to log_path; returns the pid. */
 pid_t sk_test_spawn(const char *const *argv, const char *const *env, const char *log_path);
 /* SIGTERM (or SIGKILL when hard), then waits; returns the exit status as sk_test_run does. */
 int sk_test_stop(pid_t pid, bool hard);
 
+/* Waits for a process started by sk_test_spawn to exit, up to timeout_s seconds
+ * (then SIGKILL); returns the exit status as sk_test_run does. */
+int sk_test_wait(pid_t pid, int timeout_s);
+
+/* A private FerretDB (SQLite backend) on 127.0.0.1:port with its data in dir
+ * (created when missing); waits until it answers ping and returns the pid.
+ * Restarting it on the same port and dir keeps the data (unlike sk_test_ferretdb_start).
+ * Stop it with sk_test_stop. */
+pid_t sk_test_ferretdb_start_at(const char *dir, int port);
+
 /* Waits until a TCP port on 127.0.0.1 accepts, up to timeout_ms. */
 bool sk_test_wait_port(int port, int timeout_ms);
+
+/* A private FerretDB (for tests that stop it): returns its pid (stop it with
+ * sk_test_stop) and fills uri once it listens. */
+pid_t sk_test_ferretdb_start(char *uri, size_t len);
 
 /* A fresh temporary directory (removed by sk_test_global_teardown). Static buffer. */
 const char *sk_test_tmpdir(void);

@@ -66,13 +66,14 @@ sk_cli_usage_error(const sk_cli_help *h, const char *fmt, ...)
 	va_list ap;
 
 	fflush(stdout);
-	fprintf(stderr, "spacectl %s: ", h->name);
+	fprintf(stderr, "spacectl%s%s: ", *h->name ? " " : "", h->name);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
 	sk_cli_print_help(h, stderr);
-	fprintf(stderr, "Run 'spacectl %s --help' for more information.\n", h->name);
+	fprintf(stderr, "Run 'spacectl%s%s --help' for more information.\n", *h->name ? " " : "",
+	        h->name);
 	return SK_EXIT_USAGE;
 }
 
@@ -89,7 +90,8 @@ parse_timeout(const sk_cli_help *h, const char *arg)
 	int64_t ms;
 
 	if (sk_duration_parse(arg, &ms) != 0 || ms <= 0)
-		return sk_cli_usage_error(h, "--timeout: invalid duration \"%s\" (e.g. 5s, 500ms)", arg);
+		return sk_cli_usage_error(
+		        h, "--timeout: invalid duration \"%s\" (e.g. 5s, 500ms)", arg);
 	sk_cli.timeout_ms = ms;
 	return SK_CLI_CONTINUE;
 }
@@ -220,14 +222,14 @@ sk_cli_desired_json(const sk_userspace *us)
 		json_t *o = json_object();
 		for (size_t i = 0; i < us->meta.labels.len; i++)
 			json_object_set_new(o, us->meta.labels.items[i].key,
-				json_string(us->meta.labels.items[i].value));
+			        json_string(us->meta.labels.items[i].value));
 		json_object_set_new(meta, "labels", o);
 	}
 	if (us->meta.annotations.len > 0) {
 		json_t *o = json_object();
 		for (size_t i = 0; i < us->meta.annotations.len; i++)
 			json_object_set_new(o, us->meta.annotations.items[i].key,
-				json_string(us->meta.annotations.items[i].value));
+			        json_string(us->meta.annotations.items[i].value));
 		json_object_set_new(meta, "annotations", o);
 	}
 	json_object_set_new(root, "metadata", meta);

@@ -22,9 +22,11 @@ sk_cli_doc_where(const sk_doc *d, const char *field)
 static void
 append_docs(sk_doclist *all, sk_doclist *more)
 {
-	all->items = sk_realloc(all->items, (all->len + more->len) * sizeof(*all->items));
-	memcpy(all->items + all->len, more->items, more->len * sizeof(*more->items));
-	all->len += more->len;
+	if (more->len > 0) {
+		all->items = sk_realloc(all->items, (all->len + more->len) * sizeof(*all->items));
+		memcpy(all->items + all->len, more->items, more->len * sizeof(*more->items));
+		all->len += more->len;
+	}
 	more->len = 0; /* the documents moved; dispose frees the array only */
 	sk_doclist_dispose(more);
 }
@@ -46,7 +48,8 @@ load_paths(sk_doclist *all, char **paths, size_t npaths)
 			continue;
 		}
 		if (docs.len == 0) {
-			sk_cli_errorf("no objects found in %s", strcmp(paths[i], "-") ? paths[i] : "<stdin>");
+			sk_cli_errorf("no objects found in %s",
+			        strcmp(paths[i], "-") ? paths[i] : "<stdin>");
 			rc = SK_EXIT_FAIL;
 		}
 		append_docs(all, &docs);
@@ -70,11 +73,13 @@ validate_docs(sk_cli_input *in)
 			fflush(stdout);
 			for (char *line = buf.data; line && *line;) {
 				char *nl = strchr(line, '\n');
-				fprintf(stderr, "spacectl: %.*s\n", (int)(nl ? nl - line : (long)strlen(line)), line);
+				fprintf(stderr, "spacectl: %.*s\n",
+				        (int)(nl ? nl - line : (long)strlen(line)), line);
 				line = nl ? nl + 1 : NULL;
 			}
 			if (errs.len == 0)
-				sk_cli_errorf("invalid document (%s)", sk_cli_doc_where(in->docs.items[i], NULL));
+				sk_cli_errorf("invalid document (%s)",
+				        sk_cli_doc_where(in->docs.items[i], NULL));
 			sk_userspace_free(in->objs[i]);
 			in->objs[i] = NULL;
 			rc = SK_EXIT_FAIL;
@@ -99,18 +104,20 @@ check_duplicates(sk_cli_input *in)
 				continue;
 			if (strcmp(a->meta.name, b->meta.name) == 0) {
 				snprintf(first, sizeof(first), "%s",
-					sk_cli_doc_where(in->docs.items[j], "metadata.name"));
-				sk_cli_errorf("metadata.name: duplicate name \"%s\" in the input (%s and %s)",
-					b->meta.name, first,
-					sk_cli_doc_where(in->docs.items[i], "metadata.name"));
+				        sk_cli_doc_where(in->docs.items[j], "metadata.name"));
+				sk_cli_errorf("metadata.name: duplicate name \"%s\" in the input "
+				              "(%s and %s)",
+				        b->meta.name, first,
+				        sk_cli_doc_where(in->docs.items[i], "metadata.name"));
 				rc = SK_EXIT_FAIL;
 			} else if (strcmp(a->spec.user_id, b->spec.user_id) == 0) {
 				snprintf(first, sizeof(first), "%s",
-					sk_cli_doc_where(in->docs.items[j], "spec.userID"));
-				sk_cli_errorf("spec.userID: \"%s\" is used by both userspace/%s (%s) and "
-					      "userspace/%s (%s); a userID must be unique",
-					b->spec.user_id, a->meta.name, first, b->meta.name,
-					sk_cli_doc_where(in->docs.items[i], "spec.userID"));
+				        sk_cli_doc_where(in->docs.items[j], "spec.userID"));
+				sk_cli_errorf(
+				        "spec.userID: \"%s\" is used by both userspace/%s (%s) and "
+				        "userspace/%s (%s); a userID must be unique",
+				        b->spec.user_id, a->meta.name, first, b->meta.name,
+				        sk_cli_doc_where(in->docs.items[i], "spec.userID"));
 				rc = SK_EXIT_FAIL;
 			}
 		}
@@ -129,8 +136,6 @@ sk_cli_input_load(sk_cli_input *in, char **paths, size_t npaths)
 		rc = SK_EXIT_FAIL;
 	if (rc == SK_EXIT_OK)
 		rc = check_duplicates(in);
-	if (rc != SK_EXIT_OK)
-		sk_cli_errorf("no changes made: the input has errors");
 	return rc;
 }
 

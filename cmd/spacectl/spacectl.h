@@ -15,8 +15,8 @@
 
 /* Exit codes (README "Exit codes"); scripts rely on them. */
 #define SK_EXIT_OK 0
-#define SK_EXIT_FAIL 1        /* invalid input, conflict, not found; diff: differences */
-#define SK_EXIT_USAGE 2       /* bad flags or arguments; diff: any error */
+#define SK_EXIT_FAIL 1 /* invalid input, conflict, not found; diff: differences */
+#define SK_EXIT_USAGE 2 /* bad flags or arguments; diff: any error */
 #define SK_EXIT_UNAVAILABLE 3 /* database or provider unavailable */
 
 /* ---- commands (one line each in main.c's table) ---- */
@@ -27,12 +27,13 @@ int sk_cmd_delete(int argc, char **argv);
 int sk_cmd_diff(int argc, char **argv);
 int sk_cmd_validate(int argc, char **argv);
 int sk_cmd_version(int argc, char **argv);
+int sk_cmd_sandboxes(int argc, char **argv);
 
 /* ---- global flags (every command accepts them) ---- */
 typedef struct sk_cli_globals {
 	const char *mongodb_uri; /* NULL: $SPACEKEEPER_MONGODB_URI or the default */
-	const char *database;    /* NULL: "spacekeeper" */
-	int64_t timeout_ms;      /* store timeout, default 3 s */
+	const char *database; /* NULL: "spacekeeper" */
+	int64_t timeout_ms; /* store timeout, default 3 s */
 } sk_cli_globals;
 extern sk_cli_globals sk_cli;
 
@@ -43,11 +44,13 @@ enum {
 	SK_OPT_TIMEOUT,
 	SK_OPT_FIRST_CMD = 300, /* commands number their own long-only flags from here */
 };
-#define SK_CLI_GLOBAL_OPTIONS                                                                      \
-	{ "mongodb-uri", required_argument, NULL, SK_OPT_MONGODB_URI },                            \
-		{ "database", required_argument, NULL, SK_OPT_DATABASE },                          \
-		{ "timeout", required_argument, NULL, SK_OPT_TIMEOUT },                            \
-		{ "help", no_argument, NULL, 'h' }
+/* clang-format off */
+#define SK_CLI_GLOBAL_OPTIONS \
+	{ "mongodb-uri", required_argument, NULL, SK_OPT_MONGODB_URI }, \
+	{ "database", required_argument, NULL, SK_OPT_DATABASE }, \
+	{ "timeout", required_argument, NULL, SK_OPT_TIMEOUT }, \
+	{ "help", no_argument, NULL, 'h' }
+/* clang-format on */
 #define SK_CLI_GLOBAL_HELP                                                                         \
 	"Global flags:\n"                                                                          \
 	"  --mongodb-uri URI  MongoDB URI (env SPACEKEEPER_MONGODB_URI,\n"                         \
@@ -58,9 +61,9 @@ enum {
 
 /* What --help prints for one command. */
 typedef struct sk_cli_help {
-	const char *name;  /* "apply" */
+	const char *name; /* "apply" */
 	const char *usage; /* style(9) line(s) without the "usage: " prefix */
-	const char *text;  /* description, flags, examples */
+	const char *text; /* description, flags, examples */
 } sk_cli_help;
 
 /* Result of sk_cli_opt for flags the command did not handle itself. */
@@ -72,7 +75,7 @@ int sk_cli_opt(const sk_cli_help *h, int c, char **argv);
 int sk_cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts);
 /* Prints "spacectl NAME: MSG", the usage and a hint to stderr; returns SK_EXIT_USAGE. */
 int sk_cli_usage_error(const sk_cli_help *h, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+        __attribute__((format(printf, 2, 3)));
 void sk_cli_print_help(const sk_cli_help *h, FILE *f);
 
 /* "spacectl: message" on stderr. */

@@ -38,7 +38,7 @@ typedef struct sk_kv {
 } sk_kv;
 
 typedef struct sk_kvlist {
-	sk_kv *items;   /* sorted by key */
+	sk_kv *items; /* sorted by key */
 	size_t len;
 } sk_kvlist;
 
@@ -55,7 +55,7 @@ typedef enum sk_deletion_policy { SK_DELETE_DELETE, SK_DELETE_RETAIN } sk_deleti
 typedef enum sk_remediation { SK_REMEDIATION_REPORT, SK_REMEDIATION_REPLACE } sk_remediation;
 
 typedef enum sk_phase {
-	SK_PHASE_NONE,   /* no status yet */
+	SK_PHASE_NONE, /* no status yet */
 	SK_PHASE_PENDING,
 	SK_PHASE_CREATING,
 	SK_PHASE_RUNNING,
@@ -67,34 +67,34 @@ typedef enum sk_phase {
 } sk_phase;
 
 typedef struct sk_object_meta {
-	char *name;              /* DNS-1123 label */
+	char *name; /* DNS-1123 label */
 	sk_kvlist labels;
 	sk_kvlist annotations;
 	/* set by the store only */
 	char *uid;
 	int64_t generation;
 	int64_t resource_version;
-	int64_t creation_ms;     /* 0 when unset */
-	int64_t deletion_ms;     /* 0 when not being deleted */
+	int64_t creation_ms; /* 0 when unset */
+	int64_t deletion_ms; /* 0 when not being deleted */
 	char **finalizers;
 	size_t n_finalizers;
 } sk_object_meta;
 
 typedef struct sk_userspace_spec {
 	char *user_id;
-	char *provider;          /* default "default" */
-	char *template_id;       /* YAML "template"; default "base" */
-	sk_mode mode;            /* default Running */
-	int cpu_count;           /* 0 = provider default */
-	int memory_mb;           /* 0 = provider default */
+	char *provider; /* default "default" */
+	char *template_id; /* YAML "template"; default "base" */
+	sk_mode mode; /* default Running */
+	int cpu_count; /* 0 = provider default */
+	int memory_mb; /* 0 = provider default */
 	int64_t idle_timeout_ms; /* lifecycle.idleTimeout, default 15m */
-	sk_on_timeout on_timeout;/* lifecycle.onTimeout, default pause */
-	bool auto_resume;        /* lifecycle.autoResume, default true */
+	sk_on_timeout on_timeout; /* lifecycle.onTimeout, default pause */
+	bool auto_resume; /* lifecycle.autoResume, default true */
 	sk_kvlist env;
 	sk_kvlist metadata;
 	sk_deletion_policy deletion_policy; /* default Delete */
-	int64_t unhealthy_after_ms;         /* health.unhealthyAfter, default 60s */
-	sk_remediation remediation;         /* health.remediation, default Report */
+	int64_t unhealthy_after_ms; /* health.unhealthyAfter, default 60s */
+	sk_remediation remediation; /* health.remediation, default Report */
 } sk_userspace_spec;
 
 #define SK_COND_READY "Ready"
@@ -104,8 +104,8 @@ typedef struct sk_userspace_spec {
 
 typedef struct sk_condition {
 	char *type;
-	char *status;            /* "True" | "False" | "Unknown" */
-	char *reason;            /* CamelCase */
+	char *status; /* "True" | "False" | "Unknown" */
+	char *reason; /* CamelCase */
 	char *message;
 	int64_t last_transition_ms;
 	int64_t observed_generation;
@@ -120,20 +120,20 @@ typedef struct sk_condition {
 
 typedef struct sk_drift {
 	char *type;
-	char *sandbox_id;        /* may be NULL */
+	char *sandbox_id; /* may be NULL */
 	int64_t since_ms;
 	char *detail;
 } sk_drift;
 
 typedef struct sk_userspace_status {
 	sk_phase phase;
-	char *sandbox_id;        /* the binding; NULL when unbound */
+	char *sandbox_id; /* the binding; NULL when unbound */
 	int64_t observed_generation;
 	sk_condition *conditions;
 	size_t n_conditions;
 	sk_drift *drift;
 	size_t n_drift;
-	char *message;           /* optional human summary */
+	char *message; /* optional human summary */
 	int64_t last_reconcile_ms;
 } sk_userspace_status;
 
@@ -143,7 +143,7 @@ typedef struct sk_userspace {
 	sk_userspace_status status;
 } sk_userspace;
 
-void sk_userspace_free(sk_userspace *us);          /* NULL-safe */
+void sk_userspace_free(sk_userspace *us); /* NULL-safe */
 sk_userspace *sk_userspace_dup(const sk_userspace *us);
 void sk_userspace_status_dispose(sk_userspace_status *st);
 void sk_userspace_status_copy(sk_userspace_status *dst, const sk_userspace_status *src);
@@ -153,17 +153,17 @@ const sk_condition *sk_userspace_condition(const sk_userspace *us, const char *t
 bool sk_userspace_is_ready(const sk_userspace *us);
 bool sk_userspace_has_finalizer(const sk_userspace *us, const char *f);
 
-const char *sk_phase_name(sk_phase p);       /* "" for SK_PHASE_NONE */
+const char *sk_phase_name(sk_phase p); /* "" for SK_PHASE_NONE */
 int sk_phase_parse(const char *s, sk_phase *out);
 const char *sk_mode_name(sk_mode m);
 
 /* ---- validation errors ---- */
 
 typedef struct sk_field_error {
-	char *path;              /* "spec.userID", "metadata.labels.team" */
-	char *message;           /* "required", "must match [A-Za-z0-9._-]{1,128}" */
-	char *file;              /* may be NULL */
-	int line, col;           /* 1-based; 0 when unknown */
+	char *path; /* "spec.userID", "metadata.labels.team" */
+	char *message; /* "required", "must match [A-Za-z0-9._-]{1,128}" */
+	char *file; /* may be NULL */
+	int line, col; /* 1-based; 0 when unknown */
 } sk_field_error;
 
 typedef struct sk_errlist {
@@ -172,14 +172,14 @@ typedef struct sk_errlist {
 } sk_errlist;
 
 void sk_errlist_add(sk_errlist *l, const char *path, const char *file, int line, int col,
-	const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+        const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 void sk_errlist_dispose(sk_errlist *l);
 /* "spec.userID: required (a.yaml:7:3)" one per line into buf */
 void sk_errlist_format(const sk_errlist *l, sk_buf *out);
 
 /* ---- documents: parsed YAML/JSON with source positions ---- */
 
-typedef struct sk_doc sk_doc;   /* opaque */
+typedef struct sk_doc sk_doc; /* opaque */
 
 typedef struct sk_doclist {
 	sk_doc **items;
@@ -198,7 +198,7 @@ void sk_doclist_dispose(sk_doclist *l);
 /* Borrowed. */
 json_t *sk_doc_root(const sk_doc *d);
 const char *sk_doc_file(const sk_doc *d);
-int sk_doc_line(const sk_doc *d);    /* line where the document starts */
+int sk_doc_line(const sk_doc *d); /* line where the document starts */
 /* Position of a dotted field path ("spec.lifecycle.idleTimeout"); falls back to
  * the nearest parent. Returns false when unknown. */
 bool sk_doc_position(const sk_doc *d, const char *path, int *line, int *col);
@@ -247,8 +247,8 @@ void sk_selector_free(sk_selector *s);
 
 /* ---- name and value rules, shared by validator and store ---- */
 
-bool sk_valid_name(const char *s);       /* DNS-1123 label, 1..63 */
-bool sk_valid_user_id(const char *s);    /* [A-Za-z0-9._-]{1,128} */
+bool sk_valid_name(const char *s); /* DNS-1123 label, 1..63 */
+bool sk_valid_user_id(const char *s); /* [A-Za-z0-9._-]{1,128} */
 bool sk_valid_metadata_value(const char *s); /* [A-Za-z0-9._-]{0,256} */
 bool sk_reserved_metadata_key(const char *s);
 
@@ -264,28 +264,28 @@ typedef struct sk_provider_config {
 	char *name;
 	sk_provider_type type;
 	char *api_url;
-	char *sandbox_url;       /* NULL: https://{port}-{sandboxID}.{domain} */
-	char *domain;            /* default "e2b.app" */
-	char *api_key_env;       /* name of the variable, never the key */
-	char *api_key_file;      /* path, never the key */
-	int max_in_flight;       /* default 64 */
-	double qps;              /* default 200 */
-	int burst;               /* default 400 */
+	char *sandbox_url; /* NULL: https://{port}-{sandboxID}.{domain} */
+	char *domain; /* default "e2b.app" */
+	char *api_key_env; /* name of the variable, never the key */
+	char *api_key_file; /* path, never the key */
+	int max_in_flight; /* default 64 */
+	double qps; /* default 200 */
+	int burst; /* default 400 */
 	int64_t request_timeout_ms; /* default 30s */
 	int64_t sandbox_timeout_ms; /* provider TTL set on create/connect, default 1h */
 	bool insecure_skip_tls_verify;
-	bool delete_orphans;     /* default false */
+	bool delete_orphans; /* default false */
 	int64_t orphan_grace_ms; /* default 10m */
 } sk_provider_config;
 
 typedef struct sk_controller_config {
-	char *mongodb_uri;       /* default mongodb://127.0.0.1:27017 */
-	char *database;          /* default spacekeeper */
+	char *mongodb_uri; /* default mongodb://127.0.0.1:27017 */
+	char *database; /* default spacekeeper */
 	sk_provider_config *providers;
 	size_t n_providers;
-	int workers;             /* default 8 */
-	int64_t resync_ms;       /* default 30s */
-	char *listen;            /* default 127.0.0.1:9090 */
+	int workers; /* default 8 */
+	int64_t resync_ms; /* default 30s */
+	char *listen; /* default 127.0.0.1:9090 */
 } sk_controller_config;
 
 /* Parses and validates a config file (errors with path and file:line:col). */

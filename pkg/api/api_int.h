@@ -14,7 +14,7 @@
 struct sk_doc {
 	json_t *root;
 	char *file; /* display name ("<stdin>" for "-"); NULL when none */
-	int line;   /* 1-based line where the document starts; 0 unknown */
+	int line; /* 1-based line where the document starts; 0 unknown */
 	json_t *pos; /* path -> [line, col] */
 };
 
@@ -28,7 +28,7 @@ char *sk_path_index(const char *parent, size_t i);
 /* Adds an error for path with the doc's file and the position of path
  * (or its nearest known parent). d may be NULL. */
 void sk_doc_error(sk_errlist *l, const sk_doc *d, const char *path, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+        __attribute__((format(printf, 4, 5)));
 
 /* ---- typed field checks (strict validation helpers) ----
  * Each reports errors into errs with the field path and position and
@@ -44,14 +44,14 @@ void sk_check_known(sk_vctx *v, json_t *obj, const char *path, const char *const
 json_t *sk_check_field(sk_vctx *v, json_t *obj, const char *path, const char *key, bool required);
 bool sk_check_object(sk_vctx *v, json_t *val, const char *path);
 const char *sk_check_string(sk_vctx *v, json_t *val, const char *path);
-bool sk_check_int(sk_vctx *v, json_t *val, const char *path, int64_t min, int64_t max,
-	int64_t *out);
+bool sk_check_int(
+        sk_vctx *v, json_t *val, const char *path, int64_t min, int64_t max, int64_t *out);
 bool sk_check_bool(sk_vctx *v, json_t *val, const char *path, bool *out);
 /* One of the NULL-terminated names; reports "must be one of: A, B". */
 bool sk_check_enum(sk_vctx *v, json_t *val, const char *path, const char *const *names);
 /* Duration string matching ^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$ within [min,max] ms. */
-bool sk_check_duration(sk_vctx *v, json_t *val, const char *path, int64_t min_ms,
-	int64_t max_ms, int64_t *out);
+bool sk_check_duration(
+        sk_vctx *v, json_t *val, const char *path, int64_t min_ms, int64_t max_ms, int64_t *out);
 
 /* The CRD's duration pattern. */
 bool sk_duration_syntax_ok(const char *s);

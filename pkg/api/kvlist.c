@@ -86,15 +86,15 @@ sk_kvlist_equal(const sk_kvlist *a, const sk_kvlist *b)
 		return false;
 	for (size_t i = 0; i < a->len; i++) {
 		if (!str_eq(a->items[i].key, b->items[i].key) ||
-			!str_eq(a->items[i].value, b->items[i].value))
+		        !str_eq(a->items[i].value, b->items[i].value))
 			return false;
 	}
 	return true;
 }
 
 void
-sk_errlist_add(sk_errlist *l, const char *path, const char *file, int line, int col,
-	const char *fmt, ...)
+sk_errlist_add(
+        sk_errlist *l, const char *path, const char *file, int line, int col, const char *fmt, ...)
 {
 	sk_field_error *e;
 	va_list ap;

@@ -285,7 +285,8 @@ sk_yaml_plain_scalar(const char *s, size_t len)
 		char tmp[64];
 		memcpy(tmp, s, len);
 		tmp[len] = '\0';
-		return json_real(strtod(tmp, NULL));
+		if (isfinite(strtod(tmp, NULL)))
+			return json_real(strtod(tmp, NULL));
 	}
 	return json_stringn(s, len);
 }

@@ -13,13 +13,15 @@
 #define SK_HTTP_MAX_BODY (8u * 1024 * 1024)
 #define SK_LIST_MAX_PAGES 2000
 #define SK_ENVD_PORT 49983
+/* The data-plane probe gives up sooner than API calls (a hung envd is the symptom). */
+#define SK_PROBE_TIMEOUT_MAX_MS 5000
 
 /* One libcurl easy handle per client (keep-alive across requests). */
 typedef struct sk_http {
 	CURL *curl;
-	char *base_url;           /* no trailing slash */
-	char *auth_header;        /* "X-API-Key: ..." or "Authorization: Bearer ..."; never logged */
-	const char *secret;       /* the key itself, to redact from provider messages */
+	char *base_url; /* no trailing slash */
+	char *auth_header; /* "X-API-Key: ..." or "Authorization: Bearer ..."; never logged */
+	const char *secret; /* the key inside auth_header, to redact from messages */
 	int64_t connect_timeout_ms;
 	int64_t timeout_ms;
 	bool insecure;
@@ -29,23 +31,24 @@ typedef struct sk_http {
 typedef struct sk_http_response {
 	long status;
 	sk_buf body;
-	char *next_token;         /* X-Next-Token header, NULL when absent */
+	char *next_token; /* X-Next-Token header, NULL when absent */
 	int64_t retry_after_ms;
 } sk_http_response;
 
 /* A request: path is appended to base_url unless url is given (absolute). */
 typedef struct sk_http_request {
-	const char *method;       /* GET POST DELETE PUT */
-	const char *path;         /* "/sandboxes/abc" (with query) */
-	const char *url;          /* absolute URL overriding base_url + path */
+	const char *method; /* GET POST DELETE PUT */
+	const char *path; /* "/sandboxes/abc" (with query) */
+	const char *url; /* absolute URL overriding base_url + path */
 	const char *const *headers; /* extra "K: V" lines, NULL-terminated, may be NULL */
-	const char *body;         /* JSON body or NULL */
-	bool auth;                /* send the API key header */
-	int64_t timeout_ms;       /* 0: the client's request timeout */
+	const char *body; /* JSON body or NULL */
+	bool auth; /* send the API key header */
+	int64_t timeout_ms; /* 0: the client's request timeout */
 } sk_http_request;
 
-int sk_http_init(sk_http *h, const char *base_url, const char *auth_header, const char *secret,
-	int64_t timeout_ms, bool insecure, sk_error *err);
+/* The auth header is auth_prefix + key ("X-API-Key: " + key); no header when key is NULL. */
+int sk_http_init(sk_http *h, const char *base_url, const char *auth_prefix, const char *key,
+        int64_t timeout_ms, bool insecure, sk_error *err);
 void sk_http_dispose(sk_http *h);
 void sk_http_response_dispose(sk_http_response *r);
 
@@ -56,12 +59,12 @@ int sk_http_do(sk_http *h, const sk_http_request *req, sk_http_response *resp, s
 /* The one place that turns a status into an error: 2xx -> 0, else the SK_E*
  * code with err->http_status, err->retry_after_ms and a message naming the
  * method, the path and the provider's `message`. */
-int sk_http_classify(sk_http *h, const sk_http_request *req, const sk_http_response *resp,
-	sk_error *err);
+int sk_http_classify(
+        sk_http *h, const sk_http_request *req, const sk_http_response *resp, sk_error *err);
 /* sk_http_do + sk_http_classify; on success *json (when non-NULL) holds the
  * parsed body (NULL for an empty body). A 2xx body that is not JSON: SK_EINVALID. */
-int sk_http_json(sk_http *h, const sk_http_request *req, long *status, json_t **json,
-	sk_error *err);
+int sk_http_json(
+        sk_http *h, const sk_http_request *req, long *status, json_t **json, sk_error *err);
 /* Milliseconds from a Retry-After value (delta seconds or an HTTP date); 0 if unparsable. */
 int64_t sk_http_parse_retry_after(const char *value, int64_t now_ms);
 /* URL-escapes s (caller frees with free()). */
@@ -69,7 +72,7 @@ char *sk_http_escape(sk_http *h, const char *s);
 
 struct sk_provider {
 	const sk_provider_ops *ops;
-	sk_provider_config cfg;   /* deep copy */
+	sk_provider_config cfg; /* deep copy */
 	sk_http http;
 };
 
@@ -85,23 +88,23 @@ int sk_json_dump_body(json_t *j, char **out);
 /* The E2B functions, reused by cube. */
 int sk_e2b_create(sk_provider *p, const sk_create_request *req, sk_sandbox *out, sk_error *err);
 int sk_e2b_create_seconds(sk_provider *p, const sk_create_request *req, long timeout_s,
-	sk_sandbox *out, sk_error *err);
+        sk_sandbox *out, sk_error *err);
 int sk_e2b_get(sk_provider *p, const char *id, sk_sandbox *out, sk_error *err);
 int sk_e2b_list(sk_provider *p, const sk_kvlist *match, sk_sandbox_list *out, sk_error *err);
 /* Pages through GET /v2/sandboxes with the given query (without nextToken/limit),
  * keeping the entries that match (client-side). */
 int sk_e2b_list_query(sk_provider *p, const char *query, const sk_kvlist *match,
-	sk_sandbox_list *out, sk_error *err);
+        sk_sandbox_list *out, sk_error *err);
 int sk_e2b_connect(sk_provider *p, const char *id, int64_t timeout_ms, sk_sandbox *out,
-	bool *resumed, sk_error *err);
+        bool *resumed, sk_error *err);
 int sk_e2b_connect_seconds(sk_provider *p, const char *id, long timeout_s, sk_sandbox *out,
-	long *status, sk_error *err);
+        long *status, sk_error *err);
 int sk_e2b_pause(sk_provider *p, const char *id, sk_error *err);
 int sk_e2b_kill(sk_provider *p, const char *id, sk_error *err);
 int sk_e2b_set_timeout(sk_provider *p, const char *id, int64_t timeout_ms, sk_error *err);
 int sk_e2b_set_timeout_seconds(sk_provider *p, const char *id, long timeout_s, sk_error *err);
-int sk_e2b_probe_health(sk_provider *p, const sk_sandbox *sb, sk_health *health, int *http_status,
-	sk_error *err);
+int sk_e2b_probe_health(
+        sk_provider *p, const sk_sandbox *sb, sk_health *health, int *http_status, sk_error *err);
 /* ms -> whole seconds, rounded up, at least 1. */
 long sk_e2b_seconds(int64_t ms);
 bool sk_sandbox_id_valid(const char *id);

@@ -22,16 +22,22 @@
 typedef struct sk_store sk_store;
 
 typedef struct sk_store_options {
-	const char *uri;          /* NULL: $SPACEKEEPER_MONGODB_URI or the default */
-	const char *database;     /* NULL: "spacekeeper" */
-	int64_t timeout_ms;       /* server selection / socket timeout, default 3000 */
-	bool ensure_indexes;      /* create indexes on open (cheap when present) */
+	const char *uri; /* NULL: $SPACEKEEPER_MONGODB_URI or the default */
+	const char *database; /* NULL: "spacekeeper" */
+	int64_t timeout_ms; /* server selection / socket timeout, default 3000 */
+	bool ensure_indexes; /* create indexes on open (cheap when present) */
 } sk_store_options;
-#define SK_STORE_OPTIONS_INIT {NULL, NULL, 3000, true}
+#define SK_STORE_OPTIONS_INIT                                                                      \
+	{                                                                                          \
+		NULL, NULL, 3000, true                                                             \
+	}
 
 /* Connects and pings; an unreachable server gives SK_EUNAVAILABLE within timeout_ms. */
 int sk_store_open(sk_store **out, const sk_store_options *opts, sk_error *err);
-void sk_store_close(sk_store *s);   /* NULL-safe */
+void sk_store_close(sk_store *s); /* NULL-safe */
+/* Releases libmongoc's global state (mongoc_cleanup); binaries call it once at
+ * exit, after every store is closed. */
+void sk_store_global_cleanup(void);
 int sk_store_ping(sk_store *s, sk_error *err);
 
 /* Create: sets uid, generation=1, resourceVersion, creationTimestamp, and the
@@ -42,7 +48,7 @@ int sk_store_create(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_
 int sk_store_get(sk_store *s, const char *name, sk_userspace **out, sk_error *err);
 
 typedef struct sk_userspace_list {
-	sk_userspace **items;     /* sorted by name */
+	sk_userspace **items; /* sorted by name */
 	size_t len;
 	int64_t resource_version; /* highest resourceVersion seen at list time */
 } sk_userspace_list;
@@ -60,39 +66,40 @@ int sk_store_list_since(sk_store *s, int64_t since, sk_userspace_list *out, sk_e
 int sk_store_update(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *err);
 /* Writes status only (CAS on resource_version); never bumps generation. */
 int sk_store_update_status(sk_store *s, const char *name, int64_t resource_version,
-	const sk_userspace_status *status, sk_userspace **out, sk_error *err);
+        const sk_userspace_status *status, sk_userspace **out, sk_error *err);
 /* Sets deletionTimestamp (idempotent). When the object has no finalizers it is removed at once. */
 int sk_store_mark_deleted(sk_store *s, const char *name, sk_error *err);
 /* Removes one finalizer (CAS); removes the object when it was the last and deletion was asked. */
 int sk_store_remove_finalizer(sk_store *s, const char *name, int64_t resource_version,
-	const char *finalizer, sk_error *err);
+        const char *finalizer, sk_error *err);
 /* Removes the document at once, whatever its finalizers (spacectl delete --force). */
 int sk_store_remove(sk_store *s, const char *name, sk_error *err);
 
 /* ---- events ---- */
 
 typedef struct sk_event {
-	char *object;             /* UserSpace name */
-	char *type;               /* "Normal" | "Warning" */
-	char *reason;             /* CamelCase: Created, Resumed, Paused, DuplicateDeleted, ... */
+	char *object; /* UserSpace name */
+	char *type; /* "Normal" | "Warning" */
+	char *reason; /* CamelCase: Created, Resumed, Paused, DuplicateDeleted, ... */
 	char *message;
 	int count;
 	int64_t first_ms;
 	int64_t last_ms;
-	char *source;             /* "spacekeeper" */
+	char *source; /* "spacekeeper" */
 } sk_event;
 
 typedef struct sk_event_list {
-	sk_event *items;          /* oldest last_ms first */
+	sk_event *items; /* oldest last_ms first */
 	size_t len;
 } sk_event_list;
 void sk_event_list_dispose(sk_event_list *l);
 
 /* Appends or aggregates (same object+type+reason: count++, last_ms, message updated). */
 int sk_store_event(sk_store *s, const char *object, const char *type, const char *reason,
-	const char *message, sk_error *err);
+        const char *message, sk_error *err);
 /* object NULL: every object. limit 0: no limit (newest `limit` kept). */
-int sk_store_events(sk_store *s, const char *object, size_t limit, sk_event_list *out, sk_error *err);
+int sk_store_events(
+        sk_store *s, const char *object, size_t limit, sk_event_list *out, sk_error *err);
 
 /* Drops the database (tests only). */
 int sk_store_drop(sk_store *s, sk_error *err);

@@ -173,7 +173,7 @@ sk_file_read(const char *path, size_t max, char **out, size_t *len_out, sk_error
 			break;
 		if (sk_buf_append(&b, chunk, (size_t)n) != SK_OK) {
 			rc = sk_error_set(err, SK_EINVALID, "%s: larger than the %zu byte limit",
-				strcmp(path, "-") == 0 ? "<stdin>" : path, max);
+			        strcmp(path, "-") == 0 ? "<stdin>" : path, max);
 			break;
 		}
 	}
@@ -227,8 +227,7 @@ sk_uuid4(char out[37])
 	random_bytes(r, sizeof(r));
 	r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);
 	r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
-	snprintf(out, 37,
-		"%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12],
-		r[13], r[14], r[15]);
+	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+	        r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12],
+	        r[13], r[14], r[15]);
 }

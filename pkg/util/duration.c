@@ -10,8 +10,13 @@ static const struct {
 	const char *name;
 	double ns;
 } units[] = {
-	{"ns", 1.0}, {"us", 1e3}, {"µs", 1e3}, {"ms", 1e6},
-	{"s", 1e9}, {"m", 60e9}, {"h", 3600e9},
+	{ "ns", 1.0 },
+	{ "us", 1e3 },
+	{ "µs", 1e3 },
+	{ "ms", 1e6 },
+	{ "s", 1e9 },
+	{ "m", 60e9 },
+	{ "h", 3600e9 },
 };
 
 static int

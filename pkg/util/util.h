@@ -13,18 +13,18 @@
 /* Error codes: 0 is success, every failure is negative. Stable numbers. */
 enum {
 	SK_OK = 0,
-	SK_ERROR = -1,          /* generic failure */
-	SK_ENOMEM = -2,         /* allocation failed or a size cap was hit */
-	SK_EINVALID = -3,       /* bad input (validation, parse) */
-	SK_ENOTFOUND = -4,      /* object or sandbox does not exist (404) */
-	SK_EEXISTS = -5,        /* create of something that exists */
-	SK_ECONFLICT = -6,      /* compare-and-swap lost, or a state conflict (409) */
-	SK_EUNAVAILABLE = -7,   /* server down or unreachable (transient) */
-	SK_ETIMEOUT = -8,       /* timed out (transient) */
-	SK_ETRANSIENT = -9,     /* retry later: 408, 429, 5xx */
-	SK_ETERMINAL = -10,     /* will not succeed on retry: other 4xx */
+	SK_ERROR = -1, /* generic failure */
+	SK_ENOMEM = -2, /* allocation failed or a size cap was hit */
+	SK_EINVALID = -3, /* bad input (validation, parse) */
+	SK_ENOTFOUND = -4, /* object or sandbox does not exist (404) */
+	SK_EEXISTS = -5, /* create of something that exists */
+	SK_ECONFLICT = -6, /* compare-and-swap lost, or a state conflict (409) */
+	SK_EUNAVAILABLE = -7, /* server down or unreachable (transient) */
+	SK_ETIMEOUT = -8, /* timed out (transient) */
+	SK_ETRANSIENT = -9, /* retry later: 408, 429, 5xx */
+	SK_ETERMINAL = -10, /* will not succeed on retry: other 4xx */
 	SK_ENOTSUPPORTED = -11, /* the backend lacks this capability */
-	SK_EIO = -12,           /* file or stream I/O */
+	SK_EIO = -12, /* file or stream I/O */
 	SK_EUNAUTHORIZED = -13, /* 401/403 */
 };
 
@@ -33,18 +33,17 @@ enum {
 /* Details of a failure, filled by the callee, owned by the caller. */
 typedef struct sk_error {
 	int code;
-	int http_status;         /* 0 when not an HTTP failure */
-	int64_t retry_after_ms;  /* from Retry-After, 0 when absent */
+	int http_status; /* 0 when not an HTTP failure */
+	int64_t retry_after_ms; /* from Retry-After, 0 when absent */
 	char message[SK_ERROR_MSG_MAX];
 } sk_error;
 
 /* Sets code and message; returns code so callers can `return sk_error_set(...)`.
  * err may be NULL. */
 int sk_error_set(sk_error *err, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+        __attribute__((format(printf, 3, 4)));
 /* Prefixes the existing message with "prefix: ". */
-void sk_error_prefix(sk_error *err, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void sk_error_prefix(sk_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sk_error_clear(sk_error *err);
 const char *sk_strerror(int code);
 /* True for failures worth retrying with backoff. */
@@ -74,10 +73,12 @@ typedef struct sk_buf {
 	size_t cap;
 	size_t max;
 } sk_buf;
-#define SK_BUF_INIT(maxbytes) {NULL, 0, 0, (maxbytes)}
+#define SK_BUF_INIT(maxbytes)                                                                      \
+	{                                                                                          \
+		NULL, 0, 0, (maxbytes)                                                             \
+	}
 int sk_buf_append(sk_buf *b, const void *data, size_t len);
-int sk_buf_printf(sk_buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+int sk_buf_printf(sk_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int sk_buf_vprintf(sk_buf *b, const char *fmt, va_list ap);
 void sk_buf_reset(sk_buf *b);
 void sk_buf_dispose(sk_buf *b);
@@ -91,12 +92,12 @@ int sk_file_read(const char *path, size_t max, char **out, size_t *len_out, sk_e
 void *sk_malloc(size_t n);
 void *sk_calloc(size_t n, size_t size);
 void *sk_realloc(void *p, size_t n);
-char *sk_strdup(const char *s);  /* NULL-safe: NULL -> NULL */
+char *sk_strdup(const char *s); /* NULL-safe: NULL -> NULL */
 char *sk_strndup(const char *s, size_t n);
 char *sk_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Random hex / lowercase alnum identifiers (thread-safe, from /dev/urandom). */
-void sk_random_alnum(char *buf, size_t n);  /* n chars + NUL written */
+void sk_random_alnum(char *buf, size_t n); /* n chars + NUL written */
 void sk_uuid4(char out[37]);
 
 /* Loggers are injected: library code never prints. */

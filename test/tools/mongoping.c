@@ -20,8 +20,10 @@ main(int argc, char **argv)
 	opts.ensure_indexes = false;
 	if (sk_store_open(&st, &opts, &err) != 0) {
 		fprintf(stderr, "mongoping: %s\n", err.message);
+		sk_store_global_cleanup();
 		return 1;
 	}
 	sk_store_close(st);
+	sk_store_global_cleanup();
 	return 0;
 }

@@ -1,0 +1,202 @@
+/*
+ * sandboxsim: an E2B-compatible sandbox API and envd health endpoint on
+ * loopback, with CubeSandbox and Daytona flavours and fault injection.
+ * The test double for every provider test and the demo's default provider.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sim.h"
+
+static const char usage[] =
+        "usage: sandboxsim --listen HOST:PORT [options]\n"
+        "\n"
+        "An E2B-compatible sandbox API (and envd GET /health) on one listener.\n"
+        "\n"
+        "options:\n"
+        "  --listen HOST:PORT   address to serve on (PORT 0 picks one)\n"
+        "  --flavor NAME        e2b (default) | cube | daytona\n"
+        "  --api-key KEY        require this key (X-API-Key; Cube also Bearer; Daytona\n"
+        "                       Bearer). Without it E2B accepts any key matching\n"
+        "                       ^e2b_[0-9a-f]+$, Cube needs none, Daytona any Bearer.\n"
+        "  --latency DUR        added to every control-plane call (e.g. 20ms)\n"
+        "  --seed N             seed of IDs, jitter and error rates (default: time)\n"
+        "  --faults FILE.json   initial fault document (see below)\n"
+        "  --domain NAME        sandbox domain returned to clients (default sim.local,\n"
+        "                       cube: cube.app)\n"
+        "  --preload N          create N running sandboxes (metadata user_id=u<i>,\n"
+        "                       managed_by=spacekeeper) at start, for benchmarks\n"
+        "  --help               this text\n"
+        "\n"
+        "data plane: GET /health answers 204 for a running sandbox and 502 otherwise,\n"
+        "routed by E2b-Sandbox-Id/E2b-Sandbox-Port headers or Host {port}-{id}.{domain}.\n"
+        "\n"
+        "admin (no key): GET|POST|DELETE /_sim/faults, GET /_sim/sandboxes,\n"
+        "POST /_sim/sandboxes/{id}/kill|pause, POST /_sim/reset, GET /_sim/stats,\n"
+        "POST /_sim/stats/reset.\n"
+        "\n"
+        "fault document (POST merges per key; null removes an entry):\n"
+        "  {\"latency\": {\"<endpoint>|*\": {\"fixed_ms\": 100, \"jitter_ms\": 50}},\n"
+        "   \"errors\": {\"<endpoint>|*\": {\"rate\": 0.5, \"status\": 429,\n"
+        "                                \"retry_after_s\": 2, \"count\": 3}},\n"
+        "   \"resume_504_s\": 5, \"unreachable\": [\"<id>\"], \"list_empty_s\": 10,\n"
+        "   \"overload\": {\"max_inflight\": 8, \"retry_after_s\": 2},\n"
+        "   \"bodies\": {\"<endpoint>|*\": {\"mode\": \"truncate|garbage|oversize\",\n"
+        "                                \"size_mb\": 16, \"count\": 1}}}\n"
+        "  endpoints: create get list list_v1 kill pause connect resume timeout\n"
+        "  refreshes start stop archive labels autostop api_health health envd;\n"
+        "  \"*\" = every control-plane endpoint. list_empty_s -1 = until cleared.\n";
+
+struct opts {
+	char host[64];
+	int port;
+	const char *faults;
+	int preload;
+};
+
+static int
+parse_listen(const char *arg, struct opts *o)
+{
+	const char *colon = strrchr(arg, ':');
+	char *end;
+	long port;
+
+	if (colon == NULL || colon == arg || (size_t)(colon - arg) >= sizeof(o->host))
+		return -1;
+	port = strtol(colon + 1, &end, 10);
+	if (*end != '\0' || port < 0 || port > 65535)
+		return -1;
+	memcpy(o->host, arg, (size_t)(colon - arg));
+	o->host[colon - arg] = '\0';
+	if (strcmp(o->host, "localhost") == 0)
+		snprintf(o->host, sizeof(o->host), "127.0.0.1");
+	o->port = (int)port;
+	return 0;
+}
+
+static int
+parse_flavor(const char *arg)
+{
+	if (strcmp(arg, "e2b") == 0)
+		return SIM_E2B;
+	if (strcmp(arg, "cube") == 0)
+		return SIM_CUBE;
+	if (strcmp(arg, "daytona") == 0)
+		return SIM_DAYTONA;
+	return -1;
+}
+
+static int
+bad(const char *what, const char *arg)
+{
+	fprintf(stderr, "sandboxsim: invalid %s: %s\n%s", what, arg, usage);
+	return 2;
+}
+
+static int
+parse_args(int argc, char **argv, sim *s, struct opts *o)
+{
+	static const struct option longopts[] = { { "listen", 1, NULL, 'l' },
+		{ "flavor", 1, NULL, 'f' }, { "api-key", 1, NULL, 'k' },
+		{ "latency", 1, NULL, 'L' }, { "seed", 1, NULL, 's' }, { "faults", 1, NULL, 'F' },
+		{ "domain", 1, NULL, 'd' }, { "preload", 1, NULL, 'p' }, { "help", 0, NULL, 'h' },
+		{ NULL, 0, NULL, 0 } };
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'l':
+			if (parse_listen(optarg, o) != 0)
+				return bad("--listen", optarg);
+			break;
+		case 'f':
+			if ((s->flavor = parse_flavor(optarg)) < 0)
+				return bad("--flavor", optarg);
+			break;
+		case 'k': s->api_key = sk_strdup(optarg); break;
+		case 'L':
+			if (sk_duration_parse(optarg, &s->latency_ms) != 0)
+				return bad("--latency", optarg);
+			break;
+		case 's': s->seed = strtoull(optarg, NULL, 10); break;
+		case 'F': o->faults = optarg; break;
+		case 'd': s->domain = sk_strdup(optarg); break;
+		case 'p': o->preload = atoi(optarg); break;
+		case 'h': fputs(usage, stdout); return 1;
+		default: fputs(usage, stderr); return 2;
+		}
+	}
+	if (optind < argc)
+		return bad("argument", argv[optind]);
+	if (o->host[0] == '\0') {
+		fprintf(stderr, "sandboxsim: --listen is required\n%s", usage);
+		return 2;
+	}
+	return 0;
+}
+
+static int
+load_faults(sim *s, const char *path)
+{
+	char why[300];
+	json_error_t jerr;
+	json_t *doc = json_load_file(path, 0, &jerr);
+	int rc;
+
+	if (doc == NULL) {
+		fprintf(stderr, "sandboxsim: %s:%d: %s\n", path, jerr.line, jerr.text);
+		return -1;
+	}
+	rc = sim_faults_apply_json(&s->faults, doc, why, sizeof(why));
+	json_decref(doc);
+	if (rc != 0)
+		fprintf(stderr, "sandboxsim: %s: %s\n", path, why);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	static sim s;
+	struct opts o = { .port = 0 };
+	sigset_t set;
+	int rc;
+
+	s.flavor = SIM_E2B;
+	s.seed = (uint64_t)time(NULL) * 2654435761u;
+	if ((rc = parse_args(argc, argv, &s, &o)) != 0)
+		goto done;
+	if (s.domain == NULL)
+		s.domain = sk_strdup(s.flavor == SIM_CUBE ? "cube.app" : "sim.local");
+	pthread_mutex_init(&s.lock, NULL);
+	pthread_mutex_init(&s.stats.lock, NULL);
+	sim_store_init(&s.store, s.seed);
+	sim_faults_init(&s.faults, s.seed);
+	if (o.faults && load_faults(&s, o.faults) != 0) {
+		rc = 2;
+		goto cleanup;
+	}
+	if (o.preload > 0)
+		sim_preload(&s, o.preload);
+	/* Every thread inherits the blocked mask; sim_serve waits with sigwait. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	rc = sim_serve(&s, o.host, o.port) == 0 ? 0 : 1;
+cleanup:
+	sim_store_clear(&s.store);
+	free(s.store.buckets);
+	sim_faults_destroy(&s.faults);
+	pthread_mutex_destroy(&s.stats.lock);
+	pthread_mutex_destroy(&s.lock);
+done:
+	free(s.api_key);
+	free(s.domain);
+	return rc == 1 && o.host[0] == '\0' ? 0 : rc;
+}

@@ -1,0 +1,269 @@
+/*
+ * sandboxsim: shared declarations of the E2B-compatible simulator
+ * (server glue, sandbox store, fault injection, flavour handlers).
+ */
+#ifndef SIM_H
+#define SIM_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/util.h"
+
+enum sim_flavor { SIM_E2B, SIM_CUBE, SIM_DAYTONA };
+
+/* Sandbox states; Daytona maps started/stopped/archived/destroyed onto them. */
+enum sim_state { SIM_RUNNING, SIM_PAUSED, SIM_ARCHIVED, SIM_KILLED };
+
+/* Endpoint names used by stats and faults. Keep sim_ep_names in sync. */
+enum sim_ep {
+	SIM_EP_CREATE,
+	SIM_EP_GET,
+	SIM_EP_LIST,
+	SIM_EP_LIST_V1,
+	SIM_EP_KILL,
+	SIM_EP_PAUSE,
+	SIM_EP_CONNECT,
+	SIM_EP_RESUME,
+	SIM_EP_TIMEOUT,
+	SIM_EP_REFRESHES,
+	SIM_EP_START,
+	SIM_EP_STOP,
+	SIM_EP_ARCHIVE,
+	SIM_EP_LABELS,
+	SIM_EP_AUTOSTOP,
+	SIM_EP_API_HEALTH,
+	SIM_EP_HEALTH,
+	SIM_EP_ENVD,
+	SIM_EP_UNKNOWN,
+	SIM_EP_SIM,
+	SIM_EP_COUNT
+};
+extern const char *const sim_ep_names[SIM_EP_COUNT];
+int sim_ep_lookup(const char *name);
+/* Control-plane endpoints: --latency and the "*" fault entries apply. */
+bool sim_ep_is_control(int ep);
+
+/* One sandbox. Metadata and env vars are packed "k\0v\0k\0v\0" blocks. */
+typedef struct sim_kv {
+	char *data;
+	size_t len;
+	int n;
+} sim_kv;
+
+typedef struct sim_sandbox {
+	struct sim_sandbox *hnext; /* id hash chain */
+	struct sim_sandbox *prev, *next; /* creation order */
+	char id[40];
+	char template_id[64];
+	sim_kv meta;
+	sim_kv env;
+	const char *user_id; /* points into meta, NULL when absent */
+	int state;
+	int64_t created_ms, started_ms, end_ms, resumed_ms, activity_ms, updated_ms;
+	int32_t timeout_s; /* create-time timeout (auto-resume TTL, cube idle window) */
+	bool auto_pause, auto_resume, auto_pause_memory, secure, never;
+	int cpu, memory_mb, disk_mb;
+	uint64_t seq;
+	char token[33];
+	/* daytona */
+	char *name;
+	char *os_user;
+	bool public_;
+	int auto_stop_min, auto_archive_min, auto_delete_min;
+} sim_sandbox;
+
+typedef struct sim_map_entry sim_map_entry;
+typedef struct sim_map {
+	sim_map_entry **buckets;
+	size_t nbuckets;
+	size_t count;
+} sim_map;
+
+typedef struct sim_store {
+	sim_sandbox **buckets;
+	size_t nbuckets;
+	size_t count;
+	sim_sandbox *head, *tail; /* creation order, oldest first */
+	sim_map by_user; /* user_id -> sim_vec* */
+	uint64_t seq;
+	uint64_t rng;
+} sim_store;
+
+typedef struct sim_vec {
+	sim_sandbox **items;
+	size_t len, cap;
+} sim_vec;
+
+typedef struct sim_latency {
+	bool set;
+	int64_t fixed_ms, jitter_ms;
+} sim_latency;
+
+typedef struct sim_errfault {
+	bool set;
+	double rate;
+	int status;
+	int retry_after_s;
+	int count; /* remaining injections, -1 unlimited */
+} sim_errfault;
+
+/* Response body mangling: "truncate" (first half), "garbage" (HTML, not
+ * JSON), "oversize" (a valid JSON body padded to size_mb MiB). */
+enum sim_body_mode { SIM_BODY_NONE, SIM_BODY_TRUNCATE, SIM_BODY_GARBAGE, SIM_BODY_OVERSIZE };
+typedef struct sim_bodyfault {
+	int mode;
+	int size_mb;
+	int count; /* remaining, -1 unlimited */
+} sim_bodyfault;
+
+typedef struct sim_faults {
+	pthread_mutex_t lock;
+	uint64_t rng;
+	sim_latency latency[SIM_EP_COUNT + 1]; /* last slot: "*" */
+	sim_errfault errors[SIM_EP_COUNT + 1];
+	int resume_504_s;
+	char **unreachable;
+	int nunreachable;
+	int list_empty_s; /* as configured: 0 off, -1 until cleared */
+	int64_t list_empty_until; /* ms */
+	int overload_max_inflight; /* 0 off */
+	int overload_retry_after_s;
+	int inflight;
+	sim_bodyfault bodies[SIM_EP_COUNT + 1];
+} sim_faults;
+
+typedef struct sim_stats {
+	pthread_mutex_t lock;
+	uint64_t counts[SIM_EP_COUNT][600];
+	uint64_t total;
+} sim_stats;
+
+typedef struct sim {
+	int flavor;
+	char *api_key; /* NULL: any well-formed key */
+	int64_t latency_ms;
+	uint64_t seed;
+	char *domain;
+	pthread_mutex_t lock; /* guards store */
+	sim_store store;
+	sim_faults faults;
+	sim_stats stats;
+	pthread_t sweeper;
+	volatile int stopping;
+} sim;
+
+/* A request being served. */
+#define SIM_MAX_HDRS 6
+#define SIM_MAX_SEGS 8
+typedef struct sim_req {
+	struct MHD_Connection *conn;
+	const char *method;
+	const char *url;
+	char *body;
+	size_t body_len;
+	bool body_too_big;
+	char *path; /* copy of url split in segs */
+	char *segs[SIM_MAX_SEGS];
+	int nseg;
+	int ep;
+	/* response */
+	int status;
+	char *resp;
+	size_t resp_len;
+	const char *ctype;
+	int nhdr;
+	char hdr_name[SIM_MAX_HDRS][40];
+	char hdr_val[SIM_MAX_HDRS][200];
+	int dp_port; /* data plane target port */
+} sim_req;
+
+/* server.c */
+int sim_serve(sim *s, const char *host, int port);
+/* Auth (when asked) and faults for a classified request; false when already replied. */
+bool sim_precheck(sim *s, sim_req *r, bool auth);
+void sim_reply_json(sim *s, sim_req *r, int status, json_t *body); /* steals body */
+void sim_reply_error(sim *s, sim_req *r, int status, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+void sim_reply_empty(sim_req *r, int status);
+void sim_reply_text(sim_req *r, int status, const char *ctype, const char *text);
+void sim_reply_header(sim_req *r, const char *name, const char *value);
+const char *sim_req_header(sim_req *r, const char *name);
+const char *sim_req_arg(sim_req *r, const char *name);
+/* Every value of a repeated query argument, joined by ','; caller frees, NULL if none. */
+char *sim_req_arg_all(sim_req *r, const char *name);
+/* Parses the body as a JSON object; empty body gives {} when optional.
+ * On failure replies 400 and returns NULL. */
+json_t *sim_req_json(sim *s, sim_req *r, bool optional);
+/* Percent-decoding like Go's QueryUnescape ('+' is a space); in place. -1 on bad escape. */
+int sim_unescape(char *str, bool plus);
+
+/* state.c */
+void sim_store_init(sim_store *st, uint64_t seed);
+void sim_store_clear(sim_store *st);
+sim_sandbox *sim_store_new(sim *s, int64_t now);
+/* Lookup that applies expiry first; killed sandboxes are removed and NULL returned. */
+sim_sandbox *sim_store_get(sim *s, const char *id, int64_t now);
+void sim_store_remove(sim_store *st, sim_sandbox *sb);
+void sim_store_set_meta(sim_store *st, sim_sandbox *sb, sim_kv *kv);
+const sim_vec *sim_store_by_user(sim_store *st, const char *user);
+/* Applies timeout expiry / idle stop; returns true when the sandbox is gone. */
+bool sim_sandbox_tick(sim *s, sim_sandbox *sb, int64_t now);
+void sim_sandbox_touch(sim *s, sim_sandbox *sb, int64_t now);
+void sim_sandbox_resume(sim *s, sim_sandbox *sb, int64_t now, int32_t timeout_s);
+void sim_sandbox_pause(sim_sandbox *sb, int64_t now);
+void sim_store_sweep(sim *s, int64_t now);
+int sim_kv_from_json(json_t *obj, sim_kv *out, char *why, size_t whylen);
+const char *sim_kv_get(const sim_kv *kv, const char *key);
+json_t *sim_kv_to_json(const sim_kv *kv);
+void sim_kv_free(sim_kv *kv);
+const char *sim_state_name(sim *s, int state);
+void sim_time(int64_t ms, char *buf, size_t len);
+uint64_t sim_rand(uint64_t *state);
+int sim_preload(sim *s, int n);
+
+/* e2b.c (also the cube flavour) */
+void sim_e2b_route(sim *s, sim_req *r);
+bool sim_valid_id(const char *id);
+json_t *sim_json_listed(sim *s, const sim_sandbox *sb);
+
+/* list.c */
+void sim_e2b_list(sim *s, sim_req *r);
+void sim_e2b_list_v1(sim *s, sim_req *r);
+/* Parses an E2B metadata filter into a kv block; -1 on bad syntax. */
+int sim_parse_meta_filter(sim *s, const char *arg, sim_kv *out);
+bool sim_meta_match(const sim_sandbox *sb, const sim_kv *filter);
+
+/* dataplane.c */
+bool sim_dataplane_target(sim *s, sim_req *r, char *id, size_t idlen);
+void sim_dataplane(sim *s, sim_req *r, const char *id);
+
+/* daytona.c */
+void sim_daytona_route(sim *s, sim_req *r);
+
+/* faults.c */
+void sim_faults_init(sim_faults *f, uint64_t seed);
+void sim_faults_clear(sim_faults *f);
+void sim_faults_destroy(sim_faults *f);
+int sim_faults_apply_json(sim_faults *f, json_t *doc, char *why, size_t whylen);
+json_t *sim_faults_to_json(sim_faults *f);
+/* Latency to add to this endpoint (base latency included for control plane). */
+int64_t sim_faults_delay_ms(sim *s, int ep);
+/* Returns an injected status (0 none) and fills retry_after_s. */
+int sim_faults_error(sim *s, int ep, int *retry_after_s);
+bool sim_faults_list_empty(sim *s, int64_t now);
+bool sim_faults_unreachable(sim *s, const sim_sandbox *sb, int64_t now);
+bool sim_faults_overload_enter(sim *s, int *retry_after_s);
+void sim_faults_overload_leave(sim *s);
+/* Rewrites r's response body when a body fault matches its endpoint. */
+void sim_faults_mangle(sim *s, sim_req *r);
+void sim_stats_count(sim *s, int ep, int status);
+json_t *sim_stats_json(sim *s);
+void sim_stats_reset(sim *s);
+void sim_admin_route(sim *s, sim_req *r);
+
+#endif

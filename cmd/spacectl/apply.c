@@ -1,0 +1,384 @@
+/*
+ * spacectl apply: create or update UserSpaces from files. Every document is
+ * validated before anything is written; a write that fails part-way rolls
+ * back what this apply already wrote, so a failed apply changes nothing.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "spacectl.h"
+
+static const sk_cli_help help = {
+	"apply",
+	"spacectl apply [--dry-run] [--prune -l selector] -f path ...",
+	"Creates or updates UserSpaces from YAML or JSON files. PATH is a file, a\n"
+	"directory (*.yaml, *.yml, *.json, not recursive) or - for stdin; -f repeats.\n"
+	"Every document is validated before any is written; names and spec.userID\n"
+	"values must be unique. Prints userspace/NAME created|configured|unchanged.\n"
+	"Re-applying the same input changes nothing (generation and resourceVersion\n"
+	"stay). If a write fails part-way, the objects already written are rolled\n"
+	"back, so a failed apply changes nothing.\n"
+	"\n"
+	"Flags:\n"
+	"  -f, --filename PATH   file, directory or - (repeatable, required)\n"
+	"      --dry-run         print what would change, write nothing\n"
+	"      --prune           mark for deletion the objects matching -l that the\n"
+	"                        input no longer has (GitOps); needs -l. Pruning\n"
+	"                        runs after the writes and is not rolled back\n"
+	"  -l, --selector SEL    label selector for --prune (k=v, k!=v, k in (a,b), ...)\n"
+	"\n"
+	"Examples:\n"
+	"  spacectl apply -f manifests/examples/\n"
+	"  cat alice.yaml | spacectl apply -f -\n"
+	"  spacectl apply --prune -l team=research -f research/\n",
+};
+
+enum { OPT_DRY_RUN = SK_OPT_FIRST_CMD, OPT_PRUNE };
+
+typedef enum { ACT_CREATE, ACT_CONFIGURE, ACT_UNCHANGED } act_kind;
+static const char *const act_names[] = { "created", "configured", "unchanged" };
+
+typedef struct apply_item {
+	const sk_userspace *want; /* from the input (borrowed) */
+	const sk_doc *doc;
+	sk_userspace *live; /* stored before this apply, NULL when new */
+	act_kind kind;
+	sk_userspace *written; /* what the store returned, NULL until written */
+	bool uncertain; /* the write failed in a way that may have committed */
+} apply_item;
+
+typedef struct apply_ctx {
+	sk_cli_strv files;
+	const char *selector_text;
+	sk_selector *selector;
+	bool dry_run, prune;
+	sk_cli_input in;
+	sk_store *store;
+	apply_item *items;
+	size_t nitems;
+	char **prune_names;
+	size_t nprune;
+	int64_t start_ms;
+} apply_ctx;
+
+static int
+parse_args(apply_ctx *c, int argc, char **argv)
+{
+	static const struct option opts[] = { { "filename", required_argument, NULL, 'f' },
+		{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
+		{ "prune", no_argument, NULL, OPT_PRUNE },
+		{ "selector", required_argument, NULL, 'l' }, SK_CLI_GLOBAL_OPTIONS, { 0 } };
+	int ch, rc;
+
+	while ((ch = sk_cli_getopt(argc, argv, ":f:l:h", opts)) != -1) {
+		switch (ch) {
+		case 'f': sk_cli_strv_push(&c->files, optarg); break;
+		case 'l': c->selector_text = optarg; break;
+		case OPT_DRY_RUN: c->dry_run = true; break;
+		case OPT_PRUNE: c->prune = true; break;
+		default:
+			if ((rc = sk_cli_opt(&help, ch, argv)) != SK_CLI_CONTINUE)
+				return rc;
+		}
+	}
+	if (optind < argc)
+		return sk_cli_usage_error(&help, "unexpected argument \"%s\"", argv[optind]);
+	if (c->files.len == 0)
+		return sk_cli_usage_error(&help, "-f PATH is required");
+	if (c->prune && c->selector_text == NULL)
+		return sk_cli_usage_error(&help, "--prune needs a label selector (-l)");
+	if (!c->prune && c->selector_text != NULL)
+		return sk_cli_usage_error(&help, "-l is only used with --prune");
+	return SK_CLI_CONTINUE;
+}
+
+static bool
+str_eq(const char *a, const char *b)
+{
+	return a && b && strcmp(a, b) == 0;
+}
+
+static bool
+same_desired(const sk_userspace *a, const sk_userspace *b)
+{
+	return sk_kvlist_equal(&a->meta.labels, &b->meta.labels) &&
+	        sk_kvlist_equal(&a->meta.annotations, &b->meta.annotations) &&
+	        sk_userspace_spec_equal(&a->spec, &b->spec);
+}
+
+static const sk_userspace *
+find_live(const sk_userspace_list *all, const char *name)
+{
+	for (size_t i = 0; i < all->len; i++) {
+		if (strcmp(all->items[i]->meta.name, name) == 0)
+			return all->items[i];
+	}
+	return NULL;
+}
+
+static bool
+input_has(const apply_ctx *c, const char *name)
+{
+	for (size_t i = 0; i < c->nitems; i++) {
+		if (strcmp(c->items[i].want->meta.name, name) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Checks one input against the stored objects; returns false on a conflict. */
+static bool
+preflight_item(apply_item *it, const sk_userspace_list *all)
+{
+	const sk_userspace *live = find_live(all, it->want->meta.name);
+	bool ok = true;
+
+	for (size_t i = 0; i < all->len; i++) {
+		const sk_userspace *o = all->items[i];
+		if (strcmp(o->meta.name, it->want->meta.name) != 0 &&
+		        strcmp(o->spec.user_id, it->want->spec.user_id) == 0) {
+			sk_cli_errorf("spec.userID: \"%s\" is already used by userspace/%s (%s)",
+			        it->want->spec.user_id, o->meta.name,
+			        sk_cli_doc_where(it->doc, "spec.userID"));
+			ok = false;
+		}
+	}
+	if (live && live->meta.deletion_ms != 0) {
+		sk_cli_errorf("userspace/%s is being deleted; apply it again when the deletion has "
+		              "finished (%s)",
+		        it->want->meta.name, sk_cli_doc_where(it->doc, "metadata.name"));
+		ok = false;
+	}
+	it->live = live ? sk_userspace_dup(live) : NULL;
+	if (it->live == NULL)
+		it->kind = ACT_CREATE;
+	else
+		it->kind = same_desired(it->live, it->want) ? ACT_UNCHANGED : ACT_CONFIGURE;
+	return ok;
+}
+
+static int
+plan_prune(apply_ctx *c)
+{
+	sk_userspace_list sel = { NULL, 0, 0 };
+	sk_error err;
+	int rc;
+
+	sk_error_clear(&err);
+	if ((rc = sk_store_list(c->store, c->selector, &sel, &err)) != 0) {
+		sk_cli_errorf("listing objects to prune: %s", err.message);
+		return sk_cli_exit_code(rc);
+	}
+	c->prune_names = sk_calloc(sel.len, sizeof(char *));
+	for (size_t i = 0; i < sel.len; i++) {
+		const sk_userspace *o = sel.items[i];
+		if (o->meta.deletion_ms == 0 && !input_has(c, o->meta.name))
+			c->prune_names[c->nprune++] = sk_strdup(o->meta.name);
+	}
+	sk_userspace_list_dispose(&sel);
+	return SK_EXIT_OK;
+}
+
+static int
+preflight(apply_ctx *c)
+{
+	sk_userspace_list all = { NULL, 0, 0 };
+	sk_error err;
+	bool ok = true;
+	int rc;
+
+	sk_error_clear(&err);
+	if ((rc = sk_store_list(c->store, NULL, &all, &err)) != 0) {
+		sk_cli_errorf("%s", err.message);
+		return sk_cli_exit_code(rc);
+	}
+	c->nitems = c->in.len;
+	c->items = sk_calloc(c->nitems, sizeof(*c->items));
+	for (size_t i = 0; i < c->nitems; i++) {
+		c->items[i].want = c->in.objs[i];
+		c->items[i].doc = c->in.docs.items[i];
+		if (!preflight_item(&c->items[i], &all))
+			ok = false;
+	}
+	sk_userspace_list_dispose(&all);
+	if (!ok)
+		return SK_EXIT_FAIL;
+	return c->prune ? plan_prune(c) : SK_EXIT_OK;
+}
+
+static int
+write_item(apply_ctx *c, apply_item *it, sk_error *err)
+{
+	sk_userspace *next;
+	int rc;
+
+	if (it->kind == ACT_UNCHANGED)
+		return 0;
+	if (it->kind == ACT_CREATE)
+		return sk_store_create(c->store, it->want, &it->written, err);
+	next = sk_userspace_dup(it->want);
+	next->meta.resource_version = it->live->meta.resource_version;
+	rc = sk_store_update(c->store, next, &it->written, err);
+	sk_userspace_free(next);
+	return rc;
+}
+
+/* One undo step; 0 when done (or nothing to undo), else an error code. */
+static int
+undo_item(apply_ctx *c, apply_item *it, sk_error *err)
+{
+	sk_userspace *cur = NULL, *old, *restored = NULL;
+	int rc = sk_store_get(c->store, it->want->meta.name, &cur, err);
+
+	if (rc == SK_ENOTFOUND)
+		return it->kind == ACT_CREATE ? 0 : rc;
+	if (rc != 0)
+		return rc;
+	if (it->kind == ACT_CREATE) {
+		/* Remove only what this apply created (not a concurrent writer's object). */
+		bool ours = it->written ? str_eq(cur->meta.uid, it->written->meta.uid)
+		                        : cur->meta.creation_ms >= c->start_ms - 1000 &&
+		                same_desired(cur, it->want);
+		rc = ours ? sk_store_remove(c->store, it->want->meta.name, err) : 0;
+	} else if (it->written || same_desired(cur, it->want)) {
+		old = sk_userspace_dup(it->live);
+		old->meta.resource_version = cur->meta.resource_version;
+		if (it->written && cur->meta.resource_version != it->written->meta.resource_version)
+			rc = sk_error_set(err, SK_ECONFLICT, "changed by another writer since");
+		else
+			rc = sk_store_update(c->store, old, &restored, err);
+		sk_userspace_free(restored);
+		sk_userspace_free(old);
+	}
+	sk_userspace_free(cur);
+	return rc;
+}
+
+/* Undoes every write, retrying while the database is unavailable (bounded). */
+static bool
+rollback(apply_ctx *c, size_t upto)
+{
+	int64_t deadline = sk_monotonic_ms() + 4 * sk_cli.timeout_ms + 2000;
+	bool all_ok = true;
+
+	for (size_t k = upto + 1; k-- > 0;) {
+		apply_item *it = &c->items[k];
+		sk_error err;
+		int rc;
+
+		if (it->kind == ACT_UNCHANGED || (it->written == NULL && !it->uncertain))
+			continue;
+		do {
+			sk_error_clear(&err);
+			rc = undo_item(c, it, &err);
+			if (rc != 0 && sk_error_is_transient(rc) && sk_monotonic_ms() < deadline)
+				usleep(200 * 1000);
+		} while (rc != 0 && sk_error_is_transient(rc) && sk_monotonic_ms() < deadline);
+		if (rc != 0) {
+			sk_cli_errorf("rollback: userspace/%s could not be restored: %s",
+			        it->want->meta.name, err.message);
+			all_ok = false;
+		}
+	}
+	return all_ok;
+}
+
+static int
+execute(apply_ctx *c)
+{
+	for (size_t i = 0; i < c->nitems; i++) {
+		apply_item *it = &c->items[i];
+		sk_error err;
+		int rc;
+
+		sk_error_clear(&err);
+		if ((rc = write_item(c, it, &err)) == 0)
+			continue;
+		it->uncertain = rc != SK_EEXISTS && rc != SK_ECONFLICT && rc != SK_EINVALID;
+		sk_cli_errorf("userspace/%s: %s", it->want->meta.name, err.message);
+		if (rollback(c, i))
+			sk_cli_errorf("apply failed; rolled back: no changes made");
+		else
+			sk_cli_errorf("apply failed; rollback incomplete (see above)");
+		return sk_cli_exit_code(rc);
+	}
+	return SK_EXIT_OK;
+}
+
+static int
+prune(apply_ctx *c)
+{
+	int exit_code = SK_EXIT_OK;
+
+	for (size_t i = 0; i < c->nprune; i++) {
+		sk_error err;
+		int rc = 0;
+
+		sk_error_clear(&err);
+		if (!c->dry_run)
+			rc = sk_store_mark_deleted(c->store, c->prune_names[i], &err);
+		if (rc == 0 || rc == SK_ENOTFOUND) {
+			printf("userspace/%s pruned%s\n", c->prune_names[i],
+			        c->dry_run ? " (dry run)" : "");
+			continue;
+		}
+		sk_cli_errorf("prune userspace/%s: %s", c->prune_names[i], err.message);
+		exit_code = sk_cli_exit_code(rc);
+	}
+	return exit_code;
+}
+
+static int
+apply_run(apply_ctx *c)
+{
+	int rc;
+
+	if ((rc = sk_cli_input_load(&c->in, c->files.items, c->files.len)) != SK_EXIT_OK) {
+		sk_cli_errorf("no changes made: the input has errors");
+		return rc;
+	}
+	if (c->selector_text) {
+		sk_error err;
+		sk_error_clear(&err);
+		if (sk_selector_parse(c->selector_text, &c->selector, &err) != 0)
+			return sk_cli_usage_error(&help, "-l: %s", err.message);
+	}
+	if ((rc = sk_cli_store_open(&c->store)) != SK_EXIT_OK)
+		return rc;
+	c->start_ms = sk_now_ms();
+	if ((rc = preflight(c)) != SK_EXIT_OK) {
+		sk_cli_errorf("no changes made");
+		return rc;
+	}
+	if (!c->dry_run && (rc = execute(c)) != SK_EXIT_OK)
+		return rc;
+	for (size_t i = 0; i < c->nitems; i++)
+		printf("userspace/%s %s%s\n", c->items[i].want->meta.name,
+		        act_names[c->items[i].kind], c->dry_run ? " (dry run)" : "");
+	return prune(c);
+}
+
+int
+sk_cmd_apply(int argc, char **argv)
+{
+	apply_ctx c;
+	int rc;
+
+	memset(&c, 0, sizeof(c));
+	if ((rc = parse_args(&c, argc, argv)) == SK_CLI_CONTINUE)
+		rc = apply_run(&c);
+	for (size_t i = 0; i < c.nitems; i++) {
+		sk_userspace_free(c.items[i].live);
+		sk_userspace_free(c.items[i].written);
+	}
+	free(c.items);
+	for (size_t i = 0; i < c.nprune; i++)
+		free(c.prune_names[i]);
+	free(c.prune_names);
+	sk_selector_free(c.selector);
+	sk_store_close(c.store);
+	sk_cli_input_dispose(&c.in);
+	sk_cli_strv_dispose(&c.files);
+	return rc;
+}

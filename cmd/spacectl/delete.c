@@ -1,0 +1,174 @@
+/* spacectl delete: mark UserSpaces for deletion (the controller cleans up), or --force remove. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "spacectl.h"
+
+static const sk_cli_help help = {
+	"delete",
+	"spacectl delete [--force] [--ignore-not-found] userspace name ...\n"
+	"spacectl delete [--force] [--ignore-not-found] -f path ...",
+	"Marks UserSpaces for deletion and prints userspace/NAME deleted. The object\n"
+	"stays (with a deletionTimestamp) until the controller has cleaned up its\n"
+	"sandboxes (deletionPolicy Delete) and removed its finalizer; then it is gone.\n"
+	"\n"
+	"Flags:\n"
+	"  -f, --filename PATH    delete the objects named in these files (repeatable)\n"
+	"      --ignore-not-found exit 0 when an object does not exist\n"
+	"      --force            remove the object at once; its sandboxes are NOT\n"
+	"                         cleaned up (they become orphans)\n"
+	"\n"
+	"Examples:\n"
+	"  spacectl delete userspace alice\n"
+	"  spacectl delete -f manifests/examples/alice.yaml\n",
+};
+
+enum { OPT_FORCE = SK_OPT_FIRST_CMD, OPT_IGNORE_NOT_FOUND };
+
+typedef struct delete_opts {
+	sk_cli_strv files;
+	bool force, ignore_not_found;
+} delete_opts;
+
+static int
+delete_one(sk_store *st, const delete_opts *o, const char *name)
+{
+	sk_error err;
+	int rc;
+
+	sk_error_clear(&err);
+	if (o->force)
+		rc = sk_store_remove(st, name, &err);
+	else
+		rc = sk_store_mark_deleted(st, name, &err);
+	if (rc == 0) {
+		printf("userspace/%s deleted%s\n", name, o->force ? " (forced)" : "");
+		return SK_EXIT_OK;
+	}
+	if (rc == SK_ENOTFOUND) {
+		if (o->ignore_not_found)
+			return SK_EXIT_OK;
+		sk_cli_errorf("userspaces \"%s\" not found (NotFound)", name);
+		return SK_EXIT_FAIL;
+	}
+	sk_cli_errorf("userspace/%s: %s", name, err.message);
+	return sk_cli_exit_code(rc);
+}
+
+/* The names in the -f files: metadata.name of every document, valid or not. */
+static int
+names_from_files(const delete_opts *o, sk_cli_strv *names, sk_doclist *docs)
+{
+	for (size_t i = 0; i < o->files.len; i++) {
+		sk_doclist more = { NULL, 0 };
+		sk_error err;
+
+		sk_error_clear(&err);
+		if (sk_doc_load_path(o->files.items[i], &more, &err) != 0) {
+			sk_cli_errorf("%s", err.message);
+			sk_doclist_dispose(&more);
+			return SK_EXIT_FAIL;
+		}
+		for (size_t k = 0; k < more.len; k++) {
+			json_t *name = json_object_get(
+			        json_object_get(sk_doc_root(more.items[k]), "metadata"), "name");
+			if (!json_is_string(name)) {
+				sk_cli_errorf("metadata.name: required (%s)",
+				        sk_cli_doc_where(more.items[k], NULL));
+				sk_doclist_dispose(&more);
+				return SK_EXIT_FAIL;
+			}
+			sk_cli_strv_push(names, (char *)json_string_value(name));
+		}
+		if (more.len > 0) {
+			docs->items =
+			        sk_realloc(docs->items, (docs->len + more.len) * sizeof(sk_doc *));
+			memcpy(docs->items + docs->len, more.items, more.len * sizeof(sk_doc *));
+			docs->len += more.len;
+		}
+		more.len = 0;
+		sk_doclist_dispose(&more);
+	}
+	if (names->len == 0) {
+		sk_cli_errorf("no objects found in the input");
+		return SK_EXIT_FAIL;
+	}
+	return SK_EXIT_OK;
+}
+
+static int
+parse_args(delete_opts *o, int argc, char **argv)
+{
+	static const struct option opts[] = { { "filename", required_argument, NULL, 'f' },
+		{ "force", no_argument, NULL, OPT_FORCE },
+		{ "ignore-not-found", no_argument, NULL, OPT_IGNORE_NOT_FOUND },
+		SK_CLI_GLOBAL_OPTIONS, { 0 } };
+	int ch, rc;
+
+	while ((ch = sk_cli_getopt(argc, argv, ":f:h", opts)) != -1) {
+		switch (ch) {
+		case 'f': sk_cli_strv_push(&o->files, optarg); break;
+		case OPT_FORCE: o->force = true; break;
+		case OPT_IGNORE_NOT_FOUND: o->ignore_not_found = true; break;
+		default:
+			if ((rc = sk_cli_opt(&help, ch, argv)) != SK_CLI_CONTINUE)
+				return rc;
+		}
+	}
+	if (o->files.len > 0 && optind < argc)
+		return sk_cli_usage_error(&help, "use either -f or names, not both");
+	if (o->files.len == 0) {
+		if (optind >= argc || !sk_cli_is_userspace_resource(argv[optind]))
+			return sk_cli_usage_error(
+			        &help, "expected: delete userspace NAME, or -f PATH");
+		if (++optind >= argc)
+			return sk_cli_usage_error(&help, "name the UserSpace(s) to delete");
+	}
+	return SK_CLI_CONTINUE;
+}
+
+static int
+delete_all(const delete_opts *o, char **names, size_t n)
+{
+	sk_store *st = NULL;
+	int rc, exit_code = SK_EXIT_OK;
+
+	if ((rc = sk_cli_store_open(&st)) != SK_EXIT_OK)
+		return rc;
+	if (o->force)
+		sk_cli_warnf(
+		        "--force removes the objects at once; their sandboxes are not cleaned up");
+	for (size_t i = 0; i < n; i++) {
+		rc = delete_one(st, o, names[i]);
+		if (rc != SK_EXIT_OK)
+			exit_code = rc;
+		if (rc == SK_EXIT_UNAVAILABLE)
+			break;
+	}
+	sk_store_close(st);
+	return exit_code;
+}
+
+int
+sk_cmd_delete(int argc, char **argv)
+{
+	delete_opts o;
+	sk_cli_strv names = { NULL, 0 };
+	sk_doclist docs = { NULL, 0 };
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	if ((rc = parse_args(&o, argc, argv)) != SK_CLI_CONTINUE)
+		goto done;
+	if (o.files.len > 0) {
+		if ((rc = names_from_files(&o, &names, &docs)) == SK_EXIT_OK)
+			rc = delete_all(&o, names.items, names.len);
+	} else {
+		rc = delete_all(&o, argv + optind, (size_t)(argc - optind));
+	}
+done:
+	sk_cli_strv_dispose(&names);
+	sk_cli_strv_dispose(&o.files);
+	sk_doclist_dispose(&docs);
+	return rc;
+}

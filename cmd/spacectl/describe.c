@@ -1,0 +1,298 @@
+/* spacectl describe: one UserSpace in detail (kubectl describe): metadata, spec, status, events. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "spacectl.h"
+
+static const sk_cli_help help = {
+	"describe",
+	"spacectl describe userspace name ...",
+	"Shows a UserSpace in detail: metadata, the spec with every default filled in,\n"
+	"the status, its conditions and drift, and the recent events.\n"
+	"\n"
+	"Example:\n"
+	"  spacectl describe userspace alice\n",
+};
+
+#define EVENTS_MAX 20
+
+static void
+print_kvlist(const char *title, const sk_kvlist *l)
+{
+	printf("%-20s", title);
+	if (l->len == 0)
+		printf("<none>\n");
+	for (size_t i = 0; i < l->len; i++)
+		printf("%s%s=%s\n", i ? "                    " : "", l->items[i].key,
+		        l->items[i].value);
+}
+
+static void
+print_time(const char *title, int64_t ms, int64_t now)
+{
+	char ts[64], age[32];
+
+	sk_time_format(ms, ts, sizeof(ts));
+	sk_age_format(now - ms, age, sizeof(age));
+	printf("%-20s%s (%s ago)\n", title, ts, age);
+}
+
+/* "userID" -> "User ID"-ish: split camelCase into words, capitalise the first. */
+static void
+title_case(const char *key, char *out, size_t len)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; key[i] && o + 2 < len; i++) {
+		char ch = key[i];
+		if (i > 0 && ch >= 'A' && ch <= 'Z' && !(key[i - 1] >= 'A' && key[i - 1] <= 'Z'))
+			out[o++] = ' ';
+		out[o++] = (char)(i == 0 && ch >= 'a' && ch <= 'z' ? ch - 'a' + 'A' : ch);
+	}
+	out[o] = '\0';
+}
+
+/* Prints a JSON object as indented "Key:  value" lines. Maps of user data
+ * (env, metadata) keep their keys as written. */
+static void
+print_json_fields(const json_t *obj, int indent, bool raw_keys)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach((json_t *)obj, key, v)
+	{
+		char title[128], label[160];
+		int width;
+		bool raw_child = strcmp(key, "env") == 0 || strcmp(key, "metadata") == 0;
+
+		if (raw_keys)
+			snprintf(title, sizeof(title), "%s", key);
+		else
+			title_case(key, title, sizeof(title));
+		snprintf(label, sizeof(label), "%s:", title);
+		width = 20 - indent > (int)strlen(label) ? 20 - indent : (int)strlen(label) + 1;
+		if (json_is_object(v)) {
+			printf("%*s%s%s\n", indent, "", label,
+			        json_object_size(v) ? "" : "  <none>");
+			print_json_fields(v, indent + 2, raw_child);
+		} else if (json_is_string(v)) {
+			printf("%*s%-*s%s\n", indent, "", width, label, json_string_value(v));
+		} else {
+			char *s = json_dumps(v, JSON_ENCODE_ANY);
+			printf("%*s%-*s%s\n", indent, "", width, label, s ? s : "");
+			free(s);
+		}
+	}
+}
+
+static void
+print_meta(const sk_userspace *us, int64_t now)
+{
+	printf("%-20s%s\n", "Name:", us->meta.name);
+	print_kvlist("Labels:", &us->meta.labels);
+	print_kvlist("Annotations:", &us->meta.annotations);
+	printf("%-20s%s\n", "UID:", us->meta.uid ? us->meta.uid : "<none>");
+	printf("%-20s%lld\n", "Generation:", (long long)us->meta.generation);
+	printf("%-20s%lld\n", "Resource Version:", (long long)us->meta.resource_version);
+	if (us->meta.creation_ms)
+		print_time("Created:", us->meta.creation_ms, now);
+	if (us->meta.deletion_ms)
+		print_time("Deletion:", us->meta.deletion_ms, now);
+	printf("%-20s", "Finalizers:");
+	if (us->meta.n_finalizers == 0)
+		printf("<none>");
+	for (size_t i = 0; i < us->meta.n_finalizers; i++)
+		printf("%s%s", i ? ", " : "", us->meta.finalizers[i]);
+	printf("\n");
+}
+
+static void
+print_rows(const char *title, sk_table *t)
+{
+	sk_buf out = SK_BUF_INIT(0);
+
+	sk_table_render(t, &out);
+	printf("%s\n", title);
+	for (char *line = out.data; line && *line;) {
+		char *nl = strchr(line, '\n');
+		printf("  %.*s\n", (int)(nl ? nl - line : (long)strlen(line)), line);
+		line = nl ? nl + 1 : NULL;
+	}
+	sk_buf_dispose(&out);
+}
+
+static void
+print_conditions(const sk_userspace *us, int64_t now)
+{
+	static const char *const h[] = { "TYPE", "STATUS", "REASON", "MESSAGE", "LAST TRANSITION" };
+	sk_table *t;
+
+	if (us->status.n_conditions == 0) {
+		printf("Conditions:         <none>\n");
+		return;
+	}
+	t = sk_table_new(5, h);
+	for (size_t i = 0; i < us->status.n_conditions; i++) {
+		const sk_condition *c = &us->status.conditions[i];
+		char age[32];
+		const char *row[5];
+		sk_age_format(now - c->last_transition_ms, age, sizeof(age));
+		row[0] = c->type ? c->type : "";
+		row[1] = c->status ? c->status : "";
+		row[2] = c->reason ? c->reason : "";
+		row[3] = c->message ? c->message : "";
+		row[4] = c->last_transition_ms ? age : "-";
+		sk_table_add_row(t, row);
+	}
+	print_rows("Conditions:", t);
+	sk_table_free(t);
+}
+
+static void
+print_drift(const sk_userspace *us, int64_t now)
+{
+	static const char *const h[] = { "TYPE", "SANDBOX", "SINCE", "DETAIL" };
+	sk_table *t;
+
+	if (us->status.n_drift == 0) {
+		printf("Drift:              <none>\n");
+		return;
+	}
+	t = sk_table_new(4, h);
+	for (size_t i = 0; i < us->status.n_drift; i++) {
+		const sk_drift *d = &us->status.drift[i];
+		char age[32];
+		const char *row[4];
+		sk_age_format(now - d->since_ms, age, sizeof(age));
+		row[0] = d->type ? d->type : "";
+		row[1] = d->sandbox_id ? d->sandbox_id : "-";
+		row[2] = d->since_ms ? age : "-";
+		row[3] = d->detail ? d->detail : "";
+		sk_table_add_row(t, row);
+	}
+	print_rows("Drift:", t);
+	sk_table_free(t);
+}
+
+static void
+print_status(const sk_userspace *us, int64_t now)
+{
+	const char *phase = sk_phase_name(us->status.phase);
+
+	printf("Status:\n");
+	printf("  %-18s%s\n", "Phase:", phase && *phase ? phase : "<none>");
+	printf("  %-18s%s\n", "Sandbox:", us->status.sandbox_id ? us->status.sandbox_id : "<none>");
+	printf("  %-18s%lld\n", "Observed Gen:", (long long)us->status.observed_generation);
+	if (us->status.message)
+		printf("  %-18s%s\n", "Message:", us->status.message);
+	if (us->status.last_reconcile_ms) {
+		char age[32];
+		sk_age_format(now - us->status.last_reconcile_ms, age, sizeof(age));
+		printf("  %-18s%s ago\n", "Last Reconcile:", age);
+	}
+	print_conditions(us, now);
+	print_drift(us, now);
+}
+
+static int
+print_events(sk_store *st, const char *name, int64_t now)
+{
+	static const char *const h[] = { "TYPE", "REASON", "AGE", "COUNT", "MESSAGE" };
+	sk_event_list evs = { NULL, 0 };
+	sk_error err;
+	sk_table *t;
+	int rc;
+
+	sk_error_clear(&err);
+	if ((rc = sk_store_events(st, name, EVENTS_MAX, &evs, &err)) != 0) {
+		sk_cli_errorf("events: %s", err.message);
+		return sk_cli_exit_code(rc);
+	}
+	if (evs.len == 0) {
+		printf("Events:             <none>\n");
+		sk_event_list_dispose(&evs);
+		return SK_EXIT_OK;
+	}
+	t = sk_table_new(5, h);
+	for (size_t i = 0; i < evs.len; i++) {
+		const sk_event *e = &evs.items[i];
+		char age[128], last[32], first[32], count[16];
+		const char *row[5];
+		sk_age_format(now - e->last_ms, last, sizeof(last));
+		sk_age_format(now - e->first_ms, first, sizeof(first));
+		if (e->count > 1)
+			snprintf(age, sizeof(age), "%s (x%d over %s)", last, e->count, first);
+		else
+			snprintf(age, sizeof(age), "%s", last);
+		snprintf(count, sizeof(count), "%d", e->count);
+		row[0] = e->type ? e->type : "";
+		row[1] = e->reason ? e->reason : "";
+		row[2] = age;
+		row[3] = count;
+		row[4] = e->message ? e->message : "";
+		sk_table_add_row(t, row);
+	}
+	print_rows("Events:", t);
+	sk_table_free(t);
+	sk_event_list_dispose(&evs);
+	return SK_EXIT_OK;
+}
+
+static int
+describe_one(sk_store *st, const char *name)
+{
+	sk_userspace *us = NULL;
+	sk_error err;
+	json_t *spec;
+	int64_t now = sk_now_ms();
+	int rc;
+
+	sk_error_clear(&err);
+	if ((rc = sk_store_get(st, name, &us, &err)) != 0) {
+		if (rc == SK_ENOTFOUND)
+			sk_cli_errorf("userspaces \"%s\" not found (NotFound)", name);
+		else
+			sk_cli_errorf("%s", err.message);
+		return sk_cli_exit_code(rc);
+	}
+	print_meta(us, now);
+	printf("Spec:\n");
+	spec = sk_userspace_spec_to_json(&us->spec);
+	print_json_fields(spec, 2, false);
+	json_decref(spec);
+	print_status(us, now);
+	rc = print_events(st, name, now);
+	sk_userspace_free(us);
+	return rc;
+}
+
+int
+sk_cmd_describe(int argc, char **argv)
+{
+	static const struct option opts[] = { SK_CLI_GLOBAL_OPTIONS, { 0 } };
+	sk_store *st = NULL;
+	int ch, rc, exit_code = SK_EXIT_OK;
+
+	while ((ch = sk_cli_getopt(argc, argv, ":h", opts)) != -1) {
+		if ((rc = sk_cli_opt(&help, ch, argv)) != SK_CLI_CONTINUE)
+			return rc;
+	}
+	if (optind >= argc || !sk_cli_is_userspace_resource(argv[optind]))
+		return sk_cli_usage_error(&help, "expected: describe userspace NAME");
+	if (++optind >= argc)
+		return sk_cli_usage_error(&help, "name the UserSpace to describe");
+	if ((rc = sk_cli_store_open(&st)) != SK_EXIT_OK)
+		return rc;
+	for (int i = optind; i < argc; i++) {
+		if (i > optind)
+			printf("\n\n");
+		rc = describe_one(st, argv[i]);
+		if (rc != SK_EXIT_OK && exit_code != SK_EXIT_UNAVAILABLE)
+			exit_code = rc;
+		if (rc == SK_EXIT_UNAVAILABLE)
+			break;
+	}
+	sk_store_close(st);
+	return exit_code;
+}

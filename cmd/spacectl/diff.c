@@ -1,0 +1,172 @@
+/*
+ * spacectl diff: what apply would change, as unified diffs (diffutils
+ * `diff -u`) between the stored object and the input with defaults applied.
+ * Exit 0: no differences; 1: differences; 2 or more: an error.
+ */
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "spacectl.h"
+
+extern char **environ;
+
+static const sk_cli_help help = {
+	"diff",
+	"spacectl diff -f path ...",
+	"Prints a unified diff per object between the stored object (live) and the\n"
+	"input after defaults (merged): metadata name, labels, annotations and spec.\n"
+	"New objects diff against nothing. Exit 0 when apply would change nothing,\n"
+	"1 when it would, 2 or more on an error (3: database unavailable).\n"
+	"\n"
+	"Flags:\n"
+	"  -f, --filename PATH   file, directory or - (repeatable, required)\n"
+	"\n"
+	"Example:\n"
+	"  spacectl diff -f manifests/examples/ && echo up to date\n",
+};
+
+#define DIFF_ERROR 2
+
+static int
+write_yaml(const char *path, const json_t *v)
+{
+	sk_buf buf = SK_BUF_INIT(0);
+	sk_error err;
+	FILE *f = fopen(path, "w");
+	int rc = 0;
+
+	sk_error_clear(&err);
+	if (f == NULL)
+		return SK_EIO;
+	if (v && sk_json_to_yaml(v, &buf, &err) != 0)
+		rc = SK_EINVALID;
+	if (rc == 0 && buf.len > 0 && fwrite(buf.data, 1, buf.len, f) != buf.len)
+		rc = SK_EIO;
+	if (fclose(f) != 0)
+		rc = SK_EIO;
+	sk_buf_dispose(&buf);
+	return rc;
+}
+
+/* Runs diff -u; returns its exit status (0 same, 1 different, 2 trouble). */
+static int
+run_diff(const char *name, const char *live_path, const char *merged_path)
+{
+	char *live_label = sk_asprintf("live/%s", name);
+	char *merged_label = sk_asprintf("merged/%s", name);
+	char *argv[] = { "diff", "-u", "--label", live_label, "--label", merged_label,
+		(char *)live_path, (char *)merged_path, NULL };
+	pid_t pid;
+	int status = 0, rc;
+
+	fflush(stdout);
+	rc = posix_spawnp(&pid, "diff", NULL, NULL, argv, environ);
+	free(live_label);
+	free(merged_label);
+	if (rc != 0) {
+		sk_cli_errorf("cannot run diff (diffutils): %s", strerror(rc));
+		return DIFF_ERROR;
+	}
+	while (waitpid(pid, &status, 0) < 0) {
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) > 1) {
+		sk_cli_errorf("diff failed for userspace/%s", name);
+		return DIFF_ERROR;
+	}
+	return WEXITSTATUS(status);
+}
+
+static int
+diff_one(sk_store *st, const sk_userspace *want, const char *dir)
+{
+	char live_path[600], merged_path[600];
+	sk_userspace *live = NULL;
+	json_t *live_json = NULL, *merged_json = sk_cli_desired_json(want);
+	sk_error err;
+	int rc;
+
+	sk_error_clear(&err);
+	rc = sk_store_get(st, want->meta.name, &live, &err);
+	if (rc != 0 && rc != SK_ENOTFOUND) {
+		sk_cli_errorf("%s", err.message);
+		json_decref(merged_json);
+		return rc == SK_EUNAVAILABLE || rc == SK_ETIMEOUT ? SK_EXIT_UNAVAILABLE
+		                                                  : DIFF_ERROR;
+	}
+	if (live)
+		live_json = sk_cli_desired_json(live);
+	snprintf(live_path, sizeof(live_path), "%s/live", dir);
+	snprintf(merged_path, sizeof(merged_path), "%s/merged", dir);
+	if (write_yaml(live_path, live_json) != 0 || write_yaml(merged_path, merged_json) != 0) {
+		sk_cli_errorf("cannot write temporary files in %s", dir);
+		rc = DIFF_ERROR;
+	} else {
+		rc = run_diff(want->meta.name, live_path, merged_path);
+	}
+	unlink(live_path);
+	unlink(merged_path);
+	json_decref(live_json);
+	json_decref(merged_json);
+	sk_userspace_free(live);
+	return rc;
+}
+
+static int
+diff_all(const sk_cli_input *in)
+{
+	char dir[] = "/tmp/spacectl-diff-XXXXXX";
+	sk_store *st = NULL;
+	int rc, exit_code = 0;
+
+	if ((rc = sk_cli_store_open(&st)) != SK_EXIT_OK)
+		return rc == SK_EXIT_UNAVAILABLE ? rc : DIFF_ERROR;
+	if (mkdtemp(dir) == NULL) {
+		sk_cli_errorf("cannot create a temporary directory");
+		sk_store_close(st);
+		return DIFF_ERROR;
+	}
+	for (size_t i = 0; i < in->len; i++) {
+		rc = diff_one(st, in->objs[i], dir);
+		if (rc > exit_code)
+			exit_code = rc;
+		if (rc >= DIFF_ERROR)
+			break;
+	}
+	rmdir(dir);
+	sk_store_close(st);
+	return exit_code;
+}
+
+int
+sk_cmd_diff(int argc, char **argv)
+{
+	static const struct option opts[] = { { "filename", required_argument, NULL, 'f' },
+		SK_CLI_GLOBAL_OPTIONS, { 0 } };
+	sk_cli_strv files = { NULL, 0 };
+	sk_cli_input in;
+	int ch, rc = SK_CLI_CONTINUE;
+
+	memset(&in, 0, sizeof(in));
+	while (rc == SK_CLI_CONTINUE && (ch = sk_cli_getopt(argc, argv, ":f:h", opts)) != -1) {
+		if (ch == 'f')
+			sk_cli_strv_push(&files, optarg);
+		else
+			rc = sk_cli_opt(&help, ch, argv);
+	}
+	if (rc == SK_CLI_CONTINUE && optind < argc)
+		rc = sk_cli_usage_error(&help, "unexpected argument \"%s\"", argv[optind]);
+	if (rc == SK_CLI_CONTINUE && files.len == 0)
+		rc = sk_cli_usage_error(&help, "-f PATH is required");
+	if (rc == SK_CLI_CONTINUE) {
+		if (sk_cli_input_load(&in, files.items, files.len) != SK_EXIT_OK)
+			rc = DIFF_ERROR;
+		else
+			rc = diff_all(&in);
+	}
+	sk_cli_input_dispose(&in);
+	sk_cli_strv_dispose(&files);
+	return rc;
+}

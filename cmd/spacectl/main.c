@@ -1,0 +1,156 @@
+/*
+ * spacectl: the command-line client for UserSpace objects (DESIGN §1).
+ * One table of commands; each lives in its own file (apply.c, get.c, ...).
+ * To add a command: write NAME.c with `int sk_cmd_NAME(int argc, char **argv)`,
+ * declare it in spacectl.h, add one line to the table below.
+ */
+#include <curl/curl.h>
+#include <mongoc/mongoc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spacectl.h"
+#include "util/version.h"
+
+typedef struct sk_cli_command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} sk_cli_command;
+
+static const sk_cli_command commands[] = {
+	{ "apply", sk_cmd_apply, "create or update UserSpaces from files (-f file|dir|-)" },
+	{ "get", sk_cmd_get, "list UserSpaces or show one (-o table|wide|yaml|json)" },
+	{ "describe", sk_cmd_describe, "show one UserSpace in detail, with conditions and events" },
+	{ "delete", sk_cmd_delete, "mark UserSpaces for deletion (--force removes at once)" },
+	{ "diff", sk_cmd_diff, "show what apply would change (exit 1 when it would)" },
+	{ "validate", sk_cmd_validate, "check files offline, without a database" },
+	{ "sandboxes", sk_cmd_sandboxes, "list the sandboxes that exist at the providers" },
+	{ "version", sk_cmd_version, "print the version" },
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void
+print_usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: spacectl [--mongodb-uri uri] [--database name] [--timeout duration]\n"
+	        "                command [flags] [args]\n"
+	        "       spacectl help [command]\n");
+}
+
+static void
+print_help(void)
+{
+	print_usage(stdout);
+	printf("\nspacectl manages UserSpace objects (one resident sandbox per user) in "
+	       "MongoDB.\n\n"
+	       "Commands:\n");
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		printf("  %-10s %s\n", commands[i].name, commands[i].summary);
+	printf("\nExit codes: 0 success; 1 failure (invalid input, conflict, not found; diff: "
+	       "differences);\n2 usage error (diff: any error); 3 database unavailable.\n\n"
+	       "%s\nRun 'spacectl COMMAND --help' for the flags of a command.\n",
+	        SK_CLI_GLOBAL_HELP);
+}
+
+static const sk_cli_command *
+find_command(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++) {
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	}
+	return NULL;
+}
+
+static int
+unknown_command(const char *name)
+{
+	fprintf(stderr, "spacectl: unknown command \"%s\"\n", name);
+	print_usage(stderr);
+	fprintf(stderr, "Run 'spacectl --help' for the list of commands.\n");
+	return SK_EXIT_USAGE;
+}
+
+/* Global flags before the command name: spacectl --database x get us.
+ * "+" stops getopt at the command name, which keeps its own flags. */
+static int
+parse_leading_globals(int argc, char **argv, int *i)
+{
+	static const sk_cli_help top = { "", "spacectl [global flags] command [flags] [args]",
+		NULL };
+	static const struct option opts[] = { SK_CLI_GLOBAL_OPTIONS,
+		{ "version", no_argument, NULL, 'V' }, { 0 } };
+	int ch, rc;
+
+	while ((ch = sk_cli_getopt(argc, argv, "+:h", opts)) != -1) {
+		if (ch == 'h') {
+			print_help();
+			return SK_EXIT_OK;
+		}
+		if (ch == 'V')
+			return -2;
+		if (ch == '?' || ch == ':') {
+			fprintf(stderr, "spacectl: %s global flag %s\n",
+			        ch == '?' ? "unknown" : "incomplete", argv[optind - 1]);
+			print_usage(stderr);
+			fprintf(stderr, "Run 'spacectl --help' for the list of commands.\n");
+			return SK_EXIT_USAGE;
+		}
+		if ((rc = sk_cli_opt(&top, ch, argv)) != SK_CLI_CONTINUE)
+			return rc;
+	}
+	*i = optind;
+	return SK_CLI_CONTINUE;
+}
+
+static int
+run(int argc, char **argv)
+{
+	const sk_cli_command *cmd;
+	int i, rc;
+
+	rc = parse_leading_globals(argc, argv, &i);
+	if (rc == -2) {
+		char *v[] = { "version", NULL };
+		optind = 0;
+		return sk_cmd_version(1, v);
+	}
+	if (rc != SK_CLI_CONTINUE)
+		return rc;
+	if (i >= argc) {
+		print_usage(stderr);
+		fprintf(stderr, "Run 'spacectl --help' for the list of commands.\n");
+		return SK_EXIT_USAGE;
+	}
+	if (strcmp(argv[i], "help") == 0) {
+		char *hv[] = { argv[i + 1], "--help", NULL };
+		if (i + 1 >= argc) {
+			print_help();
+			return SK_EXIT_OK;
+		}
+		if ((cmd = find_command(argv[i + 1])) == NULL)
+			return unknown_command(argv[i + 1]);
+		optind = 0;
+		return cmd->fn(2, hv);
+	}
+	if ((cmd = find_command(argv[i])) == NULL)
+		return unknown_command(argv[i]);
+	optind = 0;
+	return cmd->fn(argc - i, argv + i);
+}
+
+int
+main(int argc, char **argv)
+{
+	int rc;
+
+	mongoc_init();
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	rc = run(argc, argv);
+	fflush(stdout);
+	curl_global_cleanup();
+	mongoc_cleanup();
+	return rc;
+}

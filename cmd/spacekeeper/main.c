@@ -1,0 +1,314 @@
+/*
+ * spacekeeper: the controller daemon. Flags and config -> sk_controller;
+ * signals; --once. No logic of its own beyond wiring.
+ */
+#include <curl/curl.h>
+#include <getopt.h>
+#include <mongoc/mongoc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "controller/controller.h"
+#include "spacekeeper.h"
+#include "store/store.h"
+#include "util/version.h"
+
+typedef struct flags {
+	const char *config;
+	const char *mongodb_uri;
+	const char *database;
+	const char *listen;
+	int workers;
+	int64_t resync_ms;
+	int64_t poll_ms;
+	int64_t once_timeout_ms;
+	bool once;
+	sk_log_config log;
+} flags;
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+		"usage: spacekeeper [--config FILE] [--mongodb-uri URI] [--database NAME]\n"
+		"                   [--workers N] [--resync DURATION] [--listen HOST:PORT]\n"
+		"                   [--poll DURATION] [--log-format text|json]\n"
+		"                   [--log-level debug|info|warn|error] [--once [--once-timeout D]]\n"
+		"\n"
+		"The spacekeeper controller: keeps one resident sandbox per UserSpace.\n"
+		"\n"
+		"  --config FILE        ControllerConfig YAML (default: built-in defaults)\n"
+		"  --mongodb-uri URI    MongoDB URI (overrides the file; env SPACEKEEPER_MONGODB_URI)\n"
+		"  --database NAME      database name (default spacekeeper)\n"
+		"  --workers N          concurrent reconciles (default 8)\n"
+		"  --resync DURATION    provider list + full resync period (default 30s)\n"
+		"  --listen HOST:PORT   /healthz /readyz /metrics and the connect API\n"
+		"                       (default 127.0.0.1:9090; \"\" disables)\n"
+		"  --poll DURATION      store poll interval of the informer (default 1s)\n"
+		"  --log-format FORMAT  text (key=value) or json, one line per event\n"
+		"  --log-level LEVEL    debug, info (default), warn, error\n"
+		"  --once               one full pass, then exit (0 when every reconcile succeeded)\n"
+		"  --once-timeout D     give up the --once pass after D (default 5m)\n"
+		"  --help, --version\n");
+}
+
+static int
+parse_duration_flag(const char *name, const char *v, int64_t *out)
+{
+	if (sk_duration_parse(v, out) != 0 || *out <= 0) {
+		fprintf(stderr, "spacekeeper: %s: bad duration \"%s\" (e.g. 30s, 1m)\n", name, v);
+		return EX_USAGE;
+	}
+	return 0;
+}
+
+enum {
+	OPT_MONGO = 256,
+	OPT_DB,
+	OPT_WORKERS,
+	OPT_RESYNC,
+	OPT_LISTEN,
+	OPT_POLL,
+	OPT_FMT,
+	OPT_LEVEL,
+	OPT_ONCE,
+	OPT_ONCE_TIMEOUT,
+	OPT_VERSION,
+};
+
+static const struct option long_opts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "mongodb-uri", required_argument, NULL, OPT_MONGO },
+	{ "database", required_argument, NULL, OPT_DB },
+	{ "workers", required_argument, NULL, OPT_WORKERS },
+	{ "resync", required_argument, NULL, OPT_RESYNC },
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "poll", required_argument, NULL, OPT_POLL },
+	{ "log-format", required_argument, NULL, OPT_FMT },
+	{ "log-level", required_argument, NULL, OPT_LEVEL },
+	{ "once", no_argument, NULL, OPT_ONCE },
+	{ "once-timeout", required_argument, NULL, OPT_ONCE_TIMEOUT },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* One option; returns 0, -1 for "exit 0 now", or an exit code. */
+static int
+parse_one(int opt, const char *arg, flags *f)
+{
+	char *end;
+
+	switch (opt) {
+	case 'c': f->config = arg; return 0;
+	case OPT_MONGO: f->mongodb_uri = arg; return 0;
+	case OPT_DB: f->database = arg; return 0;
+	case OPT_LISTEN: f->listen = arg; return 0;
+	case OPT_ONCE: f->once = true; return 0;
+	case OPT_RESYNC: return parse_duration_flag("--resync", arg, &f->resync_ms);
+	case OPT_POLL: return parse_duration_flag("--poll", arg, &f->poll_ms);
+	case OPT_ONCE_TIMEOUT: return parse_duration_flag("--once-timeout", arg, &f->once_timeout_ms);
+	case OPT_WORKERS:
+		f->workers = (int)strtol(arg, &end, 10);
+		if (*end || f->workers < 1 || f->workers > 1024) {
+			fprintf(stderr, "spacekeeper: --workers: want 1..1024, got \"%s\"\n", arg);
+			return EX_USAGE;
+		}
+		return 0;
+	case OPT_FMT:
+		if (strcmp(arg, "text") != 0 && strcmp(arg, "json") != 0) {
+			fprintf(stderr, "spacekeeper: --log-format: want text or json\n");
+			return EX_USAGE;
+		}
+		f->log.json = strcmp(arg, "json") == 0;
+		return 0;
+	case OPT_LEVEL:
+		if (sk_log_level_parse(arg, &f->log.level) != 0) {
+			fprintf(stderr, "spacekeeper: --log-level: want debug, info, warn or error\n");
+			return EX_USAGE;
+		}
+		return 0;
+	case 'h': usage(stdout); return -1;
+	case OPT_VERSION: printf("spacekeeper %s\n", SK_VERSION); return -1;
+	default: usage(stderr); return EX_USAGE;
+	}
+}
+
+static int
+parse_flags(int argc, char **argv, flags *f)
+{
+	int opt, rc;
+
+	memset(f, 0, sizeof(*f));
+	f->log.level = SK_LOG_INFO;
+	f->once_timeout_ms = 300000;
+	opterr = 1;
+	while ((opt = getopt_long(argc, argv, "c:h", long_opts, NULL)) != -1)
+		if ((rc = parse_one(opt, optarg, f)) != 0)
+			return rc;
+	if (optind < argc) {
+		fprintf(stderr, "spacekeeper: unexpected argument \"%s\"\n", argv[optind]);
+		return EX_USAGE;
+	}
+	return 0;
+}
+
+static void
+replace(char **field, const char *value)
+{
+	free(*field);
+	*field = sk_strdup(value);
+}
+
+/* The config file (or defaults) with the flags applied on top. */
+static int
+load_config(const flags *f, sk_controller_config **out)
+{
+	sk_errlist errs = { 0 };
+	sk_error err = { 0 };
+	const char *env_uri = getenv(SK_MONGODB_URI_ENV);
+	sk_controller_config *cfg;
+
+	if (f->config) {
+		if (sk_config_load(f->config, &cfg, &errs, &err) != 0) {
+			sk_buf b = SK_BUF_INIT(1 << 20);
+			sk_errlist_format(&errs, &b);
+			fprintf(stderr, "spacekeeper: %s: %s\n%s", f->config,
+				err.message[0] ? err.message : "invalid config", b.data ? b.data : "");
+			sk_buf_dispose(&b);
+			sk_errlist_dispose(&errs);
+			return EX_CONFIG;
+		}
+	} else {
+		cfg = sk_config_default();
+		if (env_uri && *env_uri)
+			replace(&cfg->mongodb_uri, env_uri);
+	}
+	if (f->mongodb_uri)
+		replace(&cfg->mongodb_uri, f->mongodb_uri);
+	if (f->database)
+		replace(&cfg->database, f->database);
+	if (f->listen)
+		replace(&cfg->listen, f->listen);
+	if (f->workers)
+		cfg->workers = f->workers;
+	if (f->resync_ms)
+		cfg->resync_ms = f->resync_ms;
+	*out = cfg;
+	return 0;
+}
+
+/* A second SIGTERM/SIGINT during the graceful stop forces the exit. */
+static void *
+second_signal(void *arg)
+{
+	sigset_t *set = arg;
+	int sig;
+
+	sigwait(set, &sig);
+	_exit(128 + sig);
+	return NULL;
+}
+
+static void
+log_error(sk_log_config *log, const char *msg, const sk_error *err)
+{
+	char kv[SK_ERROR_MSG_MAX + 64];
+	size_t n = 0;
+
+	n += (size_t)snprintf(kv, sizeof(kv), "error=\"");
+	for (const char *p = err->message; *p && n + 3 < sizeof(kv); p++) {
+		if (*p == '"' || *p == '\\')
+			kv[n++] = '\\';
+		kv[n++] = *p;
+	}
+	snprintf(kv + n, sizeof(kv) - n, "\"");
+	sk_daemon_log(SK_LOG_ERROR, msg, kv, log);
+}
+
+static int
+serve(sk_controller *c, sk_log_config *log, sigset_t *set)
+{
+	sk_error err = { 0 };
+	pthread_t th;
+	int sig = 0;
+
+	if (sk_controller_start(c, &err) != 0) {
+		log_error(log, "start failed", &err);
+		return EX_UNAVAILABLE;
+	}
+	sigwait(set, &sig);
+	sk_daemon_log(SK_LOG_INFO, "shutting down", sig == SIGINT ? "signal=SIGINT" : "signal=SIGTERM",
+		log);
+	if (pthread_create(&th, NULL, second_signal, set) == 0)
+		pthread_detach(th);
+	sk_controller_stop(c);
+	return 0;
+}
+
+static int
+run(const flags *f, sk_controller_config *cfg)
+{
+	sk_controller_options o = SK_CONTROLLER_OPTIONS_INIT;
+	sk_log_config log = f->log;
+	sk_controller *c = NULL;
+	sk_error err = { 0 };
+	sigset_t set;
+	int rc = 0;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	/* Workers inherit the mask: only main takes the signals (sigwait). */
+	if (!f->once)
+		pthread_sigmask(SIG_BLOCK, &set, NULL);
+	o.config = cfg;
+	o.log = sk_daemon_log;
+	o.log_payload = &log;
+	o.serve_http = !f->once;
+	if (f->poll_ms)
+		o.poll_ms = f->poll_ms;
+	if (sk_controller_new(&c, &o, &err) != 0) {
+		log_error(&log, "cannot start", &err);
+		return err.code == SK_EUNAVAILABLE ? EX_UNAVAILABLE : EX_CONFIG;
+	}
+	if (f->once) {
+		rc = sk_controller_run_once(c, 5000, f->once_timeout_ms, &err);
+		if (rc != 0)
+			log_error(&log, "once failed", &err);
+		else
+			sk_daemon_log(SK_LOG_INFO, "once done", "", &log);
+		rc = rc == 0 ? 0 : 1;
+	} else {
+		rc = serve(c, &log, &set);
+	}
+	sk_controller_free(c);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	flags f;
+	sk_controller_config *cfg = NULL;
+	int rc = parse_flags(argc, argv, &f);
+
+	if (rc != 0)
+		return rc < 0 ? 0 : rc;
+	if ((rc = load_config(&f, &cfg)) != 0)
+		return rc;
+	mongoc_init();
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	rc = run(&f, cfg);
+	sk_config_free(cfg);
+	curl_global_cleanup();
+	sk_store_global_cleanup();
+	mongoc_cleanup();
+	return rc;
+}

@@ -1,0 +1,471 @@
+/* api/codec: UserSpace <-> jansson (the stored and printed shape), defaults applied on decode. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_int.h"
+
+/* ---- encode ---- */
+
+static void
+set_str(json_t *o, const char *key, const char *v)
+{
+	if (v != NULL)
+		json_object_set_new(o, key, json_string(v));
+}
+
+static void
+set_time(json_t *o, const char *key, int64_t ms)
+{
+	char buf[64];
+
+	if (ms == 0)
+		return;
+	sk_time_format(ms, buf, sizeof(buf));
+	json_object_set_new(o, key, json_string(buf));
+}
+
+static void
+set_duration(json_t *o, const char *key, int64_t ms)
+{
+	char buf[64];
+
+	sk_duration_format(ms, buf, sizeof(buf));
+	json_object_set_new(o, key, json_string(buf));
+}
+
+static json_t *
+kvlist_to_json(const sk_kvlist *l)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; i < l->len; i++)
+		json_object_set_new(o, l->items[i].key, json_string(l->items[i].value));
+	return o;
+}
+
+static json_t *
+meta_to_json(const sk_object_meta *m)
+{
+	json_t *o = json_object();
+
+	set_str(o, "name", m->name);
+	if (m->labels.len > 0)
+		json_object_set_new(o, "labels", kvlist_to_json(&m->labels));
+	if (m->annotations.len > 0)
+		json_object_set_new(o, "annotations", kvlist_to_json(&m->annotations));
+	set_str(o, "uid", m->uid);
+	if (m->generation != 0)
+		json_object_set_new(o, "generation", json_integer(m->generation));
+	if (m->resource_version != 0)
+		json_object_set_new(o, "resourceVersion", json_integer(m->resource_version));
+	set_time(o, "creationTimestamp", m->creation_ms);
+	set_time(o, "deletionTimestamp", m->deletion_ms);
+	if (m->n_finalizers > 0) {
+		json_t *a = json_array();
+		for (size_t i = 0; i < m->n_finalizers; i++)
+			json_array_append_new(a, json_string(m->finalizers[i]));
+		json_object_set_new(o, "finalizers", a);
+	}
+	return o;
+}
+
+json_t *
+sk_userspace_spec_to_json(const sk_userspace_spec *s)
+{
+	json_t *o = json_object();
+	json_t *res = json_object();
+
+	set_str(o, "userID", s->user_id);
+	json_object_set_new(o, "provider", json_string(s->provider ? s->provider : "default"));
+	json_object_set_new(o, "template", json_string(s->template_id ? s->template_id : "base"));
+	json_object_set_new(o, "mode", json_string(sk_mode_name(s->mode)));
+	if (s->cpu_count != 0)
+		json_object_set_new(res, "cpuCount", json_integer(s->cpu_count));
+	if (s->memory_mb != 0)
+		json_object_set_new(res, "memoryMB", json_integer(s->memory_mb));
+	if (json_object_size(res) > 0)
+		json_object_set(o, "resources", res);
+	json_decref(res);
+	json_object_set_new(o, "lifecycle",
+	        json_pack("{s:o, s:s, s:b}", "idleTimeout", json_null(), "onTimeout",
+	                s->on_timeout == SK_ON_TIMEOUT_KILL ? "kill" : "pause", "autoResume",
+	                s->auto_resume));
+	set_duration(json_object_get(o, "lifecycle"), "idleTimeout",
+	        s->idle_timeout_ms ? s->idle_timeout_ms : 15 * 60 * 1000);
+	if (s->env.len > 0)
+		json_object_set_new(o, "env", kvlist_to_json(&s->env));
+	if (s->metadata.len > 0)
+		json_object_set_new(o, "metadata", kvlist_to_json(&s->metadata));
+	json_object_set_new(o, "deletionPolicy",
+	        json_string(s->deletion_policy == SK_DELETE_RETAIN ? "Retain" : "Delete"));
+	json_object_set_new(o, "health",
+	        json_pack("{s:o, s:s}", "unhealthyAfter", json_null(), "remediation",
+	                s->remediation == SK_REMEDIATION_REPLACE ? "Replace" : "Report"));
+	set_duration(json_object_get(o, "health"), "unhealthyAfter",
+	        s->unhealthy_after_ms ? s->unhealthy_after_ms : 60 * 1000);
+	return o;
+}
+
+static json_t *
+condition_to_json(const sk_condition *c)
+{
+	json_t *o = json_object();
+
+	set_str(o, "type", c->type);
+	set_str(o, "status", c->status);
+	set_str(o, "reason", c->reason);
+	set_str(o, "message", c->message);
+	set_time(o, "lastTransitionTime", c->last_transition_ms);
+	if (c->observed_generation != 0)
+		json_object_set_new(o, "observedGeneration", json_integer(c->observed_generation));
+	return o;
+}
+
+static json_t *
+drift_to_json(const sk_drift *d)
+{
+	json_t *o = json_object();
+
+	set_str(o, "type", d->type);
+	set_str(o, "sandboxID", d->sandbox_id);
+	set_time(o, "since", d->since_ms);
+	set_str(o, "detail", d->detail);
+	return o;
+}
+
+json_t *
+sk_userspace_status_to_json(const sk_userspace_status *st)
+{
+	json_t *o = json_object();
+
+	if (st->phase != SK_PHASE_NONE)
+		json_object_set_new(o, "phase", json_string(sk_phase_name(st->phase)));
+	set_str(o, "sandboxID", st->sandbox_id);
+	if (st->observed_generation != 0)
+		json_object_set_new(o, "observedGeneration", json_integer(st->observed_generation));
+	if (st->n_conditions > 0) {
+		json_t *a = json_array();
+		for (size_t i = 0; i < st->n_conditions; i++)
+			json_array_append_new(a, condition_to_json(&st->conditions[i]));
+		json_object_set_new(o, "conditions", a);
+	}
+	if (st->n_drift > 0) {
+		json_t *a = json_array();
+		for (size_t i = 0; i < st->n_drift; i++)
+			json_array_append_new(a, drift_to_json(&st->drift[i]));
+		json_object_set_new(o, "drift", a);
+	}
+	set_str(o, "message", st->message);
+	set_time(o, "lastReconcileTime", st->last_reconcile_ms);
+	return o;
+}
+
+json_t *
+sk_userspace_to_json(const sk_userspace *us)
+{
+	json_t *o = json_object();
+	json_t *st = sk_userspace_status_to_json(&us->status);
+
+	json_object_set_new(o, "apiVersion", json_string(SK_API_VERSION));
+	json_object_set_new(o, "kind", json_string(SK_KIND_USERSPACE));
+	json_object_set_new(o, "metadata", meta_to_json(&us->meta));
+	json_object_set_new(o, "spec", sk_userspace_spec_to_json(&us->spec));
+	if (json_object_size(st) > 0)
+		json_object_set(o, "status", st);
+	json_decref(st);
+	return o;
+}
+
+/* ---- decode (lenient about unknown fields; strictness is the validator's job) ---- */
+
+typedef struct dctx {
+	sk_error *err;
+	int rc;
+} dctx;
+
+static void
+dfail(dctx *c, const char *path, const char *what)
+{
+	if (c->rc == SK_OK)
+		c->rc = sk_error_set(c->err, SK_EINVALID, "%s: %s", path, what);
+}
+
+static char *
+get_str(dctx *c, json_t *o, const char *key, const char *path)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (v == NULL || json_is_null(v))
+		return NULL;
+	if (!json_is_string(v)) {
+		dfail(c, path, "must be a string");
+		return NULL;
+	}
+	return sk_strdup(json_string_value(v));
+}
+
+/* A number as jansson or MongoDB extended JSON ({"$numberLong": "5"}), or a decimal string. */
+static bool
+number_value(json_t *v, int64_t *out)
+{
+	const char *s;
+	char *end;
+
+	if (json_is_object(v)) {
+		v = json_object_get(v, "$numberLong") ? json_object_get(v, "$numberLong")
+		                                      : json_object_get(v, "$numberInt");
+	}
+	if (!json_is_string(v))
+		return sk_json_int(v, out);
+	s = json_string_value(v);
+	*out = strtoll(s, &end, 10);
+	return *end == '\0' && end != s;
+}
+
+static int64_t
+get_int(dctx *c, json_t *o, const char *key, const char *path)
+{
+	json_t *v = json_object_get(o, key);
+	int64_t n = 0;
+
+	if (v == NULL || json_is_null(v))
+		return 0;
+	if (!number_value(v, &n))
+		dfail(c, path, "must be an integer");
+	return n;
+}
+
+/* RFC 3339 string, integer ms, or a MongoDB extended-JSON {"$date": ...}. */
+static int64_t
+get_time(dctx *c, json_t *o, const char *key, const char *path)
+{
+	json_t *v = json_object_get(o, key);
+	int64_t ms = 0;
+
+	if (json_is_object(v))
+		v = json_object_get(v, "$date");
+	if (v == NULL || json_is_null(v))
+		return 0;
+	if (json_is_string(v)) {
+		if (sk_time_parse(json_string_value(v), &ms) != SK_OK)
+			dfail(c, path, "must be an RFC 3339 time");
+		return ms;
+	}
+	if (!number_value(v, &ms))
+		dfail(c, path, "must be an RFC 3339 time");
+	return ms;
+}
+
+static int64_t
+get_duration(dctx *c, json_t *o, const char *key, const char *path, int64_t def)
+{
+	json_t *v = json_object_get(o, key);
+	int64_t ms = def;
+
+	if (v == NULL || json_is_null(v))
+		return def;
+	if (json_is_string(v)) {
+		if (sk_duration_parse(json_string_value(v), &ms) != SK_OK)
+			dfail(c, path, "must be a duration");
+		return ms;
+	}
+	if (!sk_json_int(v, &ms))
+		dfail(c, path, "must be a duration");
+	return ms;
+}
+
+static bool
+get_bool(dctx *c, json_t *o, const char *key, const char *path, bool def)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (v == NULL || json_is_null(v))
+		return def;
+	if (!json_is_boolean(v)) {
+		dfail(c, path, "must be a boolean");
+		return def;
+	}
+	return json_is_true(v);
+}
+
+/* Index of the value in names (NULL-terminated); def when absent. */
+static int
+get_enum(dctx *c, json_t *o, const char *key, const char *path, const char *const *names, int def)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (v == NULL || json_is_null(v))
+		return def;
+	for (int i = 0; json_is_string(v) && names[i] != NULL; i++) {
+		if (strcmp(json_string_value(v), names[i]) == 0)
+			return i;
+	}
+	dfail(c, path, "unknown value");
+	return def;
+}
+
+static void
+get_kvlist(dctx *c, json_t *o, const char *key, const char *path, sk_kvlist *out)
+{
+	json_t *m = json_object_get(o, key);
+	const char *k;
+	json_t *v;
+
+	if (m == NULL || json_is_null(m))
+		return;
+	if (!json_is_object(m)) {
+		dfail(c, path, "must be an object");
+		return;
+	}
+	json_object_foreach(m, k, v)
+	{
+		if (!json_is_string(v)) {
+			dfail(c, path, "values must be strings");
+			continue;
+		}
+		sk_kvlist_set(out, k, json_string_value(v));
+	}
+}
+
+static void
+decode_meta(dctx *c, json_t *m, sk_object_meta *out)
+{
+	json_t *fin = json_object_get(m, "finalizers");
+
+	out->name = get_str(c, m, "name", "metadata.name");
+	get_kvlist(c, m, "labels", "metadata.labels", &out->labels);
+	get_kvlist(c, m, "annotations", "metadata.annotations", &out->annotations);
+	out->uid = get_str(c, m, "uid", "metadata.uid");
+	out->generation = get_int(c, m, "generation", "metadata.generation");
+	out->resource_version = get_int(c, m, "resourceVersion", "metadata.resourceVersion");
+	out->creation_ms = get_time(c, m, "creationTimestamp", "metadata.creationTimestamp");
+	out->deletion_ms = get_time(c, m, "deletionTimestamp", "metadata.deletionTimestamp");
+	if (fin != NULL && !json_is_null(fin) && !json_is_array(fin))
+		dfail(c, "metadata.finalizers", "must be a list");
+	if (json_is_array(fin) && json_array_size(fin) > 0) {
+		out->finalizers = sk_calloc(json_array_size(fin), sizeof(char *));
+		for (size_t i = 0; i < json_array_size(fin); i++) {
+			json_t *f = json_array_get(fin, i);
+			if (json_is_string(f))
+				out->finalizers[out->n_finalizers++] =
+				        sk_strdup(json_string_value(f));
+		}
+	}
+}
+
+static const char *const mode_names[] = { "Running", "Paused", NULL };
+static const char *const on_timeout_names[] = { "pause", "kill", NULL };
+static const char *const deletion_names[] = { "Delete", "Retain", NULL };
+static const char *const remediation_names[] = { "Report", "Replace", NULL };
+
+static void
+decode_spec(dctx *c, json_t *s, sk_userspace_spec *out)
+{
+	json_t *res = json_object_get(s, "resources");
+	json_t *lc = json_object_get(s, "lifecycle");
+	json_t *h = json_object_get(s, "health");
+
+	out->user_id = get_str(c, s, "userID", "spec.userID");
+	out->provider = get_str(c, s, "provider", "spec.provider");
+	out->template_id = get_str(c, s, "template", "spec.template");
+	out->mode = (sk_mode)get_enum(c, s, "mode", "spec.mode", mode_names, 0);
+	out->cpu_count = (int)get_int(c, res, "cpuCount", "spec.resources.cpuCount");
+	out->memory_mb = (int)get_int(c, res, "memoryMB", "spec.resources.memoryMB");
+	out->idle_timeout_ms =
+	        get_duration(c, lc, "idleTimeout", "spec.lifecycle.idleTimeout", 15 * 60 * 1000);
+	out->on_timeout = (sk_on_timeout)get_enum(
+	        c, lc, "onTimeout", "spec.lifecycle.onTimeout", on_timeout_names, 0);
+	out->auto_resume = get_bool(c, lc, "autoResume", "spec.lifecycle.autoResume", true);
+	get_kvlist(c, s, "env", "spec.env", &out->env);
+	get_kvlist(c, s, "metadata", "spec.metadata", &out->metadata);
+	out->deletion_policy = (sk_deletion_policy)get_enum(
+	        c, s, "deletionPolicy", "spec.deletionPolicy", deletion_names, 0);
+	out->unhealthy_after_ms =
+	        get_duration(c, h, "unhealthyAfter", "spec.health.unhealthyAfter", 60 * 1000);
+	out->remediation = (sk_remediation)get_enum(
+	        c, h, "remediation", "spec.health.remediation", remediation_names, 0);
+}
+
+static void
+decode_condition(dctx *c, json_t *o, sk_condition *out)
+{
+	out->type = get_str(c, o, "type", "status.conditions.type");
+	out->status = get_str(c, o, "status", "status.conditions.status");
+	out->reason = get_str(c, o, "reason", "status.conditions.reason");
+	out->message = get_str(c, o, "message", "status.conditions.message");
+	out->last_transition_ms =
+	        get_time(c, o, "lastTransitionTime", "status.conditions.lastTransitionTime");
+	out->observed_generation =
+	        get_int(c, o, "observedGeneration", "status.conditions.observedGeneration");
+}
+
+static void
+decode_drift(dctx *c, json_t *o, sk_drift *out)
+{
+	out->type = get_str(c, o, "type", "status.drift.type");
+	out->sandbox_id = get_str(c, o, "sandboxID", "status.drift.sandboxID");
+	out->since_ms = get_time(c, o, "since", "status.drift.since");
+	out->detail = get_str(c, o, "detail", "status.drift.detail");
+}
+
+static void
+decode_status(dctx *c, json_t *s, sk_userspace_status *out)
+{
+	json_t *conds = json_object_get(s, "conditions");
+	json_t *drift = json_object_get(s, "drift");
+	char *phase = get_str(c, s, "phase", "status.phase");
+
+	if (phase != NULL && phase[0] != '\0' && sk_phase_parse(phase, &out->phase) != SK_OK)
+		dfail(c, "status.phase", "unknown phase");
+	free(phase);
+	out->sandbox_id = get_str(c, s, "sandboxID", "status.sandboxID");
+	out->observed_generation = get_int(c, s, "observedGeneration", "status.observedGeneration");
+	out->message = get_str(c, s, "message", "status.message");
+	out->last_reconcile_ms = get_time(c, s, "lastReconcileTime", "status.lastReconcileTime");
+	if (json_is_array(conds) && json_array_size(conds) > 0) {
+		out->conditions = sk_calloc(json_array_size(conds), sizeof(sk_condition));
+		for (size_t i = 0; i < json_array_size(conds); i++) {
+			json_t *o = json_array_get(conds, i);
+			if (json_is_object(o))
+				decode_condition(c, o, &out->conditions[out->n_conditions++]);
+		}
+	}
+	if (json_is_array(drift) && json_array_size(drift) > 0) {
+		out->drift = sk_calloc(json_array_size(drift), sizeof(sk_drift));
+		for (size_t i = 0; i < json_array_size(drift); i++) {
+			json_t *o = json_array_get(drift, i);
+			if (json_is_object(o))
+				decode_drift(c, o, &out->drift[out->n_drift++]);
+		}
+	}
+}
+
+int
+sk_userspace_decode(json_t *root, sk_userspace **out, sk_error *err)
+{
+	dctx c = { err, SK_OK };
+	sk_userspace *us;
+	json_t *meta = json_object_get(root, "metadata");
+	json_t *spec = json_object_get(root, "spec");
+	json_t *status = json_object_get(root, "status");
+
+	*out = NULL;
+	if (!json_is_object(root))
+		return sk_error_set(err, SK_EINVALID, "a UserSpace must be an object");
+	if (!json_is_object(meta) || !json_is_string(json_object_get(meta, "name")))
+		return sk_error_set(err, SK_EINVALID, "metadata.name: required");
+	if (spec != NULL && !json_is_object(spec))
+		return sk_error_set(err, SK_EINVALID, "spec: must be an object");
+	us = sk_calloc(1, sizeof(*us));
+	decode_meta(&c, meta, &us->meta);
+	decode_spec(&c, spec, &us->spec);
+	if (json_is_object(status))
+		decode_status(&c, status, &us->status);
+	sk_userspace_apply_defaults(us);
+	if (c.rc != SK_OK) {
+		sk_userspace_free(us);
+		return c.rc;
+	}
+	*out = us;
+	return SK_OK;
+}

@@ -1,0 +1,261 @@
+/* api/userspace: the UserSpace struct: lifetime, equality, enums, defaults. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_int.h"
+
+static const char *const phase_names[] = { "", "Pending", "Creating", "Running", "Resuming",
+	"Paused", "Degraded", "Deleting", "Error" };
+
+const char *
+sk_phase_name(sk_phase p)
+{
+	if ((size_t)p >= sizeof(phase_names) / sizeof(phase_names[0]))
+		return "";
+	return phase_names[p];
+}
+
+int
+sk_phase_parse(const char *s, sk_phase *out)
+{
+	for (size_t i = 0; s != NULL && i < sizeof(phase_names) / sizeof(phase_names[0]); i++) {
+		if (strcmp(s, phase_names[i]) == 0) {
+			*out = (sk_phase)i;
+			return SK_OK;
+		}
+	}
+	return SK_EINVALID;
+}
+
+const char *
+sk_mode_name(sk_mode m)
+{
+	return m == SK_MODE_PAUSED ? "Paused" : "Running";
+}
+
+static void
+condition_dispose(sk_condition *c)
+{
+	free(c->type);
+	free(c->status);
+	free(c->reason);
+	free(c->message);
+}
+
+static void
+drift_dispose(sk_drift *d)
+{
+	free(d->type);
+	free(d->sandbox_id);
+	free(d->detail);
+}
+
+void
+sk_userspace_status_dispose(sk_userspace_status *st)
+{
+	if (st == NULL)
+		return;
+	free(st->sandbox_id);
+	for (size_t i = 0; i < st->n_conditions; i++)
+		condition_dispose(&st->conditions[i]);
+	free(st->conditions);
+	for (size_t i = 0; i < st->n_drift; i++)
+		drift_dispose(&st->drift[i]);
+	free(st->drift);
+	free(st->message);
+	memset(st, 0, sizeof(*st));
+}
+
+static void
+meta_dispose(sk_object_meta *m)
+{
+	free(m->name);
+	sk_kvlist_dispose(&m->labels);
+	sk_kvlist_dispose(&m->annotations);
+	free(m->uid);
+	for (size_t i = 0; i < m->n_finalizers; i++)
+		free(m->finalizers[i]);
+	free(m->finalizers);
+}
+
+static void
+spec_dispose(sk_userspace_spec *s)
+{
+	free(s->user_id);
+	free(s->provider);
+	free(s->template_id);
+	sk_kvlist_dispose(&s->env);
+	sk_kvlist_dispose(&s->metadata);
+}
+
+void
+sk_userspace_free(sk_userspace *us)
+{
+	if (us == NULL)
+		return;
+	meta_dispose(&us->meta);
+	spec_dispose(&us->spec);
+	sk_userspace_status_dispose(&us->status);
+	free(us);
+}
+
+static void
+kvlist_copy(sk_kvlist *dst, const sk_kvlist *src)
+{
+	dst->items = NULL;
+	dst->len = 0;
+	for (size_t i = 0; i < src->len; i++)
+		sk_kvlist_set(dst, src->items[i].key, src->items[i].value);
+}
+
+void
+sk_userspace_status_copy(sk_userspace_status *dst, const sk_userspace_status *src)
+{
+	*dst = *src;
+	dst->sandbox_id = sk_strdup(src->sandbox_id);
+	dst->message = sk_strdup(src->message);
+	dst->conditions =
+	        src->n_conditions ? sk_calloc(src->n_conditions, sizeof(sk_condition)) : NULL;
+	for (size_t i = 0; i < src->n_conditions; i++) {
+		const sk_condition *c = &src->conditions[i];
+		dst->conditions[i] = *c;
+		dst->conditions[i].type = sk_strdup(c->type);
+		dst->conditions[i].status = sk_strdup(c->status);
+		dst->conditions[i].reason = sk_strdup(c->reason);
+		dst->conditions[i].message = sk_strdup(c->message);
+	}
+	dst->drift = src->n_drift ? sk_calloc(src->n_drift, sizeof(sk_drift)) : NULL;
+	for (size_t i = 0; i < src->n_drift; i++) {
+		const sk_drift *d = &src->drift[i];
+		dst->drift[i] = *d;
+		dst->drift[i].type = sk_strdup(d->type);
+		dst->drift[i].sandbox_id = sk_strdup(d->sandbox_id);
+		dst->drift[i].detail = sk_strdup(d->detail);
+	}
+}
+
+sk_userspace *
+sk_userspace_dup(const sk_userspace *us)
+{
+	sk_userspace *c;
+
+	if (us == NULL)
+		return NULL;
+	c = sk_calloc(1, sizeof(*c));
+	c->meta = us->meta;
+	c->meta.name = sk_strdup(us->meta.name);
+	c->meta.uid = sk_strdup(us->meta.uid);
+	kvlist_copy(&c->meta.labels, &us->meta.labels);
+	kvlist_copy(&c->meta.annotations, &us->meta.annotations);
+	c->meta.finalizers =
+	        us->meta.n_finalizers ? sk_calloc(us->meta.n_finalizers, sizeof(char *)) : NULL;
+	for (size_t i = 0; i < us->meta.n_finalizers; i++)
+		c->meta.finalizers[i] = sk_strdup(us->meta.finalizers[i]);
+	c->spec = us->spec;
+	c->spec.user_id = sk_strdup(us->spec.user_id);
+	c->spec.provider = sk_strdup(us->spec.provider);
+	c->spec.template_id = sk_strdup(us->spec.template_id);
+	kvlist_copy(&c->spec.env, &us->spec.env);
+	kvlist_copy(&c->spec.metadata, &us->spec.metadata);
+	sk_userspace_status_copy(&c->status, &us->status);
+	return c;
+}
+
+static bool
+str_eq(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
+bool
+sk_userspace_spec_equal(const sk_userspace_spec *a, const sk_userspace_spec *b)
+{
+	return str_eq(a->user_id, b->user_id) && str_eq(a->provider, b->provider) &&
+	        str_eq(a->template_id, b->template_id) && a->mode == b->mode &&
+	        a->cpu_count == b->cpu_count && a->memory_mb == b->memory_mb &&
+	        a->idle_timeout_ms == b->idle_timeout_ms && a->on_timeout == b->on_timeout &&
+	        a->auto_resume == b->auto_resume && sk_kvlist_equal(&a->env, &b->env) &&
+	        sk_kvlist_equal(&a->metadata, &b->metadata) &&
+	        a->deletion_policy == b->deletion_policy &&
+	        a->unhealthy_after_ms == b->unhealthy_after_ms && a->remediation == b->remediation;
+}
+
+static bool
+condition_equal(const sk_condition *a, const sk_condition *b)
+{
+	return str_eq(a->type, b->type) && str_eq(a->status, b->status) &&
+	        str_eq(a->reason, b->reason) && str_eq(a->message, b->message) &&
+	        a->last_transition_ms == b->last_transition_ms &&
+	        a->observed_generation == b->observed_generation;
+}
+
+static bool
+drift_equal(const sk_drift *a, const sk_drift *b)
+{
+	return str_eq(a->type, b->type) && str_eq(a->sandbox_id, b->sandbox_id) &&
+	        a->since_ms == b->since_ms && str_eq(a->detail, b->detail);
+}
+
+bool
+sk_userspace_status_equal(const sk_userspace_status *a, const sk_userspace_status *b)
+{
+	if (a->phase != b->phase || !str_eq(a->sandbox_id, b->sandbox_id) ||
+	        a->observed_generation != b->observed_generation ||
+	        a->n_conditions != b->n_conditions || a->n_drift != b->n_drift ||
+	        !str_eq(a->message, b->message) || a->last_reconcile_ms != b->last_reconcile_ms)
+		return false;
+	for (size_t i = 0; i < a->n_conditions; i++) {
+		if (!condition_equal(&a->conditions[i], &b->conditions[i]))
+			return false;
+	}
+	for (size_t i = 0; i < a->n_drift; i++) {
+		if (!drift_equal(&a->drift[i], &b->drift[i]))
+			return false;
+	}
+	return true;
+}
+
+const sk_condition *
+sk_userspace_condition(const sk_userspace *us, const char *type)
+{
+	for (size_t i = 0; i < us->status.n_conditions; i++) {
+		if (str_eq(us->status.conditions[i].type, type))
+			return &us->status.conditions[i];
+	}
+	return NULL;
+}
+
+bool
+sk_userspace_is_ready(const sk_userspace *us)
+{
+	const sk_condition *c = sk_userspace_condition(us, SK_COND_READY);
+
+	return c != NULL && str_eq(c->status, "True");
+}
+
+bool
+sk_userspace_has_finalizer(const sk_userspace *us, const char *f)
+{
+	for (size_t i = 0; i < us->meta.n_finalizers; i++) {
+		if (str_eq(us->meta.finalizers[i], f))
+			return true;
+	}
+	return false;
+}
+
+void
+sk_userspace_apply_defaults(sk_userspace *us)
+{
+	sk_userspace_spec *s = &us->spec;
+
+	if (s->provider == NULL)
+		s->provider = sk_strdup("default");
+	if (s->template_id == NULL)
+		s->template_id = sk_strdup("base");
+	if (s->idle_timeout_ms == 0)
+		s->idle_timeout_ms = 15 * 60 * 1000;
+	if (s->unhealthy_after_ms == 0)
+		s->unhealthy_after_ms = 60 * 1000;
+}

@@ -1,0 +1,582 @@
+/*
+ * controller: lifecycle (new/start/stop/free), the worker threads that pop
+ * keys and call sk_reconcile, result handling (requeue after, backoff,
+ * forget), the --once pass, and metrics.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "controller_int.h"
+
+void
+sk_ctl_log(sk_controller *c, sk_log_level lvl, const char *msg, const char *fmt, ...)
+{
+	char kv[2048];
+	va_list ap;
+
+	if (!c->opts.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(kv, sizeof(kv), fmt, ap);
+	va_end(ap);
+	c->opts.log(lvl, msg, kv, c->opts.log_payload);
+}
+
+int
+sk_ctl_provider_index(sk_controller *c, const char *name)
+{
+	for (size_t i = 0; i < c->n_prov; i++)
+		if (name && strcmp(c->cfg->providers[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* ---- metrics ---- */
+
+static const char *const results[] = { "success", "error", "requeue", "requeue_after" };
+
+static void
+metrics_declare(sk_controller *c)
+{
+	sk_metrics *m = c->metrics;
+	char l[128];
+
+	sk_metrics_declare(m, "controller_runtime_reconcile_total", SK_METRIC_COUNTER,
+		"Total number of reconciliations per controller");
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(l, sizeof(l), "controller=\"%s\",result=\"%s\"", SK_CONTROLLER_NAME,
+			results[i]);
+		sk_metrics_add(m, "controller_runtime_reconcile_total", l, 0);
+	}
+	snprintf(l, sizeof(l), "controller=\"%s\"", SK_CONTROLLER_NAME);
+	sk_metrics_declare(m, "controller_runtime_reconcile_errors_total", SK_METRIC_COUNTER,
+		"Total number of reconciliation errors per controller");
+	sk_metrics_add(m, "controller_runtime_reconcile_errors_total", l, 0);
+	sk_metrics_declare(m, "controller_runtime_terminal_reconcile_errors_total",
+		SK_METRIC_COUNTER, "Total number of terminal reconciliation errors per controller");
+	sk_metrics_add(m, "controller_runtime_terminal_reconcile_errors_total", l, 0);
+	sk_metrics_declare(m, "controller_runtime_reconcile_time_seconds_sum", SK_METRIC_COUNTER,
+		"Total time spent reconciling, seconds");
+	sk_metrics_add(m, "controller_runtime_reconcile_time_seconds_sum", l, 0);
+	sk_metrics_declare(m, "controller_runtime_max_concurrent_reconciles", SK_METRIC_GAUGE,
+		"Maximum number of concurrent reconciles per controller");
+	sk_metrics_set(m, "controller_runtime_max_concurrent_reconciles", l, c->cfg->workers);
+	sk_metrics_declare(m, "controller_runtime_active_workers", SK_METRIC_GAUGE,
+		"Number of currently used workers per controller");
+	sk_metrics_set(m, "controller_runtime_active_workers", l, 0);
+	sk_metrics_declare(m, "workqueue_depth", SK_METRIC_GAUGE, "Current depth of workqueue");
+	sk_metrics_declare(m, "workqueue_adds_total", SK_METRIC_COUNTER,
+		"Total number of adds handled by workqueue");
+	sk_metrics_declare(m, "workqueue_retries_total", SK_METRIC_COUNTER,
+		"Total number of retries handled by workqueue");
+	sk_metrics_declare(m, "workqueue_delayed", SK_METRIC_GAUGE,
+		"Keys waiting for a due time (requeue after, backoff)");
+	sk_metrics_declare(m, "spacekeeper_informer_synced", SK_METRIC_GAUGE,
+		"1 once the informer has listed UserSpaces");
+	sk_metrics_declare(m, "spacekeeper_informer_objects", SK_METRIC_GAUGE,
+		"UserSpaces in the informer cache");
+	sk_metrics_declare(m, "spacekeeper_provider_list_total", SK_METRIC_COUNTER,
+		"Observer list passes per provider and result");
+	sk_metrics_declare(m, "spacekeeper_provider_reconciles_total", SK_METRIC_COUNTER,
+		"Reconciles that used a provider");
+	sk_metrics_declare(m, "spacekeeper_observed_sandboxes", SK_METRIC_GAUGE,
+		"Managed sandboxes seen by the last list, per provider");
+	sk_metrics_declare(m, "spacekeeper_orphan_sandboxes", SK_METRIC_GAUGE,
+		"Managed sandboxes whose user has no UserSpace, per provider");
+	for (size_t i = 0; i < c->n_prov; i++) {
+		snprintf(l, sizeof(l), "provider=\"%s\"", c->cfg->providers[i].name);
+		sk_metrics_add(m, "spacekeeper_provider_reconciles_total", l, 0);
+		sk_metrics_set(m, "spacekeeper_orphan_sandboxes", l, 0);
+	}
+}
+
+void
+sk_controller_render_metrics(sk_controller *c, sk_buf *out)
+{
+	sk_workqueue_stats st;
+	const char *l = "name=\"" SK_CONTROLLER_NAME "\"";
+
+	sk_workqueue_get_stats(c->q, &st);
+	sk_metrics_set(c->metrics, "workqueue_depth", l, (double)st.depth);
+	sk_metrics_set(c->metrics, "workqueue_adds_total", l, (double)st.adds_total);
+	sk_metrics_set(c->metrics, "workqueue_retries_total", l, (double)st.retries_total);
+	sk_metrics_set(c->metrics, "workqueue_delayed", l, (double)st.delayed);
+	sk_metrics_set(c->metrics, "spacekeeper_informer_synced", NULL,
+		sk_informer_has_synced(c->inf) ? 1 : 0);
+	sk_metrics_set(c->metrics, "spacekeeper_informer_objects", NULL,
+		(double)sk_informer_len(c->inf));
+	sk_metrics_render(c->metrics, out);
+}
+
+/* ---- new / free ---- */
+
+static void
+on_informer_change(const char *name, void *payload)
+{
+	sk_controller *c = payload;
+
+	sk_workqueue_add(c->q, name);
+}
+
+static int
+open_parts(sk_controller *c, sk_error *err)
+{
+	sk_store_options so = SK_STORE_OPTIONS_INIT;
+	sk_informer_options io = SK_INFORMER_OPTIONS_INIT;
+	int rc;
+
+	so.uri = c->cfg->mongodb_uri;
+	so.database = c->cfg->database;
+	if ((rc = sk_store_open(&c->store, &so, err)) != 0)
+		return rc;
+	io.store = c->store;
+	io.poll_ms = c->opts.poll_ms;
+	io.relist_ms = c->opts.relist_ms;
+	io.on_change = on_informer_change;
+	io.payload = c;
+	io.log = c->opts.log;
+	io.log_payload = c->opts.log_payload;
+	if ((rc = sk_informer_new(&c->inf, &io, err)) != 0)
+		return rc;
+	c->limiters = sk_calloc(c->n_prov + 1, sizeof(*c->limiters));
+	c->obs_clients = sk_calloc(c->n_prov + 1, sizeof(*c->obs_clients));
+	for (size_t i = 0; i < c->n_prov; i++) {
+		const sk_provider_config *pc = &c->cfg->providers[i];
+		sk_limiter_options lo = SK_LIMITER_OPTIONS_INIT;
+		lo.qps = pc->qps;
+		lo.burst = pc->burst;
+		lo.max_in_flight = pc->max_in_flight;
+		c->limiters[i] = sk_limiter_new(&lo);
+		if ((rc = sk_provider_new(pc, &c->obs_clients[i], err)) != 0) {
+			sk_error_prefix(err, "provider %s", pc->name);
+			return rc;
+		}
+	}
+	return 0;
+}
+
+int
+sk_controller_new(sk_controller **out, const sk_controller_options *opts, sk_error *err)
+{
+	sk_controller_options def = SK_CONTROLLER_OPTIONS_INIT;
+	sk_controller *c;
+	int rc;
+
+	*out = NULL;
+	if (!opts || !opts->config)
+		return sk_error_set(err, SK_EINVALID, "controller: a config is required");
+	if (opts->config->n_providers == 0)
+		return sk_error_set(err, SK_EINVALID, "controller: no provider configured");
+	c = sk_calloc(1, sizeof(*c));
+	c->opts = *opts;
+	if (c->opts.poll_ms <= 0)
+		c->opts.poll_ms = def.poll_ms;
+	if (c->opts.relist_ms <= 0)
+		c->opts.relist_ms = def.relist_ms;
+	c->cfg = opts->config;
+	c->n_prov = c->cfg->n_providers;
+	c->n_workers = c->cfg->workers > 0 ? c->cfg->workers : 1;
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_mutex_init(&c->obs_mu, NULL);
+	pthread_cond_init(&c->cond, NULL);
+	c->q = sk_workqueue_new(NULL);
+	c->metrics = sk_metrics_new();
+	c->done_gen = sk_strmap_new(free);
+	c->failed = sk_strmap_new(NULL);
+	sk_ctl_views_init(c);
+	metrics_declare(c);
+	rc = open_parts(c, err);
+	if (rc != 0) {
+		sk_controller_free(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+void
+sk_controller_free(sk_controller *c)
+{
+	if (!c)
+		return;
+	sk_controller_stop(c);
+	sk_informer_free(c->inf);
+	for (size_t i = 0; c->limiters && i < c->n_prov; i++)
+		sk_limiter_free(c->limiters[i]);
+	for (size_t i = 0; c->obs_clients && i < c->n_prov; i++)
+		sk_provider_free(c->obs_clients[i]);
+	free(c->limiters);
+	free(c->obs_clients);
+	sk_ctl_views_dispose(c);
+	sk_store_close(c->store);
+	sk_workqueue_free(c->q);
+	sk_metrics_free(c->metrics);
+	sk_strmap_free(c->done_gen);
+	sk_strmap_free(c->failed);
+	pthread_mutex_destroy(&c->mu);
+	pthread_mutex_destroy(&c->obs_mu);
+	pthread_cond_destroy(&c->cond);
+	free(c);
+}
+
+/* ---- reconcile results ---- */
+
+uint64_t
+sk_ctl_gen(sk_controller *c)
+{
+	uint64_t g;
+
+	pthread_mutex_lock(&c->mu);
+	g = c->gen;
+	pthread_mutex_unlock(&c->mu);
+	return g;
+}
+
+static void
+mark_reconciled(sk_controller *c, const char *name, bool failed)
+{
+	uint64_t *g = sk_malloc(sizeof(*g));
+
+	pthread_mutex_lock(&c->mu);
+	*g = ++c->gen;
+	sk_strmap_put(c->done_gen, name, g);
+	if (failed)
+		sk_strmap_put(c->failed, name, NULL);
+	else
+		sk_strmap_remove(c->failed, name);
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->mu);
+}
+
+bool
+sk_ctl_wait_reconciled(sk_controller *c, const char *name, uint64_t gen0, int64_t deadline)
+{
+	bool ok = false;
+
+	pthread_mutex_lock(&c->mu);
+	for (;;) {
+		uint64_t *g = sk_strmap_get(c->done_gen, name);
+		struct timespec ts;
+		if (g && *g > gen0) {
+			ok = true;
+			break;
+		}
+		if (c->stopping || sk_monotonic_ms() >= deadline)
+			break;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&c->cond, &c->mu, &ts);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return ok;
+}
+
+static void
+count_result(sk_controller *c, const char *result)
+{
+	char l[128];
+
+	snprintf(l, sizeof(l), "controller=\"%s\",result=\"%s\"", SK_CONTROLLER_NAME, result);
+	sk_metrics_add(c->metrics, "controller_runtime_reconcile_total", l, 1);
+}
+
+/* controller-runtime's dispatch: error -> rate-limited requeue (or the
+ * server's Retry-After when longer); terminal -> forget; requeue_after ->
+ * forget + add_after; success -> forget. */
+static void
+handle_result(sk_controller *c, const char *key, int rc, int64_t requeue, const sk_error *err,
+	int64_t dt)
+{
+	const char *l = "controller=\"" SK_CONTROLLER_NAME "\"";
+
+	sk_metrics_add(c->metrics, "controller_runtime_reconcile_time_seconds_sum", l,
+		(double)dt / 1000.0);
+	if (rc == 0) {
+		sk_workqueue_forget(c->q, key);
+		if (requeue > 0)
+			sk_workqueue_add_after(c->q, key, requeue);
+		count_result(c, requeue > 0 ? "requeue_after" : "success");
+		sk_ctl_log(c, SK_LOG_DEBUG, "reconciled", "userspace=%s duration_ms=%lld requeue_ms=%lld",
+			key, (long long)dt, (long long)requeue);
+		mark_reconciled(c, key, false);
+		return;
+	}
+	count_result(c, "error");
+	sk_metrics_add(c->metrics, "controller_runtime_reconcile_errors_total", l, 1);
+	if (sk_error_is_transient(rc) || rc == SK_ECONFLICT) {
+		int64_t d = sk_workqueue_add_rate_limited(c->q, key);
+		if (err->retry_after_ms > d)
+			sk_workqueue_add_after(c->q, key, err->retry_after_ms);
+		sk_ctl_log(c, rc == SK_ECONFLICT ? SK_LOG_DEBUG : SK_LOG_WARN, "reconcile failed",
+			"userspace=%s error=\"%s\" code=%s retry_ms=%lld duration_ms=%lld", key,
+			err->message, sk_strerror(rc),
+			(long long)(err->retry_after_ms > d ? err->retry_after_ms : d), (long long)dt);
+	} else {
+		sk_metrics_add(c->metrics, "controller_runtime_terminal_reconcile_errors_total", l, 1);
+		sk_workqueue_forget(c->q, key);
+		sk_ctl_log(c, SK_LOG_ERROR, "reconcile failed",
+			"userspace=%s error=\"%s\" code=%s terminal=true duration_ms=%lld", key,
+			err->message, sk_strerror(rc), (long long)dt);
+	}
+	mark_reconciled(c, key, true);
+}
+
+/* ---- workers ---- */
+
+static sk_provider *
+provider_for(const char *name, void *arg)
+{
+	sk_worker *w = arg;
+	int i = sk_ctl_provider_index(w->c, name);
+
+	return i < 0 ? NULL : w->clients[i];
+}
+
+/* The provider and user id of a key, from the cache or else the store. */
+static int
+key_target(sk_controller *c, const char *key, int *prov, char **user_id, sk_error *err)
+{
+	sk_userspace *us = NULL;
+	int rc = sk_informer_get(c->inf, key, &us);
+
+	if (rc != 0)
+		rc = sk_store_get(c->store, key, &us, err);
+	if (rc == 0) {
+		*prov = sk_ctl_provider_index(c, us->spec.provider);
+		*user_id = sk_strdup(us->spec.user_id);
+	}
+	sk_userspace_free(us);
+	return rc;
+}
+
+static void
+worker_process(sk_worker *w, const char *key)
+{
+	sk_controller *c = w->c;
+	sk_reconcile_env env = { 0 };
+	sk_sandbox_list listed = { 0 };
+	sk_list_view view = { 0 };
+	sk_error err = { 0 };
+	char *user_id = NULL;
+	int prov = -1, rc;
+	int64_t requeue = 0, t0;
+	char l[160];
+
+	rc = key_target(c, key, &prov, &user_id, &err);
+	if (rc == SK_ENOTFOUND) {
+		/* Gone from the store: nothing to reconcile (orphans are the observer's). */
+		sk_workqueue_forget(c->q, key);
+		mark_reconciled(c, key, false);
+		goto done;
+	}
+	if (rc == 0 && prov < 0) {
+		sk_error_set(&err, SK_ETERMINAL, "spec.provider names no configured provider");
+		handle_result(c, key, SK_ETERMINAL, 0, &err, 0);
+		goto done;
+	}
+	if (rc == 0)
+		rc = sk_limiter_acquire(c->limiters[prov], -1, &c->stopping);
+	if (rc != 0) {
+		if (!c->stopping)
+			handle_result(c, key, sk_error_is_transient(rc) ? rc : SK_EUNAVAILABLE, 0,
+				&err, 0);
+		goto done;
+	}
+	sk_ctl_list_view(c, prov, user_id, &listed, &view);
+	env.store = c->store;
+	env.provider = w->clients[prov];
+	env.provider_for = provider_for;
+	env.provider_arg = w;
+	sk_plan_options_from_config(&env.opts, &c->cfg->providers[prov], c->cfg->resync_ms);
+	env.log = c->opts.log;
+	env.log_payload = c->opts.log_payload;
+	snprintf(l, sizeof(l), "provider=\"%s\"", c->cfg->providers[prov].name);
+	sk_metrics_add(c->metrics, "spacekeeper_provider_reconciles_total", l, 1);
+	t0 = sk_monotonic_ms();
+	rc = sk_reconcile(&env, key, &view, &requeue, &err);
+	sk_limiter_release(c->limiters[prov]);
+	handle_result(c, key, rc, requeue, &err, sk_monotonic_ms() - t0);
+done:
+	sk_sandbox_list_dispose(&listed);
+	free(user_id);
+}
+
+static void *
+worker_main(void *arg)
+{
+	sk_worker *w = arg;
+	sk_controller *c = w->c;
+	const char *l = "controller=\"" SK_CONTROLLER_NAME "\"";
+	char *key;
+
+	while (sk_workqueue_get(c->q, -1, &key) == 0) {
+		sk_metrics_add(c->metrics, "controller_runtime_active_workers", l, 1);
+		worker_process(w, key);
+		sk_metrics_add(c->metrics, "controller_runtime_active_workers", l, -1);
+		sk_workqueue_done(c->q, key);
+		free(key);
+	}
+	return NULL;
+}
+
+static void
+workers_free(sk_controller *c)
+{
+	for (int i = 0; c->workers && i < c->n_workers; i++) {
+		for (size_t p = 0; c->workers[i].clients && p < c->n_prov; p++)
+			sk_provider_free(c->workers[i].clients[p]);
+		free(c->workers[i].clients);
+	}
+	free(c->workers);
+	c->workers = NULL;
+}
+
+static int
+workers_start(sk_controller *c, sk_error *err)
+{
+	int rc = 0;
+
+	c->workers = sk_calloc((size_t)c->n_workers, sizeof(*c->workers));
+	for (int i = 0; i < c->n_workers; i++) {
+		sk_worker *w = &c->workers[i];
+		w->c = c;
+		w->index = i;
+		w->clients = sk_calloc(c->n_prov, sizeof(*w->clients));
+		for (size_t p = 0; p < c->n_prov && rc == 0; p++)
+			rc = sk_provider_new(&c->cfg->providers[p], &w->clients[p], err);
+		if (rc != 0) {
+			workers_free(c);
+			return rc;
+		}
+	}
+	for (int i = 0; i < c->n_workers; i++) {
+		if (pthread_create(&c->workers[i].thread, NULL, worker_main, &c->workers[i]) != 0) {
+			/* The threads already running are joined by stop. */
+			c->n_workers = i;
+			return sk_error_set(err, SK_ERROR, "controller: cannot start worker %d", i);
+		}
+	}
+	return 0;
+}
+
+/* ---- start / stop ---- */
+
+int
+sk_controller_start(sk_controller *c, sk_error *err)
+{
+	int rc;
+
+	if ((rc = sk_informer_start(c->inf, err)) != 0)
+		return rc;
+	if (!sk_informer_wait_synced(c->inf, 30000))
+		return sk_error_set(err, SK_EUNAVAILABLE, "informer: no list of UserSpaces within 30s");
+	sk_ctl_observe_all(c);
+	pthread_mutex_lock(&c->mu);
+	c->running = true;
+	pthread_mutex_unlock(&c->mu);
+	if ((rc = workers_start(c, err)) != 0)
+		return rc;
+	if ((rc = sk_ctl_observer_start(c, err)) != 0)
+		return rc;
+	if (c->opts.serve_http && c->cfg->listen && c->cfg->listen[0])
+		rc = sk_ctl_http_start(c, err);
+	if (rc == 0)
+		sk_ctl_log(c, SK_LOG_INFO, "controller started",
+			"workers=%d providers=%zu userspaces=%zu http_port=%d", c->n_workers,
+			c->n_prov, sk_informer_len(c->inf), c->http_port);
+	return rc;
+}
+
+void
+sk_controller_stop(sk_controller *c)
+{
+	bool was;
+
+	pthread_mutex_lock(&c->mu);
+	was = c->running;
+	c->running = false;
+	c->stopping = true;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->mu);
+	sk_ctl_http_stop(c);
+	sk_ctl_observer_stop(c);
+	sk_informer_stop(c->inf);
+	sk_workqueue_shutdown(c->q);
+	for (int i = 0; c->workers && i < c->n_workers; i++)
+		pthread_join(c->workers[i].thread, NULL);
+	workers_free(c);
+	if (was)
+		sk_ctl_log(c, SK_LOG_INFO, "controller stopped", "reconciles=%llu",
+			(unsigned long long)c->gen);
+}
+
+/* ---- --once ---- */
+
+static bool
+queue_settled(sk_controller *c, int64_t settle_ms)
+{
+	sk_workqueue_stats st;
+	int64_t due;
+
+	sk_workqueue_get_stats(c->q, &st);
+	if (st.depth > 0 || st.processing > 0)
+		return false;
+	due = sk_workqueue_next_due_ms(c->q);
+	return due < 0 || due > settle_ms;
+}
+
+int
+sk_controller_run_once(sk_controller *c, int64_t settle_ms, int64_t timeout_ms, sk_error *err)
+{
+	int64_t deadline = sk_monotonic_ms() + timeout_ms;
+	size_t n_failed;
+	int rc;
+
+	if ((rc = sk_informer_relist(c->inf, err)) != 0)
+		return rc;
+	sk_ctl_observe_all(c);
+	pthread_mutex_lock(&c->mu);
+	c->running = true;
+	pthread_mutex_unlock(&c->mu);
+	if ((rc = workers_start(c, err)) != 0)
+		goto done;
+	/* Two consecutive settled checks, so a key between done and re-add is seen. */
+	for (int settled = 0; settled < 2;) {
+		struct timespec ts = { 0, 100 * 1000000L };
+		if (sk_monotonic_ms() >= deadline) {
+			rc = sk_error_set(err, SK_ETIMEOUT, "once: not settled within %lldms",
+				(long long)timeout_ms);
+			goto done;
+		}
+		nanosleep(&ts, NULL);
+		settled = queue_settled(c, settle_ms) ? settled + 1 : 0;
+	}
+	pthread_mutex_lock(&c->mu);
+	n_failed = sk_strmap_len(c->failed);
+	pthread_mutex_unlock(&c->mu);
+	if (n_failed > 0)
+		rc = sk_error_set(err, SK_ERROR, "once: %zu UserSpace(s) failed to reconcile",
+			n_failed);
+done:
+	sk_controller_stop(c);
+	return rc;
+}
+
+bool
+sk_controller_ready(sk_controller *c)
+{
+	return sk_informer_has_synced(c->inf);
+}
+
+int
+sk_controller_http_port(sk_controller *c)
+{
+	return c->http_port;
+}

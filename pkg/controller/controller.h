@@ -1,0 +1,65 @@
+/*
+ * controller: the spacekeeper daemon's core (DESIGN §1, §2, §5).
+ *
+ *   informer (store poll) --keys--> workqueue --> N workers --> sk_reconcile
+ *   observer: every resync period lists each provider's managed sandboxes
+ *             (managed_by=spacekeeper, all pages), groups them by user_id for
+ *             the workers, reports orphans (kills them only with
+ *             deleteOrphans), and enqueues every UserSpace.
+ *   HTTP (libmicrohttpd): /healthz, /readyz, /metrics, and the platform's
+ *             connect API:
+ *               POST /v1/userspaces/{name}/connect[?timeout=30s]
+ *               GET  /v1/users/{userID}/sandbox[?timeout=30s]
+ *             both reconcile the key with priority and answer once it is
+ *             Ready: 200 {"name","userID","sandboxID","state","ready",
+ *             "envdURL"}; 404 unknown; 503 {"reason"} when it cannot become
+ *             ready (Paused mode, deleting, shutting down); 504 on timeout.
+ * Each worker owns one provider client per configured provider (clients are
+ * single-thread). Library code never prints: logs go to the injected sk_log_fn.
+ */
+#ifndef SK_CONTROLLER_H
+#define SK_CONTROLLER_H
+
+#include "../api/api.h"
+#include "../util/util.h"
+
+typedef struct sk_controller sk_controller;
+
+typedef struct sk_controller_options {
+	const sk_controller_config *config; /* borrowed; must outlive the controller */
+	sk_log_fn log;                      /* may be NULL */
+	void *log_payload;
+	int64_t poll_ms;                    /* informer poll, default 1000 */
+	int64_t relist_ms;                  /* informer relist, default 5 min */
+	bool serve_http;                    /* serve config->listen (start only) */
+} sk_controller_options;
+#define SK_CONTROLLER_OPTIONS_INIT {NULL, NULL, NULL, 1000, 300000, true}
+
+/* Opens the store and one provider client per provider for the observer
+ * (plus one per worker per provider at start). Fails on a bad provider entry
+ * (e.g. a missing API key) or an unreachable store. */
+int sk_controller_new(sk_controller **out, const sk_controller_options *opts, sk_error *err);
+/* NULL-safe; stops first when running. */
+void sk_controller_free(sk_controller *c);
+
+/* Starts the informer, waits for its first list (up to 30 s), makes one
+ * observer pass, then starts the workers, the observer thread and HTTP. */
+int sk_controller_start(sk_controller *c, sk_error *err);
+/* Graceful stop: no new keys, in-flight reconciles finish, threads joined. */
+void sk_controller_stop(sk_controller *c);
+
+/* One full pass (spacekeeper --once): list, observe, reconcile every key
+ * until the queue is drained and nothing delayed is due within settle_ms,
+ * then stop. Returns 0, SK_ETIMEOUT after timeout_ms, or SK_ERROR when the
+ * last reconcile of some key failed (err names how many). */
+int sk_controller_run_once(sk_controller *c, int64_t settle_ms, int64_t timeout_ms,
+	sk_error *err);
+
+/* Informer synced (what /readyz answers). */
+bool sk_controller_ready(sk_controller *c);
+/* The bound HTTP port (0 when not serving). */
+int sk_controller_http_port(sk_controller *c);
+/* Prometheus text of every metric. */
+void sk_controller_render_metrics(sk_controller *c, sk_buf *out);
+
+#endif

@@ -1,0 +1,260 @@
+/*
+ * observe: the observed state. Every resync period each provider's managed
+ * sandboxes (managed_by=spacekeeper, every page, running and paused) are
+ * listed once, grouped by user_id for the workers, checked for orphans
+ * (sk_plan_orphans: reported, killed only with deleteOrphans after the
+ * grace), and every UserSpace key is enqueued (level-triggered resync).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "controller_int.h"
+
+#define SK_ORPHAN_OBJECT "_orphans"
+
+static void
+list_free_cb(void *p)
+{
+	sk_sandbox_list_dispose(p);
+	free(p);
+}
+
+void
+sk_ctl_views_init(sk_controller *c)
+{
+	c->views = sk_calloc(c->n_prov + 1, sizeof(*c->views));
+	for (size_t i = 0; i < c->n_prov; i++)
+		c->views[i].by_user = sk_strmap_new(list_free_cb);
+}
+
+void
+sk_ctl_views_dispose(sk_controller *c)
+{
+	for (size_t i = 0; c->views && i < c->n_prov; i++) {
+		sk_strmap_free(c->views[i].by_user);
+		sk_kvlist_dispose(&c->views[i].orphan_seen);
+	}
+	free(c->views);
+	c->views = NULL;
+}
+
+static void
+list_append(sk_sandbox_list *l, const sk_sandbox *sb)
+{
+	l->items = sk_realloc(l->items, (l->len + 1) * sizeof(*l->items));
+	sk_sandbox_copy(&l->items[l->len++], sb);
+}
+
+/* user_id -> that user's managed sandboxes (GONE ones left out). */
+static sk_strmap *
+group_by_user(const sk_sandbox_list *all)
+{
+	sk_strmap *m = sk_strmap_new(list_free_cb);
+
+	for (size_t i = 0; i < all->len; i++) {
+		const sk_sandbox *sb = &all->items[i];
+		const char *uid = sk_kvlist_get(&sb->metadata, SK_META_USER_ID);
+		sk_sandbox_list *l;
+		if (!uid || sb->state == SK_SANDBOX_GONE)
+			continue;
+		l = sk_strmap_get(m, uid);
+		if (!l) {
+			l = sk_calloc(1, sizeof(*l));
+			sk_strmap_put(m, uid, l);
+		}
+		list_append(l, sb);
+	}
+	return m;
+}
+
+static bool
+has_user(const char *user_id, void *arg)
+{
+	return sk_informer_has_user(arg, user_id);
+}
+
+static void
+orphan_event(sk_controller *c, const char *reason, const sk_orphan *o, const char *prov)
+{
+	char msg[512];
+
+	snprintf(msg, sizeof(msg), "sandbox %s (provider %s, user_id %s) has no UserSpace",
+		o->sandbox_id, prov, o->user_id ? o->user_id : "");
+	sk_store_event(c->store, SK_ORPHAN_OBJECT, "Warning", reason, msg, NULL);
+}
+
+static void
+kill_orphan(sk_controller *c, int i, const sk_orphan *o)
+{
+	const char *prov = c->cfg->providers[i].name;
+	sk_error err = { 0 };
+	int rc = sk_sandbox_kill(c->obs_clients[i], o->sandbox_id, &err);
+
+	if (rc == 0) {
+		sk_ctl_log(c, SK_LOG_INFO, "orphan deleted", "provider=%s sandbox=%s user_id=%s",
+			prov, o->sandbox_id, o->user_id ? o->user_id : "");
+		orphan_event(c, "OrphanDeleted", o, prov);
+	} else {
+		sk_ctl_log(c, SK_LOG_WARN, "orphan delete failed",
+			"provider=%s sandbox=%s error=\"%s\"", prov, o->sandbox_id, err.message);
+	}
+}
+
+static void
+handle_orphans(sk_controller *c, int i, const sk_sandbox_list *all, int64_t now)
+{
+	const sk_provider_config *pc = &c->cfg->providers[i];
+	sk_orphan_list ol = { 0 };
+	sk_plan_options o;
+	char l[160];
+
+	sk_plan_options_from_config(&o, pc, c->cfg->resync_ms);
+	if (sk_plan_orphans(all, has_user, c->inf, &c->views[i].orphan_seen, now, &o, &ol) != 0)
+		return;
+	for (size_t k = 0; k < ol.len; k++) {
+		const sk_orphan *or = &ol.items[k];
+		if (or->first_seen_ms == now) {
+			sk_ctl_log(c, SK_LOG_WARN, "orphan sandbox",
+				"provider=%s sandbox=%s user_id=%s delete=%s", pc->name,
+				or->sandbox_id, or->user_id ? or->user_id : "",
+				pc->delete_orphans ? "after-grace" : "never");
+			orphan_event(c, "Orphan", or, pc->name);
+		}
+		if (or->kill)
+			kill_orphan(c, i, or);
+	}
+	snprintf(l, sizeof(l), "provider=\"%s\"", pc->name);
+	sk_metrics_set(c->metrics, "spacekeeper_orphan_sandboxes", l, (double)ol.len);
+	sk_orphan_list_dispose(&ol);
+}
+
+static void
+observe_provider(sk_controller *c, int i)
+{
+	const char *prov = c->cfg->providers[i].name;
+	sk_kvlist match = { 0 };
+	sk_sandbox_list all = { 0 };
+	sk_error err = { 0 };
+	sk_strmap *old = NULL;
+	int64_t t = sk_now_ms();
+	char l[160];
+	int rc;
+
+	sk_kvlist_set(&match, SK_META_MANAGED_BY, SK_MANAGED_BY_VALUE);
+	rc = sk_sandbox_list_all(c->obs_clients[i], &match, &all, &err);
+	snprintf(l, sizeof(l), "provider=\"%s\",result=\"%s\"", prov, rc == 0 ? "success" : "error");
+	sk_metrics_add(c->metrics, "spacekeeper_provider_list_total", l, 1);
+	pthread_mutex_lock(&c->obs_mu);
+	if (rc == 0) {
+		old = c->views[i].by_user;
+		c->views[i].by_user = group_by_user(&all);
+		c->views[i].listed_ms = t;
+		c->views[i].n_sandboxes = all.len;
+	}
+	c->views[i].valid = rc == 0;
+	pthread_mutex_unlock(&c->obs_mu);
+	sk_strmap_free(old);
+	if (rc == 0) {
+		snprintf(l, sizeof(l), "provider=\"%s\"", prov);
+		sk_metrics_set(c->metrics, "spacekeeper_observed_sandboxes", l, (double)all.len);
+		handle_orphans(c, i, &all, t);
+		sk_ctl_log(c, SK_LOG_DEBUG, "provider listed", "provider=%s sandboxes=%zu", prov,
+			all.len);
+	} else {
+		sk_ctl_log(c, SK_LOG_WARN, "provider list failed", "provider=%s error=\"%s\"", prov,
+			err.message);
+	}
+	sk_sandbox_list_dispose(&all);
+	sk_kvlist_dispose(&match);
+}
+
+void
+sk_ctl_observe_all(sk_controller *c)
+{
+	char **names;
+	size_t n;
+
+	for (size_t i = 0; i < c->n_prov && !c->stopping; i++)
+		observe_provider(c, (int)i);
+	names = sk_informer_names(c->inf, &n);
+	for (size_t i = 0; i < n; i++)
+		sk_workqueue_add(c->q, names[i]);
+	sk_informer_names_free(names, n);
+}
+
+void
+sk_ctl_list_view(sk_controller *c, int prov, const char *user_id, sk_sandbox_list *list,
+	sk_list_view *view)
+{
+	const sk_prov_view *v = &c->views[prov];
+	const sk_sandbox_list *src;
+
+	memset(view, 0, sizeof(*view));
+	pthread_mutex_lock(&c->obs_mu);
+	view->valid = v->valid;
+	view->listed_ms = v->listed_ms;
+	src = user_id ? sk_strmap_get(v->by_user, user_id) : NULL;
+	if (src && src->len > 0) {
+		list->items = sk_calloc(src->len, sizeof(*list->items));
+		for (size_t i = 0; i < src->len; i++)
+			sk_sandbox_copy(&list->items[i], &src->items[i]);
+		list->len = src->len;
+		view->for_user = list;
+	}
+	pthread_mutex_unlock(&c->obs_mu);
+}
+
+/* ---- the resync thread ---- */
+
+/* Sleeps ms unless stopped; false once stopping. */
+static bool
+observer_sleep(sk_controller *c, int64_t ms)
+{
+	int64_t deadline = sk_monotonic_ms() + ms;
+	bool go;
+
+	pthread_mutex_lock(&c->mu);
+	while (!c->stopping && sk_monotonic_ms() < deadline) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 200 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&c->cond, &c->mu, &ts);
+	}
+	go = !c->stopping;
+	pthread_mutex_unlock(&c->mu);
+	return go;
+}
+
+static void *
+observer_main(void *arg)
+{
+	sk_controller *c = arg;
+	int64_t period = c->cfg->resync_ms > 0 ? c->cfg->resync_ms : 30000;
+
+	while (observer_sleep(c, period))
+		sk_ctl_observe_all(c);
+	return NULL;
+}
+
+int
+sk_ctl_observer_start(sk_controller *c, sk_error *err)
+{
+	if (pthread_create(&c->obs_thread, NULL, observer_main, c) != 0)
+		return sk_error_set(err, SK_ERROR, "controller: cannot start the observer");
+	c->obs_running = true;
+	return 0;
+}
+
+void
+sk_ctl_observer_stop(sk_controller *c)
+{
+	if (!c->obs_running)
+		return;
+	pthread_join(c->obs_thread, NULL);
+	c->obs_running = false;
+}

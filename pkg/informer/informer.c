@@ -1,0 +1,429 @@
+/*
+ * informer: list + poll-by-resourceVersion + periodic relist of UserSpaces
+ * into a mutex-guarded cache, with change callbacks. Reconnects after store
+ * failures with the reflector's backoff (800 ms doubling to 30 s).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../workqueue/workqueue.h"
+#include "informer.h"
+
+struct sk_informer {
+	sk_informer_options opts;
+	pthread_mutex_t mu;
+	pthread_cond_t cond;   /* stop requests and sync waiters */
+	sk_strmap *objects;    /* name -> sk_userspace* (owned) */
+	sk_strmap *users;      /* spec.userID -> name (owned string) */
+	int64_t last_rv;
+	bool synced;
+	bool running;
+	bool stop;
+	pthread_t thread;
+	sk_informer_stats stats;
+};
+
+/* Names whose callbacks are due once the lock is released. */
+typedef struct changes {
+	char **names;
+	size_t len, cap;
+} changes;
+
+static void
+changes_add(changes *c, const char *name)
+{
+	if (c->len == c->cap) {
+		c->cap = c->cap ? c->cap * 2 : 16;
+		c->names = sk_realloc(c->names, c->cap * sizeof(*c->names));
+	}
+	c->names[c->len++] = sk_strdup(name);
+}
+
+static void
+changes_fire(sk_informer *inf, changes *c)
+{
+	for (size_t i = 0; i < c->len; i++) {
+		if (inf->opts.on_change)
+			inf->opts.on_change(c->names[i], inf->opts.payload);
+		free(c->names[i]);
+	}
+	free(c->names);
+	c->names = NULL;
+	c->len = c->cap = 0;
+}
+
+static void
+informer_log(sk_informer *inf, sk_log_level lvl, const char *msg, const char *kv)
+{
+	if (inf->opts.log)
+		inf->opts.log(lvl, msg, kv, inf->opts.log_payload);
+}
+
+static void
+userspace_free_cb(void *p)
+{
+	sk_userspace_free(p);
+}
+
+int
+sk_informer_new(sk_informer **out, const sk_informer_options *opts, sk_error *err)
+{
+	sk_informer_options def = SK_INFORMER_OPTIONS_INIT;
+	sk_informer *inf;
+	pthread_condattr_t ca;
+
+	*out = NULL;
+	if (!opts || !opts->store)
+		return sk_error_set(err, SK_EINVALID, "informer: a store is required");
+	inf = sk_calloc(1, sizeof(*inf));
+	inf->opts = *opts;
+	if (inf->opts.poll_ms <= 0)
+		inf->opts.poll_ms = def.poll_ms;
+	if (inf->opts.relist_ms <= 0)
+		inf->opts.relist_ms = def.relist_ms;
+	if (inf->opts.lookback < 0)
+		inf->opts.lookback = def.lookback;
+	pthread_mutex_init(&inf->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&inf->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	inf->objects = sk_strmap_new(userspace_free_cb);
+	inf->users = sk_strmap_new(free);
+	*out = inf;
+	return 0;
+}
+
+void
+sk_informer_free(sk_informer *inf)
+{
+	if (!inf)
+		return;
+	sk_informer_stop(inf);
+	sk_strmap_free(inf->objects);
+	sk_strmap_free(inf->users);
+	pthread_mutex_destroy(&inf->mu);
+	pthread_cond_destroy(&inf->cond);
+	free(inf);
+}
+
+/* ---- cache updates (lock held) ---- */
+
+static void
+user_unlink(sk_informer *inf, const sk_userspace *old)
+{
+	const char *owner;
+
+	if (!old || !old->spec.user_id)
+		return;
+	owner = sk_strmap_get(inf->users, old->spec.user_id);
+	if (owner && strcmp(owner, old->meta.name) == 0)
+		sk_strmap_remove(inf->users, old->spec.user_id);
+}
+
+/* Takes us when it is newer than the cached copy; returns whether it changed. */
+static bool
+cache_upsert(sk_informer *inf, const sk_userspace *us)
+{
+	sk_userspace *old = sk_strmap_get(inf->objects, us->meta.name);
+
+	if (us->meta.resource_version > inf->last_rv)
+		inf->last_rv = us->meta.resource_version;
+	if (old && old->meta.resource_version >= us->meta.resource_version)
+		return false;
+	user_unlink(inf, old);
+	if (us->spec.user_id)
+		sk_strmap_put(inf->users, us->spec.user_id, sk_strdup(us->meta.name));
+	sk_strmap_put(inf->objects, us->meta.name, sk_userspace_dup(us));
+	return true;
+}
+
+static void
+cache_delete(sk_informer *inf, const char *name)
+{
+	sk_userspace *old = sk_strmap_take(inf->objects, name);
+
+	user_unlink(inf, old);
+	sk_userspace_free(old);
+}
+
+static void
+apply_list(sk_informer *inf, const sk_userspace_list *l, changes *c)
+{
+	for (size_t i = 0; i < l->len; i++)
+		if (cache_upsert(inf, l->items[i]))
+			changes_add(c, l->items[i]->meta.name);
+	if (l->resource_version > inf->last_rv)
+		inf->last_rv = l->resource_version;
+}
+
+/* Removes cached names absent from a full list. */
+static void
+drop_missing(sk_informer *inf, const sk_userspace_list *l, changes *c)
+{
+	sk_strmap *present = sk_strmap_new(NULL);
+	size_t n;
+	char **names;
+
+	for (size_t i = 0; i < l->len; i++)
+		sk_strmap_put(present, l->items[i]->meta.name, NULL);
+	names = sk_strmap_keys(inf->objects, &n);
+	for (size_t i = 0; i < n; i++) {
+		if (!sk_strmap_has(present, names[i])) {
+			cache_delete(inf, names[i]);
+			changes_add(c, names[i]);
+		}
+	}
+	sk_strv_free(names, n);
+	sk_strmap_free(present);
+}
+
+/* ---- list and poll ---- */
+
+int
+sk_informer_relist(sk_informer *inf, sk_error *err)
+{
+	sk_userspace_list l = { 0 };
+	changes c = { 0 };
+	int rc = sk_store_list(inf->opts.store, NULL, &l, err);
+
+	pthread_mutex_lock(&inf->mu);
+	if (rc != 0) {
+		inf->stats.errors++;
+		pthread_mutex_unlock(&inf->mu);
+		goto done;
+	}
+	drop_missing(inf, &l, &c);
+	apply_list(inf, &l, &c);
+	inf->stats.relists++;
+	inf->stats.changes += c.len;
+	inf->synced = true;
+	pthread_cond_broadcast(&inf->cond);
+	pthread_mutex_unlock(&inf->mu);
+	changes_fire(inf, &c);
+done:
+	sk_userspace_list_dispose(&l);
+	return rc;
+}
+
+int
+sk_informer_poll(sk_informer *inf, sk_error *err)
+{
+	sk_userspace_list l = { 0 };
+	changes c = { 0 };
+	int64_t since;
+	int rc;
+
+	pthread_mutex_lock(&inf->mu);
+	since = inf->last_rv - inf->opts.lookback;
+	pthread_mutex_unlock(&inf->mu);
+	rc = sk_store_list_since(inf->opts.store, since < 0 ? 0 : since, &l, err);
+	pthread_mutex_lock(&inf->mu);
+	if (rc != 0) {
+		inf->stats.errors++;
+		pthread_mutex_unlock(&inf->mu);
+		goto done;
+	}
+	apply_list(inf, &l, &c);
+	inf->stats.polls++;
+	inf->stats.changes += c.len;
+	pthread_mutex_unlock(&inf->mu);
+	changes_fire(inf, &c);
+done:
+	sk_userspace_list_dispose(&l);
+	return rc;
+}
+
+/* ---- the thread ---- */
+
+/* Sleeps up to ms unless stopped; returns false once stop was asked. */
+static bool
+informer_sleep(sk_informer *inf, int64_t ms)
+{
+	struct timespec ts;
+	bool go;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&inf->mu);
+	if (!inf->stop)
+		pthread_cond_timedwait(&inf->cond, &inf->mu, &ts);
+	go = !inf->stop;
+	pthread_mutex_unlock(&inf->mu);
+	return go;
+}
+
+static void *
+informer_main(void *arg)
+{
+	sk_informer *inf = arg;
+	int64_t next_relist = 0, backoff = 0;
+
+	do {
+		sk_error err = { 0 };
+		int64_t now = sk_monotonic_ms();
+		bool relist = !sk_informer_has_synced(inf) || now >= next_relist;
+		int rc = relist ? sk_informer_relist(inf, &err) : sk_informer_poll(inf, &err);
+
+		if (rc != 0) {
+			char kv[SK_ERROR_MSG_MAX + 64];
+			backoff = backoff ? backoff * 2 : 800;
+			if (backoff > 30000)
+				backoff = 30000;
+			snprintf(kv, sizeof(kv), "error=\"%s\" retry_ms=%lld", err.message,
+				(long long)backoff);
+			informer_log(inf, SK_LOG_WARN, "informer: store read failed", kv);
+			continue;
+		}
+		backoff = 0;
+		if (relist)
+			next_relist = now + inf->opts.relist_ms;
+	} while (informer_sleep(inf, backoff ? backoff : inf->opts.poll_ms));
+	return NULL;
+}
+
+int
+sk_informer_start(sk_informer *inf, sk_error *err)
+{
+	pthread_mutex_lock(&inf->mu);
+	if (inf->running) {
+		pthread_mutex_unlock(&inf->mu);
+		return 0;
+	}
+	inf->stop = false;
+	if (pthread_create(&inf->thread, NULL, informer_main, inf) != 0) {
+		pthread_mutex_unlock(&inf->mu);
+		return sk_error_set(err, SK_ERROR, "informer: cannot start thread");
+	}
+	inf->running = true;
+	pthread_mutex_unlock(&inf->mu);
+	return 0;
+}
+
+void
+sk_informer_stop(sk_informer *inf)
+{
+	bool join;
+
+	pthread_mutex_lock(&inf->mu);
+	join = inf->running;
+	inf->stop = true;
+	inf->running = false;
+	pthread_cond_broadcast(&inf->cond);
+	pthread_mutex_unlock(&inf->mu);
+	if (join)
+		pthread_join(inf->thread, NULL);
+}
+
+/* ---- readers ---- */
+
+bool
+sk_informer_has_synced(sk_informer *inf)
+{
+	bool s;
+
+	pthread_mutex_lock(&inf->mu);
+	s = inf->synced;
+	pthread_mutex_unlock(&inf->mu);
+	return s;
+}
+
+bool
+sk_informer_wait_synced(sk_informer *inf, int64_t timeout_ms)
+{
+	int64_t deadline = sk_monotonic_ms() + timeout_ms;
+	bool s;
+
+	pthread_mutex_lock(&inf->mu);
+	while (!inf->synced && sk_monotonic_ms() < deadline) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += 50 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&inf->cond, &inf->mu, &ts);
+	}
+	s = inf->synced;
+	pthread_mutex_unlock(&inf->mu);
+	return s;
+}
+
+int
+sk_informer_get(sk_informer *inf, const char *name, sk_userspace **out)
+{
+	sk_userspace *us;
+
+	pthread_mutex_lock(&inf->mu);
+	us = sk_strmap_get(inf->objects, name);
+	*out = us ? sk_userspace_dup(us) : NULL;
+	pthread_mutex_unlock(&inf->mu);
+	return *out ? 0 : SK_ENOTFOUND;
+}
+
+char **
+sk_informer_names(sk_informer *inf, size_t *n_out)
+{
+	char **v;
+
+	pthread_mutex_lock(&inf->mu);
+	v = sk_strmap_keys(inf->objects, n_out);
+	pthread_mutex_unlock(&inf->mu);
+	return v;
+}
+
+void
+sk_informer_names_free(char **names, size_t n)
+{
+	sk_strv_free(names, n);
+}
+
+bool
+sk_informer_has_user(sk_informer *inf, const char *user_id)
+{
+	bool has;
+
+	pthread_mutex_lock(&inf->mu);
+	has = sk_strmap_has(inf->users, user_id);
+	pthread_mutex_unlock(&inf->mu);
+	return has;
+}
+
+size_t
+sk_informer_len(sk_informer *inf)
+{
+	size_t n;
+
+	pthread_mutex_lock(&inf->mu);
+	n = sk_strmap_len(inf->objects);
+	pthread_mutex_unlock(&inf->mu);
+	return n;
+}
+
+int64_t
+sk_informer_last_rv(sk_informer *inf)
+{
+	int64_t rv;
+
+	pthread_mutex_lock(&inf->mu);
+	rv = inf->last_rv;
+	pthread_mutex_unlock(&inf->mu);
+	return rv;
+}
+
+void
+sk_informer_get_stats(sk_informer *inf, sk_informer_stats *out)
+{
+	pthread_mutex_lock(&inf->mu);
+	*out = inf->stats;
+	pthread_mutex_unlock(&inf->mu);
+}

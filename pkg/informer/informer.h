@@ -1,0 +1,76 @@
+/*
+ * informer: a cache of UserSpace objects fed from the store (DESIGN §4).
+ *
+ * FerretDB has no change streams, so the informer lists once, then polls
+ * sk_store_list_since(last_rv - lookback): concurrent writers take their
+ * resourceVersion before they commit, so a write with a lower version can
+ * land after one with a higher version; the look-back window re-reads the
+ * recent versions and each object is accepted only when its version is
+ * newer than the cached one. A periodic full relist also catches objects
+ * removed from the store (they vanish from the cache with a change callback).
+ *
+ * Readers get deep copies; the cache sits behind one mutex.
+ */
+#ifndef SK_INFORMER_H
+#define SK_INFORMER_H
+
+#include "../store/store.h"
+
+typedef struct sk_informer sk_informer;
+
+/* Called from the informer thread (never with a lock held) for an object
+ * that appeared, changed (newer resourceVersion) or disappeared. */
+typedef void (*sk_informer_change_fn)(const char *name, void *payload);
+
+typedef struct sk_informer_options {
+	sk_store *store;          /* borrowed; must outlive the informer */
+	int64_t poll_ms;          /* default 1000 */
+	int64_t relist_ms;        /* full relist period, default 5 min */
+	int64_t lookback;         /* resourceVersions re-read by each poll, default 256 */
+	sk_informer_change_fn on_change; /* may be NULL */
+	void *payload;
+	sk_log_fn log;            /* may be NULL */
+	void *log_payload;
+} sk_informer_options;
+#define SK_INFORMER_OPTIONS_INIT {NULL, 1000, 300000, 256, NULL, NULL, NULL, NULL}
+
+int sk_informer_new(sk_informer **out, const sk_informer_options *opts, sk_error *err);
+/* Stops the thread when running, then frees. NULL-safe. */
+void sk_informer_free(sk_informer *inf);
+
+/* Starts the background thread (first a full list, then polls). */
+int sk_informer_start(sk_informer *inf, sk_error *err);
+/* Stops and joins the thread (idempotent). */
+void sk_informer_stop(sk_informer *inf);
+
+/* One full list now (also used without the thread, e.g. by tests). */
+int sk_informer_relist(sk_informer *inf, sk_error *err);
+/* One poll now: list_since with the look-back window. */
+int sk_informer_poll(sk_informer *inf, sk_error *err);
+
+/* True once a full list has succeeded. */
+bool sk_informer_has_synced(sk_informer *inf);
+/* Waits up to timeout_ms for the first full list. */
+bool sk_informer_wait_synced(sk_informer *inf, int64_t timeout_ms);
+
+/* A deep copy of the cached object: 0, or SK_ENOTFOUND. */
+int sk_informer_get(sk_informer *inf, const char *name, sk_userspace **out);
+/* Every cached name, sorted (free with sk_informer_names_free). */
+char **sk_informer_names(sk_informer *inf, size_t *n_out);
+void sk_informer_names_free(char **names, size_t n);
+/* Whether some cached UserSpace has spec.userID == user_id. */
+bool sk_informer_has_user(sk_informer *inf, const char *user_id);
+size_t sk_informer_len(sk_informer *inf);
+/* Highest resourceVersion seen. */
+int64_t sk_informer_last_rv(sk_informer *inf);
+
+/* Counters for metrics. */
+typedef struct sk_informer_stats {
+	uint64_t polls;
+	uint64_t relists;
+	uint64_t errors;
+	uint64_t changes;
+} sk_informer_stats;
+void sk_informer_get_stats(sk_informer *inf, sk_informer_stats *out);
+
+#endif

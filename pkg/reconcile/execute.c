@@ -1,0 +1,451 @@
+/*
+ * reconcile/execute: runs a plan's actions through the provider and the
+ * store, in order, stopping at the first failure. Status is written with
+ * compare-and-swap on the resourceVersion read; a conflict re-reads and
+ * retries once only when nobody else changed the status meanwhile (a spec
+ * edit), so a concurrent status writer is never silently overwritten.
+ * Failures are classified: transient (retry with backoff) or terminal
+ * (Synced=False with a reason; phase Error when no sandbox could be made).
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reconcile_int.h"
+
+typedef struct sk_xctx {
+	const sk_reconcile_env *env;
+	sk_provider *p;
+	sk_userspace *cur; /* the stored object as last read or written */
+	sk_userspace_status st; /* the status to write */
+	char *created; /* sandbox made by this run's CREATE */
+	bool removed; /* finalizer removed: the object may be gone */
+	int64_t now;
+} sk_xctx;
+
+static void xlog(const sk_xctx *x, sk_log_level lvl, const char *msg, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+
+static void
+xlog(const sk_xctx *x, sk_log_level lvl, const char *msg, const char *fmt, ...)
+{
+	sk_buf b = SK_BUF_INIT(4096);
+	va_list ap;
+
+	if (x->env->log == NULL)
+		return;
+	sk_buf_printf(&b, "userspace=%s ", x->cur->meta.name);
+	va_start(ap, fmt);
+	sk_buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	x->env->log(lvl, msg, b.data, x->env->log_payload);
+	sk_buf_dispose(&b);
+}
+
+static void event(sk_xctx *x, const char *type, const char *reason, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+
+static void
+event(sk_xctx *x, const char *type, const char *reason, const char *fmt, ...)
+{
+	sk_buf b = SK_BUF_INIT(4096);
+	sk_error e;
+	va_list ap;
+
+	va_start(ap, fmt);
+	sk_buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	sk_error_clear(&e);
+	if (sk_store_event(
+	            x->env->store, x->cur->meta.name, type, reason, b.data ? b.data : "", &e) != 0)
+		xlog(x, SK_LOG_WARN, "event not recorded", "reason=%s error=\"%s\"", reason,
+		        e.message);
+	sk_buf_dispose(&b);
+}
+
+/* Equal apart from lastReconcileTime. */
+static bool
+status_same(const sk_userspace_status *a, const sk_userspace_status *b)
+{
+	sk_userspace_status t = *a;
+
+	t.last_reconcile_ms = b->last_reconcile_ms;
+	return sk_userspace_status_equal(&t, b);
+}
+
+static int
+write_once(sk_xctx *x, const sk_userspace_status *st, sk_error *err)
+{
+	sk_userspace *out = NULL;
+	int rc = sk_store_update_status(
+	        x->env->store, x->cur->meta.name, x->cur->meta.resource_version, st, &out, err);
+
+	if (rc == 0 && out != NULL) {
+		sk_userspace_free(x->cur);
+		x->cur = out;
+	} else {
+		sk_userspace_free(out);
+	}
+	return rc;
+}
+
+/* CAS write; on a conflict re-reads and retries once when the stored status
+ * is still the one this run started from (someone edited spec or metadata). */
+static int
+write_status(sk_xctx *x, const sk_userspace_status *st, sk_error *err)
+{
+	sk_userspace *fresh = NULL;
+	int rc = write_once(x, st, err);
+
+	if (rc != SK_ECONFLICT)
+		return rc;
+	rc = sk_store_get(x->env->store, x->cur->meta.name, &fresh, err);
+	if (rc != 0)
+		return rc;
+	if (!sk_str_eq(fresh->meta.uid, x->cur->meta.uid) ||
+	        !sk_userspace_status_equal(&fresh->status, &x->cur->status)) {
+		sk_userspace_free(fresh);
+		return sk_error_set(err, SK_ECONFLICT,
+		        "status of %s changed concurrently; not overwriting", x->cur->meta.name);
+	}
+	x->cur->meta.resource_version = fresh->meta.resource_version;
+	sk_userspace_free(fresh);
+	return write_once(x, st, err);
+}
+
+static int
+write_if_changed(sk_xctx *x, sk_error *err)
+{
+	if (x->removed || status_same(&x->st, &x->cur->status))
+		return 0;
+	if (x->st.phase != SK_PHASE_CREATING || x->st.sandbox_id != NULL)
+		x->st.last_reconcile_ms = x->now;
+	return write_status(x, &x->st, err);
+}
+
+static const char *
+id_of(const sk_xctx *x, const sk_action *a)
+{
+	return a->sandbox_id ? a->sandbox_id : x->created;
+}
+
+static int
+do_create(sk_xctx *x, const sk_action *a, sk_error *err)
+{
+	sk_userspace_status mark;
+	sk_create_request req;
+	sk_sandbox sb;
+	int rc;
+
+	/* The Creating mark first: without it, no create (see reconcile.h). */
+	sk_userspace_status_copy(&mark, &x->cur->status);
+	mark.phase = SK_PHASE_CREATING;
+	free(mark.sandbox_id);
+	mark.sandbox_id = NULL;
+	mark.last_reconcile_ms = x->now;
+	rc = write_status(x, &mark, err);
+	sk_userspace_status_dispose(&mark);
+	if (rc != 0)
+		return rc;
+	x->st.last_reconcile_ms = x->now;
+	memset(&req, 0, sizeof(req));
+	req.template_id = a->template_id;
+	req.timeout_ms = a->timeout_ms;
+	req.auto_pause = a->auto_pause;
+	req.auto_resume = a->auto_resume;
+	req.cpu_count = a->cpu_count;
+	req.memory_mb = a->memory_mb;
+	req.metadata = &a->metadata;
+	req.env = &a->env;
+	memset(&sb, 0, sizeof(sb));
+	rc = sk_sandbox_create(x->p, &req, &sb, err);
+	if (rc == 0) {
+		free(x->created);
+		x->created = sk_strdup(sb.id);
+		free(x->st.sandbox_id);
+		x->st.sandbox_id = sk_strdup(sb.id);
+		event(x, "Normal", "Created", "created sandbox %s (template %s)", sb.id,
+		        a->template_id);
+	}
+	sk_sandbox_dispose(&sb);
+	return rc;
+}
+
+static const char *
+kill_event(sk_kill_reason why)
+{
+	switch (why) {
+	case SK_KILL_DUPLICATE: return "DuplicateDeleted";
+	case SK_KILL_REPLACE: return "Replaced";
+	case SK_KILL_ORPHAN: return "OrphanDeleted";
+	default: return "SandboxDeleted";
+	}
+}
+
+static int
+do_kill(sk_xctx *x, const sk_action *a, sk_error *err)
+{
+	int rc = sk_sandbox_kill(x->p, a->sandbox_id, err);
+
+	if (rc == SK_ENOTFOUND)
+		rc = 0;
+	if (rc == 0)
+		event(x, "Normal", kill_event(a->why), "killed sandbox %s (%s)", a->sandbox_id,
+		        sk_kill_reason_name(a->why));
+	return rc;
+}
+
+static int
+do_connect(sk_xctx *x, const sk_action *a, sk_error *err)
+{
+	sk_sandbox sb;
+	bool resumed = false;
+	int rc;
+
+	memset(&sb, 0, sizeof(sb));
+	rc = sk_sandbox_connect(x->p, id_of(x, a), a->timeout_ms, &sb, &resumed, err);
+	sk_sandbox_dispose(&sb);
+	if (rc == 0 && resumed)
+		event(x, "Normal", "Resumed", "resumed sandbox %s", id_of(x, a));
+	return rc;
+}
+
+static int
+do_pause(sk_xctx *x, const sk_action *a, sk_error *err)
+{
+	int rc = sk_sandbox_pause(x->p, id_of(x, a), err);
+
+	if (rc == SK_ECONFLICT)
+		rc = 0; /* 409: already paused */
+	if (rc == 0)
+		event(x, "Normal", "Paused", "paused sandbox %s", id_of(x, a));
+	return rc;
+}
+
+static int
+do_bind(sk_xctx *x, const sk_action *a, sk_error *err)
+{
+	const char *id = id_of(x, a);
+
+	if (id != NULL && !sk_str_eq(id, x->st.sandbox_id)) {
+		free(x->st.sandbox_id);
+		x->st.sandbox_id = sk_strdup(id);
+	}
+	return write_if_changed(x, err);
+}
+
+static int
+do_unfinalize(sk_xctx *x, sk_error *err)
+{
+	sk_userspace *fresh = NULL;
+	const char *name = x->cur->meta.name;
+	int rc = sk_store_remove_finalizer(
+	        x->env->store, name, x->cur->meta.resource_version, SK_FINALIZER, err);
+
+	if (rc == SK_ECONFLICT && sk_store_get(x->env->store, name, &fresh, err) == 0) {
+		if (fresh->meta.deletion_ms != 0 && sk_str_eq(fresh->meta.uid, x->cur->meta.uid))
+			rc = sk_store_remove_finalizer(x->env->store, name,
+			        fresh->meta.resource_version, SK_FINALIZER, err);
+		sk_userspace_free(fresh);
+	}
+	if (rc == SK_ENOTFOUND)
+		rc = 0;
+	if (rc == 0) {
+		x->removed = true;
+		event(x, "Normal", "FinalizerRemoved", "cleanup done (deletionPolicy %s)",
+		        x->cur->spec.deletion_policy == SK_DELETE_RETAIN ? "Retain" : "Delete");
+	}
+	return rc;
+}
+
+static int
+run_action(sk_xctx *x, const sk_action *a, sk_error *err)
+{
+	switch (a->type) {
+	case SK_ACTION_CREATE: return do_create(x, a, err);
+	case SK_ACTION_CONNECT: return do_connect(x, a, err);
+	case SK_ACTION_PAUSE: return do_pause(x, a, err);
+	case SK_ACTION_KILL: return do_kill(x, a, err);
+	case SK_ACTION_SET_TIMEOUT:
+		return sk_sandbox_set_timeout(x->p, id_of(x, a), a->timeout_ms, err);
+	case SK_ACTION_BIND: return do_bind(x, a, err);
+	case SK_ACTION_REMOVE_FINALIZER: return do_unfinalize(x, err);
+	case SK_ACTION_EVENT: event(x, a->event_type, a->reason, "%s", a->message); return 0;
+	}
+	return sk_error_set(err, SK_EINVALID, "unknown action %d", (int)a->type);
+}
+
+static void
+set_cond(sk_xctx *x, const char *type, const char *status, const char *reason, const char *msg)
+{
+	sk_userspace_status *st = &x->st;
+	sk_condition *c = NULL;
+
+	for (size_t i = 0; i < st->n_conditions; i++) {
+		if (sk_str_eq(st->conditions[i].type, type))
+			c = &st->conditions[i];
+	}
+	if (c == NULL) {
+		st->conditions = sk_realloc(
+		        st->conditions, (st->n_conditions + 1) * sizeof(*st->conditions));
+		c = &st->conditions[st->n_conditions++];
+		memset(c, 0, sizeof(*c));
+		c->type = sk_strdup(type);
+	}
+	if (!sk_str_eq(c->status, status))
+		c->last_transition_ms = x->now;
+	free(c->status);
+	free(c->reason);
+	free(c->message);
+	c->status = sk_strdup(status);
+	c->reason = sk_strdup(reason);
+	c->message = sk_strdup(msg);
+	c->observed_generation = x->cur->meta.generation;
+}
+
+static const char *
+fail_reason(sk_action_type t)
+{
+	switch (t) {
+	case SK_ACTION_CREATE: return "CreateFailed";
+	case SK_ACTION_CONNECT: return "ResumeFailed";
+	case SK_ACTION_PAUSE: return "PauseFailed";
+	case SK_ACTION_KILL: return "DeleteFailed";
+	case SK_ACTION_SET_TIMEOUT: return "SetTimeoutFailed";
+	case SK_ACTION_BIND: return "StatusWriteFailed";
+	case SK_ACTION_REMOVE_FINALIZER: return "FinalizerRemovalFailed";
+	case SK_ACTION_EVENT: return "EventFailed";
+	}
+	return "Failed";
+}
+
+/* A create the provider answered with 429 or another 4xx made nothing: the
+ * Creating mark can go, so the next round retries without the grace. */
+static bool
+create_rejected(const sk_error *e)
+{
+	return e->http_status == 429 || (e->http_status >= 400 && e->http_status < 500);
+}
+
+static void
+record_failure(sk_xctx *x, const sk_action *a, int rc, sk_error *err)
+{
+	bool transient = sk_error_is_transient(rc) || rc == SK_ECONFLICT || rc == SK_ENOTFOUND;
+	const char *reason = fail_reason(a->type);
+	sk_error e2;
+
+	sk_error_prefix(err, "%s", sk_action_type_name(a->type));
+	xlog(x, transient ? SK_LOG_WARN : SK_LOG_ERROR, "action failed",
+	        "action=%s reason=%s transient=%s error=\"%s\"", sk_action_type_name(a->type),
+	        reason, transient ? "true" : "false", err->message);
+	if (x->removed)
+		return;
+	set_cond(x, SK_COND_SYNCED, "False", reason, err->message);
+	if (a->type == SK_ACTION_CREATE && x->created == NULL) {
+		if (create_rejected(err))
+			x->st.phase = transient ? SK_PHASE_PENDING : SK_PHASE_ERROR;
+		else
+			x->st.phase = SK_PHASE_CREATING; /* it may exist: keep the mark */
+		set_cond(x, SK_COND_READY, "False", reason, err->message);
+	} else if (!transient) {
+		x->st.phase = SK_PHASE_ERROR;
+	}
+	free(x->st.message);
+	x->st.message = sk_strdup(err->message);
+	event(x, "Warning", reason, "%s", err->message);
+	sk_error_clear(&e2);
+	if (x->st.phase == SK_PHASE_CREATING && x->st.sandbox_id == NULL)
+		write_status(x, &x->st, &e2); /* keeps the mark's time */
+	else
+		write_if_changed(x, &e2);
+}
+
+int
+sk_execute(const sk_reconcile_env *env, const sk_userspace *us, const sk_plan_result *plan,
+        sk_userspace **updated, sk_error *err)
+{
+	sk_xctx x;
+	sk_error local;
+	int rc = 0;
+
+	if (err == NULL)
+		err = &local;
+	sk_error_clear(err);
+	memset(&x, 0, sizeof(x));
+	x.env = env;
+	x.p = env->provider;
+	if (env->provider_for != NULL) {
+		sk_provider *p = env->provider_for(us->spec.provider, env->provider_arg);
+		if (p != NULL)
+			x.p = p;
+	}
+	x.cur = sk_userspace_dup(us);
+	x.now = env->now ? env->now() : sk_now_ms();
+	sk_userspace_status_copy(&x.st, &plan->next);
+	for (size_t i = 0; i < plan->n_actions && rc == 0; i++) {
+		const sk_action *a = &plan->actions[i];
+		if (sk_action_is_mutating(a) && x.p == NULL) {
+			rc = sk_error_set(err, SK_EINVALID, "no provider %s", us->spec.provider);
+			record_failure(&x, a, rc, err);
+			break;
+		}
+		rc = run_action(&x, a, err);
+		if (rc != 0)
+			record_failure(&x, a, rc, err);
+		else if (a->type != SK_ACTION_EVENT)
+			xlog(&x, SK_LOG_INFO, "action", "action=%s sandbox=%s why=%s",
+			        sk_action_type_name(a->type), id_of(&x, a) ? id_of(&x, a) : "-",
+			        sk_kill_reason_name(a->why));
+	}
+	if (rc == 0)
+		rc = write_if_changed(&x, err);
+	if (updated != NULL) {
+		*updated = x.removed ? NULL : x.cur;
+		if (!x.removed)
+			x.cur = NULL;
+	}
+	sk_userspace_free(x.cur);
+	sk_userspace_status_dispose(&x.st);
+	free(x.created);
+	return rc;
+}
+
+int
+sk_reconcile(const sk_reconcile_env *env, const char *name, const sk_list_view *list,
+        int64_t *requeue_after_ms, sk_error *err)
+{
+	sk_userspace *us = NULL;
+	sk_observed ob;
+	sk_plan_result plan;
+	sk_provider *p = env->provider;
+	sk_error local;
+	int rc;
+
+	if (err == NULL)
+		err = &local;
+	if (requeue_after_ms != NULL)
+		*requeue_after_ms = 0;
+	rc = sk_store_get(env->store, name, &us, err);
+	if (rc == SK_ENOTFOUND) {
+		sk_error_clear(err);
+		return 0;
+	}
+	if (rc != 0)
+		return rc;
+	if (env->provider_for != NULL) {
+		sk_provider *named = env->provider_for(us->spec.provider, env->provider_arg);
+		if (named != NULL)
+			p = named;
+	}
+	sk_observe(p, us, list, &env->opts, &ob, err);
+	sk_plan(us, &ob, env->now ? env->now() : sk_now_ms(), &env->opts, &plan);
+	rc = sk_execute(env, us, &plan, NULL, err);
+	if (rc == 0 && plan.wait_code != 0)
+		rc = sk_error_set(err, plan.wait_code, "%s", plan.wait_message);
+	if (requeue_after_ms != NULL)
+		*requeue_after_ms = plan.requeue_after_ms;
+	sk_plan_result_dispose(&plan);
+	sk_observed_dispose(&ob);
+	sk_userspace_free(us);
+	return rc;
+}

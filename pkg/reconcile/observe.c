@@ -1,0 +1,202 @@
+/*
+ * reconcile/observe: gathers what the planner needs for one UserSpace.
+ * The controller's list is used as is (it may be stale or empty); the
+ * provider is asked directly only where absence would lead to a create or
+ * where deletion must be complete: a GET of the bound sandbox when the list
+ * lacks it, a lookup by user_id on deletion or to resolve an unfinished
+ * create; plus the data-plane probe of the running keeper (or of the running
+ * candidates when nothing usable is bound).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "reconcile_int.h"
+
+static bool
+managed(const sk_sandbox *sb)
+{
+	return sk_str_eq(sk_kvlist_get(&sb->metadata, SK_META_MANAGED_BY), SK_MANAGED_BY_VALUE);
+}
+
+static sk_sandbox *
+find_id(sk_observed *o, const char *id)
+{
+	for (size_t i = 0; id != NULL && i < o->sandboxes.len; i++) {
+		if (sk_str_eq(o->sandboxes.items[i].id, id))
+			return &o->sandboxes.items[i];
+	}
+	return NULL;
+}
+
+static void
+drop(sk_observed *o, const char *id)
+{
+	sk_sandbox_list *l = &o->sandboxes;
+
+	for (size_t i = 0; i < l->len; i++) {
+		if (sk_str_eq(l->items[i].id, id)) {
+			sk_sandbox_dispose(&l->items[i]);
+			memmove(&l->items[i], &l->items[i + 1],
+			        (l->len - i - 1) * sizeof(*l->items));
+			l->len--;
+			return;
+		}
+	}
+}
+
+static void
+get_bound(sk_provider *p, const char *id, sk_observed *o)
+{
+	sk_sandbox sb;
+	int rc;
+
+	memset(&sb, 0, sizeof(sb));
+	rc = sk_sandbox_get(p, id, &sb, &o->bound_error);
+	if (rc == 0 && sb.state != SK_SANDBOX_GONE) {
+		o->bound = SK_LOOKUP_FOUND;
+		sk_observed_add(o, &sb);
+	} else if (rc == 0 || rc == SK_ENOTFOUND) {
+		o->bound = SK_LOOKUP_NOT_FOUND; /* a stale list entry goes too */
+		sk_error_clear(&o->bound_error);
+		drop(o, id);
+	} else {
+		o->bound = SK_LOOKUP_ERROR;
+		o->bound_error.code = rc;
+	}
+	sk_sandbox_dispose(&sb);
+}
+
+static void
+lookup_user(sk_provider *p, const sk_userspace *us, sk_observed *o)
+{
+	sk_kvlist match = { 0 };
+	sk_sandbox_list l = { 0 };
+	char *uid = sk_reconcile_meta_value(us->spec.user_id);
+	int rc;
+
+	sk_kvlist_set(&match, SK_META_USER_ID, uid);
+	sk_kvlist_set(&match, SK_META_MANAGED_BY, SK_MANAGED_BY_VALUE);
+	o->user_ms = sk_now_ms();
+	rc = sk_sandbox_list_all(p, &match, &l, &o->user_error);
+	if (rc != 0) {
+		o->user = SK_LOOKUP_ERROR;
+		o->user_error.code = rc;
+	} else {
+		size_t found = 0;
+		for (size_t i = 0; i < l.len; i++) {
+			if (l.items[i].state == SK_SANDBOX_GONE || !managed(&l.items[i]))
+				continue;
+			sk_observed_add(o, &l.items[i]);
+			found++;
+		}
+		o->user = found ? SK_LOOKUP_FOUND : SK_LOOKUP_NOT_FOUND;
+	}
+	sk_sandbox_list_dispose(&l);
+	sk_kvlist_dispose(&match);
+	free(uid);
+}
+
+static void
+probe_one(sk_provider *p, const sk_sandbox *sb, sk_observed *o)
+{
+	sk_health h = SK_HEALTH_ERROR;
+	int status = 0;
+	sk_error e;
+	int64_t when = sk_now_ms();
+	int rc;
+
+	sk_error_clear(&e);
+	rc = sk_sandbox_probe_health(p, sb, &h, &status, &e);
+	sk_observed_add_probe(o, sb->id, rc == 0, h, status, when, rc);
+}
+
+static int
+cmp_newest(const void *a, const void *b)
+{
+	const sk_sandbox *x = *(const sk_sandbox *const *)a, *y = *(const sk_sandbox *const *)b;
+
+	if (x->started_ms != y->started_ms)
+		return x->started_ms > y->started_ms ? -1 : 1;
+	return strcmp(y->id, x->id);
+}
+
+/* The running keeper, or the newest running candidates when none is bound. */
+static void
+probe(sk_provider *p, const sk_userspace *us, const sk_plan_options *opts, sk_observed *o)
+{
+	const sk_sandbox *bound = find_id(o, us->status.sandbox_id);
+	const sk_sandbox **run;
+	size_t n = 0;
+
+	if (bound != NULL) {
+		if (bound->state == SK_SANDBOX_RUNNING)
+			probe_one(p, bound, o);
+		return;
+	}
+	run = sk_calloc(o->sandboxes.len + 1, sizeof(*run));
+	for (size_t i = 0; i < o->sandboxes.len; i++) {
+		if (o->sandboxes.items[i].state == SK_SANDBOX_RUNNING)
+			run[n++] = &o->sandboxes.items[i];
+	}
+	qsort(run, n, sizeof(*run), cmp_newest);
+	for (size_t i = 0; i < n && i < opts->max_probes; i++) {
+		probe_one(p, run[i], o);
+		if (o->probes[o->n_probes - 1].made &&
+		        o->probes[o->n_probes - 1].health == SK_HEALTH_OK)
+			break;
+	}
+	free(run);
+}
+
+/* The list predates our last status write (our own create/resume/pause may
+ * be missing from it): trust a direct GET of the bound sandbox instead. */
+static bool
+list_stale(const sk_userspace *us, const sk_list_view *list)
+{
+	return list == NULL || !list->valid || list->listed_ms <= us->status.last_reconcile_ms;
+}
+
+/* A running keeper whose data plane did not answer: confirm the control
+ * plane still says running (it may have been paused or killed since the list). */
+static void
+confirm_unhealthy(sk_provider *p, const sk_userspace *us, sk_observed *o, bool got)
+{
+	const sk_probe *pr = sk_observed_probe(o, us->status.sandbox_id);
+
+	if (got || pr == NULL || (pr->made && pr->health == SK_HEALTH_OK))
+		return;
+	get_bound(p, us->status.sandbox_id, o);
+}
+
+int
+sk_observe(sk_provider *p, const sk_userspace *us, const sk_list_view *list,
+        const sk_plan_options *opts, sk_observed *out, sk_error *err)
+{
+	const char *bound = us->status.sandbox_id;
+	bool deleting = us->meta.deletion_ms != 0;
+	bool got = false;
+
+	sk_observed_init(out);
+	if (list != NULL) {
+		out->list_valid = list->valid;
+		out->listed_ms = list->listed_ms;
+		for (size_t i = 0; list->for_user && i < list->for_user->len; i++) {
+			const sk_sandbox *sb = &list->for_user->items[i];
+			if (sb->state != SK_SANDBOX_GONE && managed(sb))
+				sk_observed_add(out, sb);
+		}
+	}
+	if (bound != NULL && (find_id(out, bound) == NULL || list_stale(us, list))) {
+		get_bound(p, bound, out);
+		got = true;
+	}
+	if (deleting ||
+	        (bound == NULL && us->status.phase == SK_PHASE_CREATING && out->sandboxes.len == 0))
+		lookup_user(p, us, out);
+	if (!deleting && opts->probe && us->spec.mode == SK_MODE_RUNNING) {
+		probe(p, us, opts, out);
+		if (bound != NULL && out->bound != SK_LOOKUP_NOT_FOUND)
+			confirm_unhealthy(p, us, out, got);
+	}
+	return 0;
+}

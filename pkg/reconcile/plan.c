@@ -1,0 +1,513 @@
+/*
+ * reconcile/plan: the pure planner (DESIGN §5). Desired UserSpace + observed
+ * sandboxes + now -> ordered actions, next status, requeue delay. No I/O and
+ * no clock: every rule is table-tested in test/unit/check_plan.c.
+ *
+ * Choices documented here:
+ * - Ready for mode Paused is True when the keeper is paused as desired (or
+ *   there is no sandbox at all: a Paused UserSpace never creates one).
+ * - A create or resume opens a warm-up window (DataPlaneHealthy Unknown with
+ *   reason Starting/Resuming; its lastTransitionTime is the start): within
+ *   resume_grace_ms an unreachable data plane is transient (phase Resuming or
+ *   Creating), afterwards it is DataPlaneUnreachable drift.
+ * - See reconcile.h for the crash-safe create (phase Creating, nothing bound).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "reconcile_int.h"
+
+enum { K_FOUND, K_CREATE, K_WAIT, K_WAIT_CREATING };
+
+static const sk_sandbox *
+find(const sk_observed *ob, const char *id)
+{
+	for (size_t i = 0; id != NULL && i < ob->sandboxes.len; i++) {
+		if (ob->sandboxes.items[i].state != SK_SANDBOX_GONE &&
+		        sk_str_eq(ob->sandboxes.items[i].id, id))
+			return &ob->sandboxes.items[i];
+	}
+	return NULL;
+}
+
+static bool
+listed_gone(const sk_observed *ob, const char *id)
+{
+	for (size_t i = 0; i < ob->sandboxes.len; i++) {
+		if (ob->sandboxes.items[i].state == SK_SANDBOX_GONE &&
+		        sk_str_eq(ob->sandboxes.items[i].id, id))
+			return true;
+	}
+	return false;
+}
+
+static int
+rank(const sk_pctx *c, const sk_sandbox *sb)
+{
+	const sk_probe *p;
+
+	if (sb->state == SK_SANDBOX_PAUSED)
+		return 1;
+	if (sb->state != SK_SANDBOX_RUNNING)
+		return 0;
+	p = sk_observed_probe(c->ob, sb->id);
+	if (p == NULL || !p->made)
+		return 3;
+	return p->health == SK_HEALTH_OK ? 4 : 2;
+}
+
+/* Newest healthy running, else newest running, else newest paused. */
+static const sk_sandbox *
+choose_best(const sk_pctx *c)
+{
+	const sk_sandbox *best = NULL;
+	int best_rank = -1;
+
+	for (size_t i = 0; i < c->ob->sandboxes.len; i++) {
+		const sk_sandbox *sb = &c->ob->sandboxes.items[i];
+		int r = rank(c, sb);
+		if (sb->state == SK_SANDBOX_GONE)
+			continue;
+		if (best == NULL || r > best_rank ||
+		        (r == best_rank &&
+		                (sb->started_ms > best->started_ms ||
+		                        (sb->started_ms == best->started_ms &&
+		                                strcmp(sb->id, best->id) > 0)))) {
+			best = sb;
+			best_rank = r;
+		}
+	}
+	return best;
+}
+
+static int
+creating_gate(sk_pctx *c)
+{
+	int64_t ready_at = c->prev->last_reconcile_ms + c->o->create_grace_ms;
+
+	if (c->ob->user == SK_LOOKUP_NOT_FOUND && c->ob->user_ms >= ready_at)
+		return K_CREATE;
+	if (c->ob->user == SK_LOOKUP_ERROR) {
+		sk_plan_wait(c, c->ob->user_error.code ? c->ob->user_error.code : SK_ETRANSIENT,
+		        "lookup of the user's sandboxes failed: %s", c->ob->user_error.message);
+		sk_plan_requeue(c, c->o->short_requeue_ms);
+		return K_WAIT_CREATING;
+	}
+	sk_plan_wait(c, 0,
+	        "an earlier create may have succeeded without its binding; creating again only "
+	        "when a lookup after the grace finds no sandbox of the user");
+	sk_plan_requeue(c, ready_at - c->now);
+	return K_WAIT_CREATING;
+}
+
+static int
+pick_keeper(sk_pctx *c, const sk_sandbox **out)
+{
+	const char *bound = c->prev->sandbox_id;
+	const sk_error *e = &c->ob->bound_error;
+
+	*out = NULL;
+	if (bound != NULL) {
+		*out = find(c->ob, bound);
+		if (*out != NULL)
+			return K_FOUND;
+		if (c->ob->bound != SK_LOOKUP_NOT_FOUND && !listed_gone(c->ob, bound)) {
+			sk_plan_wait(c, e->code ? e->code : SK_ETRANSIENT,
+			        "bound sandbox %s not listed and its get failed: %s", bound,
+			        e->message[0] ? e->message : "not made");
+			sk_plan_requeue(c, c->o->short_requeue_ms);
+			return K_WAIT;
+		}
+	}
+	*out = choose_best(c);
+	if (*out != NULL)
+		return K_FOUND;
+	if (bound == NULL && c->prev->phase == SK_PHASE_CREATING)
+		return creating_gate(c);
+	return K_CREATE;
+}
+
+static void
+push_create(sk_pctx *c)
+{
+	const sk_userspace_spec *s = &c->us->spec;
+	sk_action *a = sk_plan_push(c, SK_ACTION_CREATE, NULL);
+
+	a->template_id = sk_strdup(s->template_id ? s->template_id : "base");
+	a->timeout_ms = c->o->sandbox_timeout_ms;
+	a->auto_pause = s->on_timeout == SK_ON_TIMEOUT_PAUSE;
+	a->auto_resume = s->auto_resume;
+	a->cpu_count = s->cpu_count;
+	a->memory_mb = s->memory_mb;
+	sk_reconcile_sandbox_metadata(c->us, &a->metadata);
+	for (size_t i = 0; i < s->env.len; i++)
+		sk_kvlist_set(&a->env, s->env.items[i].key, s->env.items[i].value);
+	sk_plan_push(c, SK_ACTION_BIND, NULL);
+	sk_plan_set_binding(c, NULL);
+	sk_plan_requeue(c, c->o->short_requeue_ms);
+}
+
+/* No keeper and a create is allowed (no binding, or the bound one is gone). */
+static void
+plan_absent(sk_pctx *c)
+{
+	sk_userspace_status *n = &c->r->next;
+
+	if (c->us->spec.mode == SK_MODE_PAUSED) {
+		n->phase = SK_PHASE_PAUSED;
+		sk_plan_cond(c, SK_C_READY, "True", "Paused",
+		        "no sandbox; one is created when mode is Running");
+		sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", "NoSandbox", "no sandbox");
+		return;
+	}
+	if (c->hold) {
+		n->phase = SK_PHASE_PENDING;
+		sk_plan_drift(c, SK_DRIFT_MISSING, NULL, "no sandbox (not created: %s is set)",
+		        SK_ANNOTATION_PAUSED);
+		sk_plan_cond(c, SK_C_READY, "False", "SandboxMissing", "no sandbox");
+		sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", "NoSandbox", "no sandbox");
+		return;
+	}
+	push_create(c);
+	n->phase = SK_PHASE_CREATING;
+	sk_plan_cond(c, SK_C_READY, "False", "Creating", "creating the sandbox");
+	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_STARTING,
+	        "waiting for the data plane of the new sandbox");
+}
+
+static void
+check_spec(sk_pctx *c, const sk_sandbox *k)
+{
+	const sk_userspace_spec *s = &c->us->spec;
+	sk_buf b = SK_BUF_INIT(1024);
+
+	if (k->template_id != NULL && s->template_id != NULL &&
+	        !sk_str_eq(s->template_id, k->template_id) && !sk_str_eq(s->template_id, k->alias))
+		sk_buf_printf(&b, "%stemplate %s, spec wants %s", b.len ? "; " : "",
+		        k->alias ? k->alias : k->template_id, s->template_id);
+	if (s->cpu_count > 0 && k->cpu_count > 0 && s->cpu_count != k->cpu_count)
+		sk_buf_printf(&b, "%scpuCount %d, spec wants %d", b.len ? "; " : "", k->cpu_count,
+		        s->cpu_count);
+	if (s->memory_mb > 0 && k->memory_mb > 0 && s->memory_mb != k->memory_mb)
+		sk_buf_printf(&b, "%smemoryMB %d, spec wants %d", b.len ? "; " : "", k->memory_mb,
+		        s->memory_mb);
+	if (b.len > 0)
+		sk_plan_drift(c, SK_DRIFT_SPEC, k->id, "%s (report only)", b.data);
+	sk_buf_dispose(&b);
+}
+
+static bool
+warming(const sk_pctx *c)
+{
+	const sk_condition *dp = sk_plan_prev_cond(c, SK_COND_DATAPLANE);
+
+	if (dp == NULL || !sk_str_eq(dp->status, "Unknown"))
+		return false;
+	if (!sk_str_eq(dp->reason, SK_REASON_STARTING) &&
+	        !sk_str_eq(dp->reason, SK_REASON_RESUMING))
+		return false;
+	return c->now - dp->last_transition_ms < c->o->resume_grace_ms;
+}
+
+static void
+replace(sk_pctx *c, const sk_sandbox *k)
+{
+	push_create(c);
+	sk_action *a = sk_plan_push(c, SK_ACTION_KILL, k->id);
+	a->why = SK_KILL_REPLACE;
+	c->r->next.phase = SK_PHASE_CREATING;
+	sk_plan_cond(c, SK_C_READY, "False", "Replacing",
+	        "replacing %s: data plane unreachable past health.unhealthyAfter", k->id);
+	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_STARTING,
+	        "waiting for the data plane of the replacement");
+}
+
+static void
+unreachable(sk_pctx *c, const sk_sandbox *k, const sk_probe *p)
+{
+	const sk_userspace_spec *s = &c->us->spec;
+	int64_t since, due;
+
+	if (warming(c)) {
+		const sk_condition *dp = sk_plan_prev_cond(c, SK_COND_DATAPLANE);
+		c->r->next.phase =
+		        c->prev->phase == SK_PHASE_CREATING ? SK_PHASE_CREATING : SK_PHASE_RESUMING;
+		sk_plan_cond(c, SK_C_READY, "False", dp->reason,
+		        "data plane answered %d right after start; within the grace",
+		        p->http_status);
+		sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", dp->reason, "%s", dp->message);
+		sk_plan_requeue(c, c->o->short_requeue_ms);
+		return;
+	}
+	since = sk_plan_drift(c, SK_DRIFT_DATAPLANE, k->id,
+	        p->http_status ? "data plane answered %d" : "data plane unreachable (status %d)",
+	        p->http_status);
+	c->r->next.phase = SK_PHASE_DEGRADED;
+	sk_plan_cond(c, SK_C_READY, "False", SK_DRIFT_DATAPLANE,
+	        "sandbox %s runs but its data "
+	        "plane is unreachable",
+	        k->id);
+	sk_plan_cond(
+	        c, SK_C_DATAPLANE, "False", SK_DRIFT_DATAPLANE, "GET /health: %d", p->http_status);
+	if (s->remediation != SK_REMEDIATION_REPLACE)
+		return;
+	due = since + s->unhealthy_after_ms;
+	if (c->now >= due && !c->hold)
+		replace(c, k);
+	else
+		sk_plan_requeue(c, due - c->now);
+}
+
+/* Keeps the TTL of a running sandbox the user wants running from expiring. */
+static void
+keep_alive(sk_pctx *c, const sk_sandbox *k)
+{
+	int64_t remaining = k->end_ms - c->now;
+	int64_t ttl = c->o->sandbox_timeout_ms;
+
+	if (k->end_ms <= 0)
+		return;
+	if (remaining <= ttl / 2 && !c->hold) {
+		sk_action *a = sk_plan_push(c, SK_ACTION_SET_TIMEOUT, k->id);
+		a->timeout_ms = ttl;
+		remaining = ttl;
+	}
+	sk_plan_requeue(c, remaining / 2);
+}
+
+static void
+plan_running(sk_pctx *c, const sk_sandbox *k)
+{
+	const sk_probe *p = sk_observed_probe(c->ob, k->id);
+	size_t before = c->r->n_actions;
+
+	c->r->next.phase = SK_PHASE_RUNNING;
+	if (!c->o->probe || (p != NULL && !p->made && p->error_code == SK_ENOTSUPPORTED)) {
+		/* no data-plane probe (disabled, or the backend has none, e.g. daytona) */
+		sk_plan_cond(c, SK_C_READY, "True", "Running", "sandbox %s is running", k->id);
+		sk_plan_cond(
+		        c, SK_C_DATAPLANE, "Unknown", "NotProbed", "the data plane is not probed");
+	} else if (p == NULL || !p->made) {
+		sk_plan_cond(c, SK_C_READY, "Unknown", "NotProbed", "data plane not probed yet");
+		sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", "NotProbed", "no probe result");
+		sk_plan_requeue(c, c->o->short_requeue_ms);
+	} else if (p->health == SK_HEALTH_OK) {
+		sk_plan_cond(c, SK_C_READY, "True", "Running", "sandbox %s is running", k->id);
+		sk_plan_cond(
+		        c, SK_C_DATAPLANE, "True", "Healthy", "GET /health: %d", p->http_status);
+	} else if (p->health == SK_HEALTH_UNREACHABLE) {
+		unreachable(c, k, p);
+	} else {
+		c->r->next.phase = SK_PHASE_DEGRADED;
+		sk_plan_cond(c, SK_C_READY, "False", "DataPlaneError", "data plane error");
+		sk_plan_cond(c, SK_C_DATAPLANE, "False", "DataPlaneError", "GET /health: %d",
+		        p->http_status);
+	}
+	for (size_t i = before; i < c->r->n_actions; i++) {
+		if (c->r->actions[i].type == SK_ACTION_CREATE)
+			return; /* replaced: no lifecycle for the old one */
+	}
+	keep_alive(c, k);
+}
+
+static void
+resume(sk_pctx *c, const sk_sandbox *k)
+{
+	sk_action *a;
+
+	if (c->hold) {
+		c->r->next.phase = SK_PHASE_PAUSED;
+		sk_plan_drift(c, SK_DRIFT_STATE, k->id, "paused, spec.mode is Running");
+		sk_plan_cond(c, SK_C_READY, "False", SK_REASON_PAUSED_ANNOTATION,
+		        "sandbox %s is paused", k->id);
+		sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", "Paused", "sandbox is paused");
+		return;
+	}
+	a = sk_plan_push(c, SK_ACTION_CONNECT, k->id);
+	a->timeout_ms = c->o->sandbox_timeout_ms;
+	a = sk_plan_push(c, SK_ACTION_SET_TIMEOUT, k->id);
+	a->timeout_ms = c->o->sandbox_timeout_ms;
+	c->r->next.phase = SK_PHASE_RESUMING;
+	sk_plan_cond(c, SK_C_READY, "False", SK_REASON_RESUMING, "resuming sandbox %s", k->id);
+	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_RESUMING,
+	        "waiting for the data plane after resume");
+	sk_plan_requeue(c, c->o->short_requeue_ms);
+}
+
+static void
+park(sk_pctx *c, const sk_sandbox *k)
+{
+	if (k->state == SK_SANDBOX_RUNNING) {
+		if (c->hold) {
+			c->r->next.phase = SK_PHASE_RUNNING;
+			sk_plan_drift(c, SK_DRIFT_STATE, k->id, "running, spec.mode is Paused");
+			sk_plan_cond(c, SK_C_READY, "False", SK_REASON_PAUSED_ANNOTATION,
+			        "sandbox %s is running", k->id);
+			return;
+		}
+		sk_plan_push(c, SK_ACTION_PAUSE, k->id);
+	}
+	c->r->next.phase = SK_PHASE_PAUSED;
+	sk_plan_cond(c, SK_C_READY, "True", "Paused", "sandbox %s is paused as desired", k->id);
+	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", "Paused", "sandbox is paused");
+}
+
+static void
+plan_keeper(sk_pctx *c, const sk_sandbox *k)
+{
+	check_spec(c, k);
+	if (k->state != SK_SANDBOX_RUNNING && k->state != SK_SANDBOX_PAUSED) {
+		if (c->r->next.phase == SK_PHASE_NONE)
+			c->r->next.phase = SK_PHASE_PENDING;
+		sk_plan_cond(c, SK_C_READY, "False", "Transitioning", "sandbox %s is %s", k->id,
+		        sk_sandbox_state_name(k->state));
+		sk_plan_requeue(c, c->o->short_requeue_ms);
+		return;
+	}
+	if (c->us->spec.mode == SK_MODE_PAUSED)
+		park(c, k);
+	else if (k->state == SK_SANDBOX_PAUSED)
+		resume(c, k);
+	else
+		plan_running(c, k);
+}
+
+/* Every managed sandbox of the user but the keeper: bind first, then kill. */
+static void
+duplicates(sk_pctx *c, const char *keeper)
+{
+	const sk_userspace_status *n = &c->r->next;
+	bool bound = false;
+
+	for (size_t i = 0; i < c->ob->sandboxes.len; i++) {
+		const sk_sandbox *sb = &c->ob->sandboxes.items[i];
+		if (keeper == NULL || sb->state == SK_SANDBOX_GONE || sk_str_eq(sb->id, keeper))
+			continue;
+		sk_plan_drift(c, SK_DRIFT_DUPLICATE, sb->id, "duplicate of %s%s", keeper,
+		        c->hold ? " (not deleted: paused annotation)" : "; deleting");
+		if (c->hold)
+			continue;
+		if (!bound && !sk_str_eq(n->sandbox_id, c->prev->sandbox_id))
+			sk_plan_push(c, SK_ACTION_BIND, n->sandbox_id);
+		bound = true;
+		sk_plan_push(c, SK_ACTION_KILL, sb->id)->why = SK_KILL_DUPLICATE;
+	}
+}
+
+static void
+keep_previous(sk_pctx *c, int which, const char *type)
+{
+	const sk_condition *old = sk_plan_prev_cond(c, type);
+
+	if (old != NULL)
+		sk_plan_cond(c, which, old->status, old->reason, "%s", old->message);
+}
+
+static void
+plan_live(sk_pctx *c)
+{
+	const sk_sandbox *k = NULL;
+	int ks = pick_keeper(c, &k);
+	sk_userspace_status *n = &c->r->next;
+
+	if (ks == K_FOUND && !c->hold)
+		sk_plan_set_binding(c, k->id);
+	if (ks == K_CREATE && !c->hold)
+		sk_plan_set_binding(c, NULL);
+	duplicates(c, ks == K_FOUND ? k->id : c->prev->sandbox_id);
+	switch (ks) {
+	case K_FOUND: plan_keeper(c, k); break;
+	case K_CREATE: plan_absent(c); break;
+	case K_WAIT:
+		if (n->phase == SK_PHASE_NONE)
+			n->phase = SK_PHASE_PENDING;
+		keep_previous(c, SK_C_READY, SK_COND_READY);
+		keep_previous(c, SK_C_DATAPLANE, SK_COND_DATAPLANE);
+		if (!c->hold)
+			sk_plan_cond(c, SK_C_SYNCED, "False", SK_REASON_OBSERVE_FAILED, "%s",
+			        c->r->wait_message);
+		break;
+	case K_WAIT_CREATING:
+		n->phase = SK_PHASE_CREATING;
+		sk_plan_cond(c, SK_C_READY, "False", "Creating", "%s", c->r->wait_message);
+		if (!c->hold)
+			sk_plan_cond(c, SK_C_SYNCED, c->r->wait_code ? "False" : "True",
+			        c->r->wait_code ? SK_REASON_OBSERVE_FAILED
+			                        : SK_REASON_AWAITING_CREATE,
+			        "%s", c->r->wait_message);
+		break;
+	}
+}
+
+static void
+plan_delete(sk_pctx *c)
+{
+	const sk_userspace *us = c->us;
+	const char *bound = c->prev->sandbox_id;
+	bool retain = us->spec.deletion_policy == SK_DELETE_RETAIN;
+
+	c->r->next.phase = SK_PHASE_DELETING;
+	sk_plan_cond(c, SK_C_READY, "False", "Deleting", "being deleted (deletionPolicy %s)",
+	        retain ? "Retain" : "Delete");
+	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", "Deleting", "being deleted");
+	if (!sk_userspace_has_finalizer(us, SK_FINALIZER) || c->hold)
+		return;
+	if (!retain) {
+		for (size_t i = 0; i < c->ob->sandboxes.len; i++) {
+			if (c->ob->sandboxes.items[i].state != SK_SANDBOX_GONE)
+				sk_plan_push(c, SK_ACTION_KILL, c->ob->sandboxes.items[i].id)->why =
+				        SK_KILL_DELETE;
+		}
+		if (bound != NULL && find(c->ob, bound) == NULL &&
+		        c->ob->bound != SK_LOOKUP_NOT_FOUND)
+			sk_plan_push(c, SK_ACTION_KILL, bound)->why = SK_KILL_DELETE;
+		if (c->ob->user != SK_LOOKUP_FOUND && c->ob->user != SK_LOOKUP_NOT_FOUND) {
+			sk_plan_wait(c,
+			        c->ob->user_error.code ? c->ob->user_error.code : SK_ETRANSIENT,
+			        "keeping the finalizer: the lookup of the user's sandboxes failed: "
+			        "%s",
+			        c->ob->user_error.message[0] ? c->ob->user_error.message
+			                                     : "not made");
+			sk_plan_requeue(c, c->o->short_requeue_ms);
+			return;
+		}
+	}
+	sk_plan_push(c, SK_ACTION_REMOVE_FINALIZER, NULL);
+}
+
+int
+sk_plan(const sk_userspace *desired, const sk_observed *observed, int64_t now_ms,
+        const sk_plan_options *opts, sk_plan_result *out)
+{
+	sk_pctx c;
+	const sk_condition *synced;
+	const char *ann = sk_kvlist_get(&desired->meta.annotations, SK_ANNOTATION_PAUSED);
+
+	memset(out, 0, sizeof(*out));
+	memset(&c, 0, sizeof(c));
+	c.us = desired;
+	c.prev = &desired->status;
+	c.ob = observed;
+	c.o = opts;
+	c.now = now_ms;
+	c.r = out;
+	c.hold = ann != NULL && strcmp(ann, "true") == 0;
+	out->next.phase = c.prev->phase;
+	out->next.sandbox_id = sk_strdup(c.prev->sandbox_id);
+	out->next.last_reconcile_ms = c.prev->last_reconcile_ms;
+	sk_plan_cond(&c, SK_C_SYNCED, "True", "Reconciled", "observed state converged");
+	if (c.hold) {
+		synced = sk_plan_prev_cond(&c, SK_COND_SYNCED);
+		sk_plan_cond(&c, SK_C_SYNCED, "False", SK_REASON_PAUSED_ANNOTATION,
+		        "%s is true: observing only", SK_ANNOTATION_PAUSED);
+		if (synced == NULL || !sk_str_eq(synced->reason, SK_REASON_PAUSED_ANNOTATION))
+			sk_plan_event(&c, "Normal", SK_REASON_PAUSED_ANNOTATION,
+			        "%s is true: observing only", SK_ANNOTATION_PAUSED);
+	}
+	if (desired->meta.deletion_ms != 0)
+		plan_delete(&c);
+	else
+		plan_live(&c);
+	sk_plan_finish(&c);
+	return 0;
+}

@@ -1,0 +1,238 @@
+/*
+ * reconcile: one UserSpace, observe -> plan -> execute -> status (DESIGN §5).
+ *
+ *   sk_observe   gathers the observed state: the user's managed sandboxes from
+ *                the controller's last list, a direct GET of the bound sandbox
+ *                when the list lacks it or predates our last status write (or
+ *                the keeper's data plane did not answer: is it still running?),
+ *                a direct lookup by user_id when the object is being deleted or
+ *                an unfinished create must be resolved, and the data-plane
+ *                probe of the running keeper.
+ *   sk_plan      PURE (no I/O, no clock): desired + observed + now -> ordered
+ *                actions, the next status, and the requeue delay.
+ *   sk_execute   runs the actions through the provider and the store, writes
+ *                status with compare-and-swap, records events, classifies failures.
+ *   sk_reconcile get -> observe -> plan -> execute: the call a worker makes.
+ *
+ * Crash safety of create (rule 1, "a list is not proof of absence"):
+ * before every create the executor writes status {phase: Creating,
+ * sandboxID: none, lastReconcileTime: T} (compare-and-swap; when that write
+ * fails nothing is created). A round that finds phase Creating with nothing
+ * bound knows a create may have happened without its binding (crash, store
+ * down): it adopts a sandbox of the user when any is seen, and creates again
+ * only when a direct lookup by user_id made at least create_grace_ms after T
+ * (longer than any create request can take) finds none. The controller's
+ * cached list (possibly older than T, possibly empty) never justifies a
+ * second create. A create that the provider rejected outright (429 or another
+ * 4xx) clears the mark at once so the next round retries without the wait.
+ */
+#ifndef SK_RECONCILE_H
+#define SK_RECONCILE_H
+
+#include "../api/api.h"
+#include "../sandbox/sandbox.h"
+#include "../store/store.h"
+#include "../util/util.h"
+
+/* ---- options ---- */
+
+typedef struct sk_plan_options {
+	int64_t sandbox_timeout_ms; /* provider TTL set on create/connect/set_timeout (1h) */
+	int64_t resume_grace_ms; /* 502/503/504 after a create/resume is transient (20s) */
+	int64_t create_grace_ms; /* wait before re-creating after an unfinished create (30s) */
+	int64_t resync_ms; /* longest requeue (30s) */
+	int64_t short_requeue_ms; /* after create/connect, to probe (2s) */
+	int64_t min_requeue_ms; /* shortest requeue (1s) */
+	bool probe; /* probe the data plane of the running keeper (true) */
+	size_t max_probes; /* unbound: running candidates probed at most (3) */
+	bool delete_orphans; /* false */
+	int64_t orphan_grace_ms; /* 10m */
+} sk_plan_options;
+
+void sk_plan_options_init(sk_plan_options *o);
+/* Defaults, then the provider entry's TTL/orphan settings and the resync period
+ * (resync_ms 0 keeps the default). The create grace is the provider's request
+ * timeout plus 5 s. */
+void sk_plan_options_from_config(
+        sk_plan_options *o, const sk_provider_config *pc, int64_t resync_ms);
+
+/* ---- observed state ---- */
+
+/* The controller's view of one user's sandboxes from its last provider list. */
+typedef struct sk_list_view {
+	const sk_sandbox_list *for_user; /* managed sandboxes tagged user_id; NULL: none */
+	bool valid; /* the last list call succeeded (every page) */
+	int64_t listed_ms; /* when that list call started; 0 unknown */
+} sk_list_view;
+
+typedef enum sk_lookup {
+	SK_LOOKUP_NONE, /* not made */
+	SK_LOOKUP_FOUND, /* answered, the object exists */
+	SK_LOOKUP_NOT_FOUND, /* answered 404 / none matched (confirmed absence) */
+	SK_LOOKUP_ERROR, /* failed (transient or not): proves nothing */
+} sk_lookup;
+
+typedef struct sk_probe {
+	char *sandbox_id;
+	bool made; /* false: could not probe (error) */
+	sk_health health;
+	int http_status;
+	int64_t probed_ms;
+	int error_code; /* when !made */
+} sk_probe;
+
+typedef struct sk_observed {
+	/* The user's managed sandboxes (list + direct answers), one per id, no GONE. */
+	sk_sandbox_list sandboxes;
+	bool list_valid;
+	int64_t listed_ms;
+	/* Direct GET of status.sandboxID (made when the list lacks it). */
+	sk_lookup bound;
+	sk_error bound_error;
+	/* Direct list by user_id (deletion, or phase Creating with nothing bound). */
+	sk_lookup user;
+	int64_t user_ms; /* when the lookup started */
+	sk_error user_error;
+	/* Data-plane probes (the keeper, or running candidates when unbound). */
+	sk_probe *probes;
+	size_t n_probes;
+} sk_observed;
+
+void sk_observed_init(sk_observed *o);
+void sk_observed_dispose(sk_observed *o);
+/* Adds a copy of sb (replacing one with the same id). */
+void sk_observed_add(sk_observed *o, const sk_sandbox *sb);
+void sk_observed_add_probe(sk_observed *o, const char *id, bool made, sk_health h, int http_status,
+        int64_t when_ms, int error_code);
+const sk_probe *sk_observed_probe(const sk_observed *o, const char *id);
+
+/* Fills out (caller disposes). Returns 0; provider failures are recorded in
+ * out (bound/user/probes), never returned: the planner decides what they mean.
+ * list may be NULL (nothing listed). */
+int sk_observe(sk_provider *p, const sk_userspace *us, const sk_list_view *list,
+        const sk_plan_options *opts, sk_observed *out, sk_error *err);
+
+/* The sandbox metadata value for a string: characters outside [A-Za-z0-9._-]
+ * become '-', at most 256 bytes. Caller frees. */
+char *sk_reconcile_meta_value(const char *s);
+/* The metadata every created sandbox carries (spec.metadata + the managed keys). */
+void sk_reconcile_sandbox_metadata(const sk_userspace *us, sk_kvlist *out);
+
+/* ---- plan ---- */
+
+typedef enum sk_action_type {
+	SK_ACTION_CREATE,
+	SK_ACTION_CONNECT, /* resume (or extend) */
+	SK_ACTION_PAUSE,
+	SK_ACTION_KILL,
+	SK_ACTION_SET_TIMEOUT, /* re-assert the lifecycle */
+	SK_ACTION_BIND, /* write the next status now (binding first) */
+	SK_ACTION_REMOVE_FINALIZER,
+	SK_ACTION_EVENT,
+} sk_action_type;
+
+typedef enum sk_kill_reason {
+	SK_KILL_NONE,
+	SK_KILL_DUPLICATE,
+	SK_KILL_REPLACE,
+	SK_KILL_DELETE,
+	SK_KILL_ORPHAN,
+} sk_kill_reason;
+
+typedef struct sk_action {
+	sk_action_type type;
+	/* Target; NULL for CREATE, and for BIND/SET_TIMEOUT/PAUSE meaning "the
+	 * sandbox the preceding CREATE made". */
+	char *sandbox_id;
+	sk_kill_reason why; /* KILL */
+	int64_t timeout_ms; /* CREATE, CONNECT, SET_TIMEOUT */
+	/* CREATE */
+	char *template_id;
+	int cpu_count;
+	int memory_mb;
+	bool auto_pause;
+	bool auto_resume;
+	sk_kvlist metadata;
+	sk_kvlist env;
+	/* EVENT */
+	char *event_type; /* "Normal" | "Warning" */
+	char *reason;
+	char *message;
+} sk_action;
+
+typedef struct sk_plan_result {
+	sk_action *actions;
+	size_t n_actions;
+	/* The status to write once the actions succeed (sandboxID of a CREATE
+	 * filled in by the executor). */
+	sk_userspace_status next;
+	int64_t requeue_after_ms;
+	/* Non-zero SK_E* when the plan waits on an observation failure (e.g. the
+	 * GET of the bound sandbox failed): the caller backs off; wait_message says why. */
+	int wait_code;
+	char *wait_message;
+} sk_plan_result;
+
+int sk_plan(const sk_userspace *desired, const sk_observed *observed, int64_t now_ms,
+        const sk_plan_options *opts, sk_plan_result *out);
+void sk_plan_result_dispose(sk_plan_result *r);
+
+const char *sk_action_type_name(sk_action_type t); /* "create", "kill", ... */
+const char *sk_kill_reason_name(sk_kill_reason r); /* "Duplicate", "Replace", ... */
+bool sk_action_is_mutating(const sk_action *a); /* CREATE CONNECT PAUSE KILL */
+/* One line: "create sandbox (template base, timeout 1h)", "kill i123 (Duplicate)". */
+void sk_action_describe(const sk_action *a, sk_buf *out);
+/* Every action, one per line, then the next phase and requeue. */
+void sk_plan_describe(const sk_plan_result *r, sk_buf *out);
+
+/* ---- orphans (rule 8) ---- */
+
+/* Whether a UserSpace exists for a user id. */
+typedef bool (*sk_has_user_fn)(const char *user_id, void *arg);
+
+typedef struct sk_orphan {
+	char *sandbox_id;
+	char *user_id;
+	int64_t first_seen_ms;
+	bool kill; /* delete_orphans and older than the grace */
+} sk_orphan;
+
+typedef struct sk_orphan_list {
+	sk_orphan *items;
+	size_t len;
+} sk_orphan_list;
+void sk_orphan_list_dispose(sk_orphan_list *l);
+
+/* Pure. all: every sandbox the provider listed (only managed_by=spacekeeper
+ * ones count). seen: caller-kept map sandbox id -> first-seen ms (decimal),
+ * updated here (new orphans added, others dropped); NULL uses started_ms. */
+int sk_plan_orphans(const sk_sandbox_list *all, sk_has_user_fn has_user, void *arg, sk_kvlist *seen,
+        int64_t now_ms, const sk_plan_options *opts, sk_orphan_list *out);
+
+/* ---- execute ---- */
+
+typedef struct sk_reconcile_env {
+	sk_store *store;
+	sk_provider *provider;
+	/* Optional: the provider for spec.provider (NULL result or fn: provider). */
+	sk_provider *(*provider_for)(const char *name, void *arg);
+	void *provider_arg;
+	sk_plan_options opts;
+	sk_log_fn log; /* optional */
+	void *log_payload;
+	/* Optional clock for tests (NULL: sk_now_ms). */
+	int64_t (*now)(void);
+} sk_reconcile_env;
+
+/* Runs plan for us (as read from the store: its resourceVersion is the CAS
+ * token). *updated (may be NULL) gets the object as last written (NULL when
+ * it was removed). Returns 0, or the failure's code (transient: back off). */
+int sk_execute(const sk_reconcile_env *env, const sk_userspace *us, const sk_plan_result *plan,
+        sk_userspace **updated, sk_error *err);
+
+/* get -> observe -> plan -> execute. A missing object is success (nothing to
+ * do). *requeue_after_ms (may be NULL) gets the plan's delay (0 when none). */
+int sk_reconcile(const sk_reconcile_env *env, const char *name, const sk_list_view *list,
+        int64_t *requeue_after_ms, sk_error *err);
+
+#endif

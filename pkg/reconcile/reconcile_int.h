@@ -1,0 +1,57 @@
+/*
+ * reconcile_int: the planner's working context and the helpers that build
+ * actions, conditions and drift for the next status (private to reconcile).
+ */
+#ifndef SK_RECONCILE_INT_H
+#define SK_RECONCILE_INT_H
+
+#include "reconcile.h"
+
+enum { SK_C_READY, SK_C_SYNCED, SK_C_DATAPLANE, SK_C_DRIFTED, SK_C_COUNT };
+
+#define SK_REASON_STARTING "Starting"
+#define SK_REASON_RESUMING "Resuming"
+#define SK_REASON_PAUSED_ANNOTATION "ReconcilePaused"
+#define SK_REASON_AWAITING_CREATE "AwaitingCreate"
+#define SK_REASON_OBSERVE_FAILED "ObserveFailed"
+
+typedef struct sk_cond_decision {
+	const char *status; /* NULL: not decided (Unknown) */
+	const char *reason;
+	char *message; /* owned */
+} sk_cond_decision;
+
+typedef struct sk_pctx {
+	const sk_userspace *us;
+	const sk_userspace_status *prev;
+	const sk_observed *ob;
+	const sk_plan_options *o;
+	int64_t now;
+	sk_plan_result *r;
+	bool hold; /* spacekeeper.dev/paused: report only */
+	int64_t requeue; /* 0: resync */
+	sk_cond_decision cond[SK_C_COUNT];
+} sk_pctx;
+
+sk_action *sk_plan_push(sk_pctx *c, sk_action_type type, const char *sandbox_id);
+void sk_plan_event(sk_pctx *c, const char *type, const char *reason, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+void sk_plan_cond(sk_pctx *c, int which, const char *status, const char *reason, const char *fmt,
+        ...) __attribute__((format(printf, 5, 6)));
+/* Adds drift (since kept from the previous status for the same type+sandbox);
+ * returns its since. An event is planned when the drift is new. */
+int64_t sk_plan_drift(sk_pctx *c, const char *type, const char *sandbox_id, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+/* The previous status's drift of that type and sandbox, or NULL. */
+const sk_drift *sk_plan_prev_drift(const sk_pctx *c, const char *type, const char *sandbox_id);
+const sk_condition *sk_plan_prev_cond(const sk_pctx *c, const char *type);
+void sk_plan_requeue(sk_pctx *c, int64_t ms);
+void sk_plan_wait(sk_pctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Builds next.conditions from the decisions (transition times kept when the
+ * status did not change) and sets the requeue delay. */
+void sk_plan_finish(sk_pctx *c);
+void sk_plan_set_binding(sk_pctx *c, const char *id);
+
+bool sk_str_eq(const char *a, const char *b);
+
+#endif

@@ -1,0 +1,316 @@
+/*
+ * sandbox/daytona: the Daytona sandbox API (reference e2b-api.md §5) mapped
+ * onto the E2B model: labels are metadata (list filter = a JSON object), start
+ * is connect, stop is pause, delete is kill, the auto-stop interval is the
+ * timeout. Daytona has no envd health endpoint: probe_health is not supported.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sandbox_int.h"
+
+static sk_sandbox_state
+daytona_state(const char *s)
+{
+	static const char *const transitional[] = { "creating", "restoring", "starting", "stopping",
+		"archiving", "pulling_snapshot", "building_snapshot", "pending_build", "destroying",
+		"resizing", NULL };
+	static const char *const gone[] = { "destroyed", "error", "build_failed", NULL };
+
+	if (s == NULL)
+		return SK_SANDBOX_UNKNOWN;
+	if (strcmp(s, "started") == 0)
+		return SK_SANDBOX_RUNNING;
+	if (strcmp(s, "stopped") == 0 || strcmp(s, "archived") == 0)
+		return SK_SANDBOX_PAUSED;
+	for (size_t i = 0; transitional[i]; i++)
+		if (strcmp(s, transitional[i]) == 0)
+			return SK_SANDBOX_TRANSITIONAL;
+	for (size_t i = 0; gone[i]; i++)
+		if (strcmp(s, gone[i]) == 0)
+			return SK_SANDBOX_GONE;
+	return SK_SANDBOX_UNKNOWN;
+}
+
+static const char *
+jstr(const json_t *o, const char *key)
+{
+	const json_t *v = json_object_get(o, key);
+
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static int
+decode(const json_t *j, sk_sandbox *out, sk_error *err)
+{
+	const char *id = json_is_object(j) ? jstr(j, "id") : NULL;
+	json_t *labels, *v;
+	const char *k;
+
+	memset(out, 0, sizeof(*out));
+	if (id == NULL || id[0] == '\0')
+		return sk_error_set(err, SK_EINVALID, "daytona sandbox without id");
+	out->id = sk_strdup(id);
+	out->template_id = sk_strdup(jstr(j, "snapshot"));
+	out->alias = sk_strdup(jstr(j, "name"));
+	out->state = daytona_state(jstr(j, "state"));
+	if (jstr(j, "createdAt"))
+		sk_time_parse(jstr(j, "createdAt"), &out->started_ms);
+	out->cpu_count = (int)json_number_value(json_object_get(j, "cpu"));
+	out->memory_mb = (int)(json_number_value(json_object_get(j, "memory")) * 1024);
+	labels = json_object_get(j, "labels");
+	if (json_is_object(labels))
+		json_object_foreach(labels, k, v)
+		{
+			if (json_is_string(v))
+				sk_kvlist_set(&out->metadata, k, json_string_value(v));
+		}
+	return SK_OK;
+}
+
+static json_t *
+kv_object(const sk_kvlist *l)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; l && i < l->len; i++)
+		json_object_set_new(o, l->items[i].key, json_string(l->items[i].value));
+	return o;
+}
+
+static long
+minutes(int64_t ms)
+{
+	return ms <= 0 ? 0 : (long)((ms + 59999) / 60000);
+}
+
+/* One request whose 2xx body (when wanted) is a Daytona sandbox. */
+static int
+call(sk_provider *p, const char *method, const char *path, const char *body, sk_sandbox *out,
+        sk_error *err)
+{
+	sk_http_request r = { .method = method, .path = path, .body = body, .auth = true };
+	json_t *resp = NULL;
+	int rc = sk_http_json(&p->http, &r, NULL, out ? &resp : NULL, err);
+
+	if (rc == SK_OK && out)
+		rc = decode(resp, out, err);
+	json_decref(resp);
+	return rc;
+}
+
+static int
+daytona_create(sk_provider *p, const sk_create_request *req, sk_sandbox *out, sk_error *err)
+{
+	json_t *body = json_object();
+	int64_t t = req->timeout_ms > 0 ? req->timeout_ms : p->cfg.sandbox_timeout_ms;
+	char *text = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (req->template_id)
+		json_object_set_new(body, "snapshot", json_string(req->template_id));
+	json_object_set_new(body, "labels", kv_object(req->metadata));
+	json_object_set_new(body, "env", kv_object(req->env));
+	json_object_set_new(body, "autoStopInterval", json_integer(minutes(t)));
+	if (!req->auto_pause) /* E2B kill-on-timeout: delete when stopped */
+		json_object_set_new(body, "autoDeleteInterval", json_integer(0));
+	if (sk_json_dump_body(body, &text) != SK_OK)
+		return sk_error_set(err, SK_ENOMEM, "encoding the create request");
+	rc = call(p, "POST", "/sandbox", text, out, err);
+	free(text);
+	return rc;
+}
+
+static int
+daytona_get(sk_provider *p, const char *id, sk_sandbox *out, sk_error *err)
+{
+	char *path;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!sk_sandbox_id_valid(id))
+		return sk_error_set(err, SK_EINVALID, "invalid sandbox id");
+	path = sk_asprintf("/sandbox/%s", id);
+	rc = call(p, "GET", path, NULL, out, err);
+	if (rc == SK_OK && out->state == SK_SANDBOX_GONE && out->id) {
+		/* destroyed: the E2B model's 404 */
+		sk_sandbox_dispose(out);
+		rc = sk_error_set(err, SK_ENOTFOUND, "GET %s: sandbox destroyed", path);
+	}
+	free(path);
+	return rc;
+}
+
+/* One page of GET /sandbox/paginated; *total_pages from the response. */
+static int
+list_page(sk_provider *p, const char *labels, int page, const sk_kvlist *match,
+        sk_sandbox_list *out, size_t *cap, int *total_pages, sk_error *err)
+{
+	sk_http_request r = { .method = "GET", .auth = true };
+	json_t *resp = NULL, *items, *item;
+	size_t i;
+	int rc;
+
+	r.path = sk_asprintf("/sandbox/paginated?page=%d&limit=100%s%s", page,
+	        labels ? "&labels=" : "", labels ? labels : "");
+	rc = sk_http_json(&p->http, &r, NULL, &resp, err);
+	items = json_object_get(resp, "items");
+	if (rc == SK_OK && !json_is_array(items))
+		rc = sk_error_set(err, SK_EINVALID, "GET %s: no items array", r.path);
+	*total_pages = (int)json_integer_value(json_object_get(resp, "totalPages"));
+	if (rc == SK_OK)
+		json_array_foreach(items, i, item)
+		{
+			sk_sandbox sb;
+			if (decode(item, &sb, NULL) != SK_OK)
+				continue;
+			if (sb.state != SK_SANDBOX_GONE &&
+			        sk_sandbox_metadata_matches(&sb.metadata, match))
+				sk_sandbox_list_push(out, cap, &sb);
+			else
+				sk_sandbox_dispose(&sb);
+		}
+	json_decref(resp);
+	free((char *)r.path);
+	return rc;
+}
+
+static int
+daytona_list(sk_provider *p, const sk_kvlist *match, sk_sandbox_list *out, sk_error *err)
+{
+	char *json = NULL, *labels = NULL;
+	size_t cap = 0;
+	int total = 1, rc = SK_OK;
+
+	memset(out, 0, sizeof(*out));
+	if (match && match->len) {
+		sk_json_dump_body(kv_object(match), &json);
+		labels = sk_http_escape(&p->http, json);
+	}
+	for (int page = 1; rc == SK_OK && page <= total; page++) {
+		if (page > SK_LIST_MAX_PAGES) {
+			rc = sk_error_set(err, SK_ETRANSIENT,
+			        "GET /sandbox/paginated: more than %d pages", SK_LIST_MAX_PAGES);
+			break;
+		}
+		rc = list_page(p, labels, page, match, out, &cap, &total, err);
+	}
+	if (rc != SK_OK)
+		sk_sandbox_list_dispose(out);
+	else
+		sk_sandbox_list_dedup(out);
+	free(json);
+	free(labels);
+	return rc;
+}
+
+static int
+daytona_action(sk_provider *p, const char *id, const char *action, sk_sandbox *out, sk_error *err)
+{
+	char *path = sk_asprintf("/sandbox/%s/%s", id, action);
+	int rc = call(p, "POST", path, NULL, out, err);
+
+	free(path);
+	return rc;
+}
+
+static int
+daytona_connect(sk_provider *p, const char *id, int64_t timeout_ms, sk_sandbox *out, bool *resumed,
+        sk_error *err)
+{
+	sk_sandbox before;
+	int rc;
+
+	if (resumed)
+		*resumed = false;
+	memset(out, 0, sizeof(*out));
+	if ((rc = daytona_get(p, id, &before, err)) != SK_OK)
+		return rc;
+	if (before.state == SK_SANDBOX_RUNNING) {
+		*out = before;
+		return timeout_ms > 0 ? p->ops->set_timeout(p, id, timeout_ms, err) : SK_OK;
+	}
+	sk_sandbox_dispose(&before);
+	rc = daytona_action(p, id, "start", NULL, err);
+	if (rc == SK_OK && resumed)
+		*resumed = true;
+	if (rc == SK_OK)
+		rc = daytona_get(p, id, out, err);
+	return rc;
+}
+
+static int
+daytona_pause(sk_provider *p, const char *id, sk_error *err)
+{
+	sk_sandbox cur;
+	int rc;
+
+	if ((rc = daytona_get(p, id, &cur, err)) != SK_OK)
+		return rc;
+	if (cur.state != SK_SANDBOX_PAUSED) {
+		char *path = sk_asprintf("/sandbox/%s/stop", id);
+		rc = call(p, "POST", path, NULL, NULL, err);
+		free(path);
+		if (rc == SK_ECONFLICT) /* already stopping/stopped */
+			rc = SK_OK;
+	}
+	sk_sandbox_dispose(&cur);
+	if (rc == SK_OK)
+		sk_error_clear(err);
+	return rc;
+}
+
+static int
+daytona_kill(sk_provider *p, const char *id, sk_error *err)
+{
+	char *path;
+	int rc;
+
+	if (!sk_sandbox_id_valid(id))
+		return sk_error_set(err, SK_EINVALID, "invalid sandbox id");
+	path = sk_asprintf("/sandbox/%s", id);
+	rc = call(p, "DELETE", path, NULL, NULL, err);
+	if (rc == SK_ENOTFOUND)
+		rc = SK_OK;
+	free(path);
+	if (rc == SK_OK)
+		sk_error_clear(err);
+	return rc;
+}
+
+static int
+daytona_set_timeout(sk_provider *p, const char *id, int64_t timeout_ms, sk_error *err)
+{
+	char *path;
+	int rc;
+
+	if (!sk_sandbox_id_valid(id))
+		return sk_error_set(err, SK_EINVALID, "invalid sandbox id");
+	path = sk_asprintf("/sandbox/%s/autostop/%ld", id, minutes(timeout_ms));
+	rc = call(p, "POST", path, NULL, NULL, err);
+	free(path);
+	return rc;
+}
+
+static int
+daytona_probe(
+        sk_provider *p, const sk_sandbox *sb, sk_health *health, int *http_status, sk_error *err)
+{
+	*health = SK_HEALTH_ERROR;
+	if (http_status)
+		*http_status = 0;
+	return sk_error_set(err, SK_ENOTSUPPORTED, "daytona: no data-plane health endpoint");
+}
+
+const sk_provider_ops sk_provider_daytona = {
+	.name = "daytona",
+	.create = daytona_create,
+	.get = daytona_get,
+	.list = daytona_list,
+	.connect = daytona_connect,
+	.pause = daytona_pause,
+	.kill = daytona_kill,
+	.set_timeout = daytona_set_timeout,
+	.probe_health = daytona_probe,
+};

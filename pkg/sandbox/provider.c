@@ -1,0 +1,313 @@
+/*
+ * sandbox/provider: the provider object (ops table chosen by the config's
+ * type, the HTTP client, the API key read once and kept only inside the auth
+ * header), the dispatching wrappers, and sandbox value helpers.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sandbox_int.h"
+
+const char *
+sk_sandbox_state_name(sk_sandbox_state s)
+{
+	switch (s) {
+	case SK_SANDBOX_RUNNING: return "running";
+	case SK_SANDBOX_PAUSED: return "paused";
+	case SK_SANDBOX_TRANSITIONAL: return "transitional";
+	case SK_SANDBOX_GONE: return "gone";
+	case SK_SANDBOX_UNKNOWN: break;
+	}
+	return "unknown";
+}
+
+/* E2B and CubeSandbox state strings (Cube adds transients). */
+sk_sandbox_state
+sk_sandbox_state_parse(const char *s)
+{
+	static const char *const transitional[] = { "pausing", "resuming", "starting", "stopping",
+		"creating", "snapshotting", NULL };
+	static const char *const gone[] = { "terminated", "killed", "killing", "deleted", NULL };
+
+	if (s == NULL)
+		return SK_SANDBOX_UNKNOWN;
+	if (strcmp(s, "running") == 0)
+		return SK_SANDBOX_RUNNING;
+	if (strcmp(s, "paused") == 0)
+		return SK_SANDBOX_PAUSED;
+	for (size_t i = 0; transitional[i]; i++)
+		if (strcmp(s, transitional[i]) == 0)
+			return SK_SANDBOX_TRANSITIONAL;
+	for (size_t i = 0; gone[i]; i++)
+		if (strcmp(s, gone[i]) == 0)
+			return SK_SANDBOX_GONE;
+	return SK_SANDBOX_UNKNOWN;
+}
+
+void
+sk_sandbox_dispose(sk_sandbox *sb)
+{
+	if (sb == NULL)
+		return;
+	free(sb->id);
+	free(sb->template_id);
+	free(sb->alias);
+	sk_kvlist_dispose(&sb->metadata);
+	free(sb->domain);
+	free(sb->envd_access_token);
+	memset(sb, 0, sizeof(*sb));
+}
+
+void
+sk_sandbox_free(sk_sandbox *sb)
+{
+	if (sb == NULL)
+		return;
+	sk_sandbox_dispose(sb);
+	free(sb);
+}
+
+void
+sk_sandbox_copy(sk_sandbox *dst, const sk_sandbox *src)
+{
+	*dst = *src;
+	dst->id = sk_strdup(src->id);
+	dst->template_id = sk_strdup(src->template_id);
+	dst->alias = sk_strdup(src->alias);
+	dst->domain = sk_strdup(src->domain);
+	dst->envd_access_token = sk_strdup(src->envd_access_token);
+	memset(&dst->metadata, 0, sizeof(dst->metadata));
+	for (size_t i = 0; i < src->metadata.len; i++)
+		sk_kvlist_set(
+		        &dst->metadata, src->metadata.items[i].key, src->metadata.items[i].value);
+}
+
+void
+sk_sandbox_list_dispose(sk_sandbox_list *l)
+{
+	if (l == NULL)
+		return;
+	for (size_t i = 0; i < l->len; i++)
+		sk_sandbox_dispose(&l->items[i]);
+	free(l->items);
+	l->items = NULL;
+	l->len = 0;
+}
+
+/* Moves *sb into the list (sb is zeroed). */
+void
+sk_sandbox_list_push(sk_sandbox_list *l, size_t *cap, sk_sandbox *sb)
+{
+	if (l->len == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		l->items = sk_realloc(l->items, *cap * sizeof(*l->items));
+	}
+	l->items[l->len++] = *sb;
+	memset(sb, 0, sizeof(*sb));
+}
+
+static int
+cmp_id(const void *a, const void *b)
+{
+	const sk_sandbox *x = a, *y = b;
+
+	return strcmp(x->id ? x->id : "", y->id ? y->id : "");
+}
+
+void
+sk_sandbox_list_dedup(sk_sandbox_list *l)
+{
+	size_t w = 0;
+
+	if (l->len < 2)
+		return;
+	qsort(l->items, l->len, sizeof(*l->items), cmp_id);
+	for (size_t r = 0; r < l->len; r++) {
+		if (w > 0 && cmp_id(&l->items[w - 1], &l->items[r]) == 0) {
+			sk_sandbox_dispose(&l->items[r]);
+			continue;
+		}
+		if (w != r)
+			l->items[w] = l->items[r];
+		w++;
+	}
+	l->len = w;
+}
+
+bool
+sk_sandbox_metadata_matches(const sk_kvlist *meta, const sk_kvlist *match)
+{
+	for (size_t i = 0; match && i < match->len; i++) {
+		const char *v = sk_kvlist_get(meta, match->items[i].key);
+		if (v == NULL || strcmp(v, match->items[i].value) != 0)
+			return false;
+	}
+	return true;
+}
+
+bool
+sk_sandbox_id_valid(const char *id)
+{
+	if (id == NULL || id[0] == '\0' || strlen(id) > 128)
+		return false;
+	for (const char *p = id; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		            (*p >= '0' && *p <= '9') || *p == '-' || *p == '_'))
+			return false;
+	return true;
+}
+
+int
+sk_json_dump_body(json_t *j, char **out)
+{
+	*out = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	return *out ? SK_OK : SK_ENOMEM;
+}
+
+static void
+config_copy(sk_provider_config *d, const sk_provider_config *s)
+{
+	*d = *s;
+	d->name = sk_strdup(s->name);
+	d->api_url = sk_strdup(s->api_url);
+	d->sandbox_url = sk_strdup(s->sandbox_url);
+	d->domain = sk_strdup(s->domain);
+	d->api_key_env = sk_strdup(s->api_key_env);
+	d->api_key_file = sk_strdup(s->api_key_file);
+}
+
+static void
+config_dispose(sk_provider_config *c)
+{
+	free(c->name);
+	free(c->api_url);
+	free(c->sandbox_url);
+	free(c->domain);
+	free(c->api_key_env);
+	free(c->api_key_file);
+}
+
+static const sk_provider_ops *
+ops_for(sk_provider_type t)
+{
+	switch (t) {
+	case SK_PROVIDER_E2B: return &sk_provider_e2b;
+	case SK_PROVIDER_CUBE: return &sk_provider_cube;
+	case SK_PROVIDER_DAYTONA: return &sk_provider_daytona;
+	}
+	return NULL;
+}
+
+static void
+wipe_free(char *s)
+{
+	if (s) {
+		memset(s, 0, strlen(s));
+		free(s);
+	}
+}
+
+int
+sk_provider_new(const sk_provider_config *cfg, sk_provider **out, sk_error *err)
+{
+	sk_provider *p;
+	char *key = NULL;
+	int rc;
+
+	*out = NULL;
+	if (ops_for(cfg->type) == NULL)
+		return sk_error_set(err, SK_EINVALID, "provider %s: unknown type", cfg->name);
+	if (cfg->api_url == NULL || cfg->api_url[0] == '\0')
+		return sk_error_set(err, SK_EINVALID, "provider %s: no apiURL", cfg->name);
+	if (cfg->api_key_env || cfg->api_key_file) {
+		key = sk_provider_api_key(cfg, err);
+		if (key == NULL)
+			return err ? err->code : SK_EINVALID;
+	}
+	p = sk_calloc(1, sizeof(*p));
+	p->ops = ops_for(cfg->type);
+	config_copy(&p->cfg, cfg);
+	rc = sk_http_init(&p->http, cfg->api_url,
+	        cfg->type == SK_PROVIDER_DAYTONA ? "Authorization: Bearer " : "X-API-Key: ", key,
+	        cfg->request_timeout_ms, cfg->insecure_skip_tls_verify, err);
+	wipe_free(key);
+	if (rc != SK_OK) {
+		sk_provider_free(p);
+		return rc;
+	}
+	*out = p;
+	return SK_OK;
+}
+
+void
+sk_provider_free(sk_provider *p)
+{
+	if (p == NULL)
+		return;
+	sk_http_dispose(&p->http);
+	config_dispose(&p->cfg);
+	free(p);
+}
+
+const sk_provider_ops *
+sk_provider_get_ops(const sk_provider *p)
+{
+	return p->ops;
+}
+
+const sk_provider_config *
+sk_provider_get_config(const sk_provider *p)
+{
+	return &p->cfg;
+}
+
+int
+sk_sandbox_create(sk_provider *p, const sk_create_request *req, sk_sandbox *out, sk_error *err)
+{
+	return p->ops->create(p, req, out, err);
+}
+
+int
+sk_sandbox_get(sk_provider *p, const char *id, sk_sandbox *out, sk_error *err)
+{
+	return p->ops->get(p, id, out, err);
+}
+
+int
+sk_sandbox_list_all(sk_provider *p, const sk_kvlist *match, sk_sandbox_list *out, sk_error *err)
+{
+	return p->ops->list(p, match, out, err);
+}
+
+int
+sk_sandbox_connect(sk_provider *p, const char *id, int64_t timeout_ms, sk_sandbox *out,
+        bool *resumed, sk_error *err)
+{
+	return p->ops->connect(p, id, timeout_ms, out, resumed, err);
+}
+
+int
+sk_sandbox_pause(sk_provider *p, const char *id, sk_error *err)
+{
+	return p->ops->pause(p, id, err);
+}
+
+int
+sk_sandbox_kill(sk_provider *p, const char *id, sk_error *err)
+{
+	return p->ops->kill(p, id, err);
+}
+
+int
+sk_sandbox_set_timeout(sk_provider *p, const char *id, int64_t timeout_ms, sk_error *err)
+{
+	return p->ops->set_timeout(p, id, timeout_ms, err);
+}
+
+int
+sk_sandbox_probe_health(
+        sk_provider *p, const sk_sandbox *sb, sk_health *health, int *http_status, sk_error *err)
+{
+	return p->ops->probe_health(p, sb, health, http_status, err);
+}

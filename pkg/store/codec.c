@@ -1,0 +1,269 @@
+/*
+ * store/codec: the UserSpace object as the document stored in MongoDB.
+ *
+ * The API JSON (sk_userspace_to_json) with `_id` = metadata.name, except:
+ * - maps whose keys users choose (metadata.labels, metadata.annotations,
+ *   spec.env, spec.metadata) become arrays of {"k": key, "v": value}, since
+ *   keys like "app.kubernetes.io/name" cannot be BSON field names;
+ * - store-owned metadata is typed: generation and resourceVersion int64,
+ *   creationTimestamp and deletionTimestamp BSON dates, uid and finalizers
+ *   as they are. Reading strips them from the JSON before decoding and sets
+ *   the struct fields from the BSON values.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_int.h"
+
+static const char *const map_paths[][2] = {
+	{ "metadata", "labels" },
+	{ "metadata", "annotations" },
+	{ "spec", "env" },
+	{ "spec", "metadata" },
+};
+
+static const char *const owned_fields[] = { "uid", "generation", "resourceVersion",
+	"creationTimestamp", "deletionTimestamp", "finalizers" };
+
+#define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+static json_t *
+map_to_pairs(json_t *obj)
+{
+	json_t *arr = json_array(), *v;
+	const char *k;
+
+	json_object_foreach(obj, k, v)
+	{
+		json_array_append_new(arr, json_pack("{s:s,s:O}", "k", k, "v", v));
+	}
+	return arr;
+}
+
+static json_t *
+pairs_to_map(json_t *arr)
+{
+	json_t *obj = json_object(), *item;
+	size_t i;
+
+	json_array_foreach(arr, i, item)
+	{
+		const char *k = json_string_value(json_object_get(item, "k"));
+		json_t *v = json_object_get(item, "v");
+		if (k != NULL && v != NULL)
+			json_object_set(obj, k, v);
+	}
+	return obj;
+}
+
+/* Converts every user-keyed map to pairs (to_pairs) or back. */
+static void
+convert_maps(json_t *root, bool to_pairs)
+{
+	for (size_t i = 0; i < N_ELEMS(map_paths); i++) {
+		json_t *parent = json_object_get(root, map_paths[i][0]);
+		json_t *v = json_object_get(parent, map_paths[i][1]);
+
+		if (to_pairs && json_is_object(v))
+			json_object_set_new(parent, map_paths[i][1], map_to_pairs(v));
+		else if (!to_pairs && json_is_array(v))
+			json_object_set_new(parent, map_paths[i][1], pairs_to_map(v));
+	}
+}
+
+/* Keys that begin with '$' or contain '.' must never reach MongoDB. */
+static const char *
+unsafe_key(json_t *v)
+{
+	const char *k, *bad;
+	json_t *child;
+	size_t i;
+
+	if (json_is_object(v)) {
+		json_object_foreach(v, k, child)
+		{
+			if (k[0] == '$' || strchr(k, '.') != NULL)
+				return k;
+			if ((bad = unsafe_key(child)) != NULL)
+				return bad;
+		}
+	} else if (json_is_array(v)) {
+		json_array_foreach(v, i, child)
+		{
+			if ((bad = unsafe_key(child)) != NULL)
+				return bad;
+		}
+	}
+	return NULL;
+}
+
+static json_t *
+ext_int64(int64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%lld", (long long)v);
+	return json_pack("{s:s}", "$numberLong", buf);
+}
+
+static json_t *
+ext_date(int64_t ms)
+{
+	return json_pack("{s:o}", "$date", ext_int64(ms));
+}
+
+static void
+set_owned_fields(json_t *meta, const sk_object_meta *m)
+{
+	json_t *fin = json_array();
+
+	for (size_t i = 0; i < N_ELEMS(owned_fields); i++)
+		json_object_del(meta, owned_fields[i]);
+	if (m->uid)
+		json_object_set_new(meta, "uid", json_string(m->uid));
+	json_object_set_new(meta, "generation", ext_int64(m->generation));
+	json_object_set_new(meta, "resourceVersion", ext_int64(m->resource_version));
+	if (m->creation_ms)
+		json_object_set_new(meta, "creationTimestamp", ext_date(m->creation_ms));
+	if (m->deletion_ms)
+		json_object_set_new(meta, "deletionTimestamp", ext_date(m->deletion_ms));
+	for (size_t i = 0; i < m->n_finalizers; i++)
+		json_array_append_new(fin, json_string(m->finalizers[i]));
+	json_object_set_new(meta, "finalizers", fin);
+}
+
+bson_t *
+sk_store_doc_from_userspace(const sk_userspace *us, sk_error *err)
+{
+	json_t *api = sk_userspace_to_json(us), *root = NULL, *meta;
+	const char *bad;
+	char *text = NULL;
+	bson_error_t berr;
+	bson_t *doc = NULL;
+
+	if (api == NULL || !json_is_object(json_object_get(api, "metadata"))) {
+		sk_error_set(err, SK_EINVALID, "userspace %s: cannot encode", us->meta.name);
+		goto done;
+	}
+	convert_maps(api, true);
+	if ((bad = unsafe_key(api)) != NULL) {
+		sk_error_set(err, SK_EINVALID,
+		        "userspace %s: key \"%s\" cannot be stored "
+		        "(keys must not begin with '$' or contain '.')",
+		        us->meta.name, bad);
+		goto done;
+	}
+	root = json_pack("{s:s}", "_id", us->meta.name);
+	json_object_update(root, api);
+	meta = json_object_get(root, "metadata");
+	set_owned_fields(meta, &us->meta);
+	text = json_dumps(root, JSON_COMPACT);
+	doc = text ? bson_new_from_json((const uint8_t *)text, -1, &berr) : NULL;
+	if (doc == NULL)
+		sk_error_set(err, SK_EINVALID, "userspace %s: cannot encode as BSON: %s",
+		        us->meta.name, text ? berr.message : "json_dumps failed");
+done:
+	free(text);
+	json_decref(root);
+	json_decref(api);
+	return doc;
+}
+
+static int64_t
+doc_int64(const bson_t *doc, const char *path)
+{
+	bson_iter_t it, v;
+
+	if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &v) &&
+	        (BSON_ITER_HOLDS_INT32(&v) || BSON_ITER_HOLDS_INT64(&v) ||
+	                BSON_ITER_HOLDS_DOUBLE(&v)))
+		return bson_iter_as_int64(&v);
+	return 0;
+}
+
+static int64_t
+doc_date(const bson_t *doc, const char *path)
+{
+	bson_iter_t it, v;
+
+	if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &v) &&
+	        BSON_ITER_HOLDS_DATE_TIME(&v))
+		return bson_iter_date_time(&v);
+	return 0;
+}
+
+static char *
+doc_string(const bson_t *doc, const char *path)
+{
+	bson_iter_t it, v;
+
+	if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &v) &&
+	        BSON_ITER_HOLDS_UTF8(&v))
+		return sk_strdup(bson_iter_utf8(&v, NULL));
+	return NULL;
+}
+
+static void
+read_finalizers(const bson_t *doc, sk_object_meta *m)
+{
+	bson_iter_t it, arr;
+
+	for (size_t i = 0; i < m->n_finalizers; i++)
+		free(m->finalizers[i]);
+	free(m->finalizers);
+	m->finalizers = NULL;
+	m->n_finalizers = 0;
+	if (!bson_iter_init(&it, doc) ||
+	        !bson_iter_find_descendant(&it, "metadata.finalizers", &arr) ||
+	        !BSON_ITER_HOLDS_ARRAY(&arr) || !bson_iter_recurse(&arr, &it))
+		return;
+	while (bson_iter_next(&it)) {
+		if (!BSON_ITER_HOLDS_UTF8(&it))
+			continue;
+		m->finalizers = sk_realloc(m->finalizers, (m->n_finalizers + 1) * sizeof(char *));
+		m->finalizers[m->n_finalizers++] = sk_strdup(bson_iter_utf8(&it, NULL));
+	}
+}
+
+static void
+read_owned_fields(const bson_t *doc, sk_object_meta *m)
+{
+	free(m->uid);
+	m->uid = doc_string(doc, "metadata.uid");
+	m->generation = doc_int64(doc, "metadata.generation");
+	m->resource_version = doc_int64(doc, "metadata.resourceVersion");
+	m->creation_ms = doc_date(doc, "metadata.creationTimestamp");
+	m->deletion_ms = doc_date(doc, "metadata.deletionTimestamp");
+	read_finalizers(doc, m);
+}
+
+int
+sk_store_userspace_from_doc(const bson_t *doc, sk_userspace **out, sk_error *err)
+{
+	size_t len = 0;
+	char *text = bson_as_relaxed_extended_json(doc, &len);
+	json_error_t jerr;
+	json_t *root = text ? json_loadb(text, len, 0, &jerr) : NULL;
+	json_t *meta = json_object_get(root, "metadata");
+	int rc = 0;
+
+	*out = NULL;
+	if (!json_is_object(meta)) {
+		rc = sk_error_set(err, SK_EINVALID, "stored userspace: not an object document");
+		goto done;
+	}
+	json_object_del(root, "_id");
+	for (size_t i = 0; i < N_ELEMS(owned_fields); i++)
+		json_object_del(meta, owned_fields[i]);
+	convert_maps(root, false);
+	rc = sk_userspace_decode(root, out, err);
+	if (rc != 0) {
+		sk_error_prefix(err, "stored userspace");
+		goto done;
+	}
+	read_owned_fields(doc, &(*out)->meta);
+done:
+	json_decref(root);
+	bson_free(text);
+	return rc;
+}

@@ -1,0 +1,566 @@
+/*
+ * store/userspace: create, get, list, compare-and-swap updates, finalizers
+ * and removal of UserSpace documents.
+ *
+ * A write over version V of an object: claim V (cas.c; one writer per
+ * version), check that the stored object is still at V, take the next
+ * resourceVersion, replace the document by _id, release the claim. Only the
+ * holder of claim V can move an object away from V, so the check and the
+ * replace act as one compare-and-swap even on servers where a filtered
+ * update is read-then-write (FerretDB); a writer that read an older version
+ * gets SK_ECONFLICT.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store_int.h"
+
+#define SK_CAS_RETRIES 5
+
+static int
+conflict(const char *name, int64_t expected, int64_t found, sk_error *err)
+{
+	return sk_error_set(err, SK_ECONFLICT,
+	        "userspace \"%s\": the object has been modified; please apply your changes to "
+	        "the latest version (expected resourceVersion %lld, found %lld)",
+	        name, (long long)expected, (long long)found);
+}
+
+static int
+not_found(const char *name, sk_error *err)
+{
+	return sk_error_set(err, SK_ENOTFOUND, "userspace \"%s\" not found", name);
+}
+
+/* Reads one document by a filter; SK_ENOTFOUND when none matches. */
+static int
+find_one(sk_store *s, sk_store_conn *c, const bson_t *filter, sk_userspace **out, sk_error *err)
+{
+	bson_t *opts = BCON_NEW("limit", BCON_INT64(1));
+	mongoc_cursor_t *cur = mongoc_collection_find_with_opts(c->coll, filter, opts, NULL);
+	const bson_t *doc;
+	bson_error_t berr;
+	int rc = SK_ENOTFOUND;
+
+	*out = NULL;
+	if (mongoc_cursor_next(cur, &doc))
+		rc = sk_store_userspace_from_doc(doc, out, err);
+	else if (mongoc_cursor_error(cur, &berr))
+		rc = sk_store_fail(s, &berr, "read userspace", err);
+	mongoc_cursor_destroy(cur);
+	bson_destroy(opts);
+	return rc;
+}
+
+static int
+load(sk_store *s, sk_store_conn *c, const char *name, sk_userspace **out, sk_error *err)
+{
+	bson_t *filter = BCON_NEW("_id", BCON_UTF8(name));
+	int rc = find_one(s, c, filter, out, err);
+
+	bson_destroy(filter);
+	if (rc == SK_ENOTFOUND)
+		not_found(name, err);
+	return rc;
+}
+
+/* SK_ENOTFOUND when gone, SK_ECONFLICT when no longer at version `expected`. */
+static int
+verify(sk_store *s, sk_store_conn *c, const char *name, int64_t expected, sk_error *err)
+{
+	sk_userspace *now = NULL;
+	int rc = load(s, c, name, &now, err);
+
+	if (rc == 0 && now->meta.resource_version != expected)
+		rc = conflict(name, expected, now->meta.resource_version, err);
+	sk_userspace_free(now);
+	return rc;
+}
+
+/* A duplicate-key error on spec.userID: name the object that holds it. */
+static int
+user_id_taken(sk_store *s, sk_store_conn *c, const sk_userspace *us, sk_error *err)
+{
+	bson_t *filter = BCON_NEW("spec.userID", BCON_UTF8(us->spec.user_id), "_id", "{", "$ne",
+	        BCON_UTF8(us->meta.name), "}");
+	sk_userspace *other = NULL;
+	sk_error ignored;
+
+	if (find_one(s, c, filter, &other, &ignored) == 0)
+		sk_error_set(err, SK_ECONFLICT,
+		        "spec.userID \"%s\" is already used by userspace \"%s\"", us->spec.user_id,
+		        other->meta.name);
+	else
+		sk_error_set(err, SK_ECONFLICT,
+		        "spec.userID \"%s\" is already used by another userspace",
+		        us->spec.user_id);
+	sk_userspace_free(other);
+	bson_destroy(filter);
+	return SK_ECONFLICT;
+}
+
+static int64_t
+reply_count(const bson_t *reply, const char *field)
+{
+	bson_iter_t it;
+
+	if (bson_iter_init_find(&it, reply, field))
+		return bson_iter_as_int64(&it);
+	return 0;
+}
+
+/* Replaces the document (the caller holds the claim and verified the version). */
+static int
+replace(sk_store *s, sk_store_conn *c, const sk_userspace *next, sk_error *err)
+{
+	bson_t *filter = BCON_NEW("_id", BCON_UTF8(next->meta.name));
+	bson_t *doc = sk_store_doc_from_userspace(next, err);
+	bson_error_t berr;
+	bson_t reply;
+	int rc = SK_EINVALID;
+
+	if (doc == NULL)
+		goto done;
+	if (mongoc_collection_replace_one(c->coll, filter, doc, NULL, &reply, &berr))
+		rc = reply_count(&reply, "matchedCount") == 1 ? 0 : not_found(next->meta.name, err);
+	else if (sk_store_is_duplicate(&berr))
+		rc = user_id_taken(s, c, next, err);
+	else
+		rc = sk_store_fail(s, &berr, "update userspace", err);
+	bson_destroy(&reply);
+done:
+	bson_destroy(doc);
+	bson_destroy(filter);
+	return rc;
+}
+
+static int
+delete_doc(sk_store *s, sk_store_conn *c, const char *name, sk_error *err)
+{
+	bson_t *filter = BCON_NEW("_id", BCON_UTF8(name));
+	bson_error_t berr;
+	bson_t reply;
+	int rc;
+
+	if (mongoc_collection_delete_one(c->coll, filter, NULL, &reply, &berr))
+		rc = reply_count(&reply, "deletedCount") == 1 ? 0 : not_found(name, err);
+	else
+		rc = sk_store_fail(s, &berr, "delete userspace", err);
+	bson_destroy(&reply);
+	bson_destroy(filter);
+	return rc;
+}
+
+/* Deletes the document when its resourceVersion is still `expected`. */
+static int
+delete_cas(sk_store *s, sk_store_conn *c, const char *name, int64_t expected, sk_error *err)
+{
+	char *claim = NULL;
+	int rc = sk_store_claim(s, c->client, name, expected, &claim, err);
+
+	if (rc == 0)
+		rc = verify(s, c, name, expected, err);
+	if (rc == 0)
+		rc = delete_doc(s, c, name, err);
+	sk_store_release(s, c->client, claim);
+	return rc;
+}
+
+static void
+set_finalizers(sk_object_meta *m, const char *const *list, size_t n)
+{
+	for (size_t i = 0; i < m->n_finalizers; i++)
+		free(m->finalizers[i]);
+	free(m->finalizers);
+	m->finalizers = n ? sk_calloc(n, sizeof(char *)) : NULL;
+	for (size_t i = 0; i < n; i++)
+		m->finalizers[i] = sk_strdup(list[i]);
+	m->n_finalizers = n;
+}
+
+/* The object as create stores it: fresh store-owned metadata, no status. */
+static sk_userspace *
+new_object(const sk_userspace *us)
+{
+	static const char *const fin[] = { SK_FINALIZER };
+	sk_userspace *obj = sk_userspace_dup(us);
+	char uid[37];
+
+	sk_userspace_status_dispose(&obj->status);
+	memset(&obj->status, 0, sizeof(obj->status));
+	sk_userspace_apply_defaults(obj);
+	sk_uuid4(uid);
+	free(obj->meta.uid);
+	obj->meta.uid = sk_strdup(uid);
+	obj->meta.generation = 1;
+	obj->meta.creation_ms = sk_now_ms();
+	obj->meta.deletion_ms = 0;
+	set_finalizers(&obj->meta, fin, 1);
+	return obj;
+}
+
+static int
+insert(sk_store *s, sk_store_conn *c, const sk_userspace *obj, sk_error *err)
+{
+	bson_t *doc = sk_store_doc_from_userspace(obj, err);
+	bson_error_t berr;
+	sk_userspace *existing = NULL;
+	sk_error ignored;
+	int rc = SK_EINVALID;
+
+	if (doc == NULL)
+		return rc;
+	if (mongoc_collection_insert_one(c->coll, doc, NULL, NULL, &berr))
+		rc = 0;
+	else if (!sk_store_is_duplicate(&berr))
+		rc = sk_store_fail(s, &berr, "create userspace", err);
+	else if (load(s, c, obj->meta.name, &existing, &ignored) == 0)
+		rc = sk_error_set(
+		        err, SK_EEXISTS, "userspace \"%s\" already exists", obj->meta.name);
+	else
+		rc = user_id_taken(s, c, obj, err);
+	sk_userspace_free(existing);
+	bson_destroy(doc);
+	return rc;
+}
+
+int
+sk_store_create(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *err)
+{
+	sk_store_conn c = { 0 };
+	sk_userspace *obj = NULL;
+	int rc;
+
+	*out = NULL;
+	if (us->meta.name == NULL || !sk_valid_name(us->meta.name))
+		return sk_error_set(err, SK_EINVALID, "metadata.name: invalid userspace name");
+	if (us->spec.user_id == NULL || !sk_valid_user_id(us->spec.user_id))
+		return sk_error_set(
+		        err, SK_EINVALID, "spec.userID: must match [A-Za-z0-9._-]{1,128}");
+	obj = new_object(us);
+	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
+	rc = sk_store_next_rv(s, c.client, &obj->meta.resource_version, err);
+	if (rc == 0)
+		rc = insert(s, &c, obj, err);
+	sk_store_conn_close(s, &c);
+	if (rc == 0)
+		*out = obj;
+	else
+		sk_userspace_free(obj);
+	return rc;
+}
+
+int
+sk_store_get(sk_store *s, const char *name, sk_userspace **out, sk_error *err)
+{
+	sk_store_conn c = { 0 };
+	int rc;
+
+	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
+	rc = load(s, &c, name, out, err);
+	sk_store_conn_close(s, &c);
+	return rc;
+}
+
+void
+sk_userspace_list_dispose(sk_userspace_list *l)
+{
+	if (l == NULL)
+		return;
+	for (size_t i = 0; i < l->len; i++)
+		sk_userspace_free(l->items[i]);
+	free(l->items);
+	memset(l, 0, sizeof(*l));
+}
+
+static void
+list_push(sk_userspace_list *l, sk_userspace *us)
+{
+	l->items = sk_realloc(l->items, (l->len + 1) * sizeof(*l->items));
+	l->items[l->len++] = us;
+}
+
+/* Runs a query and collects the objects the selector (may be NULL) matches. */
+static int
+query(sk_store *s, const bson_t *filter, const bson_t *opts, const sk_selector *sel,
+        sk_userspace_list *out, sk_error *err)
+{
+	sk_store_conn c = { 0 };
+	mongoc_cursor_t *cur;
+	const bson_t *doc;
+	bson_error_t berr;
+	int rc = 0;
+
+	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
+	cur = mongoc_collection_find_with_opts(c.coll, filter, opts, NULL);
+	while (rc == 0 && mongoc_cursor_next(cur, &doc)) {
+		sk_userspace *us = NULL;
+
+		rc = sk_store_userspace_from_doc(doc, &us, err);
+		if (rc != 0)
+			break;
+		if (us->meta.resource_version > out->resource_version)
+			out->resource_version = us->meta.resource_version;
+		if (sel == NULL || sk_selector_matches(sel, &us->meta.labels))
+			list_push(out, us);
+		else
+			sk_userspace_free(us);
+	}
+	if (rc == 0 && mongoc_cursor_error(cur, &berr))
+		rc = sk_store_fail(s, &berr, "list userspaces", err);
+	mongoc_cursor_destroy(cur);
+	sk_store_conn_close(s, &c);
+	if (rc != 0)
+		sk_userspace_list_dispose(out);
+	return rc;
+}
+
+int
+sk_store_list(sk_store *s, const sk_selector *selector, sk_userspace_list *out, sk_error *err)
+{
+	bson_t filter = BSON_INITIALIZER;
+	bson_t *opts = BCON_NEW("sort", "{", "_id", BCON_INT32(1), "}");
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = query(s, &filter, opts, selector, out, err);
+	bson_destroy(opts);
+	bson_destroy(&filter);
+	return rc;
+}
+
+int
+sk_store_list_since(sk_store *s, int64_t since, sk_userspace_list *out, sk_error *err)
+{
+	bson_t *filter = BCON_NEW("metadata.resourceVersion", "{", "$gt", BCON_INT64(since), "}");
+	bson_t *opts = BCON_NEW("sort", "{", "metadata.resourceVersion", BCON_INT32(1), "}");
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	out->resource_version = since;
+	rc = query(s, filter, opts, NULL, out, err);
+	bson_destroy(opts);
+	bson_destroy(filter);
+	return rc;
+}
+
+/* Moves labels, annotations and spec of `from` into `to` (from keeps the old ones). */
+static void
+swap_user_fields(sk_userspace *to, sk_userspace *from)
+{
+	sk_kvlist kv;
+	sk_userspace_spec spec;
+
+	kv = to->meta.labels;
+	to->meta.labels = from->meta.labels;
+	from->meta.labels = kv;
+	kv = to->meta.annotations;
+	to->meta.annotations = from->meta.annotations;
+	from->meta.annotations = kv;
+	spec = to->spec;
+	to->spec = from->spec;
+	from->spec = spec;
+}
+
+/* Claims version `expected`, takes the next resourceVersion and writes
+ * next over it (see cas.c for why the claim). */
+static int
+commit(sk_store *s, sk_store_conn *c, sk_userspace *next, int64_t expected, sk_error *err)
+{
+	char *claim = NULL;
+	int rc = sk_store_claim(s, c->client, next->meta.name, expected, &claim, err);
+
+	if (rc == 0)
+		rc = verify(s, c, next->meta.name, expected, err);
+	if (rc == 0)
+		rc = sk_store_next_rv(s, c->client, &next->meta.resource_version, err);
+	if (rc == 0)
+		rc = replace(s, c, next, err);
+	sk_store_release(s, c->client, claim);
+	return rc;
+}
+
+int
+sk_store_update(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *err)
+{
+	sk_store_conn c = { 0 };
+	sk_userspace *cur = NULL, *next = NULL, *tmp = NULL;
+	bool spec_changed;
+	int rc;
+
+	*out = NULL;
+	if (us->spec.user_id == NULL || !sk_valid_user_id(us->spec.user_id))
+		return sk_error_set(
+		        err, SK_EINVALID, "spec.userID: must match [A-Za-z0-9._-]{1,128}");
+	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
+	rc = load(s, &c, us->meta.name ? us->meta.name : "", &cur, err);
+	if (rc != 0)
+		goto done;
+	if (cur->meta.resource_version != us->meta.resource_version) {
+		rc = conflict(
+		        us->meta.name, us->meta.resource_version, cur->meta.resource_version, err);
+		goto done;
+	}
+	spec_changed = !sk_userspace_spec_equal(&cur->spec, &us->spec);
+	if (!spec_changed && sk_kvlist_equal(&cur->meta.labels, &us->meta.labels) &&
+	        sk_kvlist_equal(&cur->meta.annotations, &us->meta.annotations)) {
+		*out = cur; /* nothing changed: nothing written */
+		cur = NULL;
+		goto done;
+	}
+	next = sk_userspace_dup(cur);
+	tmp = sk_userspace_dup(us);
+	swap_user_fields(next, tmp);
+	if (spec_changed)
+		next->meta.generation++;
+	rc = commit(s, &c, next, cur->meta.resource_version, err);
+	if (rc == 0) {
+		*out = next;
+		next = NULL;
+	}
+done:
+	sk_store_conn_close(s, &c);
+	sk_userspace_free(cur);
+	sk_userspace_free(next);
+	sk_userspace_free(tmp);
+	return rc;
+}
+
+int
+sk_store_update_status(sk_store *s, const char *name, int64_t resource_version,
+        const sk_userspace_status *status, sk_userspace **out, sk_error *err)
+{
+	sk_store_conn c = { 0 };
+	sk_userspace *cur = NULL, *next = NULL;
+	int rc;
+
+	*out = NULL;
+	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
+	rc = load(s, &c, name, &cur, err);
+	if (rc != 0)
+		goto done;
+	if (cur->meta.resource_version != resource_version) {
+		rc = conflict(name, resource_version, cur->meta.resource_version, err);
+		goto done;
+	}
+	if (sk_userspace_status_equal(&cur->status, status)) {
+		*out = cur; /* same status: no write, no new resourceVersion */
+		cur = NULL;
+		goto done;
+	}
+	next = sk_userspace_dup(cur);
+	sk_userspace_status_dispose(&next->status);
+	memset(&next->status, 0, sizeof(next->status));
+	sk_userspace_status_copy(&next->status, status);
+	rc = commit(s, &c, next, resource_version, err);
+	if (rc == 0) {
+		*out = next;
+		next = NULL;
+	}
+done:
+	sk_store_conn_close(s, &c);
+	sk_userspace_free(cur);
+	sk_userspace_free(next);
+	return rc;
+}
+
+/* One attempt of mark_deleted against the version just read. */
+static int
+mark_once(sk_store *s, sk_store_conn *c, const char *name, sk_error *err)
+{
+	sk_userspace *cur = NULL;
+	int rc = load(s, c, name, &cur, err);
+
+	if (rc != 0)
+		return rc;
+	if (cur->meta.n_finalizers == 0) {
+		rc = delete_cas(s, c, name, cur->meta.resource_version, err);
+	} else if (cur->meta.deletion_ms == 0) {
+		int64_t expected = cur->meta.resource_version;
+
+		cur->meta.deletion_ms = sk_now_ms();
+		rc = commit(s, c, cur, expected, err);
+	}
+	sk_userspace_free(cur);
+	return rc;
+}
+
+int
+sk_store_mark_deleted(sk_store *s, const char *name, sk_error *err)
+{
+	sk_store_conn c = { 0 };
+	int rc = SK_ECONFLICT;
+
+	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
+	for (int attempt = 0; attempt < SK_CAS_RETRIES && rc == SK_ECONFLICT; attempt++) {
+		if (attempt > 0)
+			usleep((useconds_t)(10000 * attempt));
+		rc = mark_once(s, &c, name, err);
+	}
+	sk_store_conn_close(s, &c);
+	return rc;
+}
+
+static void
+drop_finalizer(sk_object_meta *m, const char *finalizer)
+{
+	size_t keep = 0;
+
+	for (size_t i = 0; i < m->n_finalizers; i++) {
+		if (strcmp(m->finalizers[i], finalizer) == 0)
+			free(m->finalizers[i]);
+		else
+			m->finalizers[keep++] = m->finalizers[i];
+	}
+	m->n_finalizers = keep;
+}
+
+int
+sk_store_remove_finalizer(sk_store *s, const char *name, int64_t resource_version,
+        const char *finalizer, sk_error *err)
+{
+	sk_store_conn c = { 0 };
+	sk_userspace *cur = NULL;
+	int rc;
+
+	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
+	rc = load(s, &c, name, &cur, err);
+	if (rc != 0)
+		goto done;
+	if (cur->meta.resource_version != resource_version) {
+		rc = conflict(name, resource_version, cur->meta.resource_version, err);
+		goto done;
+	}
+	if (!sk_userspace_has_finalizer(cur, finalizer))
+		goto done;
+	drop_finalizer(&cur->meta, finalizer);
+	if (cur->meta.n_finalizers == 0 && cur->meta.deletion_ms != 0)
+		rc = delete_cas(s, &c, name, resource_version, err);
+	else
+		rc = commit(s, &c, cur, resource_version, err);
+done:
+	sk_store_conn_close(s, &c);
+	sk_userspace_free(cur);
+	return rc;
+}
+
+int
+sk_store_remove(sk_store *s, const char *name, sk_error *err)
+{
+	sk_store_conn c = { 0 };
+	bson_t *filter = BCON_NEW("_id", BCON_UTF8(name));
+	bson_error_t berr;
+	bson_t reply;
+	int rc;
+
+	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
+	if (mongoc_collection_delete_one(c.coll, filter, NULL, &reply, &berr))
+		rc = reply_count(&reply, "deletedCount") == 1 ? 0 : not_found(name, err);
+	else
+		rc = sk_store_fail(s, &berr, "remove userspace", err);
+	bson_destroy(&reply);
+	bson_destroy(filter);
+	sk_store_conn_close(s, &c);
+	return rc;
+}

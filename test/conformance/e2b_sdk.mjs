@@ -1,0 +1,189 @@
+// Conformance of sandboxsim with the official e2b JS SDK (pinned in hack/deps.sh,
+// installed under .deps/node). Starts its own simulator on a free port, points
+// the SDK at it with E2B_API_URL / E2B_SANDBOX_URL / a dummy E2B_API_KEY, and
+// checks create, paginated metadata list, getInfo, pause twice, connect,
+// setTimeout, isRunning and kill twice. Prints "e2b-sdk: N passed, M failed".
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const require = createRequire(path.join(root, '.deps', 'node', 'package.json'));
+const { Sandbox, SandboxNotFoundError, NotFoundError } = require('e2b');
+
+const binDir = path.resolve(root, process.env.SK_BIN_DIR || 'bin');
+let sim = null;
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function startSim() {
+  const port = await freePort();
+  sim = spawn(path.join(binDir, 'sandboxsim'), ['--listen', `127.0.0.1:${port}`, '--seed', '7'], {
+    stdio: ['ignore', 'inherit', 'pipe'],
+  });
+  let log = '';
+  await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`sandboxsim did not start: ${log}`)), 10000);
+    sim.stderr.on('data', (d) => {
+      log += d;
+      if (log.includes('listening on')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    sim.on('exit', (code) => reject(new Error(`sandboxsim exited (${code}): ${log}`)));
+  });
+  sim.stderr.on('data', (d) => process.stderr.write(d));
+  return `http://127.0.0.1:${port}`;
+}
+
+function stopSim() {
+  if (sim && sim.exitCode === null) sim.kill('SIGTERM');
+}
+
+process.on('exit', stopSim);
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    stopSim();
+    process.exit(1);
+  });
+}
+
+const results = { passed: 0, failed: 0 };
+async function check(name, fn) {
+  try {
+    await fn();
+    results.passed++;
+    console.log(`ok   ${name}`);
+  } catch (err) {
+    results.failed++;
+    console.log(`FAIL ${name}\n     ${err && err.stack ? err.stack : err}`);
+  }
+}
+
+async function listAll(query, limit) {
+  const pager = Sandbox.list({ query, limit });
+  const pages = [];
+  while (pager.hasNext) pages.push(await pager.nextItems());
+  return pages;
+}
+
+async function main() {
+  const base = await startSim();
+  process.env.E2B_API_URL = base;
+  process.env.E2B_SANDBOX_URL = base;
+  process.env.E2B_API_KEY = 'e2b_' + '0'.repeat(40);
+  delete process.env.E2B_DEBUG;
+  const tag = `conf${process.pid}`;
+  const meta = { user_id: tag, userspace: 'alice', odd: 'x y&z=1' };
+  let sbx;
+
+  await check('create with metadata', async () => {
+    sbx = await Sandbox.create('base', { metadata: meta, timeoutMs: 60_000 });
+    assert.match(sbx.sandboxId, /^i[a-z0-9]{20}$/);
+  });
+
+  await check('getInfo fields', async () => {
+    const info = await Sandbox.getInfo(sbx.sandboxId);
+    assert.equal(info.sandboxId, sbx.sandboxId);
+    assert.equal(info.templateId, 'base');
+    assert.deepEqual(info.metadata, meta);
+    assert.equal(info.state, 'running');
+    assert.ok(info.startedAt instanceof Date && !isNaN(info.startedAt));
+    const ttl = info.endAt - info.startedAt;
+    assert.ok(ttl > 55_000 && ttl <= 61_000, `ttl ${ttl}`);
+    assert.ok(info.cpuCount >= 1 && info.memoryMB >= 128);
+    assert.equal(info.lifecycle?.onTimeout, 'kill');
+  });
+
+  await check('list: metadata with escaped characters matches exactly one', async () => {
+    const pages = await listAll({ metadata: { odd: 'x y&z=1', user_id: tag } }, 10);
+    assert.equal(pages.length, 1);
+    assert.deepEqual(pages[0].map((s) => s.sandboxId), [sbx.sandboxId]);
+    assert.deepEqual(pages[0][0].metadata, meta);
+  });
+
+  await check('list: metadata filter across three pages', async () => {
+    const group = `grp${process.pid}`;
+    const want = [];
+    for (let i = 0; i < 7; i++) {
+      const s = await Sandbox.create('base', { metadata: { group, n: String(i) } });
+      want.push(s.sandboxId);
+    }
+    const pages = await listAll({ metadata: { group } }, 3);
+    assert.deepEqual(pages.map((p) => p.length), [3, 3, 1]);
+    const got = pages.flat().map((s) => s.sandboxId);
+    assert.equal(new Set(got).size, 7, 'no duplicates across pages');
+    assert.deepEqual([...got].sort(), [...want].sort());
+    const started = pages.flat().map((s) => s.startedAt.getTime());
+    for (let i = 1; i < started.length; i++) assert.ok(started[i - 1] >= started[i], 'newest first');
+  });
+
+  await check('isRunning probes envd /health', async () => {
+    assert.equal(await sbx.isRunning(), true);
+  });
+
+  await check('pause, then pause again reports already paused', async () => {
+    assert.equal(await sbx.pause(), true);
+    assert.equal(await Sandbox.pause(sbx.sandboxId), false);
+    const info = await Sandbox.getInfo(sbx.sandboxId);
+    assert.equal(info.state, 'paused');
+    assert.equal(await sbx.isRunning(), false);
+    const pages = await listAll({ metadata: { user_id: tag }, state: ['paused'] }, 5);
+    assert.deepEqual(pages.flat().map((s) => s.sandboxId), [sbx.sandboxId]);
+    const running = await listAll({ metadata: { user_id: tag }, state: ['running'] }, 5);
+    assert.equal(running.flat().length, 0);
+  });
+
+  await check('connect resumes a paused sandbox', async () => {
+    const again = await Sandbox.connect(sbx.sandboxId, { timeoutMs: 60_000 });
+    assert.equal(again.sandboxId, sbx.sandboxId);
+    const info = await Sandbox.getInfo(sbx.sandboxId);
+    assert.equal(info.state, 'running');
+    assert.deepEqual(info.metadata, meta);
+    assert.equal(await again.isRunning(), true);
+  });
+
+  await check('setTimeout moves endAt', async () => {
+    await sbx.setTimeout(120_000);
+    const info = await Sandbox.getInfo(sbx.sandboxId);
+    const left = info.endAt.getTime() - Date.now();
+    assert.ok(left > 110_000 && left <= 121_000, `left ${left}`);
+    await sbx.setTimeout(30_000);
+    const shorter = await Sandbox.getInfo(sbx.sandboxId);
+    assert.ok(shorter.endAt < info.endAt, 'setTimeout can shorten');
+  });
+
+  await check('kill, then kill again returns false', async () => {
+    assert.equal(await sbx.kill(), true);
+    assert.equal(await Sandbox.kill(sbx.sandboxId), false);
+    await assert.rejects(Sandbox.getInfo(sbx.sandboxId), (err) => err instanceof NotFoundError);
+    await assert.rejects(Sandbox.pause(sbx.sandboxId), (err) => err instanceof SandboxNotFoundError);
+    assert.equal(await sbx.isRunning(), false);
+  });
+}
+
+let code = 0;
+try {
+  await main();
+} catch (err) {
+  results.failed++;
+  console.log(`FAIL setup\n     ${err && err.stack ? err.stack : err}`);
+} finally {
+  stopSim();
+}
+console.log(`e2b-sdk: ${results.passed} passed, ${results.failed} failed`);
+if (results.failed > 0) code = 1;
+process.exit(code);

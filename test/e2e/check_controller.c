@@ -1,0 +1,992 @@
+/*
+ * End-to-end tests of the controller with the real binaries: FerretDB (the
+ * runner's), sandboxsim, spacekeeper and spacectl on loopback (issue 4's
+ * scenarios a-j, plus the daemon's own surface: --once, signals, HTTP).
+ */
+#include <check.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../testutil.h"
+#include "store/store.h"
+
+Suite *sk_suite_controller(void);
+
+#define DUMMY_KEY "E2B_API_KEY=e2b_0000000000000000000000000000000000000000"
+
+/* Per-test world: one database, one simulator, one controller. */
+static char db[64];
+static char sim_url[128];
+static pid_t sim_pid;
+static pid_t keeper_pid;
+static int keeper_port;
+static char cfg_path[600];
+static int keeper_runs;
+
+/* ---- HTTP against the simulator and the controller ---- */
+
+static size_t
+collect(char *p, size_t size, size_t n, void *arg)
+{
+	sk_buf *b = arg;
+
+	sk_buf_append(b, p, size * n);
+	return size * n;
+}
+
+/* Returns the HTTP status (0 when the request failed); *body caller-freed. */
+static long
+http(const char *method, const char *url, const char *body, char **out)
+{
+	CURL *h = curl_easy_init();
+	struct curl_slist *hdr = NULL;
+	sk_buf b = SK_BUF_INIT(64 << 20);
+	long status = 0;
+
+	hdr = curl_slist_append(hdr, "Content-Type: application/json");
+	hdr = curl_slist_append(hdr, "X-API-Key: e2b_0000000000000000000000000000000000000000");
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	if (body)
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	if (curl_easy_perform(h) == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(h);
+	sk_buf_append(&b, "", 0);
+	if (out)
+		*out = sk_buf_detach(&b);
+	sk_buf_dispose(&b);
+	return status;
+}
+
+static json_t *
+http_json(const char *method, const char *url, const char *body, long *status)
+{
+	char *text = NULL;
+	long st = http(method, url, body, &text);
+	json_t *v = json_loads(text ? text : "", 0, NULL);
+
+	free(text);
+	if (status)
+		*status = st;
+	return v;
+}
+
+static void
+sim_post(const char *path, const char *body)
+{
+	char url[256];
+	long st;
+
+	snprintf(url, sizeof(url), "%s%s", sim_url, path);
+	st = http("POST", url, body, NULL);
+	ck_assert_msg(st >= 200 && st < 300, "POST %s: %ld", path, st);
+}
+
+/* Every sandbox the simulator holds (any state). */
+static json_t *
+sim_sandboxes(void)
+{
+	char url[256];
+	json_t *v;
+
+	snprintf(url, sizeof(url), "%s/_sim/sandboxes", sim_url);
+	v = http_json("GET", url, NULL, NULL);
+	ck_assert_msg(json_is_array(v), "GET /_sim/sandboxes");
+	return v;
+}
+
+/* Creates a sandbox directly at the simulator, tagged as ours; returns its id. */
+static char *
+sim_create(const char *user_id, const char *userspace)
+{
+	char url[256], body[512];
+	json_t *v;
+	char *id;
+	long st;
+
+	snprintf(url, sizeof(url), "%s/sandboxes", sim_url);
+	snprintf(body, sizeof(body),
+		"{\"templateID\":\"base\",\"timeout\":3600,\"metadata\":{\"user_id\":\"%s\","
+		"\"userspace\":\"%s\",\"managed_by\":\"spacekeeper\"}}",
+		user_id, userspace);
+	v = http_json("POST", url, body, &st);
+	ck_assert_msg(st == 201 || st == 200, "sim create: %ld", st);
+	id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
+	json_decref(v);
+	ck_assert_ptr_nonnull(id);
+	return id;
+}
+
+static const char *
+meta(json_t *sb, const char *key)
+{
+	return json_string_value(json_object_get(json_object_get(sb, "metadata"), key));
+}
+
+static const char *
+sb_state(json_t *sb)
+{
+	return json_string_value(json_object_get(sb, "state"));
+}
+
+/* Sandboxes of user_id in state (NULL: running or paused). */
+static int
+count_user(json_t *all, const char *user_id, const char *state)
+{
+	size_t i;
+	json_t *sb;
+	int n = 0;
+
+	json_array_foreach(all, i, sb)
+	{
+		const char *s = sb_state(sb), *u = meta(sb, "user_id");
+		if (!u || strcmp(u, user_id) != 0)
+			continue;
+		if (state ? strcmp(s, state) == 0 :
+			    (strcmp(s, "running") == 0 || strcmp(s, "paused") == 0))
+			n++;
+	}
+	return n;
+}
+
+static const char *
+sim_state_of(json_t *all, const char *id)
+{
+	size_t i;
+	json_t *sb;
+
+	json_array_foreach(all, i, sb)
+	{
+		if (id && strcmp(json_string_value(json_object_get(sb, "sandboxID")), id) == 0)
+			return sb_state(sb);
+	}
+	return NULL;
+}
+
+/* ---- spacectl ---- */
+
+static int
+spacectl(const char *const *args, char **out)
+{
+	const char *argv[24];
+	char *err = NULL, *o = NULL;
+	size_t n = 0;
+	int rc;
+
+	argv[n++] = "spacectl";
+	argv[n++] = "--mongodb-uri";
+	argv[n++] = sk_test_mongodb_uri();
+	argv[n++] = "--database";
+	argv[n++] = db;
+	for (size_t i = 0; args[i] && n < 23; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	rc = sk_test_run(argv, NULL, NULL, &o, &err, 60);
+	if (rc != 0)
+		fprintf(stderr, "spacectl %s: exit %d: %s\n", args[0], rc, err ? err : "");
+	free(err);
+	if (out)
+		*out = o;
+	else
+		free(o);
+	return rc;
+}
+
+static void
+apply_yaml(const char *name, const char *yaml)
+{
+	const char *path = sk_test_write_file(name, yaml);
+	char p[600];
+	const char *args[] = { "apply", "-f", p, NULL };
+
+	snprintf(p, sizeof(p), "%s", path);
+	ck_assert_int_eq(spacectl(args, NULL), 0);
+}
+
+static void
+apply_users(int n, const char *prefix, const char *extra_spec)
+{
+	sk_buf b = SK_BUF_INIT(16 << 20);
+
+	for (int i = 0; i < n; i++)
+		sk_buf_printf(&b,
+			"---\napiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+			"metadata:\n  name: %s%03d\nspec:\n  userID: %s%03d\n%s",
+			prefix, i, prefix, i, extra_spec ? extra_spec : "");
+	apply_yaml("users.yaml", b.data);
+	sk_buf_dispose(&b);
+}
+
+/* The objects as `spacectl get userspaces -o json` prints them (a List). */
+static json_t *
+get_items(void)
+{
+	const char *args[] = { "get", "userspaces", "-o", "json", NULL };
+	char *out = NULL;
+	json_t *v, *items;
+
+	ck_assert_int_eq(spacectl(args, &out), 0);
+	v = json_loads(out ? out : "", 0, NULL);
+	free(out);
+	ck_assert_ptr_nonnull(v);
+	items = json_object_get(v, "items");
+	if (!items) /* a single object */
+		return json_pack("[o]", v);
+	json_incref(items);
+	json_decref(v);
+	return items;
+}
+
+static json_t *
+find_item(json_t *items, const char *name)
+{
+	size_t i;
+	json_t *it;
+
+	json_array_foreach(items, i, it)
+	{
+		json_t *m = json_object_get(it, "metadata");
+		if (strcmp(json_string_value(json_object_get(m, "name")), name) == 0)
+			return it;
+	}
+	return NULL;
+}
+
+static bool
+item_ready(json_t *it)
+{
+	size_t i;
+	json_t *c;
+
+	json_array_foreach(json_object_get(json_object_get(it, "status"), "conditions"), i, c)
+	{
+		if (strcmp(json_string_value(json_object_get(c, "type")), "Ready") == 0)
+			return strcmp(json_string_value(json_object_get(c, "status")), "True") == 0;
+	}
+	return false;
+}
+
+static const char *
+item_sandbox(json_t *it)
+{
+	return json_string_value(json_object_get(json_object_get(it, "status"), "sandboxID"));
+}
+
+static const char *
+item_phase(json_t *it)
+{
+	return json_string_value(json_object_get(json_object_get(it, "status"), "phase"));
+}
+
+static bool
+item_has_drift(json_t *it, const char *type)
+{
+	size_t i;
+	json_t *d;
+
+	json_array_foreach(json_object_get(json_object_get(it, "status"), "drift"), i, d)
+	{
+		if (strcmp(json_string_value(json_object_get(d, "type")), type) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* ---- the controller ---- */
+
+static void
+write_config(const char *provider_extra)
+{
+	char yaml[2048];
+
+	keeper_port = sk_test_free_port();
+	snprintf(yaml, sizeof(yaml),
+		"apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
+		"providers:\n  - name: default\n    type: e2b\n    apiURL: %s\n"
+		"    sandboxURL: %s\n    apiKeyEnv: E2B_API_KEY\n    requestTimeout: 5s\n"
+		"    sandboxTimeout: 1h\n%s"
+		"controller:\n  workers: 8\n  resyncPeriod: 1s\n  listen: 127.0.0.1:%d\n",
+		sim_url, sim_url, provider_extra ? provider_extra : "", keeper_port);
+	snprintf(cfg_path, sizeof(cfg_path), "%s", sk_test_write_file("config.yaml", yaml));
+}
+
+static void
+keeper_start(void)
+{
+	char log[700];
+	const char *env[] = { DUMMY_KEY, NULL };
+	const char *argv[] = { "spacekeeper", "--config", cfg_path, "--mongodb-uri",
+		sk_test_mongodb_uri(), "--database", db, "--poll", "200ms", "--log-level", "debug",
+		NULL };
+
+	snprintf(log, sizeof(log), "%s/spacekeeper-%s-%d.log", sk_test_tmpdir(), db, ++keeper_runs);
+	keeper_pid = sk_test_spawn(argv, env, log);
+	ck_assert_msg(sk_test_wait_port(keeper_port, 20000), "spacekeeper did not listen (%s)",
+		log);
+}
+
+static void
+keeper_stop_checked(void)
+{
+	int rc = sk_test_stop(keeper_pid, false);
+
+	keeper_pid = 0;
+	/* Graceful stop: exit 0, and no ASan report (that would exit non-zero). */
+	ck_assert_int_eq(rc, 0);
+}
+
+static void
+setup(void)
+{
+	const char *args[] = { "--latency", "2ms", NULL };
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	snprintf(db, sizeof(db), "%s", sk_test_unique_db());
+	sim_pid = sk_test_sim_start(args, sim_url, sizeof(sim_url));
+	keeper_pid = 0;
+	write_config(NULL);
+}
+
+static void
+teardown(void)
+{
+	if (keeper_pid > 0)
+		sk_test_stop(keeper_pid, true);
+	if (sim_pid > 0)
+		sk_test_stop(sim_pid, true);
+	curl_global_cleanup();
+}
+
+/* Polls check() every 250 ms up to timeout_s. */
+static bool
+eventually(bool (*check)(void *), void *arg, int timeout_s)
+{
+	for (int i = 0; i < timeout_s * 4; i++) {
+		if (check(arg))
+			return true;
+		usleep(250000);
+	}
+	return check(arg);
+}
+
+/* ---- convergence checks ---- */
+
+typedef struct conv {
+	const char *prefix;
+	int n;
+} conv;
+
+/* Every user has exactly one running sandbox, bound, and Ready. */
+static bool
+converged(void *arg)
+{
+	conv *c = arg;
+	json_t *items = get_items(), *all = sim_sandboxes();
+	bool ok = json_array_size(items) == (size_t)c->n;
+	char name[64];
+
+	for (int i = 0; ok && i < c->n; i++) {
+		json_t *it;
+		snprintf(name, sizeof(name), "%s%03d", c->prefix, i);
+		it = find_item(items, name);
+		ok = it && item_ready(it) && count_user(all, name, NULL) == 1 &&
+			count_user(all, name, "running") == 1 && item_sandbox(it) &&
+			sim_state_of(all, item_sandbox(it)) &&
+			strcmp(sim_state_of(all, item_sandbox(it)), "running") == 0;
+	}
+	json_decref(items);
+	json_decref(all);
+	return ok;
+}
+
+static void
+assert_one_each(const char *prefix, int n)
+{
+	json_t *all = sim_sandboxes();
+	char name[64];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "%s%03d", prefix, i);
+		ck_assert_msg(count_user(all, name, NULL) == 1, "%s has %d sandboxes", name,
+			count_user(all, name, NULL));
+	}
+	json_decref(all);
+}
+
+static int
+sim_stat(const char *endpoint)
+{
+	char url[256];
+	json_t *v, *req;
+	int n = 0;
+
+	snprintf(url, sizeof(url), "%s/_sim/stats", sim_url);
+	v = http_json("GET", url, NULL, NULL);
+	req = json_object_get(json_object_get(v, "requests"), endpoint);
+	if (json_is_integer(req)) {
+		n = (int)json_integer_value(req);
+	} else if (json_is_object(req)) {
+		const char *k;
+		json_t *x;
+		json_object_foreach(req, k, x)
+		{
+			if (k[0] == '2') /* successful calls only */
+				n += (int)json_integer_value(x);
+		}
+	}
+	json_decref(v);
+	return n;
+}
+
+/* ---- (a) 50 converge ---- */
+
+START_TEST(test_a_fifty_converge)
+{
+	conv c = { "a", 50 };
+
+	apply_users(50, "a", NULL);
+	keeper_start();
+	ck_assert_msg(eventually(converged, &c, 90), "50 UserSpaces did not converge");
+	/* Stable: a few more resyncs change nothing. */
+	sleep(3);
+	ck_assert(converged(&c));
+	ck_assert_int_eq(sim_stat("create"), 50);
+	keeper_stop_checked();
+}
+END_TEST
+
+/* ---- (b) three existing sandboxes -> one ---- */
+
+static bool
+dup_settled(void *arg)
+{
+	json_t *items = get_items(), *all = sim_sandboxes();
+	json_t *it = find_item(items, "dup");
+	bool ok = it && item_ready(it) && count_user(all, "dup", NULL) == 1 &&
+		!item_has_drift(it, "Duplicate");
+
+	(void)arg;
+	json_decref(items);
+	json_decref(all);
+	return ok;
+}
+
+START_TEST(test_b_duplicates_deleted)
+{
+	sk_store_options so = SK_STORE_OPTIONS_INIT;
+	sk_store *st = NULL;
+	sk_event_list ev = { 0 };
+	sk_error err = { 0 };
+	char *ids[3];
+	bool dup_event = false;
+	json_t *items, *all;
+
+	for (int i = 0; i < 3; i++) {
+		ids[i] = sim_create("dup", "dup");
+		usleep(20000);
+	}
+	apply_yaml("dup.yaml", "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+			       "metadata:\n  name: dup\nspec:\n  userID: dup\n");
+	keeper_start();
+	ck_assert_msg(eventually(dup_settled, NULL, 60), "duplicates not cleaned");
+	items = get_items();
+	all = sim_sandboxes();
+	/* The keeper is one of the three (no create happened). */
+	ck_assert_int_eq(sim_stat("create"), 3);
+	ck_assert(strcmp(item_sandbox(find_item(items, "dup")), ids[0]) == 0 ||
+		strcmp(item_sandbox(find_item(items, "dup")), ids[1]) == 0 ||
+		strcmp(item_sandbox(find_item(items, "dup")), ids[2]) == 0);
+	json_decref(items);
+	json_decref(all);
+	/* Duplicate drift was reported (an event) and is cleared from status now. */
+	so.uri = sk_test_mongodb_uri();
+	so.database = db;
+	ck_assert_int_eq(sk_store_open(&st, &so, &err), 0);
+	ck_assert_int_eq(sk_store_events(st, "dup", 0, &ev, &err), 0);
+	for (size_t i = 0; i < ev.len; i++)
+		if (strstr(ev.items[i].reason, "Duplicate"))
+			dup_event = true;
+	ck_assert_msg(dup_event, "no Duplicate event among %zu", ev.len);
+	sk_event_list_dispose(&ev);
+	sk_store_close(st);
+	for (int i = 0; i < 3; i++)
+		free(ids[i]);
+	keeper_stop_checked();
+}
+END_TEST
+
+/* ---- (c) pause and resume ---- */
+
+static const char *c_spec_fmt = "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+				"metadata:\n  name: pam\nspec:\n  userID: pam\n  mode: %s\n";
+
+typedef struct want_state {
+	const char *phase;
+	const char *sim_state;
+	char bound[64];
+} want_state;
+
+static bool
+pam_in(void *arg)
+{
+	want_state *w = arg;
+	json_t *items = get_items(), *all = sim_sandboxes();
+	json_t *it = find_item(items, "pam");
+	const char *sb = it ? item_sandbox(it) : NULL;
+	const char *s = sb ? sim_state_of(all, sb) : NULL;
+	bool ok = it && sb && s && strcmp(s, w->sim_state) == 0 && item_phase(it) &&
+		strcmp(item_phase(it), w->phase) == 0 && count_user(all, "pam", NULL) == 1;
+
+	if (ok)
+		snprintf(w->bound, sizeof(w->bound), "%s", sb);
+	json_decref(items);
+	json_decref(all);
+	return ok;
+}
+
+START_TEST(test_c_pause_resume)
+{
+	char yaml[512], first[64];
+	want_state w = { "Running", "running", "" };
+
+	snprintf(yaml, sizeof(yaml), c_spec_fmt, "Running");
+	apply_yaml("pam.yaml", yaml);
+	keeper_start();
+	ck_assert_msg(eventually(pam_in, &w, 30), "not running");
+	snprintf(first, sizeof(first), "%s", w.bound);
+	snprintf(yaml, sizeof(yaml), c_spec_fmt, "Paused");
+	apply_yaml("pam.yaml", yaml);
+	w = (want_state){ "Paused", "paused", "" };
+	ck_assert_msg(eventually(pam_in, &w, 30), "not paused");
+	ck_assert_str_eq(w.bound, first);
+	snprintf(yaml, sizeof(yaml), c_spec_fmt, "Running");
+	apply_yaml("pam.yaml", yaml);
+	w = (want_state){ "Running", "running", "" };
+	ck_assert_msg(eventually(pam_in, &w, 30), "not resumed");
+	/* Resumed, not replaced. */
+	ck_assert_str_eq(w.bound, first);
+	ck_assert_int_eq(sim_stat("create"), 1);
+	keeper_stop_checked();
+}
+END_TEST
+
+/* ---- (f) SIGKILL while 200 converge ---- */
+
+START_TEST(test_f_sigkill_restart)
+{
+	conv c = { "f", 200 };
+
+	apply_users(200, "f", NULL);
+	keeper_start();
+	/* Let it get going, then kill it without warning. */
+	for (int i = 0; i < 100 && sim_stat("create") < 40; i++)
+		usleep(50000);
+	sk_test_stop(keeper_pid, true);
+	keeper_pid = 0;
+	ck_assert_int_lt(sim_stat("create"), 200);
+	keeper_start();
+	ck_assert_msg(eventually(converged, &c, 150), "200 did not converge after restart");
+	assert_one_each("f", 200);
+	keeper_stop_checked();
+}
+END_TEST
+
+/* ---- (e) the list comes back empty for a while ---- */
+
+START_TEST(test_e_empty_list_no_duplicates)
+{
+	conv c = { "e", 10 };
+	int creates;
+
+	apply_users(10, "e", NULL);
+	keeper_start();
+	ck_assert(eventually(converged, &c, 60));
+	creates = sim_stat("create");
+	ck_assert_int_eq(creates, 10);
+	sim_post("/_sim/faults", "{\"list_empty_s\": 6}");
+	sleep(8); /* several resyncs see an empty list */
+	ck_assert_int_eq(sim_stat("create"), creates);
+	ck_assert(converged(&c));
+	keeper_stop_checked();
+}
+END_TEST
+
+/* ---- (g) deletion policies ---- */
+
+typedef struct gone {
+	const char *name;
+} gone;
+
+static bool
+object_gone(void *arg)
+{
+	gone *g = arg;
+	json_t *items = get_items();
+	bool ok = find_item(items, g->name) == NULL;
+
+	json_decref(items);
+	return ok;
+}
+
+START_TEST(test_g_deletion_policies)
+{
+	conv c = { "g", 2 };
+	json_t *items, *all;
+	char del_sb[64], ret_sb[64];
+	gone g0 = { "g000" }, g1 = { "g001" };
+	const char *d0[] = { "delete", "userspace", "g000", NULL };
+	const char *d1[] = { "delete", "userspace", "g001", NULL };
+
+	apply_yaml("g.yaml", "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+			     "metadata:\n  name: g000\nspec:\n  userID: g000\n"
+			     "  deletionPolicy: Delete\n---\n"
+			     "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+			     "metadata:\n  name: g001\nspec:\n  userID: g001\n"
+			     "  deletionPolicy: Retain\n");
+	keeper_start();
+	ck_assert(eventually(converged, &c, 60));
+	items = get_items();
+	snprintf(del_sb, sizeof(del_sb), "%s", item_sandbox(find_item(items, "g000")));
+	snprintf(ret_sb, sizeof(ret_sb), "%s", item_sandbox(find_item(items, "g001")));
+	json_decref(items);
+	ck_assert_int_eq(spacectl(d0, NULL), 0);
+	ck_assert_int_eq(spacectl(d1, NULL), 0);
+	ck_assert_msg(eventually(object_gone, &g0, 30), "Delete: object not removed");
+	ck_assert_msg(eventually(object_gone, &g1, 30), "Retain: object not removed");
+	all = sim_sandboxes();
+	ck_assert_int_eq(count_user(all, "g000", NULL), 0);
+	ck_assert_ptr_nonnull(sim_state_of(all, ret_sb));
+	ck_assert_str_eq(sim_state_of(all, ret_sb), "running");
+	json_decref(all);
+	keeper_stop_checked();
+}
+END_TEST
+
+/* ---- (h) orphans are reported and left alone ---- */
+
+static bool
+orphan_metric(void *arg)
+{
+	char url[128], *body = NULL;
+	bool ok;
+
+	(void)arg;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", keeper_port);
+	http("GET", url, NULL, &body);
+	ok = body && strstr(body, "spacekeeper_orphan_sandboxes{provider=\"default\"} 1\n");
+	free(body);
+	return ok;
+}
+
+START_TEST(test_h_orphans_left_alone)
+{
+	char *orphan = sim_create("ghost", "ghost");
+	sk_store_options so = SK_STORE_OPTIONS_INIT;
+	sk_store *st = NULL;
+	sk_event_list ev = { 0 };
+	sk_error err = { 0 };
+	json_t *all;
+	conv c = { "h", 1 };
+
+	apply_users(1, "h", NULL);
+	keeper_start();
+	ck_assert(eventually(converged, &c, 30));
+	ck_assert_msg(eventually(orphan_metric, NULL, 10), "orphan not reported in /metrics");
+	sleep(3);
+	all = sim_sandboxes();
+	ck_assert_str_eq(sim_state_of(all, orphan), "running");
+	json_decref(all);
+	so.uri = sk_test_mongodb_uri();
+	so.database = db;
+	ck_assert_int_eq(sk_store_open(&st, &so, &err), 0);
+	ck_assert_int_eq(sk_store_events(st, NULL, 0, &ev, &err), 0);
+	{
+		bool found = false;
+		for (size_t i = 0; i < ev.len; i++)
+			if (strcmp(ev.items[i].reason, "Orphan") == 0 &&
+				strstr(ev.items[i].message, orphan))
+				found = true;
+		ck_assert_msg(found, "no Orphan event for %s", orphan);
+	}
+	sk_event_list_dispose(&ev);
+	sk_store_close(st);
+	free(orphan);
+	keeper_stop_checked();
+}
+END_TEST
+
+/* ---- (d) data plane 504: drift, then Replace after unhealthyAfter ---- */
+
+typedef struct d_state {
+	char first[64];
+	bool saw_drift;
+} d_state;
+
+static bool
+d_replaced(void *arg)
+{
+	d_state *d = arg;
+	json_t *items = get_items(), *all = sim_sandboxes();
+	json_t *it = find_item(items, "dpu");
+	const char *sb = it ? item_sandbox(it) : NULL;
+	bool ok;
+
+	if (it && item_has_drift(it, "DataPlaneUnreachable"))
+		d->saw_drift = true;
+	ok = sb && strcmp(sb, d->first) != 0 && item_ready(it) &&
+		count_user(all, "dpu", "running") == 1;
+	json_decref(items);
+	json_decref(all);
+	return ok;
+}
+
+START_TEST(test_d_unreachable_replaced)
+{
+	conv c = { "dpu", 0 };
+	d_state d = { "", false };
+	json_t *items, *all;
+	char body[256];
+
+	(void)c;
+	apply_yaml("dpu.yaml", "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+			       "metadata:\n  name: dpu\nspec:\n  userID: dpu\n"
+			       "  health:\n    unhealthyAfter: 4s\n    remediation: Replace\n");
+	keeper_start();
+	for (int i = 0; i < 120 && !d.first[0]; i++) {
+		items = get_items();
+		if (find_item(items, "dpu") && item_ready(find_item(items, "dpu")))
+			snprintf(d.first, sizeof(d.first), "%s",
+				item_sandbox(find_item(items, "dpu")));
+		json_decref(items);
+		usleep(250000);
+	}
+	ck_assert_msg(d.first[0], "dpu never became Ready");
+	snprintf(body, sizeof(body), "{\"unreachable\": [\"%s\"]}", d.first);
+	sim_post("/_sim/faults", body);
+	ck_assert_msg(eventually(d_replaced, &d, 60), "not replaced");
+	ck_assert_msg(d.saw_drift, "DataPlaneUnreachable never reported");
+	all = sim_sandboxes();
+	ck_assert_str_ne(sim_state_of(all, d.first) ? sim_state_of(all, d.first) : "gone",
+		"running");
+	json_decref(all);
+	keeper_stop_checked();
+}
+END_TEST
+
+/* ---- (j) a 429 storm ---- */
+
+START_TEST(test_j_429_storm)
+{
+	conv c = { "j", 20 };
+	json_t *items;
+	int ready = 0;
+
+	sim_post("/_sim/faults", "{\"errors\": {\"*\": {\"status\": 429, \"rate\": 1.0, "
+				 "\"retry_after_s\": 1}}}");
+	apply_users(20, "j", NULL);
+	keeper_start();
+	sleep(4);
+	items = get_items();
+	for (size_t i = 0; i < json_array_size(items); i++)
+		ready += item_ready(json_array_get(items, i));
+	json_decref(items);
+	ck_assert_int_eq(ready, 0);
+	/* The controller is still alive and backing off. */
+	ck_assert_int_eq(kill(keeper_pid, 0), 0);
+	sim_post("/_sim/faults", "{\"errors\": {\"*\": null}}");
+	ck_assert_msg(eventually(converged, &c, 90), "no convergence after the storm");
+	assert_one_each("j", 20);
+	keeper_stop_checked();
+}
+END_TEST
+
+/* ---- the daemon: HTTP, --once, signals ---- */
+
+START_TEST(test_http_endpoints_and_connect)
+{
+	char url[256], *body = NULL;
+	json_t *v;
+	long st;
+
+	apply_yaml("web.yaml", "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+			       "metadata:\n  name: web\nspec:\n  userID: web-user\n---\n"
+			       "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+			       "metadata:\n  name: sleepy\nspec:\n  userID: sleepy\n  mode: Paused\n");
+	keeper_start();
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/healthz", keeper_port);
+	ck_assert_int_eq(http("GET", url, NULL, NULL), 200);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", keeper_port);
+	ck_assert_int_eq(http("GET", url, NULL, NULL), 200);
+	/* Connect answers once the sandbox is Ready, whatever state it was in. */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/web/connect?timeout=30s",
+		keeper_port);
+	v = http_json("POST", url, "", &st);
+	ck_assert_int_eq(st, 200);
+	ck_assert_int_eq(json_is_true(json_object_get(v, "ready")), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(v, "state")), "Running");
+	{
+		json_t *all = sim_sandboxes();
+		const char *id = json_string_value(json_object_get(v, "sandboxID"));
+		ck_assert_ptr_nonnull(id);
+		ck_assert_str_eq(sim_state_of(all, id), "running");
+		/* Paused out of band: connect resumes it. */
+		snprintf(url, sizeof(url), "/_sim/sandboxes/%s/pause", id);
+		sim_post(url, "");
+		json_decref(all);
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/web-user/sandbox",
+			keeper_port);
+		json_decref(http_json("GET", url, NULL, &st));
+		ck_assert_int_eq(st, 200);
+		all = sim_sandboxes();
+		ck_assert_str_eq(sim_state_of(all, id), "running");
+		json_decref(all);
+	}
+	json_decref(v);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/sleepy/connect", keeper_port);
+	v = http_json("POST", url, "", &st);
+	ck_assert_int_eq(st, 503);
+	ck_assert_str_eq(json_string_value(json_object_get(v, "reason")), "ModePaused");
+	json_decref(v);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/nobody/connect", keeper_port);
+	ck_assert_int_eq(http("POST", url, "", NULL), 404);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", keeper_port);
+	ck_assert_int_eq(http("GET", url, NULL, &body), 200);
+	ck_assert_ptr_nonnull(strstr(body, "controller_runtime_reconcile_total{controller="
+					   "\"userspace\",result=\"requeue_after\"}"));
+	ck_assert_ptr_nonnull(strstr(body, "workqueue_depth{name=\"userspace\"}"));
+	free(body);
+	keeper_stop_checked();
+}
+END_TEST
+
+START_TEST(test_once_pass)
+{
+	const char *env[] = { DUMMY_KEY, NULL };
+	const char *argv[] = { "spacekeeper", "--config", cfg_path, "--mongodb-uri",
+		sk_test_mongodb_uri(), "--database", db, "--once", "--log-format", "json", NULL };
+	char *out = NULL, *err = NULL;
+	conv c = { "o", 5 };
+	int rc;
+
+	apply_users(5, "o", NULL);
+	rc = sk_test_run(argv, env, NULL, &out, &err, 120);
+	ck_assert_msg(rc == 0, "--once exit %d: %s", rc, err);
+	ck_assert(converged(&c));
+	/* JSON logs: one object per line. */
+	{
+		char *line = strtok(err, "\n");
+		ck_assert_ptr_nonnull(line);
+		for (; line; line = strtok(NULL, "\n")) {
+			json_t *v = json_loads(line, 0, NULL);
+			ck_assert_msg(json_is_object(v), "not JSON: %s", line);
+			ck_assert_ptr_nonnull(json_object_get(v, "msg"));
+			json_decref(v);
+		}
+	}
+	free(out);
+	free(err);
+	/* A provider that refuses everything: --once fails (non-zero). */
+	sim_post("/_sim/faults", "{\"errors\": {\"*\": {\"status\": 400}}}");
+	apply_users(1, "x", NULL);
+	{
+		const char *argv2[] = { "spacekeeper", "--config", cfg_path, "--mongodb-uri",
+			sk_test_mongodb_uri(), "--database", db, "--once", "--once-timeout", "60s",
+			NULL };
+		rc = sk_test_run(argv2, env, NULL, &out, &err, 120);
+		ck_assert_int_ne(rc, 0);
+		free(out);
+		free(err);
+	}
+}
+END_TEST
+
+START_TEST(test_sigterm_graceful)
+{
+	conv c = { "s", 30 };
+	int64_t t0;
+	int rc;
+
+	apply_users(30, "s", NULL);
+	keeper_start();
+	usleep(800000); /* mid-flight */
+	t0 = sk_monotonic_ms();
+	rc = sk_test_stop(keeper_pid, false);
+	keeper_pid = 0;
+	ck_assert_int_eq(rc, 0);
+	ck_assert_int_lt(sk_monotonic_ms() - t0, 10000);
+	/* A restart finishes the job without duplicates. */
+	keeper_start();
+	ck_assert(eventually(converged, &c, 60));
+	assert_one_each("s", 30);
+	keeper_stop_checked();
+}
+END_TEST
+
+START_TEST(test_usage_and_bad_config)
+{
+	const char *h[] = { "spacekeeper", "--help", NULL };
+	const char *v[] = { "spacekeeper", "--version", NULL };
+	const char *bad[] = { "spacekeeper", "--workers", "zero", NULL };
+	const char *missing[] = { "spacekeeper", "--config", "/nonexistent.yaml", NULL };
+	char *out = NULL, *err = NULL;
+
+	ck_assert_int_eq(sk_test_run(h, NULL, NULL, &out, &err, 10), 0);
+	ck_assert_ptr_nonnull(strstr(out, "usage: spacekeeper"));
+	free(out);
+	free(err);
+	ck_assert_int_eq(sk_test_run(v, NULL, NULL, &out, &err, 10), 0);
+	ck_assert_ptr_nonnull(strstr(out, "spacekeeper "));
+	free(out);
+	free(err);
+	ck_assert_int_eq(sk_test_run(bad, NULL, NULL, &out, &err, 10), 64);
+	free(out);
+	free(err);
+	ck_assert_int_ne(sk_test_run(missing, NULL, NULL, &out, &err, 10), 0);
+	free(out);
+	free(err);
+}
+END_TEST
+
+Suite *
+sk_suite_controller(void)
+{
+	Suite *s = suite_create("controller");
+	TCase *core = tcase_create("converge");
+	TCase *fault = tcase_create("faults");
+	TCase *daemon = tcase_create("daemon");
+
+	tcase_set_timeout(core, 300);
+	tcase_set_timeout(fault, 300);
+	tcase_set_timeout(daemon, 300);
+	tcase_add_checked_fixture(core, setup, teardown);
+	tcase_add_checked_fixture(fault, setup, teardown);
+	tcase_add_checked_fixture(daemon, setup, teardown);
+	tcase_add_test(core, test_a_fifty_converge);
+	tcase_add_test(core, test_b_duplicates_deleted);
+	tcase_add_test(core, test_c_pause_resume);
+	tcase_add_test(core, test_g_deletion_policies);
+	tcase_add_test(core, test_h_orphans_left_alone);
+	tcase_add_test(fault, test_f_sigkill_restart);
+	tcase_add_test(fault, test_e_empty_list_no_duplicates);
+	tcase_add_test(fault, test_d_unreachable_replaced);
+	tcase_add_test(fault, test_j_429_storm);
+	tcase_add_test(daemon, test_http_endpoints_and_connect);
+	tcase_add_test(daemon, test_once_pass);
+	tcase_add_test(daemon, test_sigterm_graceful);
+	tcase_add_test(daemon, test_usage_and_bad_config);
+	suite_add_tcase(s, core);
+	suite_add_tcase(s, fault);
+	suite_add_tcase(s, daemon);
+	return s;
+}

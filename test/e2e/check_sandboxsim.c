@@ -1,0 +1,815 @@
+/*
+ * End-to-end tests of sandboxsim over HTTP (libcurl): E2B shapes, status codes
+ * and error bodies, pagination, metadata filters, the state machine and its
+ * timeouts, the envd data plane, fault injection, stats, and the cube and
+ * daytona flavours' distinguishing behaviour.
+ */
+#include <check.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../testutil.h"
+#include "util/util.h"
+
+Suite *sk_suite_sandboxsim(void);
+
+#define KEY "X-API-Key: e2b_0000000000000000000000000000000000000000"
+
+typedef struct resp {
+	long status;
+	char *body;
+	json_t *json;
+	char next_token[512];
+	char retry_after[32];
+	char total_running[32];
+	double seconds;
+} resp;
+
+static pid_t sim_pid;
+static char base[128];
+static resp *arena[512];
+static int narena;
+
+static void
+start_sim(const char *const *args)
+{
+	sim_pid = sk_test_sim_start(args, base, sizeof(base));
+}
+
+static void
+setup(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static void
+teardown(void)
+{
+	if (sim_pid > 0)
+		sk_test_stop(sim_pid, false);
+	sim_pid = 0;
+	for (int i = 0; i < narena; i++) {
+		free(arena[i]->body);
+		json_decref(arena[i]->json);
+		free(arena[i]);
+	}
+	narena = 0;
+	curl_global_cleanup();
+}
+
+static size_t
+on_body(char *data, size_t size, size_t n, void *userp)
+{
+	sk_buf *b = userp;
+
+	sk_buf_append(b, data, size * n);
+	return size * n;
+}
+
+static size_t
+discard(char *data, size_t size, size_t n, void *userp)
+{
+	return size * n;
+}
+
+static void
+copy_header(const char *line, size_t len, const char *name, char *out, size_t outlen)
+{
+	size_t nl = strlen(name), v;
+
+	if (len <= nl || strncasecmp(line, name, nl) != 0)
+		return;
+	for (v = nl; v < len && (line[v] == ' ' || line[v] == '\t'); v++)
+		;
+	snprintf(out, outlen, "%.*s", (int)(len - v), line + v);
+	out[strcspn(out, "\r\n")] = '\0';
+}
+
+static size_t
+on_header(char *data, size_t size, size_t n, void *userp)
+{
+	resp *r = userp;
+
+	copy_header(data, size * n, "X-Next-Token:", r->next_token, sizeof(r->next_token));
+	copy_header(data, size * n, "Retry-After:", r->retry_after, sizeof(r->retry_after));
+	copy_header(data, size * n, "X-Total-Running:", r->total_running, sizeof(r->total_running));
+	return size * n;
+}
+
+/* One request; headers NULL-terminated (NULL: the default API key). */
+static resp *
+req_h(const char *method, const char *path, const char *body, const char *const *hdrs)
+{
+	static const char *const def[] = { KEY, NULL };
+	resp *r = sk_calloc(1, sizeof(*r));
+	sk_buf b = SK_BUF_INIT(64 << 20);
+	struct curl_slist *h = NULL;
+	char url[2048];
+	CURL *c = curl_easy_init();
+
+	snprintf(url, sizeof(url), "%s%s", base, path);
+	for (const char *const *p = hdrs ? hdrs : def; *p; p++)
+		h = curl_slist_append(h, *p);
+	h = curl_slist_append(h, "Content-Type: application/json");
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	if (body)
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+	ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+	curl_easy_getinfo(c, CURLINFO_TOTAL_TIME, &r->seconds);
+	curl_easy_cleanup(c);
+	curl_slist_free_all(h);
+	r->body = b.data ? sk_buf_detach(&b) : sk_strdup("");
+	r->json = json_loads(r->body, JSON_DECODE_ANY, NULL);
+	ck_assert_int_lt(narena, 512);
+	arena[narena++] = r;
+	return r;
+}
+
+static resp *
+req(const char *method, const char *path, const char *body)
+{
+	return req_h(method, path, body, NULL);
+}
+
+static const char *
+jstr(const resp *r, const char *key)
+{
+	const char *v = json_string_value(json_object_get(r->json, key));
+
+	ck_assert_msg(v != NULL, "missing string %s in %s", key, r->body);
+	return v;
+}
+
+static int64_t
+jtime(json_t *obj, const char *key)
+{
+	int64_t ms = 0;
+
+	ck_assert_int_eq(sk_time_parse(json_string_value(json_object_get(obj, key)), &ms), 0);
+	return ms;
+}
+
+static void
+assert_error(const resp *r, long status)
+{
+	ck_assert_int_eq(r->status, status);
+	ck_assert_int_eq(json_integer_value(json_object_get(r->json, "code")), status);
+	ck_assert(json_string_length(json_object_get(r->json, "message")) > 0);
+}
+
+/* Creates a sandbox and returns its id (static buffer per call slot). */
+static const char *
+create(const char *body)
+{
+	static char ids[32][64];
+	static int slot;
+	resp *r = req("POST", "/sandboxes", body);
+	char *id = ids[slot++ % 32];
+
+	ck_assert_msg(r->status == 201, "create: %ld %s", r->status, r->body);
+	snprintf(id, 64, "%s", jstr(r, "sandboxID"));
+	return id;
+}
+
+static resp *
+reqf(const char *method, const char *body, const char *fmt, const char *id)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), fmt, id);
+	return req(method, path, body);
+}
+
+/* ---- E2B control plane ---- */
+
+START_TEST(test_create_and_get_shapes)
+{
+	static const char *const keys[] = { "templateID", "sandboxID", "clientID", "startedAt",
+		"endAt", "cpuCount", "memoryMB", "diskSizeMB", "state", "envdVersion", "metadata",
+		"lifecycle", NULL };
+	const char *id;
+	resp *r;
+
+	start_sim(NULL);
+	r = req("POST", "/sandboxes",
+	        "{\"templateID\":\"base\",\"timeout\":60,\"metadata\":{\"user_id\":\"alice\"},"
+	        "\"envVars\":{\"A\":\"1\"},\"autoPause\":true,\"autoResume\":{\"enabled\":true}}");
+	ck_assert_int_eq(r->status, 201);
+	id = jstr(r, "sandboxID");
+	ck_assert_int_eq(strlen(id), 21);
+	ck_assert(id[0] == 'i' && strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789") == 21);
+	ck_assert_str_eq(jstr(r, "clientID"), "6532622b");
+	ck_assert_str_eq(jstr(r, "templateID"), "base");
+	ck_assert_str_eq(jstr(r, "envdVersion"), "0.6.13");
+	r = reqf("GET", NULL, "/sandboxes/%s", id);
+	ck_assert_int_eq(r->status, 200);
+	for (int i = 0; keys[i]; i++)
+		ck_assert_msg(json_object_get(r->json, keys[i]), "detail lacks %s", keys[i]);
+	ck_assert_str_eq(jstr(r, "state"), "running");
+	ck_assert_int_eq(jtime(r->json, "endAt") - jtime(r->json, "startedAt"), 60000);
+	ck_assert_str_eq(
+	        json_string_value(json_object_get(json_object_get(r->json, "metadata"), "user_id")),
+	        "alice");
+	ck_assert_str_eq(json_string_value(json_object_get(
+	                         json_object_get(r->json, "lifecycle"), "onTimeout")),
+	        "pause");
+	ck_assert(
+	        json_is_true(json_object_get(json_object_get(r->json, "lifecycle"), "autoResume")));
+	/* server default timeout: 15 s */
+	r = reqf("GET", NULL, "/sandboxes/%s", create("{\"templateID\":\"base\"}"));
+	ck_assert_int_eq(jtime(r->json, "endAt") - jtime(r->json, "startedAt"), 15000);
+	/* the v2 create path of current SDKs */
+	ck_assert_int_eq(req("POST", "/v2/sandboxes", "{\"templateID\":\"base\"}")->status, 201);
+	assert_error(req("GET", "/sandboxes/inotthere000000000000", NULL), 404);
+	ck_assert_ptr_nonnull(strstr(req("GET", "/sandboxes/inotthere000000000000", NULL)->body,
+	        "doesn't exist or you don't have access to it"));
+}
+END_TEST
+
+START_TEST(test_bad_requests)
+{
+	const char *id;
+	resp *r;
+
+	start_sim(NULL);
+	r = req("POST", "/sandboxes", "{\"templateID\": ");
+	assert_error(r, 400);
+	assert_error(req("POST", "/sandboxes", "[1,2]"), 400);
+	assert_error(req("POST", "/sandboxes", "{\"timeout\":30}"), 400);
+	assert_error(
+	        req("POST", "/sandboxes", "{\"templateID\":\"base\",\"timeout\":\"30\"}"), 400);
+	r = req("POST", "/sandboxes", "{\"templateID\":\"base\",\"timeout\":0}");
+	assert_error(r, 400);
+	ck_assert_ptr_nonnull(strstr(jstr(r, "message"), "validation error"));
+	assert_error(
+	        req("POST", "/sandboxes", "{\"templateID\":\"base\",\"metadata\":{\"a\":1}}"), 400);
+	assert_error(
+	        req("POST", "/sandboxes", "{\"templateID\":\"base\",\"autoPause\":\"yes\"}"), 400);
+	id = create("{\"templateID\":\"base\"}");
+	assert_error(reqf("POST", "{}", "/sandboxes/%s/connect", id), 400);
+	assert_error(reqf("POST", "{\"timeout\":-5}", "/sandboxes/%s/connect", id), 400);
+	assert_error(reqf("POST", "{\"timeout\":\"x\"}", "/sandboxes/%s/timeout", id), 400);
+	assert_error(req("GET", "/sandboxes/NOT_VALID!", NULL), 400);
+	assert_error(req("GET", "/v2/sandboxes?limit=0", NULL), 400);
+	assert_error(req("GET", "/v2/sandboxes?state=sleeping", NULL), 400);
+	assert_error(req("GET", "/v2/sandboxes?nextToken=garbage", NULL), 400);
+	assert_error(req("GET", "/v2/sandboxes?metadata=novalue", NULL), 400);
+}
+END_TEST
+
+START_TEST(test_api_key)
+{
+	static const char *const nokey[] = { NULL };
+	static const char *const badfmt[] = { "X-API-Key: sk_live_123", NULL };
+	static const char *const wrong[] = { "X-API-Key: e2b_1234", NULL };
+	static const char *const right[] = { "x-api-key: e2b_5ec2e7", NULL };
+	static const char *const args[] = { "--api-key", "e2b_5ec2e7", NULL };
+
+	start_sim(NULL);
+	assert_error(req_h("POST", "/sandboxes", "{\"templateID\":\"base\"}", nokey), 401);
+	assert_error(req_h("GET", "/v2/sandboxes", NULL, badfmt), 401);
+	ck_assert_int_eq(req_h("GET", "/v2/sandboxes", NULL, wrong)->status, 200);
+	ck_assert_int_eq(req_h("GET", "/_sim/stats", NULL, nokey)->status, 200);
+	ck_assert_int_eq(req_h("GET", "/health", NULL, nokey)->status, 200);
+	teardown();
+	setup();
+	start_sim(args);
+	assert_error(req_h("GET", "/v2/sandboxes", NULL, wrong), 401);
+	ck_assert_ptr_nonnull(
+	        strstr(req_h("GET", "/v2/sandboxes", NULL, wrong)->body, "Invalid API key"));
+	ck_assert_int_eq(req_h("GET", "/v2/sandboxes", NULL, right)->status, 200);
+}
+END_TEST
+
+static int
+collect_page(resp *r, char ids[][64], int n)
+{
+	size_t i;
+	json_t *v;
+
+	ck_assert_int_eq(r->status, 200);
+	json_array_foreach(r->json, i, v)
+	        snprintf(ids[n++], 64, "%s", json_string_value(json_object_get(v, "sandboxID")));
+	return n;
+}
+
+START_TEST(test_pagination_and_metadata)
+{
+	char want[7][64], got[16][64], path[1024];
+	int n = 0;
+	resp *r;
+
+	start_sim(NULL);
+	create("{\"templateID\":\"base\",\"metadata\":{\"user_id\":\"other\"}}");
+	for (int i = 0; i < 7; i++) {
+		snprintf(want[i], 64, "%s",
+		        create("{\"templateID\":\"base\",\"metadata\":{\"user_id\":\"pag\","
+		               "\"odd\":\"x y\"}}"));
+		usleep(2000);
+	}
+	r = req("GET", "/v2/sandboxes?metadata=user_id%3Dpag&limit=3", NULL);
+	ck_assert_int_eq(json_array_size(r->json), 3);
+	ck_assert(r->next_token[0] != '\0');
+	ck_assert_str_eq(r->total_running, "7");
+	n = collect_page(r, got, n);
+	/* newest first */
+	ck_assert_str_eq(got[0], want[6]);
+	for (int page = 0; page < 2; page++) {
+		snprintf(path, sizeof(path),
+		        "/v2/sandboxes?metadata=user_id%%3Dpag&limit=3&nextToken=%s",
+		        r->next_token);
+		r = req("GET", path, NULL);
+		n = collect_page(r, got, n);
+	}
+	ck_assert_int_eq(n, 7);
+	ck_assert_str_eq(r->next_token, "");
+	for (int i = 0; i < 7; i++) {
+		int hits = 0;
+		for (int j = 0; j < 7; j++)
+			hits += strcmp(want[i], got[j]) == 0;
+		ck_assert_int_eq(hits, 1);
+	}
+	/* The SDK's double encoding of "odd=x y" and AND of pairs. */
+	r = req("GET", "/v2/sandboxes?metadata=odd%3Dx%252520y%26user_id%3Dpag", NULL);
+	ck_assert_int_eq(json_array_size(r->json), 7);
+	r = req("GET", "/v2/sandboxes?metadata=odd%3Dx%252520y%26user_id%3Dother", NULL);
+	ck_assert_int_eq(json_array_size(r->json), 0);
+	r = req("GET", "/v2/sandboxes", NULL);
+	ck_assert_int_eq(json_array_size(r->json), 8);
+	/* ascending order */
+	r = req("GET", "/v2/sandboxes?metadata=user_id%3Dpag&order=asc&limit=1", NULL);
+	ck_assert_str_eq(
+	        json_string_value(json_object_get(json_array_get(r->json, 0), "sandboxID")),
+	        want[0]);
+}
+END_TEST
+
+START_TEST(test_pause_connect_resume)
+{
+	const char *id;
+	resp *r;
+	int64_t before;
+
+	start_sim(NULL);
+	id = create("{\"templateID\":\"base\",\"timeout\":60,\"metadata\":{\"user_id\":\"p\"}}");
+	before = sk_now_ms();
+	ck_assert_int_eq(reqf("POST", "{\"memory\":true}", "/sandboxes/%s/pause", id)->status, 204);
+	assert_error(reqf("POST", NULL, "/sandboxes/%s/pause", id), 409);
+	r = reqf("GET", NULL, "/sandboxes/%s", id);
+	ck_assert_str_eq(jstr(r, "state"), "paused");
+	ck_assert(llabs(jtime(r->json, "endAt") - before) < 2000);
+	/* lists: v2 shows both states, v1 only running; state filters */
+	ck_assert_int_eq(json_array_size(req("GET", "/sandboxes", NULL)->json), 0);
+	ck_assert_int_eq(json_array_size(req("GET", "/v2/sandboxes?state=paused", NULL)->json), 1);
+	ck_assert_int_eq(json_array_size(req("GET", "/v2/sandboxes?state=running", NULL)->json), 0);
+	ck_assert_int_eq(
+	        json_array_size(req("GET", "/v2/sandboxes?state=running&state=paused", NULL)->json),
+	        1);
+	/* timeout and refreshes on a paused sandbox: 404 */
+	assert_error(reqf("POST", "{\"timeout\":30}", "/sandboxes/%s/timeout", id), 404);
+	assert_error(reqf("POST", NULL, "/sandboxes/%s/refreshes", id), 404);
+	r = reqf("POST", "{\"timeout\":30}", "/sandboxes/%s/connect", id);
+	ck_assert_int_eq(r->status, 201);
+	ck_assert_str_eq(jstr(r, "sandboxID"), id);
+	r = reqf("GET", NULL, "/sandboxes/%s", id);
+	ck_assert_str_eq(jstr(r, "state"), "running");
+	ck_assert_int_eq(jtime(r->json, "endAt") - jtime(r->json, "startedAt"), 30000);
+	/* connect on running: 200 and extend-only */
+	ck_assert_int_eq(reqf("POST", "{\"timeout\":5}", "/sandboxes/%s/connect", id)->status, 200);
+	r = reqf("GET", NULL, "/sandboxes/%s", id);
+	ck_assert_int_eq(jtime(r->json, "endAt") - jtime(r->json, "startedAt"), 30000);
+	ck_assert_int_eq(
+	        reqf("POST", "{\"timeout\":5}", "/v2/sandboxes/%s/connect", id)->status, 200);
+	/* deprecated resume: 409 while running, 201 from paused */
+	assert_error(reqf("POST", "{}", "/sandboxes/%s/resume", id), 409);
+	ck_assert_int_eq(reqf("POST", NULL, "/sandboxes/%s/pause", id)->status, 204);
+	ck_assert_int_eq(reqf("POST", "{\"timeout\":20}", "/sandboxes/%s/resume", id)->status, 201);
+	/* timeout overwrites (can shorten), refreshes extend */
+	ck_assert_int_eq(reqf("POST", "{\"timeout\":3}", "/sandboxes/%s/timeout", id)->status, 204);
+	r = reqf("GET", NULL, "/sandboxes/%s", id);
+	ck_assert(jtime(r->json, "endAt") - sk_now_ms() <= 3000);
+	ck_assert_int_eq(
+	        reqf("POST", "{\"duration\":100}", "/sandboxes/%s/refreshes", id)->status, 204);
+	r = reqf("GET", NULL, "/sandboxes/%s", id);
+	ck_assert(jtime(r->json, "endAt") - sk_now_ms() > 90000);
+	/* kill twice, kill of a paused one */
+	ck_assert_int_eq(reqf("DELETE", NULL, "/sandboxes/%s", id)->status, 204);
+	assert_error(reqf("DELETE", NULL, "/sandboxes/%s", id), 404);
+	assert_error(reqf("POST", NULL, "/sandboxes/%s/pause", id), 404);
+	id = create("{\"templateID\":\"base\"}");
+	ck_assert_int_eq(reqf("POST", NULL, "/sandboxes/%s/pause", id)->status, 204);
+	ck_assert_int_eq(reqf("DELETE", NULL, "/sandboxes/%s", id)->status, 204);
+	assert_error(reqf("GET", NULL, "/sandboxes/%s", id), 404);
+}
+END_TEST
+
+START_TEST(test_timeout_expiry)
+{
+	const char *killed, *paused;
+	resp *r;
+
+	start_sim(NULL);
+	killed = create("{\"templateID\":\"base\",\"timeout\":1}");
+	paused = create("{\"templateID\":\"base\",\"timeout\":1,\"autoPause\":true}");
+	r = reqf("GET", NULL, "/sandboxes/%s", paused);
+	ck_assert_str_eq(jstr(r, "state"), "running");
+	usleep(1600 * 1000);
+	assert_error(reqf("GET", NULL, "/sandboxes/%s", killed), 404);
+	r = reqf("GET", NULL, "/sandboxes/%s", paused);
+	ck_assert_str_eq(jstr(r, "state"), "paused");
+	ck_assert_int_eq(jtime(r->json, "endAt") - jtime(r->json, "startedAt"), 1000);
+	/* the sweeper also removed it from lists */
+	ck_assert_int_eq(json_array_size(req("GET", "/v2/sandboxes", NULL)->json), 1);
+	/* auto-pause persists across resume */
+	ck_assert_int_eq(
+	        reqf("POST", "{\"timeout\":1}", "/sandboxes/%s/connect", paused)->status, 201);
+	usleep(1600 * 1000);
+	ck_assert_str_eq(jstr(reqf("GET", NULL, "/sandboxes/%s", paused), "state"), "paused");
+}
+END_TEST
+
+/* ---- data plane ---- */
+
+static long
+health(const char *id, const char *port)
+{
+	char h1[128], h2[64];
+	const char *hdrs[] = { h1, h2, NULL };
+
+	snprintf(h1, sizeof(h1), "E2b-Sandbox-Id: %s", id);
+	snprintf(h2, sizeof(h2), "E2b-Sandbox-Port: %s", port);
+	return req_h("GET", "/health", NULL, hdrs)->status;
+}
+
+static long
+health_host(const char *id)
+{
+	char h[160];
+	const char *hdrs[] = { h, NULL };
+
+	snprintf(h, sizeof(h), "Host: 49983-%s.sim.local", id);
+	return req_h("GET", "/health", NULL, hdrs)->status;
+}
+
+START_TEST(test_data_plane)
+{
+	const char *id;
+	resp *r;
+	char h[160];
+	const char *hdrs[] = { h, NULL };
+
+	start_sim(NULL);
+	id = create("{\"templateID\":\"base\",\"envVars\":{\"FOO\":\"bar\"}}");
+	ck_assert_int_eq(health(id, "49983"), 204);
+	ck_assert_int_eq(health_host(id), 204);
+	ck_assert_int_eq(health(id, "8080"), 502);
+	snprintf(h, sizeof(h), "E2b-Sandbox-Id: %s", id);
+	r = req_h("GET", "/envs", NULL, hdrs);
+	ck_assert_str_eq(json_string_value(json_object_get(r->json, "FOO")), "bar");
+	r = req_h(
+	        "GET", "/health", NULL, (const char *const[]){ "E2b-Sandbox-Id: iunknown", NULL });
+	ck_assert_int_eq(r->status, 502);
+	ck_assert_int_eq(json_integer_value(json_object_get(r->json, "code")), 502);
+	ck_assert_str_eq(jstr(r, "sandboxId"), "iunknown");
+	ck_assert_int_eq(health_host("iunknown"), 502);
+	ck_assert_int_eq(reqf("POST", NULL, "/sandboxes/%s/pause", id)->status, 204);
+	ck_assert_int_eq(health(id, "49983"), 502);
+	/* the API's own health check */
+	r = req("GET", "/health", NULL);
+	ck_assert_int_eq(r->status, 200);
+	/* autoResume: traffic resumes a paused sandbox */
+	id = create(
+	        "{\"templateID\":\"base\",\"autoPause\":true,\"autoResume\":{\"enabled\":true}}");
+	ck_assert_int_eq(reqf("POST", NULL, "/sandboxes/%s/pause", id)->status, 204);
+	ck_assert_int_eq(health_host(id), 204);
+	ck_assert_str_eq(jstr(reqf("GET", NULL, "/sandboxes/%s", id), "state"), "running");
+}
+END_TEST
+
+/* ---- faults ---- */
+
+START_TEST(test_fault_504_after_resume)
+{
+	const char *id, *other;
+	char body[200];
+
+	start_sim(NULL);
+	id = create("{\"templateID\":\"base\"}");
+	other = create("{\"templateID\":\"base\"}");
+	ck_assert_int_eq(req("POST", "/_sim/faults", "{\"resume_504_s\":2}")->status, 200);
+	ck_assert_int_eq(health(id, "49983"), 204); /* never resumed */
+	ck_assert_int_eq(reqf("POST", NULL, "/sandboxes/%s/pause", id)->status, 204);
+	ck_assert_int_eq(
+	        reqf("POST", "{\"timeout\":60}", "/sandboxes/%s/connect", id)->status, 201);
+	ck_assert_int_eq(health(id, "49983"), 504);
+	ck_assert_int_eq(health_host(id), 504);
+	usleep(2300 * 1000);
+	ck_assert_int_eq(health(id, "49983"), 204);
+	/* chosen sandboxes indefinitely, until cleared */
+	snprintf(body, sizeof(body), "{\"unreachable\":[\"%s\"]}", other);
+	ck_assert_int_eq(req("POST", "/_sim/faults", body)->status, 200);
+	ck_assert_int_eq(health(other, "49983"), 504);
+	ck_assert_int_eq(health(id, "49983"), 204);
+	ck_assert_int_eq(json_array_size(json_object_get(
+	                         req("GET", "/_sim/faults", NULL)->json, "unreachable")),
+	        1);
+	ck_assert_int_eq(req("DELETE", "/_sim/faults", NULL)->status, 204);
+	ck_assert_int_eq(health(other, "49983"), 204);
+}
+END_TEST
+
+START_TEST(test_fault_list_empty_and_errors)
+{
+	const char *id;
+	resp *r;
+
+	start_sim(NULL);
+	id = create("{\"templateID\":\"base\",\"metadata\":{\"user_id\":\"u\"}}");
+	ck_assert_int_eq(req("POST", "/_sim/faults", "{\"list_empty_s\":-1}")->status, 200);
+	ck_assert_int_eq(json_array_size(req("GET", "/v2/sandboxes", NULL)->json), 0);
+	ck_assert_int_eq(json_array_size(req("GET", "/sandboxes", NULL)->json), 0);
+	ck_assert_int_eq(reqf("GET", NULL, "/sandboxes/%s", id)->status, 200);
+	ck_assert_int_eq(req("POST", "/_sim/faults", "{\"list_empty_s\":0}")->status, 200);
+	ck_assert_int_eq(json_array_size(req("GET", "/v2/sandboxes", NULL)->json), 1);
+	ck_assert_int_eq(req("POST", "/_sim/faults", "{\"list_empty_s\":1}")->status, 200);
+	ck_assert_int_eq(json_array_size(req("GET", "/v2/sandboxes", NULL)->json), 0);
+	usleep(1200 * 1000);
+	ck_assert_int_eq(json_array_size(req("GET", "/v2/sandboxes", NULL)->json), 1);
+	/* error rate with status, Retry-After and a count */
+	ck_assert_int_eq(req("POST", "/_sim/faults",
+	                         "{\"errors\":{\"create\":{\"status\":429,\"rate\":1,"
+	                         "\"retry_after_s\":3,\"count\":2},\"*\":{\"status\":503}}}")
+	                         ->status,
+	        200);
+	for (int i = 0; i < 2; i++) {
+		r = req("POST", "/sandboxes", "{\"templateID\":\"base\"}");
+		assert_error(r, 429);
+		ck_assert_str_eq(r->retry_after, "3");
+	}
+	ck_assert_int_eq(req("POST", "/sandboxes", "{\"templateID\":\"base\"}")->status, 201);
+	r = reqf("GET", NULL, "/sandboxes/%s", id);
+	assert_error(r, 503);
+	ck_assert_str_eq(r->retry_after, "");
+	ck_assert_int_eq(health(id, "49983"), 204); /* "*" is the control plane only */
+	ck_assert_int_eq(req("POST", "/_sim/faults", "{\"errors\":{\"*\":null}}")->status, 200);
+	ck_assert_int_eq(reqf("GET", NULL, "/sandboxes/%s", id)->status, 200);
+	/* bad fault documents */
+	assert_error(req("POST", "/_sim/faults", "{\"errors\":{\"nope\":{\"status\":500}}}"), 400);
+	assert_error(req("POST", "/_sim/faults", "{\"bogus\":1}"), 400);
+	assert_error(req("POST", "/_sim/faults", "{\"errors\":{\"get\":{\"status\":200}}}"), 400);
+}
+END_TEST
+
+START_TEST(test_fault_latency_and_file)
+{
+	const char *path = sk_test_write_file(
+	        "faults.json", "{\"latency\":{\"get\":{\"fixed_ms\":300,\"jitter_ms\":0}}}");
+	const char *args[] = { "--faults", path, "--latency", "100ms", "--seed", "3", NULL };
+	const char *id;
+	resp *r;
+
+	start_sim(args);
+	id = create("{\"templateID\":\"base\"}");
+	r = reqf("GET", NULL, "/sandboxes/%s", id);
+	ck_assert_int_eq(r->status, 200);
+	ck_assert_msg(r->seconds >= 0.39, "get took %.3f s", r->seconds);
+	r = req("GET", "/v2/sandboxes", NULL);
+	ck_assert_msg(r->seconds >= 0.09 && r->seconds < 0.3, "list took %.3f s", r->seconds);
+	r = req("GET", "/_sim/stats", NULL);
+	ck_assert_msg(r->seconds < 0.09, "admin took %.3f s", r->seconds);
+	r = req("GET", "/_sim/faults", NULL);
+	ck_assert_int_eq(
+	        json_integer_value(json_object_get(
+	                json_object_get(json_object_get(r->json, "latency"), "get"), "fixed_ms")),
+	        300);
+}
+END_TEST
+
+START_TEST(test_stats_oob_reset)
+{
+	const char *a, *b;
+	json_t *reqs;
+	resp *r;
+
+	start_sim(NULL);
+	a = create("{\"templateID\":\"base\"}");
+	b = create("{\"templateID\":\"base\"}");
+	ck_assert_int_eq(req("POST", "/_sim/stats/reset", NULL)->status, 204);
+	create("{\"templateID\":\"base\"}");
+	create("{\"templateID\":\"base\"}");
+	req("GET", "/sandboxes/inotthere", NULL);
+	req("GET", "/v2/sandboxes", NULL);
+	r = req("GET", "/_sim/stats", NULL);
+	reqs = json_object_get(r->json, "requests");
+	ck_assert_int_eq(
+	        json_integer_value(json_object_get(json_object_get(reqs, "create"), "201")), 2);
+	ck_assert_int_eq(
+	        json_integer_value(json_object_get(json_object_get(reqs, "get"), "404")), 1);
+	ck_assert_int_eq(
+	        json_integer_value(json_object_get(json_object_get(reqs, "list"), "200")), 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(r->json, "total")), 4);
+	/* out-of-band kill and pause */
+	ck_assert_int_eq(reqf("POST", NULL, "/_sim/sandboxes/%s/kill", a)->status, 204);
+	assert_error(reqf("GET", NULL, "/sandboxes/%s", a), 404);
+	ck_assert_int_eq(reqf("POST", NULL, "/_sim/sandboxes/%s/pause", b)->status, 204);
+	ck_assert_str_eq(jstr(reqf("GET", NULL, "/sandboxes/%s", b), "state"), "paused");
+	r = req("GET", "/_sim/sandboxes", NULL);
+	ck_assert_int_eq(json_array_size(r->json), 3);
+	ck_assert_int_eq(req("POST", "/_sim/reset", NULL)->status, 204);
+	ck_assert_int_eq(json_array_size(req("GET", "/_sim/sandboxes", NULL)->json), 0);
+	ck_assert_int_eq(
+	        json_integer_value(json_object_get(req("GET", "/_sim/stats", NULL)->json, "total")),
+	        0);
+}
+END_TEST
+
+/* ---- flavours ---- */
+
+START_TEST(test_cube_flavor)
+{
+	static const char *const args[] = { "--flavor", "cube", NULL };
+	static const char *const nokey[] = { NULL };
+	const char *id, *never;
+	resp *r;
+
+	start_sim(args);
+	r = req_h("POST", "/sandboxes", "{\"templateID\":\"base\",\"timeout\":60}", nokey);
+	ck_assert_int_eq(r->status, 201); /* no auth by default */
+	id = jstr(r, "sandboxID");
+	ck_assert_int_eq(strlen(id), 32);
+	ck_assert_ptr_null(json_object_get(r->json, "envdAccessToken"));
+	ck_assert_str_eq(jstr(r, "domain"), "cube.app");
+	ck_assert_int_eq(reqf("POST", NULL, "/sandboxes/%s/pause", id)->status, 204);
+	assert_error(reqf("POST", NULL, "/sandboxes/%s/pause", id), 409);
+	/* connect always 200, even when it resumed */
+	ck_assert_int_eq(
+	        reqf("POST", "{\"timeout\":60}", "/sandboxes/%s/connect", id)->status, 200);
+	ck_assert_str_eq(jstr(reqf("GET", NULL, "/sandboxes/%s", id), "state"), "running");
+	assert_error(reqf("POST", "{\"timeout\":0}", "/sandboxes/%s/connect", id), 400);
+	/* -1 = never: no endAt */
+	never = create("{\"templateID\":\"base\",\"timeout\":-1}");
+	r = reqf("GET", NULL, "/sandboxes/%s", never);
+	ck_assert_ptr_null(json_object_get(r->json, "endAt"));
+	ck_assert_ptr_null(json_object_get(r->json, "lifecycle"));
+	/* list: first page, then filter; one state value; no cursor */
+	for (int i = 0; i < 3; i++)
+		create("{\"templateID\":\"base\",\"timeout\":60}");
+	create("{\"templateID\":\"base\",\"timeout\":60,\"metadata\":{\"user_id\":\"late\"}}");
+	r = req("GET", "/v2/sandboxes?metadata=user_id%3Dlate&limit=3", NULL);
+	ck_assert_int_eq(json_array_size(r->json), 0);
+	ck_assert_str_eq(r->next_token, "");
+	r = req("GET", "/v2/sandboxes?metadata=user_id%3Dlate", NULL);
+	ck_assert_int_eq(json_array_size(r->json), 1);
+	ck_assert_int_eq(reqf("POST", NULL, "/sandboxes/%s/pause", never)->status, 204);
+	ck_assert_int_eq(json_array_size(req("GET", "/v2/sandboxes?state=paused", NULL)->json), 1);
+	ck_assert_int_eq(
+	        json_array_size(req("GET", "/v2/sandboxes?state=running,paused", NULL)->json), 6);
+	/* data plane: unknown sandbox is a 500 from CubeProxy */
+	ck_assert_int_eq(health_host("0123456789abcdef0123456789abcdef"), 500);
+	ck_assert_int_eq(health_host(id), 204);
+}
+END_TEST
+
+START_TEST(test_cube_idle_window_and_overload)
+{
+	static const char *const args[] = { "--flavor", "cube", "--latency", "300ms", NULL };
+	const char *id;
+
+	start_sim(args);
+	id = create("{\"templateID\":\"base\",\"timeout\":2}");
+	/* activity slides the window: 3 x 1 s of traffic outlives a 2 s window */
+	for (int i = 0; i < 3; i++) {
+		usleep(700 * 1000);
+		ck_assert_int_eq(health_host(id), 204);
+	}
+	ck_assert_int_eq(reqf("GET", NULL, "/sandboxes/%s", id)->status, 200);
+	ck_assert_int_eq(req("POST", "/_sim/faults",
+	                         "{\"overload\":{\"max_inflight\":1,"
+	                         "\"retry_after_s\":2}}")
+	                         ->status,
+	        200);
+	/* two concurrent calls: one of them gets 503 + Retry-After */
+	{
+		CURLM *m = curl_multi_init();
+		CURL *e[2];
+		struct curl_slist *h = curl_slist_append(NULL, KEY);
+		char url[256];
+		int running = 1, got503 = 0;
+		long st;
+		snprintf(url, sizeof(url), "%s/v2/sandboxes", base);
+		for (int i = 0; i < 2; i++) {
+			e[i] = curl_easy_init();
+			curl_easy_setopt(e[i], CURLOPT_URL, url);
+			curl_easy_setopt(e[i], CURLOPT_HTTPHEADER, h);
+			curl_easy_setopt(e[i], CURLOPT_WRITEFUNCTION, discard);
+			curl_multi_add_handle(m, e[i]);
+		}
+		while (running) {
+			curl_multi_perform(m, &running);
+			curl_multi_poll(m, NULL, 0, 100, NULL);
+		}
+		for (int i = 0; i < 2; i++) {
+			curl_easy_getinfo(e[i], CURLINFO_RESPONSE_CODE, &st);
+			got503 += st == 503;
+			curl_multi_remove_handle(m, e[i]);
+			curl_easy_cleanup(e[i]);
+		}
+		curl_multi_cleanup(m);
+		curl_slist_free_all(h);
+		ck_assert_int_eq(got503, 1);
+	}
+}
+END_TEST
+
+static resp *
+dreq(const char *method, const char *path, const char *body)
+{
+	static const char *const bearer[] = { "Authorization: Bearer dtn_test", NULL };
+
+	return req_h(method, path, body, bearer);
+}
+
+START_TEST(test_daytona_flavor)
+{
+	static const char *const args[] = { "--flavor", "daytona", NULL };
+	char path[256], id[64];
+	resp *r;
+
+	start_sim(args);
+	r = req("GET", "/sandbox", NULL);
+	ck_assert_int_eq(r->status, 401);
+	ck_assert_int_eq(json_integer_value(json_object_get(r->json, "statusCode")), 401);
+	r = dreq("POST", "/api/sandbox",
+	        "{\"snapshot\":\"base\",\"labels\":{\"user_id\":\"alice\"},\"autoStopInterval\":"
+	        "0}");
+	ck_assert_int_eq(r->status, 200);
+	snprintf(id, sizeof(id), "%s", jstr(r, "id"));
+	ck_assert_int_eq(strlen(id), 36);
+	ck_assert_str_eq(jstr(r, "state"), "started");
+	dreq("POST", "/sandbox", "{\"labels\":{\"user_id\":\"bob\"}}");
+	r = dreq("GET", "/sandbox?labels=%7B%22user_id%22%3A%22alice%22%7D", NULL);
+	ck_assert_int_eq(json_array_size(r->json), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(r->json, 0), "id")), id);
+	ck_assert_int_eq(dreq("GET", "/sandbox?labels=user_id%3Dalice", NULL)->status, 400);
+	snprintf(path, sizeof(path), "/sandbox/%s/stop", id);
+	r = dreq("POST", path, NULL);
+	ck_assert_int_eq(r->status, 200);
+	ck_assert_str_eq(jstr(r, "state"), "stopped");
+	ck_assert_int_eq(dreq("POST", path, NULL)->status, 400);
+	r = dreq("GET", "/sandbox/paginated?states=stopped&limit=10", NULL);
+	ck_assert_int_eq(json_integer_value(json_object_get(r->json, "total")), 1);
+	ck_assert_int_eq(json_array_size(json_object_get(r->json, "items")), 1);
+	snprintf(path, sizeof(path), "/sandbox/%s/start", id);
+	ck_assert_str_eq(jstr(dreq("POST", path, NULL), "state"), "started");
+	snprintf(path, sizeof(path), "/sandbox/%s", id);
+	ck_assert_int_eq(dreq("DELETE", path, NULL)->status, 200);
+	r = dreq("GET", path, NULL);
+	ck_assert_int_eq(r->status, 404);
+	ck_assert_str_eq(jstr(r, "error"), "Not Found");
+}
+END_TEST
+
+Suite *
+sk_suite_sandboxsim(void)
+{
+	Suite *s = suite_create("sandboxsim");
+	TCase *e2b = tcase_create("e2b"), *faults = tcase_create("faults");
+	TCase *flavors = tcase_create("flavors");
+
+	tcase_add_checked_fixture(e2b, setup, teardown);
+	tcase_add_checked_fixture(faults, setup, teardown);
+	tcase_add_checked_fixture(flavors, setup, teardown);
+	tcase_set_timeout(e2b, 60);
+	tcase_set_timeout(faults, 60);
+	tcase_set_timeout(flavors, 60);
+	tcase_add_test(e2b, test_create_and_get_shapes);
+	tcase_add_test(e2b, test_bad_requests);
+	tcase_add_test(e2b, test_api_key);
+	tcase_add_test(e2b, test_pagination_and_metadata);
+	tcase_add_test(e2b, test_pause_connect_resume);
+	tcase_add_test(e2b, test_timeout_expiry);
+	tcase_add_test(e2b, test_data_plane);
+	tcase_add_test(faults, test_fault_504_after_resume);
+	tcase_add_test(faults, test_fault_list_empty_and_errors);
+	tcase_add_test(faults, test_fault_latency_and_file);
+	tcase_add_test(faults, test_stats_oob_reset);
+	tcase_add_test(flavors, test_cube_flavor);
+	tcase_add_test(flavors, test_cube_idle_window_and_overload);
+	tcase_add_test(flavors, test_daytona_flavor);
+	suite_add_tcase(s, e2b);
+	suite_add_tcase(s, faults);
+	suite_add_tcase(s, flavors);
+	return s;
+}

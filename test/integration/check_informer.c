@@ -1,0 +1,283 @@
+/* Integration tests for pkg/informer against a real FerretDB. */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "informer/informer.h"
+#include "../testutil.h"
+#include "workqueue/workqueue.h"
+
+Suite *sk_suite_informer(void);
+
+static sk_store *store;
+
+/* Change callbacks, counted per name. */
+static pthread_mutex_t seen_mu = PTHREAD_MUTEX_INITIALIZER;
+static sk_strmap *seen;
+
+static void
+on_change(const char *name, void *payload)
+{
+	int *n;
+
+	(void)payload;
+	pthread_mutex_lock(&seen_mu);
+	n = sk_strmap_get(seen, name);
+	if (!n) {
+		n = sk_calloc(1, sizeof(*n));
+		sk_strmap_put(seen, name, n);
+	}
+	(*n)++;
+	pthread_mutex_unlock(&seen_mu);
+}
+
+static int
+seen_count(const char *name)
+{
+	int *n, v;
+
+	pthread_mutex_lock(&seen_mu);
+	n = sk_strmap_get(seen, name);
+	v = n ? *n : 0;
+	pthread_mutex_unlock(&seen_mu);
+	return v;
+}
+
+static void
+setup(void)
+{
+	sk_store_options o = SK_STORE_OPTIONS_INIT;
+	sk_error err = { 0 };
+
+	o.uri = sk_test_mongodb_uri();
+	o.database = sk_test_unique_db();
+	ck_assert_msg(sk_store_open(&store, &o, &err) == 0, "store: %s", err.message);
+	seen = sk_strmap_new(free);
+}
+
+static void
+teardown(void)
+{
+	sk_store_drop(store, NULL);
+	sk_store_close(store);
+	sk_strmap_free(seen);
+	store = NULL;
+}
+
+static sk_userspace *
+make_us(const char *name, const char *user, const char *tmpl)
+{
+	char yaml[512];
+	sk_doclist dl = { 0 };
+	sk_errlist errs = { 0 };
+	sk_userspace *us = NULL;
+	sk_error err = { 0 };
+
+	snprintf(yaml, sizeof(yaml),
+		"apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+		"metadata:\n  name: %s\nspec:\n  userID: %s\n  template: %s\n",
+		name, user, tmpl);
+	ck_assert_int_eq(sk_doc_parse(yaml, strlen(yaml), "t.yaml", &dl, &err), 0);
+	ck_assert_int_eq(sk_userspace_from_doc(dl.items[0], &us, &errs), 0);
+	sk_doclist_dispose(&dl);
+	sk_errlist_dispose(&errs);
+	return us;
+}
+
+static void
+create(const char *name, const char *user)
+{
+	sk_userspace *us = make_us(name, user, "base"), *out = NULL;
+	sk_error err = { 0 };
+
+	ck_assert_msg(sk_store_create(store, us, &out, &err) == 0, "create: %s", err.message);
+	sk_userspace_free(us);
+	sk_userspace_free(out);
+}
+
+static sk_informer *
+start_informer(int64_t poll_ms, int64_t relist_ms)
+{
+	sk_informer_options o = SK_INFORMER_OPTIONS_INIT;
+	sk_informer *inf = NULL;
+	sk_error err = { 0 };
+
+	o.store = store;
+	o.poll_ms = poll_ms;
+	o.relist_ms = relist_ms;
+	o.on_change = on_change;
+	ck_assert_int_eq(sk_informer_new(&inf, &o, &err), 0);
+	ck_assert(!sk_informer_has_synced(inf));
+	ck_assert_int_eq(sk_informer_start(inf, &err), 0);
+	ck_assert(sk_informer_wait_synced(inf, 5000));
+	return inf;
+}
+
+/* Polls until fn holds or timeout_ms passes. */
+static bool
+eventually(bool (*fn)(sk_informer *, const char *), sk_informer *inf, const char *arg,
+	int timeout_ms)
+{
+	for (int t = 0; t < timeout_ms; t += 20) {
+		if (fn(inf, arg))
+			return true;
+		usleep(20000);
+	}
+	return fn(inf, arg);
+}
+
+static bool
+cached(sk_informer *inf, const char *name)
+{
+	sk_userspace *us = NULL;
+	bool ok = sk_informer_get(inf, name, &us) == 0;
+
+	sk_userspace_free(us);
+	return ok;
+}
+
+static bool
+not_cached(sk_informer *inf, const char *name)
+{
+	return !cached(inf, name);
+}
+
+static bool
+has_template(sk_informer *inf, const char *tmpl)
+{
+	sk_userspace *us = NULL;
+	bool ok = sk_informer_get(inf, "bob", &us) == 0 && strcmp(us->spec.template_id, tmpl) == 0;
+
+	sk_userspace_free(us);
+	return ok;
+}
+
+START_TEST(test_initial_list_and_synced)
+{
+	sk_informer *inf;
+	char **names;
+	size_t n;
+
+	create("alice", "u-alice");
+	create("bob", "u-bob");
+	inf = start_informer(100, 60000);
+	ck_assert_uint_eq(sk_informer_len(inf), 2);
+	names = sk_informer_names(inf, &n);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq(names[0], "alice");
+	ck_assert_str_eq(names[1], "bob");
+	sk_informer_names_free(names, n);
+	ck_assert(sk_informer_has_user(inf, "u-bob"));
+	ck_assert(!sk_informer_has_user(inf, "u-carol"));
+	ck_assert_int_eq(seen_count("alice"), 1);
+	ck_assert_int_gt(sk_informer_last_rv(inf), 0);
+	sk_informer_free(inf);
+}
+END_TEST
+
+START_TEST(test_create_update_delete_seen)
+{
+	sk_informer *inf = start_informer(100, 400);
+	sk_userspace *cur = NULL, *next = NULL;
+	sk_error err = { 0 };
+
+	create("bob", "u-bob");
+	ck_assert(eventually(cached, inf, "bob", 1000));
+	ck_assert_int_eq(seen_count("bob"), 1);
+	ck_assert(sk_informer_has_user(inf, "u-bob"));
+
+	ck_assert_int_eq(sk_store_get(store, "bob", &cur, &err), 0);
+	free(cur->spec.template_id);
+	cur->spec.template_id = sk_strdup("python");
+	ck_assert_msg(sk_store_update(store, cur, &next, &err) == 0, "%s", err.message);
+	ck_assert(eventually(has_template, inf, "python", 1000));
+	ck_assert_int_eq(seen_count("bob"), 2);
+
+	ck_assert_int_eq(sk_store_remove(store, "bob", &err), 0);
+	/* Removal is caught by the relist (400 ms here). */
+	ck_assert(eventually(not_cached, inf, "bob", 2000));
+	ck_assert_int_eq(seen_count("bob"), 3);
+	ck_assert(!sk_informer_has_user(inf, "u-bob"));
+	sk_userspace_free(cur);
+	sk_userspace_free(next);
+	sk_informer_free(inf);
+}
+END_TEST
+
+START_TEST(test_status_write_seen)
+{
+	sk_informer *inf;
+	sk_userspace *cur = NULL, *next = NULL, *cached_us = NULL;
+	sk_userspace_status st = { 0 };
+	sk_error err = { 0 };
+
+	create("carol", "u-carol");
+	inf = start_informer(100, 60000);
+	ck_assert_int_eq(sk_store_get(store, "carol", &cur, &err), 0);
+	st.phase = SK_PHASE_RUNNING;
+	st.sandbox_id = "isim1";
+	ck_assert_msg(sk_store_update_status(store, "carol", cur->meta.resource_version, &st,
+			      &next, &err) == 0,
+		"%s", err.message);
+	for (int t = 0; t < 50 && seen_count("carol") < 2; t++)
+		usleep(20000);
+	ck_assert_int_eq(sk_informer_get(inf, "carol", &cached_us), 0);
+	ck_assert_int_eq(cached_us->status.phase, SK_PHASE_RUNNING);
+	ck_assert_str_eq(cached_us->status.sandbox_id, "isim1");
+	ck_assert_int_eq(cached_us->meta.resource_version, next->meta.resource_version);
+	sk_userspace_free(cur);
+	sk_userspace_free(next);
+	sk_userspace_free(cached_us);
+	sk_informer_free(inf);
+}
+END_TEST
+
+START_TEST(test_lookback_does_not_refire)
+{
+	sk_informer_options o = SK_INFORMER_OPTIONS_INIT;
+	sk_informer *inf = NULL;
+	sk_informer_stats st;
+	sk_error err = { 0 };
+
+	create("dave", "u-dave");
+	create("erin", "u-erin");
+	o.store = store;
+	o.on_change = on_change;
+	o.lookback = 1000; /* every poll re-reads everything */
+	ck_assert_int_eq(sk_informer_new(&inf, &o, &err), 0);
+	ck_assert_int_eq(sk_informer_relist(inf, &err), 0);
+	ck_assert(sk_informer_has_synced(inf));
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(sk_informer_poll(inf, &err), 0);
+	/* Unchanged versions are recognised: one callback each, from the list. */
+	ck_assert_int_eq(seen_count("dave"), 1);
+	ck_assert_int_eq(seen_count("erin"), 1);
+	sk_informer_get_stats(inf, &st);
+	ck_assert_uint_eq(st.polls, 3);
+	ck_assert_uint_eq(st.changes, 2);
+	/* A write with an older version than the cache never wins. */
+	create("frank", "u-frank");
+	ck_assert_int_eq(sk_informer_poll(inf, &err), 0);
+	ck_assert_int_eq(seen_count("frank"), 1);
+	sk_informer_free(inf);
+}
+END_TEST
+
+Suite *
+sk_suite_informer(void)
+{
+	Suite *s = suite_create("informer");
+	TCase *tc = tcase_create("poll");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_initial_list_and_synced);
+	tcase_add_test(tc, test_create_update_delete_seen);
+	tcase_add_test(tc, test_status_write_seen);
+	tcase_add_test(tc, test_lookback_does_not_refire);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,418 @@
+/* Unit tests for the ControllerConfig loader (pkg/api/config.c) and API keys. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../testutil.h"
+#include "api/api.h"
+
+Suite *sk_suite_config(void);
+
+#define HEAD "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
+#define ITEM "  - name: default\n    type: e2b\n    apiURL: http://127.0.0.1:3000\n"
+#define P0 "providers:\n" ITEM
+
+static sk_controller_config *
+load_ok(const char *name, const char *yaml)
+{
+	const char *path = sk_test_write_file(name, yaml);
+	sk_controller_config *c = NULL;
+	sk_errlist errs = { 0 };
+	sk_error err;
+	sk_buf b = SK_BUF_INIT(0);
+
+	sk_error_clear(&err);
+	if (sk_config_load(path, &c, &errs, &err) != 0) {
+		sk_errlist_format(&errs, &b);
+		ck_abort_msg("%s: %s\n%s", name, err.message, b.data ? b.data : "");
+	}
+	sk_errlist_dispose(&errs);
+	return c;
+}
+
+START_TEST(example_config_loads)
+{
+	sk_controller_config *c = NULL;
+	sk_errlist errs = { 0 };
+	sk_error err;
+	const sk_provider_config *p;
+
+	sk_error_clear(&err);
+	ck_assert_int_eq(
+	        sk_config_load(sk_test_path("manifests/config/spacekeeper.yaml"), &c, &errs, &err),
+	        0);
+	ck_assert_uint_eq(errs.len, 0);
+	ck_assert_str_eq(c->mongodb_uri, "mongodb://127.0.0.1:27017");
+	ck_assert_str_eq(c->database, "spacekeeper");
+	ck_assert_uint_eq(c->n_providers, 1);
+	p = sk_config_provider(c, "default");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(p->type, SK_PROVIDER_E2B);
+	ck_assert_str_eq(p->api_url, "http://127.0.0.1:3000");
+	ck_assert_str_eq(p->sandbox_url, "http://127.0.0.1:3000");
+	ck_assert_str_eq(p->api_key_env, "E2B_API_KEY");
+	ck_assert_ptr_null(p->api_key_file);
+	ck_assert_int_eq(p->max_in_flight, 64);
+	ck_assert(p->qps == 200.0);
+	ck_assert_int_eq(p->burst, 400);
+	ck_assert_int_eq(p->request_timeout_ms, 30000);
+	ck_assert_int_eq(p->sandbox_timeout_ms, 3600000);
+	ck_assert_int_eq(p->orphan_grace_ms, 600000);
+	ck_assert(!p->insecure_skip_tls_verify);
+	ck_assert_int_eq(c->workers, 8);
+	ck_assert_int_eq(c->resync_ms, 30000);
+	ck_assert_str_eq(c->listen, "127.0.0.1:9090");
+	ck_assert_ptr_null(sk_config_provider(c, "nope"));
+	sk_config_free(c);
+}
+END_TEST
+
+START_TEST(demo_config_loads)
+{
+	sk_controller_config *c = NULL;
+	sk_errlist errs = { 0 };
+	sk_error err;
+
+	sk_error_clear(&err);
+	ck_assert_int_eq(
+	        sk_config_load(sk_test_path("manifests/config/demo.yaml"), &c, &errs, &err), 0);
+	ck_assert_uint_eq(c->n_providers, 1);
+	ck_assert_str_eq(c->providers[0].api_url, "http://127.0.0.1:3000");
+	ck_assert_str_eq(c->providers[0].api_key_env, "E2B_API_KEY");
+	ck_assert_int_eq(c->providers[0].type, SK_PROVIDER_E2B);
+	sk_config_free(c);
+}
+END_TEST
+
+START_TEST(minimal_config_gets_defaults)
+{
+	sk_controller_config *c = load_ok("min.yaml", HEAD P0 "    apiKeyEnv: SOME_KEY\n");
+	const sk_provider_config *p = &c->providers[0];
+
+	ck_assert_str_eq(c->mongodb_uri, "mongodb://127.0.0.1:27017");
+	ck_assert_str_eq(c->database, "spacekeeper");
+	ck_assert_int_eq(c->workers, 8);
+	ck_assert_int_eq(c->resync_ms, 30000);
+	ck_assert_str_eq(c->listen, "127.0.0.1:9090");
+	ck_assert_str_eq(p->domain, "e2b.app");
+	ck_assert_ptr_null(p->sandbox_url);
+	ck_assert_int_eq(p->max_in_flight, 64);
+	ck_assert(p->qps == 200.0);
+	ck_assert_int_eq(p->burst, 400);
+	ck_assert_int_eq(p->request_timeout_ms, 30000);
+	ck_assert_int_eq(p->sandbox_timeout_ms, 3600000);
+	ck_assert(!p->delete_orphans);
+	sk_config_free(c);
+}
+END_TEST
+
+START_TEST(full_config_values)
+{
+	sk_controller_config *c = load_ok("full.yaml",
+	        HEAD
+	        "mongodb: {uri: 'mongodb://db:27017', database: sk2}\n"
+	        "providers:\n"
+	        "  - name: a\n    type: cube\n    apiURL: https://cube.example:3000\n"
+	        "    qps: 0.5\n    burst: 1\n    maxInFlight: 4096\n    requestTimeout: 1m30s\n"
+	        "    insecureSkipTLSVerify: true\n    deleteOrphans: true\n"
+	        "    orphanGracePeriod: 0s\n    domain: cube.app\n"
+	        "  - name: b\n    type: daytona\n    apiURL: http://d:1\n    apiKeyFile: /k\n"
+	        "controller: {workers: 256, resyncPeriod: 1h, listen: '0.0.0.0:0'}\n");
+
+	ck_assert_str_eq(c->mongodb_uri, "mongodb://db:27017");
+	ck_assert_str_eq(c->database, "sk2");
+	ck_assert_uint_eq(c->n_providers, 2);
+	ck_assert_int_eq(c->providers[0].type, SK_PROVIDER_CUBE);
+	ck_assert(c->providers[0].qps == 0.5);
+	ck_assert_int_eq(c->providers[0].burst, 1);
+	ck_assert_int_eq(c->providers[0].max_in_flight, 4096);
+	ck_assert_int_eq(c->providers[0].request_timeout_ms, 90000);
+	ck_assert(c->providers[0].insecure_skip_tls_verify);
+	ck_assert(c->providers[0].delete_orphans);
+	ck_assert_int_eq(c->providers[0].orphan_grace_ms, 0);
+	ck_assert_str_eq(c->providers[0].domain, "cube.app");
+	ck_assert_int_eq(c->providers[1].type, SK_PROVIDER_DAYTONA);
+	ck_assert_str_eq(c->providers[1].api_key_file, "/k");
+	ck_assert_str_eq(c->providers[1].domain, "e2b.app");
+	ck_assert_ptr_eq(sk_config_provider(c, "b"), &c->providers[1]);
+	ck_assert_int_eq(c->workers, 256);
+	ck_assert_int_eq(c->resync_ms, 3600000);
+	sk_config_free(c);
+}
+END_TEST
+
+START_TEST(cube_defaults)
+{
+	sk_controller_config *c = load_ok("cube.yaml",
+	        HEAD "providers:\n  - {name: c, type: cube, apiURL: 'http://cube:3000'}\n");
+
+	/* no key needed for CubeAPI; its data plane lives under cube.app */
+	ck_assert_ptr_null(c->providers[0].api_key_env);
+	ck_assert_ptr_null(c->providers[0].api_key_file);
+	ck_assert_str_eq(c->providers[0].domain, "cube.app");
+	sk_config_free(c);
+}
+END_TEST
+
+START_TEST(default_config)
+{
+	sk_controller_config *c = sk_config_default();
+	const sk_provider_config *p = sk_config_provider(c, "default");
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_int_eq(p->type, SK_PROVIDER_E2B);
+	ck_assert_str_eq(p->api_url, "http://127.0.0.1:3000");
+	ck_assert_str_eq(p->api_key_env, "E2B_API_KEY");
+	ck_assert_int_eq(p->request_timeout_ms, 30000);
+	ck_assert_int_eq(c->workers, 8);
+	sk_config_free(c);
+	sk_config_free(NULL);
+}
+END_TEST
+
+/* Each bad document: the expected error path and line (0: do not check). */
+static const struct bad_case {
+	const char *yaml;
+	const char *path;
+	int line;
+	const char *msg; /* substring of the message */
+} bad[] = {
+	{ "apiVersion: v1\nkind: ControllerConfig\n" P0 "    apiKeyEnv: K\n", "apiVersion", 1,
+	        "spacekeeper.dev/v1alpha1" },
+	{ "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n" P0 "    apiKeyEnv: K\n", "kind",
+	        2, "ControllerConfig" },
+	{ "kind: ControllerConfig\n" P0 "    apiKeyEnv: K\n", "apiVersion", 0, "required" },
+	{ HEAD "bogus: 1\n" P0 "    apiKeyEnv: K\n", "bogus", 3, "unknown field" },
+	{ HEAD P0 "    apiKeyEnv: K\n    colour: red\n", "providers[0].colour", 8,
+	        "unknown field" },
+	{ HEAD P0 "    apiKeyEnv: K\n    maxInFlight: 0\n", "providers[0].maxInFlight", 8,
+	        "1 and 4096" },
+	{ HEAD P0 "    apiKeyEnv: K\n    maxInFlight: 4097\n", "providers[0].maxInFlight", 8,
+	        "1 and 4096" },
+	{ HEAD P0 "    apiKeyEnv: K\n    qps: 0\n", "providers[0].qps", 8, "> 0" },
+	{ HEAD P0 "    apiKeyEnv: K\n    qps: fast\n", "providers[0].qps", 8, "number" },
+	{ HEAD P0 "    apiKeyEnv: K\n    burst: 0\n", "providers[0].burst", 8, "between" },
+	{ HEAD P0 "    apiKeyEnv: K\n    requestTimeout: 30\n", "providers[0].requestTimeout", 8,
+	        "duration" },
+	{ HEAD P0 "    apiKeyEnv: K\n    requestTimeout: 1d\n", "providers[0].requestTimeout", 8,
+	        "duration" },
+	{ HEAD P0 "    apiKeyEnv: K\n    sandboxTimeout: 48h\n", "providers[0].sandboxTimeout", 8,
+	        "between" },
+	{ HEAD P0 "    apiKeyEnv: K\n    insecureSkipTLSVerify: yes please\n",
+	        "providers[0].insecureSkipTLSVerify", 8, "true or false" },
+	{ HEAD "providers:\n  - name: default\n    type: k8s\n    apiURL: http://x\n    apiKeyEnv: "
+	       "K\n",
+	        "providers[0].type", 5, "e2b, cube, daytona" },
+	{ HEAD "providers:\n  - name: default\n    apiURL: http://x\n    apiKeyEnv: K\n",
+	        "providers[0].type", 0, "required" },
+	{ HEAD "providers:\n  - name: Default_1\n    type: e2b\n    apiURL: http://x\n    "
+	       "apiKeyEnv: K\n",
+	        "providers[0].name", 4, "DNS-1123" },
+	{ HEAD "providers:\n  - name: default\n    type: e2b\n    apiURL: ftp://x\n    apiKeyEnv: "
+	       "K\n",
+	        "providers[0].apiURL", 6, "http" },
+	{ HEAD P0 "    apiKeyEnv: K\n    sandboxURL: 127.0.0.1:3000\n", "providers[0].sandboxURL",
+	        8, "http" },
+	{ HEAD P0 "    apiKeyEnv: K\n    apiKeyFile: /k\n", "providers[0].apiKeyFile", 8,
+	        "mutually exclusive" },
+	{ HEAD P0, "providers[0]", 4, "apiKeyEnv or apiKeyFile" },
+	{ HEAD P0 "    apiKeyEnv: 9BAD-NAME\n", "providers[0].apiKeyEnv", 7,
+	        "environment variable" },
+	{ HEAD P0 "    apiKeyEnv: K\n" ITEM "    apiKeyEnv: K\n", "providers[1].name", 8,
+	        "duplicate" },
+	{ HEAD "providers: []\n", "providers", 3, "non-empty" },
+	{ HEAD "mongodb: {uri: 'http://x'}\n" P0 "    apiKeyEnv: K\n", "mongodb.uri", 3,
+	        "mongodb://" },
+	{ HEAD P0 "    apiKeyEnv: K\ncontroller: {workers: 0}\n", "controller.workers", 8,
+	        "1 and 256" },
+	{ HEAD P0 "    apiKeyEnv: K\ncontroller: {workers: 257}\n", "controller.workers", 8,
+	        "1 and 256" },
+	{ HEAD P0 "    apiKeyEnv: K\ncontroller:\n  resyncPeriod: soon\n",
+	        "controller.resyncPeriod", 9, "duration" },
+	{ HEAD P0 "    apiKeyEnv: K\ncontroller:\n  listen: nowhere\n", "controller.listen", 9,
+	        "HOST:PORT" },
+};
+
+START_TEST(bad_config_reports_path_and_line)
+{
+	const struct bad_case *bc = &bad[_i];
+	const char *path;
+	sk_controller_config *c = (sk_controller_config *)1;
+	sk_errlist errs = { 0 };
+	sk_error err;
+	bool found = false;
+	char name[32];
+	sk_buf all = SK_BUF_INIT(0);
+
+	snprintf(name, sizeof(name), "bad%d.yaml", _i);
+	path = sk_test_write_file(name, bc->yaml);
+	sk_error_clear(&err);
+	ck_assert_int_eq(sk_config_load(path, &c, &errs, &err), SK_EINVALID);
+	ck_assert_ptr_null(c);
+	sk_errlist_format(&errs, &all);
+	for (size_t i = 0; i < errs.len; i++) {
+		const sk_field_error *e = &errs.items[i];
+		if (strcmp(e->path, bc->path) != 0 || strstr(e->message, bc->msg) == NULL)
+			continue;
+		found = true;
+		ck_assert_str_eq(e->file, path);
+		if (bc->line)
+			ck_assert_msg(e->line == bc->line, "case %d: %s at line %d, want %d", _i,
+			        e->path, e->line, bc->line);
+		ck_assert_int_gt(e->col, 0);
+	}
+	ck_assert_msg(found, "case %d: no error %s ~ %s in:\n%s", _i, bc->path, bc->msg,
+	        all.data ? all.data : "(none)");
+	sk_buf_dispose(&all);
+	sk_errlist_dispose(&errs);
+}
+END_TEST
+
+START_TEST(collects_every_error)
+{
+	const char *path = sk_test_write_file("many.yaml",
+	        HEAD P0 "    apiKeyEnv: K\n    qps: -1\n    burst: 0\n    extra: 1\n"
+	                "controller: {workers: 0}\n");
+	sk_controller_config *c = NULL;
+	sk_errlist errs = { 0 };
+	sk_error err;
+
+	ck_assert_int_eq(sk_config_load(path, &c, &errs, &err), SK_EINVALID);
+	ck_assert_uint_ge(errs.len, 4);
+	sk_errlist_dispose(&errs);
+}
+END_TEST
+
+START_TEST(missing_file_and_bad_yaml)
+{
+	sk_controller_config *c = NULL;
+	sk_errlist errs = { 0 };
+	sk_error err;
+	const char *path;
+
+	sk_error_clear(&err);
+	ck_assert_int_eq(sk_config_load("/nonexistent/sk.yaml", &c, &errs, &err), SK_EIO);
+	ck_assert_ptr_null(c);
+	path = sk_test_write_file("broken.yaml", HEAD "providers: [\n");
+	ck_assert_int_eq(sk_config_load(path, &c, &errs, &err), SK_EINVALID);
+	ck_assert_ptr_nonnull(strstr(err.message, "broken.yaml"));
+	path = sk_test_write_file(
+	        "two.yaml", HEAD P0 "    apiKeyEnv: K\n---\n" HEAD P0 "    apiKeyEnv: K\n");
+	ck_assert_int_eq(sk_config_load(path, &c, &errs, &err), SK_EINVALID);
+	ck_assert_ptr_null(c);
+	sk_errlist_dispose(&errs);
+}
+END_TEST
+
+#define SECRET "e2b_5ec7e75ec7e75ec7e7deadbeef"
+
+START_TEST(key_from_env)
+{
+	sk_provider_config p = { .name = "default", .api_key_env = "SK_TEST_KEY_VAR" };
+	sk_error err;
+	char *key;
+
+	sk_error_clear(&err);
+	unsetenv("SK_TEST_KEY_VAR");
+	ck_assert_ptr_null(sk_provider_api_key(&p, &err));
+	ck_assert_ptr_nonnull(strstr(err.message, "SK_TEST_KEY_VAR"));
+	setenv("SK_TEST_KEY_VAR", SECRET, 1);
+	key = sk_provider_api_key(&p, &err);
+	ck_assert_str_eq(key, SECRET);
+	free(key);
+}
+END_TEST
+
+START_TEST(key_from_file)
+{
+	sk_provider_config p = { .name = "default" };
+	sk_error err;
+	char *key;
+
+	p.api_key_file = sk_strdup(sk_test_write_file("key", SECRET "\n"));
+	key = sk_provider_api_key(&p, &err);
+	ck_assert_str_eq(key, SECRET);
+	free(key);
+	free(p.api_key_file);
+	p.api_key_file = sk_strdup(sk_test_write_file("key2", SECRET "\r\n"));
+	key = sk_provider_api_key(&p, &err);
+	ck_assert_str_eq(key, SECRET);
+	free(key);
+	free(p.api_key_file);
+	p.api_key_file = sk_strdup(sk_test_write_file("empty", "\n"));
+	sk_error_clear(&err);
+	ck_assert_ptr_null(sk_provider_api_key(&p, &err));
+	ck_assert_int_eq(err.code, SK_EINVALID);
+	free(p.api_key_file);
+	p.api_key_file = "/nonexistent/key";
+	sk_error_clear(&err);
+	ck_assert_ptr_null(sk_provider_api_key(&p, &err));
+	ck_assert_int_eq(err.code, SK_EIO);
+	ck_assert_ptr_nonnull(strstr(err.message, "/nonexistent/key"));
+}
+END_TEST
+
+/* The key must never show up in an error, whatever goes wrong. */
+START_TEST(key_never_in_errors)
+{
+	sk_provider_config p = { .name = "default" };
+	sk_controller_config *c = NULL;
+	sk_errlist errs = { 0 };
+	sk_buf all = SK_BUF_INIT(0);
+	sk_error err;
+	const char *path;
+
+	/* a key file with two lines is rejected without quoting it */
+	p.api_key_file = sk_strdup(sk_test_write_file("twolines", SECRET "\n" SECRET "x\n"));
+	sk_error_clear(&err);
+	ck_assert_ptr_null(sk_provider_api_key(&p, &err));
+	ck_assert_ptr_null(strstr(err.message, SECRET));
+	ck_assert_ptr_null(strstr(err.message, "5ec7e7"));
+	free(p.api_key_file);
+	/* a key with a line break would smuggle a header: refused, not quoted */
+	p.api_key_file = NULL;
+	p.api_key_env = "SK_TEST_EVIL_KEY";
+	setenv("SK_TEST_EVIL_KEY", SECRET "\r\nX-Evil: 1", 1);
+	sk_error_clear(&err);
+	ck_assert_ptr_null(sk_provider_api_key(&p, &err));
+	ck_assert_ptr_nonnull(strstr(err.message, "SK_TEST_EVIL_KEY"));
+	ck_assert_ptr_null(strstr(err.message, SECRET));
+	ck_assert_ptr_null(strstr(err.message, "X-Evil"));
+	p.api_key_env = NULL;
+	/* a key pasted into the config where a variable name belongs */
+	path = sk_test_write_file("pasted.yaml", HEAD P0 "    apiKeyEnv: " SECRET "-x\n");
+	ck_assert_int_eq(sk_config_load(path, &c, &errs, &err), SK_EINVALID);
+	sk_errlist_format(&errs, &all);
+	ck_assert_ptr_nonnull(strstr(all.data, "providers[0].apiKeyEnv"));
+	ck_assert_ptr_null(strstr(all.data, SECRET));
+	ck_assert_ptr_null(strstr(err.message, SECRET));
+	sk_buf_dispose(&all);
+	sk_errlist_dispose(&errs);
+}
+END_TEST
+
+Suite *
+sk_suite_config(void)
+{
+	Suite *s = suite_create("config");
+	TCase *tc = tcase_create("load");
+
+	tcase_add_test(tc, example_config_loads);
+	tcase_add_test(tc, demo_config_loads);
+	tcase_add_test(tc, minimal_config_gets_defaults);
+	tcase_add_test(tc, full_config_values);
+	tcase_add_test(tc, cube_defaults);
+	tcase_add_test(tc, default_config);
+	tcase_add_loop_test(
+	        tc, bad_config_reports_path_and_line, 0, (int)(sizeof(bad) / sizeof(bad[0])));
+	tcase_add_test(tc, collects_every_error);
+	tcase_add_test(tc, missing_file_and_bad_yaml);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("keys");
+	tcase_add_test(tc, key_from_env);
+	tcase_add_test(tc, key_from_file);
+	tcase_add_test(tc, key_never_in_errors);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,479 @@
+/* Unit tests for pkg/workqueue: the queue, delays, backoff, the limiter, strmap. */
+#include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "workqueue/workqueue.h"
+
+Suite *sk_suite_workqueue(void);
+
+static int64_t fake_now;
+
+static int64_t
+fake_clock(void *payload)
+{
+	(void)payload;
+	return fake_now;
+}
+
+static sk_workqueue *
+fake_queue(void)
+{
+	sk_workqueue_options o = SK_WORKQUEUE_OPTIONS_INIT;
+
+	fake_now = 1000;
+	o.clock = fake_clock;
+	o.qps = 1e9; /* the global bucket never limits unless a test says so */
+	o.burst = 1000000;
+	return sk_workqueue_new(&o);
+}
+
+static void
+expect_key(sk_workqueue *q, const char *want)
+{
+	char *k = NULL;
+
+	ck_assert_int_eq(sk_workqueue_get(q, 0, &k), 0);
+	ck_assert_str_eq(k, want);
+	sk_workqueue_done(q, k);
+	free(k);
+}
+
+static void
+expect_empty(sk_workqueue *q)
+{
+	char *k = NULL;
+
+	ck_assert_int_eq(sk_workqueue_get(q, 0, &k), SK_ETIMEOUT);
+	ck_assert_ptr_null(k);
+}
+
+START_TEST(test_dedup)
+{
+	sk_workqueue *q = fake_queue();
+	sk_workqueue_stats st;
+
+	sk_workqueue_add(q, "a");
+	sk_workqueue_add(q, "a");
+	sk_workqueue_add(q, "b");
+	sk_workqueue_add(q, "a");
+	sk_workqueue_get_stats(q, &st);
+	ck_assert_uint_eq(st.depth, 2);
+	ck_assert_uint_eq(st.adds_total, 2);
+	expect_key(q, "a");
+	expect_key(q, "b");
+	expect_empty(q);
+	sk_workqueue_free(q);
+}
+END_TEST
+
+START_TEST(test_readd_while_processing)
+{
+	sk_workqueue *q = fake_queue();
+	char *k = NULL;
+
+	sk_workqueue_add(q, "a");
+	ck_assert_int_eq(sk_workqueue_get(q, 0, &k), 0);
+	sk_workqueue_add(q, "a");
+	sk_workqueue_add(q, "a");
+	/* Held by a worker: not handed out again until done. */
+	expect_empty(q);
+	sk_workqueue_done(q, k);
+	free(k);
+	expect_key(q, "a");
+	expect_empty(q);
+	sk_workqueue_free(q);
+}
+END_TEST
+
+START_TEST(test_priority)
+{
+	sk_workqueue *q = fake_queue();
+
+	sk_workqueue_add(q, "a");
+	sk_workqueue_add(q, "b");
+	sk_workqueue_add(q, "c");
+	sk_workqueue_add_priority(q, "c");
+	sk_workqueue_add_priority(q, "d");
+	expect_key(q, "d");
+	expect_key(q, "c");
+	expect_key(q, "a");
+	expect_key(q, "b");
+	expect_empty(q);
+	sk_workqueue_free(q);
+}
+END_TEST
+
+/* ---- concurrency: one key is never processed twice at once ---- */
+
+typedef struct conc_state {
+	sk_workqueue *q;
+	atomic_int busy[4];
+	atomic_int violations;
+	atomic_int processed;
+} conc_state;
+
+static void *
+conc_worker(void *p)
+{
+	conc_state *s = p;
+	char *k;
+
+	while (sk_workqueue_get(s->q, -1, &k) == 0) {
+		int i = k[0] - 'a';
+		if (atomic_fetch_add(&s->busy[i], 1) != 0)
+			atomic_fetch_add(&s->violations, 1);
+		usleep(200);
+		atomic_fetch_sub(&s->busy[i], 1);
+		atomic_fetch_add(&s->processed, 1);
+		sk_workqueue_done(s->q, k);
+		free(k);
+	}
+	return NULL;
+}
+
+START_TEST(test_no_concurrent_processing)
+{
+	conc_state s;
+	pthread_t th[6];
+	const char *keys[] = { "a", "b", "c", "d" };
+
+	memset(&s, 0, sizeof(s));
+	s.q = sk_workqueue_new(NULL);
+	for (int i = 0; i < 6; i++)
+		pthread_create(&th[i], NULL, conc_worker, &s);
+	for (int i = 0; i < 4000; i++) {
+		sk_workqueue_add(s.q, keys[i % 4]);
+		if (i % 50 == 0)
+			usleep(500);
+	}
+	usleep(100000);
+	sk_workqueue_shutdown(s.q);
+	for (int i = 0; i < 6; i++)
+		pthread_join(th[i], NULL);
+	ck_assert_int_eq(atomic_load(&s.violations), 0);
+	ck_assert_int_ge(atomic_load(&s.processed), 4);
+	/* Deduplication: far fewer runs than adds. */
+	ck_assert_int_lt(atomic_load(&s.processed), 4000);
+	sk_workqueue_free(s.q);
+}
+END_TEST
+
+/* ---- delays ---- */
+
+START_TEST(test_delayed_order)
+{
+	sk_workqueue *q = fake_queue();
+
+	sk_workqueue_add_after(q, "c", 30);
+	sk_workqueue_add_after(q, "a", 10);
+	sk_workqueue_add_after(q, "b", 20);
+	sk_workqueue_add_after(q, "b", 25); /* the earlier pending due time wins */
+	ck_assert_int_eq(sk_workqueue_next_due_ms(q), 10);
+	expect_empty(q);
+	fake_now += 15;
+	expect_key(q, "a");
+	expect_empty(q);
+	fake_now += 10;
+	expect_key(q, "b");
+	expect_empty(q);
+	fake_now += 100;
+	expect_key(q, "c");
+	expect_empty(q);
+	ck_assert_int_eq(sk_workqueue_next_due_ms(q), -1);
+	sk_workqueue_free(q);
+}
+END_TEST
+
+START_TEST(test_delayed_earlier_replaces_later)
+{
+	sk_workqueue *q = fake_queue();
+	sk_workqueue_stats st;
+
+	sk_workqueue_add_after(q, "a", 1000);
+	sk_workqueue_add_after(q, "a", 10);
+	fake_now += 10;
+	expect_key(q, "a");
+	fake_now += 2000;
+	/* The superseded heap item must not run the key a second time. */
+	expect_empty(q);
+	sk_workqueue_get_stats(q, &st);
+	ck_assert_uint_eq(st.delayed, 0);
+	sk_workqueue_free(q);
+}
+END_TEST
+
+START_TEST(test_delayed_real_clock_wakes_waiter)
+{
+	sk_workqueue *q = sk_workqueue_new(NULL);
+	char *k = NULL;
+	int64_t t0 = sk_monotonic_ms(), dt;
+
+	sk_workqueue_add_after(q, "x", 80);
+	ck_assert_int_eq(sk_workqueue_get(q, 2000, &k), 0);
+	dt = sk_monotonic_ms() - t0;
+	ck_assert_str_eq(k, "x");
+	ck_assert_int_ge(dt, 75);
+	ck_assert_int_lt(dt, 1000);
+	sk_workqueue_done(q, k);
+	free(k);
+	sk_workqueue_free(q);
+}
+END_TEST
+
+/* ---- backoff ---- */
+
+START_TEST(test_backoff_growth_and_forget)
+{
+	sk_workqueue *q = fake_queue();
+	int64_t want = 5;
+
+	for (int i = 0; i < 10; i++) {
+		ck_assert_int_eq(sk_workqueue_add_rate_limited(q, "k"), want);
+		want *= 2;
+	}
+	ck_assert_int_eq(sk_workqueue_num_requeues(q, "k"), 10);
+	for (int i = 0; i < 60; i++)
+		sk_workqueue_add_rate_limited(q, "k");
+	ck_assert_int_eq(sk_workqueue_backoff_peek(q, "k"), 1000000);
+	ck_assert_int_eq(sk_workqueue_add_rate_limited(q, "k"), 1000000);
+	sk_workqueue_forget(q, "k");
+	ck_assert_int_eq(sk_workqueue_num_requeues(q, "k"), 0);
+	ck_assert_int_eq(sk_workqueue_backoff_peek(q, "k"), 5);
+	/* Another key's backoff is independent. */
+	ck_assert_int_eq(sk_workqueue_add_rate_limited(q, "other"), 5);
+	sk_workqueue_free(q);
+}
+END_TEST
+
+START_TEST(test_rate_limited_uses_global_bucket)
+{
+	sk_workqueue_options o = SK_WORKQUEUE_OPTIONS_INIT;
+	sk_workqueue *q;
+	char key[16];
+
+	fake_now = 0;
+	o.clock = fake_clock;
+	o.qps = 10;
+	o.burst = 3;
+	q = sk_workqueue_new(&o);
+	for (int i = 0; i < 3; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		ck_assert_int_eq(sk_workqueue_add_rate_limited(q, key), 5);
+	}
+	/* Bucket empty: the 4th and 5th new keys wait 100 and 200 ms. */
+	ck_assert_int_eq(sk_workqueue_add_rate_limited(q, "k3"), 100);
+	ck_assert_int_eq(sk_workqueue_add_rate_limited(q, "k4"), 200);
+	sk_workqueue_free(q);
+}
+END_TEST
+
+/* ---- limiter ---- */
+
+START_TEST(test_token_bucket_rate)
+{
+	sk_limiter_options o = SK_LIMITER_OPTIONS_INIT;
+	sk_limiter *l;
+	int taken = 0;
+
+	fake_now = 0;
+	o.qps = 10;
+	o.burst = 5;
+	o.clock = fake_clock;
+	l = sk_limiter_new(&o);
+	for (int i = 0; i < 5; i++)
+		ck_assert(sk_limiter_try_take(l));
+	ck_assert(!sk_limiter_try_take(l));
+	fake_now += 100;
+	ck_assert(sk_limiter_try_take(l));
+	ck_assert(!sk_limiter_try_take(l));
+	/* Over 10 simulated seconds at 10 qps: about 100 tokens, never more. */
+	for (int t = 0; t < 10000; t += 10) {
+		fake_now += 10;
+		while (sk_limiter_try_take(l))
+			taken++;
+	}
+	ck_assert_int_ge(taken, 99);
+	ck_assert_int_le(taken, 101);
+	/* The bucket never holds more than burst. */
+	fake_now += 60000;
+	taken = 0;
+	while (sk_limiter_try_take(l))
+		taken++;
+	ck_assert_int_eq(taken, 5);
+	ck_assert_int_eq(sk_limiter_reserve(l), 100);
+	ck_assert_int_eq(sk_limiter_reserve(l), 200);
+	sk_limiter_free(l);
+}
+END_TEST
+
+START_TEST(test_limiter_in_flight)
+{
+	sk_limiter_options o = SK_LIMITER_OPTIONS_INIT;
+	sk_limiter *l;
+	volatile bool cancel = false;
+
+	o.qps = 0; /* unlimited rate: only the in-flight cap applies */
+	o.max_in_flight = 2;
+	l = sk_limiter_new(&o);
+	ck_assert_int_eq(sk_limiter_acquire(l, 100, NULL), 0);
+	ck_assert_int_eq(sk_limiter_acquire(l, 100, NULL), 0);
+	ck_assert_int_eq(sk_limiter_in_flight(l), 2);
+	ck_assert_int_eq(sk_limiter_acquire(l, 100, NULL), SK_ETIMEOUT);
+	cancel = true;
+	ck_assert_int_eq(sk_limiter_acquire(l, -1, &cancel), SK_ERROR);
+	sk_limiter_release(l);
+	ck_assert_int_eq(sk_limiter_acquire(l, 100, NULL), 0);
+	sk_limiter_release(l);
+	sk_limiter_release(l);
+	ck_assert_int_eq(sk_limiter_in_flight(l), 0);
+	sk_limiter_free(l);
+}
+END_TEST
+
+START_TEST(test_limiter_acquire_waits_for_token)
+{
+	sk_limiter_options o = SK_LIMITER_OPTIONS_INIT;
+	sk_limiter *l;
+	int64_t t0, dt;
+
+	o.qps = 20; /* one token per 50 ms */
+	o.burst = 1;
+	l = sk_limiter_new(&o);
+	t0 = sk_monotonic_ms();
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(sk_limiter_acquire(l, -1, NULL), 0);
+		sk_limiter_release(l);
+	}
+	dt = sk_monotonic_ms() - t0;
+	ck_assert_int_ge(dt, 190);
+	ck_assert_int_lt(dt, 1500);
+	sk_limiter_free(l);
+}
+END_TEST
+
+/* ---- shutdown ---- */
+
+static void *
+blocking_get(void *p)
+{
+	sk_workqueue *q = p;
+	char *k = NULL;
+	intptr_t rc = sk_workqueue_get(q, -1, &k);
+
+	free(k);
+	return (void *)rc;
+}
+
+START_TEST(test_shutdown_wakes_waiters)
+{
+	sk_workqueue *q = sk_workqueue_new(NULL);
+	pthread_t th[3];
+	void *rc;
+	int64_t t0;
+
+	for (int i = 0; i < 3; i++)
+		pthread_create(&th[i], NULL, blocking_get, q);
+	usleep(50000);
+	t0 = sk_monotonic_ms();
+	sk_workqueue_shutdown(q);
+	for (int i = 0; i < 3; i++) {
+		pthread_join(th[i], &rc);
+		ck_assert_int_eq((int)(intptr_t)rc, SK_ERROR);
+	}
+	ck_assert_int_lt(sk_monotonic_ms() - t0, 500);
+	ck_assert(sk_workqueue_shutting_down(q));
+	/* Adds after shutdown are ignored. */
+	sk_workqueue_add(q, "late");
+	{
+		sk_workqueue_stats st;
+		sk_workqueue_get_stats(q, &st);
+		ck_assert_uint_eq(st.depth, 0);
+	}
+	sk_workqueue_free(q);
+}
+END_TEST
+
+START_TEST(test_done_after_shutdown)
+{
+	sk_workqueue *q = fake_queue();
+	char *k = NULL;
+	sk_workqueue_stats st;
+
+	sk_workqueue_add(q, "a");
+	ck_assert_int_eq(sk_workqueue_get(q, 0, &k), 0);
+	sk_workqueue_shutdown(q);
+	sk_workqueue_done(q, k);
+	free(k);
+	sk_workqueue_get_stats(q, &st);
+	ck_assert_uint_eq(st.processing, 0);
+	ck_assert_int_eq(sk_workqueue_get(q, 0, &k), SK_ERROR);
+	sk_workqueue_free(q);
+}
+END_TEST
+
+/* ---- strmap ---- */
+
+START_TEST(test_strmap)
+{
+	sk_strmap *m = sk_strmap_new(free);
+	char key[32], **keys;
+	size_t n;
+
+	for (int i = 0; i < 2000; i++) {
+		snprintf(key, sizeof(key), "key-%04d", i);
+		sk_strmap_put(m, key, sk_strdup(key));
+	}
+	ck_assert_uint_eq(sk_strmap_len(m), 2000);
+	ck_assert_str_eq(sk_strmap_get(m, "key-1234"), "key-1234");
+	sk_strmap_put(m, "key-1234", sk_strdup("replaced"));
+	ck_assert_str_eq(sk_strmap_get(m, "key-1234"), "replaced");
+	ck_assert_uint_eq(sk_strmap_len(m), 2000);
+	ck_assert(sk_strmap_remove(m, "key-0000"));
+	ck_assert(!sk_strmap_remove(m, "key-0000"));
+	ck_assert(!sk_strmap_has(m, "key-0000"));
+	ck_assert_ptr_null(sk_strmap_get(m, "nope"));
+	keys = sk_strmap_keys(m, &n);
+	ck_assert_uint_eq(n, 1999);
+	ck_assert_str_eq(keys[0], "key-0001");
+	ck_assert_str_eq(keys[n - 1], "key-1999");
+	sk_strv_free(keys, n);
+	sk_strmap_free(m);
+}
+END_TEST
+
+Suite *
+sk_suite_workqueue(void)
+{
+	Suite *s = suite_create("workqueue");
+	TCase *q = tcase_create("queue");
+	TCase *d = tcase_create("delay");
+	TCase *r = tcase_create("ratelimit");
+	TCase *m = tcase_create("strmap");
+
+	tcase_set_timeout(q, 30);
+	tcase_add_test(q, test_dedup);
+	tcase_add_test(q, test_readd_while_processing);
+	tcase_add_test(q, test_priority);
+	tcase_add_test(q, test_no_concurrent_processing);
+	tcase_add_test(q, test_shutdown_wakes_waiters);
+	tcase_add_test(q, test_done_after_shutdown);
+	tcase_add_test(d, test_delayed_order);
+	tcase_add_test(d, test_delayed_earlier_replaces_later);
+	tcase_add_test(d, test_delayed_real_clock_wakes_waiter);
+	tcase_add_test(r, test_backoff_growth_and_forget);
+	tcase_add_test(r, test_rate_limited_uses_global_bucket);
+	tcase_add_test(r, test_token_bucket_rate);
+	tcase_add_test(r, test_limiter_in_flight);
+	tcase_add_test(r, test_limiter_acquire_waits_for_token);
+	tcase_add_test(m, test_strmap);
+	suite_add_tcase(s, q);
+	suite_add_tcase(s, d);
+	suite_add_tcase(s, r);
+	suite_add_tcase(s, m);
+	return s;
+}
