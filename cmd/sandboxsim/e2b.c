@@ -218,6 +218,10 @@ parse_create(sim *s, sim_req *r, json_t *doc, struct create_args *a)
 		return false;
 	if (!check_timeout(s, r, a->timeout))
 		return false;
+	if (!a->auto_pause_memory && !a->auto_pause) {
+		sim_reply_error(s, r, 400, "autoPauseMemory is only valid with autoPause");
+		return false;
+	}
 	if (!a->auto_pause_memory && a->auto_resume) {
 		sim_reply_error(s, r, 400,
 		        "autoPauseMemory=false cannot be combined with "

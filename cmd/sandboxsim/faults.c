@@ -126,7 +126,7 @@ parse_body(sim_bodyfault *out, json_t *v, char *why, size_t len)
 
 	memset(out, 0, sizeof(*out));
 	if (!json_is_object(v) || !json_is_string(mode) || (mb && !json_is_integer(mb)) ||
-		(cnt && !json_is_integer(cnt)))
+	        (cnt && !json_is_integer(cnt)))
 		return fail(why, len, "bodies entry%s: want {mode, size_mb, count}", "");
 	for (int i = 1; i < 4; i++)
 		if (strcmp(json_string_value(mode), body_modes[i]) == 0)
@@ -134,8 +134,8 @@ parse_body(sim_bodyfault *out, json_t *v, char *why, size_t len)
 	out->size_mb = mb ? (int)json_integer_value(mb) : 16;
 	out->count = cnt ? (int)json_integer_value(cnt) : -1;
 	if (out->mode == SIM_BODY_NONE || out->size_mb < 1 || out->size_mb > 256)
-		return fail(why, len, "bodies entry%s: mode truncate|garbage|oversize, size_mb 1..256",
-			"");
+		return fail(why, len,
+		        "bodies entry%s: mode truncate|garbage|oversize, size_mb 1..256", "");
 	return 0;
 }
 
@@ -167,8 +167,11 @@ parse_per_endpoint(sim_faults *f, json_t *obj, int kind, char *why, size_t len)
 
 	if (!json_is_object(obj))
 		return fail(why, len, "%s must be an object keyed by endpoint",
-			kind == 'l' ? "latency" : kind == 'e' ? "errors" : "bodies");
-	json_object_foreach (obj, k, v) {
+		        kind == 'l'           ? "latency"
+		                : kind == 'e' ? "errors"
+		                              : "bodies");
+	json_object_foreach(obj, k, v)
+	{
 		int ep = sim_ep_lookup(k);
 		if (ep < 0 || ep == SIM_EP_SIM)
 			return fail(why, len, "unknown endpoint \"%s\"", k);
@@ -262,7 +265,8 @@ sim_faults_apply_json(sim_faults *f, json_t *doc, char *why, size_t whylen)
 json_t *
 sim_faults_to_json(sim_faults *f)
 {
-	json_t *lat = json_object(), *err = json_object(), *unr = json_array(), *bod = json_object();
+	json_t *lat = json_object(), *err = json_object(), *unr = json_array(),
+	       *bod = json_object();
 	json_t *o;
 
 	pthread_mutex_lock(&f->lock);
@@ -281,7 +285,8 @@ sim_faults_to_json(sim_faults *f)
 		if (f->bodies[i].mode != SIM_BODY_NONE)
 			json_object_set_new(bod, name,
 			        json_pack("{s:s,s:i,s:i}", "mode", body_modes[f->bodies[i].mode],
-			                "size_mb", f->bodies[i].size_mb, "count", f->bodies[i].count));
+			                "size_mb", f->bodies[i].size_mb, "count",
+			                f->bodies[i].count));
 	}
 	for (int i = 0; i < f->nunreachable; i++)
 		json_array_append_new(unr, json_string(f->unreachable[i]));
@@ -396,9 +401,9 @@ take_body_fault(sim_faults *f, int ep, int *size_mb)
 	int mode = SIM_BODY_NONE;
 
 	pthread_mutex_lock(&f->lock);
-	b = f->bodies[ep].mode		  ? &f->bodies[ep]
-		: sim_ep_is_control(ep) ? &f->bodies[SIM_EP_COUNT]
-					: NULL;
+	b = f->bodies[ep].mode          ? &f->bodies[ep]
+	        : sim_ep_is_control(ep) ? &f->bodies[SIM_EP_COUNT]
+	                                : NULL;
 	if (b && b->mode != SIM_BODY_NONE && b->count != 0) {
 		mode = b->mode;
 		*size_mb = b->size_mb;

@@ -300,6 +300,9 @@ handle_result(sk_controller *c, const char *key, int rc, int64_t requeue, const 
 		(double)dt / 1000.0);
 	if (rc == 0) {
 		sk_workqueue_forget(c->q, key);
+		/* --once: a key the planner only wants to revisit at resync is done. */
+		if (c->once && requeue >= c->cfg->resync_ms)
+			requeue = 0;
 		if (requeue > 0)
 			sk_workqueue_add_after(c->q, key, requeue);
 		count_result(c, requeue > 0 ? "requeue_after" : "success");
@@ -544,6 +547,7 @@ sk_controller_run_once(sk_controller *c, int64_t settle_ms, int64_t timeout_ms, 
 	sk_ctl_observe_all(c);
 	pthread_mutex_lock(&c->mu);
 	c->running = true;
+	c->once = true;
 	pthread_mutex_unlock(&c->mu);
 	if ((rc = workers_start(c, err)) != 0)
 		goto done;

@@ -52,6 +52,7 @@ struct sk_controller {
 	pthread_cond_t cond;        /* reconcile finished / stop */
 	volatile bool stopping;
 	bool running;
+	bool once;                  /* --once: steady keys are not requeued */
 	uint64_t gen;               /* reconciles finished */
 	sk_strmap *done_gen;        /* name -> uint64_t* gen of its last reconcile */
 	sk_strmap *failed;          /* names whose last reconcile failed */

@@ -381,11 +381,36 @@ commit(sk_store *s, sk_store_conn *c, sk_userspace *next, int64_t expected, sk_e
 	return rc;
 }
 
+/* Claims version `expected` of `name` and loads it: SK_ECONFLICT when the
+ * stored object is at another version. The caller releases *claim. */
+static int
+load_claimed(sk_store *s, sk_store_conn *c, const char *name, int64_t expected, char **claim,
+        sk_userspace **cur, sk_error *err)
+{
+	int rc = sk_store_claim(s, c->client, name, expected, claim, err);
+
+	if (rc == 0)
+		rc = load(s, c, name, cur, err);
+	if (rc == 0 && (*cur)->meta.resource_version != expected)
+		rc = conflict(name, expected, (*cur)->meta.resource_version, err);
+	return rc;
+}
+
+/* Writes next under a claim taken by load_claimed. */
+static int
+commit_claimed(sk_store *s, sk_store_conn *c, sk_userspace *next, sk_error *err)
+{
+	int rc = sk_store_next_rv(s, c->client, &next->meta.resource_version, err);
+
+	return rc == 0 ? replace(s, c, next, err) : rc;
+}
+
 int
 sk_store_update(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *err)
 {
 	sk_store_conn c = { 0 };
 	sk_userspace *cur = NULL, *next = NULL, *tmp = NULL;
+	char *claim = NULL;
 	bool spec_changed;
 	int rc;
 
@@ -394,14 +419,10 @@ sk_store_update(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_erro
 		return sk_error_set(
 		        err, SK_EINVALID, "spec.userID: must match [A-Za-z0-9._-]{1,128}");
 	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
-	rc = load(s, &c, us->meta.name ? us->meta.name : "", &cur, err);
+	rc = load_claimed(s, &c, us->meta.name ? us->meta.name : "", us->meta.resource_version,
+	        &claim, &cur, err);
 	if (rc != 0)
 		goto done;
-	if (cur->meta.resource_version != us->meta.resource_version) {
-		rc = conflict(
-		        us->meta.name, us->meta.resource_version, cur->meta.resource_version, err);
-		goto done;
-	}
 	spec_changed = !sk_userspace_spec_equal(&cur->spec, &us->spec);
 	if (!spec_changed && sk_kvlist_equal(&cur->meta.labels, &us->meta.labels) &&
 	        sk_kvlist_equal(&cur->meta.annotations, &us->meta.annotations)) {
@@ -414,12 +435,13 @@ sk_store_update(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_erro
 	swap_user_fields(next, tmp);
 	if (spec_changed)
 		next->meta.generation++;
-	rc = commit(s, &c, next, cur->meta.resource_version, err);
+	rc = commit_claimed(s, &c, next, err);
 	if (rc == 0) {
 		*out = next;
 		next = NULL;
 	}
 done:
+	sk_store_release(s, c.client, claim);
 	sk_store_conn_close(s, &c);
 	sk_userspace_free(cur);
 	sk_userspace_free(next);
@@ -433,17 +455,14 @@ sk_store_update_status(sk_store *s, const char *name, int64_t resource_version,
 {
 	sk_store_conn c = { 0 };
 	sk_userspace *cur = NULL, *next = NULL;
+	char *claim = NULL;
 	int rc;
 
 	*out = NULL;
 	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
-	rc = load(s, &c, name, &cur, err);
+	rc = load_claimed(s, &c, name, resource_version, &claim, &cur, err);
 	if (rc != 0)
 		goto done;
-	if (cur->meta.resource_version != resource_version) {
-		rc = conflict(name, resource_version, cur->meta.resource_version, err);
-		goto done;
-	}
 	if (sk_userspace_status_equal(&cur->status, status)) {
 		*out = cur; /* same status: no write, no new resourceVersion */
 		cur = NULL;
@@ -453,12 +472,13 @@ sk_store_update_status(sk_store *s, const char *name, int64_t resource_version,
 	sk_userspace_status_dispose(&next->status);
 	memset(&next->status, 0, sizeof(next->status));
 	sk_userspace_status_copy(&next->status, status);
-	rc = commit(s, &c, next, resource_version, err);
+	rc = commit_claimed(s, &c, next, err);
 	if (rc == 0) {
 		*out = next;
 		next = NULL;
 	}
 done:
+	sk_store_release(s, c.client, claim);
 	sk_store_conn_close(s, &c);
 	sk_userspace_free(cur);
 	sk_userspace_free(next);
@@ -522,24 +542,20 @@ sk_store_remove_finalizer(sk_store *s, const char *name, int64_t resource_versio
 {
 	sk_store_conn c = { 0 };
 	sk_userspace *cur = NULL;
+	char *claim = NULL;
 	int rc;
 
 	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
-	rc = load(s, &c, name, &cur, err);
-	if (rc != 0)
-		goto done;
-	if (cur->meta.resource_version != resource_version) {
-		rc = conflict(name, resource_version, cur->meta.resource_version, err);
-		goto done;
-	}
-	if (!sk_userspace_has_finalizer(cur, finalizer))
+	rc = load_claimed(s, &c, name, resource_version, &claim, &cur, err);
+	if (rc != 0 || !sk_userspace_has_finalizer(cur, finalizer))
 		goto done;
 	drop_finalizer(&cur->meta, finalizer);
 	if (cur->meta.n_finalizers == 0 && cur->meta.deletion_ms != 0)
-		rc = delete_cas(s, &c, name, resource_version, err);
+		rc = delete_doc(s, &c, name, err);
 	else
-		rc = commit(s, &c, cur, resource_version, err);
+		rc = commit_claimed(s, &c, cur, err);
 done:
+	sk_store_release(s, c.client, claim);
 	sk_store_conn_close(s, &c);
 	sk_userspace_free(cur);
 	return rc;

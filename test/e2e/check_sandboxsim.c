@@ -257,6 +257,9 @@ START_TEST(test_bad_requests)
 	        req("POST", "/sandboxes", "{\"templateID\":\"base\",\"metadata\":{\"a\":1}}"), 400);
 	assert_error(
 	        req("POST", "/sandboxes", "{\"templateID\":\"base\",\"autoPause\":\"yes\"}"), 400);
+	assert_error(
+	        req("POST", "/sandboxes", "{\"templateID\":\"base\",\"autoPauseMemory\":false}"),
+	        400);
 	id = create("{\"templateID\":\"base\"}");
 	assert_error(reqf("POST", "{}", "/sandboxes/%s/connect", id), 400);
 	assert_error(reqf("POST", "{\"timeout\":-5}", "/sandboxes/%s/connect", id), 400);
@@ -576,7 +579,7 @@ START_TEST(test_fault_latency_and_file)
 {
 	const char *path = sk_test_write_file(
 	        "faults.json", "{\"latency\":{\"get\":{\"fixed_ms\":300,\"jitter_ms\":0}}}");
-	const char *args[] = { "--faults", path, "--latency", "100ms", "--seed", "3", NULL };
+	const char *args[] = { "--faults", path, "--latency", "300ms", "--seed", "3", NULL };
 	const char *id;
 	resp *r;
 
@@ -584,16 +587,47 @@ START_TEST(test_fault_latency_and_file)
 	id = create("{\"templateID\":\"base\"}");
 	r = reqf("GET", NULL, "/sandboxes/%s", id);
 	ck_assert_int_eq(r->status, 200);
-	ck_assert_msg(r->seconds >= 0.39, "get took %.3f s", r->seconds);
+	ck_assert_msg(r->seconds >= 0.59, "get took %.3f s", r->seconds);
 	r = req("GET", "/v2/sandboxes", NULL);
-	ck_assert_msg(r->seconds >= 0.09 && r->seconds < 0.3, "list took %.3f s", r->seconds);
+	ck_assert_msg(r->seconds >= 0.29 && r->seconds < 0.55, "list took %.3f s", r->seconds);
 	r = req("GET", "/_sim/stats", NULL);
-	ck_assert_msg(r->seconds < 0.09, "admin took %.3f s", r->seconds);
+	ck_assert_msg(r->seconds < 0.25, "admin took %.3f s", r->seconds);
 	r = req("GET", "/_sim/faults", NULL);
 	ck_assert_int_eq(
 	        json_integer_value(json_object_get(
 	                json_object_get(json_object_get(r->json, "latency"), "get"), "fixed_ms")),
 	        300);
+}
+END_TEST
+
+START_TEST(test_fault_bodies)
+{
+	const char *id;
+	resp *r;
+
+	start_sim(NULL);
+	id = create("{\"templateID\":\"base\"}");
+	ck_assert_int_eq(req("POST", "/_sim/faults",
+	                         "{\"bodies\":{\"get\":{\"mode\":\"truncate\",\"count\":1},"
+	                         "\"list\":{\"mode\":\"garbage\"},\"create\":{\"mode\":"
+	                         "\"oversize\",\"size_mb\":2,\"count\":1}}}")
+	                         ->status,
+	        200);
+	r = reqf("GET", NULL, "/sandboxes/%s", id);
+	ck_assert_int_eq(r->status, 200);
+	ck_assert_ptr_null(r->json);
+	ck_assert_int_gt(strlen(r->body), 20);
+	ck_assert_ptr_nonnull(reqf("GET", NULL, "/sandboxes/%s", id)->json);
+	r = req("GET", "/v2/sandboxes", NULL);
+	ck_assert_int_eq(r->status, 200);
+	ck_assert_ptr_null(r->json);
+	ck_assert_int_eq(strncmp(r->body, "<html>", 6), 0);
+	r = req("POST", "/sandboxes", "{\"templateID\":\"base\"}");
+	ck_assert_int_eq(r->status, 201);
+	ck_assert_uint_eq(strlen(r->body), 2u << 20);
+	ck_assert_ptr_nonnull(r->json);
+	ck_assert_int_eq(req("POST", "/sandboxes", "{\"templateID\":\"base\"}")->status, 201);
+	assert_error(req("POST", "/_sim/faults", "{\"bodies\":{\"get\":{\"mode\":\"odd\"}}}"), 400);
 }
 END_TEST
 
@@ -804,6 +838,7 @@ sk_suite_sandboxsim(void)
 	tcase_add_test(faults, test_fault_504_after_resume);
 	tcase_add_test(faults, test_fault_list_empty_and_errors);
 	tcase_add_test(faults, test_fault_latency_and_file);
+	tcase_add_test(faults, test_fault_bodies);
 	tcase_add_test(faults, test_stats_oob_reset);
 	tcase_add_test(flavors, test_cube_flavor);
 	tcase_add_test(flavors, test_cube_idle_window_and_overload);
