@@ -411,6 +411,7 @@ sk_test_global_teardown(void)
 		return;
 	if (ferretdb_pid > 0)
 		sk_test_stop(ferretdb_pid, false);
+	sk_store_global_cleanup();
 	if (tmpdir[0] && getenv("SK_TEST_KEEP_TMP") == NULL) {
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
 		if (system(cmd) != 0)
@@ -427,7 +428,8 @@ sk_test_ferretdb_start(char *uri, size_t len)
 	pid_t pid;
 
 	snprintf(bin, sizeof(bin), "%s", sk_test_path(".deps/bin/ferretdb"));
-	snprintf(dir, sizeof(dir), "%s/ferretdb-%d-%d", sk_test_tmpdir(), (int)getpid(), ++instance);
+	snprintf(
+	        dir, sizeof(dir), "%s/ferretdb-%d-%d", sk_test_tmpdir(), (int)getpid(), ++instance);
 	mkdir(dir, 0755);
 	snprintf(addr, sizeof(addr), "--listen-addr=127.0.0.1:%d", port);
 	snprintf(sqlite, sizeof(sqlite), "--sqlite-url=file:%s/", dir);

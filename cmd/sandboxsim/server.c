@@ -94,6 +94,12 @@ sim_reply_error(sim *s, sim_req *r, int status, const char *fmt, ...)
 }
 
 void
+sim_reply_owned(sim_req *r, int status, const char *ctype, char *data, size_t len)
+{
+	set_resp(r, status, data, len, ctype);
+}
+
+void
 sim_reply_empty(sim_req *r, int status)
 {
 	set_resp(r, status, NULL, 0, NULL);

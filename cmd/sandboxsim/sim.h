@@ -190,6 +190,8 @@ void sim_reply_json(sim *s, sim_req *r, int status, json_t *body); /* steals bod
 void sim_reply_error(sim *s, sim_req *r, int status, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
 void sim_reply_empty(sim_req *r, int status);
+/* Takes ownership of data (malloc'd). */
+void sim_reply_owned(sim_req *r, int status, const char *ctype, char *data, size_t len);
 void sim_reply_text(sim_req *r, int status, const char *ctype, const char *text);
 void sim_reply_header(sim_req *r, const char *name, const char *value);
 const char *sim_req_header(sim_req *r, const char *name);

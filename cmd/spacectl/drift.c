@@ -122,7 +122,8 @@ run(const char *selector_text, sk_output fmt)
 	sk_store_close(st);
 	if (rc != 0) {
 		sk_cli_errorf("%s", err.message);
-		return rc == SK_EUNAVAILABLE || rc == SK_ETIMEOUT ? SK_EXIT_UNAVAILABLE : DRIFT_ERROR;
+		return rc == SK_EUNAVAILABLE || rc == SK_ETIMEOUT ? SK_EXIT_UNAVAILABLE
+		                                                  : DRIFT_ERROR;
 	}
 	keep_drifted(&list);
 	if (fmt == SK_OUTPUT_TABLE || fmt == SK_OUTPUT_WIDE) {

@@ -26,6 +26,10 @@ static const sk_cli_command commands[] = {
 	{ "diff", sk_cmd_diff, "show what apply would change (exit 1 when it would)" },
 	{ "validate", sk_cmd_validate, "check files offline, without a database" },
 	{ "sandboxes", sk_cmd_sandboxes, "list the sandboxes that exist at the providers" },
+	{ "plan", sk_cmd_plan, "show what the controller would do now (changes nothing)" },
+	{ "drift", sk_cmd_drift, "list the drift the controller reports (exit 1 when any)" },
+	{ "events", sk_cmd_events, "list the events of every UserSpace or of one" },
+	{ "wait", sk_cmd_wait, "wait until UserSpaces meet a condition (--for=condition=Ready)" },
 	{ "version", sk_cmd_version, "print the version" },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -28,6 +28,10 @@ int sk_cmd_diff(int argc, char **argv);
 int sk_cmd_validate(int argc, char **argv);
 int sk_cmd_version(int argc, char **argv);
 int sk_cmd_sandboxes(int argc, char **argv);
+int sk_cmd_plan(int argc, char **argv);
+int sk_cmd_drift(int argc, char **argv);
+int sk_cmd_events(int argc, char **argv);
+int sk_cmd_wait(int argc, char **argv);
 
 /* ---- global flags (every command accepts them) ---- */
 typedef struct sk_cli_globals {

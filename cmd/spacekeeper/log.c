@@ -100,7 +100,7 @@ sk_daemon_log(sk_log_level level, const char *msg, const char *kv, void *payload
 		write_json(stderr, ts, level, msg, kv);
 	else
 		fprintf(stderr, "ts=%s level=%s msg=\"%s\"%s%s\n", ts, level_names[level], msg,
-			kv && kv[0] ? " " : "", kv ? kv : "");
+		        kv && kv[0] ? " " : "", kv ? kv : "");
 	fflush(stderr);
 	funlockfile(stderr);
 }

@@ -36,26 +36,29 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-		"usage: spacekeeper [--config FILE] [--mongodb-uri URI] [--database NAME]\n"
-		"                   [--workers N] [--resync DURATION] [--listen HOST:PORT]\n"
-		"                   [--poll DURATION] [--log-format text|json]\n"
-		"                   [--log-level debug|info|warn|error] [--once [--once-timeout D]]\n"
-		"\n"
-		"The spacekeeper controller: keeps one resident sandbox per UserSpace.\n"
-		"\n"
-		"  --config FILE        ControllerConfig YAML (default: built-in defaults)\n"
-		"  --mongodb-uri URI    MongoDB URI (overrides the file; env SPACEKEEPER_MONGODB_URI)\n"
-		"  --database NAME      database name (default spacekeeper)\n"
-		"  --workers N          concurrent reconciles (default 8)\n"
-		"  --resync DURATION    provider list + full resync period (default 30s)\n"
-		"  --listen HOST:PORT   /healthz /readyz /metrics and the connect API\n"
-		"                       (default 127.0.0.1:9090; \"\" disables)\n"
-		"  --poll DURATION      store poll interval of the informer (default 1s)\n"
-		"  --log-format FORMAT  text (key=value) or json, one line per event\n"
-		"  --log-level LEVEL    debug, info (default), warn, error\n"
-		"  --once               one full pass, then exit (0 when every reconcile succeeded)\n"
-		"  --once-timeout D     give up the --once pass after D (default 5m)\n"
-		"  --help, --version\n");
+	        "usage: spacekeeper [--config FILE] [--mongodb-uri URI] [--database NAME]\n"
+	        "                   [--workers N] [--resync DURATION] [--listen HOST:PORT]\n"
+	        "                   [--poll DURATION] [--log-format text|json]\n"
+	        "                   [--log-level debug|info|warn|error] [--once [--once-timeout "
+	        "D]]\n"
+	        "\n"
+	        "The spacekeeper controller: keeps one resident sandbox per UserSpace.\n"
+	        "\n"
+	        "  --config FILE        ControllerConfig YAML (default: built-in defaults)\n"
+	        "  --mongodb-uri URI    MongoDB URI (overrides the file; env "
+	        "SPACEKEEPER_MONGODB_URI)\n"
+	        "  --database NAME      database name (default spacekeeper)\n"
+	        "  --workers N          concurrent reconciles (default 8)\n"
+	        "  --resync DURATION    provider list + full resync period (default 30s)\n"
+	        "  --listen HOST:PORT   /healthz /readyz /metrics and the connect API\n"
+	        "                       (default 127.0.0.1:9090; \"\" disables)\n"
+	        "  --poll DURATION      store poll interval of the informer (default 1s)\n"
+	        "  --log-format FORMAT  text (key=value) or json, one line per event\n"
+	        "  --log-level LEVEL    debug, info (default), warn, error\n"
+	        "  --once               one full pass, then exit (0 when every reconcile "
+	        "succeeded)\n"
+	        "  --once-timeout D     give up the --once pass after D (default 5m)\n"
+	        "  --help, --version\n");
 }
 
 static int
@@ -113,7 +116,8 @@ parse_one(int opt, const char *arg, flags *f)
 	case OPT_ONCE: f->once = true; return 0;
 	case OPT_RESYNC: return parse_duration_flag("--resync", arg, &f->resync_ms);
 	case OPT_POLL: return parse_duration_flag("--poll", arg, &f->poll_ms);
-	case OPT_ONCE_TIMEOUT: return parse_duration_flag("--once-timeout", arg, &f->once_timeout_ms);
+	case OPT_ONCE_TIMEOUT:
+		return parse_duration_flag("--once-timeout", arg, &f->once_timeout_ms);
 	case OPT_WORKERS:
 		f->workers = (int)strtol(arg, &end, 10);
 		if (*end || f->workers < 1 || f->workers > 1024) {
@@ -130,7 +134,8 @@ parse_one(int opt, const char *arg, flags *f)
 		return 0;
 	case OPT_LEVEL:
 		if (sk_log_level_parse(arg, &f->log.level) != 0) {
-			fprintf(stderr, "spacekeeper: --log-level: want debug, info, warn or error\n");
+			fprintf(stderr,
+			        "spacekeeper: --log-level: want debug, info, warn or error\n");
 			return EX_USAGE;
 		}
 		return 0;
@@ -180,7 +185,8 @@ load_config(const flags *f, sk_controller_config **out)
 			sk_buf b = SK_BUF_INIT(1 << 20);
 			sk_errlist_format(&errs, &b);
 			fprintf(stderr, "spacekeeper: %s: %s\n%s", f->config,
-				err.message[0] ? err.message : "invalid config", b.data ? b.data : "");
+			        err.message[0] ? err.message : "invalid config",
+			        b.data ? b.data : "");
 			sk_buf_dispose(&b);
 			sk_errlist_dispose(&errs);
 			return EX_CONFIG;
@@ -244,8 +250,8 @@ serve(sk_controller *c, sk_log_config *log, sigset_t *set)
 		return EX_UNAVAILABLE;
 	}
 	sigwait(set, &sig);
-	sk_daemon_log(SK_LOG_INFO, "shutting down", sig == SIGINT ? "signal=SIGINT" : "signal=SIGTERM",
-		log);
+	sk_daemon_log(SK_LOG_INFO, "shutting down",
+	        sig == SIGINT ? "signal=SIGINT" : "signal=SIGTERM", log);
 	if (pthread_create(&th, NULL, second_signal, set) == 0)
 		pthread_detach(th);
 	sk_controller_stop(c);

@@ -45,47 +45,47 @@ metrics_declare(sk_controller *c)
 	char l[128];
 
 	sk_metrics_declare(m, "controller_runtime_reconcile_total", SK_METRIC_COUNTER,
-		"Total number of reconciliations per controller");
+	        "Total number of reconciliations per controller");
 	for (size_t i = 0; i < 4; i++) {
 		snprintf(l, sizeof(l), "controller=\"%s\",result=\"%s\"", SK_CONTROLLER_NAME,
-			results[i]);
+		        results[i]);
 		sk_metrics_add(m, "controller_runtime_reconcile_total", l, 0);
 	}
 	snprintf(l, sizeof(l), "controller=\"%s\"", SK_CONTROLLER_NAME);
 	sk_metrics_declare(m, "controller_runtime_reconcile_errors_total", SK_METRIC_COUNTER,
-		"Total number of reconciliation errors per controller");
+	        "Total number of reconciliation errors per controller");
 	sk_metrics_add(m, "controller_runtime_reconcile_errors_total", l, 0);
 	sk_metrics_declare(m, "controller_runtime_terminal_reconcile_errors_total",
-		SK_METRIC_COUNTER, "Total number of terminal reconciliation errors per controller");
+	        SK_METRIC_COUNTER, "Total number of terminal reconciliation errors per controller");
 	sk_metrics_add(m, "controller_runtime_terminal_reconcile_errors_total", l, 0);
 	sk_metrics_declare(m, "controller_runtime_reconcile_time_seconds_sum", SK_METRIC_COUNTER,
-		"Total time spent reconciling, seconds");
+	        "Total time spent reconciling, seconds");
 	sk_metrics_add(m, "controller_runtime_reconcile_time_seconds_sum", l, 0);
 	sk_metrics_declare(m, "controller_runtime_max_concurrent_reconciles", SK_METRIC_GAUGE,
-		"Maximum number of concurrent reconciles per controller");
+	        "Maximum number of concurrent reconciles per controller");
 	sk_metrics_set(m, "controller_runtime_max_concurrent_reconciles", l, c->cfg->workers);
 	sk_metrics_declare(m, "controller_runtime_active_workers", SK_METRIC_GAUGE,
-		"Number of currently used workers per controller");
+	        "Number of currently used workers per controller");
 	sk_metrics_set(m, "controller_runtime_active_workers", l, 0);
 	sk_metrics_declare(m, "workqueue_depth", SK_METRIC_GAUGE, "Current depth of workqueue");
 	sk_metrics_declare(m, "workqueue_adds_total", SK_METRIC_COUNTER,
-		"Total number of adds handled by workqueue");
+	        "Total number of adds handled by workqueue");
 	sk_metrics_declare(m, "workqueue_retries_total", SK_METRIC_COUNTER,
-		"Total number of retries handled by workqueue");
+	        "Total number of retries handled by workqueue");
 	sk_metrics_declare(m, "workqueue_delayed", SK_METRIC_GAUGE,
-		"Keys waiting for a due time (requeue after, backoff)");
+	        "Keys waiting for a due time (requeue after, backoff)");
 	sk_metrics_declare(m, "spacekeeper_informer_synced", SK_METRIC_GAUGE,
-		"1 once the informer has listed UserSpaces");
+	        "1 once the informer has listed UserSpaces");
 	sk_metrics_declare(m, "spacekeeper_informer_objects", SK_METRIC_GAUGE,
-		"UserSpaces in the informer cache");
+	        "UserSpaces in the informer cache");
 	sk_metrics_declare(m, "spacekeeper_provider_list_total", SK_METRIC_COUNTER,
-		"Observer list passes per provider and result");
+	        "Observer list passes per provider and result");
 	sk_metrics_declare(m, "spacekeeper_provider_reconciles_total", SK_METRIC_COUNTER,
-		"Reconciles that used a provider");
+	        "Reconciles that used a provider");
 	sk_metrics_declare(m, "spacekeeper_observed_sandboxes", SK_METRIC_GAUGE,
-		"Managed sandboxes seen by the last list, per provider");
+	        "Managed sandboxes seen by the last list, per provider");
 	sk_metrics_declare(m, "spacekeeper_orphan_sandboxes", SK_METRIC_GAUGE,
-		"Managed sandboxes whose user has no UserSpace, per provider");
+	        "Managed sandboxes whose user has no UserSpace, per provider");
 	for (size_t i = 0; i < c->n_prov; i++) {
 		snprintf(l, sizeof(l), "provider=\"%s\"", c->cfg->providers[i].name);
 		sk_metrics_add(m, "spacekeeper_provider_reconciles_total", l, 0);
@@ -105,9 +105,9 @@ sk_controller_render_metrics(sk_controller *c, sk_buf *out)
 	sk_metrics_set(c->metrics, "workqueue_retries_total", l, (double)st.retries_total);
 	sk_metrics_set(c->metrics, "workqueue_delayed", l, (double)st.delayed);
 	sk_metrics_set(c->metrics, "spacekeeper_informer_synced", NULL,
-		sk_informer_has_synced(c->inf) ? 1 : 0);
-	sk_metrics_set(c->metrics, "spacekeeper_informer_objects", NULL,
-		(double)sk_informer_len(c->inf));
+	        sk_informer_has_synced(c->inf) ? 1 : 0);
+	sk_metrics_set(
+	        c->metrics, "spacekeeper_informer_objects", NULL, (double)sk_informer_len(c->inf));
 	sk_metrics_render(c->metrics, out);
 }
 
@@ -287,27 +287,48 @@ count_result(sk_controller *c, const char *result)
 	sk_metrics_add(c->metrics, "controller_runtime_reconcile_total", l, 1);
 }
 
+/* --once: whether the stored object is in a phase one pass can end on. */
+static bool
+once_settled(sk_controller *c, const char *key)
+{
+	sk_userspace *us = NULL;
+	sk_error err = { 0 };
+	int rc = sk_store_get(c->store, key, &us, &err);
+	bool done = rc == SK_ENOTFOUND;
+
+	if (rc == 0) {
+		sk_phase p = us->status.phase;
+		done = sk_kvlist_get(&us->meta.annotations, SK_ANNOTATION_PAUSED) != NULL ||
+		        p == SK_PHASE_PAUSED || p == SK_PHASE_DEGRADED || p == SK_PHASE_ERROR ||
+		        (p == SK_PHASE_RUNNING && sk_userspace_is_ready(us));
+	}
+	sk_userspace_free(us);
+	return done;
+}
+
 /* controller-runtime's dispatch: error -> rate-limited requeue (or the
  * server's Retry-After when longer); terminal -> forget; requeue_after ->
  * forget + add_after; success -> forget. */
 static void
-handle_result(sk_controller *c, const char *key, int rc, int64_t requeue, const sk_error *err,
-	int64_t dt)
+handle_result(
+        sk_controller *c, const char *key, int rc, int64_t requeue, const sk_error *err, int64_t dt)
 {
 	const char *l = "controller=\"" SK_CONTROLLER_NAME "\"";
 
 	sk_metrics_add(c->metrics, "controller_runtime_reconcile_time_seconds_sum", l,
-		(double)dt / 1000.0);
+	        (double)dt / 1000.0);
 	if (rc == 0) {
 		sk_workqueue_forget(c->q, key);
-		/* --once: a key the planner only wants to revisit at resync is done. */
-		if (c->once && requeue >= c->cfg->resync_ms)
+		/* --once: a key the planner only revisits at resync, in a steady
+		 * phase, is done. */
+		if (c->once && requeue >= c->cfg->resync_ms && once_settled(c, key))
 			requeue = 0;
 		if (requeue > 0)
 			sk_workqueue_add_after(c->q, key, requeue);
 		count_result(c, requeue > 0 ? "requeue_after" : "success");
-		sk_ctl_log(c, SK_LOG_DEBUG, "reconciled", "userspace=%s duration_ms=%lld requeue_ms=%lld",
-			key, (long long)dt, (long long)requeue);
+		sk_ctl_log(c, SK_LOG_DEBUG, "reconciled",
+		        "userspace=%s duration_ms=%lld requeue_ms=%lld", key, (long long)dt,
+		        (long long)requeue);
 		mark_reconciled(c, key, false);
 		return;
 	}
@@ -318,15 +339,17 @@ handle_result(sk_controller *c, const char *key, int rc, int64_t requeue, const 
 		if (err->retry_after_ms > d)
 			sk_workqueue_add_after(c->q, key, err->retry_after_ms);
 		sk_ctl_log(c, rc == SK_ECONFLICT ? SK_LOG_DEBUG : SK_LOG_WARN, "reconcile failed",
-			"userspace=%s error=\"%s\" code=%s retry_ms=%lld duration_ms=%lld", key,
-			err->message, sk_strerror(rc),
-			(long long)(err->retry_after_ms > d ? err->retry_after_ms : d), (long long)dt);
+		        "userspace=%s error=\"%s\" code=%s retry_ms=%lld duration_ms=%lld", key,
+		        err->message, sk_strerror(rc),
+		        (long long)(err->retry_after_ms > d ? err->retry_after_ms : d),
+		        (long long)dt);
 	} else {
-		sk_metrics_add(c->metrics, "controller_runtime_terminal_reconcile_errors_total", l, 1);
+		sk_metrics_add(
+		        c->metrics, "controller_runtime_terminal_reconcile_errors_total", l, 1);
 		sk_workqueue_forget(c->q, key);
 		sk_ctl_log(c, SK_LOG_ERROR, "reconcile failed",
-			"userspace=%s error=\"%s\" code=%s terminal=true duration_ms=%lld", key,
-			err->message, sk_strerror(rc), (long long)dt);
+		        "userspace=%s error=\"%s\" code=%s terminal=true duration_ms=%lld", key,
+		        err->message, sk_strerror(rc), (long long)dt);
 	}
 	mark_reconciled(c, key, true);
 }
@@ -389,7 +412,7 @@ worker_process(sk_worker *w, const char *key)
 	if (rc != 0) {
 		if (!c->stopping)
 			handle_result(c, key, sk_error_is_transient(rc) ? rc : SK_EUNAVAILABLE, 0,
-				&err, 0);
+			        &err, 0);
 		goto done;
 	}
 	sk_ctl_list_view(c, prov, user_id, &listed, &view);
@@ -479,7 +502,8 @@ sk_controller_start(sk_controller *c, sk_error *err)
 	if ((rc = sk_informer_start(c->inf, err)) != 0)
 		return rc;
 	if (!sk_informer_wait_synced(c->inf, 30000))
-		return sk_error_set(err, SK_EUNAVAILABLE, "informer: no list of UserSpaces within 30s");
+		return sk_error_set(
+		        err, SK_EUNAVAILABLE, "informer: no list of UserSpaces within 30s");
 	sk_ctl_observe_all(c);
 	pthread_mutex_lock(&c->mu);
 	c->running = true;
@@ -492,8 +516,8 @@ sk_controller_start(sk_controller *c, sk_error *err)
 		rc = sk_ctl_http_start(c, err);
 	if (rc == 0)
 		sk_ctl_log(c, SK_LOG_INFO, "controller started",
-			"workers=%d providers=%zu userspaces=%zu http_port=%d", c->n_workers,
-			c->n_prov, sk_informer_len(c->inf), c->http_port);
+		        "workers=%d providers=%zu userspaces=%zu http_port=%d", c->n_workers,
+		        c->n_prov, sk_informer_len(c->inf), c->http_port);
 	return rc;
 }
 
@@ -517,7 +541,7 @@ sk_controller_stop(sk_controller *c)
 	workers_free(c);
 	if (was)
 		sk_ctl_log(c, SK_LOG_INFO, "controller stopped", "reconciles=%llu",
-			(unsigned long long)c->gen);
+		        (unsigned long long)c->gen);
 }
 
 /* ---- --once ---- */
@@ -556,7 +580,7 @@ sk_controller_run_once(sk_controller *c, int64_t settle_ms, int64_t timeout_ms, 
 		struct timespec ts = { 0, 100 * 1000000L };
 		if (sk_monotonic_ms() >= deadline) {
 			rc = sk_error_set(err, SK_ETIMEOUT, "once: not settled within %lldms",
-				(long long)timeout_ms);
+			        (long long)timeout_ms);
 			goto done;
 		}
 		nanosleep(&ts, NULL);
@@ -566,8 +590,8 @@ sk_controller_run_once(sk_controller *c, int64_t settle_ms, int64_t timeout_ms, 
 	n_failed = sk_strmap_len(c->failed);
 	pthread_mutex_unlock(&c->mu);
 	if (n_failed > 0)
-		rc = sk_error_set(err, SK_ERROR, "once: %zu UserSpace(s) failed to reconcile",
-			n_failed);
+		rc = sk_error_set(
+		        err, SK_ERROR, "once: %zu UserSpace(s) failed to reconcile", n_failed);
 done:
 	sk_controller_stop(c);
 	return rc;

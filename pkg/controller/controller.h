@@ -27,13 +27,16 @@ typedef struct sk_controller sk_controller;
 
 typedef struct sk_controller_options {
 	const sk_controller_config *config; /* borrowed; must outlive the controller */
-	sk_log_fn log;                      /* may be NULL */
+	sk_log_fn log; /* may be NULL */
 	void *log_payload;
-	int64_t poll_ms;                    /* informer poll, default 1000 */
-	int64_t relist_ms;                  /* informer relist, default 5 min */
-	bool serve_http;                    /* serve config->listen (start only) */
+	int64_t poll_ms; /* informer poll, default 1000 */
+	int64_t relist_ms; /* informer relist, default 5 min */
+	bool serve_http; /* serve config->listen (start only) */
 } sk_controller_options;
-#define SK_CONTROLLER_OPTIONS_INIT {NULL, NULL, NULL, 1000, 300000, true}
+#define SK_CONTROLLER_OPTIONS_INIT                                                                 \
+	{                                                                                          \
+		NULL, NULL, NULL, 1000, 300000, true                                               \
+	}
 
 /* Opens the store and one provider client per provider for the observer
  * (plus one per worker per provider at start). Fails on a bad provider entry
@@ -52,8 +55,7 @@ void sk_controller_stop(sk_controller *c);
  * until the queue is drained and nothing delayed is due within settle_ms,
  * then stop. Returns 0, SK_ETIMEOUT after timeout_ms, or SK_ERROR when the
  * last reconcile of some key failed (err names how many). */
-int sk_controller_run_once(sk_controller *c, int64_t settle_ms, int64_t timeout_ms,
-	sk_error *err);
+int sk_controller_run_once(sk_controller *c, int64_t settle_ms, int64_t timeout_ms, sk_error *err);
 
 /* Informer synced (what /readyz answers). */
 bool sk_controller_ready(sk_controller *c);

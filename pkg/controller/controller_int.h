@@ -20,9 +20,9 @@
 
 /* The last list of one provider. */
 typedef struct sk_prov_view {
-	sk_strmap *by_user;    /* user_id -> sk_sandbox_list* */
-	bool valid;            /* the last list succeeded */
-	int64_t listed_ms;     /* wall clock when that list started */
+	sk_strmap *by_user; /* user_id -> sk_sandbox_list* */
+	bool valid; /* the last list succeeded */
+	int64_t listed_ms; /* wall clock when that list started */
 	size_t n_sandboxes;
 	sk_kvlist orphan_seen; /* sandbox id -> first-seen ms (sk_plan_orphans) */
 } sk_prov_view;
@@ -42,31 +42,31 @@ struct sk_controller {
 	sk_workqueue *q;
 	sk_metrics *metrics;
 	size_t n_prov;
-	sk_limiter **limiters;      /* per provider */
-	sk_provider **obs_clients;  /* the observer's clients */
+	sk_limiter **limiters; /* per provider */
+	sk_provider **obs_clients; /* the observer's clients */
 
-	pthread_mutex_t obs_mu;     /* guards views */
+	pthread_mutex_t obs_mu; /* guards views */
 	sk_prov_view *views;
 
-	pthread_mutex_t mu;         /* guards everything below */
-	pthread_cond_t cond;        /* reconcile finished / stop */
+	pthread_mutex_t mu; /* guards everything below */
+	pthread_cond_t cond; /* reconcile finished / stop */
 	volatile bool stopping;
 	bool running;
-	bool once;                  /* --once: steady keys are not requeued */
-	uint64_t gen;               /* reconciles finished */
-	sk_strmap *done_gen;        /* name -> uint64_t* gen of its last reconcile */
-	sk_strmap *failed;          /* names whose last reconcile failed */
+	bool once; /* --once: steady keys are not requeued */
+	uint64_t gen; /* reconciles finished */
+	sk_strmap *done_gen; /* name -> uint64_t* gen of its last reconcile */
+	sk_strmap *failed; /* names whose last reconcile failed */
 
 	sk_worker *workers;
 	int n_workers;
 	pthread_t obs_thread;
 	bool obs_running;
-	void *httpd;                /* struct MHD_Daemon* */
+	void *httpd; /* struct MHD_Daemon* */
 	int http_port;
 };
 
 void sk_ctl_log(sk_controller *c, sk_log_level lvl, const char *msg, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+        __attribute__((format(printf, 4, 5)));
 /* Index of a provider by name, -1 when not configured. */
 int sk_ctl_provider_index(sk_controller *c, const char *name);
 
@@ -78,8 +78,8 @@ void sk_ctl_observe_all(sk_controller *c);
 int sk_ctl_observer_start(sk_controller *c, sk_error *err);
 void sk_ctl_observer_stop(sk_controller *c);
 /* Fills view with a copy of the user's listed sandboxes (caller disposes list). */
-void sk_ctl_list_view(sk_controller *c, int prov, const char *user_id, sk_sandbox_list *list,
-	sk_list_view *view);
+void sk_ctl_list_view(
+        sk_controller *c, int prov, const char *user_id, sk_sandbox_list *list, sk_list_view *view);
 
 /* http.c */
 int sk_ctl_http_start(sk_controller *c, sk_error *err);

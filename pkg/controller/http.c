@@ -59,7 +59,7 @@ envd_url(sk_controller *c, const sk_userspace *us)
 	if (pc && pc->sandbox_url)
 		return sk_strdup(pc->sandbox_url);
 	return sk_asprintf("https://49983-%s.%s", us->status.sandbox_id,
-		pc && pc->domain ? pc->domain : "e2b.app");
+	        pc && pc->domain ? pc->domain : "e2b.app");
 }
 
 static void
@@ -68,9 +68,9 @@ reply_ready(sk_controller *c, reply *r, const sk_userspace *us)
 	char *url = envd_url(c, us);
 
 	reply_json(r, 200,
-		json_pack("{s:s, s:s, s:s, s:s, s:b, s:s}", "name", us->meta.name, "userID",
-			us->spec.user_id, "sandboxID", us->status.sandbox_id, "state",
-			sk_phase_name(us->status.phase), "ready", 1, "envdURL", url));
+	        json_pack("{s:s, s:s, s:s, s:s, s:b, s:s}", "name", us->meta.name, "userID",
+	                us->spec.user_id, "sandboxID", us->status.sandbox_id, "state",
+	                sk_phase_name(us->status.phase), "ready", 1, "envdURL", url));
 	free(url);
 }
 
@@ -93,10 +93,10 @@ reply_not_ready(reply *r, unsigned int status, const char *why, const sk_userspa
 	const sk_condition *ready = sk_userspace_condition(us, SK_COND_READY);
 
 	reply_json(r, status,
-		json_pack("{s:s, s:s, s:s, s:s, s:s?}", "reason", why, "name", us->meta.name,
-			"state", sk_phase_name(us->status.phase), "readyReason",
-			ready && ready->reason ? ready->reason : "", "message",
-			ready ? ready->message : NULL));
+	        json_pack("{s:s, s:s, s:s, s:s, s:s?}", "reason", why, "name", us->meta.name,
+	                "state", sk_phase_name(us->status.phase), "readyReason",
+	                ready && ready->reason ? ready->reason : "", "message",
+	                ready ? ready->message : NULL));
 }
 
 static void
@@ -135,7 +135,7 @@ connect_userspace(sk_controller *c, const char *name, int64_t timeout_ms, reply 
 		rc = sk_store_get(c->store, name, &us, &err);
 		if (rc != 0) {
 			reply_error(r, rc == SK_ENOTFOUND ? 404 : 503,
-				rc == SK_ENOTFOUND ? "NotFound" : "StoreUnavailable", err.message);
+			        rc == SK_ENOTFOUND ? "NotFound" : "StoreUnavailable", err.message);
 			goto done;
 		}
 		if (ran && sk_userspace_is_ready(us) && us->status.sandbox_id) {
@@ -190,7 +190,7 @@ connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms, reply *r
 	for (size_t i = 0; i < n && !found; i++) {
 		sk_userspace *us = NULL;
 		if (sk_informer_get(c->inf, names[i], &us) == 0 && us->spec.user_id &&
-			strcmp(us->spec.user_id, user_id) == 0) {
+		        strcmp(us->spec.user_id, user_id) == 0) {
 			found = true;
 			connect_userspace(c, names[i], timeout_ms, r);
 		}
@@ -204,8 +204,7 @@ connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms, reply *r
 /* ---- routing ---- */
 
 static void
-route(sk_controller *c, struct MHD_Connection *conn, const char *method, const char *url,
-	reply *r)
+route(sk_controller *c, struct MHD_Connection *conn, const char *method, const char *url, reply *r)
 {
 	bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
 	char *arg;
@@ -237,7 +236,7 @@ route(sk_controller *c, struct MHD_Connection *conn, const char *method, const c
 
 static enum MHD_Result
 handler(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-	const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
+        const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
 	static int marker;
 	sk_controller *c = cls;
@@ -297,8 +296,8 @@ sk_ctl_http_start(sk_controller *c, sk_error *err)
 	if (rc != 0)
 		return rc;
 	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION,
-		ntohs(sa.sin_port), NULL, NULL, handler, c, MHD_OPTION_SOCK_ADDR, &sa,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60, MHD_OPTION_END);
+	        ntohs(sa.sin_port), NULL, NULL, handler, c, MHD_OPTION_SOCK_ADDR, &sa,
+	        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60, MHD_OPTION_END);
 	if (!d)
 		return sk_error_set(err, SK_EUNAVAILABLE, "listen %s: cannot bind", c->cfg->listen);
 	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);

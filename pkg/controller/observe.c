@@ -80,7 +80,7 @@ orphan_event(sk_controller *c, const char *reason, const sk_orphan *o, const cha
 	char msg[512];
 
 	snprintf(msg, sizeof(msg), "sandbox %s (provider %s, user_id %s) has no UserSpace",
-		o->sandbox_id, prov, o->user_id ? o->user_id : "");
+	        o->sandbox_id, prov, o->user_id ? o->user_id : "");
 	sk_store_event(c->store, SK_ORPHAN_OBJECT, "Warning", reason, msg, NULL);
 }
 
@@ -93,11 +93,11 @@ kill_orphan(sk_controller *c, int i, const sk_orphan *o)
 
 	if (rc == 0) {
 		sk_ctl_log(c, SK_LOG_INFO, "orphan deleted", "provider=%s sandbox=%s user_id=%s",
-			prov, o->sandbox_id, o->user_id ? o->user_id : "");
+		        prov, o->sandbox_id, o->user_id ? o->user_id : "");
 		orphan_event(c, "OrphanDeleted", o, prov);
 	} else {
 		sk_ctl_log(c, SK_LOG_WARN, "orphan delete failed",
-			"provider=%s sandbox=%s error=\"%s\"", prov, o->sandbox_id, err.message);
+		        "provider=%s sandbox=%s error=\"%s\"", prov, o->sandbox_id, err.message);
 	}
 }
 
@@ -113,12 +113,12 @@ handle_orphans(sk_controller *c, int i, const sk_sandbox_list *all, int64_t now)
 	if (sk_plan_orphans(all, has_user, c->inf, &c->views[i].orphan_seen, now, &o, &ol) != 0)
 		return;
 	for (size_t k = 0; k < ol.len; k++) {
-		const sk_orphan *or = &ol.items[k];
+		const sk_orphan * or = &ol.items[k];
 		if (or->first_seen_ms == now) {
 			sk_ctl_log(c, SK_LOG_WARN, "orphan sandbox",
-				"provider=%s sandbox=%s user_id=%s delete=%s", pc->name,
-				or->sandbox_id, or->user_id ? or->user_id : "",
-				pc->delete_orphans ? "after-grace" : "never");
+			        "provider=%s sandbox=%s user_id=%s delete=%s", pc->name,
+			        or->sandbox_id, or->user_id ? or->user_id : "",
+			        pc->delete_orphans ? "after-grace" : "never");
 			orphan_event(c, "Orphan", or, pc->name);
 		}
 		if (or->kill)
@@ -143,7 +143,8 @@ observe_provider(sk_controller *c, int i)
 
 	sk_kvlist_set(&match, SK_META_MANAGED_BY, SK_MANAGED_BY_VALUE);
 	rc = sk_sandbox_list_all(c->obs_clients[i], &match, &all, &err);
-	snprintf(l, sizeof(l), "provider=\"%s\",result=\"%s\"", prov, rc == 0 ? "success" : "error");
+	snprintf(
+	        l, sizeof(l), "provider=\"%s\",result=\"%s\"", prov, rc == 0 ? "success" : "error");
 	sk_metrics_add(c->metrics, "spacekeeper_provider_list_total", l, 1);
 	pthread_mutex_lock(&c->obs_mu);
 	if (rc == 0) {
@@ -160,10 +161,10 @@ observe_provider(sk_controller *c, int i)
 		sk_metrics_set(c->metrics, "spacekeeper_observed_sandboxes", l, (double)all.len);
 		handle_orphans(c, i, &all, t);
 		sk_ctl_log(c, SK_LOG_DEBUG, "provider listed", "provider=%s sandboxes=%zu", prov,
-			all.len);
+		        all.len);
 	} else {
 		sk_ctl_log(c, SK_LOG_WARN, "provider list failed", "provider=%s error=\"%s\"", prov,
-			err.message);
+		        err.message);
 	}
 	sk_sandbox_list_dispose(&all);
 	sk_kvlist_dispose(&match);
@@ -184,8 +185,8 @@ sk_ctl_observe_all(sk_controller *c)
 }
 
 void
-sk_ctl_list_view(sk_controller *c, int prov, const char *user_id, sk_sandbox_list *list,
-	sk_list_view *view)
+sk_ctl_list_view(
+        sk_controller *c, int prov, const char *user_id, sk_sandbox_list *list, sk_list_view *view)
 {
 	const sk_prov_view *v = &c->views[prov];
 	const sk_sandbox_list *src;

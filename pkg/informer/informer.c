@@ -15,9 +15,9 @@
 struct sk_informer {
 	sk_informer_options opts;
 	pthread_mutex_t mu;
-	pthread_cond_t cond;   /* stop requests and sync waiters */
-	sk_strmap *objects;    /* name -> sk_userspace* (owned) */
-	sk_strmap *users;      /* spec.userID -> name (owned string) */
+	pthread_cond_t cond; /* stop requests and sync waiters */
+	sk_strmap *objects; /* name -> sk_userspace* (owned) */
+	sk_strmap *users; /* spec.userID -> name (owned string) */
 	int64_t last_rv;
 	bool synced;
 	bool running;
@@ -279,7 +279,7 @@ informer_main(void *arg)
 			if (backoff > 30000)
 				backoff = 30000;
 			snprintf(kv, sizeof(kv), "error=\"%s\" retry_ms=%lld", err.message,
-				(long long)backoff);
+			        (long long)backoff);
 			informer_log(inf, SK_LOG_WARN, "informer: store read failed", kv);
 			continue;
 		}

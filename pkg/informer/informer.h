@@ -23,16 +23,19 @@ typedef struct sk_informer sk_informer;
 typedef void (*sk_informer_change_fn)(const char *name, void *payload);
 
 typedef struct sk_informer_options {
-	sk_store *store;          /* borrowed; must outlive the informer */
-	int64_t poll_ms;          /* default 1000 */
-	int64_t relist_ms;        /* full relist period, default 5 min */
-	int64_t lookback;         /* resourceVersions re-read by each poll, default 256 */
+	sk_store *store; /* borrowed; must outlive the informer */
+	int64_t poll_ms; /* default 1000 */
+	int64_t relist_ms; /* full relist period, default 5 min */
+	int64_t lookback; /* resourceVersions re-read by each poll, default 256 */
 	sk_informer_change_fn on_change; /* may be NULL */
 	void *payload;
-	sk_log_fn log;            /* may be NULL */
+	sk_log_fn log; /* may be NULL */
 	void *log_payload;
 } sk_informer_options;
-#define SK_INFORMER_OPTIONS_INIT {NULL, 1000, 300000, 256, NULL, NULL, NULL, NULL}
+#define SK_INFORMER_OPTIONS_INIT                                                                   \
+	{                                                                                          \
+		NULL, 1000, 300000, 256, NULL, NULL, NULL, NULL                                    \
+	}
 
 int sk_informer_new(sk_informer **out, const sk_informer_options *opts, sk_error *err);
 /* Stops the thread when running, then frees. NULL-safe. */

@@ -135,7 +135,7 @@ static void
 render_family(sk_metrics *m, const metric_family *f, sk_buf *out)
 {
 	sk_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", f->name, f->help, f->name,
-		f->type == SK_METRIC_COUNTER ? "counter" : "gauge");
+	        f->type == SK_METRIC_COUNTER ? "counter" : "gauge");
 	for (size_t i = 0; i < m->n_ser; i++) {
 		const metric_series *s = &m->ser[i];
 		if (strcmp(s->name, f->name) != 0)

@@ -3,14 +3,18 @@
  *
  * FerretDB 1.24 runs findAndModify and filtered updates as read-then-write,
  * so neither `$inc` nor a `{resourceVersion: expected}` filter is atomic
- * there (two writers can get the same number, or both "match"). What is
- * atomic on every server is an insert into a unique index, so:
+ * there (tests showed two writers getting the same number, or both
+ * "matching"). What is atomic on every server is an insert into a unique
+ * index, so:
  *   - resourceVersions are allocated by inserting {_id: N} into "counters"
- *     (N = highest + 1; a writer that loses the race retries with the next);
- *   - a compare-and-swap write first inserts the claim {_id: "NAME/BASE"}
- *     into "claims": exactly one writer can claim a given version of an
- *     object, the others get SK_ECONFLICT. The claim is released after the
- *     write; one left behind by a crashed writer expires after a while.
+ *     (N = highest + 1; a writer that loses the race retries with the next;
+ *     old entries are pruned, only the highest matters);
+ *   - a write over version V of an object first inserts the claim
+ *     {_id: "NAME/V"} into "claims": one writer per version. It then checks
+ *     that the object is still at V and replaces it by _id; only the holder
+ *     of claim V can move an object away from V, so check + replace act as
+ *     one compare-and-swap. The claim is released afterwards; one left by a
+ *     writer that died expires after SK_CLAIM_EXPIRY_MS.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,10 @@
  * store/events: Kubernetes-style events in the "events" collection, one
  * document per (object, type, reason) with a count, first and last
  * timestamps (BSON dates) and the latest message; a TTL index on
- * lastTimestamp ages them out.
+ * lastTimestamp ages them out where the server supports it. The _id is
+ * "object/type/reason", so concurrent first occurrences cannot create two
+ * documents; on FerretDB `$inc` is read-then-write, so a count can miss an
+ * occurrence under concurrent writers (events are informational).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,12 +31,18 @@ sk_store_event(sk_store *s, const char *object, const char *type, const char *re
         const char *message, sk_error *err)
 {
 	sk_store_conn c = { 0 };
-	char *id = sk_asprintf("%s/%s/%s", object, type, reason);
-	bson_t *filter = BCON_NEW("_id", BCON_UTF8(id));
-	bson_t *update = event_update(object, type, reason, message);
-	bson_t *opts = BCON_NEW("upsert", BCON_BOOL(true));
+	char *id;
+	bson_t *filter, *update, *opts;
 	bson_error_t berr;
 	bool ok = false;
+
+	if (object == NULL || type == NULL || reason == NULL)
+		return sk_error_set(
+		        err, SK_EINVALID, "event: object, type and reason are required");
+	id = sk_asprintf("%s/%s/%s", object, type, reason);
+	filter = BCON_NEW("_id", BCON_UTF8(id));
+	update = event_update(object, type, reason, message);
+	opts = BCON_NEW("upsert", BCON_BOOL(true));
 
 	sk_store_conn_open(s, &c, SK_COLL_EVENTS);
 	/* Two first occurrences can race to insert: the loser retries as an update. */

@@ -5,7 +5,12 @@
  *   userspaces  _id = metadata.name; unique index on spec.userID
  *   events      Kubernetes-style, aggregated by (object, reason, type); TTL index
  *   counters    the resourceVersion sequence
+ *   claims      one short-lived document per write in flight (the
+ *               compare-and-swap guard, see cas.c)
  *   leases      controller leader lease
+ * User-keyed maps (labels, annotations, spec.env, spec.metadata) are stored
+ * as [{k, v}] arrays, so their keys never become BSON field names; label
+ * selectors are evaluated here, after the query.
  * Every write goes through here: resourceVersion bumps on every write and is
  * the compare-and-swap token; generation bumps on spec changes only.
  * Thread-safe: each call pops a client from the pool.
@@ -61,10 +66,13 @@ int sk_store_list_since(sk_store *s, int64_t since, sk_userspace_list *out, sk_e
 
 /* Replaces metadata.labels, metadata.annotations and spec, compare-and-swap on
  * us->meta.resource_version: SK_ECONFLICT when the stored version differs
- * (a stale writer never wins). generation bumps only when the spec changed;
- * an update that changes nothing writes nothing and returns the stored object. */
+ * (a stale writer never wins; 0 never matches, read the object first).
+ * generation bumps only when the spec changed; an update that changes
+ * nothing writes nothing and returns the stored object. SK_ECONFLICT also
+ * when the new spec.userID is taken (message names the holder). */
 int sk_store_update(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *err);
-/* Writes status only (CAS on resource_version); never bumps generation. */
+/* Writes status only (CAS on resource_version); never bumps generation.
+ * A status equal to the stored one writes nothing (resourceVersion stays). */
 int sk_store_update_status(sk_store *s, const char *name, int64_t resource_version,
         const sk_userspace_status *status, sk_userspace **out, sk_error *err);
 /* Sets deletionTimestamp (idempotent). When the object has no finalizers it is removed at once. */

@@ -56,8 +56,14 @@ find_one(sk_store *s, sk_store_conn *c, const bson_t *filter, sk_userspace **out
 static int
 load(sk_store *s, sk_store_conn *c, const char *name, sk_userspace **out, sk_error *err)
 {
-	bson_t *filter = BCON_NEW("_id", BCON_UTF8(name));
-	int rc = find_one(s, c, filter, out, err);
+	bson_t *filter;
+	int rc;
+
+	*out = NULL;
+	if (name == NULL || *name == '\0')
+		return sk_error_set(err, SK_EINVALID, "metadata.name: required");
+	filter = BCON_NEW("_id", BCON_UTF8(name));
+	rc = find_one(s, c, filter, out, err);
 
 	bson_destroy(filter);
 	if (rc == SK_ENOTFOUND)
@@ -565,18 +571,12 @@ int
 sk_store_remove(sk_store *s, const char *name, sk_error *err)
 {
 	sk_store_conn c = { 0 };
-	bson_t *filter = BCON_NEW("_id", BCON_UTF8(name));
-	bson_error_t berr;
-	bson_t reply;
 	int rc;
 
+	if (name == NULL || *name == '\0')
+		return sk_error_set(err, SK_EINVALID, "metadata.name: required");
 	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
-	if (mongoc_collection_delete_one(c.coll, filter, NULL, &reply, &berr))
-		rc = reply_count(&reply, "deletedCount") == 1 ? 0 : not_found(name, err);
-	else
-		rc = sk_store_fail(s, &berr, "remove userspace", err);
-	bson_destroy(&reply);
-	bson_destroy(filter);
+	rc = delete_doc(s, &c, name, err);
 	sk_store_conn_close(s, &c);
 	return rc;
 }

@@ -12,11 +12,11 @@
 
 typedef struct wq_entry {
 	char *key;
-	bool dirty;       /* needs a run (queued, or re-run after done) */
-	bool processing;  /* held by a worker */
-	int failures;     /* for backoff; cleared by forget */
-	int64_t due;      /* pending delayed add, 0 when none */
-	int heap_refs;    /* heap items pointing here (some may be stale) */
+	bool dirty; /* needs a run (queued, or re-run after done) */
+	bool processing; /* held by a worker */
+	int failures; /* for backoff; cleared by forget */
+	int64_t due; /* pending delayed add, 0 when none */
+	int heap_refs; /* heap items pointing here (some may be stale) */
 } wq_entry;
 
 typedef struct wq_delayed {
@@ -29,8 +29,8 @@ struct sk_workqueue {
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
 	sk_workqueue_options opts;
-	sk_strmap *entries;  /* key -> wq_entry */
-	wq_entry **ring;     /* the FIFO of ready keys */
+	sk_strmap *entries; /* key -> wq_entry */
+	wq_entry **ring; /* the FIFO of ready keys */
 	size_t ring_cap, ring_head, ring_len;
 	wq_delayed *heap;
 	size_t heap_len, heap_cap;
@@ -177,7 +177,7 @@ ring_remove(sk_workqueue *q, wq_entry *e)
 		return;
 	for (; i + 1 < n; i++)
 		q->ring[(q->ring_head + i) % q->ring_cap] =
-			q->ring[(q->ring_head + i + 1) % q->ring_cap];
+		        q->ring[(q->ring_head + i + 1) % q->ring_cap];
 	q->ring_len--;
 }
 

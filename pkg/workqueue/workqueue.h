@@ -56,13 +56,16 @@ void sk_strv_free(char **v, size_t n);
 typedef struct sk_limiter sk_limiter;
 
 typedef struct sk_limiter_options {
-	double qps;         /* tokens per second; <= 0 means unlimited */
-	int burst;          /* bucket size; < 1 is taken as 1 */
-	int max_in_flight;  /* concurrent holders; <= 0 means unlimited */
-	sk_clock_fn clock;  /* NULL: sk_monotonic_ms */
+	double qps; /* tokens per second; <= 0 means unlimited */
+	int burst; /* bucket size; < 1 is taken as 1 */
+	int max_in_flight; /* concurrent holders; <= 0 means unlimited */
+	sk_clock_fn clock; /* NULL: sk_monotonic_ms */
 	void *clock_payload;
 } sk_limiter_options;
-#define SK_LIMITER_OPTIONS_INIT {10, 100, 0, NULL, NULL}
+#define SK_LIMITER_OPTIONS_INIT                                                                    \
+	{                                                                                          \
+		10, 100, 0, NULL, NULL                                                             \
+	}
 
 sk_limiter *sk_limiter_new(const sk_limiter_options *opts);
 void sk_limiter_free(sk_limiter *l); /* NULL-safe */
@@ -84,20 +87,23 @@ int sk_limiter_in_flight(sk_limiter *l);
 typedef struct sk_workqueue sk_workqueue;
 
 typedef struct sk_workqueue_options {
-	double qps;             /* global bucket for rate-limited adds; default 10 */
-	int burst;              /* default 100 */
-	int64_t base_delay_ms;  /* per-key backoff base, default 5 */
-	int64_t max_delay_ms;   /* per-key backoff cap, default 1000 s */
-	sk_clock_fn clock;      /* NULL: sk_monotonic_ms */
+	double qps; /* global bucket for rate-limited adds; default 10 */
+	int burst; /* default 100 */
+	int64_t base_delay_ms; /* per-key backoff base, default 5 */
+	int64_t max_delay_ms; /* per-key backoff cap, default 1000 s */
+	sk_clock_fn clock; /* NULL: sk_monotonic_ms */
 	void *clock_payload;
 } sk_workqueue_options;
-#define SK_WORKQUEUE_OPTIONS_INIT {10, 100, 5, 1000000, NULL, NULL}
+#define SK_WORKQUEUE_OPTIONS_INIT                                                                  \
+	{                                                                                          \
+		10, 100, 5, 1000000, NULL, NULL                                                    \
+	}
 
 typedef struct sk_workqueue_stats {
-	size_t depth;           /* keys ready in the queue */
-	size_t processing;      /* keys held by workers */
-	size_t delayed;         /* keys waiting for a due time */
-	uint64_t adds_total;    /* adds that queued a key */
+	size_t depth; /* keys ready in the queue */
+	size_t processing; /* keys held by workers */
+	size_t delayed; /* keys waiting for a due time */
+	uint64_t adds_total; /* adds that queued a key */
 	uint64_t retries_total; /* add_rate_limited calls */
 } sk_workqueue_stats;
 

@@ -21,6 +21,7 @@ Suite *sk_suite_controller(void);
 
 /* Per-test world: one database, one simulator, one controller. */
 static char db[64];
+static char mongo_uri[128]; /* the runner's FerretDB, or a private one (test i) */
 static char sim_url[128];
 static pid_t sim_pid;
 static pid_t keeper_pid;
@@ -117,9 +118,9 @@ sim_create(const char *user_id, const char *userspace)
 
 	snprintf(url, sizeof(url), "%s/sandboxes", sim_url);
 	snprintf(body, sizeof(body),
-		"{\"templateID\":\"base\",\"timeout\":3600,\"metadata\":{\"user_id\":\"%s\","
-		"\"userspace\":\"%s\",\"managed_by\":\"spacekeeper\"}}",
-		user_id, userspace);
+	        "{\"templateID\":\"base\",\"timeout\":3600,\"metadata\":{\"user_id\":\"%s\","
+	        "\"userspace\":\"%s\",\"managed_by\":\"spacekeeper\"}}",
+	        user_id, userspace);
 	v = http_json("POST", url, body, &st);
 	ck_assert_msg(st == 201 || st == 200, "sim create: %ld", st);
 	id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
@@ -153,8 +154,8 @@ count_user(json_t *all, const char *user_id, const char *state)
 		const char *s = sb_state(sb), *u = meta(sb, "user_id");
 		if (!u || strcmp(u, user_id) != 0)
 			continue;
-		if (state ? strcmp(s, state) == 0 :
-			    (strcmp(s, "running") == 0 || strcmp(s, "paused") == 0))
+		if (state ? strcmp(s, state) == 0
+		          : (strcmp(s, "running") == 0 || strcmp(s, "paused") == 0))
 			n++;
 	}
 	return n;
@@ -186,7 +187,7 @@ spacectl(const char *const *args, char **out)
 
 	argv[n++] = "spacectl";
 	argv[n++] = "--mongodb-uri";
-	argv[n++] = sk_test_mongodb_uri();
+	argv[n++] = mongo_uri;
 	argv[n++] = "--database";
 	argv[n++] = db;
 	for (size_t i = 0; args[i] && n < 23; i++)
@@ -221,9 +222,9 @@ apply_users(int n, const char *prefix, const char *extra_spec)
 
 	for (int i = 0; i < n; i++)
 		sk_buf_printf(&b,
-			"---\napiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
-			"metadata:\n  name: %s%03d\nspec:\n  userID: %s%03d\n%s",
-			prefix, i, prefix, i, extra_spec ? extra_spec : "");
+		        "---\napiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+		        "metadata:\n  name: %s%03d\nspec:\n  userID: %s%03d\n%s",
+		        prefix, i, prefix, i, extra_spec ? extra_spec : "");
 	apply_yaml("users.yaml", b.data);
 	sk_buf_dispose(&b);
 }
@@ -312,12 +313,12 @@ write_config(const char *provider_extra)
 
 	keeper_port = sk_test_free_port();
 	snprintf(yaml, sizeof(yaml),
-		"apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
-		"providers:\n  - name: default\n    type: e2b\n    apiURL: %s\n"
-		"    sandboxURL: %s\n    apiKeyEnv: E2B_API_KEY\n    requestTimeout: 5s\n"
-		"    sandboxTimeout: 1h\n%s"
-		"controller:\n  workers: 8\n  resyncPeriod: 1s\n  listen: 127.0.0.1:%d\n",
-		sim_url, sim_url, provider_extra ? provider_extra : "", keeper_port);
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
+	        "providers:\n  - name: default\n    type: e2b\n    apiURL: %s\n"
+	        "    sandboxURL: %s\n    apiKeyEnv: E2B_API_KEY\n    requestTimeout: 5s\n"
+	        "    sandboxTimeout: 1h\n%s"
+	        "controller:\n  workers: 8\n  resyncPeriod: 1s\n  listen: 127.0.0.1:%d\n",
+	        sim_url, sim_url, provider_extra ? provider_extra : "", keeper_port);
 	snprintf(cfg_path, sizeof(cfg_path), "%s", sk_test_write_file("config.yaml", yaml));
 }
 
@@ -326,14 +327,13 @@ keeper_start(void)
 {
 	char log[700];
 	const char *env[] = { DUMMY_KEY, NULL };
-	const char *argv[] = { "spacekeeper", "--config", cfg_path, "--mongodb-uri",
-		sk_test_mongodb_uri(), "--database", db, "--poll", "200ms", "--log-level", "debug",
-		NULL };
+	const char *argv[] = { "spacekeeper", "--config", cfg_path, "--mongodb-uri", mongo_uri,
+		"--database", db, "--poll", "200ms", "--log-level", "debug", NULL };
 
 	snprintf(log, sizeof(log), "%s/spacekeeper-%s-%d.log", sk_test_tmpdir(), db, ++keeper_runs);
 	keeper_pid = sk_test_spawn(argv, env, log);
-	ck_assert_msg(sk_test_wait_port(keeper_port, 20000), "spacekeeper did not listen (%s)",
-		log);
+	ck_assert_msg(
+	        sk_test_wait_port(keeper_port, 20000), "spacekeeper did not listen (%s)", log);
 }
 
 static void
@@ -353,6 +353,7 @@ setup(void)
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	snprintf(db, sizeof(db), "%s", sk_test_unique_db());
+	snprintf(mongo_uri, sizeof(mongo_uri), "%s", sk_test_mongodb_uri());
 	sim_pid = sk_test_sim_start(args, sim_url, sizeof(sim_url));
 	keeper_pid = 0;
 	write_config(NULL);
@@ -387,13 +388,30 @@ typedef struct conv {
 	int n;
 } conv;
 
+static int
+count_prefix(json_t *items, const char *prefix)
+{
+	size_t i;
+	json_t *it;
+	int n = 0;
+
+	json_array_foreach(items, i, it)
+	{
+		const char *name =
+		        json_string_value(json_object_get(json_object_get(it, "metadata"), "name"));
+		if (name && strncmp(name, prefix, strlen(prefix)) == 0)
+			n++;
+	}
+	return n;
+}
+
 /* Every user has exactly one running sandbox, bound, and Ready. */
 static bool
 converged(void *arg)
 {
 	conv *c = arg;
 	json_t *items = get_items(), *all = sim_sandboxes();
-	bool ok = json_array_size(items) == (size_t)c->n;
+	bool ok = count_prefix(items, c->prefix) == c->n;
 	char name[64];
 
 	for (int i = 0; ok && i < c->n; i++) {
@@ -401,9 +419,9 @@ converged(void *arg)
 		snprintf(name, sizeof(name), "%s%03d", c->prefix, i);
 		it = find_item(items, name);
 		ok = it && item_ready(it) && count_user(all, name, NULL) == 1 &&
-			count_user(all, name, "running") == 1 && item_sandbox(it) &&
-			sim_state_of(all, item_sandbox(it)) &&
-			strcmp(sim_state_of(all, item_sandbox(it)), "running") == 0;
+		        count_user(all, name, "running") == 1 && item_sandbox(it) &&
+		        sim_state_of(all, item_sandbox(it)) &&
+		        strcmp(sim_state_of(all, item_sandbox(it)), "running") == 0;
 	}
 	json_decref(items);
 	json_decref(all);
@@ -419,7 +437,7 @@ assert_one_each(const char *prefix, int n)
 	for (int i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "%s%03d", prefix, i);
 		ck_assert_msg(count_user(all, name, NULL) == 1, "%s has %d sandboxes", name,
-			count_user(all, name, NULL));
+		        count_user(all, name, NULL));
 	}
 	json_decref(all);
 }
@@ -474,7 +492,7 @@ dup_settled(void *arg)
 	json_t *items = get_items(), *all = sim_sandboxes();
 	json_t *it = find_item(items, "dup");
 	bool ok = it && item_ready(it) && count_user(all, "dup", NULL) == 1 &&
-		!item_has_drift(it, "Duplicate");
+	        !item_has_drift(it, "Duplicate");
 
 	(void)arg;
 	json_decref(items);
@@ -496,8 +514,9 @@ START_TEST(test_b_duplicates_deleted)
 		ids[i] = sim_create("dup", "dup");
 		usleep(20000);
 	}
-	apply_yaml("dup.yaml", "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
-			       "metadata:\n  name: dup\nspec:\n  userID: dup\n");
+	apply_yaml("dup.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: dup\nspec:\n  userID: dup\n");
 	keeper_start();
 	ck_assert_msg(eventually(dup_settled, NULL, 60), "duplicates not cleaned");
 	items = get_items();
@@ -505,12 +524,12 @@ START_TEST(test_b_duplicates_deleted)
 	/* The keeper is one of the three (no create happened). */
 	ck_assert_int_eq(sim_stat("create"), 3);
 	ck_assert(strcmp(item_sandbox(find_item(items, "dup")), ids[0]) == 0 ||
-		strcmp(item_sandbox(find_item(items, "dup")), ids[1]) == 0 ||
-		strcmp(item_sandbox(find_item(items, "dup")), ids[2]) == 0);
+	        strcmp(item_sandbox(find_item(items, "dup")), ids[1]) == 0 ||
+	        strcmp(item_sandbox(find_item(items, "dup")), ids[2]) == 0);
 	json_decref(items);
 	json_decref(all);
 	/* Duplicate drift was reported (an event) and is cleared from status now. */
-	so.uri = sk_test_mongodb_uri();
+	so.uri = mongo_uri;
 	so.database = db;
 	ck_assert_int_eq(sk_store_open(&st, &so, &err), 0);
 	ck_assert_int_eq(sk_store_events(st, "dup", 0, &ev, &err), 0);
@@ -529,7 +548,7 @@ END_TEST
 /* ---- (c) pause and resume ---- */
 
 static const char *c_spec_fmt = "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
-				"metadata:\n  name: pam\nspec:\n  userID: pam\n  mode: %s\n";
+                                "metadata:\n  name: pam\nspec:\n  userID: pam\n  mode: %s\n";
 
 typedef struct want_state {
 	const char *phase;
@@ -546,7 +565,7 @@ pam_in(void *arg)
 	const char *sb = it ? item_sandbox(it) : NULL;
 	const char *s = sb ? sim_state_of(all, sb) : NULL;
 	bool ok = it && sb && s && strcmp(s, w->sim_state) == 0 && item_phase(it) &&
-		strcmp(item_phase(it), w->phase) == 0 && count_user(all, "pam", NULL) == 1;
+	        strcmp(item_phase(it), w->phase) == 0 && count_user(all, "pam", NULL) == 1;
 
 	if (ok)
 		snprintf(w->bound, sizeof(w->bound), "%s", sb);
@@ -648,12 +667,13 @@ START_TEST(test_g_deletion_policies)
 	const char *d0[] = { "delete", "userspace", "g000", NULL };
 	const char *d1[] = { "delete", "userspace", "g001", NULL };
 
-	apply_yaml("g.yaml", "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
-			     "metadata:\n  name: g000\nspec:\n  userID: g000\n"
-			     "  deletionPolicy: Delete\n---\n"
-			     "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
-			     "metadata:\n  name: g001\nspec:\n  userID: g001\n"
-			     "  deletionPolicy: Retain\n");
+	apply_yaml("g.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: g000\nspec:\n  userID: g000\n"
+	        "  deletionPolicy: Delete\n---\n"
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: g001\nspec:\n  userID: g001\n"
+	        "  deletionPolicy: Retain\n");
 	keeper_start();
 	ck_assert(eventually(converged, &c, 60));
 	items = get_items();
@@ -707,7 +727,7 @@ START_TEST(test_h_orphans_left_alone)
 	all = sim_sandboxes();
 	ck_assert_str_eq(sim_state_of(all, orphan), "running");
 	json_decref(all);
-	so.uri = sk_test_mongodb_uri();
+	so.uri = mongo_uri;
 	so.database = db;
 	ck_assert_int_eq(sk_store_open(&st, &so, &err), 0);
 	ck_assert_int_eq(sk_store_events(st, NULL, 0, &ev, &err), 0);
@@ -715,7 +735,7 @@ START_TEST(test_h_orphans_left_alone)
 		bool found = false;
 		for (size_t i = 0; i < ev.len; i++)
 			if (strcmp(ev.items[i].reason, "Orphan") == 0 &&
-				strstr(ev.items[i].message, orphan))
+			        strstr(ev.items[i].message, orphan))
 				found = true;
 		ck_assert_msg(found, "no Orphan event for %s", orphan);
 	}
@@ -745,7 +765,7 @@ d_replaced(void *arg)
 	if (it && item_has_drift(it, "DataPlaneUnreachable"))
 		d->saw_drift = true;
 	ok = sb && strcmp(sb, d->first) != 0 && item_ready(it) &&
-		count_user(all, "dpu", "running") == 1;
+	        count_user(all, "dpu", "running") == 1;
 	json_decref(items);
 	json_decref(all);
 	return ok;
@@ -759,15 +779,16 @@ START_TEST(test_d_unreachable_replaced)
 	char body[256];
 
 	(void)c;
-	apply_yaml("dpu.yaml", "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
-			       "metadata:\n  name: dpu\nspec:\n  userID: dpu\n"
-			       "  health:\n    unhealthyAfter: 4s\n    remediation: Replace\n");
+	apply_yaml("dpu.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: dpu\nspec:\n  userID: dpu\n"
+	        "  health:\n    unhealthyAfter: 4s\n    remediation: Replace\n");
 	keeper_start();
 	for (int i = 0; i < 120 && !d.first[0]; i++) {
 		items = get_items();
 		if (find_item(items, "dpu") && item_ready(find_item(items, "dpu")))
 			snprintf(d.first, sizeof(d.first), "%s",
-				item_sandbox(find_item(items, "dpu")));
+			        item_sandbox(find_item(items, "dpu")));
 		json_decref(items);
 		usleep(250000);
 	}
@@ -777,10 +798,39 @@ START_TEST(test_d_unreachable_replaced)
 	ck_assert_msg(eventually(d_replaced, &d, 60), "not replaced");
 	ck_assert_msg(d.saw_drift, "DataPlaneUnreachable never reported");
 	all = sim_sandboxes();
-	ck_assert_str_ne(sim_state_of(all, d.first) ? sim_state_of(all, d.first) : "gone",
-		"running");
+	ck_assert_str_ne(
+	        sim_state_of(all, d.first) ? sim_state_of(all, d.first) : "gone", "running");
 	json_decref(all);
 	keeper_stop_checked();
+}
+END_TEST
+
+/* ---- (i) FerretDB restarted mid-run ---- */
+
+START_TEST(test_i_ferretdb_restart)
+{
+	char dir[700];
+	int port = sk_test_free_port();
+	pid_t fdb;
+	conv c1 = { "i", 10 }, c2 = { "k", 10 };
+
+	snprintf(dir, sizeof(dir), "%s/fdb-restart-%s", sk_test_tmpdir(), db);
+	fdb = sk_test_ferretdb_start_at(dir, port);
+	snprintf(mongo_uri, sizeof(mongo_uri), "mongodb://127.0.0.1:%d", port);
+	apply_users(10, "i", NULL);
+	keeper_start();
+	ck_assert(eventually(converged, &c1, 60));
+	sk_test_stop(fdb, false);
+	sleep(4); /* polls, status writes and resyncs fail meanwhile */
+	ck_assert_int_eq(kill(keeper_pid, 0), 0);
+	fdb = sk_test_ferretdb_start_at(dir, port);
+	apply_users(10, "k", NULL);
+	ck_assert_msg(eventually(converged, &c2, 60), "no convergence after the restart");
+	ck_assert(converged(&c1));
+	assert_one_each("i", 10);
+	assert_one_each("k", 10);
+	keeper_stop_checked();
+	sk_test_stop(fdb, false);
 }
 END_TEST
 
@@ -792,8 +842,9 @@ START_TEST(test_j_429_storm)
 	json_t *items;
 	int ready = 0;
 
-	sim_post("/_sim/faults", "{\"errors\": {\"*\": {\"status\": 429, \"rate\": 1.0, "
-				 "\"retry_after_s\": 1}}}");
+	sim_post("/_sim/faults",
+	        "{\"errors\": {\"*\": {\"status\": 429, \"rate\": 1.0, "
+	        "\"retry_after_s\": 1}}}");
 	apply_users(20, "j", NULL);
 	keeper_start();
 	sleep(4);
@@ -819,10 +870,11 @@ START_TEST(test_http_endpoints_and_connect)
 	json_t *v;
 	long st;
 
-	apply_yaml("web.yaml", "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
-			       "metadata:\n  name: web\nspec:\n  userID: web-user\n---\n"
-			       "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
-			       "metadata:\n  name: sleepy\nspec:\n  userID: sleepy\n  mode: Paused\n");
+	apply_yaml("web.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: web\nspec:\n  userID: web-user\n---\n"
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: sleepy\nspec:\n  userID: sleepy\n  mode: Paused\n");
 	keeper_start();
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/healthz", keeper_port);
 	ck_assert_int_eq(http("GET", url, NULL, NULL), 200);
@@ -830,7 +882,7 @@ START_TEST(test_http_endpoints_and_connect)
 	ck_assert_int_eq(http("GET", url, NULL, NULL), 200);
 	/* Connect answers once the sandbox is Ready, whatever state it was in. */
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/web/connect?timeout=30s",
-		keeper_port);
+	        keeper_port);
 	v = http_json("POST", url, "", &st);
 	ck_assert_int_eq(st, 200);
 	ck_assert_int_eq(json_is_true(json_object_get(v, "ready")), 1);
@@ -845,7 +897,7 @@ START_TEST(test_http_endpoints_and_connect)
 		sim_post(url, "");
 		json_decref(all);
 		snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/web-user/sandbox",
-			keeper_port);
+		        keeper_port);
 		json_decref(http_json("GET", url, NULL, &st));
 		ck_assert_int_eq(st, 200);
 		all = sim_sandboxes();
@@ -862,8 +914,9 @@ START_TEST(test_http_endpoints_and_connect)
 	ck_assert_int_eq(http("POST", url, "", NULL), 404);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", keeper_port);
 	ck_assert_int_eq(http("GET", url, NULL, &body), 200);
-	ck_assert_ptr_nonnull(strstr(body, "controller_runtime_reconcile_total{controller="
-					   "\"userspace\",result=\"requeue_after\"}"));
+	ck_assert_ptr_nonnull(strstr(body,
+	        "controller_runtime_reconcile_total{controller="
+	        "\"userspace\",result=\"requeue_after\"}"));
 	ck_assert_ptr_nonnull(strstr(body, "workqueue_depth{name=\"userspace\"}"));
 	free(body);
 	keeper_stop_checked();
@@ -873,8 +926,8 @@ END_TEST
 START_TEST(test_once_pass)
 {
 	const char *env[] = { DUMMY_KEY, NULL };
-	const char *argv[] = { "spacekeeper", "--config", cfg_path, "--mongodb-uri",
-		sk_test_mongodb_uri(), "--database", db, "--once", "--log-format", "json", NULL };
+	const char *argv[] = { "spacekeeper", "--config", cfg_path, "--mongodb-uri", mongo_uri,
+		"--database", db, "--once", "--log-format", "json", NULL };
 	char *out = NULL, *err = NULL;
 	conv c = { "o", 5 };
 	int rc;
@@ -901,8 +954,7 @@ START_TEST(test_once_pass)
 	apply_users(1, "x", NULL);
 	{
 		const char *argv2[] = { "spacekeeper", "--config", cfg_path, "--mongodb-uri",
-			sk_test_mongodb_uri(), "--database", db, "--once", "--once-timeout", "60s",
-			NULL };
+			mongo_uri, "--database", db, "--once", "--once-timeout", "60s", NULL };
 		rc = sk_test_run(argv2, env, NULL, &out, &err, 120);
 		ck_assert_int_ne(rc, 0);
 		free(out);
@@ -981,6 +1033,7 @@ sk_suite_controller(void)
 	tcase_add_test(fault, test_e_empty_list_no_duplicates);
 	tcase_add_test(fault, test_d_unreachable_replaced);
 	tcase_add_test(fault, test_j_429_storm);
+	tcase_add_test(fault, test_i_ferretdb_restart);
 	tcase_add_test(daemon, test_http_endpoints_and_connect);
 	tcase_add_test(daemon, test_once_pass);
 	tcase_add_test(daemon, test_sigterm_graceful);

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "informer/informer.h"
 #include "../testutil.h"
+#include "informer/informer.h"
 #include "workqueue/workqueue.h"
 
 Suite *sk_suite_informer(void);
@@ -77,9 +77,9 @@ make_us(const char *name, const char *user, const char *tmpl)
 	sk_error err = { 0 };
 
 	snprintf(yaml, sizeof(yaml),
-		"apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
-		"metadata:\n  name: %s\nspec:\n  userID: %s\n  template: %s\n",
-		name, user, tmpl);
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: %s\nspec:\n  userID: %s\n  template: %s\n",
+	        name, user, tmpl);
 	ck_assert_int_eq(sk_doc_parse(yaml, strlen(yaml), "t.yaml", &dl, &err), 0);
 	ck_assert_int_eq(sk_userspace_from_doc(dl.items[0], &us, &errs), 0);
 	sk_doclist_dispose(&dl);
@@ -118,8 +118,8 @@ start_informer(int64_t poll_ms, int64_t relist_ms)
 
 /* Polls until fn holds or timeout_ms passes. */
 static bool
-eventually(bool (*fn)(sk_informer *, const char *), sk_informer *inf, const char *arg,
-	int timeout_ms)
+eventually(
+        bool (*fn)(sk_informer *, const char *), sk_informer *inf, const char *arg, int timeout_ms)
 {
 	for (int t = 0; t < timeout_ms; t += 20) {
 		if (fn(inf, arg))
@@ -219,9 +219,9 @@ START_TEST(test_status_write_seen)
 	ck_assert_int_eq(sk_store_get(store, "carol", &cur, &err), 0);
 	st.phase = SK_PHASE_RUNNING;
 	st.sandbox_id = "isim1";
-	ck_assert_msg(sk_store_update_status(store, "carol", cur->meta.resource_version, &st,
-			      &next, &err) == 0,
-		"%s", err.message);
+	ck_assert_msg(sk_store_update_status(
+	                      store, "carol", cur->meta.resource_version, &st, &next, &err) == 0,
+	        "%s", err.message);
 	for (int t = 0; t < 50 && seen_count("carol") < 2; t++)
 		usleep(20000);
 	ck_assert_int_eq(sk_informer_get(inf, "carol", &cached_us), 0);

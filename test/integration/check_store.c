@@ -102,6 +102,8 @@ get_code(sk_store *s, const char *name)
 	return rc;
 }
 
+static sk_userspace *update(sk_store *s, const sk_userspace *us);
+
 static void
 set_template(sk_userspace *us, const char *t)
 {
@@ -246,6 +248,17 @@ START_TEST(test_unique_user_id)
 	got = get(s, "carol");
 	ck_assert_str_eq(got->spec.user_id, "carol");
 	ck_assert_int_eq(got->meta.resource_version, other->meta.resource_version);
+	/* A free userID can be taken, and the old one is free again. */
+	free(got->spec.user_id);
+	got->spec.user_id = strdup("carol2");
+	out = update(s, got);
+	ck_assert_str_eq(out->spec.user_id, "carol2");
+	ck_assert_int_eq(out->meta.generation, 2);
+	sk_userspace_free(out);
+	sk_userspace_free(dup);
+	dup = make_us("carol-new", "carol", "a");
+	ck_assert_int_eq(sk_store_create(s, dup, &out, &err), 0);
+	sk_userspace_free(out);
 	sk_userspace_free(old);
 	sk_userspace_free(dup);
 	sk_userspace_free(other);

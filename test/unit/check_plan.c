@@ -751,7 +751,7 @@ fake_kill(sk_observed *ob, sk_userspace *us, const char *id)
 }
 
 static void
-fake_apply(const sk_plan_result *r, sk_observed *ob, sk_userspace *us, int64_t now, int64_t ttl)
+fake_apply(const sk_plan_result *r, sk_observed *ob, sk_userspace *us, int64_t now)
 {
 	const char *created = NULL;
 
@@ -790,7 +790,6 @@ fake_apply(const sk_plan_result *r, sk_observed *ob, sk_userspace *us, int64_t n
 		case SK_ACTION_EVENT: break;
 		}
 	}
-	(void)ttl;
 	sk_userspace_status_dispose(&us->status);
 	sk_userspace_status_copy(&us->status, &r->next);
 	if (us->status.sandbox_id == NULL && created) {
@@ -812,7 +811,7 @@ START_TEST(test_plan_table)
 	ck_assert_int_eq(sk_plan(us, &ob, NOW, &o, &r), 0);
 	check_expectations(tc, &r);
 	/* idempotence: apply, plan again, no mutating action left */
-	fake_apply(&r, &ob, us, NOW, o.sandbox_timeout_ms);
+	fake_apply(&r, &ob, us, NOW);
 	ck_assert_int_eq(sk_plan(us, &ob, NOW + SEC, &o, &again), 0);
 	for (size_t i = 0; i < again.n_actions; i++) {
 		sk_buf b = SK_BUF_INIT(1024);

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# make bench: controller convergence benchmark (issue 4, "Speed").
+# Applies N UserSpaces (default 2000) to a fresh FerretDB, starts sandboxsim
+# with 20 ms latency per control-plane call and spacekeeper (workers =
+# maxInFlight), and prints: time to converge (every object Ready), the lower
+# bound N x calls-per-user x latency / maxInFlight, their ratio, API calls per
+# user by endpoint (from /_sim/stats), the controller's CPU seconds and peak
+# RSS (VmHWM), and the calls one steady-state resync makes.
+# Env: N (default 2000), MAX_IN_FLIGHT (default 64), LATENCY_MS (default 20),
+#      RESYNC (default 10s), SK_BIN_DIR (default bin/), TIMEOUT_S (default 900).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+bin=${SK_BIN_DIR:-$root/bin}
+n=${N:-2000}
+mif=${MAX_IN_FLIGHT:-64}
+lat=${LATENCY_MS:-20}
+resync=${RESYNC:-10s}
+timeout_s=${TIMEOUT_S:-900}
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/spacekeeper-bench.XXXXXX")
+sim_pid=
+keeper_pid=
+
+cleanup() {
+	for p in $keeper_pid $sim_pid; do
+		kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null
+	done
+	"$root/hack/ferretdb.sh" stop "$tmp/ferretdb" >/dev/null 2>&1 || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+for b in spacekeeper spacectl sandboxsim; do
+	[ -x "$bin/$b" ] || { echo "bench: $bin/$b missing; run 'make' first" >&2; exit 1; }
+done
+
+free_port() {
+	local port
+	for _ in $(seq 1 100); do
+		port=$((20000 + RANDOM % 40000))
+		if ! (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null; then
+			echo "$port"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# calc EXPR: arithmetic (and comparisons, 1/0) with awk.
+calc() { awk "BEGIN { x = $1; printf (x == int(x) ? \"%d\n\" : \"%.3f\n\"), x }"; }
+
+# json EXPR: evaluates a JavaScript expression over the JSON on stdin (as `d`).
+json() { node -e "let s='';process.stdin.on('data',c=>s+=c).on('end',()=>{const d=JSON.parse(s);console.log($1)})"; }
+
+uri=$("$root/hack/ferretdb.sh" start "$tmp/ferretdb")
+
+"$bin/sandboxsim" --listen 127.0.0.1:0 --latency "${lat}ms" 2>"$tmp/sim.log" &
+sim_pid=$!
+sim=
+for _ in $(seq 100); do
+	sim=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$tmp/sim.log")
+	[ -n "$sim" ] && break
+	sleep 0.1
+done
+[ -n "$sim" ] || { echo "bench: sandboxsim did not start" >&2; cat "$tmp/sim.log" >&2; exit 1; }
+
+port=$(free_port)
+cat >"$tmp/config.yaml" <<EOF
+apiVersion: spacekeeper.dev/v1alpha1
+kind: ControllerConfig
+providers:
+  - name: default
+    type: e2b
+    apiURL: $sim
+    sandboxURL: $sim
+    apiKeyEnv: E2B_API_KEY
+    maxInFlight: $mif
+    qps: 100000
+    burst: 100000
+    requestTimeout: 30s
+    sandboxTimeout: 1h
+controller:
+  workers: $mif
+  resyncPeriod: $resync
+  listen: 127.0.0.1:$port
+EOF
+
+echo "bench: applying $n UserSpaces"
+for i in $(seq 0 $((n - 1))); do
+	printf -- '---\napiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\nmetadata:\n  name: b%05d\nspec:\n  userID: b%05d\n' "$i" "$i"
+done >"$tmp/users.yaml"
+"$bin/spacectl" --mongodb-uri "$uri" apply -f "$tmp/users.yaml" >/dev/null
+
+ready_count() {
+	"$bin/spacectl" --mongodb-uri "$uri" get userspaces 2>/dev/null | awk 'NR > 1 && $6 == "True"' | wc -l
+}
+
+curl -s -XPOST "$sim/_sim/stats/reset" >/dev/null
+export E2B_API_KEY=e2b_0000000000000000000000000000000000000000
+echo "bench: starting spacekeeper (workers = maxInFlight = $mif, ${lat}ms per call)"
+t0=$(date +%s.%N)
+"$bin/spacekeeper" --config "$tmp/config.yaml" --mongodb-uri "$uri" --log-level warn \
+	--poll 500ms >"$tmp/spacekeeper.log" 2>&1 &
+keeper_pid=$!
+while :; do
+	r=$(ready_count)
+	[ "$r" -ge "$n" ] && break
+	if ! kill -0 "$keeper_pid" 2>/dev/null; then
+		echo "bench: spacekeeper died" >&2
+		tail -20 "$tmp/spacekeeper.log" >&2
+		exit 1
+	fi
+	if [ "$(calc "$(date +%s.%N) - $t0 > $timeout_s")" = 1 ]; then
+		echo "bench: only $r/$n Ready after ${timeout_s}s" >&2
+		exit 1
+	fi
+	sleep 0.5
+done
+t1=$(date +%s.%N)
+converge=$(calc "$t1 - $t0")
+
+stats=$(curl -s "$sim/_sim/stats")
+control='["create","get","list","list_v1","kill","pause","connect","resume","timeout","refreshes"]'
+calls=$(json "Object.entries(d.requests).filter(([k])=>$control.includes(k)).reduce((a,[,v])=>a+Object.values(v).reduce((x,y)=>x+y,0),0)" <<<"$stats")
+per_user=$(calc "$calls / $n")
+bound=$(calc "$calls * $lat / 1000 / $mif")
+ratio=$(calc "$converge / $bound")
+
+# Steady state: one resync period with nothing to change.
+sleep 2
+curl -s -XPOST "$sim/_sim/stats/reset" >/dev/null
+resync_s=${resync%s}
+sleep "$resync_s"
+sleep 1
+steady=$(curl -s "$sim/_sim/stats")
+
+clk=$(getconf CLK_TCK)
+read -r ut st < <(awk '{print $14, $15}' "/proc/$keeper_pid/stat")
+cpu=$(calc "($ut + $st) / $clk")
+hwm=$(awk '/VmHWM/ {print $2}' "/proc/$keeper_pid/status")
+
+printf '\nspacekeeper convergence benchmark: N=%d, maxInFlight=%d, latency=%dms\n' "$n" "$mif" "$lat"
+printf '  time to converge (all Ready)     %8.2f s\n' "$converge"
+printf '  control-plane calls per user     %8s\n' "$per_user"
+printf '  lower bound N*calls*lat/mif      %8.2f s\n' "$bound"
+printf '  ratio (target <= 1.5)            %8s\n' "$ratio"
+printf '  controller CPU                   %8s s\n' "$cpu"
+printf '  controller peak RSS (VmHWM)      %8.1f MB\n' "$(calc "$hwm / 1024")"
+echo "  calls per user by endpoint (convergence):"
+json "Object.entries(d.requests).map(([k,v])=>'    '+k.padEnd(12)+' '+(Object.values(v).reduce((x,y)=>x+y,0)/$n).toFixed(3)+'  '+JSON.stringify(v)).join('\n')" <<<"$stats"
+echo "  one steady-state resync (${resync}):"
+json "Object.entries(d.requests).map(([k,v])=>'    '+k.padEnd(12)+' '+JSON.stringify(v)).join('\n') || '    (no calls)'" <<<"$steady"
+mut=$(json "['create','kill','pause','connect','resume'].reduce((a,k)=>a+(d.requests[k]?Object.values(d.requests[k]).reduce((x,y)=>x+y,0):0),0)" <<<"$steady")
+lists=$(json "['list','list_v1'].reduce((a,k)=>a+(d.requests[k]?Object.values(d.requests[k]).reduce((x,y)=>x+y,0):0),0)" <<<"$steady")
+printf '  steady resync: mutating calls %s (target 0), list calls %s (target <= %d)\n' \
+	"$mut" "$lists" $(((n + 99) / 100 + 1))
