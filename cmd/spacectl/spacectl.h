@@ -129,6 +129,14 @@ typedef struct sk_cli_strv {
 void sk_cli_strv_push(sk_cli_strv *v, char *s);
 void sk_cli_strv_dispose(sk_cli_strv *v); /* frees the array, not the strings */
 
+/* get's table of UserSpaces (get.c). last_only: only the last row, aligned as
+ * in the whole table (get -w prints one row per change). */
+void sk_cli_print_userspace_table(sk_userspace *const *items, size_t n, bool wide, bool last_only);
+/* get -w (watch.c): prints the objects (the named ones, or those matching sel),
+ * then one row per change until Ctrl-C or timeout_ms (0: none). Returns an exit code. */
+int sk_cli_get_watch(sk_store *st, char **names, size_t nnames, const sk_selector *sel,
+        sk_output fmt, int64_t timeout_ms);
+
 /* The object as the user wrote it: apiVersion, kind, metadata (name, labels,
  * annotations) and the defaulted spec. What apply compares and diff prints. */
 json_t *sk_cli_desired_json(const sk_userspace *us);
