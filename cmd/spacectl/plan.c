@@ -297,7 +297,26 @@ plan_one(plan_ctx *c, const sk_userspace *us)
 	sk_sandbox_list_dispose(&mine);
 }
 
-/* The object apply would store: the input merged onto the stored one. */
+/* Moves labels, annotations and spec of a copy of want into m (what apply writes). */
+static void
+take_desired(sk_userspace *m, const sk_userspace *want)
+{
+	sk_userspace *w = sk_userspace_dup(want);
+	sk_userspace_spec spec = m->spec;
+	sk_kvlist labels = m->meta.labels, annotations = m->meta.annotations;
+
+	m->spec = w->spec;
+	m->meta.labels = w->meta.labels;
+	m->meta.annotations = w->meta.annotations;
+	w->spec = spec;
+	w->meta.labels = labels;
+	w->meta.annotations = annotations;
+	sk_userspace_free(w);
+}
+
+/* The object apply would store: the input merged onto the stored one (its
+ * status, binding and metadata kept; generation bumped on a spec change), or
+ * a new object as the store creates it. */
 static sk_userspace *
 merged(const sk_userspace *want, const sk_userspace *live)
 {
@@ -315,18 +334,7 @@ merged(const sk_userspace *want, const sk_userspace *live)
 	m = sk_userspace_dup(live);
 	if (!sk_userspace_spec_equal(&live->spec, &want->spec))
 		m->meta.generation++;
-	{
-		sk_userspace *w = sk_userspace_dup(want);
-		sk_userspace_spec tmp = m->spec;
-		sk_kvlist l = m->meta.labels, a = m->meta.annotations;
-		m->spec = w->spec;
-		m->meta.labels = w->meta.labels;
-		m->meta.annotations = w->meta.annotations;
-		w->spec = tmp;
-		w->meta.labels = l;
-		w->meta.annotations = a;
-		sk_userspace_free(w);
-	}
+	take_desired(m, want);
 	return m;
 }
 

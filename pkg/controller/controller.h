@@ -30,12 +30,12 @@ typedef struct sk_controller_options {
 	sk_log_fn log; /* may be NULL */
 	void *log_payload;
 	int64_t poll_ms; /* informer poll, default 1000 */
-	int64_t relist_ms; /* informer relist, default 5 min */
+	int64_t relist_ms; /* informer relist, default 1 min */
 	bool serve_http; /* serve config->listen (start only) */
 } sk_controller_options;
 #define SK_CONTROLLER_OPTIONS_INIT                                                                 \
 	{                                                                                          \
-		NULL, NULL, NULL, 1000, 300000, true                                               \
+		NULL, NULL, NULL, 1000, 60000, true                                                \
 	}
 
 /* Opens the store and one provider client per provider for the observer

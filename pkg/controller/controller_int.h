@@ -17,6 +17,8 @@
 #include "controller.h"
 
 #define SK_CONTROLLER_NAME "userspace"
+/* MongoDB connections of the controller when the URI does not say (maxPoolSize). */
+#define SK_CONTROLLER_STORE_POOL 4
 
 /* The last list of one provider. */
 typedef struct sk_prov_view {

@@ -179,8 +179,9 @@ sk_ctl_observe_all(sk_controller *c)
 	for (size_t i = 0; i < c->n_prov && !c->stopping; i++)
 		observe_provider(c, (int)i);
 	names = sk_informer_names(c->inf, &n);
+	/* Keys whose own requeue falls within the next period are left to it. */
 	for (size_t i = 0; i < n; i++)
-		sk_workqueue_add(c->q, names[i]);
+		sk_workqueue_add_resync(c->q, names[i], c->cfg->resync_ms);
 	sk_informer_names_free(names, n);
 }
 

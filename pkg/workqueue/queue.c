@@ -219,6 +219,22 @@ sk_workqueue_add_priority(sk_workqueue *q, const char *key)
 	pthread_mutex_unlock(&q->mu);
 }
 
+bool
+sk_workqueue_add_resync(sk_workqueue *q, const char *key, int64_t within_ms)
+{
+	wq_entry *e;
+	bool add;
+
+	pthread_mutex_lock(&q->mu);
+	e = sk_strmap_get(q->entries, key);
+	add = !e ||
+	        (!e->dirty && !e->processing && (e->due == 0 || e->due - wq_now(q) > within_ms));
+	if (add)
+		add_locked(q, entry_get(q, key), false);
+	pthread_mutex_unlock(&q->mu);
+	return add;
+}
+
 /* ---- the delay heap ---- */
 
 static bool

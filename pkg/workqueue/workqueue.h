@@ -116,6 +116,10 @@ void sk_workqueue_free(sk_workqueue *q);
 void sk_workqueue_add(sk_workqueue *q, const char *key);
 /* Like add, but a key that is waiting moves to the front of the queue. */
 void sk_workqueue_add_priority(sk_workqueue *q, const char *key);
+/* A resync add: like add, but skipped when the key is already queued, held
+ * by a worker, or has a delayed add due within within_ms (so a periodic
+ * resync does not double the planner's own requeue). Returns whether added. */
+bool sk_workqueue_add_resync(sk_workqueue *q, const char *key, int64_t within_ms);
 /* Adds after delay_ms (<= 0: now). An earlier pending due time wins. */
 void sk_workqueue_add_after(sk_workqueue *q, const char *key, int64_t delay_ms);
 /* Adds after max(per-key backoff, global bucket) and counts a failure for

@@ -26,7 +26,7 @@ cleanup() {
 		kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null
 	done
 	"$root/hack/ferretdb.sh" stop "$tmp/ferretdb" >/dev/null 2>&1 || true
-	rm -rf "$tmp"
+	[ -n "${BENCH_KEEP:-}" ] && echo "bench: kept $tmp" || rm -rf "$tmp"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -100,7 +100,7 @@ curl -s -XPOST "$sim/_sim/stats/reset" >/dev/null
 export E2B_API_KEY=e2b_0000000000000000000000000000000000000000
 echo "bench: starting spacekeeper (workers = maxInFlight = $mif, ${lat}ms per call)"
 t0=$(date +%s.%N)
-"$bin/spacekeeper" --config "$tmp/config.yaml" --mongodb-uri "$uri" --log-level warn \
+"$bin/spacekeeper" --config "$tmp/config.yaml" --mongodb-uri "$uri${KEEPER_URI_OPTS:-}" --log-level warn \
 	--poll 500ms >"$tmp/spacekeeper.log" 2>&1 &
 keeper_pid=$!
 while :; do
@@ -127,13 +127,19 @@ per_user=$(calc "$calls / $n")
 bound=$(calc "$calls * $lat / 1000 / $mif")
 ratio=$(calc "$converge / $bound")
 
-# Steady state: one resync period with nothing to change.
+# Steady state: three resync periods with nothing to change, divided by the
+# number of observer passes the controller made meanwhile.
+list_passes() {
+	curl -s "http://127.0.0.1:$port/metrics" | awk '/^spacekeeper_provider_list_total/ { s += $2 } END { print s + 0 }'
+}
 sleep 2
 curl -s -XPOST "$sim/_sim/stats/reset" >/dev/null
-resync_s=${resync%s}
-sleep "$resync_s"
-sleep 1
+p0=$(list_passes)
+sleep $((3 * ${resync%s}))
+p1=$(list_passes)
 steady=$(curl -s "$sim/_sim/stats")
+passes=$((p1 - p0))
+[ "$passes" -gt 0 ] || passes=1
 
 clk=$(getconf CLK_TCK)
 read -r ut st < <(awk '{print $14, $15}' "/proc/$keeper_pid/stat")
@@ -149,9 +155,9 @@ printf '  controller CPU                   %8s s\n' "$cpu"
 printf '  controller peak RSS (VmHWM)      %8.1f MB\n' "$(calc "$hwm / 1024")"
 echo "  calls per user by endpoint (convergence):"
 json "Object.entries(d.requests).map(([k,v])=>'    '+k.padEnd(12)+' '+(Object.values(v).reduce((x,y)=>x+y,0)/$n).toFixed(3)+'  '+JSON.stringify(v)).join('\n')" <<<"$stats"
-echo "  one steady-state resync (${resync}):"
-json "Object.entries(d.requests).map(([k,v])=>'    '+k.padEnd(12)+' '+JSON.stringify(v)).join('\n') || '    (no calls)'" <<<"$steady"
-mut=$(json "['create','kill','pause','connect','resume'].reduce((a,k)=>a+(d.requests[k]?Object.values(d.requests[k]).reduce((x,y)=>x+y,0):0),0)" <<<"$steady")
-lists=$(json "['list','list_v1'].reduce((a,k)=>a+(d.requests[k]?Object.values(d.requests[k]).reduce((x,y)=>x+y,0):0),0)" <<<"$steady")
+echo "  one steady-state resync (${resync}; averaged over $passes passes), calls by endpoint:"
+json "Object.entries(d.requests).map(([k,v])=>'    '+k.padEnd(12)+' '+(Object.values(v).reduce((x,y)=>x+y,0)/$passes).toFixed(1)).join('\n') || '    (no calls)'" <<<"$steady"
+mut=$(json "['create','kill','pause','connect','resume'].reduce((a,k)=>a+(d.requests[k]?Object.values(d.requests[k]).reduce((x,y)=>x+y,0):0),0)/$passes" <<<"$steady")
+lists=$(json "['list','list_v1'].reduce((a,k)=>a+(d.requests[k]?Object.values(d.requests[k]).reduce((x,y)=>x+y,0):0),0)/$passes" <<<"$steady")
 printf '  steady resync: mutating calls %s (target 0), list calls %s (target <= %d)\n' \
 	"$mut" "$lists" $(((n + 99) / 100 + 1))

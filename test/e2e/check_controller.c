@@ -29,6 +29,58 @@ static int keeper_port;
 static char cfg_path[600];
 static int keeper_runs;
 
+/* ---- leftovers: a failed assertion ends the forked test without its
+ * teardown, so every child is recorded and the runner kills stragglers ---- */
+
+static void
+track_pid(pid_t pid)
+{
+	char path[600];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/controller-pids", sk_test_tmpdir());
+	f = fopen(path, "a");
+	if (f) {
+		fprintf(f, "%d\n", (int)pid);
+		fclose(f);
+	}
+}
+
+static bool
+is_ours(int pid)
+{
+	char path[64], cmd[256] = "";
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	n = fread(cmd, 1, sizeof(cmd) - 1, f);
+	fclose(f);
+	cmd[n] = '\0';
+	return strstr(cmd, "sandboxsim") || strstr(cmd, "spacekeeper") || strstr(cmd, "ferretdb");
+}
+
+static void
+kill_leftovers(void)
+{
+	char path[600];
+	FILE *f;
+	int pid;
+
+	snprintf(path, sizeof(path), "%s/controller-pids", sk_test_tmpdir());
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fscanf(f, "%d", &pid) == 1)
+		if (pid > 0 && is_ours(pid))
+			kill(pid, SIGKILL);
+	fclose(f);
+	unlink(path);
+}
+
 /* ---- HTTP against the simulator and the controller ---- */
 
 static size_t
@@ -332,6 +384,7 @@ keeper_start(void)
 
 	snprintf(log, sizeof(log), "%s/spacekeeper-%s-%d.log", sk_test_tmpdir(), db, ++keeper_runs);
 	keeper_pid = sk_test_spawn(argv, env, log);
+	track_pid(keeper_pid);
 	ck_assert_msg(
 	        sk_test_wait_port(keeper_port, 20000), "spacekeeper did not listen (%s)", log);
 }
@@ -355,6 +408,7 @@ setup(void)
 	snprintf(db, sizeof(db), "%s", sk_test_unique_db());
 	snprintf(mongo_uri, sizeof(mongo_uri), "%s", sk_test_mongodb_uri());
 	sim_pid = sk_test_sim_start(args, sim_url, sizeof(sim_url));
+	track_pid(sim_pid);
 	keeper_pid = 0;
 	write_config(NULL);
 }
@@ -746,11 +800,43 @@ START_TEST(test_h_orphans_left_alone)
 }
 END_TEST
 
+static bool
+sandbox_killed(void *arg)
+{
+	json_t *all = sim_sandboxes();
+	const char *st = sim_state_of(all, arg);
+	bool ok = st == NULL || strcmp(st, "killed") == 0;
+
+	json_decref(all);
+	return ok;
+}
+
+START_TEST(test_h_orphans_deleted_when_configured)
+{
+	char *orphan = sim_create("ghost2", "ghost2");
+	conv c = { "hd", 1 };
+	json_t *all;
+
+	write_config("    deleteOrphans: true\n    orphanGracePeriod: 2s\n");
+	apply_users(1, "hd", NULL);
+	keeper_start();
+	ck_assert(eventually(converged, &c, 30));
+	ck_assert_msg(eventually(sandbox_killed, orphan, 20), "orphan not deleted");
+	/* The user's own sandbox is untouched. */
+	all = sim_sandboxes();
+	ck_assert_int_eq(count_user(all, "hd000", "running"), 1);
+	json_decref(all);
+	free(orphan);
+	keeper_stop_checked();
+}
+END_TEST
+
 /* ---- (d) data plane 504: drift, then Replace after unhealthyAfter ---- */
 
 typedef struct d_state {
 	char first[64];
 	bool saw_drift;
+	bool cli_drift; /* `spacectl drift` listed it and exited 1 */
 } d_state;
 
 static bool
@@ -762,8 +848,15 @@ d_replaced(void *arg)
 	const char *sb = it ? item_sandbox(it) : NULL;
 	bool ok;
 
-	if (it && item_has_drift(it, "DataPlaneUnreachable"))
+	if (it && item_has_drift(it, "DataPlaneUnreachable")) {
+		const char *args[] = { "drift", NULL };
+		char *out = NULL;
 		d->saw_drift = true;
+		if (spacectl(args, &out) == 1 && out && strstr(out, "DataPlaneUnreachable") &&
+		        strstr(out, "dpu"))
+			d->cli_drift = true;
+		free(out);
+	}
 	ok = sb && strcmp(sb, d->first) != 0 && item_ready(it) &&
 	        count_user(all, "dpu", "running") == 1;
 	json_decref(items);
@@ -774,7 +867,7 @@ d_replaced(void *arg)
 START_TEST(test_d_unreachable_replaced)
 {
 	conv c = { "dpu", 0 };
-	d_state d = { "", false };
+	d_state d = { "", false, false };
 	json_t *items, *all;
 	char body[256];
 
@@ -797,6 +890,7 @@ START_TEST(test_d_unreachable_replaced)
 	sim_post("/_sim/faults", body);
 	ck_assert_msg(eventually(d_replaced, &d, 60), "not replaced");
 	ck_assert_msg(d.saw_drift, "DataPlaneUnreachable never reported");
+	ck_assert_msg(d.cli_drift, "spacectl drift did not show DataPlaneUnreachable (exit 1)");
 	all = sim_sandboxes();
 	ck_assert_str_ne(
 	        sim_state_of(all, d.first) ? sim_state_of(all, d.first) : "gone", "running");
@@ -816,6 +910,7 @@ START_TEST(test_i_ferretdb_restart)
 
 	snprintf(dir, sizeof(dir), "%s/fdb-restart-%s", sk_test_tmpdir(), db);
 	fdb = sk_test_ferretdb_start_at(dir, port);
+	track_pid(fdb);
 	snprintf(mongo_uri, sizeof(mongo_uri), "mongodb://127.0.0.1:%d", port);
 	apply_users(10, "i", NULL);
 	keeper_start();
@@ -824,6 +919,7 @@ START_TEST(test_i_ferretdb_restart)
 	sleep(4); /* polls, status writes and resyncs fail meanwhile */
 	ck_assert_int_eq(kill(keeper_pid, 0), 0);
 	fdb = sk_test_ferretdb_start_at(dir, port);
+	track_pid(fdb);
 	apply_users(10, "k", NULL);
 	ck_assert_msg(eventually(converged, &c2, 60), "no convergence after the restart");
 	ck_assert(converged(&c1));
@@ -1021,6 +1117,9 @@ sk_suite_controller(void)
 	tcase_set_timeout(core, 300);
 	tcase_set_timeout(fault, 300);
 	tcase_set_timeout(daemon, 300);
+	tcase_add_unchecked_fixture(core, NULL, kill_leftovers);
+	tcase_add_unchecked_fixture(fault, NULL, kill_leftovers);
+	tcase_add_unchecked_fixture(daemon, NULL, kill_leftovers);
 	tcase_add_checked_fixture(core, setup, teardown);
 	tcase_add_checked_fixture(fault, setup, teardown);
 	tcase_add_checked_fixture(daemon, setup, teardown);
@@ -1029,6 +1128,7 @@ sk_suite_controller(void)
 	tcase_add_test(core, test_c_pause_resume);
 	tcase_add_test(core, test_g_deletion_policies);
 	tcase_add_test(core, test_h_orphans_left_alone);
+	tcase_add_test(core, test_h_orphans_deleted_when_configured);
 	tcase_add_test(fault, test_f_sigkill_restart);
 	tcase_add_test(fault, test_e_empty_list_no_duplicates);
 	tcase_add_test(fault, test_d_unreachable_replaced);

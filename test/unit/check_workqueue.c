@@ -225,6 +225,33 @@ START_TEST(test_delayed_real_clock_wakes_waiter)
 }
 END_TEST
 
+START_TEST(test_add_resync)
+{
+	sk_workqueue *q = fake_queue();
+	char *k = NULL;
+
+	/* A requeue due within the period: the resync add is skipped. */
+	sk_workqueue_add_after(q, "soon", 500);
+	ck_assert(!sk_workqueue_add_resync(q, "soon", 1000));
+	/* Due later than the period (a long backoff): the resync kicks it now. */
+	sk_workqueue_add_after(q, "late", 5000);
+	ck_assert(sk_workqueue_add_resync(q, "late", 1000));
+	/* Unknown keys are added; queued or held keys are not added twice. */
+	ck_assert(sk_workqueue_add_resync(q, "new", 1000));
+	ck_assert(!sk_workqueue_add_resync(q, "new", 1000));
+	expect_key(q, "late");
+	ck_assert_int_eq(sk_workqueue_get(q, 0, &k), 0);
+	ck_assert_str_eq(k, "new");
+	ck_assert(!sk_workqueue_add_resync(q, "new", 1000));
+	sk_workqueue_done(q, k);
+	free(k);
+	expect_empty(q);
+	fake_now += 500;
+	expect_key(q, "soon");
+	sk_workqueue_free(q);
+}
+END_TEST
+
 /* ---- backoff ---- */
 
 START_TEST(test_backoff_growth_and_forget)
@@ -465,6 +492,7 @@ sk_suite_workqueue(void)
 	tcase_add_test(d, test_delayed_order);
 	tcase_add_test(d, test_delayed_earlier_replaces_later);
 	tcase_add_test(d, test_delayed_real_clock_wakes_waiter);
+	tcase_add_test(d, test_add_resync);
 	tcase_add_test(r, test_backoff_growth_and_forget);
 	tcase_add_test(r, test_rate_limited_uses_global_bucket);
 	tcase_add_test(r, test_token_bucket_rate);
