@@ -33,28 +33,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 0' INT TERM
 
-free_port() {
-	local port
-	for _ in $(seq 1 100); do
-		port=$((20000 + RANDOM % 40000))
-		if ! (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null; then
-			echo "$port"
-			return 0
-		fi
-	done
-	return 1
-}
-
-wait_port() {
-	for _ in $(seq 1 100); do
-		if (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null; then
-			return 0
-		fi
-		sleep 0.1
-	done
-	return 1
-}
-
 for b in spacekeeper spacectl sandboxsim; do
 	[ -x "$bin/$b" ] || { echo "demo: $bin/$b missing; run 'make' first" >&2; exit 1; }
 done
@@ -62,23 +40,34 @@ done
 echo "==> starting FerretDB (SQLite backend) in $scratch"
 uri=$("$root/hack/ferretdb.sh" start "$scratch/ferretdb")
 
-sim_port=$(free_port)
-echo "==> starting sandboxsim on 127.0.0.1:$sim_port (20ms latency per call)"
-"$bin/sandboxsim" --listen "127.0.0.1:$sim_port" --latency 20ms >"$scratch/sandboxsim.log" 2>&1 &
+echo "==> starting sandboxsim (20ms latency per call)"
+"$bin/sandboxsim" --listen 127.0.0.1:0 --latency 20ms >"$scratch/sandboxsim.log" 2>&1 &
 sim_pid=$!
-wait_port "$sim_port" || { echo "demo: sandboxsim did not start" >&2; cat "$scratch/sandboxsim.log" >&2; exit 1; }
+sim_url=
+for _ in $(seq 1 100); do
+	sim_url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$scratch/sandboxsim.log")
+	[ -n "$sim_url" ] && break
+	sleep 0.1
+done
+[ -n "$sim_url" ] || { echo "demo: sandboxsim did not start" >&2; cat "$scratch/sandboxsim.log" >&2; exit 1; }
+echo "    $sim_url"
 
-keeper_port=$(free_port)
-sed "s#http://127.0.0.1:3000#http://127.0.0.1:$sim_port#g" "$root/manifests/config/demo.yaml" \
-	>"$scratch/config.yaml"
+sed "s#http://127.0.0.1:3000#$sim_url#g" "$root/manifests/config/demo.yaml" >"$scratch/config.yaml"
 # Only for the demo: sandboxsim accepts any e2b_<hex> key.
 export E2B_API_KEY=e2b_0000000000000000000000000000000000000000
-echo "==> starting spacekeeper (metrics and connect API on 127.0.0.1:$keeper_port)"
+echo "==> starting spacekeeper"
 "$bin/spacekeeper" --config "$scratch/config.yaml" --mongodb-uri "$uri" \
-	--listen "127.0.0.1:$keeper_port" --resync 5s --poll 500ms \
-	>"$scratch/spacekeeper.log" 2>&1 &
+	--listen 127.0.0.1:0 --resync 5s --poll 500ms >"$scratch/spacekeeper.log" 2>&1 &
 keeper_pid=$!
-wait_port "$keeper_port" || { echo "demo: spacekeeper did not start" >&2; cat "$scratch/spacekeeper.log" >&2; exit 1; }
+keeper_port=
+for _ in $(seq 1 300); do
+	keeper_port=$(sed -n 's/.*msg="controller started".* http_port=\([0-9]*\).*/\1/p' "$scratch/spacekeeper.log")
+	[ -n "$keeper_port" ] && break
+	kill -0 "$keeper_pid" 2>/dev/null || break
+	sleep 0.1
+done
+[ -n "$keeper_port" ] || { echo "demo: spacekeeper did not start" >&2; cat "$scratch/spacekeeper.log" >&2; exit 1; }
+echo "    metrics and connect API on http://127.0.0.1:$keeper_port"
 
 echo "==> applying manifests/examples/"
 "$bin/spacectl" --mongodb-uri "$uri" apply -f "$root/manifests/examples/"
@@ -128,7 +117,7 @@ Everything is still running. In another terminal, try:
   E2B_API_KEY=$E2B_API_KEY $bin/spacectl sandboxes --config $scratch/config.yaml
   curl -s -XPOST http://127.0.0.1:$keeper_port/v1/userspaces/alice/connect
   curl -s http://127.0.0.1:$keeper_port/metrics | grep reconcile_total
-  curl -s http://127.0.0.1:$sim_port/_sim/sandboxes   # the simulator's own view
+  curl -s $sim_url/_sim/sandboxes   # the simulator's own view
 
 Logs: $scratch/spacekeeper.log
 Press Ctrl-C to stop the demo (it removes everything it started).

@@ -35,18 +35,6 @@ for b in spacekeeper spacectl sandboxsim; do
 	[ -x "$bin/$b" ] || { echo "bench: $bin/$b missing; run 'make' first" >&2; exit 1; }
 done
 
-free_port() {
-	local port
-	for _ in $(seq 1 100); do
-		port=$((20000 + RANDOM % 40000))
-		if ! (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null; then
-			echo "$port"
-			return 0
-		fi
-	done
-	return 1
-}
-
 # calc EXPR: arithmetic (and comparisons, 1/0) with awk.
 calc() { awk "BEGIN { x = $1; printf (x == int(x) ? \"%d\n\" : \"%.3f\n\"), x }"; }
 
@@ -65,7 +53,6 @@ for _ in $(seq 100); do
 done
 [ -n "$sim" ] || { echo "bench: sandboxsim did not start" >&2; cat "$tmp/sim.log" >&2; exit 1; }
 
-port=$(free_port)
 cat >"$tmp/config.yaml" <<EOF
 apiVersion: spacekeeper.dev/v1alpha1
 kind: ControllerConfig
@@ -83,7 +70,7 @@ providers:
 controller:
   workers: $mif
   resyncPeriod: $resync
-  listen: 127.0.0.1:$port
+  listen: 127.0.0.1:0
 EOF
 
 echo "bench: applying $n UserSpaces"
@@ -100,9 +87,16 @@ curl -s -XPOST "$sim/_sim/stats/reset" >/dev/null
 export E2B_API_KEY=e2b_0000000000000000000000000000000000000000
 echo "bench: starting spacekeeper (workers = maxInFlight = $mif, ${lat}ms per call)"
 t0=$(date +%s.%N)
-"$bin/spacekeeper" --config "$tmp/config.yaml" --mongodb-uri "$uri${KEEPER_URI_OPTS:-}" --log-level warn \
+"$bin/spacekeeper" --config "$tmp/config.yaml" --mongodb-uri "$uri${KEEPER_URI_OPTS:-}" \
 	>"$tmp/spacekeeper.log" 2>&1 &
 keeper_pid=$!
+port=
+for _ in $(seq 1 300); do
+	port=$(sed -n 's/.*msg="controller started".* http_port=\([0-9]*\).*/\1/p' "$tmp/spacekeeper.log")
+	[ -n "$port" ] && break
+	sleep 0.1
+done
+[ -n "$port" ] || { echo "bench: spacekeeper did not start" >&2; cat "$tmp/spacekeeper.log" >&2; exit 1; }
 while :; do
 	r=$(ready_count)
 	[ "$r" -ge "$n" ] && break
