@@ -9,7 +9,9 @@
 
 static const sk_cli_help help = {
 	"get",
-	"spacectl get userspaces [-o table|wide|yaml|json] [-l selector] [name ...]",
+	"spacectl get userspaces [-o table|wide|yaml|json] [-l selector] [name ...]\n"
+	"spacectl get userspaces -w [--watch-timeout d] [-o table|wide|yaml|json] [-l selector]\n"
+	"                        [name ...]",
 	"Lists UserSpaces (all, those matching -l, or the named ones). The resource\n"
 	"may be written userspaces, userspace or us.\n"
 	"\n"
@@ -17,11 +19,16 @@ static const sk_cli_help help = {
 	"  -o, --output FORMAT   table (default), wide, yaml or json; yaml and json print\n"
 	"                        one object for one name, else a List with items\n"
 	"  -l, --selector SEL    label selector (k=v, k!=v, k, !k, k in (a,b), k notin (a,b))\n"
+	"  -w, --watch           after the list, print a new row for each object that\n"
+	"                        changes, as it happens (-o json: one object per line),\n"
+	"                        until Ctrl-C (exit 0)\n"
+	"      --watch-timeout D stop watching after D (e.g. 30s; exit 0)\n"
 	"\n"
 	"Examples:\n"
 	"  spacectl get us\n"
 	"  spacectl get userspaces -l team=research -o wide\n"
-	"  spacectl get userspace alice -o yaml\n",
+	"  spacectl get userspace alice -o yaml\n"
+	"  spacectl get us -w\n",
 };
 
 typedef void (*cell_fn)(const sk_userspace *us, int64_t now, char *buf, size_t len);
@@ -66,6 +73,28 @@ cell_ready(const sk_userspace *us, int64_t now, char *buf, size_t len)
 	const sk_condition *c = sk_userspace_condition(us, SK_COND_READY);
 
 	snprintf(buf, len, "%s", c && c->status ? c->status : "-");
+}
+
+/* The drift types of status.drift, comma-separated, each once; "-" when none. */
+static void
+cell_drift(const sk_userspace *us, int64_t now, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < us->status.n_drift && off < len; i++) {
+		const char *t = us->status.drift[i].type;
+		bool dup = false;
+		int n;
+		for (size_t k = 0; t && k < i && !dup; k++)
+			dup = us->status.drift[k].type && strcmp(us->status.drift[k].type, t) == 0;
+		if (t == NULL || *t == '\0' || dup)
+			continue;
+		n = snprintf(buf + off, len - off, "%s%s", off ? "," : "", t);
+		off += n > 0 ? (size_t)n : 0;
+	}
+	if (off == 0)
+		snprintf(buf, len, "-");
 }
 
 static void
@@ -122,6 +151,7 @@ static const struct column {
 	{ "PHASE", false, cell_phase },
 	{ "SANDBOX", false, cell_sandbox },
 	{ "READY", false, cell_ready },
+	{ "DRIFT", false, cell_drift },
 	{ "AGE", false, cell_age },
 	{ "PROVIDER", true, cell_provider },
 	{ "TEMPLATE", true, cell_template },
@@ -131,8 +161,8 @@ static const struct column {
 #define NCOLUMNS (sizeof(COLUMNS) / sizeof(COLUMNS[0]))
 #define CELL_MAX 1024
 
-static void
-print_table(sk_userspace *const *items, size_t n, bool wide)
+void
+sk_cli_print_userspace_table(sk_userspace *const *items, size_t n, bool wide, bool last_only)
 {
 	const char *headers[NCOLUMNS], *cells[NCOLUMNS];
 	char bufs[NCOLUMNS][CELL_MAX];
@@ -158,7 +188,15 @@ print_table(sk_userspace *const *items, size_t n, bool wide)
 		sk_table_add_row(t, cells);
 	}
 	sk_table_render(t, &out);
-	fwrite(out.data ? out.data : "", 1, out.len, stdout);
+	if (last_only && out.len > 1) {
+		/* the last line: after the newline before the final one */
+		size_t start = out.len - 1;
+		while (start > 0 && out.data[start - 1] != '\n')
+			start--;
+		fwrite(out.data + start, 1, out.len - start, stdout);
+	} else {
+		fwrite(out.data ? out.data : "", 1, out.len, stdout);
+	}
 	sk_buf_dispose(&out);
 	sk_table_free(t);
 }
@@ -175,7 +213,7 @@ print_items(sk_userspace *const *items, size_t n, sk_output fmt, bool single)
 			fprintf(stderr, "No resources found.\n");
 			return SK_EXIT_OK;
 		}
-		print_table(items, n, fmt == SK_OUTPUT_WIDE);
+		sk_cli_print_userspace_table(items, n, fmt == SK_OUTPUT_WIDE, false);
 		return SK_EXIT_OK;
 	}
 	if (single && n == 1) {
@@ -246,17 +284,39 @@ get_list(sk_store *st, const char *selector_text, sk_output fmt)
 	return rc;
 }
 
+static int
+get_watch(sk_store *st, char **names, size_t n, const char *selector_text, sk_output fmt,
+        int64_t timeout_ms)
+{
+	sk_selector *sel = NULL;
+	sk_error err;
+	int rc;
+
+	sk_error_clear(&err);
+	if (selector_text && sk_selector_parse(selector_text, &sel, &err) != 0)
+		return sk_cli_usage_error(&help, "-l: %s", err.message);
+	rc = sk_cli_get_watch(st, names, n, sel, fmt, timeout_ms);
+	sk_selector_free(sel);
+	return rc;
+}
+
+enum { OPT_WATCH_TIMEOUT = SK_OPT_FIRST_CMD };
+
 int
 sk_cmd_get(int argc, char **argv)
 {
 	static const struct option opts[] = { { "output", required_argument, NULL, 'o' },
-		{ "selector", required_argument, NULL, 'l' }, SK_CLI_GLOBAL_OPTIONS, { 0 } };
+		{ "selector", required_argument, NULL, 'l' }, { "watch", no_argument, NULL, 'w' },
+		{ "watch-timeout", required_argument, NULL, OPT_WATCH_TIMEOUT },
+		SK_CLI_GLOBAL_OPTIONS, { 0 } };
 	const char *selector_text = NULL;
 	sk_output fmt = SK_OUTPUT_TABLE;
 	sk_store *st = NULL;
+	bool watch = false;
+	int64_t watch_ms = 0;
 	int ch, rc;
 
-	while ((ch = sk_cli_getopt(argc, argv, ":o:l:h", opts)) != -1) {
+	while ((ch = sk_cli_getopt(argc, argv, ":o:l:hw", opts)) != -1) {
 		if (ch == 'o') {
 			if (sk_cli_output_parse(optarg, &fmt) != 0)
 				return sk_cli_usage_error(&help,
@@ -265,6 +325,14 @@ sk_cmd_get(int argc, char **argv)
 				        optarg);
 		} else if (ch == 'l') {
 			selector_text = optarg;
+		} else if (ch == 'w') {
+			watch = true;
+		} else if (ch == OPT_WATCH_TIMEOUT) {
+			if (sk_duration_parse(optarg, &watch_ms) != 0 || watch_ms <= 0)
+				return sk_cli_usage_error(&help,
+				        "--watch-timeout: invalid duration \"%s\" (e.g. 30s)",
+				        optarg);
+			watch = true;
 		} else if ((rc = sk_cli_opt(&help, ch, argv)) != SK_CLI_CONTINUE) {
 			return rc;
 		}
@@ -279,7 +347,10 @@ sk_cmd_get(int argc, char **argv)
 		return sk_cli_usage_error(&help, "names and -l cannot be used together");
 	if ((rc = sk_cli_store_open(&st)) != SK_EXIT_OK)
 		return rc;
-	if (optind < argc)
+	if (watch)
+		rc = get_watch(
+		        st, argv + optind, (size_t)(argc - optind), selector_text, fmt, watch_ms);
+	else if (optind < argc)
 		rc = get_named(st, argv + optind, (size_t)(argc - optind), fmt);
 	else
 		rc = get_list(st, selector_text, fmt);

@@ -759,8 +759,8 @@ sk_suite_spacectl_ops(void)
 	tcase_add_test(tc, wait_ready_met_when_written);
 	tcase_add_test(tc, wait_times_out_and_not_found);
 	tcase_add_test(tc, wait_for_delete);
-	(void)get_shows_drift_column; /* TODO(ctl4): enable with the get.c edits */
-	(void)get_watch_prints_changes;
+	tcase_add_test(tc, get_shows_drift_column);
+	tcase_add_test(tc, get_watch_prints_changes);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(off, ctl_setup_offline, NULL);
 	tcase_set_timeout(off, 60);

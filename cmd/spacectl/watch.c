@@ -90,7 +90,8 @@ print_change(const watch_ctx *w, sk_userspace *us)
 		rows = sk_calloc(w->shown.len + 1, sizeof(*rows));
 		memcpy(rows, w->shown.items, w->shown.len * sizeof(*rows));
 		rows[w->shown.len] = us;
-		sk_cli_print_userspace_table(rows, w->shown.len + 1, w->fmt == SK_OUTPUT_WIDE, true);
+		sk_cli_print_userspace_table(
+		        rows, w->shown.len + 1, w->fmt == SK_OUTPUT_WIDE, true);
 		free(rows);
 	} else {
 		print_object(w, us);
@@ -138,9 +139,9 @@ cmp_version(const void *a, const void *b)
 {
 	const sk_userspace *x = *(sk_userspace *const *)a, *y = *(sk_userspace *const *)b;
 
-	return x->meta.resource_version < y->meta.resource_version ? -1 :
-	       x->meta.resource_version > y->meta.resource_version ? 1 :
-	                                                               0;
+	return x->meta.resource_version < y->meta.resource_version    ? -1
+	        : x->meta.resource_version > y->meta.resource_version ? 1
+	                                                              : 0;
 }
 
 static void
