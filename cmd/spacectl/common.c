@@ -236,3 +236,29 @@ sk_cli_desired_json(const sk_userspace *us)
 	json_object_set_new(root, "spec", sk_userspace_spec_to_json(&us->spec));
 	return root;
 }
+
+/* The ControllerConfig at path, or the defaults when path is NULL; prints errors. */
+int
+sk_cli_load_config(const char *path, sk_controller_config **cfg)
+{
+	sk_errlist errs = { 0 };
+	sk_buf msg = SK_BUF_INIT(0);
+	sk_error err;
+	int rc;
+
+	if (path == NULL) {
+		*cfg = sk_config_default();
+		return SK_EXIT_OK;
+	}
+	sk_error_clear(&err);
+	rc = sk_config_load(path, cfg, &errs, &err);
+	if (rc != SK_OK) {
+		sk_errlist_format(&errs, &msg);
+		sk_cli_errorf("%s", err.message);
+		if (msg.len)
+			fprintf(stderr, "%s", msg.data);
+	}
+	sk_buf_dispose(&msg);
+	sk_errlist_dispose(&errs);
+	return rc == SK_OK ? SK_EXIT_OK : SK_EXIT_FAIL;
+}

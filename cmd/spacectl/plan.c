@@ -74,31 +74,6 @@ typedef struct plan_ctx {
 
 /* ---- config and providers ---- */
 
-static int
-load_config(const char *path, sk_controller_config **cfg)
-{
-	sk_errlist errs = { 0 };
-	sk_buf msg = SK_BUF_INIT(0);
-	sk_error err;
-	int rc;
-
-	if (path == NULL) {
-		*cfg = sk_config_default();
-		return SK_EXIT_OK;
-	}
-	sk_error_clear(&err);
-	rc = sk_config_load(path, cfg, &errs, &err);
-	if (rc != SK_OK) {
-		sk_errlist_format(&errs, &msg);
-		sk_cli_errorf("%s", err.message);
-		if (msg.len)
-			fprintf(stderr, "%s", msg.data);
-	}
-	sk_buf_dispose(&msg);
-	sk_errlist_dispose(&errs);
-	return rc == SK_OK ? SK_EXIT_OK : SK_EXIT_FAIL;
-}
-
 static void
 fail(plan_ctx *c, int exit_code)
 {
@@ -448,7 +423,7 @@ run(plan_ctx *c)
 {
 	int rc;
 
-	if ((rc = load_config(c->a.config, &c->cfg)) != SK_EXIT_OK)
+	if ((rc = sk_cli_load_config(c->a.config, &c->cfg)) != SK_EXIT_OK)
 		return c->a.exit_code ? SK_EXIT_USAGE : rc;
 	c->provs = sk_calloc(c->cfg->n_providers + 1, sizeof(*c->provs));
 	c->items = json_array();

@@ -202,31 +202,6 @@ list_provider(const sk_provider_config *pc, const sk_kvlist *match, rows *r)
 }
 
 static int
-load_config(const char *path, sk_controller_config **cfg)
-{
-	sk_errlist errs = { 0 };
-	sk_buf msg = SK_BUF_INIT(0);
-	sk_error err;
-	int rc;
-
-	if (path == NULL) {
-		*cfg = sk_config_default();
-		return SK_EXIT_OK;
-	}
-	sk_error_clear(&err);
-	rc = sk_config_load(path, cfg, &errs, &err);
-	if (rc != SK_OK) {
-		sk_errlist_format(&errs, &msg);
-		sk_cli_errorf("%s", err.message);
-		if (msg.len)
-			fprintf(stderr, "%s", msg.data);
-	}
-	sk_buf_dispose(&msg);
-	sk_errlist_dispose(&errs);
-	return rc == SK_OK ? SK_EXIT_OK : SK_EXIT_FAIL;
-}
-
-static int
 run(const char *config, const char *provider, const char *user, bool all, sk_output fmt)
 {
 	sk_controller_config *cfg = NULL;
@@ -234,7 +209,7 @@ run(const char *config, const char *provider, const char *user, bool all, sk_out
 	rows r = { 0 };
 	int rc, worst = SK_EXIT_OK;
 
-	if ((rc = load_config(config, &cfg)) != SK_EXIT_OK)
+	if ((rc = sk_cli_load_config(config, &cfg)) != SK_EXIT_OK)
 		return rc;
 	if (provider && sk_config_provider(cfg, provider) == NULL) {
 		sk_cli_errorf("no provider \"%s\" in %s", provider,

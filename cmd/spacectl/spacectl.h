@@ -90,6 +90,8 @@ int sk_cli_exit_code(int code);
 
 /* Opens the store with the global flags; prints the error and returns its exit code. */
 int sk_cli_store_open(sk_store **out);
+/* Loads --config PATH (NULL: the defaults), printing every error; returns an SK_EXIT_* code. */
+int sk_cli_load_config(const char *path, sk_controller_config **cfg);
 
 /* Output formats (-o). */
 typedef enum sk_output {

@@ -46,6 +46,8 @@ const char *sk_kvlist_get(const sk_kvlist *l, const char *key);
 void sk_kvlist_set(sk_kvlist *l, const char *key, const char *value);
 void sk_kvlist_dispose(sk_kvlist *l);
 bool sk_kvlist_equal(const sk_kvlist *a, const sk_kvlist *b);
+/* A JSON object of the pairs (NULL list: empty object). New reference. */
+json_t *sk_kvlist_to_json(const sk_kvlist *l);
 
 /* ---- the object ---- */
 

@@ -34,25 +34,15 @@ set_duration(json_t *o, const char *key, int64_t ms)
 }
 
 static json_t *
-kvlist_to_json(const sk_kvlist *l)
-{
-	json_t *o = json_object();
-
-	for (size_t i = 0; i < l->len; i++)
-		json_object_set_new(o, l->items[i].key, json_string(l->items[i].value));
-	return o;
-}
-
-static json_t *
 meta_to_json(const sk_object_meta *m)
 {
 	json_t *o = json_object();
 
 	set_str(o, "name", m->name);
 	if (m->labels.len > 0)
-		json_object_set_new(o, "labels", kvlist_to_json(&m->labels));
+		json_object_set_new(o, "labels", sk_kvlist_to_json(&m->labels));
 	if (m->annotations.len > 0)
-		json_object_set_new(o, "annotations", kvlist_to_json(&m->annotations));
+		json_object_set_new(o, "annotations", sk_kvlist_to_json(&m->annotations));
 	set_str(o, "uid", m->uid);
 	if (m->generation != 0)
 		json_object_set_new(o, "generation", json_integer(m->generation));
@@ -93,9 +83,9 @@ sk_userspace_spec_to_json(const sk_userspace_spec *s)
 	set_duration(json_object_get(o, "lifecycle"), "idleTimeout",
 	        s->idle_timeout_ms ? s->idle_timeout_ms : 15 * 60 * 1000);
 	if (s->env.len > 0)
-		json_object_set_new(o, "env", kvlist_to_json(&s->env));
+		json_object_set_new(o, "env", sk_kvlist_to_json(&s->env));
 	if (s->metadata.len > 0)
-		json_object_set_new(o, "metadata", kvlist_to_json(&s->metadata));
+		json_object_set_new(o, "metadata", sk_kvlist_to_json(&s->metadata));
 	json_object_set_new(o, "deletionPolicy",
 	        json_string(s->deletion_policy == SK_DELETE_RETAIN ? "Retain" : "Delete"));
 	json_object_set_new(o, "health",

@@ -142,3 +142,13 @@ sk_errlist_format(const sk_errlist *l, sk_buf *out)
 		sk_buf_printf(out, "\n");
 	}
 }
+
+json_t *
+sk_kvlist_to_json(const sk_kvlist *l)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; l != NULL && i < l->len; i++)
+		json_object_set_new(o, l->items[i].key, json_string(l->items[i].value));
+	return o;
+}

@@ -68,16 +68,6 @@ decode(const json_t *j, sk_sandbox *out, sk_error *err)
 	return SK_OK;
 }
 
-static json_t *
-kv_object(const sk_kvlist *l)
-{
-	json_t *o = json_object();
-
-	for (size_t i = 0; l && i < l->len; i++)
-		json_object_set_new(o, l->items[i].key, json_string(l->items[i].value));
-	return o;
-}
-
 static long
 minutes(int64_t ms)
 {
@@ -110,8 +100,8 @@ daytona_create(sk_provider *p, const sk_create_request *req, sk_sandbox *out, sk
 	memset(out, 0, sizeof(*out));
 	if (req->template_id)
 		json_object_set_new(body, "snapshot", json_string(req->template_id));
-	json_object_set_new(body, "labels", kv_object(req->metadata));
-	json_object_set_new(body, "env", kv_object(req->env));
+	json_object_set_new(body, "labels", sk_kvlist_to_json(req->metadata));
+	json_object_set_new(body, "env", sk_kvlist_to_json(req->env));
 	json_object_set_new(body, "autoStopInterval", json_integer(minutes(t)));
 	if (!req->auto_pause) /* E2B kill-on-timeout: delete when stopped */
 		json_object_set_new(body, "autoDeleteInterval", json_integer(0));
@@ -185,7 +175,7 @@ daytona_list(sk_provider *p, const sk_kvlist *match, sk_sandbox_list *out, sk_er
 
 	memset(out, 0, sizeof(*out));
 	if (match && match->len) {
-		sk_json_dump_body(kv_object(match), &json);
+		sk_json_dump_body(sk_kvlist_to_json(match), &json);
 		labels = sk_http_escape(&p->http, json);
 	}
 	for (int page = 1; rc == SK_OK && page <= total; page++) {

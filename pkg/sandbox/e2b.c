@@ -78,16 +78,6 @@ sk_e2b_decode(const json_t *j, sk_sandbox *out, sk_sandbox_state dflt, sk_error 
 	return SK_OK;
 }
 
-static json_t *
-kv_object(const sk_kvlist *l)
-{
-	json_t *o = json_object();
-
-	for (size_t i = 0; l && i < l->len; i++)
-		json_object_set_new(o, l->items[i].key, json_string(l->items[i].value));
-	return o;
-}
-
 static int
 check_id(const char *id, sk_error *err)
 {
@@ -111,8 +101,8 @@ sk_e2b_create_seconds(sk_provider *p, const sk_create_request *req, long timeout
 	json_object_set_new(body, "autoPause", json_boolean(req->auto_pause));
 	json_object_set_new(body, "autoResume",
 	        json_pack("{s:b}", "enabled", req->auto_resume && req->auto_pause));
-	json_object_set_new(body, "metadata", kv_object(req->metadata));
-	json_object_set_new(body, "envVars", kv_object(req->env));
+	json_object_set_new(body, "metadata", sk_kvlist_to_json(req->metadata));
+	json_object_set_new(body, "envVars", sk_kvlist_to_json(req->env));
 	if (sk_json_dump_body(body, &text) != SK_OK)
 		return sk_error_set(err, SK_ENOMEM, "encoding the create request");
 	r.body = text;
@@ -342,19 +332,22 @@ sk_e2b_connect(sk_provider *p, const char *id, int64_t timeout_ms, sk_sandbox *o
 	return rc;
 }
 
-int
-sk_e2b_pause(sk_provider *p, const char *id, sk_error *err)
+/* A bodiless-answer call on /sandboxes/{id}...; `done_code` (already paused,
+ * already gone) counts as success. */
+static int
+call_idempotent(sk_provider *p, const char *method, const char *path_fmt, const char *id,
+        const char *body, int done_code, sk_error *err)
 {
-	sk_http_request r = { .method = "POST", .auth = true, .body = "{\"memory\":true}" };
+	sk_http_request r = { .method = method, .auth = true, .body = body };
 	char *path;
 	int rc;
 
 	if ((rc = check_id(id, err)) != SK_OK)
 		return rc;
-	path = sk_asprintf("/sandboxes/%s/pause", id);
+	path = sk_asprintf(path_fmt, id);
 	r.path = path;
 	rc = sk_http_json(&p->http, &r, NULL, NULL, err);
-	if (rc == SK_ECONFLICT) /* already paused */
+	if (rc == done_code)
 		rc = SK_OK;
 	free(path);
 	if (rc == SK_OK)
@@ -363,23 +356,16 @@ sk_e2b_pause(sk_provider *p, const char *id, sk_error *err)
 }
 
 int
+sk_e2b_pause(sk_provider *p, const char *id, sk_error *err)
+{
+	return call_idempotent(
+	        p, "POST", "/sandboxes/%s/pause", id, "{\"memory\":true}", SK_ECONFLICT, err);
+}
+
+int
 sk_e2b_kill(sk_provider *p, const char *id, sk_error *err)
 {
-	sk_http_request r = { .method = "DELETE", .auth = true };
-	char *path;
-	int rc;
-
-	if ((rc = check_id(id, err)) != SK_OK)
-		return rc;
-	path = sk_asprintf("/sandboxes/%s", id);
-	r.path = path;
-	rc = sk_http_json(&p->http, &r, NULL, NULL, err);
-	if (rc == SK_ENOTFOUND) /* already gone */
-		rc = SK_OK;
-	free(path);
-	if (rc == SK_OK)
-		sk_error_clear(err);
-	return rc;
+	return call_idempotent(p, "DELETE", "/sandboxes/%s", id, NULL, SK_ENOTFOUND, err);
 }
 
 int
