@@ -1,37 +1,70 @@
 /*
- * store/cas: the resourceVersion sequence and write claims.
+ * store/cas: resourceVersions and write claims.
  *
  * FerretDB 1.24 runs findAndModify and filtered updates as read-then-write,
  * so neither `$inc` nor a `{resourceVersion: expected}` filter is atomic
  * there (tests showed two writers getting the same number, or both
  * "matching"). What is atomic on every server is an insert into a unique
- * index, so:
- *   - resourceVersions are allocated by inserting {_id: N} into "counters"
- *     (N = highest + 1; a writer that loses the race retries with the next;
- *     old entries are pruned, only the highest matters);
- *   - a write over version V of an object first inserts the claim
- *     {_id: "NAME/V"} into "claims": one writer per version. It then checks
- *     that the object is still at V and replaces it by _id; only the holder
- *     of claim V can move an object away from V, so check + replace act as
- *     one compare-and-swap. The claim is released afterwards; one left by a
- *     writer that died expires after SK_CLAIM_EXPIRY_MS.
+ * index, so a write over version V of an object first inserts the claim
+ * {_id: "NAME/V"} into "claims": one writer per version. It then checks
+ * that the object is still at V and replaces it by _id; only the holder of
+ * claim V can move an object away from V, so check + replace act as one
+ * compare-and-swap.
+ *
+ * Round-trips matter: FerretDB's SQLite backend does not use its _id index
+ * for finds, updates or deletes (its query says `_sjson->'$._id'`, the index
+ * is on `_sjson->"_id"`), so every one of them scans its collection, while an
+ * insert is checked through the unique index. Hence:
+ *   - resourceVersions come from a hybrid logical clock, not a counter
+ *     collection: max(wall clock in SK_RV_UNIT_MS ticks, last seen + 1,
+ *     expected + 1), per process, seeded from the highest stored version
+ *     before the first write and advanced by every version read. Per-object
+ *     monotonicity is what the CAS needs, and the claim on NAME/V plus
+ *     "expected + 1" gives it. Uniqueness across objects is not needed: the
+ *     informer polls `> since` with a look-back of 256 versions, and a tick of
+ *     10 ms makes that window at least 2.56 s of wall time (the clock runs
+ *     ahead of the wall only when a process writes faster than one version
+ *     per tick, and then the window is 256 of its writes, as with a counter).
+ *   - a claim whose holder moved the object off V is left in place (it can
+ *     never be needed again: versions only grow, and verify() still checks
+ *     the object) and swept in batches once older than SK_CLAIM_EXPIRY_MS;
+ *     only a claim whose holder wrote nothing is deleted at once. One left by
+ *     a writer that died expires after SK_CLAIM_EXPIRY_MS too.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "store_int.h"
 
-#define SK_RV_ATTEMPTS 100
-#define SK_RV_KEEP 256 /* sequence entries kept when pruning */
+#define SK_RV_UNIT_MS 10 /* one clock tick */
 #define SK_CLAIM_EXPIRY_MS 30000 /* a claim older than this was abandoned */
+#define SK_CLAIM_SWEEP_MS 10000 /* at most one sweep of old claims per store this often */
 
-static int
-highest_rv(sk_store *s, mongoc_collection_t *coll, int64_t *out, sk_error *err)
+static pthread_mutex_t hlc_mu = PTHREAD_MUTEX_INITIALIZER;
+static int64_t hlc_last; /* the highest resourceVersion this process made or saw */
+
+void
+sk_store_rv_observe(int64_t rv)
 {
-	bson_t *filter = BCON_NEW("_id", "{", "$gt", BCON_INT64(0), "}");
-	bson_t *opts = BCON_NEW("sort", "{", "_id", BCON_INT32(-1), "}", "limit", BCON_INT64(1));
-	mongoc_cursor_t *cur = mongoc_collection_find_with_opts(coll, filter, opts, NULL);
+	pthread_mutex_lock(&hlc_mu);
+	if (rv > hlc_last)
+		hlc_last = rv;
+	pthread_mutex_unlock(&hlc_mu);
+}
+
+/* The highest resourceVersion stored in the database (0 when empty). */
+static int
+highest_stored(sk_store *s, mongoc_client_t *client, int64_t *out, sk_error *err)
+{
+	mongoc_collection_t *coll =
+	        mongoc_client_get_collection(client, s->database, SK_COLL_USERSPACES);
+	bson_t filter = BSON_INITIALIZER;
+	bson_t *opts = BCON_NEW("sort", "{", "metadata.resourceVersion", BCON_INT32(-1), "}",
+	        "limit", BCON_INT64(1), "projection", "{", "metadata.resourceVersion",
+	        BCON_INT32(1), "}");
+	mongoc_cursor_t *cur = mongoc_collection_find_with_opts(coll, &filter, opts, NULL);
 	const bson_t *doc;
 	bson_error_t berr;
 	bson_iter_t it;
@@ -39,64 +72,44 @@ highest_rv(sk_store *s, mongoc_collection_t *coll, int64_t *out, sk_error *err)
 
 	*out = 0;
 	if (mongoc_cursor_next(cur, &doc)) {
-		if (bson_iter_init_find(&it, doc, "_id"))
+		if (bson_iter_init(&it, doc) &&
+		        bson_iter_find_descendant(&it, "metadata.resourceVersion", &it))
 			*out = bson_iter_as_int64(&it);
 	} else if (mongoc_cursor_error(cur, &berr)) {
 		rc = sk_store_fail(s, &berr, "read resourceVersion", err);
 	}
 	mongoc_cursor_destroy(cur);
 	bson_destroy(opts);
-	bson_destroy(filter);
+	bson_destroy(&filter);
+	mongoc_collection_destroy(coll);
 	return rc;
-}
-
-/* Keeps the sequence collection small; only its highest entry matters. */
-static void
-prune(mongoc_collection_t *coll, int64_t rv)
-{
-	bson_t *filter = BCON_NEW("_id", "{", "$lt", BCON_INT64(rv - SK_RV_KEEP), "}");
-
-	mongoc_collection_delete_many(coll, filter, NULL, NULL, NULL);
-	bson_destroy(filter);
 }
 
 int
-sk_store_next_rv(sk_store *s, mongoc_client_t *client, int64_t *out, sk_error *err)
+sk_store_next_rv(
+        sk_store *s, mongoc_client_t *client, int64_t expected, int64_t *out, sk_error *err)
 {
-	mongoc_collection_t *coll =
-	        mongoc_client_get_collection(client, s->database, SK_COLL_COUNTERS);
-	bson_error_t berr;
-	int rc = SK_ETRANSIENT;
+	int64_t v;
 
-	for (int attempt = 0; attempt < SK_RV_ATTEMPTS; attempt++) {
+	if (!__atomic_load_n(&s->rv_seeded, __ATOMIC_ACQUIRE)) {
 		int64_t high = 0;
-		bson_t *doc;
-		bool ok;
+		int rc = highest_stored(s, client, &high, err);
 
-		if ((rc = highest_rv(s, coll, &high, err)) != 0)
-			break;
-		doc = BCON_NEW("_id", BCON_INT64(high + 1), "at", BCON_DATE_TIME(sk_now_ms()));
-		ok = mongoc_collection_insert_one(coll, doc, NULL, NULL, &berr);
-		bson_destroy(doc);
-		if (ok) {
-			*out = high + 1;
-			if (*out % SK_RV_KEEP == 0)
-				prune(coll, *out);
-			rc = 0;
-			break;
-		}
-		if (!sk_store_is_duplicate(&berr)) {
-			rc = sk_store_fail(s, &berr, "allocate resourceVersion", err);
-			break;
-		}
-		rc = SK_ETRANSIENT; /* another writer took high+1: try the next */
-		if (attempt > 4)
-			usleep((useconds_t)(1000 * (rand() % 5 + 1)));
+		if (rc != 0)
+			return rc;
+		sk_store_rv_observe(high);
+		__atomic_store_n(&s->rv_seeded, true, __ATOMIC_RELEASE);
 	}
-	if (rc == SK_ETRANSIENT)
-		sk_error_set(err, rc, "allocate resourceVersion: too much contention, retry");
-	mongoc_collection_destroy(coll);
-	return rc;
+	pthread_mutex_lock(&hlc_mu);
+	v = sk_now_ms() / SK_RV_UNIT_MS;
+	if (v <= hlc_last)
+		v = hlc_last + 1;
+	if (v <= expected)
+		v = expected + 1;
+	hlc_last = v;
+	pthread_mutex_unlock(&hlc_mu);
+	*out = v;
+	return 0;
 }
 
 static int
@@ -127,6 +140,24 @@ expire_claim(mongoc_collection_t *coll, const char *id)
 	return removed;
 }
 
+/* Deletes every claim older than the expiry, at most once per
+ * SK_CLAIM_SWEEP_MS per store: the ones left by writes that completed. */
+static void
+sweep_claims(sk_store *s, mongoc_collection_t *coll)
+{
+	int64_t now = sk_now_ms();
+	int64_t last = __atomic_load_n(&s->claims_swept_ms, __ATOMIC_RELAXED);
+	bson_t *filter;
+
+	if (now - last < SK_CLAIM_SWEEP_MS ||
+	        !__atomic_compare_exchange_n(
+	                &s->claims_swept_ms, &last, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return;
+	filter = BCON_NEW("at", "{", "$lt", BCON_DATE_TIME(now - SK_CLAIM_EXPIRY_MS), "}");
+	mongoc_collection_delete_many(coll, filter, NULL, NULL, NULL);
+	bson_destroy(filter);
+}
+
 int
 sk_store_claim(sk_store *s, mongoc_client_t *client, const char *name, int64_t base, char **claim,
         sk_error *err)
@@ -147,6 +178,8 @@ sk_store_claim(sk_store *s, mongoc_client_t *client, const char *name, int64_t b
 		        name, (long long)base);
 	else if (rc != 0)
 		rc = sk_store_fail(s, &berr, "claim userspace version", err);
+	else
+		sweep_claims(s, coll);
 	mongoc_collection_destroy(coll);
 	if (rc == 0)
 		*claim = id;
@@ -169,4 +202,11 @@ sk_store_release(sk_store *s, mongoc_client_t *client, char *claim)
 	bson_destroy(filter);
 	mongoc_collection_destroy(coll);
 	free(claim);
+}
+
+void
+sk_store_retire(char **claim)
+{
+	free(*claim);
+	*claim = NULL;
 }

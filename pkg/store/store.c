@@ -1,6 +1,6 @@
 /*
  * store: opening the MongoDB client pool, pings, indexes, error
- * classification and the resourceVersion counter.
+ * classification.
  */
 #include <pthread.h>
 #include <stdlib.h>

@@ -4,9 +4,8 @@
  * Collections in the database (default "spacekeeper"):
  *   userspaces  _id = metadata.name; unique index on spec.userID
  *   events      Kubernetes-style, aggregated by (object, reason, type); TTL index
- *   counters    the resourceVersion sequence
- *   claims      one short-lived document per write in flight (the
- *               compare-and-swap guard, see cas.c)
+ *   claims      one document per version written over (the
+ *               compare-and-swap guard, swept after 30 s, see cas.c)
  *   leases      controller leader lease
  * User-keyed maps (labels, annotations, spec.env, spec.metadata) are stored
  * as [{k, v}] arrays, so their keys never become BSON field names; label

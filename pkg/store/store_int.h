@@ -1,6 +1,6 @@
 /*
  * store internals shared by the store's .c files: the handle, error
- * classification, the resourceVersion counter and the document codec.
+ * classification, resourceVersions and claims, and the document codec.
  */
 #ifndef SK_STORE_INT_H
 #define SK_STORE_INT_H
@@ -11,7 +11,6 @@
 
 #define SK_COLL_USERSPACES "userspaces"
 #define SK_COLL_EVENTS "events"
-#define SK_COLL_COUNTERS "counters"
 #define SK_COLL_CLAIMS "claims"
 #define SK_INDEX_USER_ID "spec_userID_unique"
 #define SK_EVENT_TTL_S 3600
@@ -22,6 +21,8 @@ struct sk_store {
 	char *database;
 	char *uri_shown; /* the URI with any password redacted */
 	int64_t timeout_ms;
+	bool rv_seeded; /* the clock saw the highest stored resourceVersion (cas.c) */
+	int64_t claims_swept_ms; /* when old claims were last swept (cas.c) */
 };
 
 /* A client popped from the pool and one collection of it. */
@@ -38,13 +39,21 @@ void sk_store_conn_close(sk_store *s, sk_store_conn *c);
 int sk_store_fail(const sk_store *s, const bson_error_t *e, const char *what, sk_error *err);
 bool sk_store_is_duplicate(const bson_error_t *e);
 
-/* cas.c: the next resourceVersion (unique, increasing) from "counters". */
-int sk_store_next_rv(sk_store *s, mongoc_client_t *client, int64_t *out, sk_error *err);
+/* cas.c: the next resourceVersion for a write over version `expected` (0
+ * for a create): greater than expected and than every version this process
+ * wrote or saw (a hybrid logical clock, see cas.c). */
+int sk_store_next_rv(
+        sk_store *s, mongoc_client_t *client, int64_t expected, int64_t *out, sk_error *err);
+/* Advances the clock past a resourceVersion read from the server. */
+void sk_store_rv_observe(int64_t rv);
 /* Claims version `base` of object `name` for one writer; SK_ECONFLICT when
  * another writer holds it. *claim is released (and freed) by sk_store_release. */
 int sk_store_claim(sk_store *s, mongoc_client_t *client, const char *name, int64_t base,
         char **claim, sk_error *err);
 void sk_store_release(sk_store *s, mongoc_client_t *client, char *claim);
+/* For a claim whose holder moved the object off its version: frees *claim
+ * and leaves the claim document to the batched sweep (see cas.c). */
+void sk_store_retire(char **claim);
 
 /* A copy of uri with the password of any "user:pass@" replaced by "***". */
 char *sk_store_redact_uri(const char *uri);

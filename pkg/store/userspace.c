@@ -4,11 +4,13 @@
  *
  * A write over version V of an object: claim V (cas.c; one writer per
  * version), check that the stored object is still at V, take the next
- * resourceVersion, replace the document by _id, release the claim. Only the
- * holder of claim V can move an object away from V, so the check and the
- * replace act as one compare-and-swap even on servers where a filtered
- * update is read-then-write (FerretDB); a writer that read an older version
- * gets SK_ECONFLICT.
+ * resourceVersion (a clock, no round-trip), replace the document by _id and
+ * leave the claim to the sweep (a claim whose holder wrote nothing is
+ * deleted at once): three round-trips. Only the holder of claim V can move
+ * an object away from V, so the check and the replace act as one
+ * compare-and-swap even on servers where a filtered update is
+ * read-then-write (FerretDB); a writer that read an older version gets
+ * SK_ECONFLICT.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -44,9 +46,11 @@ find_one(sk_store *s, sk_store_conn *c, const bson_t *filter, sk_userspace **out
 	int rc = SK_ENOTFOUND;
 
 	*out = NULL;
-	if (mongoc_cursor_next(cur, &doc))
+	if (mongoc_cursor_next(cur, &doc)) {
 		rc = sk_store_userspace_from_doc(doc, out, err);
-	else if (mongoc_cursor_error(cur, &berr))
+		if (rc == 0)
+			sk_store_rv_observe((*out)->meta.resource_version);
+	} else if (mongoc_cursor_error(cur, &berr))
 		rc = sk_store_fail(s, &berr, "read userspace", err);
 	mongoc_cursor_destroy(cur);
 	bson_destroy(opts);
@@ -79,6 +83,28 @@ verify(sk_store *s, sk_store_conn *c, const char *name, int64_t expected, sk_err
 	int rc = load(s, c, name, &now, err);
 
 	if (rc == 0 && now->meta.resource_version != expected)
+		rc = conflict(name, expected, now->meta.resource_version, err);
+	sk_userspace_free(now);
+	return rc;
+}
+
+/* Claims version `expected` of `name` (cas.c). When another claim holds it,
+ * says why: the object is gone, moved past `expected` (a stale writer; the
+ * claim left by the write that moved it), or a write is in progress. */
+static int
+claim_version(sk_store *s, sk_store_conn *c, const char *name, int64_t expected, char **claim,
+        sk_error *err)
+{
+	int rc = sk_store_claim(s, c->client, name, expected, claim, err);
+	sk_userspace *now = NULL;
+	sk_error e2;
+
+	if (rc != SK_ECONFLICT)
+		return rc;
+	sk_error_clear(&e2);
+	if (load(s, c, name, &now, &e2) == SK_ENOTFOUND)
+		rc = not_found(name, err);
+	else if (now != NULL && now->meta.resource_version != expected)
 		rc = conflict(name, expected, now->meta.resource_version, err);
 	sk_userspace_free(now);
 	return rc;
@@ -163,12 +189,14 @@ static int
 delete_cas(sk_store *s, sk_store_conn *c, const char *name, int64_t expected, sk_error *err)
 {
 	char *claim = NULL;
-	int rc = sk_store_claim(s, c->client, name, expected, &claim, err);
+	int rc = claim_version(s, c, name, expected, &claim, err);
 
 	if (rc == 0)
 		rc = verify(s, c, name, expected, err);
 	if (rc == 0)
 		rc = delete_doc(s, c, name, err);
+	if (rc == 0)
+		sk_store_retire(&claim);
 	sk_store_release(s, c->client, claim);
 	return rc;
 }
@@ -246,7 +274,7 @@ sk_store_create(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_erro
 		        err, SK_EINVALID, "spec.userID: must match [A-Za-z0-9._-]{1,128}");
 	obj = new_object(us);
 	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
-	rc = sk_store_next_rv(s, c.client, &obj->meta.resource_version, err);
+	rc = sk_store_next_rv(s, c.client, 0, &obj->meta.resource_version, err);
 	if (rc == 0)
 		rc = insert(s, &c, obj, err);
 	sk_store_conn_close(s, &c);
@@ -308,6 +336,7 @@ query(sk_store *s, const bson_t *filter, const bson_t *opts, const sk_selector *
 			break;
 		if (us->meta.resource_version > out->resource_version)
 			out->resource_version = us->meta.resource_version;
+		sk_store_rv_observe(us->meta.resource_version);
 		if (sel == NULL || sk_selector_matches(sel, &us->meta.labels))
 			list_push(out, us);
 		else
@@ -375,14 +404,16 @@ static int
 commit(sk_store *s, sk_store_conn *c, sk_userspace *next, int64_t expected, sk_error *err)
 {
 	char *claim = NULL;
-	int rc = sk_store_claim(s, c->client, next->meta.name, expected, &claim, err);
+	int rc = claim_version(s, c, next->meta.name, expected, &claim, err);
 
 	if (rc == 0)
 		rc = verify(s, c, next->meta.name, expected, err);
 	if (rc == 0)
-		rc = sk_store_next_rv(s, c->client, &next->meta.resource_version, err);
+		rc = sk_store_next_rv(s, c->client, expected, &next->meta.resource_version, err);
 	if (rc == 0)
 		rc = replace(s, c, next, err);
+	if (rc == 0)
+		sk_store_retire(&claim);
 	sk_store_release(s, c->client, claim);
 	return rc;
 }
@@ -393,7 +424,7 @@ static int
 load_claimed(sk_store *s, sk_store_conn *c, const char *name, int64_t expected, char **claim,
         sk_userspace **cur, sk_error *err)
 {
-	int rc = sk_store_claim(s, c->client, name, expected, claim, err);
+	int rc = claim_version(s, c, name, expected, claim, err);
 
 	if (rc == 0)
 		rc = load(s, c, name, cur, err);
@@ -402,13 +433,19 @@ load_claimed(sk_store *s, sk_store_conn *c, const char *name, int64_t expected, 
 	return rc;
 }
 
-/* Writes next under a claim taken by load_claimed. */
+/* Writes next under a claim taken by load_claimed; once the object moved
+ * off the claimed version the claim is retired, not deleted (cas.c). */
 static int
-commit_claimed(sk_store *s, sk_store_conn *c, sk_userspace *next, sk_error *err)
+commit_claimed(sk_store *s, sk_store_conn *c, sk_userspace *next, char **claim, sk_error *err)
 {
-	int rc = sk_store_next_rv(s, c->client, &next->meta.resource_version, err);
+	int64_t expected = next->meta.resource_version;
+	int rc = sk_store_next_rv(s, c->client, expected, &next->meta.resource_version, err);
 
-	return rc == 0 ? replace(s, c, next, err) : rc;
+	if (rc == 0)
+		rc = replace(s, c, next, err);
+	if (rc == 0)
+		sk_store_retire(claim);
+	return rc;
 }
 
 int
@@ -441,7 +478,7 @@ sk_store_update(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_erro
 	swap_user_fields(next, tmp);
 	if (spec_changed)
 		next->meta.generation++;
-	rc = commit_claimed(s, &c, next, err);
+	rc = commit_claimed(s, &c, next, &claim, err);
 	if (rc == 0) {
 		*out = next;
 		next = NULL;
@@ -478,7 +515,7 @@ sk_store_update_status(sk_store *s, const char *name, int64_t resource_version,
 	sk_userspace_status_dispose(&next->status);
 	memset(&next->status, 0, sizeof(next->status));
 	sk_userspace_status_copy(&next->status, status);
-	rc = commit_claimed(s, &c, next, err);
+	rc = commit_claimed(s, &c, next, &claim, err);
 	if (rc == 0) {
 		*out = next;
 		next = NULL;
@@ -556,10 +593,13 @@ sk_store_remove_finalizer(sk_store *s, const char *name, int64_t resource_versio
 	if (rc != 0 || !sk_userspace_has_finalizer(cur, finalizer))
 		goto done;
 	drop_finalizer(&cur->meta, finalizer);
-	if (cur->meta.n_finalizers == 0 && cur->meta.deletion_ms != 0)
+	if (cur->meta.n_finalizers == 0 && cur->meta.deletion_ms != 0) {
 		rc = delete_doc(s, &c, name, err);
-	else
-		rc = commit_claimed(s, &c, cur, err);
+		if (rc == 0)
+			sk_store_retire(&claim);
+	} else {
+		rc = commit_claimed(s, &c, cur, &claim, err);
+	}
 done:
 	sk_store_release(s, c.client, claim);
 	sk_store_conn_close(s, &c);
