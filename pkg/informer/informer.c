@@ -200,10 +200,14 @@ sk_informer_relist(sk_informer *inf, sk_error *err)
 	apply_list(inf, &l, &c);
 	inf->stats.relists++;
 	inf->stats.changes += c.len;
+	pthread_mutex_unlock(&inf->mu);
+	/* Handlers see the listed objects before anyone is told the cache has
+	 * synced (client-go's HasSynced contract). */
+	changes_fire(inf, &c);
+	pthread_mutex_lock(&inf->mu);
 	inf->synced = true;
 	pthread_cond_broadcast(&inf->cond);
 	pthread_mutex_unlock(&inf->mu);
-	changes_fire(inf, &c);
 done:
 	sk_userspace_list_dispose(&l);
 	return rc;
