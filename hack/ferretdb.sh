@@ -14,10 +14,12 @@ ping=${SK_TOOLS_DIR:-$root/build/rel/tools}/mongoping
 
 usage() { echo "usage: hack/ferretdb.sh start|stop|uri [DIR]" >&2; exit 2; }
 
+# Below Linux's ephemeral range (32768-60999): a port there can be taken by
+# any outgoing loopback connection between our check and FerretDB's bind.
 free_port() {
 	local port
 	for _ in $(seq 1 100); do
-		port=$((20000 + RANDOM % 40000))
+		port=$((20000 + RANDOM % 12000))
 		if ! (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
 			echo "$port"
 			return 0
@@ -40,20 +42,25 @@ start() {
 	# FerretDB already runs SQLite in WAL mode; synchronous NORMAL drops the
 	# fsync per commit (halves an insert). Keep in sync with test/testutil.c.
 	local pragmas='_pragma=synchronous(normal)'
-	local port
-	port=$(free_port)
-	"$bin" --handler=sqlite --listen-addr="127.0.0.1:$port" --sqlite-url="file:$dir/data/?$pragmas" \
-		--state-dir="$dir" --debug-addr=- --telemetry=disable --log-level=error \
-		>"$dir/log" 2>&1 &
-	echo $! >"$dir/pid"
-	echo "mongodb://127.0.0.1:$port" >"$dir/uri"
-	for _ in $(seq 1 100); do
-		if "$ping" "$(cat "$dir/uri")" 500 2>/dev/null; then
-			cat "$dir/uri"
-			return 0
-		fi
-		kill -0 "$(cat "$dir/pid")" 2>/dev/null || break
-		sleep 0.1
+	local port attempt
+	for attempt in 1 2 3 4 5; do
+		port=$(free_port)
+		"$bin" --handler=sqlite --listen-addr="127.0.0.1:$port" \
+			--sqlite-url="file:$dir/data/?$pragmas" --state-dir="$dir" --debug-addr=- \
+			--telemetry=disable --log-level=error >"$dir/log" 2>&1 &
+		echo $! >"$dir/pid"
+		echo "mongodb://127.0.0.1:$port" >"$dir/uri"
+		for _ in $(seq 1 100); do
+			if "$ping" "$(cat "$dir/uri")" 500 2>/dev/null; then
+				cat "$dir/uri"
+				return 0
+			fi
+			kill -0 "$(cat "$dir/pid")" 2>/dev/null || break
+			sleep 0.1
+		done
+		# Lost a race for the port: try another one.
+		grep -q 'address already in use' "$dir/log" || break
+		echo "ferretdb: port $port was taken (attempt $attempt), trying another" >&2
 	done
 	echo "ferretdb: did not answer ping; its log:" >&2
 	tail -n 20 "$dir/log" >&2 || true
