@@ -278,42 +278,6 @@ sk_test_run(const char *const *argv, const char *const *env, const char *stdin_d
 	return status;
 }
 
-static void
-start_ferretdb(void)
-{
-	char addr[64], sqlite[700], state[600], log[600], bin[1024];
-	int port = sk_test_free_port();
-	sk_store_options opts = SK_STORE_OPTIONS_INIT;
-	sk_store *st = NULL;
-	sk_error err;
-
-	snprintf(bin, sizeof(bin), "%s", sk_test_path(".deps/bin/ferretdb"));
-	snprintf(state, sizeof(state), "%s/ferretdb", sk_test_tmpdir());
-	mkdir(state, 0755);
-	snprintf(addr, sizeof(addr), "--listen-addr=127.0.0.1:%d", port);
-	snprintf(sqlite, sizeof(sqlite), "--sqlite-url=file:%s/?" SK_TEST_SQLITE_PRAGMAS, state);
-	snprintf(log, sizeof(log), "%s/ferretdb.log", sk_test_tmpdir());
-	{
-		char state_arg[700];
-		const char *argv[] = { bin, "--handler=sqlite", addr, sqlite, state_arg,
-			"--debug-addr=-", "--telemetry=disable", "--log-level=error", NULL };
-		snprintf(state_arg, sizeof(state_arg), "--state-dir=%s", state);
-		ferretdb_pid = sk_test_spawn(argv, NULL, log);
-	}
-	snprintf(mongo_uri, sizeof(mongo_uri), "mongodb://127.0.0.1:%d", port);
-	opts.uri = mongo_uri;
-	opts.ensure_indexes = false;
-	for (int i = 0; i < 200; i++) {
-		if (sk_store_open(&st, &opts, &err) == 0) {
-			sk_store_close(st);
-			return;
-		}
-		usleep(50 * 1000);
-	}
-	fprintf(stderr, "FerretDB did not answer ping at %s (log: %s)\n", mongo_uri, log);
-	abort();
-}
-
 pid_t
 sk_test_ferretdb_start_at(const char *dir, int port)
 {
@@ -344,7 +308,34 @@ sk_test_ferretdb_start_at(const char *dir, int port)
 		usleep(50 * 1000);
 	}
 	fprintf(stderr, "FerretDB did not answer ping at %s (log: %s)\n", uri, log);
+	sk_test_stop(pid, true);
 	return -1;
+}
+
+/* A FerretDB in a new directory on a free port; retries when another process
+ * took the port between sk_test_free_port() and FerretDB's bind. */
+static pid_t
+ferretdb_start_fresh(const char *dir, char *uri, size_t len)
+{
+	for (int attempt = 0; attempt < 5; attempt++) {
+		int port = sk_test_free_port();
+		pid_t pid = sk_test_ferretdb_start_at(dir, port);
+
+		if (pid > 0) {
+			snprintf(uri, len, "mongodb://127.0.0.1:%d", port);
+			return pid;
+		}
+	}
+	abort();
+}
+
+static void
+start_ferretdb(void)
+{
+	char dir[600];
+
+	snprintf(dir, sizeof(dir), "%s/ferretdb", sk_test_tmpdir());
+	ferretdb_pid = ferretdb_start_fresh(dir, mongo_uri, sizeof(mongo_uri));
 }
 
 const char *
@@ -428,27 +419,9 @@ pid_t
 sk_test_ferretdb_start(char *uri, size_t len)
 {
 	static int instance;
-	char addr[64], dir[600], sqlite[700], state[700], log[700], bin[1024];
-	int port = sk_test_free_port();
-	pid_t pid;
+	char dir[600];
 
-	snprintf(bin, sizeof(bin), "%s", sk_test_path(".deps/bin/ferretdb"));
 	snprintf(
 	        dir, sizeof(dir), "%s/ferretdb-%d-%d", sk_test_tmpdir(), (int)getpid(), ++instance);
-	mkdir(dir, 0755);
-	snprintf(addr, sizeof(addr), "--listen-addr=127.0.0.1:%d", port);
-	snprintf(sqlite, sizeof(sqlite), "--sqlite-url=file:%s/?" SK_TEST_SQLITE_PRAGMAS, dir);
-	snprintf(state, sizeof(state), "--state-dir=%s", dir);
-	snprintf(log, sizeof(log), "%s.log", dir);
-	{
-		const char *argv[] = { bin, "--handler=sqlite", addr, sqlite, state,
-			"--debug-addr=-", "--telemetry=disable", "--log-level=error", NULL };
-		pid = sk_test_spawn(argv, NULL, log);
-	}
-	snprintf(uri, len, "mongodb://127.0.0.1:%d", port);
-	if (!sk_test_wait_port(port, 20000)) {
-		fprintf(stderr, "FerretDB did not listen on %s (log: %s)\n", uri, log);
-		abort();
-	}
-	return pid;
+	return ferretdb_start_fresh(dir, uri, len);
 }
