@@ -159,6 +159,7 @@ open_parts(sk_controller *c, sk_error *err)
 	io.poll_ms = c->opts.poll_ms;
 	io.relist_ms = c->opts.relist_ms;
 	io.on_change = on_informer_change;
+	io.skip_status_only = true;
 	io.payload = c;
 	io.log = c->opts.log;
 	io.log_payload = c->opts.log_payload;
@@ -209,6 +210,7 @@ sk_controller_new(sk_controller **out, const sk_controller_options *opts, sk_err
 	c->metrics = sk_metrics_new();
 	c->done_gen = sk_strmap_new(free);
 	c->failed = sk_strmap_new(NULL);
+	c->written_rv = sk_strmap_new(free);
 	sk_ctl_views_init(c);
 	metrics_declare(c);
 	rc = open_parts(c, err);
@@ -239,6 +241,7 @@ sk_controller_free(sk_controller *c)
 	sk_metrics_free(c->metrics);
 	sk_strmap_free(c->done_gen);
 	sk_strmap_free(c->failed);
+	sk_strmap_free(c->written_rv);
 	pthread_mutex_destroy(&c->mu);
 	pthread_mutex_destroy(&c->obs_mu);
 	pthread_cond_destroy(&c->cond);
@@ -388,21 +391,46 @@ provider_for(const char *name, void *arg)
 	return i < 0 ? NULL : w->clients[i];
 }
 
-/* The provider and user id of a key, from the cache or else the store. */
-static int
-key_target(sk_controller *c, const char *key, int *prov, char **user_id, sk_error *err)
+/* The resourceVersion our last writes to name left (0: none known). */
+static int64_t
+written_rv(sk_controller *c, const char *name)
 {
-	sk_userspace *us = NULL;
-	int rc = sk_informer_get(c->inf, key, &us);
+	int64_t *v, rv;
 
-	if (rc != 0)
-		rc = sk_store_get(c->store, key, &us, err);
-	if (rc == 0) {
-		*prov = sk_ctl_provider_index(c, us->spec.provider);
-		*user_id = sk_strdup(us->spec.user_id);
-	}
-	sk_userspace_free(us);
-	return rc;
+	pthread_mutex_lock(&c->mu);
+	v = sk_strmap_get(c->written_rv, name);
+	rv = v ? *v : 0;
+	pthread_mutex_unlock(&c->mu);
+	return rv;
+}
+
+static void
+note_written(sk_controller *c, const char *name, const sk_userspace *updated)
+{
+	int64_t *v;
+
+	/* Removed (finalizer gone): never trust a cached copy of it again. */
+	v = sk_malloc(sizeof(*v));
+	*v = updated ? updated->meta.resource_version : INT64_MAX;
+	pthread_mutex_lock(&c->mu);
+	sk_strmap_put(c->written_rv, name, v);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* The object of a key: the informer's copy when it has seen our last
+ * writes (every status write is compare-and-swap, so a copy stale from
+ * someone else's write ends in a conflict, never an overwrite), else the
+ * store's (a full collection scan on FerretDB's SQLite backend). */
+static int
+key_object(sk_controller *c, const char *key, sk_userspace **us, sk_error *err)
+{
+	int rc = sk_informer_get(c->inf, key, us);
+
+	if (rc == 0 && (*us)->meta.resource_version >= written_rv(c, key))
+		return 0;
+	sk_userspace_free(*us);
+	*us = NULL;
+	return sk_store_get(c->store, key, us, err);
 }
 
 static void
@@ -413,19 +441,19 @@ worker_process(sk_worker *w, const char *key)
 	sk_sandbox_list listed = { 0 };
 	sk_list_view view = { 0 };
 	sk_error err = { 0 };
-	char *user_id = NULL;
+	sk_userspace *us = NULL, *updated = NULL;
 	int prov = -1, rc;
 	int64_t requeue = 0, t0;
 	char l[160];
 
-	rc = key_target(c, key, &prov, &user_id, &err);
+	rc = key_object(c, key, &us, &err);
 	if (rc == SK_ENOTFOUND) {
 		/* Gone from the store: nothing to reconcile (orphans are the observer's). */
 		sk_workqueue_forget(c->q, key);
 		mark_reconciled(c, key, false);
 		goto done;
 	}
-	if (rc == 0 && prov < 0) {
+	if (rc == 0 && (prov = sk_ctl_provider_index(c, us->spec.provider)) < 0) {
 		sk_error_set(&err, SK_ETERMINAL, "spec.provider names no configured provider");
 		handle_result(c, key, SK_ETERMINAL, 0, &err, 0);
 		goto done;
@@ -438,7 +466,7 @@ worker_process(sk_worker *w, const char *key)
 			        &err, 0);
 		goto done;
 	}
-	sk_ctl_list_view(c, prov, user_id, &listed, &view);
+	sk_ctl_list_view(c, prov, us->spec.user_id, &listed, &view);
 	env.store = c->store;
 	env.provider = w->clients[prov];
 	env.provider_for = provider_for;
@@ -449,12 +477,14 @@ worker_process(sk_worker *w, const char *key)
 	snprintf(l, sizeof(l), "provider=\"%s\"", c->cfg->providers[prov].name);
 	sk_metrics_add(c->metrics, "spacekeeper_provider_reconciles_total", l, 1);
 	t0 = sk_monotonic_ms();
-	rc = sk_reconcile(&env, key, &view, &requeue, &err);
+	rc = sk_reconcile_object(&env, us, &view, &requeue, &updated, &err);
 	sk_limiter_release(c->limiters[prov]);
+	note_written(c, key, updated);
 	handle_result(c, key, rc, requeue, &err, sk_monotonic_ms() - t0);
 done:
 	sk_sandbox_list_dispose(&listed);
-	free(user_id);
+	sk_userspace_free(us);
+	sk_userspace_free(updated);
 }
 
 static void *

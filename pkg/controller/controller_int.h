@@ -58,6 +58,7 @@ struct sk_controller {
 	uint64_t gen; /* reconciles finished */
 	sk_strmap *done_gen; /* name -> uint64_t* gen of its last reconcile */
 	sk_strmap *failed; /* names whose last reconcile failed */
+	sk_strmap *written_rv; /* name -> int64_t* resourceVersion after our last writes */
 
 	sk_worker *workers;
 	int n_workers;

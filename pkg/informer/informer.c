@@ -124,21 +124,49 @@ user_unlink(sk_informer *inf, const sk_userspace *old)
 		sk_strmap_remove(inf->users, old->spec.user_id);
 }
 
-/* Takes us when it is newer than the cached copy; returns whether it changed. */
+static bool
+str_eq(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+bool
+sk_informer_status_only_change(const sk_userspace *a, const sk_userspace *b)
+{
+	const sk_object_meta *x = &a->meta, *y = &b->meta;
+
+	if (!str_eq(x->name, y->name) || !str_eq(x->uid, y->uid) ||
+	        x->generation != y->generation || x->creation_ms != y->creation_ms ||
+	        x->deletion_ms != y->deletion_ms || x->n_finalizers != y->n_finalizers ||
+	        !sk_kvlist_equal(&x->labels, &y->labels) ||
+	        !sk_kvlist_equal(&x->annotations, &y->annotations))
+		return false;
+	for (size_t i = 0; i < x->n_finalizers; i++)
+		if (!str_eq(x->finalizers[i], y->finalizers[i]))
+			return false;
+	return sk_userspace_spec_equal(&a->spec, &b->spec);
+}
+
+/* Takes us when it is newer than the cached copy; returns whether a change
+ * callback is due (it changed, and not only in status when so configured). */
 static bool
 cache_upsert(sk_informer *inf, const sk_userspace *us)
 {
 	sk_userspace *old = sk_strmap_get(inf->objects, us->meta.name);
+	bool notify;
 
 	if (us->meta.resource_version > inf->last_rv)
 		inf->last_rv = us->meta.resource_version;
 	if (old && old->meta.resource_version >= us->meta.resource_version)
 		return false;
+	notify = !old || !inf->opts.skip_status_only || !sk_informer_status_only_change(old, us);
+	if (!notify)
+		inf->stats.skipped++;
 	user_unlink(inf, old);
 	if (us->spec.user_id)
 		sk_strmap_put(inf->users, us->spec.user_id, sk_strdup(us->meta.name));
 	sk_strmap_put(inf->objects, us->meta.name, sk_userspace_dup(us));
-	return true;
+	return notify;
 }
 
 static void

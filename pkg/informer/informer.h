@@ -31,10 +31,15 @@ typedef struct sk_informer_options {
 	void *payload;
 	sk_log_fn log; /* may be NULL */
 	void *log_payload;
+	/* When true, a newer version that differs from the cached copy only in
+	 * status and resourceVersion updates the cache without a callback
+	 * (controller-runtime's generation/annotation predicates: the
+	 * controller's own status writes do not trigger another reconcile). */
+	bool skip_status_only;
 } sk_informer_options;
 #define SK_INFORMER_OPTIONS_INIT                                                                   \
 	{                                                                                          \
-		NULL, 1000, 300000, 256, NULL, NULL, NULL, NULL                                    \
+		NULL, 1000, 300000, 256, NULL, NULL, NULL, NULL, false                             \
 	}
 
 int sk_informer_new(sk_informer **out, const sk_informer_options *opts, sk_error *err);
@@ -64,6 +69,8 @@ void sk_informer_names_free(char **names, size_t n);
 /* Whether some cached UserSpace has spec.userID == user_id. */
 bool sk_informer_has_user(sk_informer *inf, const char *user_id);
 size_t sk_informer_len(sk_informer *inf);
+/* Whether b differs from a only in status and resourceVersion. */
+bool sk_informer_status_only_change(const sk_userspace *a, const sk_userspace *b);
 /* Highest resourceVersion seen. */
 int64_t sk_informer_last_rv(sk_informer *inf);
 
@@ -73,6 +80,7 @@ typedef struct sk_informer_stats {
 	uint64_t relists;
 	uint64_t errors;
 	uint64_t changes;
+	uint64_t skipped; /* status-only changes without a callback (skip_status_only) */
 } sk_informer_stats;
 void sk_informer_get_stats(sk_informer *inf, sk_informer_stats *out);
 

@@ -411,13 +411,43 @@ sk_execute(const sk_reconcile_env *env, const sk_userspace *us, const sk_plan_re
 }
 
 int
+sk_reconcile_object(const sk_reconcile_env *env, const sk_userspace *us, const sk_list_view *list,
+        int64_t *requeue_after_ms, sk_userspace **updated, sk_error *err)
+{
+	sk_observed ob;
+	sk_plan_result plan;
+	sk_provider *p = env->provider;
+	sk_error local;
+	int rc;
+
+	if (err == NULL)
+		err = &local;
+	if (requeue_after_ms != NULL)
+		*requeue_after_ms = 0;
+	if (updated != NULL)
+		*updated = NULL;
+	if (env->provider_for != NULL) {
+		sk_provider *named = env->provider_for(us->spec.provider, env->provider_arg);
+		if (named != NULL)
+			p = named;
+	}
+	sk_observe(p, us, list, &env->opts, &ob, err);
+	sk_plan(us, &ob, env->now ? env->now() : sk_now_ms(), &env->opts, &plan);
+	rc = sk_execute(env, us, &plan, updated, err);
+	if (rc == 0 && plan.wait_code != 0)
+		rc = sk_error_set(err, plan.wait_code, "%s", plan.wait_message);
+	if (requeue_after_ms != NULL)
+		*requeue_after_ms = plan.requeue_after_ms;
+	sk_plan_result_dispose(&plan);
+	sk_observed_dispose(&ob);
+	return rc;
+}
+
+int
 sk_reconcile(const sk_reconcile_env *env, const char *name, const sk_list_view *list,
         int64_t *requeue_after_ms, sk_error *err)
 {
 	sk_userspace *us = NULL;
-	sk_observed ob;
-	sk_plan_result plan;
-	sk_provider *p = env->provider;
 	sk_error local;
 	int rc;
 
@@ -430,22 +460,8 @@ sk_reconcile(const sk_reconcile_env *env, const char *name, const sk_list_view *
 		sk_error_clear(err);
 		return 0;
 	}
-	if (rc != 0)
-		return rc;
-	if (env->provider_for != NULL) {
-		sk_provider *named = env->provider_for(us->spec.provider, env->provider_arg);
-		if (named != NULL)
-			p = named;
-	}
-	sk_observe(p, us, list, &env->opts, &ob, err);
-	sk_plan(us, &ob, env->now ? env->now() : sk_now_ms(), &env->opts, &plan);
-	rc = sk_execute(env, us, &plan, NULL, err);
-	if (rc == 0 && plan.wait_code != 0)
-		rc = sk_error_set(err, plan.wait_code, "%s", plan.wait_message);
-	if (requeue_after_ms != NULL)
-		*requeue_after_ms = plan.requeue_after_ms;
-	sk_plan_result_dispose(&plan);
-	sk_observed_dispose(&ob);
+	if (rc == 0)
+		rc = sk_reconcile_object(env, us, list, requeue_after_ms, NULL, err);
 	sk_userspace_free(us);
 	return rc;
 }

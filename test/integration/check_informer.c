@@ -266,6 +266,59 @@ START_TEST(test_lookback_does_not_refire)
 }
 END_TEST
 
+/* skip_status_only: a status-only write updates the cache without a
+ * callback; a spec change, a finalizer or a deletion still calls back. */
+START_TEST(test_status_only_skipped)
+{
+	sk_informer_options o = SK_INFORMER_OPTIONS_INIT;
+	sk_informer *inf = NULL;
+	sk_userspace *cur = NULL, *next = NULL, *cached_us = NULL;
+	sk_userspace_status st = { 0 };
+	sk_informer_stats stats;
+	sk_error err = { 0 };
+
+	create("gina", "u-gina");
+	o.store = store;
+	o.on_change = on_change;
+	o.skip_status_only = true;
+	ck_assert_int_eq(sk_informer_new(&inf, &o, &err), 0);
+	ck_assert_int_eq(sk_informer_relist(inf, &err), 0);
+	ck_assert_int_eq(seen_count("gina"), 1);
+	ck_assert_int_eq(sk_store_get(store, "gina", &cur, &err), 0);
+	st.phase = SK_PHASE_RUNNING;
+	st.sandbox_id = "isim2";
+	ck_assert_msg(sk_store_update_status(
+	                      store, "gina", cur->meta.resource_version, &st, &next, &err) == 0,
+	        "%s", err.message);
+	ck_assert_int_eq(sk_informer_poll(inf, &err), 0);
+	ck_assert_int_eq(seen_count("gina"), 1);
+	ck_assert_int_eq(sk_informer_get(inf, "gina", &cached_us), 0);
+	ck_assert_str_eq(cached_us->status.sandbox_id, "isim2");
+	ck_assert_int_eq(cached_us->meta.resource_version, next->meta.resource_version);
+	sk_informer_get_stats(inf, &stats);
+	ck_assert_uint_eq(stats.skipped, 1);
+	ck_assert(sk_informer_status_only_change(cur, next));
+	/* A spec change is not status-only. */
+	sk_userspace_free(cur);
+	cur = next;
+	next = NULL;
+	free(cur->spec.template_id);
+	cur->spec.template_id = sk_strdup("python");
+	ck_assert(!sk_informer_status_only_change(cached_us, cur));
+	ck_assert_msg(sk_store_update(store, cur, &next, &err) == 0, "%s", err.message);
+	ck_assert_int_eq(sk_informer_poll(inf, &err), 0);
+	ck_assert_int_eq(seen_count("gina"), 2);
+	/* Deletion (deletionTimestamp, finalizer kept) calls back too. */
+	ck_assert_int_eq(sk_store_mark_deleted(store, "gina", &err), 0);
+	ck_assert_int_eq(sk_informer_poll(inf, &err), 0);
+	ck_assert_int_eq(seen_count("gina"), 3);
+	sk_userspace_free(cur);
+	sk_userspace_free(next);
+	sk_userspace_free(cached_us);
+	sk_informer_free(inf);
+}
+END_TEST
+
 Suite *
 sk_suite_informer(void)
 {
@@ -278,6 +331,7 @@ sk_suite_informer(void)
 	tcase_add_test(tc, test_create_update_delete_seen);
 	tcase_add_test(tc, test_status_write_seen);
 	tcase_add_test(tc, test_lookback_does_not_refire);
+	tcase_add_test(tc, test_status_only_skipped);
 	suite_add_tcase(s, tc);
 	return s;
 }
