@@ -25,7 +25,7 @@
 Suite *sk_suite_provider_faults(void);
 Suite *sk_suite_provider_sim(void);
 
-#define KEY "e2b_00112233445566778899aabbccddeeff00112233"
+#define KEY "e2b_0000000000000000000000000000000000000000" /* a dummy key */
 #define KEY_VAR "SK_TEST_PROVIDER_KEY"
 
 static const sk_provider_type all_types[] = { SK_PROVIDER_E2B, SK_PROVIDER_CUBE,

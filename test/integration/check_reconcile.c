@@ -15,7 +15,7 @@
 
 Suite *sk_suite_reconcile(void);
 
-#define KEY "e2b_00112233445566778899aabbccddeeff00112233"
+#define KEY "e2b_0000000000000000000000000000000000000000" /* a dummy key */
 #define KEY_VAR "SK_TEST_RECONCILE_KEY"
 
 typedef struct fixture {
