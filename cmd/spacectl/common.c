@@ -262,3 +262,23 @@ sk_cli_load_config(const char *path, sk_controller_config **cfg)
 	sk_errlist_dispose(&errs);
 	return rc == SK_OK ? SK_EXIT_OK : SK_EXIT_FAIL;
 }
+
+int
+sk_cli_parse_files_only(int argc, char **argv, const sk_cli_help *help, sk_cli_strv *files)
+{
+	static const struct option opts[] = { { "filename", required_argument, NULL, 'f' },
+		SK_CLI_GLOBAL_OPTIONS, { 0 } };
+	int ch, rc = SK_CLI_CONTINUE;
+
+	while (rc == SK_CLI_CONTINUE && (ch = sk_cli_getopt(argc, argv, ":f:h", opts)) != -1) {
+		if (ch == 'f')
+			sk_cli_strv_push(files, optarg);
+		else
+			rc = sk_cli_opt(help, ch, argv);
+	}
+	if (rc == SK_CLI_CONTINUE && optind < argc)
+		rc = sk_cli_usage_error(help, "unexpected argument \"%s\"", argv[optind]);
+	if (rc == SK_CLI_CONTINUE && files->len == 0)
+		rc = sk_cli_usage_error(help, "-f PATH is required");
+	return rc;
+}

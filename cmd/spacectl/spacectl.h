@@ -130,6 +130,9 @@ typedef struct sk_cli_strv {
 } sk_cli_strv;
 void sk_cli_strv_push(sk_cli_strv *v, char *s);
 void sk_cli_strv_dispose(sk_cli_strv *v); /* frees the array, not the strings */
+/* Parses the flags of a command that takes only -f PATH (repeatable, required) and the
+ * global flags; returns SK_CLI_CONTINUE or the exit code (help printed, usage error). */
+int sk_cli_parse_files_only(int argc, char **argv, const sk_cli_help *help, sk_cli_strv *files);
 
 /* get's table of UserSpaces (get.c). last_only: only the last row, aligned as
  * in the whole table (get -w prints one row per change). */

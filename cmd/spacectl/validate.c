@@ -21,23 +21,11 @@ static const sk_cli_help help = {
 int
 sk_cmd_validate(int argc, char **argv)
 {
-	static const struct option opts[] = { { "filename", required_argument, NULL, 'f' },
-		SK_CLI_GLOBAL_OPTIONS, { 0 } };
 	sk_cli_strv files = { NULL, 0 };
 	sk_cli_input in;
-	int ch, rc = SK_CLI_CONTINUE;
+	int rc = sk_cli_parse_files_only(argc, argv, &help, &files);
 
 	memset(&in, 0, sizeof(in));
-	while (rc == SK_CLI_CONTINUE && (ch = sk_cli_getopt(argc, argv, ":f:h", opts)) != -1) {
-		if (ch == 'f')
-			sk_cli_strv_push(&files, optarg);
-		else
-			rc = sk_cli_opt(&help, ch, argv);
-	}
-	if (rc == SK_CLI_CONTINUE && optind < argc)
-		rc = sk_cli_usage_error(&help, "unexpected argument \"%s\"", argv[optind]);
-	if (rc == SK_CLI_CONTINUE && files.len == 0)
-		rc = sk_cli_usage_error(&help, "-f PATH is required");
 	if (rc == SK_CLI_CONTINUE) {
 		rc = sk_cli_input_load(&in, files.items, files.len);
 		if (rc == SK_EXIT_OK) {
