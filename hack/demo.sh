@@ -8,6 +8,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${SK_BIN_DIR:-$root/bin}
+. "$root/hack/lib.sh"
 seconds=${DEMO_SECONDS:-}
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/spacekeeper-demo.XXXXXX")
 sim_pid=
@@ -43,13 +44,7 @@ uri=$("$root/hack/ferretdb.sh" start "$scratch/ferretdb")
 echo "==> starting sandboxsim (20ms latency per call)"
 "$bin/sandboxsim" --listen 127.0.0.1:0 --latency 20ms >"$scratch/sandboxsim.log" 2>&1 &
 sim_pid=$!
-sim_url=
-for _ in $(seq 1 100); do
-	sim_url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$scratch/sandboxsim.log")
-	[ -n "$sim_url" ] && break
-	sleep 0.1
-done
-[ -n "$sim_url" ] || { echo "demo: sandboxsim did not start" >&2; cat "$scratch/sandboxsim.log" >&2; exit 1; }
+sim_url=$(log_wait "$scratch/sandboxsim.log" "$SIM_LISTENING" "$sim_pid") || { echo "demo: sandboxsim did not start" >&2; cat "$scratch/sandboxsim.log" >&2; exit 1; }
 echo "    $sim_url"
 
 sed "s#http://127.0.0.1:3000#$sim_url#g" "$root/manifests/config/demo.yaml" >"$scratch/config.yaml"
@@ -59,14 +54,7 @@ echo "==> starting spacekeeper"
 "$bin/spacekeeper" --config "$scratch/config.yaml" --mongodb-uri "$uri" \
 	--listen 127.0.0.1:0 --resync 5s --poll 500ms >"$scratch/spacekeeper.log" 2>&1 &
 keeper_pid=$!
-keeper_port=
-for _ in $(seq 1 300); do
-	keeper_port=$(sed -n 's/.*msg="controller started".* http_port=\([0-9]*\).*/\1/p' "$scratch/spacekeeper.log")
-	[ -n "$keeper_port" ] && break
-	kill -0 "$keeper_pid" 2>/dev/null || break
-	sleep 0.1
-done
-[ -n "$keeper_port" ] || { echo "demo: spacekeeper did not start" >&2; cat "$scratch/spacekeeper.log" >&2; exit 1; }
+keeper_port=$(log_wait "$scratch/spacekeeper.log" "$KEEPER_STARTED" "$keeper_pid") || { echo "demo: spacekeeper did not start" >&2; cat "$scratch/spacekeeper.log" >&2; exit 1; }
 echo "    metrics and connect API on http://127.0.0.1:$keeper_port"
 
 echo "==> applying manifests/examples/"

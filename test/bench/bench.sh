@@ -12,6 +12,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 bin=${SK_BIN_DIR:-$root/bin}
+. "$root/hack/lib.sh"
 n=${N:-2000}
 mif=${MAX_IN_FLIGHT:-64}
 lat=${LATENCY_MS:-20}
@@ -45,13 +46,7 @@ uri=$("$root/hack/ferretdb.sh" start "$tmp/ferretdb")
 
 "$bin/sandboxsim" --listen 127.0.0.1:0 --latency "${lat}ms" 2>"$tmp/sim.log" &
 sim_pid=$!
-sim=
-for _ in $(seq 100); do
-	sim=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$tmp/sim.log")
-	[ -n "$sim" ] && break
-	sleep 0.1
-done
-[ -n "$sim" ] || { echo "bench: sandboxsim did not start" >&2; cat "$tmp/sim.log" >&2; exit 1; }
+sim=$(log_wait "$tmp/sim.log" "$SIM_LISTENING" "$sim_pid") || { echo "bench: sandboxsim did not start" >&2; cat "$tmp/sim.log" >&2; exit 1; }
 
 cat >"$tmp/config.yaml" <<EOF
 apiVersion: spacekeeper.dev/v1alpha1
@@ -90,13 +85,7 @@ t0=$(date +%s.%N)
 "$bin/spacekeeper" --config "$tmp/config.yaml" --mongodb-uri "$uri${KEEPER_URI_OPTS:-}" \
 	>"$tmp/spacekeeper.log" 2>&1 &
 keeper_pid=$!
-port=
-for _ in $(seq 1 300); do
-	port=$(sed -n 's/.*msg="controller started".* http_port=\([0-9]*\).*/\1/p' "$tmp/spacekeeper.log")
-	[ -n "$port" ] && break
-	sleep 0.1
-done
-[ -n "$port" ] || { echo "bench: spacekeeper did not start" >&2; cat "$tmp/spacekeeper.log" >&2; exit 1; }
+port=$(log_wait "$tmp/spacekeeper.log" "$KEEPER_STARTED" "$keeper_pid") || { echo "bench: spacekeeper did not start" >&2; cat "$tmp/spacekeeper.log" >&2; exit 1; }
 while :; do
 	r=$(ready_count)
 	[ "$r" -ge "$n" ] && break
