@@ -38,15 +38,17 @@ is_id_char(char c)
 	return isalnum((unsigned char)c) || c == '.' || c == '_' || c == '-';
 }
 
-bool
-sk_valid_user_id(const char *s)
+/* [A-Za-z0-9._-]{min,max}: user IDs and sandbox metadata values (CubeSandbox
+ * does not URL-decode, so nothing that would need encoding). */
+static bool
+id_chars(const char *s, size_t min, size_t max)
 {
 	size_t n;
 
 	if (s == NULL)
 		return false;
 	n = strlen(s);
-	if (n < 1 || n > 128)
+	if (n < min || n > max)
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		if (!is_id_char(s[i]))
@@ -56,20 +58,15 @@ sk_valid_user_id(const char *s)
 }
 
 bool
+sk_valid_user_id(const char *s)
+{
+	return id_chars(s, 1, 128);
+}
+
+bool
 sk_valid_metadata_value(const char *s)
 {
-	size_t n;
-
-	if (s == NULL)
-		return false;
-	n = strlen(s);
-	if (n > 256)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		if (!is_id_char(s[i]))
-			return false;
-	}
-	return true;
+	return id_chars(s, 0, 256);
 }
 
 bool
