@@ -46,7 +46,7 @@ start() {
 	for attempt in 1 2 3 4 5; do
 		port=$(free_port)
 		"$bin" --handler=sqlite --listen-addr="127.0.0.1:$port" \
-			--sqlite-url="file:$dir/data/?$pragmas" --state-dir="$dir" --debug-addr=- \
+			--sqlite-url="file:$dir/data/?$pragmas" --state-dir="$dir" --debug-addr="${FERRETDB_DEBUG_ADDR:--}" \
 			--telemetry=disable --log-level=error >"$dir/log" 2>&1 &
 		echo $! >"$dir/pid"
 		echo "mongodb://127.0.0.1:$port" >"$dir/uri"
