@@ -80,6 +80,9 @@ typedef struct sk_object_meta {
 	int64_t deletion_ms; /* 0 when not being deleted */
 	char **finalizers;
 	size_t n_finalizers;
+	/* When this copy was read from (or written to) the store, on this
+	 * process's monotonic clock (sk_monotonic_ms); 0 unknown. Not stored. */
+	int64_t read_ms;
 } sk_object_meta;
 
 typedef struct sk_userspace_spec {

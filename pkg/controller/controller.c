@@ -38,6 +38,40 @@ sk_ctl_provider_index(sk_controller *c, const char *name)
 
 static const char *const results[] = { "success", "error", "requeue", "requeue_after" };
 
+/* Cached UserSpaces by status.phase and by whether condition Ready is True. */
+#define N_PHASES ((size_t)SK_PHASE_ERROR + 1)
+typedef struct userspace_counts {
+	size_t n[N_PHASES][2];
+} userspace_counts;
+
+static void
+count_userspace(const sk_userspace *us, void *payload)
+{
+	userspace_counts *k = payload;
+	size_t p = (size_t)us->status.phase < N_PHASES ? (size_t)us->status.phase : 0;
+
+	k->n[p][sk_userspace_is_ready(us) ? 1 : 0]++;
+}
+
+void
+sk_ctl_metrics_userspaces(sk_metrics *m, sk_informer *inf)
+{
+	userspace_counts k = { { { 0 } } };
+	char l[96];
+
+	/* One O(N) pass over the cache under its lock, no copies. */
+	if (inf)
+		sk_informer_foreach(inf, count_userspace, &k);
+	for (size_t p = 0; p < N_PHASES; p++) {
+		const char *phase = sk_phase_name((sk_phase)p);
+		for (int r = 0; r < 2; r++) {
+			snprintf(l, sizeof(l), "phase=\"%s\",ready=\"%s\"",
+			        phase[0] ? phase : "None", r ? "true" : "false");
+			sk_metrics_set(m, SK_CTL_METRIC_USERSPACES, l, (double)k.n[p][r]);
+		}
+	}
+}
+
 static void
 metrics_declare(sk_controller *c)
 {
@@ -78,6 +112,10 @@ metrics_declare(sk_controller *c)
 	        "1 once the informer has listed UserSpaces");
 	sk_metrics_declare(m, "spacekeeper_informer_objects", SK_METRIC_GAUGE,
 	        "UserSpaces in the informer cache");
+	sk_metrics_declare(m, SK_CTL_METRIC_USERSPACES, SK_METRIC_GAUGE,
+	        "UserSpaces in the informer cache by status.phase (None: no status yet) and "
+	        "whether condition Ready is True");
+	sk_ctl_metrics_userspaces(m, NULL);
 	sk_metrics_declare(m, "spacekeeper_provider_list_total", SK_METRIC_COUNTER,
 	        "Observer list passes per provider and result");
 	sk_metrics_declare(m, "spacekeeper_provider_reconciles_total", SK_METRIC_COUNTER,
@@ -96,9 +134,12 @@ metrics_declare(sk_controller *c)
 void
 sk_controller_render_metrics(sk_controller *c, sk_buf *out)
 {
+	/* Scrapes in turn: the gauges set here render as one snapshot. */
+	static pthread_mutex_t render_mu = PTHREAD_MUTEX_INITIALIZER;
 	sk_workqueue_stats st;
 	const char *l = "name=\"" SK_CONTROLLER_NAME "\"";
 
+	pthread_mutex_lock(&render_mu);
 	sk_workqueue_get_stats(c->q, &st);
 	sk_metrics_set(c->metrics, "workqueue_depth", l, (double)st.depth);
 	sk_metrics_set(c->metrics, "workqueue_adds_total", l, (double)st.adds_total);
@@ -108,7 +149,9 @@ sk_controller_render_metrics(sk_controller *c, sk_buf *out)
 	        sk_informer_has_synced(c->inf) ? 1 : 0);
 	sk_metrics_set(
 	        c->metrics, "spacekeeper_informer_objects", NULL, (double)sk_informer_len(c->inf));
+	sk_ctl_metrics_userspaces(c->metrics, c->inf);
 	sk_metrics_render(c->metrics, out);
+	pthread_mutex_unlock(&render_mu);
 }
 
 /* ---- new / free ---- */

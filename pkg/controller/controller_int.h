@@ -88,6 +88,11 @@ void sk_ctl_list_view(
 int sk_ctl_http_start(sk_controller *c, sk_error *err);
 void sk_ctl_http_stop(sk_controller *c);
 
+/* controller.c: sets spacekeeper_userspaces{phase,ready} from the informer's
+ * cache (every phase x ready series, zeros included; inf NULL: all zero). */
+#define SK_CTL_METRIC_USERSPACES "spacekeeper_userspaces"
+void sk_ctl_metrics_userspaces(sk_metrics *m, sk_informer *inf);
+
 /* controller.c: waits until a reconcile of name finishes after gen0 or the
  * deadline (monotonic ms) passes; false on timeout or stop. */
 bool sk_ctl_wait_reconciled(sk_controller *c, const char *name, uint64_t gen0, int64_t deadline);

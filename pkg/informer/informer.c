@@ -441,6 +441,30 @@ sk_informer_len(sk_informer *inf)
 	return n;
 }
 
+typedef struct visit_ctx {
+	sk_informer_visit_fn fn;
+	void *payload;
+} visit_ctx;
+
+static void
+visit_one(const char *key, void *value, void *payload)
+{
+	visit_ctx *v = payload;
+
+	(void)key;
+	v->fn(value, v->payload);
+}
+
+void
+sk_informer_foreach(sk_informer *inf, sk_informer_visit_fn fn, void *payload)
+{
+	visit_ctx v = { fn, payload };
+
+	pthread_mutex_lock(&inf->mu);
+	sk_strmap_foreach(inf->objects, visit_one, &v);
+	pthread_mutex_unlock(&inf->mu);
+}
+
 int64_t
 sk_informer_last_rv(sk_informer *inf)
 {

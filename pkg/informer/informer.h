@@ -71,6 +71,11 @@ bool sk_informer_has_user(sk_informer *inf, const char *user_id);
 size_t sk_informer_len(sk_informer *inf);
 /* Whether b differs from a only in status and resourceVersion. */
 bool sk_informer_status_only_change(const sk_userspace *a, const sk_userspace *b);
+/* Calls fn for every cached object (in no particular order) with the cache
+ * locked: fn must be quick, must not keep us, and must not call the informer.
+ * For cheap aggregates (metrics) without copying the cache. */
+typedef void (*sk_informer_visit_fn)(const sk_userspace *us, void *payload);
+void sk_informer_foreach(sk_informer *inf, sk_informer_visit_fn fn, void *payload);
 /* Highest resourceVersion seen. */
 int64_t sk_informer_last_rv(sk_informer *inf);
 

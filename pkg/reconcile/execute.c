@@ -21,6 +21,10 @@ typedef struct sk_xctx {
 	char *created; /* sandbox made by this run's CREATE */
 	bool removed; /* finalizer removed: the object may be gone */
 	int64_t now;
+	/* Follow-up mode (sk_reconcile_object): the status is not written but
+	 * left in cur, and the sandboxes this run started are recorded here. */
+	sk_observed *started;
+	bool force_write; /* write even when unchanged (a deferred status) */
 } sk_xctx;
 
 static void xlog(const sk_xctx *x, sk_log_level lvl, const char *msg, const char *fmt, ...)
@@ -77,8 +81,7 @@ static int
 write_once(sk_xctx *x, const sk_userspace_status *st, sk_error *err)
 {
 	sk_userspace *out = NULL;
-	int rc = sk_store_update_status(
-	        x->env->store, x->cur->meta.name, x->cur->meta.resource_version, st, &out, err);
+	int rc = sk_store_write_status(x->env->store, x->cur, st, &out, err);
 
 	if (rc == 0 && out != NULL) {
 		sk_userspace_free(x->cur);
@@ -108,18 +111,24 @@ write_status(sk_xctx *x, const sk_userspace_status *st, sk_error *err)
 		return sk_error_set(err, SK_ECONFLICT,
 		        "status of %s changed concurrently; not overwriting", x->cur->meta.name);
 	}
-	x->cur->meta.resource_version = fresh->meta.resource_version;
-	sk_userspace_free(fresh);
+	sk_userspace_free(x->cur); /* the edited spec and metadata go on as stored */
+	x->cur = fresh;
 	return write_once(x, st, err);
 }
 
 static int
 write_if_changed(sk_xctx *x, sk_error *err)
 {
-	if (x->removed || status_same(&x->st, &x->cur->status))
+	if (x->removed || (!x->force_write && status_same(&x->st, &x->cur->status)))
 		return 0;
 	if (x->st.phase != SK_PHASE_CREATING || x->st.sandbox_id != NULL)
 		x->st.last_reconcile_ms = x->now;
+	if (x->started != NULL) {
+		/* Deferred to the follow-up round, which writes it (forced). */
+		sk_userspace_status_dispose(&x->cur->status);
+		sk_userspace_status_copy(&x->cur->status, &x->st);
+		return 0;
+	}
 	return write_status(x, &x->st, err);
 }
 
@@ -127,6 +136,31 @@ static const char *
 id_of(const sk_xctx *x, const sk_action *a)
 {
 	return a->sandbox_id ? a->sandbox_id : x->created;
+}
+
+/* The sandbox a create answered with, as a list would show it. */
+static void
+note_created(sk_xctx *x, const sk_action *a, const sk_sandbox *made)
+{
+	sk_sandbox sb;
+
+	sk_sandbox_copy(&sb, made);
+	sb.state = SK_SANDBOX_RUNNING;
+	if (sb.started_ms == 0)
+		sb.started_ms = sk_now_ms();
+	if (sb.template_id == NULL)
+		sb.template_id = sk_strdup(a->template_id);
+	if (sb.cpu_count == 0)
+		sb.cpu_count = a->cpu_count;
+	if (sb.memory_mb == 0)
+		sb.memory_mb = a->memory_mb;
+	for (size_t i = 0; i < a->metadata.len; i++) {
+		if (sk_kvlist_get(&sb.metadata, a->metadata.items[i].key) == NULL)
+			sk_kvlist_set(
+			        &sb.metadata, a->metadata.items[i].key, a->metadata.items[i].value);
+	}
+	sk_observed_add(x->started, &sb);
+	sk_sandbox_dispose(&sb);
 }
 
 static int
@@ -159,6 +193,8 @@ do_create(sk_xctx *x, const sk_action *a, sk_error *err)
 	req.env = &a->env;
 	memset(&sb, 0, sizeof(sb));
 	rc = sk_sandbox_create(x->p, &req, &sb, err);
+	if (rc == 0 && x->started != NULL)
+		note_created(x, a, &sb);
 	if (rc == 0) {
 		free(x->created);
 		x->created = sk_strdup(sb.id);
@@ -195,6 +231,18 @@ do_kill(sk_xctx *x, const sk_action *a, sk_error *err)
 	return rc;
 }
 
+/* A connected sandbox runs now, whatever the last list said. */
+static void
+note_connected(sk_xctx *x, const char *id)
+{
+	sk_sandbox_list *l = &x->started->sandboxes;
+
+	for (size_t i = 0; i < l->len; i++) {
+		if (sk_str_eq(l->items[i].id, id))
+			l->items[i].state = SK_SANDBOX_RUNNING;
+	}
+}
+
 static int
 do_connect(sk_xctx *x, const sk_action *a, sk_error *err)
 {
@@ -204,6 +252,8 @@ do_connect(sk_xctx *x, const sk_action *a, sk_error *err)
 
 	memset(&sb, 0, sizeof(sb));
 	rc = sk_sandbox_connect(x->p, id_of(x, a), a->timeout_ms, &sb, &resumed, err);
+	if (rc == 0 && x->started != NULL)
+		note_connected(x, id_of(x, a));
 	sk_sandbox_dispose(&sb);
 	if (rc == 0 && resumed)
 		event(x, "Normal", "Resumed", "resumed sandbox %s", id_of(x, a));
@@ -334,6 +384,7 @@ record_failure(sk_xctx *x, const sk_action *a, int rc, sk_error *err)
 	const char *reason = fail_reason(a->type);
 	sk_error e2;
 
+	x->started = NULL; /* no follow-up round: the failure is written now */
 	sk_error_prefix(err, "%s", sk_action_type_name(a->type));
 	xlog(x, transient ? SK_LOG_WARN : SK_LOG_ERROR, "action failed",
 	        "action=%s reason=%s transient=%s error=\"%s\"", sk_action_type_name(a->type),
@@ -360,9 +411,12 @@ record_failure(sk_xctx *x, const sk_action *a, int rc, sk_error *err)
 		write_if_changed(x, &e2);
 }
 
-int
-sk_execute(const sk_reconcile_env *env, const sk_userspace *us, const sk_plan_result *plan,
-        sk_userspace **updated, sk_error *err)
+/* sk_execute, plus the follow-up mode: with `started`, the status is left
+ * unwritten in *updated and the sandboxes the plan started are added to
+ * `started`; `force_write` writes the status even when unchanged. */
+static int
+execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_plan_result *plan,
+        sk_observed *started, bool force_write, sk_userspace **updated, sk_error *err)
 {
 	sk_xctx x;
 	sk_error local;
@@ -372,6 +426,8 @@ sk_execute(const sk_reconcile_env *env, const sk_userspace *us, const sk_plan_re
 		err = &local;
 	sk_error_clear(err);
 	memset(&x, 0, sizeof(x));
+	x.started = started;
+	x.force_write = force_write;
 	x.env = env;
 	x.p = env->provider;
 	if (env->provider_for != NULL) {
@@ -411,19 +467,91 @@ sk_execute(const sk_reconcile_env *env, const sk_userspace *us, const sk_plan_re
 }
 
 int
-sk_reconcile_object(const sk_reconcile_env *env, const sk_userspace *us, const sk_list_view *list,
-        int64_t *requeue_after_ms, sk_userspace **updated, sk_error *err)
+sk_execute(const sk_reconcile_env *env, const sk_userspace *us, const sk_plan_result *plan,
+        sk_userspace **updated, sk_error *err)
+{
+	return execute_round(env, us, plan, NULL, false, updated, err);
+}
+
+/* A plan that starts the keeper (create or resume) and does nothing that
+ * needs its binding stored first (kill, pause, finalizer). */
+static bool
+starts_keeper(const sk_plan_result *plan)
+{
+	bool starts = false;
+
+	for (size_t i = 0; i < plan->n_actions; i++) {
+		switch (plan->actions[i].type) {
+		case SK_ACTION_CREATE:
+		case SK_ACTION_CONNECT: starts = true; break;
+		case SK_ACTION_KILL:
+		case SK_ACTION_PAUSE:
+		case SK_ACTION_REMOVE_FINALIZER: return false;
+		default: break;
+		}
+	}
+	return starts && plan->wait_code == 0;
+}
+
+static void
+result_dispose(sk_observed *ob, sk_plan_result *plan)
+{
+	sk_plan_result_dispose(plan);
+	sk_observed_dispose(ob);
+}
+
+/* One observe -> plan -> execute round; `started` as in execute_round. */
+static int
+round_once(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *us,
+        const sk_list_view *list, sk_observed *started, bool force_write, int64_t *requeue,
+        sk_userspace **updated, bool *deferred, sk_error *err)
 {
 	sk_observed ob;
 	sk_plan_result plan;
+	int rc;
+
+	sk_observe(p, us, list, &env->opts, &ob, err);
+	sk_plan(us, &ob, env->now ? env->now() : sk_now_ms(), &env->opts, &plan);
+	if (started != NULL && !starts_keeper(&plan))
+		started = NULL;
+	if (started != NULL) {
+		for (size_t i = 0; i < ob.sandboxes.len; i++)
+			sk_observed_add(started, &ob.sandboxes.items[i]);
+		started->list_valid = ob.list_valid;
+	}
+	rc = execute_round(env, us, &plan, started, force_write, updated, err);
+	*deferred = rc == 0 && started != NULL;
+	if (rc == 0 && plan.wait_code != 0)
+		rc = sk_error_set(err, plan.wait_code, "%s", plan.wait_message);
+	*requeue = plan.requeue_after_ms;
+	result_dispose(&ob, &plan);
+	return rc;
+}
+
+/*
+ * After a create or a resume the keeper's data plane is probed at once, in a
+ * follow-up round, and the binding is written together with what the probe
+ * found: one status write instead of two, and no requeue in between. The
+ * follow-up observes the round's own answers (the created sandbox, the
+ * resumed one running) instead of the older list. Crash safety holds: the
+ * Creating mark was written before the create, and a crash before the
+ * follow-up's write is resolved like any unfinished create.
+ */
+int
+sk_reconcile_object(const sk_reconcile_env *env, const sk_userspace *us, const sk_list_view *list,
+        int64_t *requeue_after_ms, sk_userspace **updated, sk_error *err)
+{
 	sk_provider *p = env->provider;
+	sk_observed started;
+	sk_list_view after = { 0 };
+	sk_userspace *mid = NULL;
 	sk_error local;
+	int64_t requeue = 0;
+	bool deferred = false, follow = env->opts.probe && us->spec.mode == SK_MODE_RUNNING;
 	int rc;
 
 	if (err == NULL)
 		err = &local;
-	if (requeue_after_ms != NULL)
-		*requeue_after_ms = 0;
 	if (updated != NULL)
 		*updated = NULL;
 	if (env->provider_for != NULL) {
@@ -431,15 +559,28 @@ sk_reconcile_object(const sk_reconcile_env *env, const sk_userspace *us, const s
 		if (named != NULL)
 			p = named;
 	}
-	sk_observe(p, us, list, &env->opts, &ob, err);
-	sk_plan(us, &ob, env->now ? env->now() : sk_now_ms(), &env->opts, &plan);
-	rc = sk_execute(env, us, &plan, updated, err);
-	if (rc == 0 && plan.wait_code != 0)
-		rc = sk_error_set(err, plan.wait_code, "%s", plan.wait_message);
+	sk_observed_init(&started);
+	rc = round_once(
+	        env, p, us, list, follow ? &started : NULL, false, &requeue, &mid, &deferred, err);
+	if (rc == 0 && deferred && mid != NULL) {
+		after.for_user = &started.sandboxes;
+		after.valid = started.list_valid;
+		after.listed_ms = sk_now_ms();
+		rc = round_once(env, p, mid, &after, NULL, true, &requeue, updated, &deferred, err);
+		sk_userspace_free(mid);
+		if (rc != 0 && updated != NULL) {
+			/* It may hold the status that was never written. */
+			sk_userspace_free(*updated);
+			*updated = NULL;
+		}
+	} else if (updated != NULL) {
+		*updated = mid;
+	} else {
+		sk_userspace_free(mid);
+	}
+	sk_observed_dispose(&started);
 	if (requeue_after_ms != NULL)
-		*requeue_after_ms = plan.requeue_after_ms;
-	sk_plan_result_dispose(&plan);
-	sk_observed_dispose(&ob);
+		*requeue_after_ms = requeue;
 	return rc;
 }
 

@@ -28,8 +28,19 @@
  *   - a claim whose holder moved the object off V is left in place (it can
  *     never be needed again: versions only grow, and verify() still checks
  *     the object) and swept in batches once older than SK_CLAIM_EXPIRY_MS;
- *     only a claim whose holder wrote nothing is deleted at once. One left by
- *     a writer that died expires after SK_CLAIM_EXPIRY_MS too.
+ *     only a claim whose holder surely wrote nothing is deleted at once (a
+ *     write that failed without saying whether it happened keeps it). One
+ *     left by a writer that died expires after SK_CLAIM_EXPIRY_MS too.
+ *   - a writer writes under a claim only within SK_CLAIM_USE_MS of taking it
+ *     (later it gives up: a transient conflict), so a claim is swept long
+ *     after its write. That makes the re-read needless for a copy read less
+ *     than SK_COPY_FRESH_MS ago (sk_store_write_status, the controller's
+ *     status writes): whoever moved the object off V did so after the copy
+ *     was read, under a claim on V taken at most SK_CLAIM_USE_MS before, so
+ *     that claim is younger than SK_COPY_FRESH_MS + SK_CLAIM_USE_MS plus the
+ *     time a request can spend in flight, still in place, and our claim on V
+ *     fails. Safe while in-flight time plus clock skew between the sweeping
+ *     and the claiming process stay under 20 s.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -41,6 +52,20 @@
 #define SK_RV_UNIT_MS 10 /* one clock tick */
 #define SK_CLAIM_EXPIRY_MS 30000 /* a claim older than this was abandoned */
 #define SK_CLAIM_SWEEP_MS 10000 /* at most one sweep of old claims per store this often */
+#define SK_CLAIM_USE_MS 5000 /* a claim is written under only this long after it was taken */
+#define SK_COPY_FRESH_MS 5000 /* a copy this recent is written over without a re-read */
+
+bool
+sk_store_claim_usable(int64_t claim_ms)
+{
+	return sk_monotonic_ms() - claim_ms < SK_CLAIM_USE_MS;
+}
+
+bool
+sk_store_copy_fresh(int64_t read_ms)
+{
+	return read_ms > 0 && sk_monotonic_ms() - read_ms < SK_COPY_FRESH_MS;
+}
 
 static pthread_mutex_t hlc_mu = PTHREAD_MUTEX_INITIALIZER;
 static int64_t hlc_last; /* the highest resourceVersion this process made or saw */

@@ -74,6 +74,11 @@ int sk_store_update(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_
  * A status equal to the stored one writes nothing (resourceVersion stays). */
 int sk_store_update_status(sk_store *s, const char *name, int64_t resource_version,
         const sk_userspace_status *status, sk_userspace **out, sk_error *err);
+/* The same from the caller's copy of the object (CAS on its resourceVersion):
+ * a copy read a moment ago (meta.read_ms) is written over without reading
+ * the object again, one round-trip less (see cas.c for why that is safe). */
+int sk_store_write_status(sk_store *s, const sk_userspace *base, const sk_userspace_status *status,
+        sk_userspace **out, sk_error *err);
 /* Sets deletionTimestamp (idempotent). When the object has no finalizers it is removed at once. */
 int sk_store_mark_deleted(sk_store *s, const char *name, sk_error *err);
 /* Removes one finalizer (CAS); removes the object when it was the last and deletion was asked. */

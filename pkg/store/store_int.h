@@ -29,6 +29,8 @@ struct sk_store {
 typedef struct sk_store_conn {
 	mongoc_client_t *client;
 	mongoc_collection_t *coll;
+	int64_t claim_ms; /* monotonic time just before the claim was taken; 0 none */
+	bool unsure; /* a write failed without saying whether it happened */
 } sk_store_conn;
 
 void sk_store_conn_open(sk_store *s, sk_store_conn *c, const char *collection);
@@ -54,6 +56,11 @@ void sk_store_release(sk_store *s, mongoc_client_t *client, char *claim);
 /* For a claim whose holder moved the object off its version: frees *claim
  * and leaves the claim document to the batched sweep (see cas.c). */
 void sk_store_retire(char **claim);
+/* Whether a claim taken at claim_ms (monotonic) is still young enough to
+ * write under, and whether a copy read at read_ms is recent enough to write
+ * over without reading the object again (see cas.c). */
+bool sk_store_claim_usable(int64_t claim_ms);
+bool sk_store_copy_fresh(int64_t read_ms);
 
 /* A copy of uri with the password of any "user:pass@" replaced by "***". */
 char *sk_store_redact_uri(const char *uri);

@@ -39,6 +39,7 @@ not_found(const char *name, sk_error *err)
 static int
 find_one(sk_store *s, sk_store_conn *c, const bson_t *filter, sk_userspace **out, sk_error *err)
 {
+	int64_t t0 = sk_monotonic_ms();
 	bson_t *opts = BCON_NEW("limit", BCON_INT64(1));
 	mongoc_cursor_t *cur = mongoc_collection_find_with_opts(c->coll, filter, opts, NULL);
 	const bson_t *doc;
@@ -48,8 +49,10 @@ find_one(sk_store *s, sk_store_conn *c, const bson_t *filter, sk_userspace **out
 	*out = NULL;
 	if (mongoc_cursor_next(cur, &doc)) {
 		rc = sk_store_userspace_from_doc(doc, out, err);
-		if (rc == 0)
+		if (rc == 0) {
+			(*out)->meta.read_ms = t0;
 			sk_store_rv_observe((*out)->meta.resource_version);
+		}
 	} else if (mongoc_cursor_error(cur, &berr))
 		rc = sk_store_fail(s, &berr, "read userspace", err);
 	mongoc_cursor_destroy(cur);
@@ -95,9 +98,12 @@ static int
 claim_version(sk_store *s, sk_store_conn *c, const char *name, int64_t expected, char **claim,
         sk_error *err)
 {
-	int rc = sk_store_claim(s, c->client, name, expected, claim, err);
 	sk_userspace *now = NULL;
 	sk_error e2;
+	int rc;
+
+	c->claim_ms = sk_monotonic_ms();
+	rc = sk_store_claim(s, c->client, name, expected, claim, err);
 
 	if (rc != SK_ECONFLICT)
 		return rc;
@@ -108,6 +114,27 @@ claim_version(sk_store *s, sk_store_conn *c, const char *name, int64_t expected,
 		rc = conflict(name, expected, now->meta.resource_version, err);
 	sk_userspace_free(now);
 	return rc;
+}
+
+/* Releases a claim, unless a write under it may have happened (cas.c). */
+static void
+release_claim(sk_store *s, sk_store_conn *c, char *claim)
+{
+	if (c->unsure)
+		sk_store_retire(&claim);
+	sk_store_release(s, c->client, claim);
+}
+
+/* Before a write under a claim: SK_ECONFLICT (transient) when the claim is
+ * too old to write under (cas.c). */
+static int
+claim_still_usable(const sk_store_conn *c, const char *name, sk_error *err)
+{
+	if (c->claim_ms == 0 || sk_store_claim_usable(c->claim_ms))
+		return 0;
+	return sk_error_set(err, SK_ECONFLICT,
+	        "userspace \"%s\": the write took too long after its claim; not written, retry",
+	        name);
 }
 
 /* A duplicate-key error on spec.userID: name the object that holds it. */
@@ -142,25 +169,34 @@ reply_count(const bson_t *reply, const char *field)
 	return 0;
 }
 
-/* Replaces the document (the caller holds the claim and verified the version). */
+/* Replaces the document (the caller holds the claim and verified the version);
+ * next->meta.read_ms becomes the time the write started. */
 static int
-replace(sk_store *s, sk_store_conn *c, const sk_userspace *next, sk_error *err)
+replace(sk_store *s, sk_store_conn *c, sk_userspace *next, sk_error *err)
 {
 	bson_t *filter = BCON_NEW("_id", BCON_UTF8(next->meta.name));
 	bson_t *doc = sk_store_doc_from_userspace(next, err);
+	int64_t t0 = sk_monotonic_ms();
 	bson_error_t berr;
-	bson_t reply;
+	bson_t reply; /* initialized by every mongoc_collection_* call */
 	int rc = SK_EINVALID;
 
 	if (doc == NULL)
+		goto done;
+	rc = claim_still_usable(c, next->meta.name, err);
+	if (rc != 0)
 		goto done;
 	if (mongoc_collection_replace_one(c->coll, filter, doc, NULL, &reply, &berr))
 		rc = reply_count(&reply, "matchedCount") == 1 ? 0 : not_found(next->meta.name, err);
 	else if (sk_store_is_duplicate(&berr))
 		rc = user_id_taken(s, c, next, err);
-	else
+	else {
 		rc = sk_store_fail(s, &berr, "update userspace", err);
+		c->unsure = true;
+	}
 	bson_destroy(&reply);
+	if (rc == 0)
+		next->meta.read_ms = t0;
 done:
 	bson_destroy(doc);
 	bson_destroy(filter);
@@ -173,13 +209,18 @@ delete_doc(sk_store *s, sk_store_conn *c, const char *name, sk_error *err)
 	bson_t *filter = BCON_NEW("_id", BCON_UTF8(name));
 	bson_error_t berr;
 	bson_t reply;
-	int rc;
+	int rc = claim_still_usable(c, name, err);
 
+	if (rc != 0)
+		goto done;
 	if (mongoc_collection_delete_one(c->coll, filter, NULL, &reply, &berr))
 		rc = reply_count(&reply, "deletedCount") == 1 ? 0 : not_found(name, err);
-	else
+	else {
 		rc = sk_store_fail(s, &berr, "delete userspace", err);
+		c->unsure = true;
+	}
 	bson_destroy(&reply);
+done:
 	bson_destroy(filter);
 	return rc;
 }
@@ -197,7 +238,7 @@ delete_cas(sk_store *s, sk_store_conn *c, const char *name, int64_t expected, sk
 		rc = delete_doc(s, c, name, err);
 	if (rc == 0)
 		sk_store_retire(&claim);
-	sk_store_release(s, c->client, claim);
+	release_claim(s, c, claim);
 	return rc;
 }
 
@@ -275,6 +316,7 @@ sk_store_create(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_erro
 	obj = new_object(us);
 	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
 	rc = sk_store_next_rv(s, c.client, 0, &obj->meta.resource_version, err);
+	obj->meta.read_ms = sk_monotonic_ms();
 	if (rc == 0)
 		rc = insert(s, &c, obj, err);
 	sk_store_conn_close(s, &c);
@@ -324,9 +366,11 @@ query(sk_store *s, const bson_t *filter, const bson_t *opts, const sk_selector *
 	mongoc_cursor_t *cur;
 	const bson_t *doc;
 	bson_error_t berr;
+	int64_t t0;
 	int rc = 0;
 
 	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
+	t0 = sk_monotonic_ms();
 	cur = mongoc_collection_find_with_opts(c.coll, filter, opts, NULL);
 	while (rc == 0 && mongoc_cursor_next(cur, &doc)) {
 		sk_userspace *us = NULL;
@@ -334,6 +378,7 @@ query(sk_store *s, const bson_t *filter, const bson_t *opts, const sk_selector *
 		rc = sk_store_userspace_from_doc(doc, &us, err);
 		if (rc != 0)
 			break;
+		us->meta.read_ms = t0;
 		if (us->meta.resource_version > out->resource_version)
 			out->resource_version = us->meta.resource_version;
 		sk_store_rv_observe(us->meta.resource_version);
@@ -414,7 +459,7 @@ commit(sk_store *s, sk_store_conn *c, sk_userspace *next, int64_t expected, sk_e
 		rc = replace(s, c, next, err);
 	if (rc == 0)
 		sk_store_retire(&claim);
-	sk_store_release(s, c->client, claim);
+	release_claim(s, c, claim);
 	return rc;
 }
 
@@ -484,7 +529,7 @@ sk_store_update(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_erro
 		next = NULL;
 	}
 done:
-	sk_store_release(s, c.client, claim);
+	release_claim(s, &c, claim);
 	sk_store_conn_close(s, &c);
 	sk_userspace_free(cur);
 	sk_userspace_free(next);
@@ -521,9 +566,45 @@ sk_store_update_status(sk_store *s, const char *name, int64_t resource_version,
 		next = NULL;
 	}
 done:
-	sk_store_release(s, c.client, claim);
+	release_claim(s, &c, claim);
 	sk_store_conn_close(s, &c);
 	sk_userspace_free(cur);
+	sk_userspace_free(next);
+	return rc;
+}
+
+int
+sk_store_write_status(sk_store *s, const sk_userspace *base, const sk_userspace_status *status,
+        sk_userspace **out, sk_error *err)
+{
+	sk_store_conn c = { 0 };
+	sk_userspace *next = NULL;
+	char *claim = NULL;
+	int rc;
+
+	*out = NULL;
+	if (!sk_store_copy_fresh(base->meta.read_ms))
+		return sk_store_update_status(
+		        s, base->meta.name, base->meta.resource_version, status, out, err);
+	if (sk_userspace_status_equal(&base->status, status)) {
+		*out = sk_userspace_dup(base);
+		return 0;
+	}
+	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
+	rc = claim_version(s, &c, base->meta.name, base->meta.resource_version, &claim, err);
+	if (rc == 0) {
+		next = sk_userspace_dup(base);
+		sk_userspace_status_dispose(&next->status);
+		memset(&next->status, 0, sizeof(next->status));
+		sk_userspace_status_copy(&next->status, status);
+		rc = commit_claimed(s, &c, next, &claim, err);
+	}
+	if (rc == 0) {
+		*out = next;
+		next = NULL;
+	}
+	release_claim(s, &c, claim);
+	sk_store_conn_close(s, &c);
 	sk_userspace_free(next);
 	return rc;
 }
@@ -601,7 +682,7 @@ sk_store_remove_finalizer(sk_store *s, const char *name, int64_t resource_versio
 		rc = commit_claimed(s, &c, cur, &claim, err);
 	}
 done:
-	sk_store_release(s, c.client, claim);
+	release_claim(s, &c, claim);
 	sk_store_conn_close(s, &c);
 	sk_userspace_free(cur);
 	return rc;

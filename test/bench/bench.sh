@@ -5,7 +5,12 @@
 # maxInFlight), and prints: time to converge (every object Ready), the lower
 # bound N x calls-per-user x latency / maxInFlight, their ratio, API calls per
 # user by endpoint (from /_sim/stats), the controller's CPU seconds and peak
-# RSS (VmHWM), and the calls one steady-state resync makes.
+# RSS (VmHWM), the CPU seconds FerretDB, sandboxsim and the controller spent
+# while converging, and the calls one steady-state resync makes.
+# Convergence is detected from the controller's own gauge
+# spacekeeper_userspaces{ready="true"} (its informer cache; scraped every
+# 100 ms), not by listing every object from FerretDB, which would steal the
+# CPU the benchmark measures; one list at the end confirms it in the database.
 # Env: N (default 2000), MAX_IN_FLIGHT (default 64), LATENCY_MS (default 20),
 #      RESYNC (default 10s), SK_BIN_DIR (default bin/), TIMEOUT_S (default 900).
 set -euo pipefail
@@ -74,37 +79,74 @@ for i in $(seq 0 $((n - 1))); do
 done >"$tmp/users.yaml"
 "$bin/spacectl" --mongodb-uri "$uri" apply -f "$tmp/users.yaml" >/dev/null
 
-ready_count() {
-	"$bin/spacectl" --mongodb-uri "$uri" get userspaces 2>/dev/null | awk 'NR > 1 && $6 == "True"' | wc -l
+# ready_metric: UserSpaces the controller counts Ready (sum over phases of
+# spacekeeper_userspaces{ready="true"}); 0 while /metrics does not answer,
+# -1 when it answers without that gauge (a spacekeeper built before it).
+ready_metric() {
+	{ curl -s --max-time 2 "http://127.0.0.1:$port/metrics" || true; } | awk '
+		/^spacekeeper_userspaces\{/ { seen = 1; if (/ready="true"/) s += $2 }
+		END { print seen ? s + 0 : (NR ? -1 : 0) }'
+}
+
+# cpu_ticks PID: utime + stime of a process (every thread), in clock ticks.
+# The fields are counted after the ")" that ends comm (which may hold spaces).
+cpu_ticks() {
+	sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
 }
 
 curl -s -XPOST "$sim/_sim/stats/reset" >/dev/null
 export E2B_API_KEY=e2b_0000000000000000000000000000000000000000
 echo "bench: starting spacekeeper (workers = maxInFlight = $mif, ${lat}ms per call)"
+db_pid=$(cat "$tmp/ferretdb/pid")
+db_c0=$(cpu_ticks "$db_pid")
+sim_c0=$(cpu_ticks "$sim_pid")
 t0=$(date +%s.%N)
 "$bin/spacekeeper" --config "$tmp/config.yaml" --mongodb-uri "$uri${KEEPER_URI_OPTS:-}" \
 	>"$tmp/spacekeeper.log" 2>&1 &
 keeper_pid=$!
 port=$(log_wait "$tmp/spacekeeper.log" "$KEEPER_STARTED" "$keeper_pid") || { echo "bench: spacekeeper did not start" >&2; cat "$tmp/spacekeeper.log" >&2; exit 1; }
 while :; do
-	r=$(ready_count)
+	r=$(ready_metric)
 	[ "$r" -ge "$n" ] && break
+	if [ "$r" -lt 0 ]; then
+		echo "bench: $bin/spacekeeper /metrics has no spacekeeper_userspaces gauge; rebuild it" >&2
+		exit 1
+	fi
 	if ! kill -0 "$keeper_pid" 2>/dev/null; then
 		echo "bench: spacekeeper died" >&2
 		tail -20 "$tmp/spacekeeper.log" >&2
 		exit 1
 	fi
 	if [ "$(calc "$(date +%s.%N) - $t0 > $timeout_s")" = 1 ]; then
-		echo "bench: only $r/$n Ready after ${timeout_s}s" >&2
+		echo "bench: only $r/$n Ready (spacekeeper_userspaces) after ${timeout_s}s" >&2
 		exit 1
 	fi
-	# Listing every object costs FerretDB too: poll less often for large N.
-	sleep "$(calc "$n < 1000 ? 0.5 : $n / 2000")"
+	sleep 0.1
 done
 t1=$(date +%s.%N)
+db_c1=$(cpu_ticks "$db_pid")
+sim_c1=$(cpu_ticks "$sim_pid")
+keeper_c1=$(cpu_ticks "$keeper_pid")
 converge=$(calc "$t1 - $t0")
-
 stats=$(curl -s "$sim/_sim/stats")
+
+# The metric comes from the controller's cache: confirm once in the database
+# (one list), and take the last Ready transition the objects record.
+"$bin/spacectl" --mongodb-uri "$uri" get userspaces -o json >"$tmp/get.json" 2>"$tmp/get.err" || {
+	echo "bench: spacectl get userspaces failed after convergence:" >&2
+	cat "$tmp/get.err" >&2
+	exit 1
+}
+ready_cond='(u=>((u.status||{}).conditions||[]).find(c=>c.type==="Ready"))'
+db_sum=$(json "(r=>r.length+' '+r.reduce((m,u)=>Math.max(m,Date.parse($ready_cond(u).lastTransitionTime)||0),0)/1000)(d.items.filter(u=>($ready_cond(u)||{}).status==='True'))" <"$tmp/get.json")
+read -r db_ready last_ready <<<"$db_sum"
+if [ "$db_ready" -lt "$n" ]; then
+	echo "bench: FAIL: the metric lied: spacekeeper_userspaces said $r/$n Ready," \
+		"but the database has only $db_ready/$n Ready; some that are not:" >&2
+	json "d.items.filter(u=>($ready_cond(u)||{}).status!=='True').slice(0,10).map(u=>'  '+u.metadata.name+' phase='+(u.status||{}).phase+' Ready='+JSON.stringify($ready_cond(u)||null)).join('\\n')" <"$tmp/get.json" >&2
+	exit 1
+fi
+
 control='["create","get","list","list_v1","kill","pause","connect","resume","timeout","refreshes"]'
 calls=$(json "Object.entries(d.requests).filter(([k])=>$control.includes(k)).reduce((a,[,v])=>a+Object.values(v).reduce((x,y)=>x+y,0),0)" <<<"$stats")
 per_user=$(calc "$calls / $n")
@@ -137,6 +179,11 @@ printf '  lower bound N*calls*lat/mif      %8.2f s\n' "$bound"
 printf '  ratio (target <= 1.5)            %8s\n' "$ratio"
 printf '  controller CPU                   %8s s\n' "$cpu"
 printf '  controller peak RSS (VmHWM)      %8.1f MB\n' "$(calc "$hwm / 1024")"
+printf '  last Ready transition (database) %8.2f s  (detection lag %.2f s)\n' \
+	"$(calc "$last_ready - $t0")" "$(calc "$t1 - $last_ready")"
+printf '  controller CPU (convergence)     %8s s\n' "$(calc "$keeper_c1 / $clk")"
+printf '  FerretDB CPU (convergence)       %8s s\n' "$(calc "($db_c1 - $db_c0) / $clk")"
+printf '  sandboxsim CPU (convergence)     %8s s\n' "$(calc "($sim_c1 - $sim_c0) / $clk")"
 echo "  calls per user by endpoint (convergence):"
 json "Object.entries(d.requests).map(([k,v])=>'    '+k.padEnd(12)+' '+(Object.values(v).reduce((x,y)=>x+y,0)/$n).toFixed(3)+'  '+JSON.stringify(v)).join('\n')" <<<"$stats"
 echo "  one steady-state resync (${resync}; averaged over $passes passes), calls by endpoint:"

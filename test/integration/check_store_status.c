@@ -1,0 +1,189 @@
+/*
+ * Integration tests of sk_store_write_status against a real FerretDB: the
+ * status write from the caller's copy, which skips the re-read when the
+ * copy is fresh (pkg/store/cas.c), must still never overwrite anyone.
+ */
+#include <check.h>
+#include <mongoc/mongoc.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../testutil.h"
+#include "store/store.h"
+
+Suite *sk_suite_store_status(void);
+
+static char dbname[64];
+
+static sk_store *
+open_store(void)
+{
+	sk_store_options o = SK_STORE_OPTIONS_INIT;
+	sk_store *s = NULL;
+	sk_error err = { 0 };
+
+	snprintf(dbname, sizeof(dbname), "%s", sk_test_unique_db());
+	o.uri = sk_test_mongodb_uri();
+	o.database = dbname;
+	ck_assert_msg(sk_store_open(&s, &o, &err) == 0, "open: %s", err.message);
+	return s;
+}
+
+static void
+close_store(sk_store *s)
+{
+	sk_error err;
+
+	ck_assert_msg(sk_store_drop(s, &err) == 0, "drop: %s", err.message);
+	sk_store_close(s);
+}
+
+static sk_userspace *
+create(sk_store *s, const char *name)
+{
+	sk_userspace in = { 0 }, *out = NULL;
+	sk_error err = { 0 };
+
+	in.meta.name = (char *)name;
+	in.spec.user_id = (char *)name;
+	in.spec.template_id = (char *)"base";
+	ck_assert_msg(sk_store_create(s, &in, &out, &err) == 0, "create: %s", err.message);
+	return out;
+}
+
+/* Another writer changes the spec (the template) of `base`'s object. */
+static sk_userspace *
+edit_template(sk_store *s, const sk_userspace *base, const char *t)
+{
+	sk_userspace *edit = sk_userspace_dup(base), *out = NULL;
+	sk_error err = { 0 };
+
+	free(edit->spec.template_id);
+	edit->spec.template_id = strdup(t);
+	ck_assert_msg(sk_store_update(s, edit, &out, &err) == 0, "update: %s", err.message);
+	sk_userspace_free(edit);
+	return out;
+}
+
+/* What the sweep of old claims does (cas.c), at once. */
+static void
+sweep_all_claims(void)
+{
+	mongoc_client_t *client = mongoc_client_new(sk_test_mongodb_uri());
+	mongoc_collection_t *coll = mongoc_client_get_collection(client, dbname, "claims");
+	bson_t all = BSON_INITIALIZER;
+	bson_error_t berr;
+
+	ck_assert_msg(
+	        mongoc_collection_delete_many(coll, &all, NULL, NULL, &berr), "%s", berr.message);
+	mongoc_collection_destroy(coll);
+	mongoc_client_destroy(client);
+}
+
+static sk_userspace *
+get(sk_store *s, const char *name)
+{
+	sk_userspace *us = NULL;
+	sk_error err = { 0 };
+
+	ck_assert_msg(sk_store_get(s, name, &us, &err) == 0, "get: %s", err.message);
+	return us;
+}
+
+/* A fresh copy writes its status, keeps spec and metadata, and the result is
+ * itself a fresh copy for the next write. */
+START_TEST(test_fresh_copy_writes)
+{
+	sk_store *s = open_store();
+	sk_userspace *v1 = create(s, "alice"), *v2 = NULL, *v3 = NULL, *got;
+	sk_userspace_status st = { 0 };
+	sk_error err = { 0 };
+
+	ck_assert_int_gt(v1->meta.read_ms, 0);
+	st.phase = SK_PHASE_CREATING;
+	ck_assert_msg(sk_store_write_status(s, v1, &st, &v2, &err) == 0, "%s", err.message);
+	ck_assert_int_gt(v2->meta.resource_version, v1->meta.resource_version);
+	ck_assert_int_ge(v2->meta.read_ms, v1->meta.read_ms);
+	st.phase = SK_PHASE_RUNNING;
+	st.sandbox_id = "i-1";
+	ck_assert_msg(sk_store_write_status(s, v2, &st, &v3, &err) == 0, "%s", err.message);
+	got = get(s, "alice");
+	ck_assert_int_eq(got->status.phase, SK_PHASE_RUNNING);
+	ck_assert_str_eq(got->status.sandbox_id, "i-1");
+	ck_assert_str_eq(got->spec.template_id, "base");
+	ck_assert_str_eq(got->meta.uid, v1->meta.uid);
+	ck_assert_int_eq(got->meta.generation, 1);
+	ck_assert_int_eq(got->meta.resource_version, v3->meta.resource_version);
+	sk_userspace_free(got);
+	sk_userspace_free(v1);
+	sk_userspace_free(v2);
+	sk_userspace_free(v3);
+	close_store(s);
+}
+END_TEST
+
+/* A fresh copy that someone else moved past meanwhile loses (their claim on
+ * its version is still there), and their spec edit survives. */
+START_TEST(test_fresh_copy_conflict)
+{
+	sk_store *s = open_store();
+	sk_userspace *v1 = create(s, "bob"), *edited = edit_template(s, v1, "gpu"), *out = NULL;
+	sk_userspace *got;
+	sk_userspace_status st = { .phase = SK_PHASE_RUNNING };
+	sk_error err = { 0 };
+
+	ck_assert_int_eq(sk_store_write_status(s, v1, &st, &out, &err), SK_ECONFLICT);
+	ck_assert_ptr_null(out);
+	got = get(s, "bob");
+	ck_assert_str_eq(got->spec.template_id, "gpu");
+	ck_assert_int_eq(got->meta.resource_version, edited->meta.resource_version);
+	ck_assert_int_ne(got->status.phase, SK_PHASE_RUNNING);
+	sk_userspace_free(got);
+	sk_userspace_free(v1);
+	sk_userspace_free(edited);
+	close_store(s);
+}
+END_TEST
+
+/* A copy that is not fresh is checked against the stored object, so it
+ * loses even when the claims that would have stopped it were swept. */
+START_TEST(test_old_copy_rereads)
+{
+	sk_store *s = open_store();
+	sk_userspace *v1 = create(s, "carol"), *edited = edit_template(s, v1, "gpu"), *out = NULL;
+	sk_userspace *got;
+	sk_userspace_status st = { .phase = SK_PHASE_RUNNING };
+	sk_error err = { 0 };
+
+	sweep_all_claims();
+	v1->meta.read_ms = sk_monotonic_ms() - 60000;
+	ck_assert_int_eq(sk_store_write_status(s, v1, &st, &out, &err), SK_ECONFLICT);
+	ck_assert_ptr_null(out);
+	v1->meta.read_ms = 0; /* unknown: the same */
+	ck_assert_int_eq(sk_store_write_status(s, v1, &st, &out, &err), SK_ECONFLICT);
+	got = get(s, "carol");
+	ck_assert_str_eq(got->spec.template_id, "gpu");
+	ck_assert_int_ne(got->status.phase, SK_PHASE_RUNNING);
+	/* The copy just read writes. */
+	ck_assert_msg(sk_store_write_status(s, got, &st, &out, &err) == 0, "%s", err.message);
+	sk_userspace_free(out);
+	sk_userspace_free(got);
+	sk_userspace_free(v1);
+	sk_userspace_free(edited);
+	close_store(s);
+}
+END_TEST
+
+Suite *
+sk_suite_store_status(void)
+{
+	Suite *s = suite_create("store_status");
+	TCase *tc = tcase_create("write_status");
+
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_fresh_copy_writes);
+	tcase_add_test(tc, test_fresh_copy_conflict);
+	tcase_add_test(tc, test_old_copy_rereads);
+	suite_add_tcase(s, tc);
+	return s;
+}
