@@ -523,6 +523,8 @@ worker_process(sk_worker *w, const char *key)
 	rc = sk_reconcile_object(&env, us, &view, &requeue, &updated, &err);
 	sk_limiter_release(c->limiters[prov]);
 	note_written(c, key, updated);
+	if (updated != NULL)
+		sk_informer_observe(c->inf, updated); /* as written: no need to poll it back */
 	handle_result(c, key, rc, requeue, &err, sk_monotonic_ms() - t0);
 done:
 	sk_sandbox_list_dispose(&listed);

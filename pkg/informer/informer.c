@@ -241,6 +241,18 @@ done:
 	return rc;
 }
 
+void
+sk_informer_observe(sk_informer *inf, const sk_userspace *us)
+{
+	changes c = { 0 };
+
+	pthread_mutex_lock(&inf->mu);
+	if (cache_upsert(inf, us))
+		changes_add(&c, us->meta.name);
+	pthread_mutex_unlock(&inf->mu);
+	changes_fire(inf, &c);
+}
+
 int
 sk_informer_poll(sk_informer *inf, sk_error *err)
 {
@@ -293,17 +305,35 @@ informer_sleep(sk_informer *inf, int64_t ms)
 	return go;
 }
 
+/* The pause before the next poll: poll_ms, or longer when reading took long,
+ * so that reading stays under 1/SK_INFORMER_DUTY_DIVISOR of the time. On a
+ * real MongoDB a poll reads the resourceVersion index and takes milliseconds;
+ * FerretDB's SQLite backend reads (and decodes) the whole collection for it,
+ * about 0.25 ms per object, so 10,000 objects polled every second would keep
+ * it busy for nothing: the informer stretches its period instead. */
+int64_t
+sk_informer_poll_pause(int64_t poll_ms, int64_t read_ms)
+{
+	int64_t pause = read_ms * (SK_INFORMER_DUTY_DIVISOR - 1);
+
+	if (pause > SK_INFORMER_MAX_PAUSE_MS)
+		pause = SK_INFORMER_MAX_PAUSE_MS;
+	return pause > poll_ms ? pause : poll_ms;
+}
+
 static void *
 informer_main(void *arg)
 {
 	sk_informer *inf = arg;
-	int64_t next_relist = 0, backoff = 0;
+	int64_t next_relist = 0, backoff = 0, pause = 0;
 
 	do {
 		sk_error err = { 0 };
 		int64_t now = sk_monotonic_ms();
 		bool relist = !sk_informer_has_synced(inf) || now >= next_relist;
 		int rc = relist ? sk_informer_relist(inf, &err) : sk_informer_poll(inf, &err);
+
+		pause = sk_informer_poll_pause(inf->opts.poll_ms, sk_monotonic_ms() - now);
 
 		if (rc != 0) {
 			char kv[SK_ERROR_MSG_MAX + 64];
@@ -318,7 +348,7 @@ informer_main(void *arg)
 		backoff = 0;
 		if (relist)
 			next_relist = now + inf->opts.relist_ms;
-	} while (informer_sleep(inf, backoff ? backoff : inf->opts.poll_ms));
+	} while (informer_sleep(inf, backoff ? backoff : pause));
 	return NULL;
 }
 

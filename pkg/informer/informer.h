@@ -55,6 +55,17 @@ void sk_informer_stop(sk_informer *inf);
 int sk_informer_relist(sk_informer *inf, sk_error *err);
 /* One poll now: list_since with the look-back window. */
 int sk_informer_poll(sk_informer *inf, sk_error *err);
+/* Takes a copy its owner just wrote (or read) into the cache when it is newer
+ * than the cached one, as a poll would; the change callback runs as for a
+ * poll (not for a status-only change when skip_status_only). */
+void sk_informer_observe(sk_informer *inf, const sk_userspace *us);
+
+/* The pause before the next poll when the last read took read_ms: poll_ms,
+ * stretched so that reading takes at most 1/SK_INFORMER_DUTY_DIVISOR of the
+ * time (and never longer than SK_INFORMER_MAX_PAUSE_MS). */
+#define SK_INFORMER_DUTY_DIVISOR 5
+#define SK_INFORMER_MAX_PAUSE_MS 30000
+int64_t sk_informer_poll_pause(int64_t poll_ms, int64_t read_ms);
 
 /* True once a full list has succeeded. */
 bool sk_informer_has_synced(sk_informer *inf);

@@ -13,6 +13,14 @@
 
 #include "reconcile_int.h"
 
+/* What a round that starts the keeper hands to its follow-up round (see
+ * sk_reconcile_object). */
+typedef struct sk_followup {
+	sk_observed seen; /* the round's sandboxes, updated with what it started */
+	sk_userspace_status next; /* the status it left unwritten */
+	bool armed; /* it left one: the follow-up must run and write */
+} sk_followup;
+
 typedef struct sk_xctx {
 	const sk_reconcile_env *env;
 	sk_provider *p;
@@ -21,10 +29,8 @@ typedef struct sk_xctx {
 	char *created; /* sandbox made by this run's CREATE */
 	bool removed; /* finalizer removed: the object may be gone */
 	int64_t now;
-	/* Follow-up mode (sk_reconcile_object): the status is not written but
-	 * left in cur, and the sandboxes this run started are recorded here. */
-	sk_observed *started;
-	bool force_write; /* write even when unchanged (a deferred status) */
+	sk_followup *fu; /* follow-up mode: the status is handed on, not written */
+	bool force_write; /* write even when unchanged (a handed-on status) */
 } sk_xctx;
 
 static void xlog(const sk_xctx *x, sk_log_level lvl, const char *msg, const char *fmt, ...)
@@ -123,10 +129,11 @@ write_if_changed(sk_xctx *x, sk_error *err)
 		return 0;
 	if (x->st.phase != SK_PHASE_CREATING || x->st.sandbox_id != NULL)
 		x->st.last_reconcile_ms = x->now;
-	if (x->started != NULL) {
-		/* Deferred to the follow-up round, which writes it (forced). */
-		sk_userspace_status_dispose(&x->cur->status);
-		sk_userspace_status_copy(&x->cur->status, &x->st);
+	if (x->fu != NULL) {
+		/* Handed to the follow-up round, which writes it (forced). */
+		sk_userspace_status_dispose(&x->fu->next);
+		sk_userspace_status_copy(&x->fu->next, &x->st);
+		x->fu->armed = true;
 		return 0;
 	}
 	return write_status(x, &x->st, err);
@@ -159,7 +166,7 @@ note_created(sk_xctx *x, const sk_action *a, const sk_sandbox *made)
 			sk_kvlist_set(
 			        &sb.metadata, a->metadata.items[i].key, a->metadata.items[i].value);
 	}
-	sk_observed_add(x->started, &sb);
+	sk_observed_add(&x->fu->seen, &sb);
 	sk_sandbox_dispose(&sb);
 }
 
@@ -193,7 +200,7 @@ do_create(sk_xctx *x, const sk_action *a, sk_error *err)
 	req.env = &a->env;
 	memset(&sb, 0, sizeof(sb));
 	rc = sk_sandbox_create(x->p, &req, &sb, err);
-	if (rc == 0 && x->started != NULL)
+	if (rc == 0 && x->fu != NULL)
 		note_created(x, a, &sb);
 	if (rc == 0) {
 		free(x->created);
@@ -231,15 +238,19 @@ do_kill(sk_xctx *x, const sk_action *a, sk_error *err)
 	return rc;
 }
 
-/* A connected sandbox runs now, whatever the last list said. */
+/* A sandbox connected or given a timeout runs now, until now + timeout,
+ * whatever the last list said. */
 static void
-note_connected(sk_xctx *x, const char *id)
+note_running(sk_xctx *x, const char *id, int64_t timeout_ms)
 {
-	sk_sandbox_list *l = &x->started->sandboxes;
+	sk_sandbox_list *l = &x->fu->seen.sandboxes;
 
 	for (size_t i = 0; i < l->len; i++) {
-		if (sk_str_eq(l->items[i].id, id))
+		if (sk_str_eq(l->items[i].id, id)) {
 			l->items[i].state = SK_SANDBOX_RUNNING;
+			if (timeout_ms > 0)
+				l->items[i].end_ms = sk_now_ms() + timeout_ms;
+		}
 	}
 }
 
@@ -252,8 +263,8 @@ do_connect(sk_xctx *x, const sk_action *a, sk_error *err)
 
 	memset(&sb, 0, sizeof(sb));
 	rc = sk_sandbox_connect(x->p, id_of(x, a), a->timeout_ms, &sb, &resumed, err);
-	if (rc == 0 && x->started != NULL)
-		note_connected(x, id_of(x, a));
+	if (rc == 0 && x->fu != NULL)
+		note_running(x, id_of(x, a), a->timeout_ms);
 	sk_sandbox_dispose(&sb);
 	if (rc == 0 && resumed)
 		event(x, "Normal", "Resumed", "resumed sandbox %s", id_of(x, a));
@@ -309,6 +320,16 @@ do_unfinalize(sk_xctx *x, sk_error *err)
 }
 
 static int
+do_set_timeout(sk_xctx *x, const sk_action *a, sk_error *err)
+{
+	int rc = sk_sandbox_set_timeout(x->p, id_of(x, a), a->timeout_ms, err);
+
+	if (rc == 0 && x->fu != NULL)
+		note_running(x, id_of(x, a), a->timeout_ms);
+	return rc;
+}
+
+static int
 run_action(sk_xctx *x, const sk_action *a, sk_error *err)
 {
 	switch (a->type) {
@@ -316,8 +337,7 @@ run_action(sk_xctx *x, const sk_action *a, sk_error *err)
 	case SK_ACTION_CONNECT: return do_connect(x, a, err);
 	case SK_ACTION_PAUSE: return do_pause(x, a, err);
 	case SK_ACTION_KILL: return do_kill(x, a, err);
-	case SK_ACTION_SET_TIMEOUT:
-		return sk_sandbox_set_timeout(x->p, id_of(x, a), a->timeout_ms, err);
+	case SK_ACTION_SET_TIMEOUT: return do_set_timeout(x, a, err);
 	case SK_ACTION_BIND: return do_bind(x, a, err);
 	case SK_ACTION_REMOVE_FINALIZER: return do_unfinalize(x, err);
 	case SK_ACTION_EVENT: event(x, a->event_type, a->reason, "%s", a->message); return 0;
@@ -384,7 +404,7 @@ record_failure(sk_xctx *x, const sk_action *a, int rc, sk_error *err)
 	const char *reason = fail_reason(a->type);
 	sk_error e2;
 
-	x->started = NULL; /* no follow-up round: the failure is written now */
+	x->fu = NULL; /* no follow-up round: the failure is written now */
 	sk_error_prefix(err, "%s", sk_action_type_name(a->type));
 	xlog(x, transient ? SK_LOG_WARN : SK_LOG_ERROR, "action failed",
 	        "action=%s reason=%s transient=%s error=\"%s\"", sk_action_type_name(a->type),
@@ -411,12 +431,13 @@ record_failure(sk_xctx *x, const sk_action *a, int rc, sk_error *err)
 		write_if_changed(x, &e2);
 }
 
-/* sk_execute, plus the follow-up mode: with `started`, the status is left
- * unwritten in *updated and the sandboxes the plan started are added to
- * `started`; `force_write` writes the status even when unchanged. */
+/* sk_execute, plus the follow-up mode: with `fu`, the status is handed on
+ * in fu->next instead of written (*updated stays the stored object) and the
+ * sandboxes the plan started are noted in fu->seen; `force_write` writes the
+ * status even when unchanged. */
 static int
 execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_plan_result *plan,
-        sk_observed *started, bool force_write, sk_userspace **updated, sk_error *err)
+        sk_followup *fu, bool force_write, sk_userspace **updated, sk_error *err)
 {
 	sk_xctx x;
 	sk_error local;
@@ -426,7 +447,7 @@ execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_plan
 		err = &local;
 	sk_error_clear(err);
 	memset(&x, 0, sizeof(x));
-	x.started = started;
+	x.fu = fu;
 	x.force_write = force_write;
 	x.env = env;
 	x.p = env->provider;
@@ -500,31 +521,59 @@ result_dispose(sk_observed *ob, sk_plan_result *plan)
 	sk_observed_dispose(ob);
 }
 
-/* One observe -> plan -> execute round; `started` as in execute_round. */
+/* One observe -> plan -> execute round. `planned` is observed and planned
+ * for, `stored` (the object as stored; usually the same) is what the status
+ * is written over; `fu` as in execute_round, used only when the plan starts
+ * the keeper. */
 static int
-round_once(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *us,
-        const sk_list_view *list, sk_observed *started, bool force_write, int64_t *requeue,
-        sk_userspace **updated, bool *deferred, sk_error *err)
+round_once(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *planned,
+        const sk_userspace *stored, const sk_list_view *list, sk_followup *fu, int64_t *requeue,
+        sk_userspace **updated, sk_error *err)
 {
 	sk_observed ob;
 	sk_plan_result plan;
 	int rc;
 
-	sk_observe(p, us, list, &env->opts, &ob, err);
-	sk_plan(us, &ob, env->now ? env->now() : sk_now_ms(), &env->opts, &plan);
-	if (started != NULL && !starts_keeper(&plan))
-		started = NULL;
-	if (started != NULL) {
-		for (size_t i = 0; i < ob.sandboxes.len; i++)
-			sk_observed_add(started, &ob.sandboxes.items[i]);
-		started->list_valid = ob.list_valid;
-	}
-	rc = execute_round(env, us, &plan, started, force_write, updated, err);
-	*deferred = rc == 0 && started != NULL;
+	sk_observe(p, planned, list, &env->opts, &ob, err);
+	sk_plan(planned, &ob, env->now ? env->now() : sk_now_ms(), &env->opts, &plan);
+	if (fu != NULL && !starts_keeper(&plan))
+		fu = NULL;
+	for (size_t i = 0; fu != NULL && i < ob.sandboxes.len; i++)
+		sk_observed_add(&fu->seen, &ob.sandboxes.items[i]);
+	if (fu != NULL)
+		fu->seen.list_valid = ob.list_valid;
+	/* A handed-on status (planned differs from stored) is written even when
+	 * the new one equals it: it was never stored. */
+	rc = execute_round(env, stored, &plan, fu, stored != planned, updated, err);
 	if (rc == 0 && plan.wait_code != 0)
 		rc = sk_error_set(err, plan.wait_code, "%s", plan.wait_message);
 	*requeue = plan.requeue_after_ms;
 	result_dispose(&ob, &plan);
+	return rc;
+}
+
+/* The follow-up round: plans from the handed-on status and the first
+ * round's own answers, writes over the stored object. */
+static int
+follow_up(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *stored, sk_followup *fu,
+        int64_t *requeue, sk_userspace **updated, sk_error *err)
+{
+	sk_userspace *planned = sk_userspace_dup(stored);
+	sk_list_view after = { 0 };
+	int rc;
+
+	sk_userspace_status_dispose(&planned->status);
+	sk_userspace_status_copy(&planned->status, &fu->next);
+	after.for_user = &fu->seen.sandboxes;
+	after.valid = fu->seen.list_valid;
+	after.listed_ms = env->now ? env->now() : sk_now_ms();
+	rc = round_once(env, p, planned, stored, &after, NULL, requeue, updated, err);
+	sk_userspace_free(planned);
+	if (rc != 0 && updated != NULL) {
+		/* Keep no copy whose status may not be the stored one. */
+		sk_userspace_free(*updated);
+		*updated = NULL;
+	}
 	return rc;
 }
 
@@ -542,12 +591,11 @@ sk_reconcile_object(const sk_reconcile_env *env, const sk_userspace *us, const s
         int64_t *requeue_after_ms, sk_userspace **updated, sk_error *err)
 {
 	sk_provider *p = env->provider;
-	sk_observed started;
-	sk_list_view after = { 0 };
+	sk_followup fu;
 	sk_userspace *mid = NULL;
 	sk_error local;
 	int64_t requeue = 0;
-	bool deferred = false, follow = env->opts.probe && us->spec.mode == SK_MODE_RUNNING;
+	bool follow = env->opts.probe && us->spec.mode == SK_MODE_RUNNING;
 	int rc;
 
 	if (err == NULL)
@@ -559,26 +607,18 @@ sk_reconcile_object(const sk_reconcile_env *env, const sk_userspace *us, const s
 		if (named != NULL)
 			p = named;
 	}
-	sk_observed_init(&started);
-	rc = round_once(
-	        env, p, us, list, follow ? &started : NULL, false, &requeue, &mid, &deferred, err);
-	if (rc == 0 && deferred && mid != NULL) {
-		after.for_user = &started.sandboxes;
-		after.valid = started.list_valid;
-		after.listed_ms = sk_now_ms();
-		rc = round_once(env, p, mid, &after, NULL, true, &requeue, updated, &deferred, err);
-		sk_userspace_free(mid);
-		if (rc != 0 && updated != NULL) {
-			/* It may hold the status that was never written. */
-			sk_userspace_free(*updated);
-			*updated = NULL;
-		}
-	} else if (updated != NULL) {
+	memset(&fu, 0, sizeof(fu));
+	sk_observed_init(&fu.seen);
+	rc = round_once(env, p, us, us, list, follow ? &fu : NULL, &requeue, &mid, err);
+	if (rc == 0 && fu.armed && mid != NULL)
+		rc = follow_up(env, p, mid, &fu, &requeue, updated, err);
+	else if (updated != NULL) {
 		*updated = mid;
-	} else {
-		sk_userspace_free(mid);
+		mid = NULL;
 	}
-	sk_observed_dispose(&started);
+	sk_userspace_free(mid);
+	sk_observed_dispose(&fu.seen);
+	sk_userspace_status_dispose(&fu.next);
 	if (requeue_after_ms != NULL)
 		*requeue_after_ms = requeue;
 	return rc;

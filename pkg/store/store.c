@@ -153,9 +153,13 @@ parse_uri(const char *text, int64_t timeout_ms, mongoc_uri_t **out, sk_error *er
 	}
 	default_timeout(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, timeout_ms);
 	default_timeout(uri, MONGOC_URI_CONNECTTIMEOUTMS, timeout_ms);
-	/* Reads of big lists take longer than a connect; a dead server still
-	 * fails fast because its socket closes. */
-	default_timeout(uri, MONGOC_URI_SOCKETTIMEOUTMS, timeout_ms * 2);
+	/* Reads of big lists take far longer than a connect (FerretDB's SQLite
+	 * backend lists 10,000 objects in several seconds when busy); a dead
+	 * server still fails fast because its socket closes, a hung one after
+	 * the socket timeout. socketTimeoutMS in the URI overrides it. */
+	default_timeout(uri, MONGOC_URI_SOCKETTIMEOUTMS,
+	        timeout_ms * 2 > SK_STORE_SOCKET_TIMEOUT_MS ? timeout_ms * 2
+	                                                    : SK_STORE_SOCKET_TIMEOUT_MS);
 	if (!mongoc_uri_has_option(uri, MONGOC_URI_APPNAME))
 		mongoc_uri_set_appname(uri, "spacekeeper");
 	*out = uri;

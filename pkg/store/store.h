@@ -28,7 +28,7 @@ typedef struct sk_store sk_store;
 typedef struct sk_store_options {
 	const char *uri; /* NULL: $SPACEKEEPER_MONGODB_URI or the default */
 	const char *database; /* NULL: "spacekeeper" */
-	int64_t timeout_ms; /* server selection / socket timeout, default 3000 */
+	int64_t timeout_ms; /* server selection and connect timeout, default 3000 */
 	bool ensure_indexes; /* create indexes on open (cheap when present) */
 } sk_store_options;
 #define SK_STORE_OPTIONS_INIT                                                                      \

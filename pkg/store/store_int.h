@@ -25,6 +25,8 @@ struct sk_store {
 	int64_t claims_swept_ms; /* when old claims were last swept (cas.c) */
 };
 
+#define SK_STORE_SOCKET_TIMEOUT_MS 60000 /* unless the URI sets socketTimeoutMS */
+
 /* A client popped from the pool and one collection of it. */
 typedef struct sk_store_conn {
 	mongoc_client_t *client;

@@ -319,6 +319,61 @@ START_TEST(test_status_only_skipped)
 }
 END_TEST
 
+/* A copy the owner wrote goes into the cache at once: no callback for its own
+ * status write, a callback when it carries someone else's spec edit, and an
+ * older copy never replaces a newer one. */
+START_TEST(test_observe_written_copy)
+{
+	sk_informer_options o = SK_INFORMER_OPTIONS_INIT;
+	sk_informer *inf = NULL;
+	sk_userspace *cur = NULL, *next = NULL, *edited = NULL, *got = NULL;
+	sk_userspace_status st = { .phase = SK_PHASE_RUNNING, .sandbox_id = "isim3" };
+	sk_error err = { 0 };
+
+	create("hana", "u-hana");
+	o.store = store;
+	o.on_change = on_change;
+	o.skip_status_only = true;
+	ck_assert_int_eq(sk_informer_new(&inf, &o, &err), 0);
+	ck_assert_int_eq(sk_informer_relist(inf, &err), 0);
+	ck_assert_int_eq(sk_store_get(store, "hana", &cur, &err), 0);
+	ck_assert_msg(sk_store_write_status(store, cur, &st, &next, &err) == 0, "%s", err.message);
+	sk_informer_observe(inf, next);
+	ck_assert_int_eq(seen_count("hana"), 1); /* the relist only */
+	ck_assert_int_eq(sk_informer_get(inf, "hana", &got), 0);
+	ck_assert_str_eq(got->status.sandbox_id, "isim3");
+	ck_assert_int_eq(got->meta.resource_version, next->meta.resource_version);
+	sk_userspace_free(got);
+	/* The older copy is ignored. */
+	sk_informer_observe(inf, cur);
+	ck_assert_int_eq(sk_informer_get(inf, "hana", &got), 0);
+	ck_assert_int_eq(got->meta.resource_version, next->meta.resource_version);
+	sk_userspace_free(got);
+	/* A newer copy with a spec change calls back. */
+	edited = sk_userspace_dup(next);
+	edited->meta.resource_version++;
+	free(edited->spec.template_id);
+	edited->spec.template_id = sk_strdup("python");
+	sk_informer_observe(inf, edited);
+	ck_assert_int_eq(seen_count("hana"), 2);
+	sk_userspace_free(cur);
+	sk_userspace_free(next);
+	sk_userspace_free(edited);
+	sk_informer_free(inf);
+}
+END_TEST
+
+/* Polling stays under a fifth of the time however slow a read is, within bounds. */
+START_TEST(test_poll_pause)
+{
+	ck_assert_int_eq(sk_informer_poll_pause(1000, 5), 1000);
+	ck_assert_int_eq(sk_informer_poll_pause(1000, 250), 1000);
+	ck_assert_int_eq(sk_informer_poll_pause(1000, 600), 2400);
+	ck_assert_int_eq(sk_informer_poll_pause(100, 2500), 10000);
+	ck_assert_int_eq(sk_informer_poll_pause(1000, 60000), SK_INFORMER_MAX_PAUSE_MS);
+}
+END_TEST
+
 Suite *
 sk_suite_informer(void)
 {
@@ -332,6 +387,8 @@ sk_suite_informer(void)
 	tcase_add_test(tc, test_status_write_seen);
 	tcase_add_test(tc, test_lookback_does_not_refire);
 	tcase_add_test(tc, test_status_only_skipped);
+	tcase_add_test(tc, test_observe_written_copy);
+	tcase_add_test(tc, test_poll_pause);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,952 @@
+/*
+ * Integration tests of the follow-up round of sk_reconcile_object (real
+ * FerretDB and sandboxsim, e2b flavour): after a round that creates or
+ * resumes the keeper, the data plane is probed at once and the binding is
+ * written with the probe's result, one status write after the Creating
+ * mark instead of two and no short requeue in between. Status writes are
+ * counted by the store's write claims ({_id: "NAME/V"} per version written
+ * over, pkg/store/cas.c), provider calls by sandboxsim's /_sim/stats.
+ */
+#include <check.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <mongoc/mongoc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../testutil.h"
+#include "reconcile/reconcile.h"
+
+Suite *sk_suite_reconcile_followup(void);
+
+#define KEY "e2b_0000000000000000000000000000000000000000" /* a dummy key */
+#define KEY_VAR "SK_TEST_FOLLOWUP_KEY"
+
+typedef struct fixture {
+	pid_t sim;
+	char url[128];
+	char db[64];
+	sk_store *store;
+	sk_provider *p;
+	sk_reconcile_env env;
+} fixture;
+
+/* What one sk_reconcile_object call did. */
+typedef struct outcome {
+	int rc;
+	sk_error err;
+	int64_t requeue;
+	sk_userspace *updated;
+	int64_t rv_before; /* resourceVersion of the copy handed in */
+} outcome;
+
+/* ---- fixture (after check_reconcile.c) ---- */
+
+static void
+setup(fixture *f)
+{
+	const char *args[] = { "--flavor", "e2b", "--api-key", KEY, "--seed", "11", NULL };
+	sk_store_options so = SK_STORE_OPTIONS_INIT;
+	sk_provider_config c = { 0 };
+	sk_error err = { 0 };
+
+	memset(f, 0, sizeof(*f));
+	f->sim = sk_test_sim_start(args, f->url, sizeof(f->url));
+	so.uri = sk_test_mongodb_uri();
+	snprintf(f->db, sizeof(f->db), "%s", sk_test_unique_db());
+	so.database = f->db;
+	ck_assert_msg(sk_store_open(&f->store, &so, &err) == 0, "store: %s", err.message);
+	setenv(KEY_VAR, KEY, 1);
+	c.name = "default";
+	c.type = SK_PROVIDER_E2B;
+	c.api_url = f->url;
+	c.sandbox_url = f->url;
+	c.domain = "sim.local";
+	c.api_key_env = KEY_VAR;
+	c.max_in_flight = 8;
+	c.qps = 1000;
+	c.burst = 1000;
+	c.request_timeout_ms = 5000;
+	c.sandbox_timeout_ms = 3600000;
+	c.orphan_grace_ms = 600000;
+	ck_assert_msg(sk_provider_new(&c, &f->p, &err) == 0, "provider: %s", err.message);
+	f->env.store = f->store;
+	f->env.provider = f->p;
+	sk_plan_options_from_config(&f->env.opts, &c, 30000);
+	f->env.opts.resume_grace_ms = 20000;
+	/* The test reads these; they must tell a short requeue from a steady one. */
+	ck_assert_int_eq(f->env.opts.short_requeue_ms, 2000);
+	ck_assert_int_eq(f->env.opts.resync_ms, 30000);
+	ck_assert(f->env.opts.probe);
+}
+
+static void
+teardown(fixture *f)
+{
+	sk_error err;
+
+	sk_store_drop(f->store, &err);
+	sk_store_close(f->store);
+	sk_provider_free(f->p);
+	sk_test_stop(f->sim, false);
+}
+
+static size_t
+collect(char *data, size_t size, size_t n, void *arg)
+{
+	sk_buf_append(arg, data, size * n);
+	return size * n;
+}
+
+/* A /_sim admin request; the body (when wanted) as JSON. */
+static long
+sim_req(fixture *f, const char *method, const char *path, const char *json, json_t **out)
+{
+	CURL *c = curl_easy_init();
+	sk_buf b = SK_BUF_INIT(1 << 20);
+	char url[256];
+	long status = 0;
+	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+
+	snprintf(url, sizeof(url), "%s%s", f->url, path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	if (json != NULL)
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, json);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+	ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	if (out != NULL) {
+		json_error_t jerr;
+		*out = json_loadb(b.data ? b.data : "", b.len, 0, &jerr);
+		ck_assert_msg(*out != NULL, "%s %s: not JSON: %s", method, path, jerr.text);
+	}
+	sk_buf_dispose(&b);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	return status;
+}
+
+static void
+sim_faults(fixture *f, const char *json)
+{
+	ck_assert_int_eq(sim_req(f, "POST", "/_sim/faults", json, NULL), 200);
+}
+
+/* The simulator counts a call just after sending its answer: waits until
+ * the count stops moving (two reads 20 ms apart agree). */
+static void
+sim_settle(fixture *f)
+{
+	json_int_t last = -1;
+
+	for (int i = 0; i < 50; i++) {
+		json_t *st = NULL;
+		json_int_t total;
+		ck_assert_int_eq(sim_req(f, "GET", "/_sim/stats", NULL, &st), 200);
+		total = json_integer_value(json_object_get(st, "total"));
+		json_decref(st);
+		if (total == last)
+			return;
+		last = total;
+		usleep(20000);
+	}
+	ck_abort_msg("sandboxsim stats never settled");
+}
+
+static void
+sim_stats_reset(fixture *f)
+{
+	ck_assert_int_eq(sim_req(f, "POST", "/_sim/stats/reset", NULL, NULL) / 100, 2);
+}
+
+/* Calls of one endpoint since the last reset, answered with `status` (0: any). */
+static long
+sim_calls(fixture *f, const char *ep, int status)
+{
+	json_t *st = NULL, *by;
+	const char *code;
+	json_t *v;
+	long n = 0;
+
+	ck_assert_int_eq(sim_req(f, "GET", "/_sim/stats", NULL, &st), 200);
+	by = json_object_get(json_object_get(st, "requests"), ep);
+	json_object_foreach(by, code, v)
+	{
+		if (status == 0 || atoi(code) == status)
+			n += (long)json_integer_value(v);
+	}
+	json_decref(st);
+	return n;
+}
+
+/* API calls since the last reset (the data plane and /_sim not counted). */
+static long
+sim_api_calls(fixture *f)
+{
+	static const char *const eps[] = { "create", "get", "list", "list_v1", "kill", "pause",
+		"connect", "resume", "timeout", "refreshes" };
+	long n = 0;
+
+	for (size_t i = 0; i < sizeof(eps) / sizeof(eps[0]); i++)
+		n += sim_calls(f, eps[i], 0);
+	return n;
+}
+
+static void
+apply(fixture *f, const char *name, const char *user, const char *extra_spec)
+{
+	char yaml[1024];
+	sk_doclist dl = { 0 };
+	sk_errlist errs = { 0 };
+	sk_userspace *us = NULL, *out = NULL;
+	sk_error err = { 0 };
+
+	snprintf(yaml, sizeof(yaml),
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\nmetadata: {name: %s}\n"
+	        "spec: {userID: %s%s}\n",
+	        name, user, extra_spec ? extra_spec : "");
+	ck_assert_int_eq(sk_doc_parse(yaml, strlen(yaml), "t.yaml", &dl, &err), 0);
+	ck_assert_int_eq(sk_userspace_from_doc(dl.items[0], &us, &errs), 0);
+	ck_assert_msg(sk_store_create(f->store, us, &out, &err) == 0, "create: %s", err.message);
+	sk_userspace_free(us);
+	sk_userspace_free(out);
+	sk_doclist_dispose(&dl);
+	sk_errlist_dispose(&errs);
+}
+
+/* The user's managed sandboxes as the controller would list them. */
+static void
+list_user(fixture *f, const char *user, sk_sandbox_list *out)
+{
+	sk_kvlist match = { 0 };
+	sk_error err = { 0 };
+
+	memset(out, 0, sizeof(*out));
+	sk_kvlist_set(&match, SK_META_USER_ID, user);
+	sk_kvlist_set(&match, SK_META_MANAGED_BY, SK_MANAGED_BY_VALUE);
+	ck_assert_msg(sk_sandbox_list_all(f->p, &match, out, &err) == 0, "%s", err.message);
+	sk_kvlist_dispose(&match);
+}
+
+static sk_userspace *
+get(fixture *f, const char *name)
+{
+	sk_userspace *us = NULL;
+	sk_error err = { 0 };
+
+	ck_assert_msg(sk_store_get(f->store, name, &us, &err) == 0, "get: %s", err.message);
+	return us;
+}
+
+static void
+set_mode(fixture *f, const char *name, sk_mode mode)
+{
+	sk_userspace *us = get(f, name), *out = NULL;
+	sk_error err = { 0 };
+
+	us->spec.mode = mode;
+	ck_assert_msg(sk_store_update(f->store, us, &out, &err) == 0, "%s", err.message);
+	sk_userspace_free(us);
+	sk_userspace_free(out);
+}
+
+static bool
+has_event(fixture *f, const char *name, const char *reason)
+{
+	sk_event_list l = { 0 };
+	sk_error err = { 0 };
+	bool found = false;
+
+	ck_assert_int_eq(sk_store_events(f->store, name, 0, &l, &err), 0);
+	for (size_t i = 0; i < l.len; i++)
+		found = found || strcmp(l.items[i].reason, reason) == 0;
+	sk_event_list_dispose(&l);
+	return found;
+}
+
+static const sk_condition *
+cond(const sk_userspace *us, const char *type)
+{
+	for (size_t i = 0; i < us->status.n_conditions; i++) {
+		if (strcmp(us->status.conditions[i].type, type) == 0)
+			return &us->status.conditions[i];
+	}
+	ck_abort_msg("no condition %s", type);
+	return NULL;
+}
+
+static void
+assert_cond(const sk_userspace *us, const char *type, const char *status, const char *reason)
+{
+	const sk_condition *c = cond(us, type);
+
+	ck_assert_msg(strcmp(c->status, status) == 0, "%s: status %s, want %s (%s: %s)", type,
+	        c->status, status, c->reason, c->message);
+	if (reason != NULL)
+		ck_assert_msg(strcmp(c->reason, reason) == 0, "%s: reason %s, want %s (%s)", type,
+		        c->reason, reason, c->message);
+}
+
+/* ---- status writes: the store's claims ---- */
+
+/* The versions of `name` written over (claims "NAME/V"), ascending; returns
+ * how many are >= since. */
+static size_t
+claims_since(fixture *f, const char *name, int64_t since, int64_t *vers, size_t max)
+{
+	mongoc_client_t *client = mongoc_client_new(sk_test_mongodb_uri());
+	mongoc_collection_t *coll = mongoc_client_get_collection(client, f->db, "claims");
+	bson_t all = BSON_INITIALIZER;
+	mongoc_cursor_t *cur = mongoc_collection_find_with_opts(coll, &all, NULL, NULL);
+	size_t plen = strlen(name), n = 0;
+	const bson_t *doc;
+	bson_error_t berr;
+	bson_iter_t it;
+
+	while (mongoc_cursor_next(cur, &doc)) {
+		const char *id;
+		int64_t v;
+		if (!bson_iter_init_find(&it, doc, "_id") || !BSON_ITER_HOLDS_UTF8(&it))
+			continue;
+		id = bson_iter_utf8(&it, NULL);
+		if (strncmp(id, name, plen) != 0 || id[plen] != '/')
+			continue;
+		v = strtoll(id + plen + 1, NULL, 10);
+		if (v < since)
+			continue;
+		ck_assert_uint_lt(n, max);
+		vers[n++] = v;
+	}
+	ck_assert_msg(!mongoc_cursor_error(cur, &berr), "claims: %s", berr.message);
+	for (size_t i = 1; i < n; i++) { /* insertion sort: a handful */
+		for (size_t j = i; j > 0 && vers[j - 1] > vers[j]; j--) {
+			int64_t t = vers[j];
+			vers[j] = vers[j - 1];
+			vers[j - 1] = t;
+		}
+	}
+	mongoc_cursor_destroy(cur);
+	bson_destroy(&all);
+	mongoc_collection_destroy(coll);
+	mongoc_client_destroy(client);
+	return n;
+}
+
+/* Asserts that the call made exactly `want` status writes, one after the
+ * other from the copy it was given: the claims since o->rv_before are
+ * rv_before and then want-1 versions below the stored one. */
+static void
+assert_writes(fixture *f, const char *name, const outcome *o, size_t want)
+{
+	int64_t vers[16];
+	size_t n = claims_since(f, name, o->rv_before, vers, 16);
+	sk_userspace *now = get(f, name);
+
+	ck_assert_msg(n == want, "%s: %zu status writes, want %zu", name, n, want);
+	if (want > 0) {
+		ck_assert_int_eq(vers[0], o->rv_before);
+		ck_assert_int_lt(vers[want - 1], now->meta.resource_version);
+	} else {
+		ck_assert_int_eq(now->meta.resource_version, o->rv_before);
+	}
+	sk_userspace_free(now);
+}
+
+/* ---- one call ---- */
+
+/* One sk_reconcile_object on a fresh copy of the stored object, with the
+ * user's sandboxes as just listed; the simulator's stats start from zero. */
+static void
+once(fixture *f, const char *name, const char *user, outcome *o)
+{
+	sk_sandbox_list l;
+	sk_list_view v = { 0 };
+	sk_userspace *us;
+
+	memset(o, 0, sizeof(*o));
+	list_user(f, user, &l);
+	v.valid = true;
+	v.for_user = &l;
+	v.listed_ms = sk_now_ms();
+	us = get(f, name);
+	o->rv_before = us->meta.resource_version;
+	sim_settle(f);
+	sim_stats_reset(f);
+	o->rc = sk_reconcile_object(&f->env, us, &v, &o->requeue, &o->updated, &o->err);
+	sim_settle(f);
+	sk_sandbox_list_dispose(&l);
+	sk_userspace_free(us);
+}
+
+static void
+outcome_dispose(outcome *o)
+{
+	sk_userspace_free(o->updated);
+}
+
+/* The one sandbox of the user at the provider (asserted: exactly one). */
+static char *
+only_sandbox(fixture *f, const char *user, sk_sandbox_state want)
+{
+	sk_sandbox_list l;
+	char *id;
+
+	list_user(f, user, &l);
+	ck_assert_uint_eq(l.len, 1);
+	ck_assert_int_eq(l.items[0].state, want);
+	id = strdup(l.items[0].id);
+	sk_sandbox_list_dispose(&l);
+	return id;
+}
+
+/* Calls until Ready (at most n). */
+static void
+converge(fixture *f, const char *name, const char *user, int n)
+{
+	for (int i = 0; i < n; i++) {
+		outcome o;
+		bool ready;
+		once(f, name, user, &o);
+		ready = o.rc == 0 && o.updated != NULL && sk_userspace_is_ready(o.updated);
+		outcome_dispose(&o);
+		if (ready)
+			return;
+	}
+	ck_abort_msg("%s did not become Ready in %d calls", name, n);
+}
+
+/* Converges name (user = name) to Running, then to Paused: a paused keeper. */
+static void
+paused_keeper(fixture *f, const char *name)
+{
+	converge(f, name, name, 3);
+	set_mode(f, name, SK_MODE_PAUSED);
+	converge(f, name, name, 3);
+}
+
+/* A managed sandbox of the user made behind the controller's back. */
+static void
+precreate(fixture *f, const char *user, sk_sandbox *out)
+{
+	sk_kvlist meta = { 0 };
+	sk_create_request req = { .template_id = "base", .timeout_ms = 600000, .metadata = &meta };
+	sk_error err = { 0 };
+
+	sk_kvlist_set(&meta, SK_META_USER_ID, user);
+	sk_kvlist_set(&meta, SK_META_MANAGED_BY, SK_MANAGED_BY_VALUE);
+	ck_assert_msg(sk_sandbox_create(f->p, &req, out, &err) == 0, "%s", err.message);
+	sk_kvlist_dispose(&meta);
+}
+
+/* ---- tests ---- */
+
+/* 1. A new UserSpace: one call creates, probes and stores Running + Ready
+ * with the binding; the Creating mark and the final status are the only two
+ * writes, the follow-up uses the create's answer (no GET), and the requeue
+ * is the steady one. */
+START_TEST(test_create_one_call)
+{
+	fixture f;
+	outcome o;
+	sk_userspace *us;
+	char *id;
+
+	setup(&f);
+	apply(&f, "alice", "alice", NULL);
+	once(&f, "alice", "alice", &o);
+	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
+	/* provider calls first (listing below is counted too) */
+	ck_assert_int_eq(sim_calls(&f, "create", 201), 1);
+	ck_assert_int_eq(sim_calls(&f, "create", 0), 1);
+	ck_assert_int_eq(sim_calls(&f, "get", 0), 0);
+	ck_assert_int_eq(sim_calls(&f, "list", 0), 0);
+	ck_assert_int_eq(sim_calls(&f, "health", 0), 1);
+	ck_assert_int_eq(sim_api_calls(&f), 1);
+	id = only_sandbox(&f, "alice", SK_SANDBOX_RUNNING);
+	us = get(&f, "alice");
+	ck_assert_int_eq(us->status.phase, SK_PHASE_RUNNING);
+	ck_assert_ptr_nonnull(us->status.sandbox_id);
+	ck_assert_str_eq(us->status.sandbox_id, id);
+	assert_cond(us, SK_COND_READY, "True", "Running");
+	assert_cond(us, SK_COND_DATAPLANE, "True", "Healthy");
+	assert_cond(us, SK_COND_SYNCED, "True", NULL);
+	ck_assert_int_eq(us->status.observed_generation, us->meta.generation);
+	ck_assert_int_gt(us->status.last_reconcile_ms, 0);
+	/* *updated is what was stored */
+	ck_assert_ptr_nonnull(o.updated);
+	ck_assert_int_eq(o.updated->meta.resource_version, us->meta.resource_version);
+	ck_assert_str_eq(o.updated->status.sandbox_id, id);
+	assert_writes(&f, "alice", &o, 2);
+	ck_assert_int_eq(o.requeue, f.env.opts.resync_ms);
+	ck_assert(has_event(&f, "alice", "Created"));
+	outcome_dispose(&o);
+	/* steady state: the next call writes nothing and creates nothing */
+	once(&f, "alice", "alice", &o);
+	ck_assert_msg(o.rc == 0, "%s", o.err.message);
+	assert_writes(&f, "alice", &o, 0);
+	ck_assert_int_eq(sim_calls(&f, "create", 0), 0);
+	ck_assert_int_eq(sim_calls(&f, "health", 0), 1);
+	ck_assert_int_eq(o.requeue, f.env.opts.resync_ms);
+	outcome_dispose(&o);
+	sk_userspace_free(us);
+	free(id);
+	teardown(&f);
+}
+END_TEST
+
+typedef struct bg_call {
+	fixture *f;
+	const char *name;
+	outcome o;
+} bg_call;
+
+static void *
+bg_once(void *arg)
+{
+	bg_call *b = arg;
+
+	once(b->f, b->name, b->name, &b->o);
+	return NULL;
+}
+
+/* Starts once() on another thread with the create held up 1.5 s at the
+ * simulator, and waits until the store shows the Creating mark. */
+static void
+start_held_create(fixture *f, bg_call *b, pthread_t *t, const char *name)
+{
+	sk_userspace *us = NULL;
+	bool marked = false;
+
+	sim_faults(f, "{\"latency\": {\"create\": {\"fixed_ms\": 1500}}}");
+	memset(b, 0, sizeof(*b));
+	b->f = f;
+	b->name = name;
+	ck_assert_int_eq(pthread_create(t, NULL, bg_once, b), 0);
+	for (int i = 0; i < 100 && !marked; i++) {
+		usleep(10000);
+		us = get(f, name);
+		marked = us->status.phase == SK_PHASE_CREATING;
+		if (marked)
+			ck_assert_ptr_null(us->status.sandbox_id);
+		sk_userspace_free(us);
+	}
+	ck_assert_msg(marked, "the Creating mark was never seen while the create was held up");
+}
+
+/* 1b. The Creating mark is stored before the create is sent: with the
+ * create held up at the simulator, the store already says Creating, nothing
+ * bound, while the simulator has no sandbox yet. */
+START_TEST(test_mark_before_create)
+{
+	fixture f;
+	bg_call b;
+	pthread_t t;
+	sk_userspace *us = NULL;
+	json_t *sbs = NULL;
+
+	setup(&f);
+	apply(&f, "bert", "bert", NULL);
+	start_held_create(&f, &b, &t, "bert");
+	ck_assert_int_eq(sim_req(&f, "GET", "/_sim/sandboxes", NULL, &sbs), 200);
+	ck_assert_uint_eq(json_array_size(sbs), 0); /* the create is still held up */
+	json_decref(sbs);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_msg(b.o.rc == 0, "%s", b.o.err.message);
+	us = get(&f, "bert");
+	ck_assert_int_eq(us->status.phase, SK_PHASE_RUNNING);
+	ck_assert_ptr_nonnull(us->status.sandbox_id);
+	assert_writes(&f, "bert", &b.o, 2);
+	sk_userspace_free(us);
+	outcome_dispose(&b.o);
+	teardown(&f);
+}
+END_TEST
+
+/* 1c. Someone edits the object (a label) while the create runs: the final
+ * status write meets a newer resourceVersion whose status is still the
+ * Creating mark, so it is retried (execute.c: "retries once only when nobody
+ * else changed the status meanwhile") and the binding lands with the label
+ * kept (the follow-up checks the stored status, not its own unwritten one,
+ * to tell an edit from a concurrent status write). */
+START_TEST(test_edit_during_create)
+{
+	fixture f;
+	bg_call b;
+	pthread_t t;
+	sk_userspace *us, *out = NULL;
+	sk_error err = { 0 };
+
+	setup(&f);
+	apply(&f, "cleo", "cleo", NULL);
+	start_held_create(&f, &b, &t, "cleo");
+	us = get(&f, "cleo");
+	sk_kvlist_set(&us->meta.labels, "team", "x");
+	ck_assert_msg(sk_store_update(f.store, us, &out, &err) == 0, "%s", err.message);
+	sk_userspace_free(us);
+	sk_userspace_free(out);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_msg(b.o.rc == 0, "reconcile: %d %s", b.o.rc, b.o.err.message);
+	us = get(&f, "cleo");
+	ck_assert_ptr_nonnull(us->status.sandbox_id);
+	ck_assert_int_eq(us->status.phase, SK_PHASE_RUNNING);
+	ck_assert_str_eq(sk_kvlist_get(&us->meta.labels, "team"), "x");
+	sk_userspace_free(us);
+	outcome_dispose(&b.o);
+	teardown(&f);
+}
+END_TEST
+
+/* 2. A paused keeper and mode Running: one call resumes it and stores
+ * Running + Ready in one write (no Resuming status in between). */
+START_TEST(test_resume_one_call)
+{
+	fixture f;
+	outcome o;
+	sk_userspace *us;
+	char *id;
+
+	setup(&f);
+	apply(&f, "carol", "carol", NULL);
+	paused_keeper(&f, "carol");
+	id = only_sandbox(&f, "carol", SK_SANDBOX_PAUSED);
+	us = get(&f, "carol");
+	ck_assert_int_eq(us->status.phase, SK_PHASE_PAUSED);
+	ck_assert_str_eq(us->status.sandbox_id, id);
+	sk_userspace_free(us);
+	set_mode(&f, "carol", SK_MODE_RUNNING);
+	once(&f, "carol", "carol", &o);
+	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
+	ck_assert_int_eq(sim_calls(&f, "connect", 0), 1);
+	ck_assert_int_eq(sim_calls(&f, "create", 0), 0);
+	ck_assert_int_eq(sim_calls(&f, "get", 0), 0);
+	ck_assert_int_eq(sim_calls(&f, "list", 0), 0);
+	ck_assert_int_eq(sim_calls(&f, "health", 0), 1);
+	free(id);
+	id = only_sandbox(&f, "carol", SK_SANDBOX_RUNNING);
+	us = get(&f, "carol");
+	ck_assert_int_eq(us->status.phase, SK_PHASE_RUNNING);
+	ck_assert_str_eq(us->status.sandbox_id, id);
+	assert_cond(us, SK_COND_READY, "True", "Running");
+	assert_cond(us, SK_COND_DATAPLANE, "True", "Healthy");
+	ck_assert_int_eq(us->status.observed_generation, 3);
+	assert_writes(&f, "carol", &o, 1);
+	ck_assert_int_eq(o.requeue, f.env.opts.resync_ms);
+	ck_assert(has_event(&f, "carol", "Resumed"));
+	sk_userspace_free(us);
+	outcome_dispose(&o);
+	free(id);
+	teardown(&f);
+}
+END_TEST
+
+/* 2b. A resume re-asserts the lifecycle once (the SET_TIMEOUT after the
+ * connect), not again in the follow-up (which must see the new end time,
+ * not the paused sandbox's old one). */
+START_TEST(test_resume_lifecycle_once)
+{
+	fixture f;
+	outcome o;
+
+	setup(&f);
+	apply(&f, "cody", "cody", NULL);
+	paused_keeper(&f, "cody");
+	set_mode(&f, "cody", SK_MODE_RUNNING);
+	once(&f, "cody", "cody", &o);
+	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
+	ck_assert_int_eq(sim_calls(&f, "connect", 0), 1);
+	ck_assert_int_eq(sim_calls(&f, "timeout", 0), 1);
+	outcome_dispose(&o);
+	teardown(&f);
+}
+END_TEST
+
+/* 2c. The data plane answers 504 for a while after the resume: one write,
+ * phase Resuming within the grace, not Ready, short requeue. */
+START_TEST(test_resume_dataplane_504)
+{
+	fixture f;
+	outcome o;
+	sk_userspace *us;
+
+	setup(&f);
+	apply(&f, "dora", "dora", NULL);
+	paused_keeper(&f, "dora");
+	set_mode(&f, "dora", SK_MODE_RUNNING);
+	sim_faults(&f, "{\"resume_504_s\": 30}");
+	once(&f, "dora", "dora", &o);
+	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
+	ck_assert_int_eq(sim_calls(&f, "connect", 0), 1);
+	ck_assert_int_eq(sim_calls(&f, "health", 504), 1);
+	us = get(&f, "dora");
+	ck_assert_int_eq(us->status.phase, SK_PHASE_RESUMING);
+	assert_cond(us, SK_COND_READY, "False", "Resuming");
+	assert_cond(us, SK_COND_DATAPLANE, "Unknown", "Resuming");
+	ck_assert_ptr_nonnull(strstr(cond(us, SK_COND_READY)->message, "504"));
+	assert_writes(&f, "dora", &o, 1);
+	ck_assert_int_eq(o.requeue, f.env.opts.short_requeue_ms);
+	sk_userspace_free(us);
+	outcome_dispose(&o);
+	teardown(&f);
+}
+END_TEST
+
+/* 3. The data plane answers 502 right after the create: the follow-up still
+ * stores the binding, the status is not Ready, and the requeue is short;
+ * once the data plane answers, the next call makes it Ready without a
+ * second create. */
+START_TEST(test_create_dataplane_502)
+{
+	fixture f;
+	outcome o;
+	sk_userspace *us;
+	char *id;
+
+	setup(&f);
+	apply(&f, "dave", "dave", NULL);
+	sim_faults(&f, "{\"errors\": {\"health\": {\"status\": 502}}}");
+	once(&f, "dave", "dave", &o);
+	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
+	ck_assert_int_eq(sim_calls(&f, "create", 0), 1);
+	ck_assert_int_eq(sim_calls(&f, "health", 502), 1);
+	ck_assert_int_eq(sim_calls(&f, "health", 0), 1);
+	id = only_sandbox(&f, "dave", SK_SANDBOX_RUNNING);
+	us = get(&f, "dave");
+	ck_assert_ptr_nonnull(us->status.sandbox_id);
+	ck_assert_str_eq(us->status.sandbox_id, id);
+	ck_assert_int_ne(us->status.phase, SK_PHASE_RUNNING);
+	ck_assert_int_eq(us->status.phase, SK_PHASE_CREATING); /* within the grace */
+	assert_cond(us, SK_COND_READY, "False", "Starting");
+	assert_cond(us, SK_COND_DATAPLANE, "Unknown", "Starting");
+	ck_assert(!sk_userspace_is_ready(us));
+	assert_writes(&f, "dave", &o, 2);
+	ck_assert_int_eq(o.requeue, f.env.opts.short_requeue_ms);
+	sk_userspace_free(us);
+	outcome_dispose(&o);
+	/* the data plane answers now */
+	sim_faults(&f, "{\"errors\": {\"health\": null}}");
+	once(&f, "dave", "dave", &o);
+	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
+	us = get(&f, "dave");
+	ck_assert_int_eq(us->status.phase, SK_PHASE_RUNNING);
+	ck_assert_str_eq(us->status.sandbox_id, id);
+	assert_cond(us, SK_COND_READY, "True", "Running");
+	ck_assert_int_eq(sim_calls(&f, "create", 0), 0);
+	assert_writes(&f, "dave", &o, 1);
+	ck_assert_int_eq(o.requeue, f.env.opts.resync_ms);
+	sk_userspace_free(us);
+	outcome_dispose(&o);
+	free(id);
+	teardown(&f);
+}
+END_TEST
+
+/* 4. The create fails with a 500 (it may have happened): no follow-up
+ * round, the failure is written with the Creating mark kept, nothing bound. */
+START_TEST(test_create_fails_500)
+{
+	fixture f;
+	outcome o;
+	sk_userspace *us;
+	sk_sandbox_list l;
+
+	setup(&f);
+	apply(&f, "erin", "erin", NULL);
+	sim_faults(&f, "{\"errors\": {\"create\": {\"status\": 500, \"count\": 1}}}");
+	once(&f, "erin", "erin", &o);
+	ck_assert_int_ne(o.rc, 0);
+	ck_assert(sk_error_is_transient(o.rc));
+	ck_assert_ptr_nonnull(strstr(o.err.message, "create"));
+	us = get(&f, "erin");
+	ck_assert_ptr_null(us->status.sandbox_id);
+	ck_assert_int_eq(us->status.phase, SK_PHASE_CREATING);
+	assert_cond(us, SK_COND_SYNCED, "False", "CreateFailed");
+	assert_cond(us, SK_COND_READY, "False", "CreateFailed");
+	ck_assert_ptr_nonnull(us->status.message);
+	ck_assert_ptr_nonnull(strstr(us->status.message, "500"));
+	ck_assert(has_event(&f, "erin", "CreateFailed"));
+	ck_assert(!has_event(&f, "erin", "Created"));
+	/* the mark and the failure; a follow-up would have looked the user up */
+	assert_writes(&f, "erin", &o, 2);
+	ck_assert_int_eq(sim_calls(&f, "create", 500), 1);
+	ck_assert_int_eq(sim_api_calls(&f), 1);
+	ck_assert_int_eq(sim_calls(&f, "health", 0), 0);
+	list_user(&f, "erin", &l);
+	ck_assert_uint_eq(l.len, 0);
+	sk_sandbox_list_dispose(&l);
+	sk_userspace_free(us);
+	outcome_dispose(&o);
+	teardown(&f);
+}
+END_TEST
+
+/* 4b. The create is rejected with a 429 (nothing made): no follow-up, the
+ * mark is cleared (phase Pending), nothing bound. */
+START_TEST(test_create_rejected_429)
+{
+	fixture f;
+	outcome o;
+	sk_userspace *us;
+	sk_sandbox_list l;
+
+	setup(&f);
+	apply(&f, "fred", "fred", NULL);
+	sim_faults(&f, "{\"errors\": {\"create\": {\"status\": 429, \"count\": 1}}}");
+	once(&f, "fred", "fred", &o);
+	ck_assert_int_ne(o.rc, 0);
+	ck_assert(sk_error_is_transient(o.rc));
+	us = get(&f, "fred");
+	ck_assert_ptr_null(us->status.sandbox_id);
+	ck_assert_int_eq(us->status.phase, SK_PHASE_PENDING);
+	assert_cond(us, SK_COND_SYNCED, "False", "CreateFailed");
+	assert_cond(us, SK_COND_READY, "False", "CreateFailed");
+	ck_assert_ptr_nonnull(strstr(us->status.message, "429"));
+	assert_writes(&f, "fred", &o, 2);
+	ck_assert_int_eq(sim_calls(&f, "create", 429), 1);
+	ck_assert_int_eq(sim_api_calls(&f), 1);
+	ck_assert_int_eq(sim_calls(&f, "health", 0), 0);
+	list_user(&f, "fred", &l);
+	ck_assert_uint_eq(l.len, 0);
+	sk_sandbox_list_dispose(&l);
+	sk_userspace_free(us);
+	outcome_dispose(&o);
+	/* the next call creates at once (no create grace after a rejection) */
+	once(&f, "fred", "fred", &o);
+	ck_assert_msg(o.rc == 0, "%s", o.err.message);
+	us = get(&f, "fred");
+	ck_assert_int_eq(us->status.phase, SK_PHASE_RUNNING);
+	assert_cond(us, SK_COND_READY, "True", "Running");
+	ck_assert_int_eq(sim_calls(&f, "create", 0), 1);
+	assert_writes(&f, "fred", &o, 2);
+	sk_userspace_free(us);
+	outcome_dispose(&o);
+	teardown(&f);
+}
+END_TEST
+
+/* 5. Mode Paused and no sandbox: nothing created, nothing probed, one write. */
+START_TEST(test_paused_no_sandbox)
+{
+	fixture f;
+	outcome o;
+	sk_userspace *us;
+	sk_sandbox_list l;
+
+	setup(&f);
+	apply(&f, "gina", "gina", ", mode: Paused");
+	once(&f, "gina", "gina", &o);
+	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
+	us = get(&f, "gina");
+	ck_assert_int_eq(us->status.phase, SK_PHASE_PAUSED);
+	ck_assert_ptr_null(us->status.sandbox_id);
+	assert_cond(us, SK_COND_READY, "True", "Paused");
+	assert_writes(&f, "gina", &o, 1);
+	ck_assert_int_eq(sim_api_calls(&f), 0);
+	ck_assert_int_eq(sim_calls(&f, "health", 0), 0);
+	ck_assert_int_eq(o.requeue, f.env.opts.resync_ms);
+	list_user(&f, "gina", &l);
+	ck_assert_uint_eq(l.len, 0);
+	sk_sandbox_list_dispose(&l);
+	sk_userspace_free(us);
+	outcome_dispose(&o);
+	teardown(&f);
+}
+END_TEST
+
+/* 6. Mode Running and a running unbound sandbox of the user: adopted (bind
+ * only, no create or resume), so no follow-up: one probe, one write. */
+START_TEST(test_adopt_no_followup)
+{
+	fixture f;
+	outcome o;
+	sk_userspace *us;
+	sk_sandbox sb;
+
+	setup(&f);
+	precreate(&f, "hank", &sb);
+	apply(&f, "hank", "hank", NULL);
+	once(&f, "hank", "hank", &o);
+	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
+	us = get(&f, "hank");
+	ck_assert_str_eq(us->status.sandbox_id, sb.id);
+	ck_assert_int_eq(us->status.phase, SK_PHASE_RUNNING);
+	assert_cond(us, SK_COND_READY, "True", "Running");
+	assert_writes(&f, "hank", &o, 1);
+	ck_assert_int_eq(sim_calls(&f, "create", 0), 0);
+	ck_assert_int_eq(sim_calls(&f, "connect", 0), 0);
+	ck_assert_int_eq(sim_calls(&f, "health", 0), 1);
+	sk_userspace_free(us);
+	sk_sandbox_dispose(&sb);
+	outcome_dispose(&o);
+	teardown(&f);
+}
+END_TEST
+
+/* 7. A resume that also deletes a duplicate needs its binding stored
+ * first: no follow-up, the Resuming status is written, the requeue is short. */
+START_TEST(test_resume_with_duplicate_no_followup)
+{
+	fixture f;
+	outcome o;
+	sk_userspace *us;
+	sk_sandbox dup;
+	sk_sandbox_list l;
+	char *id;
+
+	setup(&f);
+	apply(&f, "ivy", "ivy", NULL);
+	paused_keeper(&f, "ivy");
+	id = only_sandbox(&f, "ivy", SK_SANDBOX_PAUSED);
+	precreate(&f, "ivy", &dup);
+	set_mode(&f, "ivy", SK_MODE_RUNNING);
+	once(&f, "ivy", "ivy", &o);
+	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
+	us = get(&f, "ivy");
+	ck_assert_str_eq(us->status.sandbox_id, id);
+	ck_assert_int_eq(us->status.phase, SK_PHASE_RESUMING);
+	assert_cond(us, SK_COND_READY, "False", "Resuming");
+	assert_writes(&f, "ivy", &o, 1);
+	ck_assert_int_eq(sim_calls(&f, "connect", 0), 1);
+	ck_assert_int_eq(sim_calls(&f, "kill", 0), 1);
+	ck_assert_int_eq(sim_calls(&f, "health", 0), 0);
+	ck_assert_int_eq(o.requeue, f.env.opts.short_requeue_ms);
+	list_user(&f, "ivy", &l);
+	ck_assert_uint_eq(l.len, 1);
+	ck_assert_str_eq(l.items[0].id, id);
+	sk_sandbox_list_dispose(&l);
+	sk_userspace_free(us);
+	sk_sandbox_dispose(&dup);
+	outcome_dispose(&o);
+	free(id);
+	teardown(&f);
+}
+END_TEST
+
+Suite *
+sk_suite_reconcile_followup(void)
+{
+	Suite *s = suite_create("reconcile_followup");
+	TCase *tc = tcase_create("sim");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_create_one_call);
+	tcase_add_test(tc, test_mark_before_create);
+	tcase_add_test(tc, test_resume_one_call);
+	tcase_add_test(tc, test_resume_dataplane_504);
+	tcase_add_test(tc, test_create_dataplane_502);
+	tcase_add_test(tc, test_create_fails_500);
+	tcase_add_test(tc, test_create_rejected_429);
+	tcase_add_test(tc, test_paused_no_sandbox);
+	tcase_add_test(tc, test_adopt_no_followup);
+	tcase_add_test(tc, test_resume_with_duplicate_no_followup);
+	tcase_add_test(tc, test_resume_lifecycle_once);
+	tcase_add_test(tc, test_edit_during_create);
+	suite_add_tcase(s, tc);
+	return s;
+}
