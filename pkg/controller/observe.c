@@ -5,6 +5,7 @@
  * (sk_plan_orphans: reported, killed only with deleteOrphans after the
  * grace), and every UserSpace key is enqueued (level-triggered resync).
  */
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -39,21 +40,42 @@ sk_ctl_views_dispose(sk_controller *c)
 	c->views = NULL;
 }
 
+/* Keeps only the metadata the workers read from a view (managed_by,
+ * user_id): with 10,000 sandboxes the rest is megabytes held for nothing. */
 static void
-list_append(sk_sandbox_list *l, const sk_sandbox *sb)
+prune_metadata(sk_sandbox *sb)
 {
-	l->items = sk_realloc(l->items, (l->len + 1) * sizeof(*l->items));
-	sk_sandbox_copy(&l->items[l->len++], sb);
+	sk_kvlist kept = { 0 };
+	const char *managed = sk_kvlist_get(&sb->metadata, SK_META_MANAGED_BY);
+	const char *user = sk_kvlist_get(&sb->metadata, SK_META_USER_ID);
+
+	if (managed != NULL)
+		sk_kvlist_set(&kept, SK_META_MANAGED_BY, managed);
+	if (user != NULL)
+		sk_kvlist_set(&kept, SK_META_USER_ID, user);
+	sk_kvlist_dispose(&sb->metadata);
+	sb->metadata = kept;
 }
 
-/* user_id -> that user's managed sandboxes (GONE ones left out). */
+/* Moves *sb (its owned strings) to the end of l and leaves *sb empty. */
+static void
+list_move_in(sk_sandbox_list *l, sk_sandbox *sb)
+{
+	prune_metadata(sb);
+	l->items = sk_realloc(l->items, (l->len + 1) * sizeof(*l->items));
+	l->items[l->len++] = *sb;
+	memset(sb, 0, sizeof(*sb));
+}
+
+/* user_id -> that user's managed sandboxes (GONE ones left out), moved out
+ * of `all` (no copies: with 10,000 sandboxes a copy is ~10 MB more at peak). */
 static sk_strmap *
-group_by_user(const sk_sandbox_list *all)
+group_by_user(sk_sandbox_list *all)
 {
 	sk_strmap *m = sk_strmap_new(list_free_cb);
 
 	for (size_t i = 0; i < all->len; i++) {
-		const sk_sandbox *sb = &all->items[i];
+		sk_sandbox *sb = &all->items[i];
 		const char *uid = sk_kvlist_get(&sb->metadata, SK_META_USER_ID);
 		sk_sandbox_list *l;
 		if (!uid || sb->state == SK_SANDBOX_GONE)
@@ -63,7 +85,7 @@ group_by_user(const sk_sandbox_list *all)
 			l = sk_calloc(1, sizeof(*l));
 			sk_strmap_put(m, uid, l);
 		}
-		list_append(l, sb);
+		list_move_in(l, sb);
 	}
 	return m;
 }
@@ -136,7 +158,7 @@ observe_provider(sk_controller *c, int i)
 	sk_kvlist match = { 0 };
 	sk_sandbox_list all = { 0 };
 	sk_error err = { 0 };
-	sk_strmap *old = NULL;
+	sk_strmap *old = NULL, *fresh = NULL;
 	int64_t t = sk_now_ms();
 	char l[160];
 	int rc;
@@ -146,23 +168,25 @@ observe_provider(sk_controller *c, int i)
 	snprintf(
 	        l, sizeof(l), "provider=\"%s\",result=\"%s\"", prov, rc == 0 ? "success" : "error");
 	sk_metrics_add(c->metrics, "spacekeeper_provider_list_total", l, 1);
-	pthread_mutex_lock(&c->obs_mu);
-	if (rc == 0) {
-		old = c->views[i].by_user;
-		c->views[i].by_user = group_by_user(&all);
-		c->views[i].listed_ms = t;
-		c->views[i].n_sandboxes = all.len;
-	}
-	c->views[i].valid = rc == 0;
-	pthread_mutex_unlock(&c->obs_mu);
-	sk_strmap_free(old);
 	if (rc == 0) {
 		snprintf(l, sizeof(l), "provider=\"%s\"", prov);
 		sk_metrics_set(c->metrics, "spacekeeper_observed_sandboxes", l, (double)all.len);
 		handle_orphans(c, i, &all, t);
 		sk_ctl_log(c, SK_LOG_DEBUG, "provider listed", "provider=%s sandboxes=%zu", prov,
 		        all.len);
-	} else {
+		fresh = group_by_user(&all); /* empties the items of all */
+	}
+	pthread_mutex_lock(&c->obs_mu);
+	if (rc == 0) {
+		old = c->views[i].by_user;
+		c->views[i].by_user = fresh;
+		c->views[i].listed_ms = t;
+		c->views[i].n_sandboxes = all.len;
+	}
+	c->views[i].valid = rc == 0;
+	pthread_mutex_unlock(&c->obs_mu);
+	sk_strmap_free(old);
+	if (rc != 0) {
 		sk_ctl_log(c, SK_LOG_WARN, "provider list failed", "provider=%s error=\"%s\"", prov,
 		        err.message);
 	}
@@ -183,6 +207,9 @@ sk_ctl_observe_all(sk_controller *c)
 	for (size_t i = 0; i < n; i++)
 		sk_workqueue_add_resync(c->q, names[i], c->cfg->resync_ms);
 	sk_informer_names_free(names, n);
+	/* A pass replaces every list and many cached objects: free pages inside
+	 * the heap go back to the system instead of staying resident. */
+	malloc_trim(0);
 }
 
 void

@@ -147,25 +147,28 @@ sk_informer_status_only_change(const sk_userspace *a, const sk_userspace *b)
 	return sk_userspace_spec_equal(&a->spec, &b->spec);
 }
 
-/* Takes us when it is newer than the cached copy; returns whether a change
- * callback is due (it changed, and not only in status when so configured). */
+/* Keeps us (owned: cached, or freed when not newer than the cached copy);
+ * returns whether a change callback is due (it changed, and not only in
+ * status when so configured). */
 static bool
-cache_upsert(sk_informer *inf, const sk_userspace *us)
+cache_upsert(sk_informer *inf, sk_userspace *us)
 {
 	sk_userspace *old = sk_strmap_get(inf->objects, us->meta.name);
 	bool notify;
 
 	if (us->meta.resource_version > inf->last_rv)
 		inf->last_rv = us->meta.resource_version;
-	if (old && old->meta.resource_version >= us->meta.resource_version)
+	if (old && old->meta.resource_version >= us->meta.resource_version) {
+		sk_userspace_free(us);
 		return false;
+	}
 	notify = !old || !inf->opts.skip_status_only || !sk_informer_status_only_change(old, us);
 	if (!notify)
 		inf->stats.skipped++;
 	user_unlink(inf, old);
 	if (us->spec.user_id)
 		sk_strmap_put(inf->users, us->spec.user_id, sk_strdup(us->meta.name));
-	sk_strmap_put(inf->objects, us->meta.name, sk_userspace_dup(us));
+	sk_strmap_put(inf->objects, us->meta.name, us);
 	return notify;
 }
 
@@ -178,12 +181,18 @@ cache_delete(sk_informer *inf, const char *name)
 	sk_userspace_free(old);
 }
 
+/* Moves the listed objects into the cache (no copies: a relist of 10,000
+ * objects would otherwise hold two of each at once); l keeps NULLs. */
 static void
-apply_list(sk_informer *inf, const sk_userspace_list *l, changes *c)
+apply_list(sk_informer *inf, sk_userspace_list *l, changes *c)
 {
-	for (size_t i = 0; i < l->len; i++)
-		if (cache_upsert(inf, l->items[i]))
-			changes_add(c, l->items[i]->meta.name);
+	for (size_t i = 0; i < l->len; i++) {
+		sk_userspace *us = l->items[i];
+
+		l->items[i] = NULL;
+		if (cache_upsert(inf, us)) /* true: us is cached, still valid under mu */
+			changes_add(c, us->meta.name);
+	}
 	if (l->resource_version > inf->last_rv)
 		inf->last_rv = l->resource_version;
 }
@@ -247,7 +256,7 @@ sk_informer_observe(sk_informer *inf, const sk_userspace *us)
 	changes c = { 0 };
 
 	pthread_mutex_lock(&inf->mu);
-	if (cache_upsert(inf, us))
+	if (cache_upsert(inf, sk_userspace_dup(us)))
 		changes_add(&c, us->meta.name);
 	pthread_mutex_unlock(&inf->mu);
 	changes_fire(inf, &c);

@@ -26,6 +26,9 @@ struct sk_store {
 };
 
 #define SK_STORE_SOCKET_TIMEOUT_MS 60000 /* unless the URI sets socketTimeoutMS */
+/* Documents per reply when listing: the server's default fills 16 MB
+ * replies, which the client holds whole while it decodes them. */
+#define SK_STORE_LIST_BATCH 500
 
 /* A client popped from the pool and one collection of it. */
 typedef struct sk_store_conn {

@@ -400,7 +400,8 @@ int
 sk_store_list(sk_store *s, const sk_selector *selector, sk_userspace_list *out, sk_error *err)
 {
 	bson_t filter = BSON_INITIALIZER;
-	bson_t *opts = BCON_NEW("sort", "{", "_id", BCON_INT32(1), "}");
+	bson_t *opts = BCON_NEW("sort", "{", "_id", BCON_INT32(1), "}", "batchSize",
+	        BCON_INT32(SK_STORE_LIST_BATCH));
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -414,7 +415,8 @@ int
 sk_store_list_since(sk_store *s, int64_t since, sk_userspace_list *out, sk_error *err)
 {
 	bson_t *filter = BCON_NEW("metadata.resourceVersion", "{", "$gt", BCON_INT64(since), "}");
-	bson_t *opts = BCON_NEW("sort", "{", "metadata.resourceVersion", BCON_INT32(1), "}");
+	bson_t *opts = BCON_NEW("sort", "{", "metadata.resourceVersion", BCON_INT32(1), "}",
+	        "batchSize", BCON_INT32(SK_STORE_LIST_BATCH));
 	int rc;
 
 	memset(out, 0, sizeof(*out));

@@ -1,7 +1,8 @@
 /*
  * Integration tests of sk_store_write_status against a real FerretDB: the
  * status write from the caller's copy, which skips the re-read when the
- * copy is fresh (pkg/store/cas.c), must still never overwrite anyone.
+ * copy is fresh (pkg/store/cas.c), must still never overwrite anyone; and
+ * the test server answers lookups by _id from its index.
  */
 #include <check.h>
 #include <mongoc/mongoc.h>
@@ -174,6 +175,35 @@ START_TEST(test_old_copy_rereads)
 }
 END_TEST
 
+/* The FerretDB the tests and the demo run (hack/deps.sh builds it with its
+ * _id filter written like its _id index) finds an object by _id through the
+ * index; without that fix every status write reads the whole collection. */
+START_TEST(test_id_lookup_uses_index)
+{
+	sk_store *s = open_store();
+	sk_userspace *us = create(s, "dora");
+	mongoc_client_t *client = mongoc_client_new(sk_test_mongodb_uri());
+	mongoc_database_t *db = mongoc_client_get_database(client, dbname);
+	bson_t *cmd = BCON_NEW("explain", "{", "find", BCON_UTF8("userspaces"), "filter", "{",
+	        "_id", BCON_UTF8("dora"), "}", "}");
+	bson_t reply;
+	bson_error_t berr;
+	char *text;
+
+	ck_assert_msg(
+	        mongoc_database_command_simple(db, cmd, NULL, &reply, &berr), "%s", berr.message);
+	text = bson_as_relaxed_extended_json(&reply, NULL);
+	ck_assert_msg(strstr(text, "USING INDEX") != NULL, "query plan: %s", text);
+	bson_free(text);
+	bson_destroy(&reply);
+	bson_destroy(cmd);
+	mongoc_database_destroy(db);
+	mongoc_client_destroy(client);
+	sk_userspace_free(us);
+	close_store(s);
+}
+END_TEST
+
 Suite *
 sk_suite_store_status(void)
 {
@@ -184,6 +214,7 @@ sk_suite_store_status(void)
 	tcase_add_test(tc, test_fresh_copy_writes);
 	tcase_add_test(tc, test_fresh_copy_conflict);
 	tcase_add_test(tc, test_old_copy_rereads);
+	tcase_add_test(tc, test_id_lookup_uses_index);
 	suite_add_tcase(s, tc);
 	return s;
 }
