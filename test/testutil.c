@@ -345,6 +345,13 @@ sk_test_mongodb_uri(void)
 
 	if (external && *external)
 		return external;
+	if (mongo_uri[0] == '\0' && getpid() != owner_pid) {
+		/* A forked test would start a server nobody stops. */
+		fprintf(stderr,
+		        "this test needs MongoDB: run it with SK_TEST_NEEDS_MONGO=1 "
+		        "(make test sets it) or SK_TEST_MONGODB_URI\n");
+		abort();
+	}
 	if (mongo_uri[0] == '\0')
 		start_ferretdb();
 	return mongo_uri;
