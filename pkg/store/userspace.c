@@ -690,6 +690,19 @@ done:
 	return rc;
 }
 
+/* One attempt of sk_store_remove against the version just read. */
+static int
+remove_once(sk_store *s, sk_store_conn *c, const char *name, sk_error *err)
+{
+	sk_userspace *cur = NULL;
+	int rc = load(s, c, name, &cur, err);
+
+	if (rc == 0)
+		rc = delete_cas(s, c, name, cur->meta.resource_version, err);
+	sk_userspace_free(cur);
+	return rc;
+}
+
 int
 sk_store_remove(sk_store *s, const char *name, sk_error *err)
 {
@@ -699,7 +712,14 @@ sk_store_remove(sk_store *s, const char *name, sk_error *err)
 	if (name == NULL || *name == '\0')
 		return sk_error_set(err, SK_EINVALID, "metadata.name: required");
 	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
-	rc = delete_doc(s, &c, name, err);
+	/* Under a claim on the version removed, like every other write: a
+	 * writer holding a fresh copy of it must lose (cas.c). */
+	rc = SK_ECONFLICT;
+	for (int attempt = 0; attempt < SK_CAS_RETRIES && rc == SK_ECONFLICT; attempt++) {
+		if (attempt > 0)
+			usleep((useconds_t)(10000 * attempt));
+		rc = remove_once(s, &c, name, err);
+	}
 	sk_store_conn_close(s, &c);
 	return rc;
 }

@@ -175,6 +175,30 @@ START_TEST(test_old_copy_rereads)
 }
 END_TEST
 
+/* A forced removal claims the version it removes: a fresh copy of the old
+ * object cannot write over a new object of the same name. */
+START_TEST(test_fresh_copy_after_remove)
+{
+	sk_store *s = open_store();
+	sk_userspace *old = create(s, "erin"), *out = NULL, *now, *got;
+	sk_userspace_status st = { .phase = SK_PHASE_RUNNING };
+	sk_error err = { 0 };
+
+	ck_assert_msg(sk_store_remove(s, "erin", &err) == 0, "%s", err.message);
+	now = create(s, "erin");
+	ck_assert_int_ne(sk_store_write_status(s, old, &st, &out, &err), 0);
+	ck_assert_ptr_null(out);
+	got = get(s, "erin");
+	ck_assert_str_eq(got->meta.uid, now->meta.uid);
+	ck_assert_int_eq(got->meta.resource_version, now->meta.resource_version);
+	ck_assert_int_ne(got->status.phase, SK_PHASE_RUNNING);
+	sk_userspace_free(got);
+	sk_userspace_free(now);
+	sk_userspace_free(old);
+	close_store(s);
+}
+END_TEST
+
 /* The FerretDB the tests and the demo run (hack/deps.sh builds it with its
  * _id filter written like its _id index) finds an object by _id through the
  * index; without that fix every status write reads the whole collection. */
@@ -214,6 +238,7 @@ sk_suite_store_status(void)
 	tcase_add_test(tc, test_fresh_copy_writes);
 	tcase_add_test(tc, test_fresh_copy_conflict);
 	tcase_add_test(tc, test_old_copy_rereads);
+	tcase_add_test(tc, test_fresh_copy_after_remove);
 	tcase_add_test(tc, test_id_lookup_uses_index);
 	suite_add_tcase(s, tc);
 	return s;
