@@ -45,12 +45,12 @@ typedef struct userspace_counts {
 } userspace_counts;
 
 static void
-count_userspace(const sk_userspace *us, void *payload)
+count_userspace(const sk_informer_entry *e, void *payload)
 {
 	userspace_counts *k = payload;
-	size_t p = (size_t)us->status.phase < N_PHASES ? (size_t)us->status.phase : 0;
+	size_t p = (size_t)e->phase < N_PHASES ? (size_t)e->phase : 0;
 
-	k->n[p][sk_userspace_is_ready(us) ? 1 : 0]++;
+	k->n[p][e->ready ? 1 : 0]++;
 }
 
 void
@@ -59,7 +59,7 @@ sk_ctl_metrics_userspaces(sk_metrics *m, sk_informer *inf)
 	userspace_counts k = { { { 0 } } };
 	char l[96];
 
-	/* One O(N) pass over the cache under its lock, no copies. */
+	/* One O(N) pass over the cache under its lock, no copies, no decoding. */
 	if (inf)
 		sk_informer_foreach(inf, count_userspace, &k);
 	for (size_t p = 0; p < N_PHASES; p++) {

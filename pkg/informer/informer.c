@@ -16,7 +16,7 @@ struct sk_informer {
 	sk_informer_options opts;
 	pthread_mutex_t mu;
 	pthread_cond_t cond; /* stop requests and sync waiters */
-	sk_strmap *objects; /* name -> sk_userspace* (owned) */
+	sk_strmap *objects; /* name -> sk_packed_userspace* (owned) */
 	sk_strmap *users; /* spec.userID -> name (owned string) */
 	int64_t last_rv;
 	bool synced;
@@ -63,9 +63,9 @@ informer_log(sk_informer *inf, sk_log_level lvl, const char *msg, const char *kv
 }
 
 static void
-userspace_free_cb(void *p)
+packed_free_cb(void *p)
 {
-	sk_userspace_free(p);
+	sk_packed_free(p);
 }
 
 int
@@ -91,7 +91,7 @@ sk_informer_new(sk_informer **out, const sk_informer_options *opts, sk_error *er
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&inf->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	inf->objects = sk_strmap_new(userspace_free_cb);
+	inf->objects = sk_strmap_new(packed_free_cb);
 	inf->users = sk_strmap_new(free);
 	*out = inf;
 	return 0;
@@ -113,15 +113,15 @@ sk_informer_free(sk_informer *inf)
 /* ---- cache updates (lock held) ---- */
 
 static void
-user_unlink(sk_informer *inf, const sk_userspace *old)
+user_unlink(sk_informer *inf, const sk_packed_userspace *old)
 {
-	const char *owner;
+	const char *owner, *user = old ? sk_packed_user_id(old) : NULL;
 
-	if (!old || !old->spec.user_id)
+	if (!user)
 		return;
-	owner = sk_strmap_get(inf->users, old->spec.user_id);
-	if (owner && strcmp(owner, old->meta.name) == 0)
-		sk_strmap_remove(inf->users, old->spec.user_id);
+	owner = sk_strmap_get(inf->users, user);
+	if (owner && strcmp(owner, sk_packed_name(old)) == 0)
+		sk_strmap_remove(inf->users, user);
 }
 
 static bool
@@ -147,67 +147,49 @@ sk_informer_status_only_change(const sk_userspace *a, const sk_userspace *b)
 	return sk_userspace_spec_equal(&a->spec, &b->spec);
 }
 
-/* Keeps us (owned: cached, or freed when not newer than the cached copy);
+/* Keeps p (owned: cached, or freed when not newer than the cached copy);
  * returns whether a change callback is due (it changed, and not only in
  * status when so configured). */
 static bool
-cache_upsert(sk_informer *inf, sk_userspace *us)
+cache_upsert(sk_informer *inf, sk_packed_userspace *p)
 {
-	sk_userspace *old = sk_strmap_get(inf->objects, us->meta.name);
+	const char *name = sk_packed_name(p), *user = sk_packed_user_id(p);
+	sk_packed_userspace *old = sk_strmap_get(inf->objects, name);
+	int64_t rv = sk_packed_resource_version(p);
 	bool notify;
 
-	if (us->meta.resource_version > inf->last_rv)
-		inf->last_rv = us->meta.resource_version;
-	if (old && old->meta.resource_version >= us->meta.resource_version) {
-		sk_userspace_free(us);
+	if (rv > inf->last_rv)
+		inf->last_rv = rv;
+	if (old && sk_packed_resource_version(old) >= rv) {
+		sk_packed_free(p);
 		return false;
 	}
-	notify = !old || !inf->opts.skip_status_only || !sk_informer_status_only_change(old, us);
+	notify = !old || !inf->opts.skip_status_only || !sk_packed_status_only_change(old, p);
 	if (!notify)
 		inf->stats.skipped++;
 	user_unlink(inf, old);
-	if (us->spec.user_id)
-		sk_strmap_put(inf->users, us->spec.user_id, sk_strdup(us->meta.name));
-	sk_strmap_put(inf->objects, us->meta.name, us);
+	if (user)
+		sk_strmap_put(inf->users, user, sk_strdup(name));
+	sk_strmap_put(inf->objects, name, p); /* frees old */
 	return notify;
 }
 
 static void
 cache_delete(sk_informer *inf, const char *name)
 {
-	sk_userspace *old = sk_strmap_take(inf->objects, name);
+	sk_packed_userspace *old = sk_strmap_take(inf->objects, name);
 
 	user_unlink(inf, old);
-	sk_userspace_free(old);
-}
-
-/* Moves the listed objects into the cache (no copies: a relist of 10,000
- * objects would otherwise hold two of each at once); l keeps NULLs. */
-static void
-apply_list(sk_informer *inf, sk_userspace_list *l, changes *c)
-{
-	for (size_t i = 0; i < l->len; i++) {
-		sk_userspace *us = l->items[i];
-
-		l->items[i] = NULL;
-		if (cache_upsert(inf, us)) /* true: us is cached, still valid under mu */
-			changes_add(c, us->meta.name);
-	}
-	if (l->resource_version > inf->last_rv)
-		inf->last_rv = l->resource_version;
+	sk_packed_free(old);
 }
 
 /* Removes cached names absent from a full list. */
 static void
-drop_missing(sk_informer *inf, const sk_userspace_list *l, changes *c)
+drop_missing(sk_informer *inf, const sk_strmap *present, changes *c)
 {
-	sk_strmap *present = sk_strmap_new(NULL);
 	size_t n;
-	char **names;
+	char **names = sk_strmap_keys(inf->objects, &n);
 
-	for (size_t i = 0; i < l->len; i++)
-		sk_strmap_put(present, l->items[i]->meta.name, NULL);
-	names = sk_strmap_keys(inf->objects, &n);
 	for (size_t i = 0; i < n; i++) {
 		if (!sk_strmap_has(present, names[i])) {
 			cache_delete(inf, names[i]);
@@ -215,48 +197,83 @@ drop_missing(sk_informer *inf, const sk_userspace_list *l, changes *c)
 		}
 	}
 	sk_strv_free(names, n);
-	sk_strmap_free(present);
 }
 
 /* ---- list and poll ---- */
 
+/* One list or poll: objects go into the cache packed as they arrive, so
+ * a list of 10,000 never sits decoded in memory. */
+typedef struct scan_ctx {
+	sk_informer *inf;
+	changes c;
+	sk_strmap *present; /* relist: the names listed; poll: NULL */
+} scan_ctx;
+
+static void
+scan_one(sk_packed_userspace *p, void *arg)
+{
+	scan_ctx *x = arg;
+
+	pthread_mutex_lock(&x->inf->mu);
+	if (x->present)
+		sk_strmap_put(x->present, sk_packed_name(p), NULL);
+	if (cache_upsert(x->inf, p)) /* true: p is cached, still valid under mu */
+		changes_add(&x->c, sk_packed_name(p));
+	pthread_mutex_unlock(&x->inf->mu);
+}
+
+/* Counts a scan and fires its callbacks: on an error too, for the objects
+ * taken before it (a later list would not see them as changes). */
+static void
+scan_finish(sk_informer *inf, scan_ctx *x, int rc)
+{
+	pthread_mutex_lock(&inf->mu);
+	if (rc != 0)
+		inf->stats.errors++;
+	else if (x->present) {
+		drop_missing(inf, x->present, &x->c);
+		inf->stats.relists++;
+	} else
+		inf->stats.polls++;
+	inf->stats.changes += x->c.len;
+	pthread_mutex_unlock(&inf->mu);
+	changes_fire(inf, &x->c);
+}
+
 int
 sk_informer_relist(sk_informer *inf, sk_error *err)
 {
-	sk_userspace_list l = { 0 };
-	changes c = { 0 };
-	int rc = sk_store_list(inf->opts.store, NULL, &l, err);
+	scan_ctx x = { inf, { 0 }, sk_strmap_new(NULL) };
+	int rc = sk_store_scan_packed(inf->opts.store, -1, scan_one, &x, err);
 
-	pthread_mutex_lock(&inf->mu);
-	if (rc != 0) {
-		inf->stats.errors++;
-		pthread_mutex_unlock(&inf->mu);
-		goto done;
-	}
-	drop_missing(inf, &l, &c);
-	apply_list(inf, &l, &c);
-	inf->stats.relists++;
-	inf->stats.changes += c.len;
-	pthread_mutex_unlock(&inf->mu);
 	/* Handlers see the listed objects before anyone is told the cache has
 	 * synced (client-go's HasSynced contract). */
-	changes_fire(inf, &c);
+	scan_finish(inf, &x, rc);
+	sk_strmap_free(x.present);
+	if (rc != 0)
+		return rc;
 	pthread_mutex_lock(&inf->mu);
 	inf->synced = true;
 	pthread_cond_broadcast(&inf->cond);
 	pthread_mutex_unlock(&inf->mu);
-done:
-	sk_userspace_list_dispose(&l);
-	return rc;
+	return 0;
 }
 
 void
 sk_informer_observe(sk_informer *inf, const sk_userspace *us)
 {
 	changes c = { 0 };
+	sk_error err;
+	sk_packed_userspace *p = sk_store_pack(us, &err);
 
+	if (p == NULL) { /* not storable, so not stored: nothing to cache */
+		char kv[SK_ERROR_MSG_MAX + 16];
+		snprintf(kv, sizeof(kv), "error=\"%s\"", err.message);
+		informer_log(inf, SK_LOG_WARN, "informer: cannot pack a written copy", kv);
+		return;
+	}
 	pthread_mutex_lock(&inf->mu);
-	if (cache_upsert(inf, sk_userspace_dup(us)))
+	if (cache_upsert(inf, p))
 		changes_add(&c, us->meta.name);
 	pthread_mutex_unlock(&inf->mu);
 	changes_fire(inf, &c);
@@ -265,28 +282,15 @@ sk_informer_observe(sk_informer *inf, const sk_userspace *us)
 int
 sk_informer_poll(sk_informer *inf, sk_error *err)
 {
-	sk_userspace_list l = { 0 };
-	changes c = { 0 };
+	scan_ctx x = { inf, { 0 }, NULL };
 	int64_t since;
 	int rc;
 
 	pthread_mutex_lock(&inf->mu);
 	since = inf->last_rv - inf->opts.lookback;
 	pthread_mutex_unlock(&inf->mu);
-	rc = sk_store_list_since(inf->opts.store, since < 0 ? 0 : since, &l, err);
-	pthread_mutex_lock(&inf->mu);
-	if (rc != 0) {
-		inf->stats.errors++;
-		pthread_mutex_unlock(&inf->mu);
-		goto done;
-	}
-	apply_list(inf, &l, &c);
-	inf->stats.polls++;
-	inf->stats.changes += c.len;
-	pthread_mutex_unlock(&inf->mu);
-	changes_fire(inf, &c);
-done:
-	sk_userspace_list_dispose(&l);
+	rc = sk_store_scan_packed(inf->opts.store, since < 0 ? 0 : since, scan_one, &x, err);
+	scan_finish(inf, &x, rc);
 	return rc;
 }
 
@@ -432,13 +436,17 @@ sk_informer_wait_synced(sk_informer *inf, int64_t timeout_ms)
 int
 sk_informer_get(sk_informer *inf, const char *name, sk_userspace **out)
 {
-	sk_userspace *us;
+	sk_packed_userspace *p;
+	sk_error err;
+	int rc = SK_ENOTFOUND;
 
+	*out = NULL;
 	pthread_mutex_lock(&inf->mu);
-	us = sk_strmap_get(inf->objects, name);
-	*out = us ? sk_userspace_dup(us) : NULL;
+	p = sk_strmap_get(inf->objects, name);
+	if (p != NULL)
+		rc = sk_store_unpack(p, out, &err); /* well under a microsecond */
 	pthread_mutex_unlock(&inf->mu);
-	return *out ? 0 : SK_ENOTFOUND;
+	return rc;
 }
 
 char **
@@ -488,10 +496,12 @@ typedef struct visit_ctx {
 static void
 visit_one(const char *key, void *value, void *payload)
 {
+	const sk_packed_userspace *p = value;
 	visit_ctx *v = payload;
+	sk_informer_entry e = { key, sk_packed_user_id(p), sk_packed_resource_version(p),
+		sk_packed_phase(p), sk_packed_ready(p) };
 
-	(void)key;
-	v->fn(value, v->payload);
+	v->fn(&e, v->payload);
 }
 
 void

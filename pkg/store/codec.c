@@ -132,13 +132,112 @@ set_owned_fields(json_t *meta, const sk_object_meta *m)
 	json_object_set_new(meta, "finalizers", fin);
 }
 
+/* The int64 of the codec's {"$numberLong": "n"} wrapper. */
+static bool
+ext_int64_value(json_t *v, int64_t *out)
+{
+	json_t *s = json_object_get(v, "$numberLong");
+	char *end;
+
+	if (json_object_size(v) != 1 || !json_is_string(s))
+		return false;
+	*out = strtoll(json_string_value(s), &end, 10);
+	return *end == '\0';
+}
+
+static bool append_json(bson_t *b, const char *key, json_t *v);
+
+static bool
+append_object(bson_t *b, const char *key, json_t *v)
+{
+	json_t *d = json_object_get(v, "$date"), *item;
+	bson_t child;
+	const char *k;
+	int64_t n;
+	bool ok = true;
+
+	if (ext_int64_value(v, &n))
+		return bson_append_int64(b, key, -1, n);
+	if (json_object_size(v) == 1 && ext_int64_value(d, &n))
+		return bson_append_date_time(b, key, -1, n);
+	bson_append_document_begin(b, key, -1, &child);
+	json_object_foreach(v, k, item)
+	{
+		ok = ok && append_json(&child, k, item);
+	}
+	return bson_append_document_end(b, &child) && ok;
+}
+
+static bool
+append_array(bson_t *b, const char *key, json_t *v)
+{
+	bson_t child;
+	json_t *item;
+	size_t i;
+	bool ok = true;
+
+	bson_append_array_begin(b, key, -1, &child);
+	json_array_foreach(v, i, item)
+	{
+		char buf[16];
+		const char *k;
+
+		bson_uint32_to_string((uint32_t)i, &k, buf, sizeof(buf));
+		ok = ok && append_json(&child, k, item);
+	}
+	return bson_append_array_end(b, &child) && ok;
+}
+
+/* Appends v as bson_new_from_json would read its JSON text (integers as
+ * int32 when they fit, the codec's extended-JSON wrappers as typed values)
+ * without printing and parsing that text. */
+static bool
+append_json(bson_t *b, const char *key, json_t *v)
+{
+	json_int_t n;
+
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return append_object(b, key, v);
+	case JSON_ARRAY: return append_array(b, key, v);
+	case JSON_STRING:
+		return bson_append_utf8(
+		        b, key, -1, json_string_value(v), (int)json_string_length(v));
+	case JSON_INTEGER:
+		n = json_integer_value(v);
+		if (n >= INT32_MIN && n <= INT32_MAX)
+			return bson_append_int32(b, key, -1, (int32_t)n);
+		return bson_append_int64(b, key, -1, n);
+	case JSON_REAL: return bson_append_double(b, key, -1, json_real_value(v));
+	case JSON_TRUE:
+	case JSON_FALSE: return bson_append_bool(b, key, -1, json_is_true(v));
+	default: return bson_append_null(b, key, -1);
+	}
+}
+
+static bson_t *
+json_to_bson(json_t *root)
+{
+	bson_t *doc = bson_new();
+	const char *k;
+	json_t *v;
+	bool ok = true;
+
+	json_object_foreach(root, k, v)
+	{
+		ok = ok && append_json(doc, k, v);
+	}
+	if (!ok) {
+		bson_destroy(doc);
+		return NULL;
+	}
+	return doc;
+}
+
 bson_t *
 sk_store_doc_from_userspace(const sk_userspace *us, sk_error *err)
 {
 	json_t *api = sk_userspace_to_json(us), *root = NULL, *meta;
 	const char *bad;
-	char *text = NULL;
-	bson_error_t berr;
 	bson_t *doc = NULL;
 
 	if (api == NULL || !json_is_object(json_object_get(api, "metadata"))) {
@@ -157,13 +256,11 @@ sk_store_doc_from_userspace(const sk_userspace *us, sk_error *err)
 	json_object_update(root, api);
 	meta = json_object_get(root, "metadata");
 	set_owned_fields(meta, &us->meta);
-	text = json_dumps(root, JSON_COMPACT);
-	doc = text ? bson_new_from_json((const uint8_t *)text, -1, &berr) : NULL;
+	doc = json_to_bson(root);
 	if (doc == NULL)
-		sk_error_set(err, SK_EINVALID, "userspace %s: cannot encode as BSON: %s",
-		        us->meta.name, text ? berr.message : "json_dumps failed");
+		sk_error_set(err, SK_EINVALID, "userspace %s: cannot encode as BSON (too large)",
+		        us->meta.name);
 done:
-	free(text);
 	json_decref(root);
 	json_decref(api);
 	return doc;
@@ -237,13 +334,63 @@ read_owned_fields(const bson_t *doc, sk_object_meta *m)
 	read_finalizers(doc, m);
 }
 
+static json_t *iter_to_json(bson_iter_t *it, bool array);
+
+/* One value as jansson, without the extended-JSON text round trip: the
+ * types the codec writes map one to one, dates become {"$date": ms} (read
+ * as such by the decoder), other types null. NULL: a string not UTF-8. */
+static json_t *
+value_to_json(bson_iter_t *it)
+{
+	json_t *v;
+	bson_iter_t child;
+	uint32_t len;
+	const char *s;
+
+	switch (bson_iter_type(it)) {
+	case BSON_TYPE_UTF8: s = bson_iter_utf8(it, &len); return json_stringn(s, len);
+	case BSON_TYPE_INT32: return json_integer(bson_iter_int32(it));
+	case BSON_TYPE_INT64: return json_integer(bson_iter_int64(it));
+	case BSON_TYPE_DOUBLE: /* json_real: NULL for NaN and inf */
+		v = json_real(bson_iter_double(it));
+		return v ? v : json_null();
+	case BSON_TYPE_BOOL: return json_boolean(bson_iter_bool(it));
+	case BSON_TYPE_DATE_TIME:
+		return json_pack("{s:I}", "$date", (json_int_t)bson_iter_date_time(it));
+	case BSON_TYPE_DOCUMENT:
+	case BSON_TYPE_ARRAY:
+		if (!bson_iter_recurse(it, &child))
+			return NULL;
+		return iter_to_json(&child, BSON_ITER_HOLDS_ARRAY(it));
+	default: return json_null();
+	}
+}
+
+static json_t *
+iter_to_json(bson_iter_t *it, bool array)
+{
+	json_t *out = array ? json_array() : json_object();
+
+	while (bson_iter_next(it)) {
+		json_t *v = value_to_json(it);
+		int bad = v == NULL;
+
+		if (!bad)
+			bad = array ? json_array_append_new(out, v)
+			            : json_object_set_new(out, bson_iter_key(it), v);
+		if (bad) {
+			json_decref(out);
+			return NULL;
+		}
+	}
+	return out;
+}
+
 int
 sk_store_userspace_from_doc(const bson_t *doc, sk_userspace **out, sk_error *err)
 {
-	size_t len = 0;
-	char *text = bson_as_relaxed_extended_json(doc, &len);
-	json_error_t jerr;
-	json_t *root = text ? json_loadb(text, len, 0, &jerr) : NULL;
+	bson_iter_t it;
+	json_t *root = bson_iter_init(&it, doc) ? iter_to_json(&it, false) : NULL;
 	json_t *meta = json_object_get(root, "metadata");
 	int rc = 0;
 
@@ -264,6 +411,5 @@ sk_store_userspace_from_doc(const bson_t *doc, sk_userspace **out, sk_error *err
 	read_owned_fields(doc, &(*out)->meta);
 done:
 	json_decref(root);
-	bson_free(text);
 	return rc;
 }

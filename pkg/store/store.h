@@ -63,6 +63,40 @@ int sk_store_list(sk_store *s, const sk_selector *selector, sk_userspace_list *o
 /* Objects with resourceVersion > since (for the informer's poll). */
 int sk_store_list_since(sk_store *s, int64_t since, sk_userspace_list *out, sk_error *err);
 
+/* ---- packed objects (compact cache entries, see packed.c) ---- */
+
+/* A UserSpace in one allocation (a compact binary image, about a third of
+ * the decoded object or of its BSON document), with a header that answers
+ * the accessors below without decoding. Immutable; process-local (the
+ * layout is not a storage or wire format). */
+typedef struct sk_packed_userspace sk_packed_userspace;
+
+/* NULL + err when us has no name (or is larger than 16 MB). */
+sk_packed_userspace *sk_store_pack(const sk_userspace *us, sk_error *err);
+/* The object back, equal to the packed one including meta.read_ms. */
+int sk_store_unpack(const sk_packed_userspace *p, sk_userspace **out, sk_error *err);
+void sk_packed_free(sk_packed_userspace *p); /* NULL-safe */
+/* Borrowed strings, valid while p lives. */
+const char *sk_packed_name(const sk_packed_userspace *p);
+const char *sk_packed_user_id(const sk_packed_userspace *p); /* NULL when unset */
+int64_t sk_packed_resource_version(const sk_packed_userspace *p);
+int64_t sk_packed_read_ms(const sk_packed_userspace *p);
+sk_phase sk_packed_phase(const sk_packed_userspace *p);
+bool sk_packed_ready(const sk_packed_userspace *p); /* as sk_userspace_is_ready */
+size_t sk_packed_size(const sk_packed_userspace *p); /* bytes allocated */
+/* sk_informer_status_only_change of the two objects (b differs from a only
+ * in status and resourceVersion), answered without decoding them. */
+bool sk_packed_status_only_change(const sk_packed_userspace *a, const sk_packed_userspace *b);
+
+/* Takes ownership of p. */
+typedef void (*sk_store_packed_fn)(sk_packed_userspace *p, void *arg);
+/* Streams the objects of sk_store_list (since < 0, by name, no selector) or of
+ * sk_store_list_since(since) to fn as they arrive, each packed as soon as it
+ * is decoded, so a list never holds every object decoded at once. On an
+ * error fn has seen a prefix of the list. */
+int sk_store_scan_packed(
+        sk_store *s, int64_t since, sk_store_packed_fn fn, void *arg, sk_error *err);
+
 /* Replaces metadata.labels, metadata.annotations and spec, compare-and-swap on
  * us->meta.resource_version: SK_ECONFLICT when the stored version differs
  * (a stale writer never wins; 0 never matches, read the object first).

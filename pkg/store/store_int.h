@@ -76,4 +76,7 @@ char *sk_store_redact_uri(const char *uri);
 bson_t *sk_store_doc_from_userspace(const sk_userspace *us, sk_error *err);
 int sk_store_userspace_from_doc(const bson_t *doc, sk_userspace **out, sk_error *err);
 
+/* packed.c: decodes a stored document and packs it. */
+sk_packed_userspace *sk_store_pack_doc(const bson_t *doc, int64_t read_ms, sk_error *err);
+
 #endif

@@ -1,0 +1,485 @@
+/*
+ * store/packed: a UserSpace in one allocation, for caches of many objects.
+ *
+ * A decoded object is a tree of ~30 small allocations (~1.4 KB with malloc's
+ * overhead); its BSON document is as large (every field carries its key
+ * name). The packed form is a compact binary image instead: fields in a
+ * fixed order, integers as varints, strings length-prefixed and
+ * NUL-terminated (so name and userID are readable in place), behind a
+ * header with what caches read without decoding. Metadata (but
+ * resourceVersion) and spec come first, so "only status changed" is one
+ * memcmp.
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_int.h"
+
+struct sk_packed_userspace {
+	int64_t read_ms; /* as in sk_object_meta */
+	int64_t resource_version;
+	uint32_t len; /* bytes in data */
+	uint32_t fixed_len; /* data[0, fixed_len): metadata (w_meta), spec */
+	uint32_t name_off; /* offsets of NUL-terminated strings in data */
+	uint32_t user_off; /* 0: no spec.userID */
+	uint8_t phase; /* sk_phase */
+	bool ready; /* sk_userspace_is_ready */
+	uint8_t data[];
+};
+
+/* A new field in sk_userspace changes its size: encode it below (writer and
+ * reader) and set it in test/unit/check_store_pack.c's full_object. */
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(sizeof(sk_userspace) == 288, "sk_userspace changed: update packed.c");
+#endif
+
+#define SK_PACKED_MAX (16 * 1024 * 1024)
+
+/* ---- writer ---- */
+
+typedef struct writer {
+	sk_buf b;
+	int rc;
+} writer;
+
+static void
+w_uvar(writer *w, uint64_t v)
+{
+	uint8_t tmp[10];
+	size_t n = 0;
+
+	do {
+		tmp[n] = (uint8_t)(v & 0x7f);
+		v >>= 7;
+		if (v)
+			tmp[n] |= 0x80;
+		n++;
+	} while (v);
+	w->rc |= sk_buf_append(&w->b, tmp, n);
+}
+
+/* Signed values zigzag-encoded, so small negatives stay short. */
+static void
+w_int(writer *w, int64_t v)
+{
+	w_uvar(w, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+/* 0 for NULL, else length + 1, the bytes and a NUL; returns the offset of
+ * the bytes (0 for NULL). */
+static uint32_t
+w_str(writer *w, const char *s)
+{
+	size_t n, off;
+
+	if (s == NULL) {
+		w_uvar(w, 0);
+		return 0;
+	}
+	n = strlen(s);
+	w_uvar(w, n + 1);
+	off = w->b.len;
+	w->rc |= sk_buf_append(&w->b, s, n + 1);
+	return (uint32_t)off;
+}
+
+static void
+w_kvlist(writer *w, const sk_kvlist *l)
+{
+	w_uvar(w, l->len);
+	for (size_t i = 0; i < l->len; i++) {
+		w_str(w, l->items[i].key);
+		w_str(w, l->items[i].value);
+	}
+}
+
+/* The metadata sk_informer_status_only_change compares: all of it but
+ * resourceVersion (in the header, like read_ms). */
+static uint32_t
+w_meta(writer *w, const sk_object_meta *m)
+{
+	uint32_t name_off = w_str(w, m->name);
+
+	w_kvlist(w, &m->labels);
+	w_kvlist(w, &m->annotations);
+	w_str(w, m->uid);
+	w_int(w, m->generation);
+	w_int(w, m->creation_ms);
+	w_int(w, m->deletion_ms);
+	w_uvar(w, m->n_finalizers);
+	for (size_t i = 0; i < m->n_finalizers; i++)
+		w_str(w, m->finalizers[i]);
+	return name_off;
+}
+
+static uint32_t
+w_spec(writer *w, const sk_userspace_spec *s)
+{
+	uint32_t user_off = w_str(w, s->user_id);
+
+	w_str(w, s->provider);
+	w_str(w, s->template_id);
+	w_int(w, s->mode);
+	w_int(w, s->cpu_count);
+	w_int(w, s->memory_mb);
+	w_int(w, s->idle_timeout_ms);
+	w_int(w, s->on_timeout);
+	w_int(w, s->auto_resume);
+	w_kvlist(w, &s->env);
+	w_kvlist(w, &s->metadata);
+	w_int(w, s->deletion_policy);
+	w_int(w, s->unhealthy_after_ms);
+	w_int(w, s->remediation);
+	return user_off;
+}
+
+static void
+w_status(writer *w, const sk_userspace_status *st)
+{
+	w_int(w, st->phase);
+	w_str(w, st->sandbox_id);
+	w_int(w, st->observed_generation);
+	w_uvar(w, st->n_conditions);
+	for (size_t i = 0; i < st->n_conditions; i++) {
+		const sk_condition *c = &st->conditions[i];
+		w_str(w, c->type);
+		w_str(w, c->status);
+		w_str(w, c->reason);
+		w_str(w, c->message);
+		w_int(w, c->last_transition_ms);
+		w_int(w, c->observed_generation);
+	}
+	w_uvar(w, st->n_drift);
+	for (size_t i = 0; i < st->n_drift; i++) {
+		const sk_drift *d = &st->drift[i];
+		w_str(w, d->type);
+		w_str(w, d->sandbox_id);
+		w_int(w, d->since_ms);
+		w_str(w, d->detail);
+	}
+	w_str(w, st->message);
+	w_int(w, st->last_reconcile_ms);
+}
+
+sk_packed_userspace *
+sk_store_pack(const sk_userspace *us, sk_error *err)
+{
+	writer w = { SK_BUF_INIT(SK_PACKED_MAX), 0 };
+	sk_packed_userspace h = { 0 }, *p = NULL;
+
+	if (us->meta.name == NULL) {
+		sk_error_set(err, SK_EINVALID, "pack userspace: metadata.name: required");
+		return NULL;
+	}
+	h.name_off = w_meta(&w, &us->meta);
+	h.user_off = w_spec(&w, &us->spec);
+	h.fixed_len = (uint32_t)w.b.len;
+	w_status(&w, &us->status);
+	if (w.rc != 0) {
+		sk_error_set(err, SK_ENOMEM, "pack userspace %s: too large", us->meta.name);
+		goto done;
+	}
+	h.read_ms = us->meta.read_ms;
+	h.resource_version = us->meta.resource_version;
+	h.len = (uint32_t)w.b.len;
+	h.phase = (uint8_t)us->status.phase;
+	h.ready = sk_userspace_is_ready(us);
+	p = sk_malloc(offsetof(sk_packed_userspace, data) + h.len);
+	memcpy(p, &h, offsetof(sk_packed_userspace, data));
+	memcpy(p->data, w.b.data, h.len);
+done:
+	sk_buf_dispose(&w.b);
+	return p;
+}
+
+sk_packed_userspace *
+sk_store_pack_doc(const bson_t *doc, int64_t read_ms, sk_error *err)
+{
+	sk_userspace *us = NULL;
+	sk_packed_userspace *p;
+
+	if (sk_store_userspace_from_doc(doc, &us, err) != 0)
+		return NULL;
+	us->meta.read_ms = read_ms;
+	p = sk_store_pack(us, err);
+	sk_userspace_free(us);
+	return p;
+}
+
+/* ---- reader ---- */
+
+typedef struct reader {
+	const uint8_t *p, *end;
+	bool bad; /* ran past the end or read a malformed value */
+} reader;
+
+static uint64_t
+r_uvar(reader *r)
+{
+	uint64_t v = 0;
+
+	for (int shift = 0; shift < 64; shift += 7) {
+		if (r->p >= r->end)
+			break;
+		v |= (uint64_t)(*r->p & 0x7f) << shift;
+		if ((*r->p++ & 0x80) == 0)
+			return v;
+	}
+	r->bad = true;
+	return 0;
+}
+
+static int64_t
+r_int(reader *r)
+{
+	uint64_t v = r_uvar(r);
+
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+static char *
+r_str(reader *r)
+{
+	uint64_t n = r_uvar(r);
+	char *s;
+
+	if (n == 0 || r->bad)
+		return NULL;
+	if (n > (uint64_t)(r->end - r->p) || r->p[n - 1] != '\0') {
+		r->bad = true;
+		return NULL;
+	}
+	s = sk_strndup((const char *)r->p, n - 1);
+	r->p += n;
+	return s;
+}
+
+/* A count of items of at least min_bytes each that fit in what is left. */
+static size_t
+r_count(reader *r, size_t min_bytes)
+{
+	uint64_t n = r_uvar(r);
+
+	if (n > (uint64_t)(r->end - r->p) / min_bytes) {
+		r->bad = true;
+		return 0;
+	}
+	return (size_t)n;
+}
+
+static void
+r_kvlist(reader *r, sk_kvlist *l)
+{
+	size_t n = r_count(r, 2);
+
+	l->items = n ? sk_calloc(n, sizeof(*l->items)) : NULL;
+	for (l->len = 0; l->len < n; l->len++) {
+		l->items[l->len].key = r_str(r);
+		l->items[l->len].value = r_str(r);
+	}
+}
+
+static void
+r_meta(reader *r, sk_object_meta *m)
+{
+	m->name = r_str(r);
+	r_kvlist(r, &m->labels);
+	r_kvlist(r, &m->annotations);
+	m->uid = r_str(r);
+	m->generation = r_int(r);
+	m->creation_ms = r_int(r);
+	m->deletion_ms = r_int(r);
+	m->n_finalizers = r_count(r, 1);
+	m->finalizers = m->n_finalizers ? sk_calloc(m->n_finalizers, sizeof(char *)) : NULL;
+	for (size_t i = 0; i < m->n_finalizers; i++)
+		m->finalizers[i] = r_str(r);
+}
+
+static void
+r_spec(reader *r, sk_userspace_spec *s)
+{
+	s->user_id = r_str(r);
+	s->provider = r_str(r);
+	s->template_id = r_str(r);
+	s->mode = (sk_mode)r_int(r);
+	s->cpu_count = (int)r_int(r);
+	s->memory_mb = (int)r_int(r);
+	s->idle_timeout_ms = r_int(r);
+	s->on_timeout = (sk_on_timeout)r_int(r);
+	s->auto_resume = r_int(r) != 0;
+	r_kvlist(r, &s->env);
+	r_kvlist(r, &s->metadata);
+	s->deletion_policy = (sk_deletion_policy)r_int(r);
+	s->unhealthy_after_ms = r_int(r);
+	s->remediation = (sk_remediation)r_int(r);
+}
+
+static void
+r_conditions(reader *r, sk_userspace_status *st)
+{
+	size_t n = r_count(r, 6);
+
+	st->conditions = n ? sk_calloc(n, sizeof(sk_condition)) : NULL;
+	for (st->n_conditions = 0; st->n_conditions < n; st->n_conditions++) {
+		sk_condition *c = &st->conditions[st->n_conditions];
+		c->type = r_str(r);
+		c->status = r_str(r);
+		c->reason = r_str(r);
+		c->message = r_str(r);
+		c->last_transition_ms = r_int(r);
+		c->observed_generation = r_int(r);
+	}
+}
+
+static void
+r_drift(reader *r, sk_userspace_status *st)
+{
+	size_t n = r_count(r, 4);
+
+	st->drift = n ? sk_calloc(n, sizeof(sk_drift)) : NULL;
+	for (st->n_drift = 0; st->n_drift < n; st->n_drift++) {
+		sk_drift *d = &st->drift[st->n_drift];
+		d->type = r_str(r);
+		d->sandbox_id = r_str(r);
+		d->since_ms = r_int(r);
+		d->detail = r_str(r);
+	}
+}
+
+static void
+r_status(reader *r, sk_userspace_status *st)
+{
+	st->phase = (sk_phase)r_int(r);
+	st->sandbox_id = r_str(r);
+	st->observed_generation = r_int(r);
+	r_conditions(r, st);
+	r_drift(r, st);
+	st->message = r_str(r);
+	st->last_reconcile_ms = r_int(r);
+}
+
+int
+sk_store_unpack(const sk_packed_userspace *p, sk_userspace **out, sk_error *err)
+{
+	reader r = { p->data, p->data + p->len, false };
+	sk_userspace *us = sk_calloc(1, sizeof(*us));
+
+	*out = NULL;
+	r_meta(&r, &us->meta);
+	r_spec(&r, &us->spec);
+	r_status(&r, &us->status);
+	if (r.bad || r.p != r.end || us->meta.name == NULL) {
+		sk_userspace_free(us);
+		return sk_error_set(err, SK_EINVALID, "packed userspace: corrupt");
+	}
+	us->meta.resource_version = p->resource_version;
+	us->meta.read_ms = p->read_ms;
+	*out = us;
+	return 0;
+}
+
+/* ---- the header ---- */
+
+void
+sk_packed_free(sk_packed_userspace *p)
+{
+	free(p);
+}
+
+bool
+sk_packed_status_only_change(const sk_packed_userspace *a, const sk_packed_userspace *b)
+{
+	return a->fixed_len == b->fixed_len && memcmp(a->data, b->data, a->fixed_len) == 0;
+}
+
+const char *
+sk_packed_name(const sk_packed_userspace *p)
+{
+	return (const char *)p->data + p->name_off;
+}
+
+const char *
+sk_packed_user_id(const sk_packed_userspace *p)
+{
+	return p->user_off ? (const char *)p->data + p->user_off : NULL;
+}
+
+int64_t
+sk_packed_resource_version(const sk_packed_userspace *p)
+{
+	return p->resource_version;
+}
+
+int64_t
+sk_packed_read_ms(const sk_packed_userspace *p)
+{
+	return p->read_ms;
+}
+
+sk_phase
+sk_packed_phase(const sk_packed_userspace *p)
+{
+	return (sk_phase)p->phase;
+}
+
+bool
+sk_packed_ready(const sk_packed_userspace *p)
+{
+	return p->ready;
+}
+
+size_t
+sk_packed_size(const sk_packed_userspace *p)
+{
+	return offsetof(sk_packed_userspace, data) + p->len;
+}
+
+/* ---- streaming from the store ---- */
+
+/* The query of sk_store_list (since < 0) or sk_store_list_since. */
+static void
+scan_query(int64_t since, bson_t **filter, bson_t **opts)
+{
+	const char *key = since < 0 ? "_id" : "metadata.resourceVersion";
+
+	*filter = since < 0
+	        ? bson_new()
+	        : BCON_NEW("metadata.resourceVersion", "{", "$gt", BCON_INT64(since), "}");
+	*opts = BCON_NEW(
+	        "sort", "{", key, BCON_INT32(1), "}", "batchSize", BCON_INT32(SK_STORE_LIST_BATCH));
+}
+
+int
+sk_store_scan_packed(sk_store *s, int64_t since, sk_store_packed_fn fn, void *arg, sk_error *err)
+{
+	sk_store_conn c = { 0 };
+	bson_t *filter, *opts;
+	mongoc_cursor_t *cur;
+	const bson_t *doc;
+	bson_error_t berr;
+	int64_t t0;
+	int rc = 0;
+
+	scan_query(since, &filter, &opts);
+	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
+	t0 = sk_monotonic_ms();
+	cur = mongoc_collection_find_with_opts(c.coll, filter, opts, NULL);
+	while (rc == 0 && mongoc_cursor_next(cur, &doc)) {
+		sk_packed_userspace *p = sk_store_pack_doc(doc, t0, err);
+
+		if (p == NULL) {
+			rc = SK_EINVALID;
+			break;
+		}
+		sk_store_rv_observe(p->resource_version);
+		fn(p, arg);
+	}
+	if (rc == 0 && mongoc_cursor_error(cur, &berr))
+		rc = sk_store_fail(s, &berr, "list userspaces", err);
+	mongoc_cursor_destroy(cur);
+	sk_store_conn_close(s, &c);
+	bson_destroy(opts);
+	bson_destroy(filter);
+	return rc;
+}
