@@ -1,5 +1,6 @@
 /* util/duration: Go/Kubernetes duration syntax ("1h30m", "90s", "250ms"). */
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -71,7 +72,9 @@ sk_duration_parse(const char *text, int64_t *ms_out)
 		if (total_ns > 9.2e18)
 			return SK_EINVALID;
 	}
-	*ms_out = (int64_t)(total_ns / 1e6);
+	/* Whole nanoseconds first: "1.001s" sums to 1000999999.99... ns in
+	 * binary floating point, which truncated would read back as 1000 ms. */
+	*ms_out = llround(total_ns) / 1000000;
 	return SK_OK;
 }
 

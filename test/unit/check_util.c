@@ -40,6 +40,23 @@ END_TEST
 static const char *const bad_durations[] = { "", "15", "m", "-5s", "1x", "1h-", "h1", "1.h5",
 	"99999999999999999999h", "1 h", "5S" };
 
+/* What is written (sk_duration_format) reads back the same, to the ms. */
+START_TEST(test_duration_round_trip)
+{
+	char buf[64];
+	int64_t back;
+
+	for (int64_t ms = 0; ms < 200000; ms++) {
+		sk_duration_format(ms, buf, sizeof(buf));
+		ck_assert_int_eq(sk_duration_parse(buf, &back), SK_OK);
+		ck_assert_msg(back == ms, "%lld ms -> \"%s\" -> %lld ms", (long long)ms, buf,
+		        (long long)back);
+	}
+	ck_assert_int_eq(sk_duration_parse("1500us", &back), SK_OK);
+	ck_assert_int_eq(back, 1);
+}
+END_TEST
+
 START_TEST(test_duration_parse_bad)
 {
 	int64_t ms = 12345;
@@ -102,6 +119,7 @@ sk_suite_util(void)
 	        sizeof(good_durations) / sizeof(good_durations[0]));
 	tcase_add_loop_test(
 	        tc, test_duration_parse_bad, 0, sizeof(bad_durations) / sizeof(bad_durations[0]));
+	tcase_add_test(tc, test_duration_round_trip);
 	tcase_add_test(tc, test_time_round_trip);
 	tcase_add_test(tc, test_buf_cap);
 	suite_add_tcase(s, tc);
