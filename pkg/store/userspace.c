@@ -632,8 +632,12 @@ mark_once(sk_store *s, sk_store_conn *c, const char *name, sk_error *err)
 	return rc;
 }
 
-int
-sk_store_mark_deleted(sk_store *s, const char *name, sk_error *err)
+typedef int (*attempt_fn)(sk_store *s, sk_store_conn *c, const char *name, sk_error *err);
+
+/* Runs a read-then-write of `name` again, with a short pause, while another
+ * writer beats it to the version it read. */
+static int
+retry_conflicts(sk_store *s, const char *name, attempt_fn once, sk_error *err)
 {
 	sk_store_conn c = { 0 };
 	int rc = SK_ECONFLICT;
@@ -642,10 +646,16 @@ sk_store_mark_deleted(sk_store *s, const char *name, sk_error *err)
 	for (int attempt = 0; attempt < SK_CAS_RETRIES && rc == SK_ECONFLICT; attempt++) {
 		if (attempt > 0)
 			usleep((useconds_t)(10000 * attempt));
-		rc = mark_once(s, &c, name, err);
+		rc = once(s, &c, name, err);
 	}
 	sk_store_conn_close(s, &c);
 	return rc;
+}
+
+int
+sk_store_mark_deleted(sk_store *s, const char *name, sk_error *err)
+{
+	return retry_conflicts(s, name, mark_once, err);
 }
 
 static void
@@ -706,20 +716,9 @@ remove_once(sk_store *s, sk_store_conn *c, const char *name, sk_error *err)
 int
 sk_store_remove(sk_store *s, const char *name, sk_error *err)
 {
-	sk_store_conn c = { 0 };
-	int rc;
-
 	if (name == NULL || *name == '\0')
 		return sk_error_set(err, SK_EINVALID, "metadata.name: required");
-	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
 	/* Under a claim on the version removed, like every other write: a
 	 * writer holding a fresh copy of it must lose (cas.c). */
-	rc = SK_ECONFLICT;
-	for (int attempt = 0; attempt < SK_CAS_RETRIES && rc == SK_ECONFLICT; attempt++) {
-		if (attempt > 0)
-			usleep((useconds_t)(10000 * attempt));
-		rc = remove_once(s, &c, name, err);
-	}
-	sk_store_conn_close(s, &c);
-	return rc;
+	return retry_conflicts(s, name, remove_once, err);
 }
