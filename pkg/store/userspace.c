@@ -539,39 +539,46 @@ done:
 	return rc;
 }
 
+/* Writes status over `cur` (the stored object, its version claimed):
+ * nothing when it is unchanged (*out is a copy of cur), else the next
+ * version (*out). */
+static int
+commit_status(sk_store *s, sk_store_conn *c, const sk_userspace *cur,
+        const sk_userspace_status *status, char **claim, sk_userspace **out, sk_error *err)
+{
+	sk_userspace *next = sk_userspace_dup(cur);
+	int rc = 0;
+
+	if (!sk_userspace_status_equal(&cur->status, status)) {
+		sk_userspace_status_dispose(&next->status);
+		memset(&next->status, 0, sizeof(next->status));
+		sk_userspace_status_copy(&next->status, status);
+		rc = commit_claimed(s, c, next, claim, err);
+	}
+	if (rc == 0)
+		*out = next;
+	else
+		sk_userspace_free(next);
+	return rc;
+}
+
 int
 sk_store_update_status(sk_store *s, const char *name, int64_t resource_version,
         const sk_userspace_status *status, sk_userspace **out, sk_error *err)
 {
 	sk_store_conn c = { 0 };
-	sk_userspace *cur = NULL, *next = NULL;
+	sk_userspace *cur = NULL;
 	char *claim = NULL;
 	int rc;
 
 	*out = NULL;
 	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
 	rc = load_claimed(s, &c, name, resource_version, &claim, &cur, err);
-	if (rc != 0)
-		goto done;
-	if (sk_userspace_status_equal(&cur->status, status)) {
-		*out = cur; /* same status: no write, no new resourceVersion */
-		cur = NULL;
-		goto done;
-	}
-	next = sk_userspace_dup(cur);
-	sk_userspace_status_dispose(&next->status);
-	memset(&next->status, 0, sizeof(next->status));
-	sk_userspace_status_copy(&next->status, status);
-	rc = commit_claimed(s, &c, next, &claim, err);
-	if (rc == 0) {
-		*out = next;
-		next = NULL;
-	}
-done:
+	if (rc == 0)
+		rc = commit_status(s, &c, cur, status, &claim, out, err);
 	release_claim(s, &c, claim);
 	sk_store_conn_close(s, &c);
 	sk_userspace_free(cur);
-	sk_userspace_free(next);
 	return rc;
 }
 
@@ -580,7 +587,6 @@ sk_store_write_status(sk_store *s, const sk_userspace *base, const sk_userspace_
         sk_userspace **out, sk_error *err)
 {
 	sk_store_conn c = { 0 };
-	sk_userspace *next = NULL;
 	char *claim = NULL;
 	int rc;
 
@@ -594,20 +600,10 @@ sk_store_write_status(sk_store *s, const sk_userspace *base, const sk_userspace_
 	}
 	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
 	rc = claim_version(s, &c, base->meta.name, base->meta.resource_version, &claim, err);
-	if (rc == 0) {
-		next = sk_userspace_dup(base);
-		sk_userspace_status_dispose(&next->status);
-		memset(&next->status, 0, sizeof(next->status));
-		sk_userspace_status_copy(&next->status, status);
-		rc = commit_claimed(s, &c, next, &claim, err);
-	}
-	if (rc == 0) {
-		*out = next;
-		next = NULL;
-	}
+	if (rc == 0)
+		rc = commit_status(s, &c, base, status, &claim, out, err);
 	release_claim(s, &c, claim);
 	sk_store_conn_close(s, &c);
-	sk_userspace_free(next);
 	return rc;
 }
 

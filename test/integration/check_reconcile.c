@@ -12,19 +12,13 @@
 
 #include "../testutil.h"
 #include "reconcile/reconcile.h"
+#include "reconcile_fixture.h"
 
 Suite *sk_suite_reconcile(void);
 
-#define KEY "e2b_0000000000000000000000000000000000000000" /* a dummy key */
 #define KEY_VAR "SK_TEST_RECONCILE_KEY"
 
-typedef struct fixture {
-	pid_t sim;
-	char url[128];
-	sk_store *store;
-	sk_provider *p;
-	sk_reconcile_env env;
-} fixture;
+typedef sk_rfix fixture;
 
 static int64_t clock_offset;
 
@@ -37,47 +31,10 @@ test_now(void)
 static void
 setup(fixture *f)
 {
-	const char *args[] = { "--flavor", "e2b", "--api-key", KEY, "--seed", "11", NULL };
-	sk_store_options so = SK_STORE_OPTIONS_INIT;
-	sk_provider_config c = { 0 };
-	sk_error err = { 0 };
-
-	memset(f, 0, sizeof(*f));
 	clock_offset = 0;
-	f->sim = sk_test_sim_start(args, f->url, sizeof(f->url));
-	so.uri = sk_test_mongodb_uri();
-	so.database = sk_test_unique_db();
-	ck_assert_msg(sk_store_open(&f->store, &so, &err) == 0, "store: %s", err.message);
-	setenv(KEY_VAR, KEY, 1);
-	c.name = "default";
-	c.type = SK_PROVIDER_E2B;
-	c.api_url = f->url;
-	c.sandbox_url = f->url;
-	c.domain = "sim.local";
-	c.api_key_env = KEY_VAR;
-	c.max_in_flight = 8;
-	c.qps = 1000;
-	c.burst = 1000;
-	c.request_timeout_ms = 5000;
-	c.sandbox_timeout_ms = 3600000;
-	c.orphan_grace_ms = 600000;
-	ck_assert_msg(sk_provider_new(&c, &f->p, &err) == 0, "provider: %s", err.message);
-	f->env.store = f->store;
-	f->env.provider = f->p;
+	sk_rfix_setup(f, KEY_VAR);
 	f->env.now = test_now;
-	sk_plan_options_from_config(&f->env.opts, &c, 30000);
 	f->env.opts.resume_grace_ms = 2000;
-}
-
-static void
-teardown(fixture *f)
-{
-	sk_error err;
-
-	sk_store_drop(f->store, &err);
-	sk_store_close(f->store);
-	sk_provider_free(f->p);
-	sk_test_stop(f->sim, false);
 }
 
 static long
@@ -101,28 +58,6 @@ sim_post(fixture *f, const char *path, const char *json)
 	curl_easy_cleanup(c);
 	fclose(devnull);
 	return status;
-}
-
-static void
-apply(fixture *f, const char *name, const char *user, const char *extra_spec)
-{
-	char yaml[1024];
-	sk_doclist dl = { 0 };
-	sk_errlist errs = { 0 };
-	sk_userspace *us = NULL, *out = NULL;
-	sk_error err = { 0 };
-
-	snprintf(yaml, sizeof(yaml),
-	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\nmetadata: {name: %s}\n"
-	        "spec: {userID: %s%s}\n",
-	        name, user, extra_spec ? extra_spec : "");
-	ck_assert_int_eq(sk_doc_parse(yaml, strlen(yaml), "t.yaml", &dl, &err), 0);
-	ck_assert_int_eq(sk_userspace_from_doc(dl.items[0], &us, &errs), 0);
-	ck_assert_msg(sk_store_create(f->store, us, &out, &err) == 0, "create: %s", err.message);
-	sk_userspace_free(us);
-	sk_userspace_free(out);
-	sk_doclist_dispose(&dl);
-	sk_errlist_dispose(&errs);
 }
 
 /* The user's managed sandboxes as the controller would list them. */
@@ -174,16 +109,6 @@ round_(fixture *f, const char *name, const char *user, bool empty_list, sk_error
 	return rc;
 }
 
-static sk_userspace *
-get(fixture *f, const char *name)
-{
-	sk_userspace *us = NULL;
-	sk_error err = { 0 };
-
-	ck_assert_msg(sk_store_get(f->store, name, &us, &err) == 0, "get: %s", err.message);
-	return us;
-}
-
 /* Rounds until Ready (at most n); returns the object. */
 static sk_userspace *
 converge(fixture *f, const char *name, const char *user, int n)
@@ -193,7 +118,7 @@ converge(fixture *f, const char *name, const char *user, int n)
 	for (int i = 0; i < n; i++) {
 		sk_userspace *us;
 		round_(f, name, user, false, &err);
-		us = get(f, name);
+		us = sk_rfix_get(f, name);
 		if (sk_userspace_is_ready(us))
 			return us;
 		sk_userspace_free(us);
@@ -210,20 +135,6 @@ has_drift(const sk_userspace *us, const char *type)
 			return true;
 	}
 	return false;
-}
-
-static bool
-has_event(fixture *f, const char *name, const char *reason)
-{
-	sk_event_list l = { 0 };
-	sk_error err = { 0 };
-	bool found = false;
-
-	ck_assert_int_eq(sk_store_events(f->store, name, 0, &l, &err), 0);
-	for (size_t i = 0; i < l.len; i++)
-		found = found || strcmp(l.items[i].reason, reason) == 0;
-	sk_event_list_dispose(&l);
-	return found;
 }
 
 static void
@@ -246,7 +157,7 @@ START_TEST(test_converge)
 	sk_sandbox_list l;
 
 	setup(&f);
-	apply(&f, "alice", "alice", NULL);
+	sk_rfix_apply(&f, "alice", "alice", NULL);
 	us = converge(&f, "alice", "alice", 5);
 	ck_assert_int_eq(us->status.phase, SK_PHASE_RUNNING);
 	ck_assert_ptr_nonnull(us->status.sandbox_id);
@@ -256,19 +167,19 @@ START_TEST(test_converge)
 	ck_assert_str_eq(l.items[0].id, us->status.sandbox_id);
 	ck_assert_str_eq(sk_kvlist_get(&l.items[0].metadata, "userspace"), "alice");
 	ck_assert_str_eq(sk_kvlist_get(&l.items[0].metadata, "userspace_uid"), us->meta.uid);
-	ck_assert(has_event(&f, "alice", "Created"));
+	ck_assert(sk_rfix_has_event(&f, "alice", "Created"));
 	sk_sandbox_list_dispose(&l);
 	/* steady state: another round writes nothing (no resourceVersion bump) */
 	{
 		sk_error err;
 		sk_userspace *again;
 		ck_assert_int_eq(round_(&f, "alice", "alice", false, &err), 0);
-		again = get(&f, "alice");
+		again = sk_rfix_get(&f, "alice");
 		ck_assert_int_eq(again->meta.resource_version, us->meta.resource_version);
 		sk_userspace_free(again);
 	}
 	sk_userspace_free(us);
-	teardown(&f);
+	sk_rfix_teardown(&f);
 }
 END_TEST
 
@@ -283,21 +194,21 @@ START_TEST(test_duplicates)
 	precreate(&f, "bob", &a);
 	precreate(&f, "bob", &b);
 	precreate(&f, "bob", &c);
-	apply(&f, "bob", "bob", NULL);
+	sk_rfix_apply(&f, "bob", "bob", NULL);
 	ck_assert_int_eq(round_(&f, "bob", "bob", false, &err), 0);
-	us = get(&f, "bob");
+	us = sk_rfix_get(&f, "bob");
 	ck_assert(has_drift(us, SK_DRIFT_DUPLICATE));
 	ck_assert_ptr_nonnull(us->status.sandbox_id);
 	ck_assert_uint_eq(count_user(&f, "bob", SK_SANDBOX_UNKNOWN), 1);
 	sk_userspace_free(us);
 	us = converge(&f, "bob", "bob", 5);
 	ck_assert(!has_drift(us, SK_DRIFT_DUPLICATE));
-	ck_assert(has_event(&f, "bob", "DuplicateDeleted"));
+	ck_assert(sk_rfix_has_event(&f, "bob", "DuplicateDeleted"));
 	sk_userspace_free(us);
 	sk_sandbox_dispose(&a);
 	sk_sandbox_dispose(&b);
 	sk_sandbox_dispose(&c);
-	teardown(&f);
+	sk_rfix_teardown(&f);
 }
 END_TEST
 
@@ -310,13 +221,13 @@ START_TEST(test_empty_list)
 	char *bound;
 
 	setup(&f);
-	apply(&f, "carol", "carol", NULL);
+	sk_rfix_apply(&f, "carol", "carol", NULL);
 	us = converge(&f, "carol", "carol", 5);
 	bound = strdup(us->status.sandbox_id);
 	sk_userspace_free(us);
 	for (int i = 0; i < 3; i++)
 		ck_assert_int_eq(round_(&f, "carol", "carol", true, &err), 0);
-	us = get(&f, "carol");
+	us = sk_rfix_get(&f, "carol");
 	ck_assert_str_eq(us->status.sandbox_id, bound);
 	ck_assert_uint_eq(count_user(&f, "carol", SK_SANDBOX_UNKNOWN), 1);
 	sk_userspace_free(us);
@@ -332,7 +243,7 @@ START_TEST(test_empty_list)
 	ck_assert_int_eq(sim_post(&f, "/_sim/faults", "{\"list_empty_s\": 0}"), 200);
 	ck_assert_uint_eq(count_user(&f, "carol", SK_SANDBOX_UNKNOWN), 1);
 	free(bound);
-	teardown(&f);
+	sk_rfix_teardown(&f);
 }
 END_TEST
 
@@ -346,8 +257,8 @@ START_TEST(test_crash_between_create_and_bind)
 	sk_error err = { 0 };
 
 	setup(&f);
-	apply(&f, "dave", "dave", NULL);
-	us = get(&f, "dave");
+	sk_rfix_apply(&f, "dave", "dave", NULL);
+	us = sk_rfix_get(&f, "dave");
 	us->status.phase = SK_PHASE_CREATING;
 	us->status.last_reconcile_ms = test_now();
 	ck_assert_int_eq(sk_store_update_status(f.store, "dave", us->meta.resource_version,
@@ -367,21 +278,9 @@ START_TEST(test_crash_between_create_and_bind)
 	sk_userspace_free(us);
 	sk_userspace_free(out);
 	sk_sandbox_dispose(&a);
-	teardown(&f);
+	sk_rfix_teardown(&f);
 }
 END_TEST
-
-static void
-set_mode(fixture *f, const char *name, sk_mode mode)
-{
-	sk_userspace *us = get(f, name), *out = NULL;
-	sk_error err = { 0 };
-
-	us->spec.mode = mode;
-	ck_assert_msg(sk_store_update(f->store, us, &out, &err) == 0, "%s", err.message);
-	sk_userspace_free(us);
-	sk_userspace_free(out);
-}
 
 START_TEST(test_pause_resume)
 {
@@ -389,22 +288,22 @@ START_TEST(test_pause_resume)
 	sk_userspace *us;
 
 	setup(&f);
-	apply(&f, "erin", "erin", NULL);
+	sk_rfix_apply(&f, "erin", "erin", NULL);
 	sk_userspace_free(converge(&f, "erin", "erin", 5));
-	set_mode(&f, "erin", SK_MODE_PAUSED);
+	sk_rfix_set_mode(&f, "erin", SK_MODE_PAUSED);
 	us = converge(&f, "erin", "erin", 5);
 	ck_assert_int_eq(us->status.phase, SK_PHASE_PAUSED);
 	ck_assert_int_eq(us->status.observed_generation, 2);
 	ck_assert_uint_eq(count_user(&f, "erin", SK_SANDBOX_PAUSED), 1);
 	sk_userspace_free(us);
-	set_mode(&f, "erin", SK_MODE_RUNNING);
+	sk_rfix_set_mode(&f, "erin", SK_MODE_RUNNING);
 	us = converge(&f, "erin", "erin", 8);
 	ck_assert_int_eq(us->status.phase, SK_PHASE_RUNNING);
 	ck_assert_uint_eq(count_user(&f, "erin", SK_SANDBOX_RUNNING), 1);
 	ck_assert_uint_eq(count_user(&f, "erin", SK_SANDBOX_UNKNOWN), 1);
-	ck_assert(has_event(&f, "erin", "Resumed"));
+	ck_assert(sk_rfix_has_event(&f, "erin", "Resumed"));
 	sk_userspace_free(us);
-	teardown(&f);
+	sk_rfix_teardown(&f);
 }
 END_TEST
 
@@ -418,13 +317,13 @@ delete_with(const char *policy, size_t want_left)
 
 	setup(&f);
 	snprintf(extra, sizeof(extra), ", deletionPolicy: %s", policy);
-	apply(&f, "frank", "frank", extra);
+	sk_rfix_apply(&f, "frank", "frank", extra);
 	sk_userspace_free(converge(&f, "frank", "frank", 5));
 	ck_assert_int_eq(sk_store_mark_deleted(f.store, "frank", &err), 0);
 	ck_assert_int_eq(round_(&f, "frank", "frank", false, &err), 0);
 	ck_assert_int_eq(sk_store_get(f.store, "frank", &us, &err), SK_ENOTFOUND);
 	ck_assert_uint_eq(count_user(&f, "frank", SK_SANDBOX_UNKNOWN), want_left);
-	teardown(&f);
+	sk_rfix_teardown(&f);
 }
 
 START_TEST(test_delete_policy_delete)
@@ -447,14 +346,14 @@ START_TEST(test_replace_after_unhealthy)
 	char faults[256], *old;
 
 	setup(&f);
-	apply(&f, "gina", "gina", ", health: {unhealthyAfter: 60s, remediation: Replace}");
+	sk_rfix_apply(&f, "gina", "gina", ", health: {unhealthyAfter: 60s, remediation: Replace}");
 	us = converge(&f, "gina", "gina", 5);
 	old = strdup(us->status.sandbox_id);
 	sk_userspace_free(us);
 	snprintf(faults, sizeof(faults), "{\"unreachable\": [\"%s\"]}", old);
 	ck_assert_int_eq(sim_post(&f, "/_sim/faults", faults), 200);
 	ck_assert_int_eq(round_(&f, "gina", "gina", false, &err), 0);
-	us = get(&f, "gina");
+	us = sk_rfix_get(&f, "gina");
 	ck_assert_int_eq(us->status.phase, SK_PHASE_DEGRADED);
 	ck_assert(has_drift(us, SK_DRIFT_DATAPLANE));
 	ck_assert_str_eq(us->status.sandbox_id, old);
@@ -462,7 +361,7 @@ START_TEST(test_replace_after_unhealthy)
 	/* before unhealthyAfter: nothing replaced */
 	clock_offset = 30000;
 	ck_assert_int_eq(round_(&f, "gina", "gina", false, &err), 0);
-	us = get(&f, "gina");
+	us = sk_rfix_get(&f, "gina");
 	ck_assert_str_eq(us->status.sandbox_id, old);
 	sk_userspace_free(us);
 	/* after: a new one bound, the old one gone */
@@ -471,10 +370,10 @@ START_TEST(test_replace_after_unhealthy)
 	ck_assert_str_ne(us->status.sandbox_id, old);
 	ck_assert(!has_drift(us, SK_DRIFT_DATAPLANE));
 	ck_assert_uint_eq(count_user(&f, "gina", SK_SANDBOX_UNKNOWN), 1);
-	ck_assert(has_event(&f, "gina", "Replaced"));
+	ck_assert(sk_rfix_has_event(&f, "gina", "Replaced"));
 	sk_userspace_free(us);
 	free(old);
-	teardown(&f);
+	sk_rfix_teardown(&f);
 }
 END_TEST
 
@@ -492,7 +391,7 @@ START_TEST(test_stale_list_paused_out_of_band)
 	char path[160];
 
 	setup(&f);
-	apply(&f, "ivy", "ivy",
+	sk_rfix_apply(&f, "ivy", "ivy",
 	        ", lifecycle: {autoResume: false}, health: {unhealthyAfter: 1s, remediation: "
 	        "Replace}");
 	us = converge(&f, "ivy", "ivy", 5);
@@ -506,15 +405,15 @@ START_TEST(test_stale_list_paused_out_of_band)
 	v.listed_ms = test_now();
 	v.for_user = &snap;
 	ck_assert_msg(sk_reconcile(&f.env, "ivy", &v, &requeue, &err) == 0, "%s", err.message);
-	ck_assert(has_event(&f, "ivy", "Resumed"));
-	ck_assert(!has_event(&f, "ivy", "Replaced"));
+	ck_assert(sk_rfix_has_event(&f, "ivy", "Resumed"));
+	ck_assert(!sk_rfix_has_event(&f, "ivy", "Replaced"));
 	ck_assert_uint_eq(count_user(&f, "ivy", SK_SANDBOX_RUNNING), 1);
 	sk_userspace_free(us);
-	us = get(&f, "ivy");
+	us = sk_rfix_get(&f, "ivy");
 	ck_assert(!has_drift(us, SK_DRIFT_DATAPLANE));
 	sk_userspace_free(us);
 	sk_sandbox_list_dispose(&snap);
-	teardown(&f);
+	sk_rfix_teardown(&f);
 }
 END_TEST
 
@@ -529,21 +428,21 @@ START_TEST(test_status_cas)
 	sk_error err = { 0 };
 
 	setup(&f);
-	apply(&f, "hank", "hank", ", mode: Paused");
-	stale = get(&f, "hank");
+	sk_rfix_apply(&f, "hank", "hank", ", mode: Paused");
+	stale = sk_rfix_get(&f, "hank");
 	sk_observed_init(&ob);
 	sk_plan(stale, &ob, test_now(), &f.env.opts, &plan);
 	/* a spec edit in between: retried */
-	set_mode(&f, "hank", SK_MODE_PAUSED); /* no change: no write */
+	sk_rfix_set_mode(&f, "hank", SK_MODE_PAUSED); /* no change: no write */
 	{
-		sk_userspace *u = get(&f, "hank"), *o2 = NULL;
+		sk_userspace *u = sk_rfix_get(&f, "hank"), *o2 = NULL;
 		sk_kvlist_set(&u->meta.labels, "team", "x");
 		ck_assert_int_eq(sk_store_update(f.store, u, &o2, &err), 0);
 		sk_userspace_free(u);
 		sk_userspace_free(o2);
 	}
 	ck_assert_msg(sk_execute(&f.env, stale, &plan, NULL, &err) == 0, "%s", err.message);
-	now_us = get(&f, "hank");
+	now_us = sk_rfix_get(&f, "hank");
 	ck_assert_int_eq(now_us->status.phase, SK_PHASE_PAUSED);
 	ck_assert_str_eq(sk_kvlist_get(&now_us->meta.labels, "team"), "x");
 	/* another writer changed the status: not overwritten */
@@ -553,14 +452,14 @@ START_TEST(test_status_cas)
 	        0);
 	ck_assert_int_eq(sk_execute(&f.env, stale, &plan, NULL, &err), SK_ECONFLICT);
 	sk_userspace_free(now_us);
-	now_us = get(&f, "hank");
+	now_us = sk_rfix_get(&f, "hank");
 	ck_assert_int_eq(now_us->status.phase, SK_PHASE_ERROR);
 	sk_userspace_free(now_us);
 	sk_userspace_free(other);
 	sk_userspace_free(stale);
 	sk_plan_result_dispose(&plan);
 	sk_observed_dispose(&ob);
-	teardown(&f);
+	sk_rfix_teardown(&f);
 }
 END_TEST
 

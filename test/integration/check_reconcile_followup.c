@@ -19,20 +19,13 @@
 
 #include "../testutil.h"
 #include "reconcile/reconcile.h"
+#include "reconcile_fixture.h"
 
 Suite *sk_suite_reconcile_followup(void);
 
-#define KEY "e2b_0000000000000000000000000000000000000000" /* a dummy key */
 #define KEY_VAR "SK_TEST_FOLLOWUP_KEY"
 
-typedef struct fixture {
-	pid_t sim;
-	char url[128];
-	char db[64];
-	sk_store *store;
-	sk_provider *p;
-	sk_reconcile_env env;
-} fixture;
+typedef sk_rfix fixture;
 
 /* What one sk_reconcile_object call did. */
 typedef struct outcome {
@@ -48,50 +41,12 @@ typedef struct outcome {
 static void
 setup(fixture *f)
 {
-	const char *args[] = { "--flavor", "e2b", "--api-key", KEY, "--seed", "11", NULL };
-	sk_store_options so = SK_STORE_OPTIONS_INIT;
-	sk_provider_config c = { 0 };
-	sk_error err = { 0 };
-
-	memset(f, 0, sizeof(*f));
-	f->sim = sk_test_sim_start(args, f->url, sizeof(f->url));
-	so.uri = sk_test_mongodb_uri();
-	snprintf(f->db, sizeof(f->db), "%s", sk_test_unique_db());
-	so.database = f->db;
-	ck_assert_msg(sk_store_open(&f->store, &so, &err) == 0, "store: %s", err.message);
-	setenv(KEY_VAR, KEY, 1);
-	c.name = "default";
-	c.type = SK_PROVIDER_E2B;
-	c.api_url = f->url;
-	c.sandbox_url = f->url;
-	c.domain = "sim.local";
-	c.api_key_env = KEY_VAR;
-	c.max_in_flight = 8;
-	c.qps = 1000;
-	c.burst = 1000;
-	c.request_timeout_ms = 5000;
-	c.sandbox_timeout_ms = 3600000;
-	c.orphan_grace_ms = 600000;
-	ck_assert_msg(sk_provider_new(&c, &f->p, &err) == 0, "provider: %s", err.message);
-	f->env.store = f->store;
-	f->env.provider = f->p;
-	sk_plan_options_from_config(&f->env.opts, &c, 30000);
+	sk_rfix_setup(f, KEY_VAR);
 	f->env.opts.resume_grace_ms = 20000;
 	/* The test reads these; they must tell a short requeue from a steady one. */
 	ck_assert_int_eq(f->env.opts.short_requeue_ms, 2000);
 	ck_assert_int_eq(f->env.opts.resync_ms, 30000);
 	ck_assert(f->env.opts.probe);
-}
-
-static void
-teardown(fixture *f)
-{
-	sk_error err;
-
-	sk_store_drop(f->store, &err);
-	sk_store_close(f->store);
-	sk_provider_free(f->p);
-	sk_test_stop(f->sim, false);
 }
 
 static size_t
@@ -199,28 +154,6 @@ sim_api_calls(fixture *f)
 	return n;
 }
 
-static void
-apply(fixture *f, const char *name, const char *user, const char *extra_spec)
-{
-	char yaml[1024];
-	sk_doclist dl = { 0 };
-	sk_errlist errs = { 0 };
-	sk_userspace *us = NULL, *out = NULL;
-	sk_error err = { 0 };
-
-	snprintf(yaml, sizeof(yaml),
-	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\nmetadata: {name: %s}\n"
-	        "spec: {userID: %s%s}\n",
-	        name, user, extra_spec ? extra_spec : "");
-	ck_assert_int_eq(sk_doc_parse(yaml, strlen(yaml), "t.yaml", &dl, &err), 0);
-	ck_assert_int_eq(sk_userspace_from_doc(dl.items[0], &us, &errs), 0);
-	ck_assert_msg(sk_store_create(f->store, us, &out, &err) == 0, "create: %s", err.message);
-	sk_userspace_free(us);
-	sk_userspace_free(out);
-	sk_doclist_dispose(&dl);
-	sk_errlist_dispose(&errs);
-}
-
 /* The user's managed sandboxes as the controller would list them. */
 static void
 list_user(fixture *f, const char *user, sk_sandbox_list *out)
@@ -233,42 +166,6 @@ list_user(fixture *f, const char *user, sk_sandbox_list *out)
 	sk_kvlist_set(&match, SK_META_MANAGED_BY, SK_MANAGED_BY_VALUE);
 	ck_assert_msg(sk_sandbox_list_all(f->p, &match, out, &err) == 0, "%s", err.message);
 	sk_kvlist_dispose(&match);
-}
-
-static sk_userspace *
-get(fixture *f, const char *name)
-{
-	sk_userspace *us = NULL;
-	sk_error err = { 0 };
-
-	ck_assert_msg(sk_store_get(f->store, name, &us, &err) == 0, "get: %s", err.message);
-	return us;
-}
-
-static void
-set_mode(fixture *f, const char *name, sk_mode mode)
-{
-	sk_userspace *us = get(f, name), *out = NULL;
-	sk_error err = { 0 };
-
-	us->spec.mode = mode;
-	ck_assert_msg(sk_store_update(f->store, us, &out, &err) == 0, "%s", err.message);
-	sk_userspace_free(us);
-	sk_userspace_free(out);
-}
-
-static bool
-has_event(fixture *f, const char *name, const char *reason)
-{
-	sk_event_list l = { 0 };
-	sk_error err = { 0 };
-	bool found = false;
-
-	ck_assert_int_eq(sk_store_events(f->store, name, 0, &l, &err), 0);
-	for (size_t i = 0; i < l.len; i++)
-		found = found || strcmp(l.items[i].reason, reason) == 0;
-	sk_event_list_dispose(&l);
-	return found;
 }
 
 static const sk_condition *
@@ -347,7 +244,7 @@ assert_writes(fixture *f, const char *name, const outcome *o, size_t want)
 {
 	int64_t vers[16];
 	size_t n = claims_since(f, name, o->rv_before, vers, 16);
-	sk_userspace *now = get(f, name);
+	sk_userspace *now = sk_rfix_get(f, name);
 
 	ck_assert_msg(n == want, "%s: %zu status writes, want %zu", name, n, want);
 	if (want > 0) {
@@ -375,7 +272,7 @@ once(fixture *f, const char *name, const char *user, outcome *o)
 	v.valid = true;
 	v.for_user = &l;
 	v.listed_ms = sk_now_ms();
-	us = get(f, name);
+	us = sk_rfix_get(f, name);
 	o->rv_before = us->meta.resource_version;
 	sim_settle(f);
 	sim_stats_reset(f);
@@ -427,7 +324,7 @@ static void
 paused_keeper(fixture *f, const char *name)
 {
 	converge(f, name, name, 3);
-	set_mode(f, name, SK_MODE_PAUSED);
+	sk_rfix_set_mode(f, name, SK_MODE_PAUSED);
 	converge(f, name, name, 3);
 }
 
@@ -459,7 +356,7 @@ START_TEST(test_create_one_call)
 	char *id;
 
 	setup(&f);
-	apply(&f, "alice", "alice", NULL);
+	sk_rfix_apply(&f, "alice", "alice", NULL);
 	once(&f, "alice", "alice", &o);
 	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
 	/* provider calls first (listing below is counted too) */
@@ -470,7 +367,7 @@ START_TEST(test_create_one_call)
 	ck_assert_int_eq(sim_calls(&f, "health", 0), 1);
 	ck_assert_int_eq(sim_api_calls(&f), 1);
 	id = only_sandbox(&f, "alice", SK_SANDBOX_RUNNING);
-	us = get(&f, "alice");
+	us = sk_rfix_get(&f, "alice");
 	ck_assert_int_eq(us->status.phase, SK_PHASE_RUNNING);
 	ck_assert_ptr_nonnull(us->status.sandbox_id);
 	ck_assert_str_eq(us->status.sandbox_id, id);
@@ -485,7 +382,7 @@ START_TEST(test_create_one_call)
 	ck_assert_str_eq(o.updated->status.sandbox_id, id);
 	assert_writes(&f, "alice", &o, 2);
 	ck_assert_int_eq(o.requeue, f.env.opts.resync_ms);
-	ck_assert(has_event(&f, "alice", "Created"));
+	ck_assert(sk_rfix_has_event(&f, "alice", "Created"));
 	outcome_dispose(&o);
 	/* steady state: the next call writes nothing and creates nothing */
 	once(&f, "alice", "alice", &o);
@@ -497,7 +394,7 @@ START_TEST(test_create_one_call)
 	outcome_dispose(&o);
 	sk_userspace_free(us);
 	free(id);
-	teardown(&f);
+	sk_rfix_teardown(&f);
 }
 END_TEST
 
@@ -531,7 +428,7 @@ start_held_create(fixture *f, bg_call *b, pthread_t *t, const char *name)
 	ck_assert_int_eq(pthread_create(t, NULL, bg_once, b), 0);
 	for (int i = 0; i < 100 && !marked; i++) {
 		usleep(10000);
-		us = get(f, name);
+		us = sk_rfix_get(f, name);
 		marked = us->status.phase == SK_PHASE_CREATING;
 		if (marked)
 			ck_assert_ptr_null(us->status.sandbox_id);
@@ -552,20 +449,20 @@ START_TEST(test_mark_before_create)
 	json_t *sbs = NULL;
 
 	setup(&f);
-	apply(&f, "bert", "bert", NULL);
+	sk_rfix_apply(&f, "bert", "bert", NULL);
 	start_held_create(&f, &b, &t, "bert");
 	ck_assert_int_eq(sim_req(&f, "GET", "/_sim/sandboxes", NULL, &sbs), 200);
 	ck_assert_uint_eq(json_array_size(sbs), 0); /* the create is still held up */
 	json_decref(sbs);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ck_assert_msg(b.o.rc == 0, "%s", b.o.err.message);
-	us = get(&f, "bert");
+	us = sk_rfix_get(&f, "bert");
 	ck_assert_int_eq(us->status.phase, SK_PHASE_RUNNING);
 	ck_assert_ptr_nonnull(us->status.sandbox_id);
 	assert_writes(&f, "bert", &b.o, 2);
 	sk_userspace_free(us);
 	outcome_dispose(&b.o);
-	teardown(&f);
+	sk_rfix_teardown(&f);
 }
 END_TEST
 
@@ -584,22 +481,22 @@ START_TEST(test_edit_during_create)
 	sk_error err = { 0 };
 
 	setup(&f);
-	apply(&f, "cleo", "cleo", NULL);
+	sk_rfix_apply(&f, "cleo", "cleo", NULL);
 	start_held_create(&f, &b, &t, "cleo");
-	us = get(&f, "cleo");
+	us = sk_rfix_get(&f, "cleo");
 	sk_kvlist_set(&us->meta.labels, "team", "x");
 	ck_assert_msg(sk_store_update(f.store, us, &out, &err) == 0, "%s", err.message);
 	sk_userspace_free(us);
 	sk_userspace_free(out);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ck_assert_msg(b.o.rc == 0, "reconcile: %d %s", b.o.rc, b.o.err.message);
-	us = get(&f, "cleo");
+	us = sk_rfix_get(&f, "cleo");
 	ck_assert_ptr_nonnull(us->status.sandbox_id);
 	ck_assert_int_eq(us->status.phase, SK_PHASE_RUNNING);
 	ck_assert_str_eq(sk_kvlist_get(&us->meta.labels, "team"), "x");
 	sk_userspace_free(us);
 	outcome_dispose(&b.o);
-	teardown(&f);
+	sk_rfix_teardown(&f);
 }
 END_TEST
 
@@ -613,14 +510,14 @@ START_TEST(test_resume_one_call)
 	char *id;
 
 	setup(&f);
-	apply(&f, "carol", "carol", NULL);
+	sk_rfix_apply(&f, "carol", "carol", NULL);
 	paused_keeper(&f, "carol");
 	id = only_sandbox(&f, "carol", SK_SANDBOX_PAUSED);
-	us = get(&f, "carol");
+	us = sk_rfix_get(&f, "carol");
 	ck_assert_int_eq(us->status.phase, SK_PHASE_PAUSED);
 	ck_assert_str_eq(us->status.sandbox_id, id);
 	sk_userspace_free(us);
-	set_mode(&f, "carol", SK_MODE_RUNNING);
+	sk_rfix_set_mode(&f, "carol", SK_MODE_RUNNING);
 	once(&f, "carol", "carol", &o);
 	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
 	ck_assert_int_eq(sim_calls(&f, "connect", 0), 1);
@@ -630,7 +527,7 @@ START_TEST(test_resume_one_call)
 	ck_assert_int_eq(sim_calls(&f, "health", 0), 1);
 	free(id);
 	id = only_sandbox(&f, "carol", SK_SANDBOX_RUNNING);
-	us = get(&f, "carol");
+	us = sk_rfix_get(&f, "carol");
 	ck_assert_int_eq(us->status.phase, SK_PHASE_RUNNING);
 	ck_assert_str_eq(us->status.sandbox_id, id);
 	assert_cond(us, SK_COND_READY, "True", "Running");
@@ -638,11 +535,11 @@ START_TEST(test_resume_one_call)
 	ck_assert_int_eq(us->status.observed_generation, 3);
 	assert_writes(&f, "carol", &o, 1);
 	ck_assert_int_eq(o.requeue, f.env.opts.resync_ms);
-	ck_assert(has_event(&f, "carol", "Resumed"));
+	ck_assert(sk_rfix_has_event(&f, "carol", "Resumed"));
 	sk_userspace_free(us);
 	outcome_dispose(&o);
 	free(id);
-	teardown(&f);
+	sk_rfix_teardown(&f);
 }
 END_TEST
 
@@ -655,15 +552,15 @@ START_TEST(test_resume_lifecycle_once)
 	outcome o;
 
 	setup(&f);
-	apply(&f, "cody", "cody", NULL);
+	sk_rfix_apply(&f, "cody", "cody", NULL);
 	paused_keeper(&f, "cody");
-	set_mode(&f, "cody", SK_MODE_RUNNING);
+	sk_rfix_set_mode(&f, "cody", SK_MODE_RUNNING);
 	once(&f, "cody", "cody", &o);
 	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
 	ck_assert_int_eq(sim_calls(&f, "connect", 0), 1);
 	ck_assert_int_eq(sim_calls(&f, "timeout", 0), 1);
 	outcome_dispose(&o);
-	teardown(&f);
+	sk_rfix_teardown(&f);
 }
 END_TEST
 
@@ -676,15 +573,15 @@ START_TEST(test_resume_dataplane_504)
 	sk_userspace *us;
 
 	setup(&f);
-	apply(&f, "dora", "dora", NULL);
+	sk_rfix_apply(&f, "dora", "dora", NULL);
 	paused_keeper(&f, "dora");
-	set_mode(&f, "dora", SK_MODE_RUNNING);
+	sk_rfix_set_mode(&f, "dora", SK_MODE_RUNNING);
 	sim_faults(&f, "{\"resume_504_s\": 30}");
 	once(&f, "dora", "dora", &o);
 	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
 	ck_assert_int_eq(sim_calls(&f, "connect", 0), 1);
 	ck_assert_int_eq(sim_calls(&f, "health", 504), 1);
-	us = get(&f, "dora");
+	us = sk_rfix_get(&f, "dora");
 	ck_assert_int_eq(us->status.phase, SK_PHASE_RESUMING);
 	assert_cond(us, SK_COND_READY, "False", "Resuming");
 	assert_cond(us, SK_COND_DATAPLANE, "Unknown", "Resuming");
@@ -693,7 +590,7 @@ START_TEST(test_resume_dataplane_504)
 	ck_assert_int_eq(o.requeue, f.env.opts.short_requeue_ms);
 	sk_userspace_free(us);
 	outcome_dispose(&o);
-	teardown(&f);
+	sk_rfix_teardown(&f);
 }
 END_TEST
 
@@ -709,7 +606,7 @@ START_TEST(test_create_dataplane_502)
 	char *id;
 
 	setup(&f);
-	apply(&f, "dave", "dave", NULL);
+	sk_rfix_apply(&f, "dave", "dave", NULL);
 	sim_faults(&f, "{\"errors\": {\"health\": {\"status\": 502}}}");
 	once(&f, "dave", "dave", &o);
 	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
@@ -717,7 +614,7 @@ START_TEST(test_create_dataplane_502)
 	ck_assert_int_eq(sim_calls(&f, "health", 502), 1);
 	ck_assert_int_eq(sim_calls(&f, "health", 0), 1);
 	id = only_sandbox(&f, "dave", SK_SANDBOX_RUNNING);
-	us = get(&f, "dave");
+	us = sk_rfix_get(&f, "dave");
 	ck_assert_ptr_nonnull(us->status.sandbox_id);
 	ck_assert_str_eq(us->status.sandbox_id, id);
 	ck_assert_int_ne(us->status.phase, SK_PHASE_RUNNING);
@@ -733,7 +630,7 @@ START_TEST(test_create_dataplane_502)
 	sim_faults(&f, "{\"errors\": {\"health\": null}}");
 	once(&f, "dave", "dave", &o);
 	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
-	us = get(&f, "dave");
+	us = sk_rfix_get(&f, "dave");
 	ck_assert_int_eq(us->status.phase, SK_PHASE_RUNNING);
 	ck_assert_str_eq(us->status.sandbox_id, id);
 	assert_cond(us, SK_COND_READY, "True", "Running");
@@ -743,7 +640,7 @@ START_TEST(test_create_dataplane_502)
 	sk_userspace_free(us);
 	outcome_dispose(&o);
 	free(id);
-	teardown(&f);
+	sk_rfix_teardown(&f);
 }
 END_TEST
 
@@ -757,21 +654,21 @@ START_TEST(test_create_fails_500)
 	sk_sandbox_list l;
 
 	setup(&f);
-	apply(&f, "erin", "erin", NULL);
+	sk_rfix_apply(&f, "erin", "erin", NULL);
 	sim_faults(&f, "{\"errors\": {\"create\": {\"status\": 500, \"count\": 1}}}");
 	once(&f, "erin", "erin", &o);
 	ck_assert_int_ne(o.rc, 0);
 	ck_assert(sk_error_is_transient(o.rc));
 	ck_assert_ptr_nonnull(strstr(o.err.message, "create"));
-	us = get(&f, "erin");
+	us = sk_rfix_get(&f, "erin");
 	ck_assert_ptr_null(us->status.sandbox_id);
 	ck_assert_int_eq(us->status.phase, SK_PHASE_CREATING);
 	assert_cond(us, SK_COND_SYNCED, "False", "CreateFailed");
 	assert_cond(us, SK_COND_READY, "False", "CreateFailed");
 	ck_assert_ptr_nonnull(us->status.message);
 	ck_assert_ptr_nonnull(strstr(us->status.message, "500"));
-	ck_assert(has_event(&f, "erin", "CreateFailed"));
-	ck_assert(!has_event(&f, "erin", "Created"));
+	ck_assert(sk_rfix_has_event(&f, "erin", "CreateFailed"));
+	ck_assert(!sk_rfix_has_event(&f, "erin", "Created"));
 	/* the mark and the failure; a follow-up would have looked the user up */
 	assert_writes(&f, "erin", &o, 2);
 	ck_assert_int_eq(sim_calls(&f, "create", 500), 1);
@@ -782,7 +679,7 @@ START_TEST(test_create_fails_500)
 	sk_sandbox_list_dispose(&l);
 	sk_userspace_free(us);
 	outcome_dispose(&o);
-	teardown(&f);
+	sk_rfix_teardown(&f);
 }
 END_TEST
 
@@ -796,12 +693,12 @@ START_TEST(test_create_rejected_429)
 	sk_sandbox_list l;
 
 	setup(&f);
-	apply(&f, "fred", "fred", NULL);
+	sk_rfix_apply(&f, "fred", "fred", NULL);
 	sim_faults(&f, "{\"errors\": {\"create\": {\"status\": 429, \"count\": 1}}}");
 	once(&f, "fred", "fred", &o);
 	ck_assert_int_ne(o.rc, 0);
 	ck_assert(sk_error_is_transient(o.rc));
-	us = get(&f, "fred");
+	us = sk_rfix_get(&f, "fred");
 	ck_assert_ptr_null(us->status.sandbox_id);
 	ck_assert_int_eq(us->status.phase, SK_PHASE_PENDING);
 	assert_cond(us, SK_COND_SYNCED, "False", "CreateFailed");
@@ -819,14 +716,14 @@ START_TEST(test_create_rejected_429)
 	/* the next call creates at once (no create grace after a rejection) */
 	once(&f, "fred", "fred", &o);
 	ck_assert_msg(o.rc == 0, "%s", o.err.message);
-	us = get(&f, "fred");
+	us = sk_rfix_get(&f, "fred");
 	ck_assert_int_eq(us->status.phase, SK_PHASE_RUNNING);
 	assert_cond(us, SK_COND_READY, "True", "Running");
 	ck_assert_int_eq(sim_calls(&f, "create", 0), 1);
 	assert_writes(&f, "fred", &o, 2);
 	sk_userspace_free(us);
 	outcome_dispose(&o);
-	teardown(&f);
+	sk_rfix_teardown(&f);
 }
 END_TEST
 
@@ -839,10 +736,10 @@ START_TEST(test_paused_no_sandbox)
 	sk_sandbox_list l;
 
 	setup(&f);
-	apply(&f, "gina", "gina", ", mode: Paused");
+	sk_rfix_apply(&f, "gina", "gina", ", mode: Paused");
 	once(&f, "gina", "gina", &o);
 	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
-	us = get(&f, "gina");
+	us = sk_rfix_get(&f, "gina");
 	ck_assert_int_eq(us->status.phase, SK_PHASE_PAUSED);
 	ck_assert_ptr_null(us->status.sandbox_id);
 	assert_cond(us, SK_COND_READY, "True", "Paused");
@@ -855,7 +752,7 @@ START_TEST(test_paused_no_sandbox)
 	sk_sandbox_list_dispose(&l);
 	sk_userspace_free(us);
 	outcome_dispose(&o);
-	teardown(&f);
+	sk_rfix_teardown(&f);
 }
 END_TEST
 
@@ -870,10 +767,10 @@ START_TEST(test_adopt_no_followup)
 
 	setup(&f);
 	precreate(&f, "hank", &sb);
-	apply(&f, "hank", "hank", NULL);
+	sk_rfix_apply(&f, "hank", "hank", NULL);
 	once(&f, "hank", "hank", &o);
 	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
-	us = get(&f, "hank");
+	us = sk_rfix_get(&f, "hank");
 	ck_assert_str_eq(us->status.sandbox_id, sb.id);
 	ck_assert_int_eq(us->status.phase, SK_PHASE_RUNNING);
 	assert_cond(us, SK_COND_READY, "True", "Running");
@@ -884,7 +781,7 @@ START_TEST(test_adopt_no_followup)
 	sk_userspace_free(us);
 	sk_sandbox_dispose(&sb);
 	outcome_dispose(&o);
-	teardown(&f);
+	sk_rfix_teardown(&f);
 }
 END_TEST
 
@@ -900,14 +797,14 @@ START_TEST(test_resume_with_duplicate_no_followup)
 	char *id;
 
 	setup(&f);
-	apply(&f, "ivy", "ivy", NULL);
+	sk_rfix_apply(&f, "ivy", "ivy", NULL);
 	paused_keeper(&f, "ivy");
 	id = only_sandbox(&f, "ivy", SK_SANDBOX_PAUSED);
 	precreate(&f, "ivy", &dup);
-	set_mode(&f, "ivy", SK_MODE_RUNNING);
+	sk_rfix_set_mode(&f, "ivy", SK_MODE_RUNNING);
 	once(&f, "ivy", "ivy", &o);
 	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
-	us = get(&f, "ivy");
+	us = sk_rfix_get(&f, "ivy");
 	ck_assert_str_eq(us->status.sandbox_id, id);
 	ck_assert_int_eq(us->status.phase, SK_PHASE_RESUMING);
 	assert_cond(us, SK_COND_READY, "False", "Resuming");
@@ -924,7 +821,7 @@ START_TEST(test_resume_with_duplicate_no_followup)
 	sk_sandbox_dispose(&dup);
 	outcome_dispose(&o);
 	free(id);
-	teardown(&f);
+	sk_rfix_teardown(&f);
 }
 END_TEST
 
