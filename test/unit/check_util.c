@@ -1,5 +1,6 @@
-/* Unit tests for pkg/util: durations, RFC 3339 times, the capped buffer. */
+/* Unit tests for pkg/util: durations, RFC 3339 times, the capped buffer, the limiter, strmap. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,6 +108,129 @@ START_TEST(test_buf_cap)
 }
 END_TEST
 
+/* ---- limiter (moved from check_workqueue.c with pkg/util/ratelimit.c) ---- */
+
+static int64_t fake_now;
+
+static int64_t
+fake_clock(void *payload)
+{
+	(void)payload;
+	return fake_now;
+}
+
+START_TEST(test_token_bucket_rate)
+{
+	sk_limiter_options o = SK_LIMITER_OPTIONS_INIT;
+	sk_limiter *l;
+	int taken = 0;
+
+	fake_now = 0;
+	o.qps = 10;
+	o.burst = 5;
+	o.clock = fake_clock;
+	l = sk_limiter_new(&o);
+	for (int i = 0; i < 5; i++)
+		ck_assert(sk_limiter_try_take(l));
+	ck_assert(!sk_limiter_try_take(l));
+	fake_now += 100;
+	ck_assert(sk_limiter_try_take(l));
+	ck_assert(!sk_limiter_try_take(l));
+	/* Over 10 simulated seconds at 10 qps: about 100 tokens, never more. */
+	for (int t = 0; t < 10000; t += 10) {
+		fake_now += 10;
+		while (sk_limiter_try_take(l))
+			taken++;
+	}
+	ck_assert_int_ge(taken, 99);
+	ck_assert_int_le(taken, 101);
+	/* The bucket never holds more than burst. */
+	fake_now += 60000;
+	taken = 0;
+	while (sk_limiter_try_take(l))
+		taken++;
+	ck_assert_int_eq(taken, 5);
+	ck_assert_int_eq(sk_limiter_reserve(l), 100);
+	ck_assert_int_eq(sk_limiter_reserve(l), 200);
+	sk_limiter_free(l);
+}
+END_TEST
+
+START_TEST(test_limiter_in_flight)
+{
+	sk_limiter_options o = SK_LIMITER_OPTIONS_INIT;
+	sk_limiter *l;
+	volatile bool cancel = false;
+
+	o.qps = 0; /* unlimited rate: only the in-flight cap applies */
+	o.max_in_flight = 2;
+	l = sk_limiter_new(&o);
+	ck_assert_int_eq(sk_limiter_acquire(l, 100, NULL), 0);
+	ck_assert_int_eq(sk_limiter_acquire(l, 100, NULL), 0);
+	ck_assert_int_eq(sk_limiter_in_flight(l), 2);
+	ck_assert_int_eq(sk_limiter_acquire(l, 100, NULL), SK_ETIMEOUT);
+	cancel = true;
+	ck_assert_int_eq(sk_limiter_acquire(l, -1, &cancel), SK_ERROR);
+	sk_limiter_release(l);
+	ck_assert_int_eq(sk_limiter_acquire(l, 100, NULL), 0);
+	sk_limiter_release(l);
+	sk_limiter_release(l);
+	ck_assert_int_eq(sk_limiter_in_flight(l), 0);
+	sk_limiter_free(l);
+}
+END_TEST
+
+START_TEST(test_limiter_acquire_waits_for_token)
+{
+	sk_limiter_options o = SK_LIMITER_OPTIONS_INIT;
+	sk_limiter *l;
+	int64_t t0, dt;
+
+	o.qps = 20; /* one token per 50 ms */
+	o.burst = 1;
+	l = sk_limiter_new(&o);
+	t0 = sk_monotonic_ms();
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(sk_limiter_acquire(l, -1, NULL), 0);
+		sk_limiter_release(l);
+	}
+	dt = sk_monotonic_ms() - t0;
+	ck_assert_int_ge(dt, 190);
+	ck_assert_int_lt(dt, 1500);
+	sk_limiter_free(l);
+}
+END_TEST
+
+/* ---- strmap ---- */
+
+START_TEST(test_strmap)
+{
+	sk_strmap *m = sk_strmap_new(free);
+	char key[32], **keys;
+	size_t n;
+
+	for (int i = 0; i < 2000; i++) {
+		snprintf(key, sizeof(key), "key-%04d", i);
+		sk_strmap_put(m, key, sk_strdup(key));
+	}
+	ck_assert_uint_eq(sk_strmap_len(m), 2000);
+	ck_assert_str_eq(sk_strmap_get(m, "key-1234"), "key-1234");
+	sk_strmap_put(m, "key-1234", sk_strdup("replaced"));
+	ck_assert_str_eq(sk_strmap_get(m, "key-1234"), "replaced");
+	ck_assert_uint_eq(sk_strmap_len(m), 2000);
+	ck_assert(sk_strmap_remove(m, "key-0000"));
+	ck_assert(!sk_strmap_remove(m, "key-0000"));
+	ck_assert(!sk_strmap_has(m, "key-0000"));
+	ck_assert_ptr_null(sk_strmap_get(m, "nope"));
+	keys = sk_strmap_keys(m, &n);
+	ck_assert_uint_eq(n, 1999);
+	ck_assert_str_eq(keys[0], "key-0001");
+	ck_assert_str_eq(keys[n - 1], "key-1999");
+	sk_strv_free(keys, n);
+	sk_strmap_free(m);
+}
+END_TEST
+
 Suite *sk_suite_util(void);
 
 Suite *
@@ -114,6 +238,8 @@ sk_suite_util(void)
 {
 	Suite *s = suite_create("util");
 	TCase *tc = tcase_create("core");
+	TCase *lim = tcase_create("limiter");
+	TCase *map = tcase_create("strmap");
 
 	tcase_add_loop_test(tc, test_duration_parse_good, 0,
 	        sizeof(good_durations) / sizeof(good_durations[0]));
@@ -123,5 +249,11 @@ sk_suite_util(void)
 	tcase_add_test(tc, test_time_round_trip);
 	tcase_add_test(tc, test_buf_cap);
 	suite_add_tcase(s, tc);
+	tcase_add_test(lim, test_token_bucket_rate);
+	tcase_add_test(lim, test_limiter_in_flight);
+	tcase_add_test(lim, test_limiter_acquire_waits_for_token);
+	suite_add_tcase(s, lim);
+	tcase_add_test(map, test_strmap);
+	suite_add_tcase(s, map);
 	return s;
 }

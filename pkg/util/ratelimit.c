@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "workqueue.h"
+#include "util.h"
 
 struct sk_limiter {
 	pthread_mutex_t mu;
