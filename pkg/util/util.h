@@ -1,12 +1,15 @@
 /*
  * util: errors, durations, timestamps, bounded buffers, string lists, the
  * string hash map and the token-bucket limiter.
- * The bottom of the dependency graph: includes only libc and jansson.
+ * The bottom of the dependency graph: includes only libc (with pthread) and
+ * jansson.
  */
 #ifndef SK_UTIL_H
 #define SK_UTIL_H
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -113,6 +116,17 @@ typedef void (*sk_log_fn)(sk_log_level level, const char *msg, const char *kv, v
 /* A monotonic clock in milliseconds. NULL in options means sk_monotonic_ms. */
 typedef int64_t (*sk_clock_fn)(void *payload);
 
+/* ---- waits on the monotonic clock (sync.c) ---- */
+
+/* A condition variable whose timed waits use CLOCK_MONOTONIC. */
+void sk_cond_init_monotonic(pthread_cond_t *cond);
+/* Waits on cond (mu held, cond made by sk_cond_init_monotonic) for at most
+ * wait_ms (< 0: 0). Returns false on timeout; wakeups may be spurious, so
+ * callers loop on their condition. */
+bool sk_cond_wait_ms(pthread_cond_t *cond, pthread_mutex_t *mu, int64_t wait_ms);
+/* Sleeps ms (<= 0: not at all) by the monotonic clock, resuming after signals. */
+void sk_sleep_ms(int64_t ms);
+
 /* ---- string map (strmap.c) ----
  * Keys copied, values owned through an optional free function.
  * Not thread-safe: callers lock. */
@@ -166,10 +180,11 @@ int64_t sk_limiter_reserve(sk_limiter *l);
 /* Takes a token only when one is available now. */
 bool sk_limiter_try_take(sk_limiter *l);
 /* Blocks until an in-flight slot is free and a token is due (sleeping with
- * the real clock), or until cancel_flag becomes true (checked every 50 ms)
- * or timeout_ms passes (< 0: no timeout). Returns 0, SK_ETIMEOUT, or
- * SK_ERROR when cancelled. On success the caller must sk_limiter_release. */
-int sk_limiter_acquire(sk_limiter *l, int64_t timeout_ms, const volatile bool *cancel_flag);
+ * the monotonic clock), or until cancel_flag (may be NULL; set by another
+ * thread) becomes true (checked every 50 ms) or timeout_ms passes (< 0: no
+ * timeout). Returns 0, SK_ETIMEOUT, or SK_ERROR when cancelled. On success
+ * the caller must sk_limiter_release. */
+int sk_limiter_acquire(sk_limiter *l, int64_t timeout_ms, const atomic_bool *cancel_flag);
 void sk_limiter_release(sk_limiter *l);
 int sk_limiter_in_flight(sk_limiter *l);
 
