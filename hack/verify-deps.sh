@@ -3,8 +3,9 @@
 #
 #   hack/verify-deps.sh [OBJDIR]              OBJDIR holds pkg/*/*.o (default build/rel)
 #   hack/verify-deps.sh --self-test [OBJDIR]  shows that both checks fail when
-#       they should: on a scratch copy with bad includes, and with a plan.o
-#       that calls sk_sandbox_get (the tree itself is not touched)
+#       they should: on a scratch copy with bad includes, with a plan.o that
+#       calls sk_sandbox_get, and with an object holding a static counter
+#       (the tree itself is not touched)
 #
 # (a) Includes. A file of pkg/X may include its own headers, the public
 #     header of a package that the table below lists for X, and the
@@ -16,6 +17,9 @@
 #     must then be neither an sk_ function of another package (store,
 #     sandbox, ...) nor a symbol of libcurl, libmongoc/libbson,
 #     libmicrohttpd or libyaml. libc, libm, pthread and jansson are fine.
+# (c) No process-global mutable state: no pkg object holds writable data
+#     (objdump: an object symbol in .data or .bss, file-scope or
+#     function-static) but the few listed below, each with its reason.
 # Prints one line per violation and exits 1; otherwise one summary line.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,6 +56,13 @@ declare -A may_use=(
 )
 planner_roots="plan plan_status action orphans" # in pkg/reconcile
 planner_pool="api util reconcile"               # packages the linker may pull from
+# object:symbol -> why it may stay process-global.
+declare -A global_ok=(
+	[store/store.o:mongoc_once]="mongoc_init runs once per process (libmongoc's own rule)"
+	[store/store.o:mongoc_ready]="pairs mongoc_cleanup with that one mongoc_init"
+	[store/cas.o:hlc_mu]="the hybrid clock, moving into the store (issue 8, item 3): drop then"
+	[store/cas.o:hlc_last]="the hybrid clock, moving into the store (issue 8, item 3): drop then"
+)
 forbidden_syms='^(curl_|Curl_|mongoc_|_mongoc_|bson_|_bson_|MHD_|yaml_)'
 
 violations=0
@@ -204,6 +215,30 @@ check_planner() {
 	planner_objs=$(echo "$report" | awk '$1 == "OBJ" {print $2}' | sed "s|^$objdir/pkg/||" | tr '\n' ' ')
 }
 
+# Writable data objects: "object symbol section" for .data/.bss (not .rel.ro).
+writable_data() {
+	local o
+	for o in "$objdir"/pkg/*/*.o; do
+		objdump -t "$o" | awk -v o="${o#"$objdir"/pkg/}" '{
+			for (i = 2; i < NF; i++) if ($i == "O") break
+			if (i >= NF) next
+			sec = $(i + 1); sym = $NF
+			if (sec !~ /^(\.t?data|\.t?bss|\*COM\*)/ || sec ~ /\.rel\.ro/) next
+			if (sym ~ /^__(odr_asan|asan|ubsan|sancov)/) next
+			print o, sym, sec
+		}'
+	done
+}
+
+check_globals() {
+	local obj sym sec
+	while read -r obj sym sec; do
+		[ -n "$obj" ] || continue
+		[ -n "${global_ok[$obj:${sym%.[0-9]*}]+set}" ] && continue
+		fail "pkg/${obj%.o}.c: writable static data ${sym%.[0-9]*} ($sec): process-global state; keep it in the object that owns it"
+	done < <(writable_data)
+}
+
 # expect_fail NAME PATTERN... -- CMD...: CMD exits 1 and prints every PATTERN.
 expect_fail() {
 	local name=$1 out rc pat
@@ -268,11 +303,19 @@ C
 		echo "verify-deps self-test: could not compile the scratch plan.c"
 		rc=1
 	fi
-	expect_fail planner \
+	# (c) and an object with a function-static counter.
+	printf '%s\n' 'int sk_verify_deps_next(void);' 'int' 'sk_verify_deps_next(void)' \
+		'{' '	static int counter;' '	return ++counter;' '}' >"$tmp/counter.c"
+	if ! ${CC:-cc} -c -o "$tmp/obj/pkg/util/counter.o" "$tmp/counter.c"; then
+		echo "verify-deps self-test: could not compile the scratch counter.c"
+		rc=1
+	fi
+	expect_fail planner-and-globals \
 		'the planner needs sk_sandbox_get (defined in pkg/sandbox/provider.c, package sandbox), referenced by reconcile/plan.o' \
+		'pkg/util/counter.c: writable static data counter (.bss)' \
 		-- bash "$root/hack/verify-deps.sh" "$tmp/obj" || rc=1
 	rm -rf "$tmp"
-	[ "$rc" -eq 0 ] && echo "verify-deps self-test: bad includes and a planner calling the provider are caught"
+	[ "$rc" -eq 0 ] && echo "verify-deps self-test: bad includes, a planner calling the provider and a static counter are caught"
 	return "$rc"
 }
 
@@ -283,8 +326,9 @@ fi
 check_includes
 planner_objs=""
 check_planner
+check_globals
 if [ "$violations" -gt 0 ]; then
 	echo "verify-deps: $violations violation(s) (tables in hack/verify-deps.sh)"
 	exit 1
 fi
-echo "verify-deps: includes follow the layering; the planner links from: $planner_objs"
+echo "verify-deps: includes follow the layering; no process-global state but ${#global_ok[@]} listed; the planner links from: $planner_objs"
