@@ -34,7 +34,8 @@ case $objdir in /*) ;; *) objdir=$root/$objdir ;; esac
 
 # Package -> the packages its files may include. The order of the layering:
 # util <- api <- {store, sandbox} <- reconcile <- controller; workqueue,
-# metrics and informer sit beside reconcile (the informer feeds the queue).
+# metrics and informer sit beside reconcile and know nothing of each other
+# (the controller connects the informer to the queue).
 declare -A may_include=(
 	[util]=""
 	[api]="util"
@@ -43,7 +44,7 @@ declare -A may_include=(
 	[reconcile]="util api store sandbox"
 	[workqueue]="util"
 	[metrics]="util"
-	[informer]="util api store workqueue"
+	[informer]="util api store"
 	[controller]="util api store sandbox reconcile workqueue informer metrics"
 )
 # Package -> the external libraries whose headers it may include (jansson

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../workqueue/workqueue.h"
+#include "../util/util.h"
 #include "informer.h"
 
 struct sk_informer {
