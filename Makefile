@@ -3,6 +3,7 @@
 #   make test         installs deps, builds with ASan+UBSan, runs every suite
 #   make SANITIZE=1   the sanitizer build, in build/san/bin
 #   make fmt-check    clang-format against .clang-format
+#   make verify-deps  includes follow the layering; the planner links alone
 #   make bench-sim    simulator throughput and memory
 #   make bench        controller convergence benchmark
 #   make demo         the embedded-defaults demo (README)
@@ -48,7 +49,7 @@ TEST_BINS := $(TEST_KINDS:%=$(OUT)/test/%_tests)
 TOOLS := $(OUT)/tools/mongoping $(OUT)/tools/loadgen
 
 .PHONY: all test check test-unit test-integration test-e2e test-conformance tests \
-	fmt fmt-check clean deps bench bench-sim demo
+	fmt fmt-check clean deps bench bench-sim demo verify-deps
 all: $(CMD_BINS)
 
 $(OUT)/%.o: %.c
@@ -107,8 +108,14 @@ TEST_ENV := SK_BIN_DIR=$(abspath $(BIN)) SK_TOOLS_DIR=$(abspath $(OUT)/tools) \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	LSAN_OPTIONS=suppressions=$(abspath test/lsan.supp):print_suppressions=0
 
-check: tests
+check: tests verify-deps
 	@$(TEST_ENV) ./hack/run-tests.sh $(OUT)/test
+
+# Includes point down the layering and the planner's objects link with api and
+# util only (nm); the self-test shows both checks catch a violation.
+verify-deps: $(LIB_OBJS)
+	@./hack/verify-deps.sh --self-test $(OUT)
+	@./hack/verify-deps.sh $(OUT)
 
 test-unit test-integration test-e2e: test-%: tests
 	@$(TEST_ENV) $(OUT)/test/$*_tests

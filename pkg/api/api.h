@@ -162,6 +162,61 @@ const char *sk_phase_name(sk_phase p); /* "" for SK_PHASE_NONE */
 int sk_phase_parse(const char *s, sk_phase *out);
 const char *sk_mode_name(sk_mode m);
 
+/* ---- sandbox values (sandbox.c): what a provider reports and is asked for ----
+ * The provider clients that fill them are in pkg/sandbox. */
+
+typedef enum sk_sandbox_state {
+	SK_SANDBOX_UNKNOWN,
+	SK_SANDBOX_RUNNING,
+	SK_SANDBOX_PAUSED,
+	SK_SANDBOX_TRANSITIONAL, /* starting, stopping, pausing (daytona) */
+	SK_SANDBOX_GONE, /* killed / deleted / error states that will not come back */
+} sk_sandbox_state;
+
+const char *sk_sandbox_state_name(sk_sandbox_state s);
+
+typedef struct sk_sandbox {
+	char *id;
+	char *template_id;
+	char *alias;
+	sk_sandbox_state state;
+	int64_t started_ms;
+	int64_t end_ms; /* running: TTL expiry; paused: time of pause */
+	int cpu_count;
+	int memory_mb;
+	sk_kvlist metadata;
+	char *domain; /* may be NULL */
+	char *envd_access_token; /* may be NULL; never logged */
+} sk_sandbox;
+
+void sk_sandbox_dispose(sk_sandbox *sb);
+void sk_sandbox_free(sk_sandbox *sb);
+void sk_sandbox_copy(sk_sandbox *dst, const sk_sandbox *src);
+
+typedef struct sk_sandbox_list {
+	sk_sandbox *items;
+	size_t len;
+} sk_sandbox_list;
+void sk_sandbox_list_dispose(sk_sandbox_list *l);
+
+typedef struct sk_create_request {
+	const char *template_id;
+	int64_t timeout_ms; /* provider TTL */
+	bool auto_pause; /* on timeout pause instead of kill */
+	bool auto_resume;
+	int cpu_count; /* 0: provider default */
+	int memory_mb;
+	const sk_kvlist *metadata;
+	const sk_kvlist *env;
+} sk_create_request;
+
+/* How the data plane answered GET /health. */
+typedef enum sk_health {
+	SK_HEALTH_OK, /* 2xx */
+	SK_HEALTH_UNREACHABLE, /* 502/503/504, timeout, connection refused */
+	SK_HEALTH_ERROR, /* anything else */
+} sk_health;
+
 /* ---- validation errors ---- */
 
 typedef struct sk_field_error {

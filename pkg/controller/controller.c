@@ -135,11 +135,10 @@ void
 sk_controller_render_metrics(sk_controller *c, sk_buf *out)
 {
 	/* Scrapes in turn: the gauges set here render as one snapshot. */
-	static pthread_mutex_t render_mu = PTHREAD_MUTEX_INITIALIZER;
 	sk_workqueue_stats st;
 	const char *l = "name=\"" SK_CONTROLLER_NAME "\"";
 
-	pthread_mutex_lock(&render_mu);
+	pthread_mutex_lock(&c->render_mu);
 	sk_workqueue_get_stats(c->q, &st);
 	sk_metrics_set(c->metrics, "workqueue_depth", l, (double)st.depth);
 	sk_metrics_set(c->metrics, "workqueue_adds_total", l, (double)st.adds_total);
@@ -151,7 +150,7 @@ sk_controller_render_metrics(sk_controller *c, sk_buf *out)
 	        c->metrics, "spacekeeper_informer_objects", NULL, (double)sk_informer_len(c->inf));
 	sk_ctl_metrics_userspaces(c->metrics, c->inf);
 	sk_metrics_render(c->metrics, out);
-	pthread_mutex_unlock(&render_mu);
+	pthread_mutex_unlock(&c->render_mu);
 }
 
 /* ---- new / free ---- */
@@ -248,7 +247,9 @@ sk_controller_new(sk_controller **out, const sk_controller_options *opts, sk_err
 	c->n_workers = c->cfg->workers > 0 ? c->cfg->workers : 1;
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_mutex_init(&c->obs_mu, NULL);
-	pthread_cond_init(&c->cond, NULL);
+	pthread_mutex_init(&c->render_mu, NULL);
+	sk_cond_init_monotonic(&c->cond);
+	atomic_init(&c->stopping, false);
 	c->q = sk_workqueue_new(NULL);
 	c->metrics = sk_metrics_new();
 	c->done_gen = sk_strmap_new(free);
@@ -287,6 +288,7 @@ sk_controller_free(sk_controller *c)
 	sk_strmap_free(c->written_rv);
 	pthread_mutex_destroy(&c->mu);
 	pthread_mutex_destroy(&c->obs_mu);
+	pthread_mutex_destroy(&c->render_mu);
 	pthread_cond_destroy(&c->cond);
 	free(c);
 }
@@ -328,20 +330,14 @@ sk_ctl_wait_reconciled(sk_controller *c, const char *name, uint64_t gen0, int64_
 	pthread_mutex_lock(&c->mu);
 	for (;;) {
 		uint64_t *g = sk_strmap_get(c->done_gen, name);
-		struct timespec ts;
+		int64_t left = deadline - sk_monotonic_ms();
 		if (g && *g > gen0) {
 			ok = true;
 			break;
 		}
-		if (c->stopping || sk_monotonic_ms() >= deadline)
+		if (sk_ctl_stopping(c) || left <= 0)
 			break;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&c->cond, &c->mu, &ts);
+		sk_cond_wait_ms(&c->cond, &c->mu, left < 100 ? left : 100);
 	}
 	pthread_mutex_unlock(&c->mu);
 	return ok;
@@ -504,7 +500,7 @@ worker_process(sk_worker *w, const char *key)
 	if (rc == 0)
 		rc = sk_limiter_acquire(c->limiters[prov], -1, &c->stopping);
 	if (rc != 0) {
-		if (!c->stopping)
+		if (!sk_ctl_stopping(c))
 			handle_result(c, key, sk_error_is_transient(rc) ? rc : SK_EUNAVAILABLE, 0,
 			        &err, 0);
 		goto done;
@@ -627,7 +623,7 @@ sk_controller_stop(sk_controller *c)
 	pthread_mutex_lock(&c->mu);
 	was = c->running;
 	c->running = false;
-	c->stopping = true;
+	atomic_store(&c->stopping, true);
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->mu);
 	sk_ctl_http_stop(c);
@@ -675,13 +671,12 @@ sk_controller_run_once(sk_controller *c, int64_t settle_ms, int64_t timeout_ms, 
 		goto done;
 	/* Two consecutive settled checks, so a key between done and re-add is seen. */
 	for (int settled = 0; settled < 2;) {
-		struct timespec ts = { 0, 100 * 1000000L };
 		if (sk_monotonic_ms() >= deadline) {
 			rc = sk_error_set(err, SK_ETIMEOUT, "once: not settled within %lldms",
 			        (long long)timeout_ms);
 			goto done;
 		}
-		nanosleep(&ts, NULL);
+		sk_sleep_ms(100);
 		settled = queue_settled(c, settle_ms) ? settled + 1 : 0;
 	}
 	pthread_mutex_lock(&c->mu);

@@ -7,6 +7,7 @@
 #define SK_CONTROLLER_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "../informer/informer.h"
 #include "../metrics/metrics.h"
@@ -47,12 +48,13 @@ struct sk_controller {
 	sk_limiter **limiters; /* per provider */
 	sk_provider **obs_clients; /* the observer's clients */
 
+	pthread_mutex_t render_mu; /* scrapes render one at a time */
 	pthread_mutex_t obs_mu; /* guards views */
 	sk_prov_view *views;
 
 	pthread_mutex_t mu; /* guards everything below */
-	pthread_cond_t cond; /* reconcile finished / stop */
-	volatile bool stopping;
+	pthread_cond_t cond; /* reconcile finished / stop (monotonic clock) */
+	atomic_bool stopping; /* also read without mu (workers, HTTP, observer) */
 	bool running;
 	bool once; /* --once: steady keys are not requeued */
 	uint64_t gen; /* reconciles finished */
@@ -67,6 +69,13 @@ struct sk_controller {
 	void *httpd; /* struct MHD_Daemon* */
 	int http_port;
 };
+
+/* The stop flag: set once by sk_controller_stop, read by every thread. */
+static inline bool
+sk_ctl_stopping(sk_controller *c)
+{
+	return atomic_load(&c->stopping);
+}
 
 void sk_ctl_log(sk_controller *c, sk_log_level lvl, const char *msg, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));

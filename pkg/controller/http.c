@@ -128,7 +128,7 @@ connect_userspace(sk_controller *c, const char *name, int64_t timeout_ms, reply 
 		bool ran = sk_ctl_wait_reconciled(c, name, gen0, deadline);
 		sk_userspace_free(us);
 		us = NULL;
-		if (c->stopping) {
+		if (sk_ctl_stopping(c)) {
 			reply_error(r, 503, "ShuttingDown", "the controller is stopping");
 			goto done;
 		}
@@ -238,14 +238,13 @@ static enum MHD_Result
 handler(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
         const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
 {
-	static int marker;
 	sk_controller *c = cls;
 	struct MHD_Response *resp;
 	reply r = { 0 };
 	enum MHD_Result ret;
 
-	if (*con_cls == NULL) {
-		*con_cls = &marker;
+	if (*con_cls == NULL) { /* the first call of a request: only mark it seen */
+		*con_cls = c;
 		return MHD_YES;
 	}
 	if (*upload_data_size != 0) {

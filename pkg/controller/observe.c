@@ -200,7 +200,7 @@ sk_ctl_observe_all(sk_controller *c)
 	char **names;
 	size_t n;
 
-	for (size_t i = 0; i < c->n_prov && !c->stopping; i++)
+	for (size_t i = 0; i < c->n_prov && !sk_ctl_stopping(c); i++)
 		observe_provider(c, (int)i);
 	names = sk_informer_names(c->inf, &n);
 	/* Keys whose own requeue falls within the next period are left to it. */
@@ -244,17 +244,9 @@ observer_sleep(sk_controller *c, int64_t ms)
 	bool go;
 
 	pthread_mutex_lock(&c->mu);
-	while (!c->stopping && sk_monotonic_ms() < deadline) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 200 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&c->cond, &c->mu, &ts);
-	}
-	go = !c->stopping;
+	while (!sk_ctl_stopping(c) && sk_monotonic_ms() < deadline)
+		sk_cond_wait_ms(&c->cond, &c->mu, 200);
+	go = !sk_ctl_stopping(c);
 	pthread_mutex_unlock(&c->mu);
 	return go;
 }

@@ -7,9 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "../workqueue/workqueue.h"
+#include "../util/util.h"
 #include "informer.h"
 
 struct sk_informer {
@@ -73,7 +72,6 @@ sk_informer_new(sk_informer **out, const sk_informer_options *opts, sk_error *er
 {
 	sk_informer_options def = SK_INFORMER_OPTIONS_INIT;
 	sk_informer *inf;
-	pthread_condattr_t ca;
 
 	*out = NULL;
 	if (!opts || !opts->store)
@@ -87,10 +85,7 @@ sk_informer_new(sk_informer **out, const sk_informer_options *opts, sk_error *er
 	if (inf->opts.lookback < 0)
 		inf->opts.lookback = def.lookback;
 	pthread_mutex_init(&inf->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&inf->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	sk_cond_init_monotonic(&inf->cond);
 	inf->objects = sk_strmap_new(packed_free_cb);
 	inf->users = sk_strmap_new(free);
 	*out = inf;
@@ -300,19 +295,11 @@ sk_informer_poll(sk_informer *inf, sk_error *err)
 static bool
 informer_sleep(sk_informer *inf, int64_t ms)
 {
-	struct timespec ts;
 	bool go;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&inf->mu);
 	if (!inf->stop)
-		pthread_cond_timedwait(&inf->cond, &inf->mu, &ts);
+		sk_cond_wait_ms(&inf->cond, &inf->mu, ms);
 	go = !inf->stop;
 	pthread_mutex_unlock(&inf->mu);
 	return go;
@@ -418,16 +405,8 @@ sk_informer_wait_synced(sk_informer *inf, int64_t timeout_ms)
 	bool s;
 
 	pthread_mutex_lock(&inf->mu);
-	while (!inf->synced && sk_monotonic_ms() < deadline) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += 50 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&inf->cond, &inf->mu, &ts);
-	}
+	while (!inf->synced && sk_monotonic_ms() < deadline)
+		sk_cond_wait_ms(&inf->cond, &inf->mu, 50);
 	s = inf->synced;
 	pthread_mutex_unlock(&inf->mu);
 	return s;

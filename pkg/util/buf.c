@@ -1,10 +1,10 @@
 /* util/buf: bounded growable buffers, allocation helpers, file reading. */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -188,21 +188,22 @@ sk_file_read(const char *path, size_t max, char **out, size_t *len_out, sk_error
 	return SK_OK;
 }
 
-static pthread_mutex_t rand_lock = PTHREAD_MUTEX_INITIALIZER;
-
+/* getrandom(2): thread-safe with no descriptor or lock held by the process.
+ * rand() only when the kernel has no getrandom (before Linux 3.17). */
 static void
 random_bytes(unsigned char *out, size_t n)
 {
-	static FILE *f;
+	size_t got = 0;
 
-	pthread_mutex_lock(&rand_lock);
-	if (f == NULL)
-		f = fopen("/dev/urandom", "rb");
-	if (f == NULL || fread(out, 1, n, f) != n) {
-		for (size_t i = 0; i < n; i++)
-			out[i] = (unsigned char)rand();
+	while (got < n) {
+		ssize_t r = getrandom(out + got, n - got, 0);
+		if (r > 0)
+			got += (size_t)r;
+		else if (r < 0 && errno != EINTR)
+			break;
 	}
-	pthread_mutex_unlock(&rand_lock);
+	for (; got < n; got++)
+		out[got] = (unsigned char)rand();
 }
 
 void

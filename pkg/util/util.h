@@ -1,11 +1,15 @@
 /*
- * util: errors, durations, timestamps, bounded buffers, string lists.
- * The bottom of the dependency graph: includes only libc and jansson.
+ * util: errors, durations, timestamps, bounded buffers, string lists, the
+ * string hash map and the token-bucket limiter.
+ * The bottom of the dependency graph: includes only libc (with pthread) and
+ * jansson.
  */
 #ifndef SK_UTIL_H
 #define SK_UTIL_H
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -108,5 +112,80 @@ typedef enum sk_log_level {
 	SK_LOG_ERROR,
 } sk_log_level;
 typedef void (*sk_log_fn)(sk_log_level level, const char *msg, const char *kv, void *payload);
+
+/* A monotonic clock in milliseconds. NULL in options means sk_monotonic_ms. */
+typedef int64_t (*sk_clock_fn)(void *payload);
+
+/* ---- waits on the monotonic clock (sync.c) ---- */
+
+/* A condition variable whose timed waits use CLOCK_MONOTONIC. */
+void sk_cond_init_monotonic(pthread_cond_t *cond);
+/* Waits on cond (mu held, cond made by sk_cond_init_monotonic) for at most
+ * wait_ms (< 0: 0). Returns false on timeout; wakeups may be spurious, so
+ * callers loop on their condition. */
+bool sk_cond_wait_ms(pthread_cond_t *cond, pthread_mutex_t *mu, int64_t wait_ms);
+/* Sleeps ms (<= 0: not at all) by the monotonic clock, resuming after signals. */
+void sk_sleep_ms(int64_t ms);
+
+/* ---- string map (strmap.c) ----
+ * Keys copied, values owned through an optional free function.
+ * Not thread-safe: callers lock. */
+
+typedef struct sk_strmap sk_strmap;
+typedef void (*sk_strmap_free_fn)(void *value);
+typedef void (*sk_strmap_visit_fn)(const char *key, void *value, void *payload);
+
+/* free_value may be NULL (values are not owned). */
+sk_strmap *sk_strmap_new(sk_strmap_free_fn free_value);
+void sk_strmap_free(sk_strmap *m); /* NULL-safe; frees every value */
+/* Borrowed value or NULL. */
+void *sk_strmap_get(const sk_strmap *m, const char *key);
+bool sk_strmap_has(const sk_strmap *m, const char *key);
+/* Inserts or replaces (the old value is freed). Takes ownership of value. */
+void sk_strmap_put(sk_strmap *m, const char *key, void *value);
+/* Removes and frees the value; returns whether the key was present. */
+bool sk_strmap_remove(sk_strmap *m, const char *key);
+/* Removes without freeing and returns the value (NULL when absent). */
+void *sk_strmap_take(sk_strmap *m, const char *key);
+size_t sk_strmap_len(const sk_strmap *m);
+/* Visits every entry; the callback must not modify the map. */
+void sk_strmap_foreach(const sk_strmap *m, sk_strmap_visit_fn fn, void *payload);
+/* Every key, sorted (caller frees with sk_strv_free). */
+char **sk_strmap_keys(const sk_strmap *m, size_t *n_out);
+void sk_strv_free(char **v, size_t n);
+
+/* ---- token bucket + in-flight limiter (ratelimit.c) ----
+ * The workqueue's global bucket, and one limiter per provider in the
+ * controller (maxInFlight, qps, burst from sk_provider_config). Thread-safe. */
+
+typedef struct sk_limiter sk_limiter;
+
+typedef struct sk_limiter_options {
+	double qps; /* tokens per second; <= 0 means unlimited */
+	int burst; /* bucket size; < 1 is taken as 1 */
+	int max_in_flight; /* concurrent holders; <= 0 means unlimited */
+	sk_clock_fn clock; /* NULL: sk_monotonic_ms */
+	void *clock_payload;
+} sk_limiter_options;
+#define SK_LIMITER_OPTIONS_INIT                                                                    \
+	{                                                                                          \
+		10, 100, 0, NULL, NULL                                                             \
+	}
+
+sk_limiter *sk_limiter_new(const sk_limiter_options *opts);
+void sk_limiter_free(sk_limiter *l); /* NULL-safe */
+/* Takes one token now, possibly on credit: returns how many milliseconds the
+ * caller should wait before acting (0 when a token was available). */
+int64_t sk_limiter_reserve(sk_limiter *l);
+/* Takes a token only when one is available now. */
+bool sk_limiter_try_take(sk_limiter *l);
+/* Blocks until an in-flight slot is free and a token is due (sleeping with
+ * the monotonic clock), or until cancel_flag (may be NULL; set by another
+ * thread) becomes true (checked every 50 ms) or timeout_ms passes (< 0: no
+ * timeout). Returns 0, SK_ETIMEOUT, or SK_ERROR when cancelled. On success
+ * the caller must sk_limiter_release. */
+int sk_limiter_acquire(sk_limiter *l, int64_t timeout_ms, const atomic_bool *cancel_flag);
+void sk_limiter_release(sk_limiter *l);
+int sk_limiter_in_flight(sk_limiter *l);
 
 #endif

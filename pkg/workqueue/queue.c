@@ -6,7 +6,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "workqueue.h"
 
@@ -65,7 +64,6 @@ sk_workqueue_new(const sk_workqueue_options *opts)
 	sk_workqueue_options def = SK_WORKQUEUE_OPTIONS_INIT;
 	sk_limiter_options lo = SK_LIMITER_OPTIONS_INIT;
 	sk_workqueue *q = sk_calloc(1, sizeof(*q));
-	pthread_condattr_t ca;
 
 	q->opts = opts ? *opts : def;
 	if (q->opts.base_delay_ms <= 0)
@@ -73,10 +71,7 @@ sk_workqueue_new(const sk_workqueue_options *opts)
 	if (q->opts.max_delay_ms <= 0)
 		q->opts.max_delay_ms = 1000000;
 	pthread_mutex_init(&q->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&q->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	sk_cond_init_monotonic(&q->cond);
 	q->entries = sk_strmap_new(entry_free);
 	q->ring_cap = 64;
 	q->ring = sk_calloc(q->ring_cap, sizeof(*q->ring));
@@ -422,18 +417,6 @@ sk_workqueue_num_requeues(sk_workqueue *q, const char *key)
 
 /* ---- get / done ---- */
 
-static void
-deadline_to_ts(int64_t wait_ms, struct timespec *ts)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += wait_ms / 1000;
-	ts->tv_nsec += (wait_ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
 /* How long a waiter may sleep: until its deadline or the next due item. */
 static int64_t
 wait_slice(sk_workqueue *q, int64_t deadline)
@@ -460,7 +443,6 @@ sk_workqueue_get(sk_workqueue *q, int64_t timeout_ms, char **key_out)
 	*key_out = NULL;
 	pthread_mutex_lock(&q->mu);
 	for (;;) {
-		struct timespec ts;
 		if (q->shutting_down) {
 			rc = SK_ERROR;
 			goto done;
@@ -472,8 +454,7 @@ sk_workqueue_get(sk_workqueue *q, int64_t timeout_ms, char **key_out)
 			rc = SK_ETIMEOUT;
 			goto done;
 		}
-		deadline_to_ts(wait_slice(q, deadline), &ts);
-		pthread_cond_timedwait(&q->cond, &q->mu, &ts);
+		sk_cond_wait_ms(&q->cond, &q->mu, wait_slice(q, deadline));
 	}
 	e = ring_pop(q);
 	e->dirty = false;

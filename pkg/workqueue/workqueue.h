@@ -1,6 +1,6 @@
 /*
  * workqueue: the controller's rate-limited work queue (client-go's workqueue
- * in C) plus the small shared containers the controller packages use.
+ * in C).
  *
  * Queue guarantees (DESIGN §5, style.md §3.2):
  *   - stingy: a key is queued at most once however often it is added;
@@ -11,76 +11,12 @@
  *     (10 qps, burst 100 by default): the delay is the larger of the two;
  *   - shutdown wakes every waiter; workers still call done for their key.
  * The clock is injectable (monotonic milliseconds) so tests need no sleeps.
- *
- * sk_limiter is a token bucket plus an in-flight cap, used per provider
- * (maxInFlight, qps, burst from sk_provider_config).
- *
- * sk_strmap is a string-keyed hash map (keys copied, values owned through
- * an optional free function). Not thread-safe: callers lock.
+ * The string map, the clock type and the token bucket it uses live in util.
  */
 #ifndef SK_WORKQUEUE_H
 #define SK_WORKQUEUE_H
 
 #include "../util/util.h"
-
-/* A monotonic clock in milliseconds. NULL in options means sk_monotonic_ms. */
-typedef int64_t (*sk_clock_fn)(void *payload);
-
-/* ---- string map ---- */
-
-typedef struct sk_strmap sk_strmap;
-typedef void (*sk_strmap_free_fn)(void *value);
-typedef void (*sk_strmap_visit_fn)(const char *key, void *value, void *payload);
-
-/* free_value may be NULL (values are not owned). */
-sk_strmap *sk_strmap_new(sk_strmap_free_fn free_value);
-void sk_strmap_free(sk_strmap *m); /* NULL-safe; frees every value */
-/* Borrowed value or NULL. */
-void *sk_strmap_get(const sk_strmap *m, const char *key);
-bool sk_strmap_has(const sk_strmap *m, const char *key);
-/* Inserts or replaces (the old value is freed). Takes ownership of value. */
-void sk_strmap_put(sk_strmap *m, const char *key, void *value);
-/* Removes and frees the value; returns whether the key was present. */
-bool sk_strmap_remove(sk_strmap *m, const char *key);
-/* Removes without freeing and returns the value (NULL when absent). */
-void *sk_strmap_take(sk_strmap *m, const char *key);
-size_t sk_strmap_len(const sk_strmap *m);
-/* Visits every entry; the callback must not modify the map. */
-void sk_strmap_foreach(const sk_strmap *m, sk_strmap_visit_fn fn, void *payload);
-/* Every key, sorted (caller frees with sk_strv_free). */
-char **sk_strmap_keys(const sk_strmap *m, size_t *n_out);
-void sk_strv_free(char **v, size_t n);
-
-/* ---- token bucket + in-flight limiter ---- */
-
-typedef struct sk_limiter sk_limiter;
-
-typedef struct sk_limiter_options {
-	double qps; /* tokens per second; <= 0 means unlimited */
-	int burst; /* bucket size; < 1 is taken as 1 */
-	int max_in_flight; /* concurrent holders; <= 0 means unlimited */
-	sk_clock_fn clock; /* NULL: sk_monotonic_ms */
-	void *clock_payload;
-} sk_limiter_options;
-#define SK_LIMITER_OPTIONS_INIT                                                                    \
-	{                                                                                          \
-		10, 100, 0, NULL, NULL                                                             \
-	}
-
-sk_limiter *sk_limiter_new(const sk_limiter_options *opts);
-void sk_limiter_free(sk_limiter *l); /* NULL-safe */
-/* Takes one token now, possibly on credit: returns how many milliseconds the
- * caller should wait before acting (0 when a token was available). */
-int64_t sk_limiter_reserve(sk_limiter *l);
-/* Takes a token only when one is available now. */
-bool sk_limiter_try_take(sk_limiter *l);
-/* Blocks until an in-flight slot is free and a token is due (sleeping with
- * the real clock), or until cancel_flag becomes true (checked every 50 ms)
- * or timeout_ms passes (< 0: no timeout). Returns 0, SK_ETIMEOUT, or
- * SK_ERROR when cancelled. On success the caller must sk_limiter_release. */
-int sk_limiter_acquire(sk_limiter *l, int64_t timeout_ms, const volatile bool *cancel_flag);
-void sk_limiter_release(sk_limiter *l);
-int sk_limiter_in_flight(sk_limiter *l);
 
 /* ---- the work queue ---- */
 

@@ -1,5 +1,8 @@
-/* Unit tests for pkg/util: durations, RFC 3339 times, the capped buffer. */
+/* Unit tests for pkg/util: durations, RFC 3339 times, the capped buffer, the limiter, strmap, waits. */
 #include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,6 +110,279 @@ START_TEST(test_buf_cap)
 }
 END_TEST
 
+/* ---- limiter (moved from check_workqueue.c with pkg/util/ratelimit.c) ---- */
+
+static int64_t fake_now;
+
+static int64_t
+fake_clock(void *payload)
+{
+	(void)payload;
+	return fake_now;
+}
+
+START_TEST(test_token_bucket_rate)
+{
+	sk_limiter_options o = SK_LIMITER_OPTIONS_INIT;
+	sk_limiter *l;
+	int taken = 0;
+
+	fake_now = 0;
+	o.qps = 10;
+	o.burst = 5;
+	o.clock = fake_clock;
+	l = sk_limiter_new(&o);
+	for (int i = 0; i < 5; i++)
+		ck_assert(sk_limiter_try_take(l));
+	ck_assert(!sk_limiter_try_take(l));
+	fake_now += 100;
+	ck_assert(sk_limiter_try_take(l));
+	ck_assert(!sk_limiter_try_take(l));
+	/* Over 10 simulated seconds at 10 qps: about 100 tokens, never more. */
+	for (int t = 0; t < 10000; t += 10) {
+		fake_now += 10;
+		while (sk_limiter_try_take(l))
+			taken++;
+	}
+	ck_assert_int_ge(taken, 99);
+	ck_assert_int_le(taken, 101);
+	/* The bucket never holds more than burst. */
+	fake_now += 60000;
+	taken = 0;
+	while (sk_limiter_try_take(l))
+		taken++;
+	ck_assert_int_eq(taken, 5);
+	ck_assert_int_eq(sk_limiter_reserve(l), 100);
+	ck_assert_int_eq(sk_limiter_reserve(l), 200);
+	sk_limiter_free(l);
+}
+END_TEST
+
+START_TEST(test_limiter_in_flight)
+{
+	sk_limiter_options o = SK_LIMITER_OPTIONS_INIT;
+	sk_limiter *l;
+	atomic_bool cancel = false;
+
+	o.qps = 0; /* unlimited rate: only the in-flight cap applies */
+	o.max_in_flight = 2;
+	l = sk_limiter_new(&o);
+	ck_assert_int_eq(sk_limiter_acquire(l, 100, NULL), 0);
+	ck_assert_int_eq(sk_limiter_acquire(l, 100, NULL), 0);
+	ck_assert_int_eq(sk_limiter_in_flight(l), 2);
+	ck_assert_int_eq(sk_limiter_acquire(l, 100, NULL), SK_ETIMEOUT);
+	atomic_store(&cancel, true);
+	ck_assert_int_eq(sk_limiter_acquire(l, -1, &cancel), SK_ERROR);
+	sk_limiter_release(l);
+	ck_assert_int_eq(sk_limiter_acquire(l, 100, NULL), 0);
+	sk_limiter_release(l);
+	sk_limiter_release(l);
+	ck_assert_int_eq(sk_limiter_in_flight(l), 0);
+	sk_limiter_free(l);
+}
+END_TEST
+
+START_TEST(test_limiter_acquire_waits_for_token)
+{
+	sk_limiter_options o = SK_LIMITER_OPTIONS_INIT;
+	sk_limiter *l;
+	int64_t t0, dt;
+
+	o.qps = 20; /* one token per 50 ms */
+	o.burst = 1;
+	l = sk_limiter_new(&o);
+	t0 = sk_monotonic_ms();
+	for (int i = 0; i < 5; i++) {
+		ck_assert_int_eq(sk_limiter_acquire(l, -1, NULL), 0);
+		sk_limiter_release(l);
+	}
+	dt = sk_monotonic_ms() - t0;
+	ck_assert_int_ge(dt, 190);
+	ck_assert_int_lt(dt, 1500);
+	sk_limiter_free(l);
+}
+END_TEST
+
+/* ---- strmap ---- */
+
+START_TEST(test_strmap)
+{
+	sk_strmap *m = sk_strmap_new(free);
+	char key[32], **keys;
+	size_t n;
+
+	for (int i = 0; i < 2000; i++) {
+		snprintf(key, sizeof(key), "key-%04d", i);
+		sk_strmap_put(m, key, sk_strdup(key));
+	}
+	ck_assert_uint_eq(sk_strmap_len(m), 2000);
+	ck_assert_str_eq(sk_strmap_get(m, "key-1234"), "key-1234");
+	sk_strmap_put(m, "key-1234", sk_strdup("replaced"));
+	ck_assert_str_eq(sk_strmap_get(m, "key-1234"), "replaced");
+	ck_assert_uint_eq(sk_strmap_len(m), 2000);
+	ck_assert(sk_strmap_remove(m, "key-0000"));
+	ck_assert(!sk_strmap_remove(m, "key-0000"));
+	ck_assert(!sk_strmap_has(m, "key-0000"));
+	ck_assert_ptr_null(sk_strmap_get(m, "nope"));
+	keys = sk_strmap_keys(m, &n);
+	ck_assert_uint_eq(n, 1999);
+	ck_assert_str_eq(keys[0], "key-0001");
+	ck_assert_str_eq(keys[n - 1], "key-1999");
+	sk_strv_free(keys, n);
+	sk_strmap_free(m);
+}
+END_TEST
+
+/* ---- waits on the monotonic clock, the cancel flag ---- */
+
+typedef struct waker {
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	atomic_bool flag;
+	bool signalled;
+	int64_t after_ms;
+} waker;
+
+static void
+waker_init(waker *w, int64_t after_ms)
+{
+	pthread_mutex_init(&w->mu, NULL);
+	sk_cond_init_monotonic(&w->cond);
+	atomic_init(&w->flag, false);
+	w->signalled = false;
+	w->after_ms = after_ms;
+}
+
+static void
+waker_dispose(waker *w)
+{
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->cond);
+}
+
+/* Sleeps after_ms, then raises the flag and signals the condition. */
+static void *
+waker_main(void *arg)
+{
+	waker *w = arg;
+
+	sk_sleep_ms(w->after_ms);
+	atomic_store(&w->flag, true);
+	pthread_mutex_lock(&w->mu);
+	w->signalled = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/* A wait of 150 ms lasts 150 ms: a condition on the wrong clock for its
+ * deadline (wall clock vs monotonic) would return at once or hang. */
+START_TEST(test_cond_wait_times_out)
+{
+	waker w;
+	int64_t t0, dt;
+	bool woke;
+
+	waker_init(&w, 0);
+	pthread_mutex_lock(&w.mu);
+	t0 = sk_monotonic_ms();
+	do
+		woke = sk_cond_wait_ms(&w.cond, &w.mu, 150 - (sk_monotonic_ms() - t0));
+	while (woke && sk_monotonic_ms() - t0 < 150); /* spurious wakeups */
+	dt = sk_monotonic_ms() - t0;
+	pthread_mutex_unlock(&w.mu);
+	ck_assert(!woke);
+	ck_assert_int_ge(dt, 149);
+	ck_assert_int_lt(dt, 1500);
+	waker_dispose(&w);
+}
+END_TEST
+
+START_TEST(test_cond_wait_wakes_on_signal)
+{
+	waker w;
+	pthread_t th;
+	int64_t t0, dt;
+
+	waker_init(&w, 100);
+	t0 = sk_monotonic_ms();
+	pthread_create(&th, NULL, waker_main, &w);
+	pthread_mutex_lock(&w.mu);
+	while (!w.signalled)
+		ck_assert(sk_cond_wait_ms(&w.cond, &w.mu, 10000) || w.signalled);
+	pthread_mutex_unlock(&w.mu);
+	dt = sk_monotonic_ms() - t0;
+	pthread_join(th, NULL);
+	ck_assert_int_ge(dt, 99);
+	ck_assert_int_lt(dt, 5000);
+	waker_dispose(&w);
+}
+END_TEST
+
+START_TEST(test_sleep_ms)
+{
+	int64_t t0 = sk_monotonic_ms();
+
+	sk_sleep_ms(60);
+	ck_assert_int_ge(sk_monotonic_ms() - t0, 59);
+	t0 = sk_monotonic_ms();
+	sk_sleep_ms(0);
+	sk_sleep_ms(-5);
+	ck_assert_int_lt(sk_monotonic_ms() - t0, 50);
+}
+END_TEST
+
+/* Another thread raises the cancel flag while acquire waits for a slot. */
+START_TEST(test_limiter_cancel_from_thread)
+{
+	sk_limiter_options o = SK_LIMITER_OPTIONS_INIT;
+	sk_limiter *l;
+	waker w;
+	pthread_t th;
+	int64_t t0, dt;
+
+	o.qps = 0;
+	o.max_in_flight = 1;
+	l = sk_limiter_new(&o);
+	ck_assert_int_eq(sk_limiter_acquire(l, -1, NULL), 0);
+	waker_init(&w, 100);
+	t0 = sk_monotonic_ms();
+	pthread_create(&th, NULL, waker_main, &w);
+	ck_assert_int_eq(sk_limiter_acquire(l, -1, &w.flag), SK_ERROR);
+	dt = sk_monotonic_ms() - t0;
+	pthread_join(th, NULL);
+	ck_assert_int_ge(dt, 99);
+	ck_assert_int_lt(dt, 2000);
+	ck_assert_int_eq(sk_limiter_in_flight(l), 1);
+	sk_limiter_release(l);
+	sk_limiter_free(l);
+	waker_dispose(&w);
+}
+END_TEST
+
+/* ---- random identifiers ---- */
+
+START_TEST(test_random_ids)
+{
+	sk_strmap *seen = sk_strmap_new(NULL);
+	char id[37], s[17];
+
+	for (int i = 0; i < 1000; i++) {
+		sk_uuid4(id);
+		ck_assert_uint_eq(strlen(id), 36);
+		ck_assert(id[8] == '-' && id[13] == '-' && id[18] == '-' && id[23] == '-');
+		ck_assert_int_eq(id[14], '4');
+		ck_assert_ptr_nonnull(strchr("89ab", id[19]));
+		ck_assert(!sk_strmap_has(seen, id));
+		sk_strmap_put(seen, id, NULL);
+	}
+	sk_random_alnum(s, 16);
+	ck_assert_uint_eq(strlen(s), 16);
+	ck_assert_uint_eq(strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789"), 16);
+	sk_strmap_free(seen);
+}
+END_TEST
+
 Suite *sk_suite_util(void);
 
 Suite *
@@ -114,6 +390,9 @@ sk_suite_util(void)
 {
 	Suite *s = suite_create("util");
 	TCase *tc = tcase_create("core");
+	TCase *lim = tcase_create("limiter");
+	TCase *map = tcase_create("strmap");
+	TCase *wait = tcase_create("wait");
 
 	tcase_add_loop_test(tc, test_duration_parse_good, 0,
 	        sizeof(good_durations) / sizeof(good_durations[0]));
@@ -123,5 +402,17 @@ sk_suite_util(void)
 	tcase_add_test(tc, test_time_round_trip);
 	tcase_add_test(tc, test_buf_cap);
 	suite_add_tcase(s, tc);
+	tcase_add_test(lim, test_token_bucket_rate);
+	tcase_add_test(lim, test_limiter_in_flight);
+	tcase_add_test(lim, test_limiter_acquire_waits_for_token);
+	suite_add_tcase(s, lim);
+	tcase_add_test(lim, test_limiter_cancel_from_thread);
+	tcase_add_test(map, test_strmap);
+	tcase_add_test(map, test_random_ids);
+	tcase_add_test(wait, test_cond_wait_times_out);
+	tcase_add_test(wait, test_cond_wait_wakes_on_signal);
+	tcase_add_test(wait, test_sleep_ms);
+	suite_add_tcase(s, wait);
+	suite_add_tcase(s, map);
 	return s;
 }

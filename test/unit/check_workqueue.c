@@ -1,4 +1,4 @@
-/* Unit tests for pkg/workqueue: the queue, delays, backoff, the limiter, strmap. */
+/* Unit tests for pkg/workqueue: the queue, delays, backoff and the global bucket. */
 #include <check.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -299,90 +299,6 @@ START_TEST(test_rate_limited_uses_global_bucket)
 }
 END_TEST
 
-/* ---- limiter ---- */
-
-START_TEST(test_token_bucket_rate)
-{
-	sk_limiter_options o = SK_LIMITER_OPTIONS_INIT;
-	sk_limiter *l;
-	int taken = 0;
-
-	fake_now = 0;
-	o.qps = 10;
-	o.burst = 5;
-	o.clock = fake_clock;
-	l = sk_limiter_new(&o);
-	for (int i = 0; i < 5; i++)
-		ck_assert(sk_limiter_try_take(l));
-	ck_assert(!sk_limiter_try_take(l));
-	fake_now += 100;
-	ck_assert(sk_limiter_try_take(l));
-	ck_assert(!sk_limiter_try_take(l));
-	/* Over 10 simulated seconds at 10 qps: about 100 tokens, never more. */
-	for (int t = 0; t < 10000; t += 10) {
-		fake_now += 10;
-		while (sk_limiter_try_take(l))
-			taken++;
-	}
-	ck_assert_int_ge(taken, 99);
-	ck_assert_int_le(taken, 101);
-	/* The bucket never holds more than burst. */
-	fake_now += 60000;
-	taken = 0;
-	while (sk_limiter_try_take(l))
-		taken++;
-	ck_assert_int_eq(taken, 5);
-	ck_assert_int_eq(sk_limiter_reserve(l), 100);
-	ck_assert_int_eq(sk_limiter_reserve(l), 200);
-	sk_limiter_free(l);
-}
-END_TEST
-
-START_TEST(test_limiter_in_flight)
-{
-	sk_limiter_options o = SK_LIMITER_OPTIONS_INIT;
-	sk_limiter *l;
-	volatile bool cancel = false;
-
-	o.qps = 0; /* unlimited rate: only the in-flight cap applies */
-	o.max_in_flight = 2;
-	l = sk_limiter_new(&o);
-	ck_assert_int_eq(sk_limiter_acquire(l, 100, NULL), 0);
-	ck_assert_int_eq(sk_limiter_acquire(l, 100, NULL), 0);
-	ck_assert_int_eq(sk_limiter_in_flight(l), 2);
-	ck_assert_int_eq(sk_limiter_acquire(l, 100, NULL), SK_ETIMEOUT);
-	cancel = true;
-	ck_assert_int_eq(sk_limiter_acquire(l, -1, &cancel), SK_ERROR);
-	sk_limiter_release(l);
-	ck_assert_int_eq(sk_limiter_acquire(l, 100, NULL), 0);
-	sk_limiter_release(l);
-	sk_limiter_release(l);
-	ck_assert_int_eq(sk_limiter_in_flight(l), 0);
-	sk_limiter_free(l);
-}
-END_TEST
-
-START_TEST(test_limiter_acquire_waits_for_token)
-{
-	sk_limiter_options o = SK_LIMITER_OPTIONS_INIT;
-	sk_limiter *l;
-	int64_t t0, dt;
-
-	o.qps = 20; /* one token per 50 ms */
-	o.burst = 1;
-	l = sk_limiter_new(&o);
-	t0 = sk_monotonic_ms();
-	for (int i = 0; i < 5; i++) {
-		ck_assert_int_eq(sk_limiter_acquire(l, -1, NULL), 0);
-		sk_limiter_release(l);
-	}
-	dt = sk_monotonic_ms() - t0;
-	ck_assert_int_ge(dt, 190);
-	ck_assert_int_lt(dt, 1500);
-	sk_limiter_free(l);
-}
-END_TEST
-
 /* ---- shutdown ---- */
 
 static void *
@@ -443,36 +359,6 @@ START_TEST(test_done_after_shutdown)
 }
 END_TEST
 
-/* ---- strmap ---- */
-
-START_TEST(test_strmap)
-{
-	sk_strmap *m = sk_strmap_new(free);
-	char key[32], **keys;
-	size_t n;
-
-	for (int i = 0; i < 2000; i++) {
-		snprintf(key, sizeof(key), "key-%04d", i);
-		sk_strmap_put(m, key, sk_strdup(key));
-	}
-	ck_assert_uint_eq(sk_strmap_len(m), 2000);
-	ck_assert_str_eq(sk_strmap_get(m, "key-1234"), "key-1234");
-	sk_strmap_put(m, "key-1234", sk_strdup("replaced"));
-	ck_assert_str_eq(sk_strmap_get(m, "key-1234"), "replaced");
-	ck_assert_uint_eq(sk_strmap_len(m), 2000);
-	ck_assert(sk_strmap_remove(m, "key-0000"));
-	ck_assert(!sk_strmap_remove(m, "key-0000"));
-	ck_assert(!sk_strmap_has(m, "key-0000"));
-	ck_assert_ptr_null(sk_strmap_get(m, "nope"));
-	keys = sk_strmap_keys(m, &n);
-	ck_assert_uint_eq(n, 1999);
-	ck_assert_str_eq(keys[0], "key-0001");
-	ck_assert_str_eq(keys[n - 1], "key-1999");
-	sk_strv_free(keys, n);
-	sk_strmap_free(m);
-}
-END_TEST
-
 Suite *
 sk_suite_workqueue(void)
 {
@@ -480,7 +366,6 @@ sk_suite_workqueue(void)
 	TCase *q = tcase_create("queue");
 	TCase *d = tcase_create("delay");
 	TCase *r = tcase_create("ratelimit");
-	TCase *m = tcase_create("strmap");
 
 	tcase_set_timeout(q, 30);
 	tcase_add_test(q, test_dedup);
@@ -495,13 +380,8 @@ sk_suite_workqueue(void)
 	tcase_add_test(d, test_add_resync);
 	tcase_add_test(r, test_backoff_growth_and_forget);
 	tcase_add_test(r, test_rate_limited_uses_global_bucket);
-	tcase_add_test(r, test_token_bucket_rate);
-	tcase_add_test(r, test_limiter_in_flight);
-	tcase_add_test(r, test_limiter_acquire_waits_for_token);
-	tcase_add_test(m, test_strmap);
 	suite_add_tcase(s, q);
 	suite_add_tcase(s, d);
 	suite_add_tcase(s, r);
-	suite_add_tcase(s, m);
 	return s;
 }

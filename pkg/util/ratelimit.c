@@ -6,9 +6,8 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 
-#include "workqueue.h"
+#include "util.h"
 
 struct sk_limiter {
 	pthread_mutex_t mu;
@@ -38,7 +37,7 @@ sk_limiter_new(const sk_limiter_options *opts)
 	if (!opts)
 		opts = &def;
 	pthread_mutex_init(&l->mu, NULL);
-	pthread_cond_init(&l->cond, NULL);
+	sk_cond_init_monotonic(&l->cond);
 	l->qps = opts->qps;
 	l->burst = opts->burst < 1 ? 1 : opts->burst;
 	l->tokens = l->burst;
@@ -106,25 +105,21 @@ sk_limiter_try_take(sk_limiter *l)
 	return ok;
 }
 
-static void
-sleep_ms(int64_t ms)
+static bool
+cancelled(const atomic_bool *cancel)
 {
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) != 0)
-		;
+	return cancel != NULL && atomic_load(cancel);
 }
 
 /* Waits for a free in-flight slot, in 50 ms slices so cancel is noticed. */
 static int
-limiter_take_slot(sk_limiter *l, int64_t deadline, const volatile bool *cancel)
+limiter_take_slot(sk_limiter *l, int64_t deadline, const atomic_bool *cancel)
 {
 	int rc = 0;
 
 	pthread_mutex_lock(&l->mu);
 	while (l->max_in_flight > 0 && l->in_flight >= l->max_in_flight) {
-		struct timespec ts;
-		if (cancel && *cancel) {
+		if (cancelled(cancel)) {
 			rc = SK_ERROR;
 			break;
 		}
@@ -132,13 +127,7 @@ limiter_take_slot(sk_limiter *l, int64_t deadline, const volatile bool *cancel)
 			rc = SK_ETIMEOUT;
 			break;
 		}
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 50 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&l->cond, &l->mu, &ts);
+		sk_cond_wait_ms(&l->cond, &l->mu, 50);
 	}
 	if (rc == 0)
 		l->in_flight++;
@@ -147,7 +136,7 @@ limiter_take_slot(sk_limiter *l, int64_t deadline, const volatile bool *cancel)
 }
 
 int
-sk_limiter_acquire(sk_limiter *l, int64_t timeout_ms, const volatile bool *cancel_flag)
+sk_limiter_acquire(sk_limiter *l, int64_t timeout_ms, const atomic_bool *cancel_flag)
 {
 	int64_t deadline = timeout_ms < 0 ? -1 : sk_monotonic_ms() + timeout_ms;
 	int64_t wait;
@@ -158,11 +147,11 @@ sk_limiter_acquire(sk_limiter *l, int64_t timeout_ms, const volatile bool *cance
 	wait = sk_limiter_reserve(l);
 	while (wait > 0) {
 		int64_t slice = wait < 50 ? wait : 50;
-		if (cancel_flag && *cancel_flag) {
+		if (cancelled(cancel_flag)) {
 			sk_limiter_release(l);
 			return SK_ERROR;
 		}
-		sleep_ms(slice);
+		sk_sleep_ms(slice);
 		wait -= slice;
 	}
 	return 0;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "workqueue.h"
+#include "util.h"
 
 typedef struct sk_strmap_node {
 	struct sk_strmap_node *next;
