@@ -86,20 +86,21 @@ typedef struct sk_object_meta {
 } sk_object_meta;
 
 typedef struct sk_userspace_spec {
-	char *user_id;
-	char *provider; /* default "default" */
-	char *template_id; /* YAML "template"; default "base" */
-	sk_mode mode; /* default Running */
-	int cpu_count; /* 0 = provider default */
-	int memory_mb; /* 0 = provider default */
-	int64_t idle_timeout_ms; /* lifecycle.idleTimeout, default 15m */
-	sk_on_timeout on_timeout; /* lifecycle.onTimeout, default pause */
-	bool auto_resume; /* lifecycle.autoResume, default true */
-	sk_kvlist env;
-	sk_kvlist metadata;
-	sk_deletion_policy deletion_policy; /* default Delete */
-	int64_t unhealthy_after_ms; /* health.unhealthyAfter, default 60s */
-	sk_remediation remediation; /* health.remediation, default Report */
+	/* One row of sk_spec_fields per member (paths, defaults and bounds are there). */
+	char *user_id; /* spec.userID */
+	char *provider; /* spec.provider */
+	char *template_id; /* spec.template */
+	sk_mode mode; /* spec.mode */
+	int cpu_count; /* spec.resources.cpuCount; 0 = provider default */
+	int memory_mb; /* spec.resources.memoryMB; 0 = provider default */
+	int64_t idle_timeout_ms; /* spec.lifecycle.idleTimeout */
+	sk_on_timeout on_timeout; /* spec.lifecycle.onTimeout */
+	bool auto_resume; /* spec.lifecycle.autoResume */
+	sk_kvlist env; /* spec.env */
+	sk_kvlist metadata; /* spec.metadata */
+	sk_deletion_policy deletion_policy; /* spec.deletionPolicy */
+	int64_t unhealthy_after_ms; /* spec.health.unhealthyAfter */
+	sk_remediation remediation; /* spec.health.remediation */
 } sk_userspace_spec;
 
 #define SK_COND_READY "Ready"

@@ -1,4 +1,5 @@
-/* api/codec: UserSpace <-> jansson (the stored and printed shape), defaults applied on decode. */
+/* api/codec: UserSpace <-> jansson (the stored and printed shape), defaults applied on
+ * decode. The spec is encoded and decoded row by row from sk_spec_fields (schema.c). */
 #include <stdlib.h>
 #include <string.h>
 

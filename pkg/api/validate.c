@@ -1,7 +1,8 @@
 /*
  * api/validate: strict validation of a UserSpace document. Collects every
  * error with its field path and file:line:col. These rules are the same as
- * the openAPIV3Schema in crds/spacekeeper.dev_userspaces.yaml.
+ * the openAPIV3Schema in crds/spacekeeper.dev_userspaces.yaml; those of spec
+ * are the rows of sk_spec_fields (schema.c), walked here.
  */
 #include <stdlib.h>
 #include <string.h>

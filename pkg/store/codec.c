@@ -2,8 +2,8 @@
  * store/codec: the UserSpace object as the document stored in MongoDB.
  *
  * The API JSON (sk_userspace_to_json) with `_id` = metadata.name, except:
- * - maps whose keys users choose (metadata.labels, metadata.annotations,
- *   spec.env, spec.metadata) become arrays of {"k": key, "v": value}, since
+ * - maps whose keys users choose (metadata.labels, metadata.annotations and
+ *   the spec's MAP fields) become arrays of {"k": key, "v": value}, since
  *   keys like "app.kubernetes.io/name" cannot be BSON field names;
  * - store-owned metadata is typed: generation and resourceVersion int64,
  *   creationTimestamp and deletionTimestamp BSON dates, uid and finalizers

@@ -96,8 +96,8 @@ w_kvlist(writer *w, const sk_kvlist *l)
 	}
 }
 
-/* The metadata sk_informer_status_only_change compares: all of it but
- * resourceVersion (in the header, like read_ms). */
+/* The metadata a status-only change keeps: all of it but resourceVersion
+ * (in the header, like read_ms). */
 static uint32_t
 w_meta(writer *w, const sk_object_meta *m)
 {
