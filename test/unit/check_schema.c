@@ -36,7 +36,8 @@ static const row_case cases[] = {
 	                "spec.userID: must be a string" } },
 	{ "spec.provider", "\"cube-2\"", { "\"Cube\"", "\"-a\"" },
 	        { "spec.provider: must match a DNS-1123 label [a-z0-9-]{1,63} (got \"Cube\")",
-	                "spec.provider: must match a DNS-1123 label [a-z0-9-]{1,63} (got \"-a\")" } },
+	                "spec.provider: must match a DNS-1123 label [a-z0-9-]{1,63} (got "
+	                "\"-a\")" } },
 	{ "spec.template", "\"python:3.12/x\"", { "\"a b\"", "\"\"" },
 	        { "spec.template: must match [A-Za-z0-9._/:-]{1,128} (got \"a b\")",
 	                "spec.template: must match [A-Za-z0-9._/:-]{1,128} (got \"\")" } },
@@ -57,10 +58,12 @@ static const row_case cases[] = {
 	        { "spec.lifecycle.onTimeout: must be one of: pause, kill" } },
 	{ "spec.lifecycle.autoResume", "false", { "\"false\"" },
 	        { "spec.lifecycle.autoResume: must be a boolean" } },
-	{ "spec.env", "{\"API_MODE\": \"fast\", \"EMPTY\": \"\"}", { "{\"1X\": \"v\"}", "{\"A\": 1}", "[]" },
+	{ "spec.env", "{\"API_MODE\": \"fast\", \"EMPTY\": \"\"}",
+	        { "{\"1X\": \"v\"}", "{\"A\": 1}", "[]" },
 	        { "spec.env.1X: key must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*)",
 	                "spec.env.A: must be a string", "spec.env: must be an object" } },
-	{ "spec.metadata", "{\"project\": \"p-1\"}", { "{\"user_id\": \"x\"}", "{\"k\": \"a b\"}", "{\"$k\": \"v\"}" },
+	{ "spec.metadata", "{\"project\": \"p-1\"}",
+	        { "{\"user_id\": \"x\"}", "{\"k\": \"a b\"}", "{\"$k\": \"v\"}" },
 	        { "spec.metadata.user_id: key \"user_id\" is reserved (spacekeeper sets it on the "
 	          "sandbox)",
 	                "spec.metadata.k: value must match [A-Za-z0-9._-]{0,256}",
@@ -124,8 +127,8 @@ errors_of(json_t *root)
 	json_decref(root);
 	sk_userspace_validate(d, &errs);
 	for (size_t i = 0; i < errs.len; i++)
-		sk_buf_printf(&b, "%s%s: %s", i ? "\n" : "", errs.items[i].path,
-		        errs.items[i].message);
+		sk_buf_printf(
+		        &b, "%s%s: %s", i ? "\n" : "", errs.items[i].path, errs.items[i].message);
 	sk_errlist_dispose(&errs);
 	sk_doc_free(d);
 	return b.data ? sk_buf_detach(&b) : strdup("");
@@ -194,8 +197,8 @@ START_TEST(test_row_decode_encode)
 
 	ck_assert_msg(errs[0] == '\0', "%s: %s", f->path, errs);
 	assert_encoded(us, f, case_of(f)->good, "encode");
-	ck_assert_msg(!sk_userspace_spec_equal(&us->spec, &dflt->spec), "%s: equal to default",
-	        f->path);
+	ck_assert_msg(
+	        !sk_userspace_spec_equal(&us->spec, &dflt->spec), "%s: equal to default", f->path);
 	free(errs);
 	sk_userspace_free(dflt);
 	sk_userspace_free(us);
@@ -225,8 +228,8 @@ assert_valid(const sk_field *f, json_t *v, bool want)
 	if (want)
 		ck_assert_msg(errs[0] == '\0', "%s = %.60s: %s", f->path, text, errs);
 	else
-		ck_assert_msg(strncmp(errs, f->path, strlen(f->path)) == 0 &&
-		                strchr(errs, '\n') == NULL,
+		ck_assert_msg(
+		        strncmp(errs, f->path, strlen(f->path)) == 0 && strchr(errs, '\n') == NULL,
 		        "%s = %.60s: got \"%s\"", f->path, text, errs);
 	free(errs);
 	free(text);
@@ -446,8 +449,8 @@ START_TEST(test_groups_adjacent)
 			if (!same_object(a, b) || strchr(a->path + strlen("spec."), '.') == NULL)
 				continue;
 			for (size_t j = i + 1; j < k; j++)
-				ck_assert_msg(same_object(a, &sk_spec_fields[j]), "%s: apart from %s",
-				        b->path, a->path);
+				ck_assert_msg(same_object(a, &sk_spec_fields[j]),
+				        "%s: apart from %s", b->path, a->path);
 		}
 	}
 }
@@ -457,8 +460,9 @@ END_TEST
 START_TEST(test_string_rules_match_patterns)
 {
 	static const char *const probes[] = { "a", "A", "z9", "a-b", "-a", "a-", "a.b", "a_b",
-		"a/b:c", "a b", "", "\xc3\xbc", "ab$", "abcdefghijabcdefghijabcdefghijabcdefghij"
-		                                       "abcdefghijabcdefghijabc" };
+		"a/b:c", "a b", "", "\xc3\xbc", "ab$",
+		"abcdefghijabcdefghijabcdefghijabcdefghij"
+		"abcdefghijabcdefghijabc" };
 
 	for (size_t i = 0; i < sk_spec_n_fields; i++) {
 		const sk_field *f = &sk_spec_fields[i];
@@ -505,7 +509,8 @@ crd_unload(void)
 static json_t *
 crd_spec(void)
 {
-	json_t *v = json_array_get(json_object_get(json_object_get(crd_root, "spec"), "versions"), 0);
+	json_t *v =
+	        json_array_get(json_object_get(json_object_get(crd_root, "spec"), "versions"), 0);
 
 	v = json_object_get(json_object_get(v, "schema"), "openAPIV3Schema");
 	return json_object_get(json_object_get(v, "properties"), "spec");
@@ -578,10 +583,12 @@ crd_check_default(const sk_field *f, json_t *node)
 	if (f->def == NULL) {
 		ck_assert_msg(d == NULL, "%s: CRD has a default, the table none", f->path);
 	} else if (f->type == SK_FIELD_BOOL) {
-		ck_assert_msg(json_is_boolean(d) && json_is_true(d) == (strcmp(f->def, "true") == 0),
+		ck_assert_msg(
+		        json_is_boolean(d) && json_is_true(d) == (strcmp(f->def, "true") == 0),
 		        "%s: default", f->path);
 	} else if (f->type == SK_FIELD_DURATION) {
-		ck_assert_msg(json_is_string(d) && sk_duration_parse(json_string_value(d), &a) == 0 &&
+		ck_assert_msg(json_is_string(d) &&
+		                sk_duration_parse(json_string_value(d), &a) == 0 &&
 		                sk_duration_parse(f->def, &b) == 0 && a == b,
 		        "%s: default", f->path);
 	} else {
@@ -635,7 +642,8 @@ crd_check_bounds(const sk_field *f, json_t *node)
 {
 	switch (f->type) {
 	case SK_FIELD_STRING:
-		ck_assert_msg(str_eq(json_string_value(json_object_get(node, "pattern")), f->pattern),
+		ck_assert_msg(
+		        str_eq(json_string_value(json_object_get(node, "pattern")), f->pattern),
 		        "%s: pattern", f->path);
 		ck_assert_msg(crd_int(node, "minLength") == f->min_len, "%s: minLength", f->path);
 		ck_assert_msg(crd_int(node, "maxLength") == f->max_len, "%s: maxLength", f->path);
@@ -647,11 +655,12 @@ crd_check_bounds(const sk_field *f, json_t *node)
 		break;
 	case SK_FIELD_DURATION: crd_check_duration(f, node); break;
 	case SK_FIELD_MAP:
-		ck_assert_msg(crd_int(node, "maxProperties") == f->max, "%s: maxProperties",
-		        f->path);
-		ck_assert_msg(str_eq(json_string_value(json_object_get(
-		                             json_object_get(node, "additionalProperties"), "type")),
-		                      "string"),
+		ck_assert_msg(
+		        crd_int(node, "maxProperties") == f->max, "%s: maxProperties", f->path);
+		ck_assert_msg(
+		        str_eq(json_string_value(json_object_get(
+		                       json_object_get(node, "additionalProperties"), "type")),
+		                "string"),
 		        "%s: values must be strings", f->path);
 		break;
 	case SK_FIELD_BOOL: break;
@@ -670,8 +679,8 @@ START_TEST(test_crd_row)
 	        "%s: type", f->path);
 	ck_assert_msg(str_eq(json_string_value(json_object_get(node, "description")), f->desc),
 	        "%s: description", f->path);
-	ck_assert_msg(in_required(parent, strrchr(f->path, '.') + 1) == f->required,
-	        "%s: required", f->path);
+	ck_assert_msg(in_required(parent, strrchr(f->path, '.') + 1) == f->required, "%s: required",
+	        f->path);
 	crd_check_default(f, node);
 	crd_check_bounds(f, node);
 	crd_unload();
@@ -686,7 +695,8 @@ crd_walk(json_t *node, const char *path, size_t *n)
 	const char *key;
 
 	if (props == NULL) {
-		ck_assert_msg(sk_spec_field(path) != NULL, "%s: in the CRD, not in the table", path);
+		ck_assert_msg(
+		        sk_spec_field(path) != NULL, "%s: in the CRD, not in the table", path);
 		(*n)++;
 		return;
 	}
