@@ -185,6 +185,13 @@ START_TEST(test_every_row_has_a_case)
 		ck_assert_ptr_nonnull(case_of(&sk_spec_fields[i]));
 	for (size_t i = 0; i < N_CASES; i++)
 		ck_assert_msg(sk_spec_field(cases[i].path) != NULL, "%s: no row", cases[i].path);
+	/* spec.KEY or spec.GROUP.KEY: the depths the validator walks. */
+	for (size_t i = 0; i < sk_spec_n_fields; i++) {
+		const char *p = sk_spec_fields[i].path, *rest = p + strlen("spec.");
+		ck_assert_msg(
+		        strncmp(p, "spec.", 5) == 0 && strchr(rest, '.') == strrchr(rest, '.'),
+		        "%s: too deep", p);
+	}
 }
 END_TEST
 
