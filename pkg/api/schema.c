@@ -240,6 +240,13 @@ const sk_field sk_spec_fields[] = {
 
 const size_t sk_spec_n_fields = sizeof(sk_spec_fields) / sizeof(sk_spec_fields[0]);
 
+/* test/unit/check_schema.c checks that the rows tile the struct; a member
+ * that fits in padding would slip through, so the size is pinned here too:
+ * a new member needs a row above, then this size. */
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(sizeof(sk_userspace_spec) == 112, "a new spec member needs a row in sk_spec_fields");
+#endif
+
 /* ---- access ---- */
 
 const sk_field *
