@@ -86,20 +86,21 @@ typedef struct sk_object_meta {
 } sk_object_meta;
 
 typedef struct sk_userspace_spec {
-	char *user_id;
-	char *provider; /* default "default" */
-	char *template_id; /* YAML "template"; default "base" */
-	sk_mode mode; /* default Running */
-	int cpu_count; /* 0 = provider default */
-	int memory_mb; /* 0 = provider default */
-	int64_t idle_timeout_ms; /* lifecycle.idleTimeout, default 15m */
-	sk_on_timeout on_timeout; /* lifecycle.onTimeout, default pause */
-	bool auto_resume; /* lifecycle.autoResume, default true */
-	sk_kvlist env;
-	sk_kvlist metadata;
-	sk_deletion_policy deletion_policy; /* default Delete */
-	int64_t unhealthy_after_ms; /* health.unhealthyAfter, default 60s */
-	sk_remediation remediation; /* health.remediation, default Report */
+	/* One row of sk_spec_fields per member (paths, defaults and bounds are there). */
+	char *user_id; /* spec.userID */
+	char *provider; /* spec.provider */
+	char *template_id; /* spec.template */
+	sk_mode mode; /* spec.mode */
+	int cpu_count; /* spec.resources.cpuCount; 0 = provider default */
+	int memory_mb; /* spec.resources.memoryMB; 0 = provider default */
+	int64_t idle_timeout_ms; /* spec.lifecycle.idleTimeout */
+	sk_on_timeout on_timeout; /* spec.lifecycle.onTimeout */
+	bool auto_resume; /* spec.lifecycle.autoResume */
+	sk_kvlist env; /* spec.env */
+	sk_kvlist metadata; /* spec.metadata */
+	sk_deletion_policy deletion_policy; /* spec.deletionPolicy */
+	int64_t unhealthy_after_ms; /* spec.health.unhealthyAfter */
+	sk_remediation remediation; /* spec.health.remediation */
 } sk_userspace_spec;
 
 #define SK_COND_READY "Ready"
@@ -216,6 +217,61 @@ typedef enum sk_health {
 	SK_HEALTH_UNREACHABLE, /* 502/503/504, timeout, connection refused */
 	SK_HEALTH_ERROR, /* anything else */
 } sk_health;
+/* ---- the spec schema (pkg/api/schema.c) ----
+ * One row per UserSpace spec field drives validation, JSON decoding and
+ * encoding, defaults, equality, copying, the stored document's user maps and
+ * the packed cache form; test/unit/check_schema.c holds the CRD to it. A new
+ * spec field is a member of sk_userspace_spec, a row, and its tests. */
+
+typedef enum sk_field_type {
+	SK_FIELD_STRING, /* char *; NULL unset */
+	SK_FIELD_ENUM, /* a C enum, int-sized */
+	SK_FIELD_INT, /* int; 0 unset (omitted on output) */
+	SK_FIELD_BOOL, /* bool */
+	SK_FIELD_DURATION, /* int64_t milliseconds; 0 unset (the default applies) */
+	SK_FIELD_MAP, /* sk_kvlist of strings; omitted on output when empty */
+} sk_field_type;
+
+struct sk_vctx;
+struct sk_field;
+typedef void (*sk_field_check_fn)(struct sk_vctx *v, const struct sk_field *f, json_t *val);
+
+typedef struct sk_field {
+	const char *path; /* JSON path: "spec.lifecycle.idleTimeout" */
+	sk_field_type type;
+	size_t offset; /* of the member in sk_userspace_spec */
+	bool required;
+	const char *def; /* the default as the CRD writes it ("base", "15m", "true"); NULL none */
+	int64_t min, max; /* INT: value; DURATION: ms; MAP: max is the entry limit */
+	const char *const *names; /* ENUM: the values in CRD order, NULL-terminated */
+	const int *values; /* ENUM: the C value of each name; NULL: its index */
+	bool (*valid)(const char *s); /* STRING: the rule */
+	const char *rule; /* STRING: "must match <rule>" */
+	const char *pattern; /* STRING: the CRD pattern */
+	int min_len, max_len; /* STRING: the CRD minLength and maxLength; 0 none */
+	sk_field_check_fn check; /* MAP: key and value rules */
+	const char *desc; /* the CRD description; NULL none */
+} sk_field;
+
+extern const sk_field sk_spec_fields[];
+extern const size_t sk_spec_n_fields;
+
+/* The row of a JSON path ("spec.mode"); NULL when none. */
+const sk_field *sk_spec_field(const char *path);
+/* ENUM: the name of a C value (NULL when none) and the value of a name. */
+const char *sk_field_enum_name(const sk_field *f, int value);
+bool sk_field_enum_value(const sk_field *f, const char *name, int *out);
+/* ENUM, INT, BOOL, DURATION: the member as an integer, and set. */
+int64_t sk_field_get_int(const sk_field *f, const sk_userspace_spec *s);
+void sk_field_set_int(const sk_field *f, sk_userspace_spec *s, int64_t v);
+/* The member of spec s that f describes, as a T * (char *, sk_kvlist, ...). */
+#define SK_FIELD_AT(f, s, T) ((T *)(void *)((char *)(s) + (f)->offset))
+/* ENUM, BOOL, DURATION: the default as a C value (0 when none). */
+int64_t sk_field_default_int(const sk_field *f);
+/* The object holding path's last segment under obj (path relative to obj,
+ * "lifecycle.idleTimeout"), created when create; *leaf is that segment.
+ * NULL when absent or not an object. */
+json_t *sk_json_parent(json_t *obj, const char *path, bool create, const char **leaf);
 
 /* ---- validation errors ---- */
 

@@ -1,4 +1,5 @@
-/* api/codec: UserSpace <-> jansson (the stored and printed shape), defaults applied on decode. */
+/* api/codec: UserSpace <-> jansson (the stored and printed shape), defaults applied on
+ * decode. The spec is encoded and decoded row by row from sk_spec_fields (schema.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,15 +22,6 @@ set_time(json_t *o, const char *key, int64_t ms)
 	if (ms == 0)
 		return;
 	sk_time_format(ms, buf, sizeof(buf));
-	json_object_set_new(o, key, json_string(buf));
-}
-
-static void
-set_duration(json_t *o, const char *key, int64_t ms)
-{
-	char buf[64];
-
-	sk_duration_format(ms, buf, sizeof(buf));
 	json_object_set_new(o, key, json_string(buf));
 }
 
@@ -59,40 +51,57 @@ meta_to_json(const sk_object_meta *m)
 	return o;
 }
 
+static json_t *
+duration_json(int64_t ms)
+{
+	char buf[64];
+
+	sk_duration_format(ms, buf, sizeof(buf));
+	return json_string(buf);
+}
+
+/* The JSON value of one field (new reference); NULL leaves it out: unset
+ * INT and MAP fields. Unset STRING and DURATION fields are their default. */
+static json_t *
+field_to_json(const sk_field *f, const sk_userspace_spec *s)
+{
+	const char *str;
+	int64_t n = sk_field_get_int(f, s);
+
+	switch (f->type) {
+	case SK_FIELD_STRING:
+		str = *SK_FIELD_AT(f, s, char *const);
+		str = str != NULL ? str : f->def;
+		return str != NULL ? json_string(str) : NULL;
+	case SK_FIELD_ENUM:
+		str = sk_field_enum_name(f, (int)n);
+		return json_string(str != NULL ? str : f->def);
+	case SK_FIELD_INT: return n != 0 ? json_integer(n) : NULL;
+	case SK_FIELD_BOOL: return json_boolean(n);
+	case SK_FIELD_DURATION: return duration_json(n != 0 ? n : sk_field_default_int(f));
+	case SK_FIELD_MAP:
+		if (SK_FIELD_AT(f, s, const sk_kvlist)->len == 0)
+			return NULL;
+		return sk_kvlist_to_json(SK_FIELD_AT(f, s, const sk_kvlist));
+	}
+	return NULL;
+}
+
 json_t *
 sk_userspace_spec_to_json(const sk_userspace_spec *s)
 {
 	json_t *o = json_object();
-	json_t *res = json_object();
 
-	set_str(o, "userID", s->user_id);
-	json_object_set_new(o, "provider", json_string(s->provider ? s->provider : "default"));
-	json_object_set_new(o, "template", json_string(s->template_id ? s->template_id : "base"));
-	json_object_set_new(o, "mode", json_string(sk_mode_name(s->mode)));
-	if (s->cpu_count != 0)
-		json_object_set_new(res, "cpuCount", json_integer(s->cpu_count));
-	if (s->memory_mb != 0)
-		json_object_set_new(res, "memoryMB", json_integer(s->memory_mb));
-	if (json_object_size(res) > 0)
-		json_object_set(o, "resources", res);
-	json_decref(res);
-	json_object_set_new(o, "lifecycle",
-	        json_pack("{s:o, s:s, s:b}", "idleTimeout", json_null(), "onTimeout",
-	                s->on_timeout == SK_ON_TIMEOUT_KILL ? "kill" : "pause", "autoResume",
-	                s->auto_resume));
-	set_duration(json_object_get(o, "lifecycle"), "idleTimeout",
-	        s->idle_timeout_ms ? s->idle_timeout_ms : 15 * 60 * 1000);
-	if (s->env.len > 0)
-		json_object_set_new(o, "env", sk_kvlist_to_json(&s->env));
-	if (s->metadata.len > 0)
-		json_object_set_new(o, "metadata", sk_kvlist_to_json(&s->metadata));
-	json_object_set_new(o, "deletionPolicy",
-	        json_string(s->deletion_policy == SK_DELETE_RETAIN ? "Retain" : "Delete"));
-	json_object_set_new(o, "health",
-	        json_pack("{s:o, s:s}", "unhealthyAfter", json_null(), "remediation",
-	                s->remediation == SK_REMEDIATION_REPLACE ? "Replace" : "Report"));
-	set_duration(json_object_get(o, "health"), "unhealthyAfter",
-	        s->unhealthy_after_ms ? s->unhealthy_after_ms : 60 * 1000);
+	for (size_t i = 0; i < sk_spec_n_fields; i++) {
+		const sk_field *f = &sk_spec_fields[i];
+		json_t *v = field_to_json(f, s), *parent;
+		const char *leaf;
+
+		if (v == NULL)
+			continue;
+		parent = sk_json_parent(o, f->path + strlen("spec."), true, &leaf);
+		json_object_set_new(parent, leaf, v);
+	}
 	return o;
 }
 
@@ -278,19 +287,18 @@ get_bool(dctx *c, json_t *o, const char *key, const char *path, bool def)
 	return json_is_true(v);
 }
 
-/* Index of the value in names (NULL-terminated); def when absent. */
+/* The C value of an ENUM field; def when absent. */
 static int
-get_enum(dctx *c, json_t *o, const char *key, const char *path, const char *const *names, int def)
+get_enum(dctx *c, json_t *o, const char *key, const sk_field *f, int def)
 {
 	json_t *v = json_object_get(o, key);
+	int e;
 
 	if (v == NULL || json_is_null(v))
 		return def;
-	for (int i = 0; json_is_string(v) && names[i] != NULL; i++) {
-		if (strcmp(json_string_value(v), names[i]) == 0)
-			return i;
-	}
-	dfail(c, path, "unknown value");
+	if (sk_field_enum_value(f, json_string_value(v), &e))
+		return e;
+	dfail(c, f->path, "unknown value");
 	return def;
 }
 
@@ -343,37 +351,30 @@ decode_meta(dctx *c, json_t *m, sk_object_meta *out)
 	}
 }
 
-static const char *const mode_names[] = { "Running", "Paused", NULL };
-static const char *const on_timeout_names[] = { "pause", "kill", NULL };
-static const char *const deletion_names[] = { "Delete", "Retain", NULL };
-static const char *const remediation_names[] = { "Report", "Replace", NULL };
+static void
+decode_field(dctx *c, json_t *spec, const sk_field *f, sk_userspace_spec *out)
+{
+	const char *leaf;
+	json_t *o = sk_json_parent(spec, f->path + strlen("spec."), false, &leaf);
+	int64_t def = sk_field_default_int(f);
+
+	switch (f->type) {
+	case SK_FIELD_STRING: *SK_FIELD_AT(f, out, char *) = get_str(c, o, leaf, f->path); break;
+	case SK_FIELD_ENUM: sk_field_set_int(f, out, get_enum(c, o, leaf, f, (int)def)); break;
+	case SK_FIELD_INT: sk_field_set_int(f, out, get_int(c, o, leaf, f->path)); break;
+	case SK_FIELD_BOOL: sk_field_set_int(f, out, get_bool(c, o, leaf, f->path, def)); break;
+	case SK_FIELD_DURATION:
+		sk_field_set_int(f, out, get_duration(c, o, leaf, f->path, def));
+		break;
+	case SK_FIELD_MAP: get_kvlist(c, o, leaf, f->path, SK_FIELD_AT(f, out, sk_kvlist)); break;
+	}
+}
 
 static void
 decode_spec(dctx *c, json_t *s, sk_userspace_spec *out)
 {
-	json_t *res = json_object_get(s, "resources");
-	json_t *lc = json_object_get(s, "lifecycle");
-	json_t *h = json_object_get(s, "health");
-
-	out->user_id = get_str(c, s, "userID", "spec.userID");
-	out->provider = get_str(c, s, "provider", "spec.provider");
-	out->template_id = get_str(c, s, "template", "spec.template");
-	out->mode = (sk_mode)get_enum(c, s, "mode", "spec.mode", mode_names, 0);
-	out->cpu_count = (int)get_int(c, res, "cpuCount", "spec.resources.cpuCount");
-	out->memory_mb = (int)get_int(c, res, "memoryMB", "spec.resources.memoryMB");
-	out->idle_timeout_ms =
-	        get_duration(c, lc, "idleTimeout", "spec.lifecycle.idleTimeout", 15 * 60 * 1000);
-	out->on_timeout = (sk_on_timeout)get_enum(
-	        c, lc, "onTimeout", "spec.lifecycle.onTimeout", on_timeout_names, 0);
-	out->auto_resume = get_bool(c, lc, "autoResume", "spec.lifecycle.autoResume", true);
-	get_kvlist(c, s, "env", "spec.env", &out->env);
-	get_kvlist(c, s, "metadata", "spec.metadata", &out->metadata);
-	out->deletion_policy = (sk_deletion_policy)get_enum(
-	        c, s, "deletionPolicy", "spec.deletionPolicy", deletion_names, 0);
-	out->unhealthy_after_ms =
-	        get_duration(c, h, "unhealthyAfter", "spec.health.unhealthyAfter", 60 * 1000);
-	out->remediation = (sk_remediation)get_enum(
-	        c, h, "remediation", "spec.health.remediation", remediation_names, 0);
+	for (size_t i = 0; i < sk_spec_n_fields; i++)
+		decode_field(c, s, &sk_spec_fields[i], out);
 }
 
 static void

@@ -30,7 +30,10 @@ sk_phase_parse(const char *s, sk_phase *out)
 const char *
 sk_mode_name(sk_mode m)
 {
-	return m == SK_MODE_PAUSED ? "Paused" : "Running";
+	const sk_field *f = sk_spec_field("spec.mode");
+	const char *name = sk_field_enum_name(f, (int)m);
+
+	return name != NULL ? name : f->def;
 }
 
 static void
@@ -81,11 +84,13 @@ meta_dispose(sk_object_meta *m)
 static void
 spec_dispose(sk_userspace_spec *s)
 {
-	free(s->user_id);
-	free(s->provider);
-	free(s->template_id);
-	sk_kvlist_dispose(&s->env);
-	sk_kvlist_dispose(&s->metadata);
+	for (size_t i = 0; i < sk_spec_n_fields; i++) {
+		const sk_field *f = &sk_spec_fields[i];
+		if (f->type == SK_FIELD_STRING)
+			free(*SK_FIELD_AT(f, s, char *));
+		else if (f->type == SK_FIELD_MAP)
+			sk_kvlist_dispose(SK_FIELD_AT(f, s, sk_kvlist));
+	}
 }
 
 void
@@ -106,6 +111,21 @@ kvlist_copy(sk_kvlist *dst, const sk_kvlist *src)
 	dst->len = 0;
 	for (size_t i = 0; i < src->len; i++)
 		sk_kvlist_set(dst, src->items[i].key, src->items[i].value);
+}
+
+/* dst = src, strings and maps copied. */
+static void
+spec_copy(sk_userspace_spec *dst, const sk_userspace_spec *src)
+{
+	*dst = *src;
+	for (size_t i = 0; i < sk_spec_n_fields; i++) {
+		const sk_field *f = &sk_spec_fields[i];
+		if (f->type == SK_FIELD_STRING)
+			*SK_FIELD_AT(f, dst, char *) = sk_strdup(*SK_FIELD_AT(f, src, char *const));
+		else if (f->type == SK_FIELD_MAP)
+			kvlist_copy(SK_FIELD_AT(f, dst, sk_kvlist),
+			        SK_FIELD_AT(f, src, const sk_kvlist));
+	}
 }
 
 void
@@ -151,12 +171,7 @@ sk_userspace_dup(const sk_userspace *us)
 	        us->meta.n_finalizers ? sk_calloc(us->meta.n_finalizers, sizeof(char *)) : NULL;
 	for (size_t i = 0; i < us->meta.n_finalizers; i++)
 		c->meta.finalizers[i] = sk_strdup(us->meta.finalizers[i]);
-	c->spec = us->spec;
-	c->spec.user_id = sk_strdup(us->spec.user_id);
-	c->spec.provider = sk_strdup(us->spec.provider);
-	c->spec.template_id = sk_strdup(us->spec.template_id);
-	kvlist_copy(&c->spec.env, &us->spec.env);
-	kvlist_copy(&c->spec.metadata, &us->spec.metadata);
+	spec_copy(&c->spec, &us->spec);
 	sk_userspace_status_copy(&c->status, &us->status);
 	return c;
 }
@@ -169,17 +184,27 @@ str_eq(const char *a, const char *b)
 	return strcmp(a, b) == 0;
 }
 
+static bool
+field_equal(const sk_field *f, const sk_userspace_spec *a, const sk_userspace_spec *b)
+{
+	switch (f->type) {
+	case SK_FIELD_STRING:
+		return str_eq(*SK_FIELD_AT(f, a, char *const), *SK_FIELD_AT(f, b, char *const));
+	case SK_FIELD_MAP:
+		return sk_kvlist_equal(
+		        SK_FIELD_AT(f, a, const sk_kvlist), SK_FIELD_AT(f, b, const sk_kvlist));
+	default: return sk_field_get_int(f, a) == sk_field_get_int(f, b);
+	}
+}
+
 bool
 sk_userspace_spec_equal(const sk_userspace_spec *a, const sk_userspace_spec *b)
 {
-	return str_eq(a->user_id, b->user_id) && str_eq(a->provider, b->provider) &&
-	        str_eq(a->template_id, b->template_id) && a->mode == b->mode &&
-	        a->cpu_count == b->cpu_count && a->memory_mb == b->memory_mb &&
-	        a->idle_timeout_ms == b->idle_timeout_ms && a->on_timeout == b->on_timeout &&
-	        a->auto_resume == b->auto_resume && sk_kvlist_equal(&a->env, &b->env) &&
-	        sk_kvlist_equal(&a->metadata, &b->metadata) &&
-	        a->deletion_policy == b->deletion_policy &&
-	        a->unhealthy_after_ms == b->unhealthy_after_ms && a->remediation == b->remediation;
+	for (size_t i = 0; i < sk_spec_n_fields; i++) {
+		if (!field_equal(&sk_spec_fields[i], a, b))
+			return false;
+	}
+	return true;
 }
 
 static bool
@@ -245,17 +270,20 @@ sk_userspace_has_finalizer(const sk_userspace *us, const char *f)
 	return false;
 }
 
+/* Fills what is unset and has a default: STRING (NULL) and DURATION (0)
+ * fields. ENUM and BOOL fields have no unset value; the decoder sets them. */
 void
 sk_userspace_apply_defaults(sk_userspace *us)
 {
 	sk_userspace_spec *s = &us->spec;
 
-	if (s->provider == NULL)
-		s->provider = sk_strdup("default");
-	if (s->template_id == NULL)
-		s->template_id = sk_strdup("base");
-	if (s->idle_timeout_ms == 0)
-		s->idle_timeout_ms = 15 * 60 * 1000;
-	if (s->unhealthy_after_ms == 0)
-		s->unhealthy_after_ms = 60 * 1000;
+	for (size_t i = 0; i < sk_spec_n_fields; i++) {
+		const sk_field *f = &sk_spec_fields[i];
+		if (f->def == NULL)
+			continue;
+		if (f->type == SK_FIELD_STRING && *SK_FIELD_AT(f, s, char *) == NULL)
+			*SK_FIELD_AT(f, s, char *) = sk_strdup(f->def);
+		else if (f->type == SK_FIELD_DURATION && sk_field_get_int(f, s) == 0)
+			sk_field_set_int(f, s, sk_field_default_int(f));
+	}
 }

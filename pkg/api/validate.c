@@ -1,32 +1,20 @@
 /*
  * api/validate: strict validation of a UserSpace document. Collects every
  * error with its field path and file:line:col. These rules are the same as
- * the openAPIV3Schema in crds/spacekeeper.dev_userspaces.yaml.
+ * the openAPIV3Schema in crds/spacekeeper.dev_userspaces.yaml; those of spec
+ * are the rows of sk_spec_fields (schema.c), walked here.
  */
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api_int.h"
 
 #define MAX_ANNOTATIONS_BYTES (256 * 1024)
-#define HOUR_MS (3600LL * 1000)
-#define MAX_ENV_ENTRIES 128
-#define MAX_METADATA_ENTRIES 64
 
 static const char *const top_fields[] = { "apiVersion", "kind", "metadata", "spec", "status",
 	NULL };
 static const char *const meta_fields[] = { "name", "labels", "annotations", "uid", "generation",
 	"resourceVersion", "creationTimestamp", "deletionTimestamp", "finalizers", NULL };
-static const char *const spec_fields[] = { "userID", "provider", "template", "mode", "resources",
-	"lifecycle", "env", "metadata", "deletionPolicy", "health", NULL };
-static const char *const resources_fields[] = { "cpuCount", "memoryMB", NULL };
-static const char *const lifecycle_fields[] = { "idleTimeout", "onTimeout", "autoResume", NULL };
-static const char *const health_fields[] = { "unhealthyAfter", "remediation", NULL };
-static const char *const modes[] = { "Running", "Paused", NULL };
-static const char *const on_timeouts[] = { "pause", "kill", NULL };
-static const char *const deletion_policies[] = { "Delete", "Retain", NULL };
-static const char *const remediations[] = { "Replace", "Report", NULL };
 
 /* Runs fn on the child path of obj.key when present; returns the value. */
 static json_t *
@@ -48,32 +36,6 @@ check_exact(sk_vctx *v, json_t *root, const char *key, const char *want)
 	if (s != NULL && strcmp(s, want) != 0)
 		sk_doc_error(v->errs, v->doc, p, "must be \"%s\" (got \"%s\")", want, s);
 	free(p);
-}
-
-static bool
-env_name_ok(const char *s)
-{
-	if (!isalpha((unsigned char)s[0]) && s[0] != '_')
-		return false;
-	for (; *s; s++) {
-		if (!isalnum((unsigned char)*s) && *s != '_')
-			return false;
-	}
-	return true;
-}
-
-static bool
-metadata_key_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n < 1 || n > 64)
-		return false;
-	for (; *s; s++) {
-		if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-')
-			return false;
-	}
-	return true;
 }
 
 /* A label-like map: every key a label key, every value a string. Returns total bytes. */
@@ -158,189 +120,106 @@ check_meta(sk_vctx *v, json_t *m)
 	free(p);
 }
 
+/* Whether key is a field of the object at path (spec or one of its groups). */
 static bool
-key_safe_quiet(const char *key)
+spec_key_known(const char *path, const char *key)
 {
-	return key[0] != '$' && strchr(key, '.') == NULL;
-}
+	size_t pl = strlen(path), kl = strlen(key);
 
-/* Rejects keys that would be unsafe in MongoDB field names. */
-static bool
-key_safe(sk_vctx *v, const char *key, const char *p)
-{
-	if (!key_safe_quiet(key)) {
-		sk_doc_error(v->errs, v->doc, p, "key must not start with '$' or contain '.'");
-		return false;
+	for (size_t i = 0; i < sk_spec_n_fields; i++) {
+		const char *fp = sk_spec_fields[i].path;
+		if (strncmp(fp, path, pl) == 0 && fp[pl] == '.' &&
+		        strncmp(fp + pl + 1, key, kl) == 0 &&
+		        (fp[pl + 1 + kl] == '\0' || fp[pl + 1 + kl] == '.'))
+			return true;
 	}
-	return true;
+	return false;
 }
 
-static void
-check_env(sk_vctx *v, json_t *m, const char *path)
+/* An object of spec fields: false when it is not one; reports unknown fields. */
+static bool
+check_spec_object(sk_vctx *v, json_t *m, const char *path)
 {
 	const char *key;
 	json_t *val;
 
 	if (!sk_check_object(v, m, path))
-		return;
-	if (json_object_size(m) > MAX_ENV_ENTRIES)
-		sk_doc_error(
-		        v->errs, v->doc, path, "must have at most %d entries", MAX_ENV_ENTRIES);
-	json_object_foreach(m, key, val)
-	{
-		char *p = sk_path_join(path, key);
-		if (key_safe(v, key, p) && !env_name_ok(key))
-			sk_doc_error(v->errs, v->doc, p,
-			        "key must be an environment variable name "
-			        "([A-Za-z_][A-Za-z0-9_]*)");
-		sk_check_string(v, val, p);
-		free(p);
-	}
-}
-
-static void
-check_sandbox_metadata(sk_vctx *v, json_t *m, const char *path)
-{
-	const char *key;
-	json_t *val;
-
-	if (!sk_check_object(v, m, path))
-		return;
-	if (json_object_size(m) > MAX_METADATA_ENTRIES)
-		sk_doc_error(v->errs, v->doc, path, "must have at most %d entries",
-		        MAX_METADATA_ENTRIES);
-	json_object_foreach(m, key, val)
-	{
-		char *p = sk_path_join(path, key);
-		const char *s;
-		if (key_safe(v, key, p) && sk_reserved_metadata_key(key))
-			sk_doc_error(v->errs, v->doc, p,
-			        "key \"%s\" is reserved (spacekeeper sets it on the sandbox)", key);
-		else if (key_safe_quiet(key) && !metadata_key_ok(key))
-			sk_doc_error(v->errs, v->doc, p, "key must match [A-Za-z0-9_-]{1,64}");
-		s = sk_check_string(v, val, p);
-		if (s != NULL && !sk_valid_metadata_value(s))
-			sk_doc_error(v->errs, v->doc, p, "value must match [A-Za-z0-9._-]{0,256}");
-		free(p);
-	}
-}
-
-static void
-check_resources(sk_vctx *v, json_t *m, const char *path)
-{
-	char *p;
-	json_t *val;
-
-	if (!sk_check_object(v, m, path))
-		return;
-	sk_check_known(v, m, path, resources_fields);
-	if ((val = child(v, m, path, "cpuCount", false, &p)) != NULL)
-		sk_check_int(v, val, p, 1, 64, NULL);
-	free(p);
-	if ((val = child(v, m, path, "memoryMB", false, &p)) != NULL)
-		sk_check_int(v, val, p, 128, 262144, NULL);
-	free(p);
-}
-
-static void
-check_lifecycle(sk_vctx *v, json_t *m, const char *path)
-{
-	char *p;
-	json_t *val;
-
-	if (!sk_check_object(v, m, path))
-		return;
-	sk_check_known(v, m, path, lifecycle_fields);
-	if ((val = child(v, m, path, "idleTimeout", false, &p)) != NULL)
-		sk_check_duration(v, val, p, 1, 720 * HOUR_MS, NULL);
-	free(p);
-	if ((val = child(v, m, path, "onTimeout", false, &p)) != NULL)
-		sk_check_enum(v, val, p, on_timeouts);
-	free(p);
-	if ((val = child(v, m, path, "autoResume", false, &p)) != NULL)
-		sk_check_bool(v, val, p, NULL);
-	free(p);
-}
-
-static void
-check_health(sk_vctx *v, json_t *m, const char *path)
-{
-	char *p;
-	json_t *val;
-
-	if (!sk_check_object(v, m, path))
-		return;
-	sk_check_known(v, m, path, health_fields);
-	if ((val = child(v, m, path, "unhealthyAfter", false, &p)) != NULL)
-		sk_check_duration(v, val, p, 1000, 24 * HOUR_MS, NULL);
-	free(p);
-	if ((val = child(v, m, path, "remediation", false, &p)) != NULL)
-		sk_check_enum(v, val, p, remediations);
-	free(p);
-}
-
-static void
-check_pattern_field(sk_vctx *v, json_t *m, const char *path, const char *key, bool required,
-        bool (*ok)(const char *), const char *rule)
-{
-	char *p;
-	json_t *val = child(v, m, path, key, required, &p);
-	const char *s = val != NULL ? sk_check_string(v, val, p) : NULL;
-
-	if (s != NULL && !ok(s))
-		sk_doc_error(v->errs, v->doc, p, "must match %s (got \"%.140s\")", rule, s);
-	free(p);
-}
-
-static bool
-template_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n < 1 || n > 128)
 		return false;
-	for (; *s; s++) {
-		if (!isalnum((unsigned char)*s) && strchr("._/:-", *s) == NULL)
-			return false;
+	json_object_foreach(m, key, val)
+	{
+		if (!spec_key_known(path, key)) {
+			char *p = sk_path_join(path, key);
+			sk_doc_error(v->errs, v->doc, p, "unknown field");
+			free(p);
+		}
 	}
 	return true;
+}
+
+static void
+check_spec_field(sk_vctx *v, const sk_field *f, json_t *val)
+{
+	const char *s;
+
+	switch (f->type) {
+	case SK_FIELD_STRING:
+		s = sk_check_string(v, val, f->path);
+		if (s != NULL && !f->valid(s))
+			sk_doc_error(v->errs, v->doc, f->path, "must match %s (got \"%.140s\")",
+			        f->rule, s);
+		break;
+	case SK_FIELD_ENUM: sk_check_enum(v, val, f->path, f->names); break;
+	case SK_FIELD_INT: sk_check_int(v, val, f->path, f->min, f->max, NULL); break;
+	case SK_FIELD_BOOL: sk_check_bool(v, val, f->path, NULL); break;
+	case SK_FIELD_DURATION: sk_check_duration(v, val, f->path, f->min, f->max, NULL); break;
+	case SK_FIELD_MAP: f->check(v, f, val); break;
+	}
+}
+
+/* The object a row's field is a key of: spec itself, or its group
+ * (spec.lifecycle), checked at the group's first row. NULL when absent or
+ * not an object. */
+static json_t *
+field_parent(sk_vctx *v, json_t *spec, const sk_field *f, const sk_field *prev, json_t *prev_obj)
+{
+	const char *dot = strrchr(f->path, '.');
+	size_t n = (size_t)(dot - f->path);
+	char group[64];
+	json_t *obj;
+
+	if (n == strlen("spec"))
+		return spec;
+	if (prev != NULL && strncmp(prev->path, f->path, n + 1) == 0 &&
+	        strchr(prev->path + n + 1, '.') == NULL)
+		return prev_obj;
+	snprintf(group, sizeof(group), "%.*s", (int)n, f->path);
+	obj = json_object_get(spec, group + strlen("spec."));
+	return obj != NULL && check_spec_object(v, obj, group) ? obj : NULL;
 }
 
 static void
 check_spec(sk_vctx *v, json_t *m)
 {
-	const char *path = "spec";
-	char *p;
-	json_t *val;
+	const sk_field *prev = NULL;
+	json_t *obj = NULL;
 
-	if (!sk_check_object(v, m, path))
+	if (!check_spec_object(v, m, "spec"))
 		return;
-	sk_check_known(v, m, path, spec_fields);
-	check_pattern_field(v, m, path, "userID", true, sk_valid_user_id, "[A-Za-z0-9._-]{1,128}");
-	check_pattern_field(
-	        v, m, path, "provider", false, sk_valid_name, "a DNS-1123 label [a-z0-9-]{1,63}");
-	check_pattern_field(v, m, path, "template", false, template_ok, "[A-Za-z0-9._/:-]{1,128}");
-	if ((val = child(v, m, path, "mode", false, &p)) != NULL)
-		sk_check_enum(v, val, p, modes);
-	free(p);
-	if ((val = child(v, m, path, "resources", false, &p)) != NULL)
-		check_resources(v, val, p);
-	free(p);
-	if ((val = child(v, m, path, "lifecycle", false, &p)) != NULL)
-		check_lifecycle(v, val, p);
-	free(p);
-	if ((val = child(v, m, path, "env", false, &p)) != NULL)
-		check_env(v, val, p);
-	free(p);
-	if ((val = child(v, m, path, "metadata", false, &p)) != NULL)
-		check_sandbox_metadata(v, val, p);
-	free(p);
-	if ((val = child(v, m, path, "deletionPolicy", false, &p)) != NULL)
-		sk_check_enum(v, val, p, deletion_policies);
-	free(p);
-	if ((val = child(v, m, path, "health", false, &p)) != NULL)
-		check_health(v, val, p);
-	free(p);
+	for (size_t i = 0; i < sk_spec_n_fields; i++) {
+		const sk_field *f = &sk_spec_fields[i];
+		const char *leaf = strrchr(f->path, '.') + 1;
+		json_t *val;
+
+		obj = field_parent(v, m, f, prev, obj);
+		prev = f;
+		if (obj == NULL)
+			continue;
+		val = json_object_get(obj, leaf);
+		if (val != NULL)
+			check_spec_field(v, f, val);
+		else if (f->required)
+			sk_doc_error(v->errs, v->doc, f->path, "required");
+	}
 }
 
 /* Status is written by the controller: accepted and ignored, shape checked loosely. */

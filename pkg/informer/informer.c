@@ -119,27 +119,18 @@ user_unlink(sk_informer *inf, const sk_packed_userspace *old)
 		sk_strmap_remove(inf->users, user);
 }
 
-static bool
-str_eq(const char *a, const char *b)
-{
-	return a == b || (a && b && strcmp(a, b) == 0);
-}
-
+/* The one comparison is the packed form's (one memcmp); this packs both. */
 bool
 sk_informer_status_only_change(const sk_userspace *a, const sk_userspace *b)
 {
-	const sk_object_meta *x = &a->meta, *y = &b->meta;
+	sk_error err;
+	sk_packed_userspace *pa = sk_store_pack(a, &err);
+	sk_packed_userspace *pb = pa ? sk_store_pack(b, &err) : NULL;
+	bool r = pa && pb && sk_packed_status_only_change(pa, pb);
 
-	if (!str_eq(x->name, y->name) || !str_eq(x->uid, y->uid) ||
-	        x->generation != y->generation || x->creation_ms != y->creation_ms ||
-	        x->deletion_ms != y->deletion_ms || x->n_finalizers != y->n_finalizers ||
-	        !sk_kvlist_equal(&x->labels, &y->labels) ||
-	        !sk_kvlist_equal(&x->annotations, &y->annotations))
-		return false;
-	for (size_t i = 0; i < x->n_finalizers; i++)
-		if (!str_eq(x->finalizers[i], y->finalizers[i]))
-			return false;
-	return sk_userspace_spec_equal(&a->spec, &b->spec);
+	sk_packed_free(pa);
+	sk_packed_free(pb);
+	return r;
 }
 
 /* Keeps p (owned: cached, or freed when not newer than the cached copy);

@@ -2,8 +2,8 @@
  * store/codec: the UserSpace object as the document stored in MongoDB.
  *
  * The API JSON (sk_userspace_to_json) with `_id` = metadata.name, except:
- * - maps whose keys users choose (metadata.labels, metadata.annotations,
- *   spec.env, spec.metadata) become arrays of {"k": key, "v": value}, since
+ * - maps whose keys users choose (metadata.labels, metadata.annotations and
+ *   the spec's MAP fields) become arrays of {"k": key, "v": value}, since
  *   keys like "app.kubernetes.io/name" cannot be BSON field names;
  * - store-owned metadata is typed: generation and resourceVersion int64,
  *   creationTimestamp and deletionTimestamp BSON dates, uid and finalizers
@@ -15,12 +15,8 @@
 
 #include "store_int.h"
 
-static const char *const map_paths[][2] = {
-	{ "metadata", "labels" },
-	{ "metadata", "annotations" },
-	{ "spec", "env" },
-	{ "spec", "metadata" },
-};
+/* The user-keyed maps of metadata; those of spec are the MAP rows of sk_spec_fields. */
+static const char *const meta_maps[] = { "metadata.labels", "metadata.annotations" };
 
 static const char *const owned_fields[] = { "uid", "generation", "resourceVersion",
 	"creationTimestamp", "deletionTimestamp", "finalizers" };
@@ -56,18 +52,28 @@ pairs_to_map(json_t *arr)
 	return obj;
 }
 
+static void
+convert_map(json_t *root, const char *path, bool to_pairs)
+{
+	const char *leaf;
+	json_t *parent = sk_json_parent(root, path, false, &leaf);
+	json_t *v = json_object_get(parent, leaf);
+
+	if (to_pairs && json_is_object(v))
+		json_object_set_new(parent, leaf, map_to_pairs(v));
+	else if (!to_pairs && json_is_array(v))
+		json_object_set_new(parent, leaf, pairs_to_map(v));
+}
+
 /* Converts every user-keyed map to pairs (to_pairs) or back. */
 static void
 convert_maps(json_t *root, bool to_pairs)
 {
-	for (size_t i = 0; i < N_ELEMS(map_paths); i++) {
-		json_t *parent = json_object_get(root, map_paths[i][0]);
-		json_t *v = json_object_get(parent, map_paths[i][1]);
-
-		if (to_pairs && json_is_object(v))
-			json_object_set_new(parent, map_paths[i][1], map_to_pairs(v));
-		else if (!to_pairs && json_is_array(v))
-			json_object_set_new(parent, map_paths[i][1], pairs_to_map(v));
+	for (size_t i = 0; i < N_ELEMS(meta_maps); i++)
+		convert_map(root, meta_maps[i], to_pairs);
+	for (size_t i = 0; i < sk_spec_n_fields; i++) {
+		if (sk_spec_fields[i].type == SK_FIELD_MAP)
+			convert_map(root, sk_spec_fields[i].path, to_pairs);
 	}
 }
 

@@ -28,10 +28,12 @@ struct sk_packed_userspace {
 	uint8_t data[];
 };
 
-/* A new field in sk_userspace changes its size: encode it below (writer and
+/* The spec is written and read by its table (sk_spec_fields); a new member
+ * of metadata or status changes these sizes: encode it below (writer and
  * reader) and set it in test/unit/check_store_pack.c's full_object. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(sk_userspace) == 288, "sk_userspace changed: update packed.c");
+_Static_assert(sizeof(sk_object_meta) == 104 && sizeof(sk_userspace_status) == 72,
+        "sk_object_meta or sk_userspace_status changed: update packed.c");
 #endif
 
 #define SK_PACKED_MAX (16 * 1024 * 1024)
@@ -94,8 +96,8 @@ w_kvlist(writer *w, const sk_kvlist *l)
 	}
 }
 
-/* The metadata sk_informer_status_only_change compares: all of it but
- * resourceVersion (in the header, like read_ms). */
+/* The metadata a status-only change keeps: all of it but resourceVersion
+ * (in the header, like read_ms). */
 static uint32_t
 w_meta(writer *w, const sk_object_meta *m)
 {
@@ -113,24 +115,27 @@ w_meta(writer *w, const sk_object_meta *m)
 	return name_off;
 }
 
+/* The spec, field by field in table order: strings and maps as above,
+ * everything else a varint. Returns the offset of spec.userID. */
 static uint32_t
 w_spec(writer *w, const sk_userspace_spec *s)
 {
-	uint32_t user_off = w_str(w, s->user_id);
+	uint32_t user_off = 0;
 
-	w_str(w, s->provider);
-	w_str(w, s->template_id);
-	w_int(w, s->mode);
-	w_int(w, s->cpu_count);
-	w_int(w, s->memory_mb);
-	w_int(w, s->idle_timeout_ms);
-	w_int(w, s->on_timeout);
-	w_int(w, s->auto_resume);
-	w_kvlist(w, &s->env);
-	w_kvlist(w, &s->metadata);
-	w_int(w, s->deletion_policy);
-	w_int(w, s->unhealthy_after_ms);
-	w_int(w, s->remediation);
+	for (size_t i = 0; i < sk_spec_n_fields; i++) {
+		const sk_field *f = &sk_spec_fields[i];
+		uint32_t off;
+
+		switch (f->type) {
+		case SK_FIELD_STRING:
+			off = w_str(w, *SK_FIELD_AT(f, s, char *const));
+			if (f->offset == offsetof(sk_userspace_spec, user_id))
+				user_off = off;
+			break;
+		case SK_FIELD_MAP: w_kvlist(w, SK_FIELD_AT(f, s, const sk_kvlist)); break;
+		default: w_int(w, sk_field_get_int(f, s)); break;
+		}
+	}
 	return user_off;
 }
 
@@ -299,20 +304,15 @@ r_meta(reader *r, sk_object_meta *m)
 static void
 r_spec(reader *r, sk_userspace_spec *s)
 {
-	s->user_id = r_str(r);
-	s->provider = r_str(r);
-	s->template_id = r_str(r);
-	s->mode = (sk_mode)r_int(r);
-	s->cpu_count = (int)r_int(r);
-	s->memory_mb = (int)r_int(r);
-	s->idle_timeout_ms = r_int(r);
-	s->on_timeout = (sk_on_timeout)r_int(r);
-	s->auto_resume = r_int(r) != 0;
-	r_kvlist(r, &s->env);
-	r_kvlist(r, &s->metadata);
-	s->deletion_policy = (sk_deletion_policy)r_int(r);
-	s->unhealthy_after_ms = r_int(r);
-	s->remediation = (sk_remediation)r_int(r);
+	for (size_t i = 0; i < sk_spec_n_fields; i++) {
+		const sk_field *f = &sk_spec_fields[i];
+
+		switch (f->type) {
+		case SK_FIELD_STRING: *SK_FIELD_AT(f, s, char *) = r_str(r); break;
+		case SK_FIELD_MAP: r_kvlist(r, SK_FIELD_AT(f, s, sk_kvlist)); break;
+		default: sk_field_set_int(f, s, r_int(r)); break;
+		}
+	}
 }
 
 static void

@@ -1,0 +1,344 @@
+/*
+ * api/schema: the UserSpace spec as one table (sk_spec_fields). Every spec
+ * field's JSON path, type, member, default, bounds, pattern, enum values and
+ * CRD description is written here once; validate.c, codec.c, userspace.c and
+ * the store's codec and packed form walk the table. The CRD
+ * (crds/spacekeeper.dev_userspaces.yaml) is held to it by
+ * test/unit/check_schema.c. Rows of one object (spec.lifecycle.*) are
+ * adjacent, in output order.
+ */
+#include <ctype.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_int.h"
+
+_Static_assert(sizeof(sk_mode) == sizeof(int) && sizeof(sk_on_timeout) == sizeof(int) &&
+                sizeof(sk_deletion_policy) == sizeof(int) && sizeof(sk_remediation) == sizeof(int),
+        "ENUM fields are read and written as int");
+
+/* ---- rules of the fields that need more than a type and bounds ---- */
+
+static bool
+template_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > 128)
+		return false;
+	for (; *s; s++) {
+		if (!isalnum((unsigned char)*s) && strchr("._/:-", *s) == NULL)
+			return false;
+	}
+	return true;
+}
+
+static bool
+env_name_ok(const char *s)
+{
+	if (!isalpha((unsigned char)s[0]) && s[0] != '_')
+		return false;
+	for (; *s; s++) {
+		if (!isalnum((unsigned char)*s) && *s != '_')
+			return false;
+	}
+	return true;
+}
+
+static bool
+metadata_key_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > 64)
+		return false;
+	for (; *s; s++) {
+		if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-')
+			return false;
+	}
+	return true;
+}
+
+static bool
+key_safe_quiet(const char *key)
+{
+	return key[0] != '$' && strchr(key, '.') == NULL;
+}
+
+/* Rejects keys that would be unsafe in MongoDB field names. */
+static bool
+key_safe(sk_vctx *v, const char *key, const char *p)
+{
+	if (!key_safe_quiet(key)) {
+		sk_doc_error(v->errs, v->doc, p, "key must not start with '$' or contain '.'");
+		return false;
+	}
+	return true;
+}
+
+/* An object of at most f->max entries; false when not an object. */
+static bool
+check_map_shape(sk_vctx *v, const sk_field *f, json_t *m)
+{
+	if (!sk_check_object(v, m, f->path))
+		return false;
+	if (json_object_size(m) > (size_t)f->max)
+		sk_doc_error(v->errs, v->doc, f->path, "must have at most %lld entries",
+		        (long long)f->max);
+	return true;
+}
+
+static void
+check_env(sk_vctx *v, const sk_field *f, json_t *m)
+{
+	const char *key;
+	json_t *val;
+
+	if (!check_map_shape(v, f, m))
+		return;
+	json_object_foreach(m, key, val)
+	{
+		char *p = sk_path_join(f->path, key);
+		if (key_safe(v, key, p) && !env_name_ok(key))
+			sk_doc_error(v->errs, v->doc, p,
+			        "key must be an environment variable name "
+			        "([A-Za-z_][A-Za-z0-9_]*)");
+		sk_check_string(v, val, p);
+		free(p);
+	}
+}
+
+static void
+check_sandbox_metadata(sk_vctx *v, const sk_field *f, json_t *m)
+{
+	const char *key;
+	json_t *val;
+
+	if (!check_map_shape(v, f, m))
+		return;
+	json_object_foreach(m, key, val)
+	{
+		char *p = sk_path_join(f->path, key);
+		const char *s;
+		if (key_safe(v, key, p) && sk_reserved_metadata_key(key))
+			sk_doc_error(v->errs, v->doc, p,
+			        "key \"%s\" is reserved (spacekeeper sets it on the sandbox)", key);
+		else if (key_safe_quiet(key) && !metadata_key_ok(key))
+			sk_doc_error(v->errs, v->doc, p, "key must match [A-Za-z0-9_-]{1,64}");
+		s = sk_check_string(v, val, p);
+		if (s != NULL && !sk_valid_metadata_value(s))
+			sk_doc_error(v->errs, v->doc, p, "value must match [A-Za-z0-9._-]{0,256}");
+		free(p);
+	}
+}
+
+/* ---- the table ---- */
+
+#define HOUR_MS (3600LL * 1000)
+#define AT(member) offsetof(sk_userspace_spec, member)
+#define DNS_LABEL_PATTERN "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+static const char *const mode_names[] = { "Running", "Paused", NULL };
+static const char *const on_timeout_names[] = { "pause", "kill", NULL };
+static const char *const deletion_names[] = { "Delete", "Retain", NULL };
+static const char *const remediation_names[] = { "Replace", "Report", NULL };
+static const int remediation_values[] = { SK_REMEDIATION_REPLACE, SK_REMEDIATION_REPORT };
+
+const sk_field sk_spec_fields[] = {
+	{ .path = "spec.userID",
+	        .type = SK_FIELD_STRING,
+	        .offset = AT(user_id),
+	        .required = true,
+	        .valid = sk_valid_user_id,
+	        .rule = "[A-Za-z0-9._-]{1,128}",
+	        .pattern = "^[A-Za-z0-9._-]{1,128}$",
+	        .min_len = 1,
+	        .max_len = 128,
+	        .desc = "The user this space belongs to; unique across UserSpaces." },
+	{ .path = "spec.provider",
+	        .type = SK_FIELD_STRING,
+	        .offset = AT(provider),
+	        .def = "default",
+	        .valid = sk_valid_name,
+	        .rule = "a DNS-1123 label [a-z0-9-]{1,63}",
+	        .pattern = DNS_LABEL_PATTERN,
+	        .max_len = 63,
+	        .desc = "A provider name from the controller configuration." },
+	{ .path = "spec.template",
+	        .type = SK_FIELD_STRING,
+	        .offset = AT(template_id),
+	        .def = "base",
+	        .valid = template_ok,
+	        .rule = "[A-Za-z0-9._/:-]{1,128}",
+	        .pattern = "^[A-Za-z0-9._/:-]{1,128}$",
+	        .min_len = 1,
+	        .max_len = 128 },
+	{ .path = "spec.mode",
+	        .type = SK_FIELD_ENUM,
+	        .offset = AT(mode),
+	        .def = "Running",
+	        .names = mode_names,
+	        .desc = "Desired power state." },
+	{ .path = "spec.resources.cpuCount",
+	        .type = SK_FIELD_INT,
+	        .offset = AT(cpu_count),
+	        .min = 1,
+	        .max = 64 },
+	{ .path = "spec.resources.memoryMB",
+	        .type = SK_FIELD_INT,
+	        .offset = AT(memory_mb),
+	        .min = 128,
+	        .max = 262144 },
+	{ .path = "spec.lifecycle.idleTimeout",
+	        .type = SK_FIELD_DURATION,
+	        .offset = AT(idle_timeout_ms),
+	        .def = "15m",
+	        .min = 1,
+	        .max = 720 * HOUR_MS,
+	        .desc = "Go duration, greater than 0 and at most 720h." },
+	{ .path = "spec.lifecycle.onTimeout",
+	        .type = SK_FIELD_ENUM,
+	        .offset = AT(on_timeout),
+	        .def = "pause",
+	        .names = on_timeout_names },
+	{ .path = "spec.lifecycle.autoResume",
+	        .type = SK_FIELD_BOOL,
+	        .offset = AT(auto_resume),
+	        .def = "true" },
+	{ .path = "spec.env",
+	        .type = SK_FIELD_MAP,
+	        .offset = AT(env),
+	        .max = 128,
+	        .check = check_env,
+	        .desc = "Sandbox environment variables." },
+	{ .path = "spec.metadata",
+	        .type = SK_FIELD_MAP,
+	        .offset = AT(metadata),
+	        .max = 64,
+	        .check = check_sandbox_metadata,
+	        .desc = "Extra sandbox metadata; spacekeeper's own keys are reserved." },
+	{ .path = "spec.deletionPolicy",
+	        .type = SK_FIELD_ENUM,
+	        .offset = AT(deletion_policy),
+	        .def = "Delete",
+	        .names = deletion_names },
+	{ .path = "spec.health.unhealthyAfter",
+	        .type = SK_FIELD_DURATION,
+	        .offset = AT(unhealthy_after_ms),
+	        .def = "60s",
+	        .min = 1000,
+	        .max = 24 * HOUR_MS,
+	        .desc = "Go duration, at least 1s and at most 24h." },
+	{ .path = "spec.health.remediation",
+	        .type = SK_FIELD_ENUM,
+	        .offset = AT(remediation),
+	        .def = "Report",
+	        .names = remediation_names,
+	        .values = remediation_values },
+};
+
+const size_t sk_spec_n_fields = sizeof(sk_spec_fields) / sizeof(sk_spec_fields[0]);
+
+/* test/unit/check_schema.c checks that the rows tile the struct; a member
+ * that fits in padding would slip through, so the size is pinned here too:
+ * a new member needs a row above, then this size. */
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(sizeof(sk_userspace_spec) == 112, "a new spec member needs a row in sk_spec_fields");
+#endif
+
+/* ---- access ---- */
+
+const sk_field *
+sk_spec_field(const char *path)
+{
+	for (size_t i = 0; path != NULL && i < sk_spec_n_fields; i++) {
+		if (strcmp(sk_spec_fields[i].path, path) == 0)
+			return &sk_spec_fields[i];
+	}
+	return NULL;
+}
+
+const char *
+sk_field_enum_name(const sk_field *f, int value)
+{
+	for (int i = 0; f->names[i] != NULL; i++) {
+		if ((f->values ? f->values[i] : i) == value)
+			return f->names[i];
+	}
+	return NULL;
+}
+
+bool
+sk_field_enum_value(const sk_field *f, const char *name, int *out)
+{
+	for (int i = 0; name != NULL && f->names[i] != NULL; i++) {
+		if (strcmp(f->names[i], name) == 0) {
+			*out = f->values ? f->values[i] : i;
+			return true;
+		}
+	}
+	return false;
+}
+
+int64_t
+sk_field_get_int(const sk_field *f, const sk_userspace_spec *s)
+{
+	switch (f->type) {
+	case SK_FIELD_ENUM:
+	case SK_FIELD_INT: return *SK_FIELD_AT(f, s, const int);
+	case SK_FIELD_BOOL: return *SK_FIELD_AT(f, s, const bool);
+	case SK_FIELD_DURATION: return *SK_FIELD_AT(f, s, const int64_t);
+	default: return 0;
+	}
+}
+
+void
+sk_field_set_int(const sk_field *f, sk_userspace_spec *s, int64_t v)
+{
+	switch (f->type) {
+	case SK_FIELD_ENUM:
+	case SK_FIELD_INT: *SK_FIELD_AT(f, s, int) = (int)v; break;
+	case SK_FIELD_BOOL: *SK_FIELD_AT(f, s, bool) = v != 0; break;
+	case SK_FIELD_DURATION: *SK_FIELD_AT(f, s, int64_t) = v; break;
+	default: break;
+	}
+}
+
+int64_t
+sk_field_default_int(const sk_field *f)
+{
+	int64_t ms = 0;
+	int e = 0;
+
+	if (f->def == NULL)
+		return 0;
+	switch (f->type) {
+	case SK_FIELD_ENUM: return sk_field_enum_value(f, f->def, &e) ? e : 0;
+	case SK_FIELD_BOOL: return strcmp(f->def, "true") == 0;
+	case SK_FIELD_DURATION: return sk_duration_parse(f->def, &ms) == SK_OK ? ms : 0;
+	default: return 0;
+	}
+}
+
+json_t *
+sk_json_parent(json_t *obj, const char *path, bool create, const char **leaf)
+{
+	const char *dot;
+
+	while (json_is_object(obj) && (dot = strchr(path, '.')) != NULL) {
+		char key[64];
+		json_t *next;
+
+		snprintf(key, sizeof(key), "%.*s", (int)(dot - path), path);
+		next = json_object_get(obj, key);
+		if (next == NULL && create) {
+			next = json_object();
+			json_object_set_new(obj, key, next);
+		}
+		obj = next;
+		path = dot + 1;
+	}
+	*leaf = path;
+	return json_is_object(obj) ? obj : NULL;
+}
