@@ -570,6 +570,14 @@ is(const char *seg, const char *name)
 	return strcmp(seg, name) == 0;
 }
 
+static int
+action_ep(const char *action)
+{
+	if (is(action, "start"))
+		return SIM_EP_START;
+	return is(action, "stop") ? SIM_EP_STOP : SIM_EP_ARCHIVE;
+}
+
 /* /sandbox/{id}/<action>[/...]; false when nothing matched. */
 static bool
 route_action(sim *s, sim_req *r, bool get, bool post)
@@ -578,11 +586,7 @@ route_action(sim *s, sim_req *r, bool get, bool post)
 	int n = r->nseg;
 
 	if (n == 3 && post && (is(seg[2], "start") || is(seg[2], "stop") || is(seg[2], "archive")))
-		go(s, r,
-		        is(seg[2], "start")          ? SIM_EP_START
-		                : is(seg[2], "stop") ? SIM_EP_STOP
-		                                     : SIM_EP_ARCHIVE,
-		        transition, seg[1]);
+		go(s, r, action_ep(seg[2]), transition, seg[1]);
 	else if (n == 3 && is(r->method, "PUT") && is(seg[2], "labels"))
 		go(s, r, SIM_EP_LABELS, h_labels, seg[1]);
 	else if (n == 4 && post &&

@@ -20,14 +20,14 @@ daytona_state(const char *s)
 {
 	static const char *const transitional[] = { "creating", "restoring", "starting", "stopping",
 		"archiving", "pulling_snapshot", "building_snapshot", "pending_build", "destroying",
-		"resizing", NULL };
+		"resizing", "snapshotting", "forking", "pausing", "resuming", NULL };
 	static const char *const gone[] = { "destroyed", "error", "build_failed", NULL };
 
 	if (s == NULL)
 		return SK_SANDBOX_UNKNOWN;
 	if (strcmp(s, "started") == 0)
 		return SK_SANDBOX_RUNNING;
-	if (strcmp(s, "stopped") == 0 || strcmp(s, "archived") == 0)
+	if (strcmp(s, "stopped") == 0 || strcmp(s, "archived") == 0 || strcmp(s, "paused") == 0)
 		return SK_SANDBOX_PAUSED;
 	for (size_t i = 0; transitional[i]; i++)
 		if (strcmp(s, transitional[i]) == 0)
