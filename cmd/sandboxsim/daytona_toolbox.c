@@ -194,7 +194,7 @@ run(sim *s, const sim_sandbox *sb, const char *command, json_t *envs, sk_buf *ou
 static void
 h_execute(sim *s, sim_req *r, sim_sandbox *sb)
 {
-	json_t *doc = sim_req_json(s, r, false), *cmd;
+	json_t *doc = sim_req_json(s, r, false), *cmd, *result;
 	sk_buf out = SK_BUF_INIT(TB_MAX_OUTPUT);
 	int rc;
 
@@ -205,9 +205,10 @@ h_execute(sim *s, sim_req *r, sim_sandbox *sb)
 		sim_reply_error(s, r, 400, "command is required");
 	} else {
 		rc = run(s, sb, json_string_value(cmd), json_object_get(doc, "envs"), &out);
-		sim_reply_json(s, r, 200,
-		        json_pack("{s:i,s:s%}", "exitCode", rc, "result", out.data ? out.data : "",
-		                out.len));
+		result = json_stringn(out.data ? out.data : "", out.len);
+		if (result == NULL) /* not UTF-8 (cat of a binary file) */
+			result = json_string("(binary output)");
+		sim_reply_json(s, r, 200, json_pack("{s:i,s:o}", "exitCode", rc, "result", result));
 	}
 	sk_buf_dispose(&out);
 	json_decref(doc);

@@ -173,6 +173,9 @@ async function main() {
     const cat = await sbx.process.executeCommand('cat work/notes.txt');
     assert.equal(cat.result, body.toString());
     await assert.rejects(sbx.fs.downloadFile('/home/daytona/work/absent.txt'));
+    const bin = Buffer.from([0, 255, 13, 10, 45, 45, 0, 1]); // NULs, CRLF, "--"
+    await sbx.fs.uploadFile(bin, 'work/blob.bin');
+    assert.deepEqual(await sbx.fs.downloadFile('/home/daytona/work/blob.bin'), bin);
   });
 
   await check('archive (from stopped), then start keeps the files', async () => {
