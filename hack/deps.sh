@@ -3,7 +3,7 @@
 # a second run checks and returns quickly.
 #   - Debian packages (compiler toolchain libraries, Check, pkg-config)
 #   - FerretDB (pinned), built with `go install`, at .deps/bin/ferretdb
-#   - the official e2b SDK, ajv and yaml (pinned) from npm, in .deps/node for the
+#   - the official e2b and Daytona SDKs, ajv and yaml (pinned) from npm, in .deps/node for the
 #     conformance test
 set -euo pipefail
 
@@ -13,6 +13,7 @@ FERRETDB_VERSION=v1.24.2
 # The build we install: the pinned release plus the one-line fix below.
 FERRETDB_BUILD=$FERRETDB_VERSION-idindex.1
 E2B_SDK_VERSION=2.51.0
+DAYTONA_SDK_VERSION=0.218.0
 AJV_VERSION=8.20.0
 YAML_VERSION=2.9.1
 
@@ -70,7 +71,7 @@ if [ ! -x "$deps/bin/ferretdb" ] ||
 fi
 
 # npm packages for the conformance tests (e2b SDK, CRD schema check), pinned.
-npm_packages=("e2b@$E2B_SDK_VERSION" "ajv@$AJV_VERSION" "yaml@$YAML_VERSION")
+npm_packages=("e2b@$E2B_SDK_VERSION" "@daytonaio/sdk@$DAYTONA_SDK_VERSION" "ajv@$AJV_VERSION" "yaml@$YAML_VERSION")
 npm_missing=()
 for spec in "${npm_packages[@]}"; do
 	name=${spec%@*}

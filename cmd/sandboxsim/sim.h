@@ -75,6 +75,7 @@ typedef struct sim_sandbox {
 	char *os_user;
 	bool public_;
 	int auto_stop_min, auto_archive_min, auto_delete_min;
+	bool kvm; /* daytona: echoed back as asked at create */
 } sim_sandbox;
 
 typedef struct sim_map_entry sim_map_entry;
@@ -155,6 +156,7 @@ typedef struct sim {
 	sim_stats stats;
 	pthread_t sweeper;
 	volatile int stopping;
+	struct sim_dt_file *dt_files; /* daytona toolbox file store (daytona_toolbox.c) */
 } sim;
 
 /* A request being served. */
@@ -246,6 +248,12 @@ void sim_dataplane(sim *s, sim_req *r, const char *id);
 
 /* daytona.c */
 void sim_daytona_route(sim *s, sim_req *r);
+/* The toolboxProxyUrl handed out: http://<Host>/toolbox (caller frees). */
+char *sim_daytona_toolbox_url(sim_req *r);
+/* daytona_toolbox.c: /toolbox/{id}/process/execute, /toolbox/{id}/files... */
+void sim_daytona_toolbox(sim *s, sim_req *r);
+/* Forgets a deleted sandbox's files; s->lock held. */
+void sim_daytona_files_drop(sim *s, const char *id);
 
 /* faults.c */
 void sim_faults_init(sim_faults *f, uint64_t seed);

@@ -1,27 +1,33 @@
 /*
- * sandbox/daytona: the Daytona sandbox API (reference e2b-api.md §5) mapped
- * onto the E2B model: labels are metadata (list filter = a JSON object), start
- * is connect, stop is pause, delete is kill, the auto-stop interval is the
- * timeout. Daytona has no envd health endpoint: probe_health is not supported.
+ * sandbox/daytona: the Daytona sandbox API as @daytonaio/sdk 0.218 speaks it
+ * (pkg/sandbox/DAYTONA.md) mapped onto the E2B model: labels are metadata
+ * (list filter = a JSON object, cursor paging), start is connect (from
+ * stopped or archived: both are "paused" here), stop is pause, delete is
+ * kill, the auto-stop interval is the timeout (end_ms: last activity plus
+ * the interval while started, the last update while stopped). Daytona has no
+ * envd health endpoint: probe_health is not supported.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "sandbox_int.h"
 
+/* GET /sandbox takes limit <= 200. */
+#define SK_DAYTONA_PAGE 200
+
 static sk_sandbox_state
 daytona_state(const char *s)
 {
 	static const char *const transitional[] = { "creating", "restoring", "starting", "stopping",
 		"archiving", "pulling_snapshot", "building_snapshot", "pending_build", "destroying",
-		"resizing", NULL };
+		"resizing", "snapshotting", "forking", "pausing", "resuming", NULL };
 	static const char *const gone[] = { "destroyed", "error", "build_failed", NULL };
 
 	if (s == NULL)
 		return SK_SANDBOX_UNKNOWN;
 	if (strcmp(s, "started") == 0)
 		return SK_SANDBOX_RUNNING;
-	if (strcmp(s, "stopped") == 0 || strcmp(s, "archived") == 0)
+	if (strcmp(s, "stopped") == 0 || strcmp(s, "archived") == 0 || strcmp(s, "paused") == 0)
 		return SK_SANDBOX_PAUSED;
 	for (size_t i = 0; transitional[i]; i++)
 		if (strcmp(s, transitional[i]) == 0)
@@ -40,6 +46,22 @@ jstr(const json_t *o, const char *key)
 	return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
+/* Started: when auto-stop would fire (0 when disabled); otherwise: since when it is stopped. */
+static void
+set_end(const json_t *j, sk_sandbox *out)
+{
+	const char *at = jstr(j, out->state == SK_SANDBOX_RUNNING ? "lastActivityAt" : "updatedAt");
+	json_int_t stop = json_integer_value(json_object_get(j, "autoStopInterval"));
+	int64_t ms = 0;
+
+	if (at == NULL || sk_time_parse(at, &ms) != 0)
+		return;
+	if (out->state != SK_SANDBOX_RUNNING)
+		out->end_ms = ms;
+	else if (stop > 0)
+		out->end_ms = ms + (int64_t)stop * 60000;
+}
+
 static int
 decode(const json_t *j, sk_sandbox *out, sk_error *err)
 {
@@ -56,6 +78,7 @@ decode(const json_t *j, sk_sandbox *out, sk_error *err)
 	out->state = daytona_state(jstr(j, "state"));
 	if (jstr(j, "createdAt"))
 		sk_time_parse(jstr(j, "createdAt"), &out->started_ms);
+	set_end(j, out);
 	out->cpu_count = (int)json_number_value(json_object_get(j, "cpu"));
 	out->memory_mb = (int)(json_number_value(json_object_get(j, "memory")) * 1024);
 	labels = json_object_get(j, "labels");
@@ -132,23 +155,26 @@ daytona_get(sk_provider *p, const char *id, sk_sandbox *out, sk_error *err)
 	return rc;
 }
 
-/* One page of GET /sandbox/paginated; *total_pages from the response. */
+/* One page of GET /sandbox (cursor paging); *next gets nextCursor (NULL at the end). */
 static int
-list_page(sk_provider *p, const char *labels, int page, const sk_kvlist *match,
-        sk_sandbox_list *out, size_t *cap, int *total_pages, sk_error *err)
+list_page(sk_provider *p, const char *labels, const char *cursor, const sk_kvlist *match,
+        sk_sandbox_list *out, size_t *cap, char **next, sk_error *err)
 {
 	sk_http_request r = { .method = "GET", .auth = true };
+	char *ecur = cursor ? sk_http_escape(&p->http, cursor) : NULL;
 	json_t *resp = NULL, *items, *item;
 	size_t i;
 	int rc;
 
-	r.path = sk_asprintf("/sandbox/paginated?page=%d&limit=100%s%s", page,
-	        labels ? "&labels=" : "", labels ? labels : "");
+	*next = NULL;
+	r.path = sk_asprintf("/sandbox?limit=%d%s%s%s%s", SK_DAYTONA_PAGE, labels ? "&labels=" : "",
+	        labels ? labels : "", ecur ? "&cursor=" : "", ecur ? ecur : "");
 	rc = sk_http_json(&p->http, &r, NULL, &resp, err);
 	items = json_object_get(resp, "items");
 	if (rc == SK_OK && !json_is_array(items))
 		rc = sk_error_set(err, SK_EINVALID, "GET %s: no items array", r.path);
-	*total_pages = (int)json_integer_value(json_object_get(resp, "totalPages"));
+	if (rc == SK_OK && jstr(resp, "nextCursor") && jstr(resp, "nextCursor")[0])
+		*next = sk_strdup(jstr(resp, "nextCursor"));
 	if (rc == SK_OK)
 		json_array_foreach(items, i, item)
 		{
@@ -162,7 +188,49 @@ list_page(sk_provider *p, const char *labels, int page, const sk_kvlist *match,
 				sk_sandbox_dispose(&sb);
 		}
 	json_decref(resp);
+	free(ecur);
 	free((char *)r.path);
+	return rc;
+}
+
+static bool
+seen_before(char **seen, size_t n, const char *cursor)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(seen[i], cursor) == 0)
+			return true;
+	return false;
+}
+
+/* Follows nextCursor until it is null, repeats one already used, or passes the page cap. */
+static int
+list_pages(sk_provider *p, const char *labels, const sk_kvlist *match, sk_sandbox_list *out,
+        sk_error *err)
+{
+	char **seen = NULL, *cursor = NULL;
+	size_t nseen = 0, cap = 0;
+	int rc = SK_OK;
+
+	for (int page = 0;; page++) {
+		char *next = NULL;
+		if (page >= SK_LIST_MAX_PAGES) {
+			rc = sk_error_set(err, SK_ETRANSIENT, "GET /sandbox: more than %d pages",
+			        SK_LIST_MAX_PAGES);
+			break;
+		}
+		rc = list_page(p, labels, cursor, match, out, &cap, &next, err);
+		if (cursor) {
+			seen = sk_realloc(seen, (nseen + 1) * sizeof(*seen));
+			seen[nseen++] = cursor;
+		}
+		cursor = next;
+		if (rc != SK_OK || cursor == NULL || seen_before(seen, nseen, cursor))
+			break;
+	}
+	free(cursor);
+	for (size_t i = 0; i < nseen; i++)
+		free(seen[i]);
+	free(seen);
 	return rc;
 }
 
@@ -170,22 +238,14 @@ static int
 daytona_list(sk_provider *p, const sk_kvlist *match, sk_sandbox_list *out, sk_error *err)
 {
 	char *json = NULL, *labels = NULL;
-	size_t cap = 0;
-	int total = 1, rc = SK_OK;
+	int rc;
 
 	memset(out, 0, sizeof(*out));
 	if (match && match->len) {
 		sk_json_dump_body(sk_kvlist_to_json(match), &json);
 		labels = sk_http_escape(&p->http, json);
 	}
-	for (int page = 1; rc == SK_OK && page <= total; page++) {
-		if (page > SK_LIST_MAX_PAGES) {
-			rc = sk_error_set(err, SK_ETRANSIENT,
-			        "GET /sandbox/paginated: more than %d pages", SK_LIST_MAX_PAGES);
-			break;
-		}
-		rc = list_page(p, labels, page, match, out, &cap, &total, err);
-	}
+	rc = list_pages(p, labels, match, out, err);
 	if (rc != SK_OK)
 		sk_sandbox_list_dispose(out);
 	else
@@ -222,11 +282,10 @@ daytona_connect(sk_provider *p, const char *id, int64_t timeout_ms, sk_sandbox *
 		return timeout_ms > 0 ? p->ops->set_timeout(p, id, timeout_ms, err) : SK_OK;
 	}
 	sk_sandbox_dispose(&before);
-	rc = daytona_action(p, id, "start", NULL, err);
+	/* stopped or archived: start answers the sandbox (an archived one may still be restoring) */
+	rc = daytona_action(p, id, "start", out, err);
 	if (rc == SK_OK && resumed)
 		*resumed = true;
-	if (rc == SK_OK)
-		rc = daytona_get(p, id, out, err);
 	return rc;
 }
 

@@ -794,24 +794,251 @@ START_TEST(test_daytona_flavor)
 	ck_assert_str_eq(jstr(r, "state"), "started");
 	dreq("POST", "/sandbox", "{\"labels\":{\"user_id\":\"bob\"}}");
 	r = dreq("GET", "/sandbox?labels=%7B%22user_id%22%3A%22alice%22%7D", NULL);
-	ck_assert_int_eq(json_array_size(r->json), 1);
-	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(r->json, 0), "id")), id);
+	ck_assert_int_eq(json_array_size(json_object_get(r->json, "items")), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(
+	                         json_array_get(json_object_get(r->json, "items"), 0), "id")),
+	        id);
+	ck_assert(json_is_null(json_object_get(r->json, "nextCursor")));
 	ck_assert_int_eq(dreq("GET", "/sandbox?labels=user_id%3Dalice", NULL)->status, 400);
 	snprintf(path, sizeof(path), "/sandbox/%s/stop", id);
 	r = dreq("POST", path, NULL);
 	ck_assert_int_eq(r->status, 200);
 	ck_assert_str_eq(jstr(r, "state"), "stopped");
 	ck_assert_int_eq(dreq("POST", path, NULL)->status, 400);
-	r = dreq("GET", "/sandbox/paginated?states=stopped&limit=10", NULL);
-	ck_assert_int_eq(json_integer_value(json_object_get(r->json, "total")), 1);
+	r = dreq("GET", "/sandbox?states=stopped&limit=10", NULL);
 	ck_assert_int_eq(json_array_size(json_object_get(r->json, "items")), 1);
+	ck_assert_int_eq(dreq("GET", "/sandbox/paginated", NULL)->status, 404);
 	snprintf(path, sizeof(path), "/sandbox/%s/start", id);
 	ck_assert_str_eq(jstr(dreq("POST", path, NULL), "state"), "started");
 	snprintf(path, sizeof(path), "/sandbox/%s", id);
-	ck_assert_int_eq(dreq("DELETE", path, NULL)->status, 200);
+	r = dreq("DELETE", path, NULL);
+	ck_assert_int_eq(r->status, 200);
+	ck_assert_str_eq(jstr(r, "state"), "destroyed");
 	r = dreq("GET", path, NULL);
 	ck_assert_int_eq(r->status, 404);
 	ck_assert_str_eq(jstr(r, "error"), "Not Found");
+}
+END_TEST
+
+/* A Daytona id from a create; the sandbox is labelled group=<group>. */
+static const char *
+dcreate(const char *group)
+{
+	static char ids[32][64];
+	static int slot;
+	char body[128];
+	char *id = ids[slot++ % 32];
+	resp *r;
+
+	snprintf(body, sizeof(body), "{\"labels\":{\"group\":\"%s\"}}", group);
+	r = dreq("POST", "/api/sandbox", body);
+	ck_assert_msg(r->status == 200, "create: %ld %s", r->status, r->body);
+	snprintf(id, 64, "%s", jstr(r, "id"));
+	return id;
+}
+
+START_TEST(test_daytona_cursor_paging)
+{
+	static const char *const args[] = { "--flavor", "daytona", NULL };
+	const char *want[5];
+	char path[256];
+	const char *cursor = NULL;
+	int seen = 0, pages = 0;
+	resp *r;
+
+	start_sim(args);
+	for (int i = 0; i < 5; i++)
+		want[i] = dcreate("g1");
+	dcreate("g2");
+	/* newest first, 2 per page, cursor until null */
+	do {
+		json_t *items, *it;
+		size_t i;
+		snprintf(path, sizeof(path),
+		        "/sandbox?limit=2&labels=%%7B%%22group%%22%%3A%%22g1%%22%%7D%s%s",
+		        cursor ? "&cursor=" : "", cursor ? cursor : "");
+		r = dreq("GET", path, NULL);
+		ck_assert_int_eq(r->status, 200);
+		items = json_object_get(r->json, "items");
+		ck_assert_int_le(json_array_size(items), 2);
+		json_array_foreach(items, i, it)
+		{
+			ck_assert_str_eq(
+			        json_string_value(json_object_get(it, "id")), want[4 - seen]);
+			ck_assert(json_is_string(json_object_get(it, "toolboxProxyUrl")));
+			seen++;
+		}
+		cursor = json_string_value(json_object_get(r->json, "nextCursor"));
+		pages++;
+	} while (cursor && pages < 10);
+	ck_assert_int_eq(seen, 5);
+	ck_assert_int_eq(pages, 3);
+	/* limit up to 200; states filter; bad values */
+	r = dreq("GET", "/sandbox?limit=200", NULL);
+	ck_assert_int_eq(r->status, 200);
+	ck_assert_int_eq(json_array_size(json_object_get(r->json, "items")), 6);
+	ck_assert_int_eq(dreq("GET", "/sandbox?limit=201", NULL)->status, 400);
+	ck_assert_int_eq(dreq("GET", "/sandbox?limit=0", NULL)->status, 400);
+	ck_assert_int_eq(dreq("GET", "/sandbox?cursor=nope", NULL)->status, 400);
+	ck_assert_int_eq(dreq("GET", "/sandbox?states=running", NULL)->status, 400);
+	snprintf(path, sizeof(path), "/sandbox/%s/stop", want[1]);
+	ck_assert_int_eq(dreq("POST", path, NULL)->status, 200);
+	r = dreq("GET", "/sandbox?states=stopped&states=archived", NULL);
+	ck_assert_int_eq(json_array_size(json_object_get(r->json, "items")), 1);
+	r = dreq("GET", "/sandbox?states=started", NULL);
+	ck_assert_int_eq(json_array_size(json_object_get(r->json, "items")), 5);
+	/* a list item leaves out env and kvm; a get has them */
+	ck_assert_ptr_null(
+	        json_object_get(json_array_get(json_object_get(r->json, "items"), 0), "env"));
+	snprintf(path, sizeof(path), "/sandbox/%s", want[0]);
+	r = dreq("GET", path, NULL);
+	ck_assert(json_is_object(json_object_get(r->json, "env")));
+	ck_assert(json_is_false(json_object_get(r->json, "kvm")));
+}
+END_TEST
+
+START_TEST(test_daytona_lifecycle_answers)
+{
+	static const char *const args[] = { "--flavor", "daytona", NULL };
+	char path[256], url[256];
+	const char *id;
+	resp *r;
+
+	start_sim(args);
+	id = dcreate("g");
+	/* autostop, autoarchive, autodelete answer the sandbox */
+	snprintf(path, sizeof(path), "/api/sandbox/%s/autostop/7", id);
+	r = dreq("POST", path, NULL);
+	ck_assert_int_eq(r->status, 200);
+	ck_assert_int_eq(json_integer_value(json_object_get(r->json, "autoStopInterval")), 7);
+	snprintf(path, sizeof(path), "/api/sandbox/%s/autoarchive/60", id);
+	ck_assert_int_eq(json_integer_value(json_object_get(
+	                         dreq("POST", path, NULL)->json, "autoArchiveInterval")),
+	        60);
+	snprintf(path, sizeof(path), "/api/sandbox/%s/autodelete/-1", id);
+	ck_assert_int_eq(dreq("POST", path, NULL)->status, 200);
+	snprintf(path, sizeof(path), "/api/sandbox/%s/autostop/-1", id);
+	ck_assert_int_eq(dreq("POST", path, NULL)->status, 400);
+	/* archive only from stopped; start from archived */
+	snprintf(path, sizeof(path), "/api/sandbox/%s/archive", id);
+	ck_assert_int_eq(dreq("POST", path, NULL)->status, 400);
+	snprintf(path, sizeof(path), "/api/sandbox/%s/stop", id);
+	ck_assert_str_eq(jstr(dreq("POST", path, NULL), "state"), "stopped");
+	snprintf(path, sizeof(path), "/api/sandbox/%s/archive", id);
+	r = dreq("POST", path, NULL);
+	ck_assert_str_eq(jstr(r, "state"), "archived");
+	ck_assert(json_is_string(json_object_get(r->json, "toolboxProxyUrl")));
+	snprintf(path, sizeof(path), "/api/sandbox/%s/start", id);
+	ck_assert_str_eq(jstr(dreq("POST", path, NULL), "state"), "started");
+	/* preview URL and toolbox proxy URL */
+	snprintf(path, sizeof(path), "/api/sandbox/%s/ports/3000/preview-url", id);
+	r = dreq("GET", path, NULL);
+	snprintf(url, sizeof(url), "http://3000-%s.sim.local", id);
+	ck_assert_str_eq(jstr(r, "url"), url);
+	ck_assert_str_eq(jstr(r, "sandboxId"), id);
+	ck_assert_int_eq(strlen(jstr(r, "token")), 32);
+	snprintf(path, sizeof(path), "/api/sandbox/%s/toolbox-proxy-url", id);
+	snprintf(url, sizeof(url), "%s/toolbox", base);
+	ck_assert_str_eq(jstr(dreq("GET", path, NULL), "url"), url);
+	/* an ephemeral sandbox (autoDeleteInterval 0) is gone after stop */
+	r = dreq("POST", "/sandbox", "{\"autoDeleteInterval\":0}");
+	snprintf(path, sizeof(path), "/sandbox/%s/stop", jstr(r, "id"));
+	ck_assert_str_eq(jstr(dreq("POST", path, NULL), "state"), "destroyed");
+	path[strlen(path) - strlen("/stop")] = '\0';
+	ck_assert_int_eq(dreq("GET", path, NULL)->status, 404);
+}
+END_TEST
+
+/* POST a multipart upload of one file to the toolbox. */
+static long
+dupload(const char *id, const char *remote, const char *data)
+{
+	CURL *c = curl_easy_init();
+	curl_mime *mime = curl_mime_init(c);
+	curl_mimepart *part = curl_mime_addpart(mime);
+	struct curl_slist *h = curl_slist_append(NULL, "Authorization: Bearer dtn_test");
+	char url[512];
+	long status = 0;
+
+	snprintf(url, sizeof(url), "%s/toolbox/%s/files/bulk-upload", base, id);
+	curl_mime_name(part, "files[0].path");
+	curl_mime_data(part, remote, CURL_ZERO_TERMINATED);
+	part = curl_mime_addpart(mime);
+	curl_mime_name(part, "files[0].file");
+	curl_mime_filename(part, remote);
+	curl_mime_data(part, data, CURL_ZERO_TERMINATED);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_MIMEPOST, mime);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+	ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(c);
+	curl_mime_free(mime);
+	curl_slist_free_all(h);
+	return status;
+}
+
+START_TEST(test_daytona_toolbox)
+{
+	static const char *const args[] = { "--flavor", "daytona", NULL };
+	char path[256];
+	const char *id;
+	resp *r;
+
+	start_sim(args);
+	id = dcreate("g");
+	snprintf(path, sizeof(path), "/toolbox/%s/process/execute", id);
+	r = dreq("POST", path, "{\"command\":\"echo 'hello  world' again\"}");
+	ck_assert_int_eq(r->status, 200);
+	ck_assert_int_eq(json_integer_value(json_object_get(r->json, "exitCode")), 0);
+	ck_assert_str_eq(jstr(r, "result"), "hello  world again\n");
+	r = dreq("POST", path, "{\"command\":\"frobnicate\"}");
+	ck_assert_int_eq(json_integer_value(json_object_get(r->json, "exitCode")), 127);
+	ck_assert_int_eq(req("POST", path, "{\"command\":\"echo hi\"}")->status, 401);
+	/* upload, list, download, bulk-download (multipart) */
+	ck_assert_int_eq(dupload(id, "data/a.txt", "alpha\n"), 200);
+	snprintf(path, sizeof(path), "/toolbox/%s/files/bulk-upload", id);
+	ck_assert_int_eq(dreq("POST", path, "{}")->status, 400); /* not multipart */
+	snprintf(path, sizeof(path), "/toolbox/%s/files?path=/home/daytona/data", id);
+	r = dreq("GET", path, NULL);
+	ck_assert_int_eq(json_array_size(r->json), 1);
+	ck_assert_str_eq(
+	        json_string_value(json_object_get(json_array_get(r->json, 0), "name")), "a.txt");
+	ck_assert_int_eq(
+	        json_integer_value(json_object_get(json_array_get(r->json, 0), "size")), 6);
+	snprintf(path, sizeof(path), "/toolbox/%s/files?path=/home/daytona", id);
+	r = dreq("GET", path, NULL);
+	ck_assert(json_is_true(json_object_get(json_array_get(r->json, 0), "isDir")));
+	snprintf(path, sizeof(path), "/toolbox/%s/files/download?path=data/a.txt", id);
+	r = dreq("GET", path, NULL);
+	ck_assert_int_eq(r->status, 200);
+	ck_assert_str_eq(r->body, "alpha\n");
+	snprintf(path, sizeof(path), "/toolbox/%s/files/download?path=data/none", id);
+	r = dreq("GET", path, NULL);
+	ck_assert_int_eq(r->status, 404);
+	ck_assert_str_eq(jstr(r, "code"), "FILE_NOT_FOUND");
+	snprintf(path, sizeof(path), "/toolbox/%s/files/bulk-download", id);
+	r = dreq("POST", path, "{\"paths\":[\"/home/daytona/data/a.txt\",\"nope\"]}");
+	ck_assert_int_eq(r->status, 200);
+	ck_assert_ptr_nonnull(
+	        strstr(r->body, "name=\"file\"; filename=\"/home/daytona/data/a.txt\""));
+	ck_assert_ptr_nonnull(strstr(r->body, "\r\n\r\nalpha\n\r\n"));
+	ck_assert_ptr_nonnull(strstr(r->body, "name=\"error\"; filename=\"nope\""));
+	/* cat sees the upload; a stopped sandbox's toolbox answers 400 */
+	snprintf(path, sizeof(path), "/toolbox/%s/process/execute", id);
+	ck_assert_str_eq(
+	        jstr(dreq("POST", path, "{\"command\":\"cat data/a.txt\"}"), "result"), "alpha\n");
+	snprintf(path, sizeof(path), "/sandbox/%s/stop", id);
+	dreq("POST", path, NULL);
+	snprintf(path, sizeof(path), "/toolbox/%s/process/execute", id);
+	ck_assert_int_eq(dreq("POST", path, "{\"command\":\"echo hi\"}")->status, 400);
+	ck_assert_int_eq(
+	        dreq("POST", "/toolbox/00000000-0000-4000-8000-000000000000/process/execute",
+	                "{\"command\":\"echo hi\"}")
+	                ->status,
+	        404);
 }
 END_TEST
 
@@ -843,6 +1070,9 @@ sk_suite_sandboxsim(void)
 	tcase_add_test(flavors, test_cube_flavor);
 	tcase_add_test(flavors, test_cube_idle_window_and_overload);
 	tcase_add_test(flavors, test_daytona_flavor);
+	tcase_add_test(flavors, test_daytona_cursor_paging);
+	tcase_add_test(flavors, test_daytona_lifecycle_answers);
+	tcase_add_test(flavors, test_daytona_toolbox);
 	suite_add_tcase(s, e2b);
 	suite_add_tcase(s, faults);
 	suite_add_tcase(s, flavors);

@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <curl/curl.h>
+#include <jansson.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -39,8 +40,9 @@ enum fmode {
 	FM_PAGES_SHIFT, /* E2B list: 5 overlapping pages */
 	FM_PAGES_FOREVER,
 	FM_PAGES_CYCLE, /* p1 -> p2 -> p1 */
-	FM_DT_SHIFT, /* Daytona paginated list, totalPages grows while paging */
+	FM_DT_SHIFT, /* Daytona cursor list: 6 pages of 4 overlapping by 1 */
 	FM_DT_FOREVER,
+	FM_DT_CYCLE, /* c1 -> c2 -> c3 -> c2 */
 };
 
 typedef struct fsrv {
@@ -58,6 +60,7 @@ typedef struct fsrv {
 	/* recorded from the last request */
 	int nreq;
 	char method[16], url[512], metadata[512], state[64], token[128], page[32];
+	char cursor[64], labels[512], limit[16];
 	char api_key[256], auth[256], sbid[128], sbport[16], access_token[128];
 } fsrv;
 
@@ -106,6 +109,32 @@ dt_item(int i)
 	        i, i % 3 == 0 ? "stopped" : "started", i % 2);
 }
 
+/* A Daytona GET /sandbox page for cursor "c<n>" (none: c1). Shift: 6 pages of 4
+ * overlapping by 1; forever: one item per page, always a next cursor; cycle:
+ * 2 items per page, c3 points back to c2. */
+static char *
+dt_page_body(void)
+{
+	sk_buf b = SK_BUF_INIT(0);
+	int pg = S.cursor[0] == 'c' ? atoi(S.cursor + 1) : 1;
+	int from = S.mode == FM_DT_CYCLE ? (pg - 1) * 2 : (pg - 1) * 3;
+	int to = S.mode == FM_DT_FOREVER ? from + 1 : from + (S.mode == FM_DT_CYCLE ? 2 : 4);
+	int next = S.mode == FM_DT_CYCLE ? (pg == 3 ? 2 : pg + 1)
+	                                 : (S.mode == FM_DT_FOREVER || pg < 6 ? pg + 1 : 0);
+
+	sk_buf_printf(&b, "{\"items\":[");
+	for (int i = from; i < to; i++) {
+		char *it = dt_item(i);
+		sk_buf_printf(&b, "%s%s", i > from ? "," : "", it);
+		free(it);
+	}
+	if (next)
+		sk_buf_printf(&b, "],\"nextCursor\":\"c%d\"}", next);
+	else
+		sk_buf_printf(&b, "],\"nextCursor\":null}");
+	return sk_buf_detach(&b);
+}
+
 /* Builds a page body; sets *next (static) to the next token or NULL. */
 static char *
 page_body(const char **next)
@@ -113,25 +142,11 @@ page_body(const char **next)
 	static char nb[32];
 	sk_buf b = SK_BUF_INIT(0);
 	int n = S.token[0] == 'p' ? atoi(S.token + 1) : 0;
-	int pg = S.page[0] ? atoi(S.page) : 1;
 	int from, to;
 
 	*next = NULL;
-	if (S.mode == FM_DT_SHIFT || S.mode == FM_DT_FOREVER) {
-		/* pages of 4 overlapping by 1; totalPages grows on every call up to 6 */
-		int total = S.mode == FM_DT_FOREVER ? 1000000 : (pg + 1 < 6 ? pg + 1 : 6);
-		sk_buf_printf(
-		        &b, "{\"total\":99,\"page\":%d,\"totalPages\":%d,\"items\":[", pg, total);
-		from = (pg - 1) * 3;
-		to = S.mode == FM_DT_FOREVER ? from + 1 : from + 4;
-		for (int i = from; i < to; i++) {
-			char *it = dt_item(i);
-			sk_buf_printf(&b, "%s%s", i > from ? "," : "", it);
-			free(it);
-		}
-		sk_buf_printf(&b, "]}");
-		return sk_buf_detach(&b);
-	}
+	if (S.mode == FM_DT_SHIFT || S.mode == FM_DT_FOREVER || S.mode == FM_DT_CYCLE)
+		return dt_page_body();
 	if (S.mode == FM_PAGES_SHIFT) {
 		from = n * 3;
 		to = from + 5;
@@ -166,6 +181,9 @@ record(struct MHD_Connection *c, const char *url, const char *method)
 	copy_value(c, MHD_GET_ARGUMENT_KIND, "state", S.state, sizeof(S.state));
 	copy_value(c, MHD_GET_ARGUMENT_KIND, "nextToken", S.token, sizeof(S.token));
 	copy_value(c, MHD_GET_ARGUMENT_KIND, "page", S.page, sizeof(S.page));
+	copy_value(c, MHD_GET_ARGUMENT_KIND, "cursor", S.cursor, sizeof(S.cursor));
+	copy_value(c, MHD_GET_ARGUMENT_KIND, "labels", S.labels, sizeof(S.labels));
+	copy_value(c, MHD_GET_ARGUMENT_KIND, "limit", S.limit, sizeof(S.limit));
 	copy_value(c, MHD_HEADER_KIND, "X-API-Key", S.api_key, sizeof(S.api_key));
 	copy_value(c, MHD_HEADER_KIND, "Authorization", S.auth, sizeof(S.auth));
 	copy_value(c, MHD_HEADER_KIND, "E2b-Sandbox-Id", S.sbid, sizeof(S.sbid));
@@ -752,16 +770,16 @@ START_TEST(list_token_cycle_stops)
 	sk_error err;
 
 	fsrv_start();
-	for (size_t t = 0; t < 2; t++) {
+	for (size_t t = 0; t < 3; t++) {
 		p = client(all_types[t], S.base, 5000);
 		pthread_mutex_lock(&S.lock);
-		S.mode = FM_PAGES_CYCLE;
+		S.mode = all_types[t] == SK_PROVIDER_DAYTONA ? FM_DT_CYCLE : FM_PAGES_CYCLE;
 		S.nreq = 0;
 		pthread_mutex_unlock(&S.lock);
 		sk_error_clear(&err);
 		ck_assert_int_eq(sk_sandbox_list_all(p, NULL, &l, &err), 0);
 		ck_assert(unique_ids(&l));
-		ck_assert_uint_eq(l.len, 6); /* p0, p1, p2 */
+		ck_assert_uint_eq(l.len, 6); /* p0, p1, p2 (daytona: c1, c2, c3) */
 		ck_assert_int_le(S.nreq, all_types[t] == SK_PROVIDER_CUBE ? 8 : 4);
 		sk_sandbox_list_dispose(&l);
 		sk_provider_free(p);
@@ -800,9 +818,20 @@ START_TEST(list_query_encoding)
 	sk_provider_free(p);
 	/* daytona: labels as a JSON object */
 	p = client(SK_PROVIDER_DAYTONA, S.base, 5000);
-	script(200, "{\"items\":[],\"total\":0,\"page\":1,\"totalPages\":0}", NULL);
+	script(200, "{\"items\":[],\"nextCursor\":null}", NULL);
 	ck_assert_int_eq(sk_sandbox_list_all(p, &match, &l, &err), 0);
-	ck_assert_str_eq(S.url, "/sandbox/paginated");
+	ck_assert_str_eq(S.url, "/sandbox");
+	ck_assert_str_eq(S.limit, "200");
+	ck_assert_str_eq(S.cursor, "");
+	{
+		json_t *j = json_loads(S.labels, 0, NULL);
+		ck_assert_msg(json_is_object(j), "labels=%s", S.labels);
+		ck_assert_int_eq(json_object_size(j), 2);
+		ck_assert_str_eq(json_string_value(json_object_get(j, "app")), "x y&z=1");
+		ck_assert_str_eq(
+		        json_string_value(json_object_get(j, "managed_by")), "spacekeeper");
+		json_decref(j);
+	}
 	sk_provider_free(p);
 	sk_kvlist_dispose(&match);
 	fsrv_stop();
@@ -1118,6 +1147,79 @@ START_TEST(sim_daytona_probe_not_supported)
 }
 END_TEST
 
+/* POST path (no body) to the daytona simulator's API with the test key; returns the status. */
+static long
+dt_post(const char *path)
+{
+	CURL *c = curl_easy_init();
+	char url[256];
+	long status = 0;
+	FILE *devnull = fopen("/dev/null", "w");
+	struct curl_slist *h = curl_slist_append(NULL, "Authorization: Bearer " KEY);
+
+	snprintf(url, sizeof(url), "%s%s", sim_url, path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, devnull);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+	ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	fclose(devnull);
+	return status;
+}
+
+/* archived is "paused" to the controller; connect starts it; end_ms follows auto-stop */
+START_TEST(sim_daytona_archive_resume)
+{
+	sk_provider *p;
+	sk_sandbox a, sb;
+	sk_sandbox_list l;
+	sk_error err;
+	char path[128];
+	bool resumed = false;
+	int64_t now;
+
+	sim_up(2);
+	p = client(SK_PROVIDER_DAYTONA, sim_url, 5000);
+	create_user(p, "frank", &a); /* timeout 600000: autoStopInterval 10 */
+	now = sk_now_ms();
+	ck_assert_msg(a.end_ms > now + 540000 && a.end_ms <= now + 600000, "end in %lld ms",
+	        (long long)(a.end_ms - now));
+	ck_assert_int_eq(sk_sandbox_pause(p, a.id, &err), 0);
+	ck_assert_int_eq(sk_sandbox_get(p, a.id, &sb, &err), 0);
+	ck_assert_msg(sb.end_ms > now - 5000 && sb.end_ms <= sk_now_ms(), "stopped at %lld",
+	        (long long)(sb.end_ms - now));
+	sk_sandbox_dispose(&sb);
+	snprintf(path, sizeof(path), "/api/sandbox/%s/archive", a.id);
+	ck_assert_int_eq(dt_post(path), 200);
+	ck_assert_int_eq(sk_sandbox_get(p, a.id, &sb, &err), 0);
+	ck_assert_int_eq(sb.state, SK_SANDBOX_PAUSED);
+	sk_sandbox_dispose(&sb);
+	ck_assert_uint_eq(count_user(p, "frank", &l), 1);
+	ck_assert_int_eq(l.items[0].state, SK_SANDBOX_PAUSED);
+	sk_sandbox_list_dispose(&l);
+	/* pausing an archived sandbox is a no-op success */
+	ck_assert_int_eq(sk_sandbox_pause(p, a.id, &err), 0);
+	sk_error_clear(&err);
+	ck_assert_msg(sk_sandbox_connect(p, a.id, 300000, &sb, &resumed, &err) == 0, "connect: %s",
+	        err.message);
+	ck_assert(resumed);
+	ck_assert_str_eq(sb.id, a.id);
+	ck_assert_int_eq(sb.state, SK_SANDBOX_RUNNING);
+	ck_assert_str_eq(sk_kvlist_get(&sb.metadata, "user_id"), "frank");
+	sk_sandbox_dispose(&sb);
+	ck_assert_int_eq(sk_sandbox_get(p, a.id, &sb, &err), 0);
+	ck_assert_int_eq(sb.state, SK_SANDBOX_RUNNING);
+	sk_sandbox_dispose(&sb);
+	sk_sandbox_dispose(&a);
+	sk_provider_free(p);
+	sim_down();
+}
+END_TEST
+
 START_TEST(sim_injected_errors)
 {
 	sk_provider_type type = all_types[_i];
@@ -1251,6 +1353,7 @@ sk_suite_provider_sim(void)
 	tcase_add_loop_test(tc, sim_lifecycle, 0, 3);
 	tcase_add_loop_test(tc, sim_probe, 0, 2);
 	tcase_add_test(tc, sim_daytona_probe_not_supported);
+	tcase_add_test(tc, sim_daytona_archive_resume);
 	tcase_add_loop_test(tc, sim_injected_errors, 0, 3);
 	tcase_add_loop_test(tc, sim_wrong_key_is_unauthorized, 0, 3);
 	suite_add_tcase(s, tc);
