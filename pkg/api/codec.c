@@ -80,8 +80,7 @@ sk_userspace_spec_to_json(const sk_userspace_spec *s)
 	        json_pack("{s:o, s:s, s:b}", "idleTimeout", json_null(), "onTimeout",
 	                s->on_timeout == SK_ON_TIMEOUT_KILL ? "kill" : "pause", "autoResume",
 	                s->auto_resume));
-	set_duration(json_object_get(o, "lifecycle"), "idleTimeout",
-	        s->idle_timeout_ms ? s->idle_timeout_ms : 15 * 60 * 1000);
+	set_duration(json_object_get(o, "lifecycle"), "idleTimeout", s->idle_timeout_ms);
 	if (s->env.len > 0)
 		json_object_set_new(o, "env", sk_kvlist_to_json(&s->env));
 	if (s->metadata.len > 0)
@@ -147,6 +146,7 @@ sk_userspace_status_to_json(const sk_userspace_status *st)
 	}
 	set_str(o, "message", st->message);
 	set_time(o, "lastReconcileTime", st->last_reconcile_ms);
+	set_time(o, "lastActivityTime", st->last_activity_ms);
 	return o;
 }
 
@@ -412,6 +412,7 @@ decode_status(dctx *c, json_t *s, sk_userspace_status *out)
 	out->observed_generation = get_int(c, s, "observedGeneration", "status.observedGeneration");
 	out->message = get_str(c, s, "message", "status.message");
 	out->last_reconcile_ms = get_time(c, s, "lastReconcileTime", "status.lastReconcileTime");
+	out->last_activity_ms = get_time(c, s, "lastActivityTime", "status.lastActivityTime");
 	if (json_is_array(conds) && json_array_size(conds) > 0) {
 		out->conditions = sk_calloc(json_array_size(conds), sizeof(sk_condition));
 		for (size_t i = 0; i < json_array_size(conds); i++) {

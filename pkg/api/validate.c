@@ -252,7 +252,7 @@ check_lifecycle(sk_vctx *v, json_t *m, const char *path)
 		return;
 	sk_check_known(v, m, path, lifecycle_fields);
 	if ((val = child(v, m, path, "idleTimeout", false, &p)) != NULL)
-		sk_check_duration(v, val, p, 1, 720 * HOUR_MS, NULL);
+		sk_check_duration(v, val, p, 0, 720 * HOUR_MS, NULL); /* 0: always on */
 	free(p);
 	if ((val = child(v, m, path, "onTimeout", false, &p)) != NULL)
 		sk_check_enum(v, val, p, on_timeouts);

@@ -31,7 +31,7 @@ struct sk_packed_userspace {
 /* A new field in sk_userspace changes its size: encode it below (writer and
  * reader) and set it in test/unit/check_store_pack.c's full_object. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(sk_userspace) == 288, "sk_userspace changed: update packed.c");
+_Static_assert(sizeof(sk_userspace) == 296, "sk_userspace changed: update packed.c");
 #endif
 
 #define SK_PACKED_MAX (16 * 1024 * 1024)
@@ -160,6 +160,7 @@ w_status(writer *w, const sk_userspace_status *st)
 	}
 	w_str(w, st->message);
 	w_int(w, st->last_reconcile_ms);
+	w_int(w, st->last_activity_ms);
 }
 
 sk_packed_userspace *
@@ -357,6 +358,7 @@ r_status(reader *r, sk_userspace_status *st)
 	r_drift(r, st);
 	st->message = r_str(r);
 	st->last_reconcile_ms = r_int(r);
+	st->last_activity_ms = r_int(r);
 }
 
 int
