@@ -81,8 +81,8 @@ reply_ready(sk_controller *c, sk_http_reply *r, const sk_userspace *us, const sk
 }
 
 static void
-reply_unavailable(sk_http_reply *r, const sk_userspace *us, const sk_connect_decision *d,
-        int64_t now)
+reply_unavailable(
+        sk_http_reply *r, const sk_userspace *us, const sk_connect_decision *d, int64_t now)
 {
 	const sk_condition *ready = sk_userspace_condition(us, SK_COND_READY);
 	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s?}", "reason", d->reason, "name",
@@ -136,8 +136,8 @@ queue_housekeeping(sk_controller *c, const sk_userspace *us, const sk_connect_de
 /* Waits for reconciles of name until the decision is READY or UNAVAILABLE,
  * or the deadline. Takes *us (the latest copy is left in it). */
 static void
-wait_ready(sk_controller *c, sk_userspace **us, const char *path, int64_t deadline,
-        sk_http_reply *r)
+wait_ready(
+        sk_controller *c, sk_userspace **us, const char *path, int64_t deadline, sk_http_reply *r)
 {
 	const char *name = (*us)->meta.name;
 	char *key = sk_strdup(name);
@@ -216,8 +216,8 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, sk_http_r
 		break;
 	default:
 		path = slow_path(d.verdict, us);
-		sk_ctl_space_request(c, name, d.verdict == SK_CONNECT_WAKE,
-		        d.verdict == SK_CONNECT_REPLACE);
+		sk_ctl_space_request(
+		        c, name, d.verdict == SK_CONNECT_WAKE, d.verdict == SK_CONNECT_REPLACE);
 		wait_ready(c, &us, path, deadline, r);
 		break;
 	}

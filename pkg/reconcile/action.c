@@ -208,7 +208,8 @@ bool
 sk_action_is_mutating(const sk_action *a)
 {
 	return a->type == SK_ACTION_CREATE || a->type == SK_ACTION_CONNECT ||
-	        a->type == SK_ACTION_PAUSE || a->type == SK_ACTION_KILL;
+	        a->type == SK_ACTION_PAUSE || a->type == SK_ACTION_KILL ||
+	        a->type == SK_ACTION_INIT_ENV;
 }
 
 static const char *
