@@ -525,8 +525,8 @@ worker_process(sk_worker *w, const char *key)
 		rc = sk_limiter_acquire(c->limiters[prov], -1, &c->stopping);
 	if (rc != 0) {
 		if (!c->stopping)
-			handle_result(c, key, sk_error_is_transient(rc) ? rc : SK_EUNAVAILABLE, 0,
-			        &err, 0);
+			handle_result(c, key, sk_reconcile_is_transient(rc) ? rc : SK_EUNAVAILABLE,
+			        0, &err, 0);
 		goto done;
 	}
 	sk_ctl_list_view(c, prov, us->spec.user_id, &listed, &view);

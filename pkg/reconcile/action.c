@@ -23,6 +23,7 @@ sk_plan_options_init(sk_plan_options *o)
 	o->delete_orphans = false;
 	o->orphan_grace_ms = 10 * 60 * 1000;
 	o->probe_fresh_ms = 10 * 1000;
+	o->sleep_margin_ms = 2 * 1000;
 }
 
 void

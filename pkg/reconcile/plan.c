@@ -240,6 +240,15 @@ check_spec(sk_pctx *c, const sk_sandbox *k)
 	sk_buf_dispose(&b);
 }
 
+static void
+keep_previous(sk_pctx *c, int which, const char *type)
+{
+	const sk_condition *old = sk_plan_prev_cond(c, type);
+
+	if (old != NULL)
+		sk_plan_cond(c, which, old->status, old->reason, "%s", old->message);
+}
+
 /* The keeper was just created or resumed and its data plane has not
  * answered yet (DataPlaneHealthy Unknown, reason Starting or Resuming). */
 static bool
@@ -352,6 +361,11 @@ plan_running(sk_pctx *c, const sk_sandbox *k)
 		        "the data plane is not probed");
 		if (c->o->probe && started(c))
 			push_init_env(c, k->id);
+	} else if (p == NULL && k->end_ms > 0 && k->end_ms <= c->now + c->o->sleep_margin_ms) {
+		/* falling asleep: not probed (a probe would wake it); as before */
+		keep_previous(c, SK_C_READY, SK_COND_READY);
+		keep_previous(c, SK_C_DATAPLANE, SK_COND_DATAPLANE);
+		sk_plan_requeue(c, k->end_ms + c->o->sleep_margin_ms - c->now);
 	} else if (p == NULL || !p->made) {
 		sk_plan_cond(c, SK_C_READY, "Unknown", SK_REASON_NOT_PROBED,
 		        "data plane not probed yet");
@@ -480,15 +494,6 @@ duplicates(sk_pctx *c, const char *keeper)
 		bound = true;
 		sk_plan_push(c, SK_ACTION_KILL, sb->id)->why = SK_KILL_DUPLICATE;
 	}
-}
-
-static void
-keep_previous(sk_pctx *c, int which, const char *type)
-{
-	const sk_condition *old = sk_plan_prev_cond(c, type);
-
-	if (old != NULL)
-		sk_plan_cond(c, which, old->status, old->reason, "%s", old->message);
 }
 
 static void

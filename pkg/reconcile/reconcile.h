@@ -107,6 +107,10 @@ typedef struct sk_plan_options {
 	/* How long a healthy probe answers a connect from memory (10s); see
 	 * sk_connect_decide. */
 	int64_t probe_fresh_ms;
+	/* A running sandbox this close to its deadline (or past it) may be
+	 * asleep: its data plane is not probed, since traffic would wake it
+	 * (autoResume); the control plane is asked instead (2s). */
+	int64_t sleep_margin_ms;
 } sk_plan_options;
 
 void sk_plan_options_init(sk_plan_options *o);

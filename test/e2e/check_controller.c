@@ -111,6 +111,8 @@ http(const char *method, const char *url, const char *body, char **out)
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
 	if (body)
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	if (strcmp(method, "HEAD") == 0)
+		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
 	if (curl_easy_perform(h) == CURLE_OK)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	curl_slist_free_all(hdr);

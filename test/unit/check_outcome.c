@@ -337,8 +337,7 @@ sk_suite_outcome(void)
 	tcase_add_test(tc, test_failure_other);
 	tcase_add_test(tc, test_failure_init_env);
 	tcase_add_test(tc, test_settled);
-	tcase_add_loop_test(
-	        tc, test_connect_table, 0, (int)(sizeof(ccases) / sizeof(ccases[0])));
+	tcase_add_loop_test(tc, test_connect_table, 0, (int)(sizeof(ccases) / sizeof(ccases[0])));
 	suite_add_tcase(s, tc);
 	return s;
 }
