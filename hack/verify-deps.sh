@@ -15,8 +15,10 @@
 #     objects of api, util and reconcile that define a symbol they need are
 #     pulled in (as a linker pulls archive members); what is still undefined
 #     must then be neither an sk_ function of another package (store,
-#     sandbox, ...) nor a symbol of libcurl, libmongoc/libbson,
-#     libmicrohttpd or libyaml. libc, libm, pthread and jansson are fine.
+#     sandbox, ...) nor a symbol of a network library: libcurl,
+#     libmongoc/libbson, libmicrohttpd. libc, libm, pthread and jansson are
+#     fine, and so is libyaml: the spec table (api/schema.c) carries its
+#     validators, which report positions through the parsed document (api/doc.c).
 # (c) No process-global mutable state: no pkg object holds writable data
 #     (objdump: an object symbol in .data or .bss, file-scope or
 #     function-static) but the few listed below, each with its reason.
@@ -64,7 +66,7 @@ declare -A global_ok=(
 	[store/cas.o:hlc_mu]="the hybrid clock, moving into the store (issue 8, item 3): drop then"
 	[store/cas.o:hlc_last]="the hybrid clock, moving into the store (issue 8, item 3): drop then"
 )
-forbidden_syms='^(curl_|Curl_|mongoc_|_mongoc_|bson_|_bson_|MHD_|yaml_)'
+forbidden_syms='^(curl_|Curl_|mongoc_|_mongoc_|bson_|_bson_|MHD_)'
 
 violations=0
 fail() {
@@ -204,7 +206,7 @@ check_planner() {
 		[ "$kind" = BAD ] || continue
 		obj=${obj#"$objdir"/pkg/}
 		case $where in
-		lib) where="a libcurl/libmongoc/libbson/libmicrohttpd/libyaml symbol" ;;
+		lib) where="a libcurl/libmongoc/libbson/libmicrohttpd symbol" ;;
 		none) where="defined nowhere in pkg/" ;;
 		*)
 			where=${where#"$objdir"/}

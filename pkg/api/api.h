@@ -66,6 +66,8 @@ typedef enum sk_phase {
 	SK_PHASE_DEGRADED,
 	SK_PHASE_DELETING,
 	SK_PHASE_ERROR,
+	SK_PHASE_IDLE, /* asleep after lifecycle.idleTimeout; a connect wakes it */
+	SK_PHASE_COUNT
 } sk_phase;
 
 typedef struct sk_object_meta {
@@ -141,6 +143,7 @@ typedef struct sk_userspace_status {
 	size_t n_drift;
 	char *message; /* optional human summary */
 	int64_t last_reconcile_ms;
+	int64_t last_activity_ms; /* the last connect or heartbeat, persisted coarsely; 0 none */
 } sk_userspace_status;
 
 typedef struct sk_userspace {

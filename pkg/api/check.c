@@ -128,7 +128,9 @@ sk_check_duration(
 	if (ms < min_ms || ms > max_ms) {
 		sk_duration_format(min_ms, lo, sizeof(lo));
 		sk_duration_format(max_ms, hi, sizeof(hi));
-		if (min_ms <= 1)
+		if (min_ms == 0)
+			sk_doc_error(v->errs, v->doc, path, "must be at most %s", hi);
+		else if (min_ms == 1)
 			sk_doc_error(
 			        v->errs, v->doc, path, "must be greater than 0 and at most %s", hi);
 		else

@@ -78,7 +78,8 @@ field_to_json(const sk_field *f, const sk_userspace_spec *s)
 		return json_string(str != NULL ? str : f->def);
 	case SK_FIELD_INT: return n != 0 ? json_integer(n) : NULL;
 	case SK_FIELD_BOOL: return json_boolean(n);
-	case SK_FIELD_DURATION: return duration_json(n != 0 ? n : sk_field_default_int(f));
+	case SK_FIELD_DURATION: /* 0 is a value where the row allows it (min 0) */
+		return duration_json(n != 0 || f->min == 0 ? n : sk_field_default_int(f));
 	case SK_FIELD_MAP:
 		if (SK_FIELD_AT(f, s, const sk_kvlist)->len == 0)
 			return NULL;

@@ -194,9 +194,10 @@ const sk_field sk_spec_fields[] = {
 	        .type = SK_FIELD_DURATION,
 	        .offset = AT(idle_timeout_ms),
 	        .def = "15m",
-	        .min = 1,
+	        .min = 0, /* 0s: always on */
 	        .max = 720 * HOUR_MS,
-	        .desc = "Go duration, greater than 0 and at most 720h." },
+	        .desc = "Go duration, at most 720h. The provider pauses the sandbox after this long "
+	                "without activity (a connect or heartbeat); 0 means always on." },
 	{ .path = "spec.lifecycle.onTimeout",
 	        .type = SK_FIELD_ENUM,
 	        .offset = AT(on_timeout),

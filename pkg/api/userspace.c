@@ -283,7 +283,7 @@ sk_userspace_apply_defaults(sk_userspace *us)
 			continue;
 		if (f->type == SK_FIELD_STRING && *SK_FIELD_AT(f, s, char *) == NULL)
 			*SK_FIELD_AT(f, s, char *) = sk_strdup(f->def);
-		else if (f->type == SK_FIELD_DURATION && sk_field_get_int(f, s) == 0)
+		else if (f->type == SK_FIELD_DURATION && f->min > 0 && sk_field_get_int(f, s) == 0)
 			sk_field_set_int(f, s, sk_field_default_int(f));
 	}
 }

@@ -39,7 +39,7 @@ sk_ctl_provider_index(sk_controller *c, const char *name)
 static const char *const results[] = { "success", "error", "requeue", "requeue_after" };
 
 /* Cached UserSpaces by status.phase and by whether condition Ready is True. */
-#define N_PHASES ((size_t)SK_PHASE_ERROR + 1)
+#define N_PHASES ((size_t)SK_PHASE_COUNT)
 typedef struct userspace_counts {
 	size_t n[N_PHASES][2];
 } userspace_counts;
@@ -112,6 +112,9 @@ metrics_declare(sk_controller *c)
 	        "1 once the informer has listed UserSpaces");
 	sk_metrics_declare(m, "spacekeeper_informer_objects", SK_METRIC_GAUGE,
 	        "UserSpaces in the informer cache");
+	sk_metrics_declare(m, SK_CTL_METRIC_CONNECTS, SK_METRIC_COUNTER,
+	        "Connect calls by path (fast, wake, create, replace, reconcile, unavailable, "
+	        "none) and HTTP status code");
 	sk_metrics_declare(m, SK_CTL_METRIC_USERSPACES, SK_METRIC_GAUGE,
 	        "UserSpaces in the informer cache by status.phase (None: no status yet) and "
 	        "whether condition Ready is True");
@@ -256,6 +259,7 @@ sk_controller_new(sk_controller **out, const sk_controller_options *opts, sk_err
 	c->failed = sk_strmap_new(NULL);
 	c->written_rv = sk_strmap_new(free);
 	sk_ctl_views_init(c);
+	sk_ctl_spaces_init(c);
 	metrics_declare(c);
 	rc = open_parts(c, err);
 	if (rc != 0) {
@@ -280,6 +284,7 @@ sk_controller_free(sk_controller *c)
 	free(c->limiters);
 	free(c->obs_clients);
 	sk_ctl_views_dispose(c);
+	sk_ctl_spaces_dispose(c);
 	sk_store_close(c->store);
 	sk_workqueue_free(c->q);
 	sk_metrics_free(c->metrics);
@@ -352,21 +357,16 @@ count_result(sk_controller *c, const char *result)
 	sk_metrics_add(c->metrics, "controller_runtime_reconcile_total", l, 1);
 }
 
-/* --once: whether the stored object is in a phase one pass can end on. */
+/* --once: whether the stored object is in a phase one pass can end on (the
+ * planner's call). */
 static bool
 once_settled(sk_controller *c, const char *key)
 {
 	sk_userspace *us = NULL;
 	sk_error err = { 0 };
 	int rc = sk_store_get(c->store, key, &us, &err);
-	bool done = rc == SK_ENOTFOUND;
+	bool done = rc == SK_ENOTFOUND || (rc == 0 && sk_plan_settled(us));
 
-	if (rc == 0) {
-		sk_phase p = us->status.phase;
-		done = sk_kvlist_get(&us->meta.annotations, SK_ANNOTATION_PAUSED) != NULL ||
-		        p == SK_PHASE_PAUSED || p == SK_PHASE_DEGRADED || p == SK_PHASE_ERROR ||
-		        (p == SK_PHASE_RUNNING && sk_userspace_is_ready(us));
-	}
 	sk_userspace_free(us);
 	return done;
 }
@@ -399,7 +399,7 @@ handle_result(
 	}
 	count_result(c, "error");
 	sk_metrics_add(c->metrics, "controller_runtime_reconcile_errors_total", l, 1);
-	if (sk_error_is_transient(rc) || rc == SK_ECONFLICT) {
+	if (sk_reconcile_is_transient(rc)) {
 		int64_t d = sk_workqueue_add_rate_limited(c->q, key);
 		if (err->retry_after_ms > d)
 			sk_workqueue_add_after(c->q, key, err->retry_after_ms);
@@ -420,6 +420,24 @@ handle_result(
 }
 
 /* ---- workers ---- */
+
+void
+sk_ctl_plan_options(sk_controller *c, const sk_userspace *us, sk_plan_options *out)
+{
+	int i = sk_ctl_provider_index(c, us->spec.provider);
+
+	sk_plan_options_from_config(out, i >= 0 ? &c->cfg->providers[i] : NULL, c->cfg->resync_ms);
+}
+
+char *
+sk_ctl_envd_url(sk_controller *c, const sk_userspace *us)
+{
+	int i = sk_ctl_provider_index(c, us->spec.provider);
+
+	if (i < 0 || us->status.sandbox_id == NULL)
+		return sk_strdup("");
+	return sk_sandbox_envd_url(&c->cfg->providers[i], us->status.sandbox_id, NULL);
+}
 
 static sk_provider *
 provider_for(const char *name, void *arg)
@@ -477,6 +495,7 @@ worker_process(sk_worker *w, const char *key)
 {
 	sk_controller *c = w->c;
 	sk_reconcile_env env = { 0 };
+	sk_reconcile_report report = { 0 };
 	sk_sandbox_list listed = { 0 };
 	sk_list_view view = { 0 };
 	sk_error err = { 0 };
@@ -489,6 +508,7 @@ worker_process(sk_worker *w, const char *key)
 	if (rc == SK_ENOTFOUND) {
 		/* Gone from the store: nothing to reconcile (orphans are the observer's). */
 		sk_workqueue_forget(c->q, key);
+		sk_ctl_space_forget(c, key);
 		mark_reconciled(c, key, false);
 		goto done;
 	}
@@ -501,8 +521,8 @@ worker_process(sk_worker *w, const char *key)
 		rc = sk_limiter_acquire(c->limiters[prov], -1, &c->stopping);
 	if (rc != 0) {
 		if (!sk_ctl_stopping(c))
-			handle_result(c, key, sk_error_is_transient(rc) ? rc : SK_EUNAVAILABLE, 0,
-			        &err, 0);
+			handle_result(c, key, sk_reconcile_is_transient(rc) ? rc : SK_EUNAVAILABLE,
+			        0, &err, 0);
 		goto done;
 	}
 	sk_ctl_list_view(c, prov, us->spec.user_id, &listed, &view);
@@ -510,14 +530,17 @@ worker_process(sk_worker *w, const char *key)
 	env.provider = w->clients[prov];
 	env.provider_for = provider_for;
 	env.provider_arg = w;
-	sk_plan_options_from_config(&env.opts, &c->cfg->providers[prov], c->cfg->resync_ms);
+	sk_ctl_plan_options(c, us, &env.opts);
 	env.log = c->opts.log;
 	env.log_payload = c->opts.log_payload;
+	env.report = &report;
+	sk_ctl_space_take(c, key, &env);
 	snprintf(l, sizeof(l), "provider=\"%s\"", c->cfg->providers[prov].name);
 	sk_metrics_add(c->metrics, "spacekeeper_provider_reconciles_total", l, 1);
 	t0 = sk_monotonic_ms();
 	rc = sk_reconcile_object(&env, us, &view, &requeue, &updated, &err);
 	sk_limiter_release(c->limiters[prov]);
+	sk_ctl_space_note(c, key, &report, rc == 0);
 	note_written(c, key, updated);
 	if (updated != NULL)
 		sk_informer_observe(c->inf, updated); /* as written: no need to poll it back */
@@ -526,6 +549,7 @@ done:
 	sk_sandbox_list_dispose(&listed);
 	sk_userspace_free(us);
 	sk_userspace_free(updated);
+	sk_reconcile_report_dispose(&report);
 }
 
 static void *

@@ -52,6 +52,9 @@ struct sk_controller {
 	pthread_mutex_t obs_mu; /* guards views */
 	sk_prov_view *views;
 
+	pthread_mutex_t spaces_mu; /* guards spaces */
+	sk_strmap *spaces; /* name -> what is remembered of the space (spaces.c) */
+
 	pthread_mutex_t mu; /* guards everything below */
 	pthread_cond_t cond; /* reconcile finished / stop (monotonic clock) */
 	atomic_bool stopping; /* also read without mu (workers, HTTP, observer) */
@@ -96,6 +99,48 @@ void sk_ctl_list_view(
 /* http.c */
 int sk_ctl_http_start(sk_controller *c, sk_error *err);
 void sk_ctl_http_stop(sk_controller *c);
+
+/* spaces.c: the in-memory state of each space between reconciles. */
+typedef struct sk_ctl_keeper {
+	sk_keeper_memory mem; /* mem.sandbox_id points into id (NULL when none) */
+	char id[128];
+	char replaced_id[128]; /* the sandbox the last Replace killed, "" none */
+	int64_t replaced_ms;
+} sk_ctl_keeper;
+void sk_ctl_spaces_init(sk_controller *c);
+void sk_ctl_spaces_dispose(sk_controller *c);
+/* A connect or heartbeat at now_ms (wall clock). */
+void sk_ctl_space_touch(sk_controller *c, const char *name, int64_t now_ms);
+/* Asks the next reconcile to wake the Idle keeper / replace the unreachable one. */
+void sk_ctl_space_request(sk_controller *c, const char *name, bool wake, bool replace_now);
+/* Copies the activity and the requests into env (the requests are consumed). */
+void sk_ctl_space_take(sk_controller *c, const char *name, sk_reconcile_env *env);
+/* What a reconcile saw (ok: it succeeded). */
+void sk_ctl_space_note(sk_controller *c, const char *name, const sk_reconcile_report *r, bool ok);
+void sk_ctl_space_forget(sk_controller *c, const char *name);
+/* false: nothing remembered (out zeroed). */
+bool sk_ctl_space_keeper(sk_controller *c, const char *name, sk_ctl_keeper *out);
+
+/* connect.c: the connect API (see controller.h). */
+typedef struct sk_http_reply {
+	unsigned int status;
+	char *body; /* owned */
+	const char *type;
+	char retry_after[24]; /* the Retry-After header when not empty */
+} sk_http_reply;
+#define SK_CTL_METRIC_CONNECTS "spacekeeper_connect_total"
+void sk_ctl_reply_json(sk_http_reply *r, unsigned int status, json_t *obj); /* takes obj */
+void sk_ctl_reply_error(sk_http_reply *r, unsigned int status, const char *reason, const char *msg);
+void sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, sk_http_reply *r);
+void sk_ctl_connect_user(
+        sk_controller *c, const char *user_id, int64_t timeout_ms, sk_http_reply *r);
+/* POST /v1/users/ID/activity: a heartbeat, 204. */
+void sk_ctl_activity(sk_controller *c, const char *user_id, sk_http_reply *r);
+
+/* controller.c: the plan options for a space's provider. */
+void sk_ctl_plan_options(sk_controller *c, const sk_userspace *us, sk_plan_options *out);
+/* The envd URL a connect answer names (caller frees). */
+char *sk_ctl_envd_url(sk_controller *c, const sk_userspace *us);
 
 /* controller.c: sets spacekeeper_userspaces{phase,ready} from the informer's
  * cache (every phase x ready series, zeros included; inf NULL: all zero). */

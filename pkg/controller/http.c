@@ -15,11 +15,7 @@
 #define CONNECT_DEFAULT_MS 30000
 #define CONNECT_MAX_MS 300000
 
-typedef struct reply {
-	unsigned int status;
-	char *body;
-	const char *type;
-} reply;
+typedef sk_http_reply reply;
 
 static void
 reply_text(reply *r, unsigned int status, const char *text)
@@ -29,140 +25,24 @@ reply_text(reply *r, unsigned int status, const char *text)
 	r->type = "text/plain; charset=utf-8";
 }
 
-/* Takes obj. */
-static void
-reply_json(reply *r, unsigned int status, json_t *obj)
-{
-	char *s = json_dumps(obj, JSON_COMPACT);
-
-	r->status = status;
-	r->body = sk_asprintf("%s\n", s ? s : "{}");
-	r->type = "application/json";
-	free(s);
-	json_decref(obj);
-}
-
-static void
-reply_error(reply *r, unsigned int status, const char *reason, const char *msg)
-{
-	reply_json(r, status, json_pack("{s:s, s:s}", "reason", reason, "message", msg));
-}
-
-/* ---- connect ---- */
-
-static char *
-envd_url(sk_controller *c, const sk_userspace *us)
-{
-	int i = sk_ctl_provider_index(c, us->spec.provider);
-	const sk_provider_config *pc = i >= 0 ? &c->cfg->providers[i] : NULL;
-
-	if (pc && pc->sandbox_url)
-		return sk_strdup(pc->sandbox_url);
-	return sk_asprintf("https://49983-%s.%s", us->status.sandbox_id,
-	        pc && pc->domain ? pc->domain : "e2b.app");
-}
-
-static void
-reply_ready(sk_controller *c, reply *r, const sk_userspace *us)
-{
-	char *url = envd_url(c, us);
-
-	reply_json(r, 200,
-	        json_pack("{s:s, s:s, s:s, s:s, s:b, s:s}", "name", us->meta.name, "userID",
-	                us->spec.user_id, "sandboxID", us->status.sandbox_id, "state",
-	                sk_phase_name(us->status.phase), "ready", 1, "envdURL", url));
-	free(url);
-}
-
-/* A reason the object cannot become ready by waiting, or NULL. */
-static const char *
-not_connectable(const sk_userspace *us)
-{
-	if (us->meta.deletion_ms)
-		return "Deleting";
-	if (us->spec.mode == SK_MODE_PAUSED)
-		return "ModePaused";
-	if (sk_kvlist_get(&us->meta.annotations, SK_ANNOTATION_PAUSED))
-		return "ReconcilePaused";
-	return NULL;
-}
-
-static void
-reply_not_ready(reply *r, unsigned int status, const char *why, const sk_userspace *us)
-{
-	const sk_condition *ready = sk_userspace_condition(us, SK_COND_READY);
-
-	reply_json(r, status,
-	        json_pack("{s:s, s:s, s:s, s:s, s:s?}", "reason", why, "name", us->meta.name,
-	                "state", sk_phase_name(us->status.phase), "readyReason",
-	                ready && ready->reason ? ready->reason : "", "message",
-	                ready ? ready->message : NULL));
-}
-
-static void
-connect_userspace(sk_controller *c, const char *name, int64_t timeout_ms, reply *r)
-{
-	int64_t deadline = sk_monotonic_ms() + timeout_ms;
-	sk_userspace *us = NULL;
-	sk_error err = { 0 };
-	const char *why;
-	uint64_t gen0;
-	int rc = sk_store_get(c->store, name, &us, &err);
-
-	if (rc == SK_ENOTFOUND) {
-		reply_error(r, 404, "NotFound", err.message);
-		return;
-	}
-	if (rc != 0) {
-		reply_error(r, 503, "StoreUnavailable", err.message);
-		return;
-	}
-	if ((why = not_connectable(us)) != NULL) {
-		reply_not_ready(r, 503, why, us);
-		goto done;
-	}
-	/* Ready means ready now: wait for a reconcile that starts after this call. */
-	gen0 = sk_ctl_gen(c);
-	sk_workqueue_add_priority(c->q, name);
-	for (;;) {
-		bool ran = sk_ctl_wait_reconciled(c, name, gen0, deadline);
-		sk_userspace_free(us);
-		us = NULL;
-		if (sk_ctl_stopping(c)) {
-			reply_error(r, 503, "ShuttingDown", "the controller is stopping");
-			goto done;
-		}
-		rc = sk_store_get(c->store, name, &us, &err);
-		if (rc != 0) {
-			reply_error(r, rc == SK_ENOTFOUND ? 404 : 503,
-			        rc == SK_ENOTFOUND ? "NotFound" : "StoreUnavailable", err.message);
-			goto done;
-		}
-		if (ran && sk_userspace_is_ready(us) && us->status.sandbox_id) {
-			reply_ready(c, r, us);
-			goto done;
-		}
-		if (sk_monotonic_ms() >= deadline) {
-			reply_not_ready(r, 504, "Timeout", us);
-			goto done;
-		}
-		/* Not ready yet: wait for the rounds the planner schedules itself. */
-		if (ran)
-			gen0 = sk_ctl_gen(c);
-	}
-done:
-	sk_userspace_free(us);
-}
-
-static int64_t
-timeout_arg(struct MHD_Connection *conn)
+/* ?timeout= of a connect: a duration (default 30s, at most 5m). Anything
+ * else is the caller's mistake, answered 400, never silently the default. */
+static bool
+timeout_arg(struct MHD_Connection *conn, int64_t *ms, reply *r)
 {
 	const char *t = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "timeout");
-	int64_t ms = CONNECT_DEFAULT_MS;
 
-	if (t && sk_duration_parse(t, &ms) != 0)
-		ms = CONNECT_DEFAULT_MS;
-	return ms > CONNECT_MAX_MS ? CONNECT_MAX_MS : ms;
+	*ms = CONNECT_DEFAULT_MS;
+	if (t == NULL)
+		return true;
+	if (sk_duration_parse(t, ms) != 0 || *ms <= 0) {
+		sk_ctl_reply_error(r, 400, "BadTimeout",
+		        "timeout: want a positive duration like 500ms, 10s or 1m (at most 5m)");
+		return false;
+	}
+	if (*ms > CONNECT_MAX_MS)
+		*ms = CONNECT_MAX_MS;
+	return true;
 }
 
 /* "/v1/userspaces/NAME/connect" -> NAME (caller frees), else NULL. */
@@ -178,35 +58,13 @@ path_segment(const char *url, const char *prefix, const char *suffix)
 	return sk_strndup(url + pl, ul - pl - sl);
 }
 
-static void
-connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms, reply *r)
-{
-	char **names;
-	size_t n;
-	bool found = false;
-
-	/* The informer keeps user -> name; a scan of the cache is fine for a rare call. */
-	names = sk_informer_names(c->inf, &n);
-	for (size_t i = 0; i < n && !found; i++) {
-		sk_userspace *us = NULL;
-		if (sk_informer_get(c->inf, names[i], &us) == 0 && us->spec.user_id &&
-		        strcmp(us->spec.user_id, user_id) == 0) {
-			found = true;
-			connect_userspace(c, names[i], timeout_ms, r);
-		}
-		sk_userspace_free(us);
-	}
-	sk_informer_names_free(names, n);
-	if (!found)
-		reply_error(r, 404, "NotFound", "no UserSpace has this userID");
-}
-
 /* ---- routing ---- */
 
 static void
 route(sk_controller *c, struct MHD_Connection *conn, const char *method, const char *url, reply *r)
 {
 	bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+	int64_t ms;
 	char *arg;
 
 	if (get && strcmp(url, "/healthz") == 0) {
@@ -221,16 +79,26 @@ route(sk_controller *c, struct MHD_Connection *conn, const char *method, const c
 		r->body = sk_buf_detach(&b);
 		r->type = "text/plain; version=0.0.4; charset=utf-8";
 	} else if ((arg = path_segment(url, "/v1/userspaces/", "/connect")) != NULL) {
-		if (strcmp(method, "POST") == 0)
-			connect_userspace(c, arg, timeout_arg(conn), r);
-		else
-			reply_error(r, 405, "MethodNotAllowed", "use POST");
+		if (strcmp(method, "POST") != 0)
+			sk_ctl_reply_error(r, 405, "MethodNotAllowed", "use POST");
+		else if (timeout_arg(conn, &ms, r))
+			sk_ctl_connect(c, arg, ms, r);
 		free(arg);
-	} else if (get && (arg = path_segment(url, "/v1/users/", "/sandbox")) != NULL) {
-		connect_user(c, arg, timeout_arg(conn), r);
+	} else if ((arg = path_segment(url, "/v1/users/", "/sandbox")) != NULL) {
+		/* GET may create or resume: HEAD, a read, must not. */
+		if (strcmp(method, "GET") != 0)
+			sk_ctl_reply_error(r, 405, "MethodNotAllowed", "use GET");
+		else if (timeout_arg(conn, &ms, r))
+			sk_ctl_connect_user(c, arg, ms, r);
+		free(arg);
+	} else if ((arg = path_segment(url, "/v1/users/", "/activity")) != NULL) {
+		if (strcmp(method, "POST") != 0)
+			sk_ctl_reply_error(r, 405, "MethodNotAllowed", "use POST");
+		else
+			sk_ctl_activity(c, arg, r);
 		free(arg);
 	} else {
-		reply_error(r, 404, "NotFound", "no such endpoint");
+		sk_ctl_reply_error(r, 404, "NotFound", "no such endpoint");
 	}
 }
 
@@ -254,6 +122,8 @@ handler(void *cls, struct MHD_Connection *conn, const char *url, const char *met
 	route(c, conn, method, url, &r);
 	resp = MHD_create_response_from_buffer(strlen(r.body), r.body, MHD_RESPMEM_MUST_FREE);
 	MHD_add_response_header(resp, "Content-Type", r.type);
+	if (r.retry_after[0])
+		MHD_add_response_header(resp, "Retry-After", r.retry_after);
 	ret = MHD_queue_response(conn, r.status, resp);
 	MHD_destroy_response(resp);
 	return ret;

@@ -419,6 +419,17 @@ sk_informer_get(sk_informer *inf, const char *name, sk_userspace **out)
 	return rc;
 }
 
+char *
+sk_informer_name_for_user(sk_informer *inf, const char *user_id)
+{
+	char *name;
+
+	pthread_mutex_lock(&inf->mu);
+	name = sk_strdup(sk_strmap_get(inf->users, user_id));
+	pthread_mutex_unlock(&inf->mu);
+	return name;
+}
+
 char **
 sk_informer_names(sk_informer *inf, size_t *n_out)
 {

@@ -82,6 +82,9 @@ char **sk_informer_names(sk_informer *inf, size_t *n_out);
 void sk_informer_names_free(char **names, size_t n);
 /* Whether some cached UserSpace has spec.userID == user_id. */
 bool sk_informer_has_user(sk_informer *inf, const char *user_id);
+/* The name of the object whose spec.userID is user_id (an index, not a
+ * scan); NULL when none. Caller frees. */
+char *sk_informer_name_for_user(sk_informer *inf, const char *user_id);
 size_t sk_informer_len(sk_informer *inf);
 /* Whether b differs from a only in status and resourceVersion. */
 bool sk_informer_status_only_change(const sk_userspace *a, const sk_userspace *b);

@@ -22,6 +22,8 @@ sk_plan_options_init(sk_plan_options *o)
 	o->max_probes = 3;
 	o->delete_orphans = false;
 	o->orphan_grace_ms = 10 * 60 * 1000;
+	o->probe_fresh_ms = 10 * 1000;
+	o->sleep_margin_ms = 2 * 1000;
 }
 
 void
@@ -185,6 +187,7 @@ sk_action_type_name(sk_action_type t)
 	case SK_ACTION_BIND: return "bind";
 	case SK_ACTION_REMOVE_FINALIZER: return "remove-finalizer";
 	case SK_ACTION_EVENT: return "event";
+	case SK_ACTION_INIT_ENV: return "init-env";
 	}
 	return "?";
 }
@@ -206,7 +209,8 @@ bool
 sk_action_is_mutating(const sk_action *a)
 {
 	return a->type == SK_ACTION_CREATE || a->type == SK_ACTION_CONNECT ||
-	        a->type == SK_ACTION_PAUSE || a->type == SK_ACTION_KILL;
+	        a->type == SK_ACTION_PAUSE || a->type == SK_ACTION_KILL ||
+	        a->type == SK_ACTION_INIT_ENV;
 }
 
 static const char *
@@ -253,6 +257,9 @@ sk_action_describe(const sk_action *a, sk_buf *out)
 		sk_buf_printf(out, "event %s %s: %s", a->event_type, a->reason,
 		        a->message ? a->message : "");
 		break;
+	case SK_ACTION_INIT_ENV: /* names only: values never leave the plan */
+		sk_buf_printf(out, "re-assert env of %s (%zu variables)", target(a), a->env.len);
+		break;
 	}
 }
 
@@ -276,6 +283,9 @@ sk_plan_describe(const sk_plan_result *r, sk_buf *out)
 		        r->next.drift[i].detail ? r->next.drift[i].detail : "");
 	if (r->wait_message != NULL)
 		sk_buf_printf(out, "waiting: %s\n", r->wait_message);
+	if (r->follow_up)
+		sk_buf_printf(
+		        out, "then: probe the started sandbox, plan again, write status once\n");
 	sk_duration_format(r->requeue_after_ms, d, sizeof(d));
 	sk_buf_printf(out, "requeue after: %s\n", d);
 }

@@ -4,8 +4,8 @@
  * compare-and-swap on the resourceVersion read; a conflict re-reads and
  * retries once only when nobody else changed the status meanwhile (a spec
  * edit), so a concurrent status writer is never silently overwritten.
- * Failures are classified: transient (retry with backoff) or terminal
- * (Synced=False with a reason; phase Error when no sandbox could be made).
+ * Where it stopped (sk_outcome) is mapped onto the status by the planner's
+ * sk_plan_failure; transient or terminal is sk_reconcile_is_transient's call.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -24,6 +24,8 @@ typedef struct sk_followup {
 typedef struct sk_xctx {
 	const sk_reconcile_env *env;
 	sk_provider *p;
+	const sk_userspace *planned; /* the object the plan was made from */
+	const sk_observed *ob; /* what the plan was made from (NULL: unknown) */
 	sk_userspace *cur; /* the stored object as last read or written */
 	sk_userspace_status st; /* the status to write */
 	char *created; /* sandbox made by this run's CREATE */
@@ -207,7 +209,7 @@ do_create(sk_xctx *x, const sk_action *a, sk_error *err)
 		x->created = sk_strdup(sb.id);
 		free(x->st.sandbox_id);
 		x->st.sandbox_id = sk_strdup(sb.id);
-		event(x, "Normal", "Created", "created sandbox %s (template %s)", sb.id,
+		event(x, "Normal", SK_REASON_CREATED, "created sandbox %s (template %s)", sb.id,
 		        a->template_id);
 	}
 	sk_sandbox_dispose(&sb);
@@ -218,10 +220,10 @@ static const char *
 kill_event(sk_kill_reason why)
 {
 	switch (why) {
-	case SK_KILL_DUPLICATE: return "DuplicateDeleted";
-	case SK_KILL_REPLACE: return "Replaced";
-	case SK_KILL_ORPHAN: return "OrphanDeleted";
-	default: return "SandboxDeleted";
+	case SK_KILL_DUPLICATE: return SK_REASON_DUPLICATE_DELETED;
+	case SK_KILL_REPLACE: return SK_REASON_REPLACED;
+	case SK_KILL_ORPHAN: return SK_REASON_ORPHAN_DELETED;
+	default: return SK_REASON_SANDBOX_DELETED;
 	}
 }
 
@@ -235,6 +237,11 @@ do_kill(sk_xctx *x, const sk_action *a, sk_error *err)
 	if (rc == 0)
 		event(x, "Normal", kill_event(a->why), "killed sandbox %s (%s)", a->sandbox_id,
 		        sk_kill_reason_name(a->why));
+	if (rc == 0 && a->why == SK_KILL_REPLACE && x->env->report != NULL) {
+		free(x->env->report->replaced_id);
+		x->env->report->replaced_id = sk_strdup(a->sandbox_id);
+		x->env->report->replaced_ms = x->now;
+	}
 	return rc;
 }
 
@@ -266,8 +273,11 @@ do_connect(sk_xctx *x, const sk_action *a, sk_error *err)
 	if (rc == 0 && x->fu != NULL)
 		note_running(x, id_of(x, a), a->timeout_ms);
 	sk_sandbox_dispose(&sb);
-	if (rc == 0 && resumed)
-		event(x, "Normal", "Resumed", "resumed sandbox %s", id_of(x, a));
+	if (rc == 0 && a->wake)
+		event(x, "Normal", SK_REASON_WOKEN, "a connect woke sandbox %s%s", id_of(x, a),
+		        resumed ? "" : " (it was already running)");
+	else if (rc == 0 && resumed)
+		event(x, "Normal", SK_REASON_RESUMED, "resumed sandbox %s", id_of(x, a));
 	return rc;
 }
 
@@ -279,7 +289,7 @@ do_pause(sk_xctx *x, const sk_action *a, sk_error *err)
 	if (rc == SK_ECONFLICT)
 		rc = 0; /* 409: already paused */
 	if (rc == 0)
-		event(x, "Normal", "Paused", "paused sandbox %s", id_of(x, a));
+		event(x, "Normal", SK_REASON_PAUSED_EVENT, "paused sandbox %s", id_of(x, a));
 	return rc;
 }
 
@@ -313,7 +323,7 @@ do_unfinalize(sk_xctx *x, sk_error *err)
 		rc = 0;
 	if (rc == 0) {
 		x->removed = true;
-		event(x, "Normal", "FinalizerRemoved", "cleanup done (deletionPolicy %s)",
+		event(x, "Normal", SK_REASON_FINALIZER_REMOVED, "cleanup done (deletionPolicy %s)",
 		        x->cur->spec.deletion_policy == SK_DELETE_RETAIN ? "Retain" : "Delete");
 	}
 	return rc;
@@ -329,6 +339,34 @@ do_set_timeout(sk_xctx *x, const sk_action *a, sk_error *err)
 	return rc;
 }
 
+/* envd /init with spec.env. The values never reach a log, an event or an
+ * error message: only the variable count does. A backend without it
+ * (SK_ENOTSUPPORTED) has nothing to re-assert. */
+static int
+do_init_env(sk_xctx *x, const sk_action *a, sk_error *err)
+{
+	const char *id = id_of(x, a);
+	sk_sandbox bare;
+	const sk_sandbox *sb = NULL;
+	int rc;
+
+	for (size_t i = 0; x->ob != NULL && i < x->ob->sandboxes.len; i++) {
+		if (sk_str_eq(x->ob->sandboxes.items[i].id, id))
+			sb = &x->ob->sandboxes.items[i];
+	}
+	memset(&bare, 0, sizeof(bare));
+	bare.id = (char *)id;
+	rc = sk_sandbox_init_env(x->p, sb ? sb : &bare, &a->env, err);
+	if (rc == SK_ENOTSUPPORTED) {
+		sk_error_clear(err);
+		return 0;
+	}
+	if (rc == 0)
+		event(x, "Normal", SK_REASON_ENV_ASSERTED,
+		        "re-asserted %zu environment variables of sandbox %s", a->env.len, id);
+	return rc;
+}
+
 static int
 run_action(sk_xctx *x, const sk_action *a, sk_error *err)
 {
@@ -341,88 +379,29 @@ run_action(sk_xctx *x, const sk_action *a, sk_error *err)
 	case SK_ACTION_BIND: return do_bind(x, a, err);
 	case SK_ACTION_REMOVE_FINALIZER: return do_unfinalize(x, err);
 	case SK_ACTION_EVENT: event(x, a->event_type, a->reason, "%s", a->message); return 0;
+	case SK_ACTION_INIT_ENV: return do_init_env(x, a, err);
 	}
 	return sk_error_set(err, SK_EINVALID, "unknown action %d", (int)a->type);
 }
 
-static void
-set_cond(sk_xctx *x, const char *type, const char *status, const char *reason, const char *msg)
-{
-	sk_userspace_status *st = &x->st;
-	sk_condition *c = NULL;
-
-	for (size_t i = 0; i < st->n_conditions; i++) {
-		if (sk_str_eq(st->conditions[i].type, type))
-			c = &st->conditions[i];
-	}
-	if (c == NULL) {
-		st->conditions = sk_realloc(
-		        st->conditions, (st->n_conditions + 1) * sizeof(*st->conditions));
-		c = &st->conditions[st->n_conditions++];
-		memset(c, 0, sizeof(*c));
-		c->type = sk_strdup(type);
-	}
-	if (!sk_str_eq(c->status, status))
-		c->last_transition_ms = x->now;
-	free(c->status);
-	free(c->reason);
-	free(c->message);
-	c->status = sk_strdup(status);
-	c->reason = sk_strdup(reason);
-	c->message = sk_strdup(msg);
-	c->observed_generation = x->cur->meta.generation;
-}
-
-static const char *
-fail_reason(sk_action_type t)
-{
-	switch (t) {
-	case SK_ACTION_CREATE: return "CreateFailed";
-	case SK_ACTION_CONNECT: return "ResumeFailed";
-	case SK_ACTION_PAUSE: return "PauseFailed";
-	case SK_ACTION_KILL: return "DeleteFailed";
-	case SK_ACTION_SET_TIMEOUT: return "SetTimeoutFailed";
-	case SK_ACTION_BIND: return "StatusWriteFailed";
-	case SK_ACTION_REMOVE_FINALIZER: return "FinalizerRemovalFailed";
-	case SK_ACTION_EVENT: return "EventFailed";
-	}
-	return "Failed";
-}
-
-/* A create the provider answered with 429 or another 4xx made nothing: the
- * Creating mark can go, so the next round retries without the grace. */
-static bool
-create_rejected(const sk_error *e)
-{
-	return e->http_status == 429 || (e->http_status >= 400 && e->http_status < 500);
-}
-
+/* The planner maps where the run stopped onto the status; it is written now. */
 static void
 record_failure(sk_xctx *x, const sk_action *a, int rc, sk_error *err)
 {
-	bool transient = sk_error_is_transient(rc) || rc == SK_ECONFLICT || rc == SK_ENOTFOUND;
-	const char *reason = fail_reason(a->type);
+	sk_outcome o = { rc, a, x->created != NULL, err->http_status, NULL };
+	bool transient = sk_reconcile_is_transient(rc);
+	const char *reason = sk_failure_reason(a->type);
 	sk_error e2;
 
 	x->fu = NULL; /* no follow-up round: the failure is written now */
 	sk_error_prefix(err, "%s", sk_action_type_name(a->type));
+	o.message = err->message;
 	xlog(x, transient ? SK_LOG_WARN : SK_LOG_ERROR, "action failed",
 	        "action=%s reason=%s transient=%s error=\"%s\"", sk_action_type_name(a->type),
 	        reason, transient ? "true" : "false", err->message);
 	if (x->removed)
 		return;
-	set_cond(x, SK_COND_SYNCED, "False", reason, err->message);
-	if (a->type == SK_ACTION_CREATE && x->created == NULL) {
-		if (create_rejected(err))
-			x->st.phase = transient ? SK_PHASE_PENDING : SK_PHASE_ERROR;
-		else
-			x->st.phase = SK_PHASE_CREATING; /* it may exist: keep the mark */
-		set_cond(x, SK_COND_READY, "False", reason, err->message);
-	} else if (!transient) {
-		x->st.phase = SK_PHASE_ERROR;
-	}
-	free(x->st.message);
-	x->st.message = sk_strdup(err->message);
+	sk_plan_failure(x->planned, &o, x->now, &x->st);
 	event(x, "Warning", reason, "%s", err->message);
 	sk_error_clear(&e2);
 	if (x->st.phase == SK_PHASE_CREATING && x->st.sandbox_id == NULL)
@@ -436,8 +415,9 @@ record_failure(sk_xctx *x, const sk_action *a, int rc, sk_error *err)
  * sandboxes the plan started are noted in fu->seen; `force_write` writes the
  * status even when unchanged. */
 static int
-execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_plan_result *plan,
-        sk_followup *fu, bool force_write, sk_userspace **updated, sk_error *err)
+execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_userspace *planned,
+        const sk_observed *ob, const sk_plan_result *plan, sk_followup *fu, bool force_write,
+        sk_userspace **updated, sk_error *err)
 {
 	sk_xctx x;
 	sk_error local;
@@ -450,6 +430,8 @@ execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_plan
 	x.fu = fu;
 	x.force_write = force_write;
 	x.env = env;
+	x.planned = planned;
+	x.ob = ob;
 	x.p = env->provider;
 	if (env->provider_for != NULL) {
 		sk_provider *p = env->provider_for(us->spec.provider, env->provider_arg);
@@ -491,27 +473,7 @@ int
 sk_execute(const sk_reconcile_env *env, const sk_userspace *us, const sk_plan_result *plan,
         sk_userspace **updated, sk_error *err)
 {
-	return execute_round(env, us, plan, NULL, false, updated, err);
-}
-
-/* A plan that starts the keeper (create or resume) and does nothing that
- * needs its binding stored first (kill, pause, finalizer). */
-static bool
-starts_keeper(const sk_plan_result *plan)
-{
-	bool starts = false;
-
-	for (size_t i = 0; i < plan->n_actions; i++) {
-		switch (plan->actions[i].type) {
-		case SK_ACTION_CREATE:
-		case SK_ACTION_CONNECT: starts = true; break;
-		case SK_ACTION_KILL:
-		case SK_ACTION_PAUSE:
-		case SK_ACTION_REMOVE_FINALIZER: return false;
-		default: break;
-		}
-	}
-	return starts && plan->wait_code == 0;
+	return execute_round(env, us, us, NULL, plan, NULL, false, updated, err);
 }
 
 static void
@@ -521,32 +483,64 @@ result_dispose(sk_observed *ob, sk_plan_result *plan)
 	sk_observed_dispose(ob);
 }
 
+/* What the run saw of the keeper, for the controller's connect fast path. */
+static void
+report_keeper(
+        const sk_reconcile_env *env, const sk_observed *ob, const sk_userspace *after, int64_t now)
+{
+	sk_reconcile_report *r = env->report;
+	const char *id = after ? after->status.sandbox_id : NULL;
+	const sk_probe *p = sk_observed_probe(ob, id);
+
+	if (r == NULL)
+		return;
+	free(r->keeper_id);
+	r->keeper_id = sk_strdup(id);
+	r->running = false;
+	r->end_ms = 0;
+	r->seen_ms = now;
+	r->healthy = !env->opts.probe ||
+	        (p != NULL &&
+	                (p->made ? p->health == SK_HEALTH_OK : p->error_code == SK_ENOTSUPPORTED));
+	for (size_t i = 0; id != NULL && i < ob->sandboxes.len; i++) {
+		if (sk_str_eq(ob->sandboxes.items[i].id, id)) {
+			r->running = ob->sandboxes.items[i].state == SK_SANDBOX_RUNNING;
+			r->end_ms = ob->sandboxes.items[i].end_ms;
+		}
+	}
+}
+
 /* One observe -> plan -> execute round. `planned` is observed and planned
- * for, `stored` (the object as stored; usually the same) is what the status
- * is written over; `fu` as in execute_round, used only when the plan starts
- * the keeper. */
+ * for; `stored` (the object as stored) is what the status is written over:
+ * the same object, except in the follow-up round, whose status was handed
+ * on and never stored (so it is written even when unchanged: force_write).
+ * With `fu`, a plan that asks for a follow-up hands its status on. */
 static int
 round_once(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *planned,
-        const sk_userspace *stored, const sk_list_view *list, sk_followup *fu, int64_t *requeue,
-        sk_userspace **updated, sk_error *err)
+        const sk_userspace *stored, bool force_write, const sk_list_view *list, sk_followup *fu,
+        int64_t *requeue, sk_userspace **updated, sk_error *err)
 {
 	sk_observed ob;
 	sk_plan_result plan;
+	int64_t now = env->now ? env->now() : sk_now_ms();
 	int rc;
 
 	sk_observe(p, planned, list, &env->opts, &ob, err);
-	sk_plan(planned, &ob, env->now ? env->now() : sk_now_ms(), &env->opts, &plan);
-	if (fu != NULL && !starts_keeper(&plan))
+	ob.activity_ms = env->activity_ms;
+	ob.wake = env->wake;
+	ob.replace_now = env->replace_now;
+	sk_plan(planned, &ob, now, &env->opts, &plan);
+	if (!plan.follow_up)
 		fu = NULL;
 	for (size_t i = 0; fu != NULL && i < ob.sandboxes.len; i++)
 		sk_observed_add(&fu->seen, &ob.sandboxes.items[i]);
 	if (fu != NULL)
 		fu->seen.list_valid = ob.list_valid;
-	/* A handed-on status (planned differs from stored) is written even when
-	 * the new one equals it: it was never stored. */
-	rc = execute_round(env, stored, &plan, fu, stored != planned, updated, err);
+	rc = execute_round(env, stored, planned, &ob, &plan, fu, force_write, updated, err);
 	if (rc == 0 && plan.wait_code != 0)
 		rc = sk_error_set(err, plan.wait_code, "%s", plan.wait_message);
+	if (fu == NULL || !fu->armed)
+		report_keeper(env, &ob, updated ? *updated : NULL, now);
 	*requeue = plan.requeue_after_ms;
 	result_dispose(&ob, &plan);
 	return rc;
@@ -567,7 +561,7 @@ follow_up(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *store
 	after.for_user = &fu->seen.sandboxes;
 	after.valid = fu->seen.list_valid;
 	after.listed_ms = env->now ? env->now() : sk_now_ms();
-	rc = round_once(env, p, planned, stored, &after, NULL, requeue, updated, err);
+	rc = round_once(env, p, planned, stored, true, &after, NULL, requeue, updated, err);
 	sk_userspace_free(planned);
 	if (rc != 0 && updated != NULL) {
 		/* Keep no copy whose status may not be the stored one. */
@@ -595,7 +589,6 @@ sk_reconcile_object(const sk_reconcile_env *env, const sk_userspace *us, const s
 	sk_userspace *mid = NULL;
 	sk_error local;
 	int64_t requeue = 0;
-	bool follow = env->opts.probe && us->spec.mode == SK_MODE_RUNNING;
 	int rc;
 
 	if (err == NULL)
@@ -609,7 +602,7 @@ sk_reconcile_object(const sk_reconcile_env *env, const sk_userspace *us, const s
 	}
 	memset(&fu, 0, sizeof(fu));
 	sk_observed_init(&fu.seen);
-	rc = round_once(env, p, us, us, list, follow ? &fu : NULL, &requeue, &mid, err);
+	rc = round_once(env, p, us, us, false, list, &fu, &requeue, &mid, err);
 	if (rc == 0 && fu.armed && mid != NULL)
 		rc = follow_up(env, p, mid, &fu, &requeue, updated, err);
 	else if (updated != NULL) {
@@ -622,6 +615,16 @@ sk_reconcile_object(const sk_reconcile_env *env, const sk_userspace *us, const s
 	if (requeue_after_ms != NULL)
 		*requeue_after_ms = requeue;
 	return rc;
+}
+
+void
+sk_reconcile_report_dispose(sk_reconcile_report *r)
+{
+	if (r == NULL)
+		return;
+	free(r->keeper_id);
+	free(r->replaced_id);
+	memset(r, 0, sizeof(*r));
 }
 
 int

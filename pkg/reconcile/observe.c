@@ -96,6 +96,14 @@ lookup_user(sk_provider *p, const sk_userspace *us, sk_observed *o)
 	free(uid);
 }
 
+/* Running, but so close to its deadline that it may be asleep by now: a
+ * probe could wake it (autoResume resumes on traffic), so none is made. */
+static bool
+near_sleep(const sk_sandbox *sb, const sk_plan_options *opts)
+{
+	return sb->end_ms > 0 && sb->end_ms <= sk_now_ms() + opts->sleep_margin_ms;
+}
+
 static void
 probe_one(sk_provider *p, const sk_sandbox *sb, sk_observed *o)
 {
@@ -129,13 +137,14 @@ probe(sk_provider *p, const sk_userspace *us, const sk_plan_options *opts, sk_ob
 	size_t n = 0;
 
 	if (bound != NULL) {
-		if (bound->state == SK_SANDBOX_RUNNING)
+		if (bound->state == SK_SANDBOX_RUNNING && !near_sleep(bound, opts))
 			probe_one(p, bound, o);
 		return;
 	}
 	run = sk_calloc(o->sandboxes.len + 1, sizeof(*run));
 	for (size_t i = 0; i < o->sandboxes.len; i++) {
-		if (o->sandboxes.items[i].state == SK_SANDBOX_RUNNING)
+		if (o->sandboxes.items[i].state == SK_SANDBOX_RUNNING &&
+		        !near_sleep(&o->sandboxes.items[i], opts))
 			run[n++] = &o->sandboxes.items[i];
 	}
 	qsort(run, n, sizeof(*run), cmp_newest);
@@ -194,6 +203,11 @@ sk_observe(sk_provider *p, const sk_userspace *us, const sk_list_view *list,
 	        (bound == NULL && us->status.phase == SK_PHASE_CREATING && out->sandboxes.len == 0))
 		lookup_user(p, us, out);
 	if (!deleting && opts->probe && us->spec.mode == SK_MODE_RUNNING) {
+		const sk_sandbox *k = find_id(out, bound);
+		if (k != NULL && !got && k->state == SK_SANDBOX_RUNNING && near_sleep(k, opts)) {
+			get_bound(p, bound, out); /* asleep by now? ask the control plane */
+			got = true;
+		}
 		probe(p, us, opts, out);
 		if (bound != NULL && out->bound != SK_LOOKUP_NOT_FOUND)
 			confirm_unhealthy(p, us, out, got);

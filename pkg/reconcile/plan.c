@@ -11,6 +11,19 @@
  *   resume_grace_ms an unreachable data plane is transient (phase Resuming or
  *   Creating), afterwards it is DataPlaneUnreachable drift.
  * - See reconcile.h for the crash-safe create (phase Creating, nothing bound).
+ * - Idle (rule 3): with lifecycle.idleTimeout D > 0 the provider pauses the
+ *   sandbox after D without activity. A paused keeper of a Running space is
+ *   phase Idle, not drift, and Ready stays True (reason Idle): the space is
+ *   available, a connect resumes it. So `spacectl wait --for=condition=Ready`
+ *   after an apply returns once the space has a sandbox, awake or asleep.
+ *   The planner resumes an Idle keeper only when a connect is waiting
+ *   (observed.wake), and renews a running keeper's deadline only when there
+ *   was activity since the deadline was last set and less than D/2 is left.
+ *   D = 0 is always on: paused keepers are resumed, deadlines renewed at
+ *   half-life, whatever the activity.
+ * - The environment (rule 9): after a create or resume, once the data plane
+ *   first answers (the warm-up ends), spec.env is re-asserted through envd
+ *   /init, since commands run as `bash -l -c` may lose create-time envVars.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +93,21 @@ choose_best(const sk_pctx *c)
 	return best;
 }
 
+static bool
+always_on(const sk_pctx *c)
+{
+	return c->us->spec.idle_timeout_ms <= 0;
+}
+
+/* The last activity known: the controller's memory or the persisted one. */
+static int64_t
+activity(const sk_pctx *c)
+{
+	int64_t a = c->prev->last_activity_ms;
+
+	return c->ob->activity_ms > a ? c->ob->activity_ms : a;
+}
+
 static int
 creating_gate(sk_pctx *c)
 {
@@ -127,6 +155,20 @@ pick_keeper(sk_pctx *c, const sk_sandbox **out)
 	return K_CREATE;
 }
 
+/* Re-asserts spec.env (envd /init) on id (NULL: the sandbox just created). */
+static void
+push_init_env(sk_pctx *c, const char *id)
+{
+	const sk_kvlist *env = &c->us->spec.env;
+	sk_action *a;
+
+	if (env->len == 0 || c->hold)
+		return;
+	a = sk_plan_push(c, SK_ACTION_INIT_ENV, id);
+	for (size_t i = 0; i < env->len; i++)
+		sk_kvlist_set(&a->env, env->items[i].key, env->items[i].value);
+}
+
 static void
 push_create(sk_pctx *c)
 {
@@ -134,7 +176,7 @@ push_create(sk_pctx *c)
 	sk_action *a = sk_plan_push(c, SK_ACTION_CREATE, NULL);
 
 	a->template_id = sk_strdup(s->template_id ? s->template_id : "base");
-	a->timeout_ms = c->o->sandbox_timeout_ms;
+	a->timeout_ms = sk_plan_ttl(c->us, c->o);
 	a->auto_pause = s->on_timeout == SK_ON_TIMEOUT_PAUSE;
 	a->auto_resume = s->auto_resume;
 	a->cpu_count = s->cpu_count;
@@ -142,6 +184,8 @@ push_create(sk_pctx *c)
 	sk_reconcile_sandbox_metadata(c->us, &a->metadata);
 	for (size_t i = 0; i < s->env.len; i++)
 		sk_kvlist_set(&a->env, s->env.items[i].key, s->env.items[i].value);
+	if (!c->o->probe)
+		push_init_env(c, NULL);
 	sk_plan_push(c, SK_ACTION_BIND, NULL);
 	sk_plan_set_binding(c, NULL);
 	sk_plan_requeue(c, c->o->short_requeue_ms);
@@ -155,22 +199,22 @@ plan_absent(sk_pctx *c)
 
 	if (c->us->spec.mode == SK_MODE_PAUSED) {
 		n->phase = SK_PHASE_PAUSED;
-		sk_plan_cond(c, SK_C_READY, "True", "Paused",
+		sk_plan_cond(c, SK_C_READY, "True", SK_REASON_PAUSED,
 		        "no sandbox; one is created when mode is Running");
-		sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", "NoSandbox", "no sandbox");
+		sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_NO_SANDBOX, "no sandbox");
 		return;
 	}
 	if (c->hold) {
 		n->phase = SK_PHASE_PENDING;
 		sk_plan_drift(c, SK_DRIFT_MISSING, NULL, "no sandbox (not created: %s is set)",
 		        SK_ANNOTATION_PAUSED);
-		sk_plan_cond(c, SK_C_READY, "False", "SandboxMissing", "no sandbox");
-		sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", "NoSandbox", "no sandbox");
+		sk_plan_cond(c, SK_C_READY, "False", SK_REASON_SANDBOX_MISSING, "no sandbox");
+		sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_NO_SANDBOX, "no sandbox");
 		return;
 	}
 	push_create(c);
 	n->phase = SK_PHASE_CREATING;
-	sk_plan_cond(c, SK_C_READY, "False", "Creating", "creating the sandbox");
+	sk_plan_cond(c, SK_C_READY, "False", SK_REASON_CREATING, "creating the sandbox");
 	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_STARTING,
 	        "waiting for the data plane of the new sandbox");
 }
@@ -196,17 +240,34 @@ check_spec(sk_pctx *c, const sk_sandbox *k)
 	sk_buf_dispose(&b);
 }
 
+static void
+keep_previous(sk_pctx *c, int which, const char *type)
+{
+	const sk_condition *old = sk_plan_prev_cond(c, type);
+
+	if (old != NULL)
+		sk_plan_cond(c, which, old->status, old->reason, "%s", old->message);
+}
+
+/* The keeper was just created or resumed and its data plane has not
+ * answered yet (DataPlaneHealthy Unknown, reason Starting or Resuming). */
+static bool
+started(const sk_pctx *c)
+{
+	const sk_condition *dp = sk_plan_prev_cond(c, SK_COND_DATAPLANE);
+
+	return dp != NULL && sk_str_eq(dp->status, "Unknown") &&
+	        (sk_str_eq(dp->reason, SK_REASON_STARTING) ||
+	                sk_str_eq(dp->reason, SK_REASON_RESUMING));
+}
+
+/* Started, and still within the grace in which 502/503/504 is transient. */
 static bool
 warming(const sk_pctx *c)
 {
 	const sk_condition *dp = sk_plan_prev_cond(c, SK_COND_DATAPLANE);
 
-	if (dp == NULL || !sk_str_eq(dp->status, "Unknown"))
-		return false;
-	if (!sk_str_eq(dp->reason, SK_REASON_STARTING) &&
-	        !sk_str_eq(dp->reason, SK_REASON_RESUMING))
-		return false;
-	return c->now - dp->last_transition_ms < c->o->resume_grace_ms;
+	return started(c) && c->now - dp->last_transition_ms < c->o->resume_grace_ms;
 }
 
 static void
@@ -216,8 +277,9 @@ replace(sk_pctx *c, const sk_sandbox *k)
 	sk_action *a = sk_plan_push(c, SK_ACTION_KILL, k->id);
 	a->why = SK_KILL_REPLACE;
 	c->r->next.phase = SK_PHASE_CREATING;
-	sk_plan_cond(c, SK_C_READY, "False", "Replacing",
-	        "replacing %s: data plane unreachable past health.unhealthyAfter", k->id);
+	sk_plan_cond(c, SK_C_READY, "False", SK_REASON_REPLACING,
+	        "replacing %s: data plane unreachable%s", k->id,
+	        c->ob->replace_now ? " when a user connected" : " past health.unhealthyAfter");
 	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_STARTING,
 	        "waiting for the data plane of the replacement");
 }
@@ -252,27 +314,36 @@ unreachable(sk_pctx *c, const sk_sandbox *k, const sk_probe *p)
 	if (s->remediation != SK_REMEDIATION_REPLACE)
 		return;
 	due = since + s->unhealthy_after_ms;
-	if (c->now >= due && !c->hold)
+	if ((c->now >= due || c->ob->replace_now) && !c->hold)
 		replace(c, k);
 	else
 		sk_plan_requeue(c, due - c->now);
 }
 
-/* Keeps the TTL of a running sandbox the user wants running from expiring. */
+/* The running keeper's deadline (rule 9): always-on spaces are renewed at
+ * half-life; others only when there was activity since the deadline was
+ * last set (end - D) and less than D/2 is left, so an active user costs
+ * about two set_timeout calls per D and an inactive one none. */
 static void
 keep_alive(sk_pctx *c, const sk_sandbox *k)
 {
+	int64_t ttl = sk_plan_ttl(c->us, c->o);
 	int64_t remaining = k->end_ms - c->now;
-	int64_t ttl = c->o->sandbox_timeout_ms;
+	bool due = remaining <= ttl / 2;
 
 	if (k->end_ms <= 0)
 		return;
-	if (remaining <= ttl / 2 && !c->hold) {
+	if (!always_on(c))
+		due = due && activity(c) > k->end_ms - ttl;
+	if (due && !c->hold) {
 		sk_action *a = sk_plan_push(c, SK_ACTION_SET_TIMEOUT, k->id);
 		a->timeout_ms = ttl;
 		remaining = ttl;
 	}
-	sk_plan_requeue(c, remaining / 2);
+	if (always_on(c))
+		sk_plan_requeue(c, remaining / 2);
+	else if (remaining > ttl / 2)
+		sk_plan_requeue(c, remaining - ttl / 2); /* when a renewal may be due */
 }
 
 static void
@@ -284,24 +355,36 @@ plan_running(sk_pctx *c, const sk_sandbox *k)
 	c->r->next.phase = SK_PHASE_RUNNING;
 	if (!c->o->probe || (p != NULL && !p->made && p->error_code == SK_ENOTSUPPORTED)) {
 		/* no data-plane probe (disabled, or the backend has none, e.g. daytona) */
-		sk_plan_cond(c, SK_C_READY, "True", "Running", "sandbox %s is running", k->id);
 		sk_plan_cond(
-		        c, SK_C_DATAPLANE, "Unknown", "NotProbed", "the data plane is not probed");
+		        c, SK_C_READY, "True", SK_REASON_RUNNING, "sandbox %s is running", k->id);
+		sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_NOT_PROBED,
+		        "the data plane is not probed");
+		if (c->o->probe && started(c))
+			push_init_env(c, k->id);
+	} else if (p == NULL && k->end_ms > 0 && k->end_ms <= c->now + c->o->sleep_margin_ms) {
+		/* falling asleep: not probed (a probe would wake it); as before */
+		keep_previous(c, SK_C_READY, SK_COND_READY);
+		keep_previous(c, SK_C_DATAPLANE, SK_COND_DATAPLANE);
+		sk_plan_requeue(c, k->end_ms + c->o->sleep_margin_ms - c->now);
 	} else if (p == NULL || !p->made) {
-		sk_plan_cond(c, SK_C_READY, "Unknown", "NotProbed", "data plane not probed yet");
-		sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", "NotProbed", "no probe result");
+		sk_plan_cond(c, SK_C_READY, "Unknown", SK_REASON_NOT_PROBED,
+		        "data plane not probed yet");
+		sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_NOT_PROBED, "no probe result");
 		sk_plan_requeue(c, c->o->short_requeue_ms);
 	} else if (p->health == SK_HEALTH_OK) {
-		sk_plan_cond(c, SK_C_READY, "True", "Running", "sandbox %s is running", k->id);
 		sk_plan_cond(
-		        c, SK_C_DATAPLANE, "True", "Healthy", "GET /health: %d", p->http_status);
+		        c, SK_C_READY, "True", SK_REASON_RUNNING, "sandbox %s is running", k->id);
+		sk_plan_cond(c, SK_C_DATAPLANE, "True", SK_REASON_HEALTHY, "GET /health: %d",
+		        p->http_status);
+		if (started(c))
+			push_init_env(c, k->id); /* the warm-up ends: the data plane answers */
 	} else if (p->health == SK_HEALTH_UNREACHABLE) {
 		unreachable(c, k, p);
 	} else {
 		c->r->next.phase = SK_PHASE_DEGRADED;
-		sk_plan_cond(c, SK_C_READY, "False", "DataPlaneError", "data plane error");
-		sk_plan_cond(c, SK_C_DATAPLANE, "False", "DataPlaneError", "GET /health: %d",
-		        p->http_status);
+		sk_plan_cond(c, SK_C_READY, "False", SK_REASON_DATAPLANE_ERROR, "data plane error");
+		sk_plan_cond(c, SK_C_DATAPLANE, "False", SK_REASON_DATAPLANE_ERROR,
+		        "GET /health: %d", p->http_status);
 	}
 	for (size_t i = before; i < c->r->n_actions; i++) {
 		if (c->r->actions[i].type == SK_ACTION_CREATE)
@@ -310,23 +393,41 @@ plan_running(sk_pctx *c, const sk_sandbox *k)
 	keep_alive(c, k);
 }
 
+/* A paused keeper of a Running space that nothing asks to wake: asleep. */
+static void
+idle(sk_pctx *c, const sk_sandbox *k)
+{
+	c->r->next.phase = SK_PHASE_IDLE;
+	sk_plan_cond(c, SK_C_READY, "True", SK_REASON_IDLE,
+	        "sandbox %s is asleep after lifecycle.idleTimeout; a connect resumes it", k->id);
+	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_IDLE, "sandbox is asleep");
+	if (c->prev->phase != SK_PHASE_IDLE)
+		sk_plan_event(c, "Normal", SK_REASON_IDLE, "sandbox %s is asleep (idle)", k->id);
+}
+
 static void
 resume(sk_pctx *c, const sk_sandbox *k)
 {
 	sk_action *a;
 
+	if (!always_on(c) && !(c->ob->wake && !c->hold)) {
+		idle(c, k);
+		return;
+	}
 	if (c->hold) {
 		c->r->next.phase = SK_PHASE_PAUSED;
 		sk_plan_drift(c, SK_DRIFT_STATE, k->id, "paused, spec.mode is Running");
 		sk_plan_cond(c, SK_C_READY, "False", SK_REASON_PAUSED_ANNOTATION,
 		        "sandbox %s is paused", k->id);
-		sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", "Paused", "sandbox is paused");
+		sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_PAUSED, "sandbox is paused");
 		return;
 	}
+	/* connect resumes with the lifecycle's deadline: one provider call */
 	a = sk_plan_push(c, SK_ACTION_CONNECT, k->id);
-	a->timeout_ms = c->o->sandbox_timeout_ms;
-	a = sk_plan_push(c, SK_ACTION_SET_TIMEOUT, k->id);
-	a->timeout_ms = c->o->sandbox_timeout_ms;
+	a->timeout_ms = sk_plan_ttl(c->us, c->o);
+	a->wake = c->ob->wake;
+	if (!c->o->probe)
+		push_init_env(c, k->id);
 	c->r->next.phase = SK_PHASE_RESUMING;
 	sk_plan_cond(c, SK_C_READY, "False", SK_REASON_RESUMING, "resuming sandbox %s", k->id);
 	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_RESUMING,
@@ -348,8 +449,9 @@ park(sk_pctx *c, const sk_sandbox *k)
 		sk_plan_push(c, SK_ACTION_PAUSE, k->id);
 	}
 	c->r->next.phase = SK_PHASE_PAUSED;
-	sk_plan_cond(c, SK_C_READY, "True", "Paused", "sandbox %s is paused as desired", k->id);
-	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", "Paused", "sandbox is paused");
+	sk_plan_cond(
+	        c, SK_C_READY, "True", SK_REASON_PAUSED, "sandbox %s is paused as desired", k->id);
+	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_PAUSED, "sandbox is paused");
 }
 
 static void
@@ -359,8 +461,8 @@ plan_keeper(sk_pctx *c, const sk_sandbox *k)
 	if (k->state != SK_SANDBOX_RUNNING && k->state != SK_SANDBOX_PAUSED) {
 		if (c->r->next.phase == SK_PHASE_NONE)
 			c->r->next.phase = SK_PHASE_PENDING;
-		sk_plan_cond(c, SK_C_READY, "False", "Transitioning", "sandbox %s is %s", k->id,
-		        sk_sandbox_state_name(k->state));
+		sk_plan_cond(c, SK_C_READY, "False", SK_REASON_TRANSITIONING, "sandbox %s is %s",
+		        k->id, sk_sandbox_state_name(k->state));
 		sk_plan_requeue(c, c->o->short_requeue_ms);
 		return;
 	}
@@ -395,15 +497,6 @@ duplicates(sk_pctx *c, const char *keeper)
 }
 
 static void
-keep_previous(sk_pctx *c, int which, const char *type)
-{
-	const sk_condition *old = sk_plan_prev_cond(c, type);
-
-	if (old != NULL)
-		sk_plan_cond(c, which, old->status, old->reason, "%s", old->message);
-}
-
-static void
 plan_live(sk_pctx *c)
 {
 	const sk_sandbox *k = NULL;
@@ -429,7 +522,7 @@ plan_live(sk_pctx *c)
 		break;
 	case K_WAIT_CREATING:
 		n->phase = SK_PHASE_CREATING;
-		sk_plan_cond(c, SK_C_READY, "False", "Creating", "%s", c->r->wait_message);
+		sk_plan_cond(c, SK_C_READY, "False", SK_REASON_CREATING, "%s", c->r->wait_message);
 		if (!c->hold)
 			sk_plan_cond(c, SK_C_SYNCED, c->r->wait_code ? "False" : "True",
 			        c->r->wait_code ? SK_REASON_OBSERVE_FAILED
@@ -447,11 +540,23 @@ plan_delete(sk_pctx *c)
 	bool retain = us->spec.deletion_policy == SK_DELETE_RETAIN;
 
 	c->r->next.phase = SK_PHASE_DELETING;
-	sk_plan_cond(c, SK_C_READY, "False", "Deleting", "being deleted (deletionPolicy %s)",
-	        retain ? "Retain" : "Delete");
-	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", "Deleting", "being deleted");
-	if (!sk_userspace_has_finalizer(us, SK_FINALIZER) || c->hold)
+	sk_plan_cond(c, SK_C_READY, "False", SK_REASON_DELETING,
+	        "being deleted (deletionPolicy %s)", retain ? "Retain" : "Delete");
+	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_DELETING, "being deleted");
+	if (!sk_userspace_has_finalizer(us, SK_FINALIZER))
 		return;
+	if (c->hold) {
+		/* The annotation holds provider mutations, so the deletion waits: say so. */
+		const sk_condition *synced = sk_plan_prev_cond(c, SK_COND_SYNCED);
+		sk_plan_cond(c, SK_C_SYNCED, "False", SK_REASON_DELETION_HELD,
+		        "deletion waits: %s is true (remove it to finish the deletion)",
+		        SK_ANNOTATION_PAUSED);
+		if (synced == NULL || !sk_str_eq(synced->reason, SK_REASON_DELETION_HELD))
+			sk_plan_event(c, "Warning", SK_REASON_DELETION_HELD,
+			        "deletion waits: %s is true (remove it to finish the deletion)",
+			        SK_ANNOTATION_PAUSED);
+		return;
+	}
 	if (!retain) {
 		for (size_t i = 0; i < c->ob->sandboxes.len; i++) {
 			if (c->ob->sandboxes.items[i].state != SK_SANDBOX_GONE)
@@ -475,6 +580,41 @@ plan_delete(sk_pctx *c)
 	sk_plan_push(c, SK_ACTION_REMOVE_FINALIZER, NULL);
 }
 
+/* lastActivityTime is persisted at most once per D/4 (D: the deadline). */
+static int64_t
+next_activity(const sk_pctx *c)
+{
+	int64_t prev = c->prev->last_activity_ms;
+	int64_t step = sk_plan_ttl(c->us, c->o) / 4;
+
+	if (c->ob->activity_ms > prev && (prev == 0 || c->ob->activity_ms - prev >= step))
+		return c->ob->activity_ms;
+	return prev;
+}
+
+/* A plan that starts the keeper (create or resume) and does nothing that
+ * needs its binding stored first (kill, pause, finalizer): observe the
+ * started sandbox at once and write binding and health together. */
+static bool
+wants_follow_up(const sk_pctx *c)
+{
+	bool starts = false;
+
+	if (!c->o->probe || c->us->spec.mode != SK_MODE_RUNNING || c->r->wait_code != 0)
+		return false;
+	for (size_t i = 0; i < c->r->n_actions; i++) {
+		switch (c->r->actions[i].type) {
+		case SK_ACTION_CREATE:
+		case SK_ACTION_CONNECT: starts = true; break;
+		case SK_ACTION_KILL:
+		case SK_ACTION_PAUSE:
+		case SK_ACTION_REMOVE_FINALIZER: return false;
+		default: break;
+		}
+	}
+	return starts;
+}
+
 int
 sk_plan(const sk_userspace *desired, const sk_observed *observed, int64_t now_ms,
         const sk_plan_options *opts, sk_plan_result *out)
@@ -495,8 +635,9 @@ sk_plan(const sk_userspace *desired, const sk_observed *observed, int64_t now_ms
 	out->next.phase = c.prev->phase;
 	out->next.sandbox_id = sk_strdup(c.prev->sandbox_id);
 	out->next.last_reconcile_ms = c.prev->last_reconcile_ms;
-	sk_plan_cond(&c, SK_C_SYNCED, "True", "Reconciled", "observed state converged");
-	if (c.hold) {
+	out->next.last_activity_ms = next_activity(&c);
+	sk_plan_cond(&c, SK_C_SYNCED, "True", SK_REASON_RECONCILED, "observed state converged");
+	if (c.hold && desired->meta.deletion_ms == 0) {
 		synced = sk_plan_prev_cond(&c, SK_COND_SYNCED);
 		sk_plan_cond(&c, SK_C_SYNCED, "False", SK_REASON_PAUSED_ANNOTATION,
 		        "%s is true: observing only", SK_ANNOTATION_PAUSED);
@@ -509,5 +650,6 @@ sk_plan(const sk_userspace *desired, const sk_observed *observed, int64_t now_ms
 	else
 		plan_live(&c);
 	sk_plan_finish(&c);
+	out->follow_up = wants_follow_up(&c);
 	return 0;
 }

@@ -34,6 +34,63 @@
 #include "../store/store.h"
 #include "../util/util.h"
 
+/* ---- reasons: every reason this package writes into conditions and events ---- */
+
+/* Ready / phase */
+#define SK_REASON_RUNNING "Running"
+#define SK_REASON_IDLE "Idle" /* asleep after lifecycle.idleTimeout; a connect wakes it */
+#define SK_REASON_PAUSED "Paused" /* mode Paused, as desired */
+#define SK_REASON_MODE_PAUSED "ModePaused" /* a connect to a space whose mode is Paused */
+#define SK_REASON_CREATING "Creating"
+#define SK_REASON_REPLACING "Replacing"
+#define SK_REASON_DELETING "Deleting"
+#define SK_REASON_TRANSITIONING "Transitioning"
+#define SK_REASON_SANDBOX_MISSING "SandboxMissing"
+#define SK_REASON_STARTING "Starting" /* warm-up after a create */
+#define SK_REASON_RESUMING "Resuming" /* warm-up after a resume */
+/* DataPlaneHealthy */
+#define SK_REASON_HEALTHY "Healthy"
+#define SK_REASON_NOT_PROBED "NotProbed"
+#define SK_REASON_NO_SANDBOX "NoSandbox"
+#define SK_REASON_DATAPLANE_ERROR "DataPlaneError"
+/* Synced */
+#define SK_REASON_RECONCILED "Reconciled"
+#define SK_REASON_PAUSED_ANNOTATION "ReconcilePaused"
+#define SK_REASON_AWAITING_CREATE "AwaitingCreate"
+#define SK_REASON_OBSERVE_FAILED "ObserveFailed"
+#define SK_REASON_DELETION_HELD "DeletionHeld" /* deletion waits for the paused annotation */
+/* Drifted */
+#define SK_REASON_NO_DRIFT "NoDrift"
+/* Events (besides the drift types and the failure reasons below) */
+#define SK_REASON_CREATED "Created"
+#define SK_REASON_RESUMED "Resumed"
+#define SK_REASON_WOKEN "Woken" /* resumed because a user connected */
+#define SK_REASON_ENV_ASSERTED "EnvAsserted"
+#define SK_REASON_PAUSED_EVENT "Paused"
+#define SK_REASON_DUPLICATE_DELETED "DuplicateDeleted"
+#define SK_REASON_REPLACED "Replaced"
+#define SK_REASON_ORPHAN_DELETED "OrphanDeleted"
+#define SK_REASON_SANDBOX_DELETED "SandboxDeleted"
+#define SK_REASON_FINALIZER_REMOVED "FinalizerRemoved"
+/* Failures of an action (Synced=False, a Warning event): sk_failure_reason. */
+#define SK_REASON_CREATE_FAILED "CreateFailed"
+#define SK_REASON_RESUME_FAILED "ResumeFailed"
+#define SK_REASON_PAUSE_FAILED "PauseFailed"
+#define SK_REASON_DELETE_FAILED "DeleteFailed"
+#define SK_REASON_SET_TIMEOUT_FAILED "SetTimeoutFailed"
+#define SK_REASON_INIT_ENV_FAILED "InitEnvFailed"
+#define SK_REASON_STATUS_WRITE_FAILED "StatusWriteFailed"
+#define SK_REASON_FINALIZER_FAILED "FinalizerRemovalFailed"
+#define SK_REASON_EVENT_FAILED "EventFailed"
+#define SK_REASON_NO_PROVIDER "NoProvider"
+
+/* ---- failures: the one classification (execute, controller and HTTP ask here) ---- */
+
+/* Transient: retry with backoff (unavailable, timeout, 408/429/5xx, a lost
+ * compare-and-swap, a sandbox that vanished under an action: the next
+ * observation re-plans). Everything else is terminal: retried only at resync. */
+bool sk_reconcile_is_transient(int code);
+
 /* ---- options ---- */
 
 typedef struct sk_plan_options {
@@ -47,6 +104,13 @@ typedef struct sk_plan_options {
 	size_t max_probes; /* unbound: running candidates probed at most (3) */
 	bool delete_orphans; /* false */
 	int64_t orphan_grace_ms; /* 10m */
+	/* How long a healthy probe answers a connect from memory (10s); see
+	 * sk_connect_decide. */
+	int64_t probe_fresh_ms;
+	/* A running sandbox this close to its deadline (or past it) may be
+	 * asleep: its data plane is not probed, since traffic would wake it
+	 * (autoResume); the control plane is asked instead (2s). */
+	int64_t sleep_margin_ms;
 } sk_plan_options;
 
 void sk_plan_options_init(sk_plan_options *o);
@@ -96,6 +160,13 @@ typedef struct sk_observed {
 	/* Data-plane probes (the keeper, or running candidates when unbound). */
 	sk_probe *probes;
 	size_t n_probes;
+	/* The controller's memory of the user (rule 3, 9): the last connect or
+	 * heartbeat (wall ms, 0 none), a connect waiting for the space (wake an
+	 * Idle keeper), and a connect that found the keeper's data plane
+	 * unreachable (Replace at once, not after health.unhealthyAfter). */
+	int64_t activity_ms;
+	bool wake;
+	bool replace_now;
 } sk_observed;
 
 void sk_observed_init(sk_observed *o);
@@ -129,6 +200,7 @@ typedef enum sk_action_type {
 	SK_ACTION_BIND, /* write the next status now (binding first) */
 	SK_ACTION_REMOVE_FINALIZER,
 	SK_ACTION_EVENT,
+	SK_ACTION_INIT_ENV, /* re-assert spec.env through envd POST /init */
 } sk_action_type;
 
 typedef enum sk_kill_reason {
@@ -145,6 +217,7 @@ typedef struct sk_action {
 	 * sandbox the preceding CREATE made". */
 	char *sandbox_id;
 	sk_kill_reason why; /* KILL */
+	bool wake; /* CONNECT: a user's connect asked for it (event Woken) */
 	int64_t timeout_ms; /* CREATE, CONNECT, SET_TIMEOUT */
 	/* CREATE */
 	char *template_id;
@@ -153,7 +226,7 @@ typedef struct sk_action {
 	bool auto_pause;
 	bool auto_resume;
 	sk_kvlist metadata;
-	sk_kvlist env;
+	sk_kvlist env; /* CREATE, INIT_ENV: values never logged */
 	/* EVENT */
 	char *event_type; /* "Normal" | "Warning" */
 	char *reason;
@@ -171,6 +244,12 @@ typedef struct sk_plan_result {
 	 * GET of the bound sandbox failed): the caller backs off; wait_message says why. */
 	int wait_code;
 	char *wait_message;
+	/* The plan starts the keeper (create or resume) and nothing in it needs
+	 * the binding stored first: the executor observes the started sandbox at
+	 * once (probe) and plans again before it writes the status, so the
+	 * binding and the health are written together (one write, no requeue).
+	 * The second plan never has follow_up set. */
+	bool follow_up;
 } sk_plan_result;
 
 int sk_plan(const sk_userspace *desired, const sk_observed *observed, int64_t now_ms,
@@ -179,11 +258,71 @@ void sk_plan_result_dispose(sk_plan_result *r);
 
 const char *sk_action_type_name(sk_action_type t); /* "create", "kill", ... */
 const char *sk_kill_reason_name(sk_kill_reason r); /* "Duplicate", "Replace", ... */
-bool sk_action_is_mutating(const sk_action *a); /* CREATE CONNECT PAUSE KILL */
+bool sk_action_is_mutating(const sk_action *a); /* CREATE CONNECT PAUSE KILL INIT_ENV */
 /* One line: "create sandbox (template base, timeout 1h)", "kill i123 (Duplicate)". */
 void sk_action_describe(const sk_action *a, sk_buf *out);
 /* Every action, one per line, then the next phase and requeue. */
 void sk_plan_describe(const sk_plan_result *r, sk_buf *out);
+
+/* ---- outcomes: what an executed plan leaves in the status (pure) ---- */
+
+/* Where the executor stopped. */
+typedef struct sk_outcome {
+	int code; /* 0: every action succeeded */
+	const sk_action *failed; /* the failed action (NULL when code is 0 or no action failed) */
+	bool created; /* a CREATE of the plan made a sandbox before the failure */
+	int http_status; /* of the failure, when it was an HTTP answer */
+	const char *message; /* of the failure */
+} sk_outcome;
+
+/* The reason a failed action is recorded under ("CreateFailed", ...). */
+const char *sk_failure_reason(sk_action_type t);
+/* Maps a failed action onto the status to write: Synced=False with the
+ * failure reason, the phase (Error for terminal, the Creating mark kept when
+ * a create may have happened), Ready for a failed create, and the warm-up
+ * kept when re-asserting the environment failed (so it is retried). */
+void sk_plan_failure(
+        const sk_userspace *us, const sk_outcome *o, int64_t now_ms, sk_userspace_status *st);
+/* Sets one condition of st (lastTransitionTime moves only when the status changes). */
+void sk_status_set_condition(sk_userspace_status *st, const char *type, const char *status,
+        const char *reason, const char *message, int64_t now_ms, int64_t generation);
+
+/* spacekeeper --once: whether a stored object is in a phase one pass can end on. */
+bool sk_plan_settled(const sk_userspace *us);
+
+/* ---- connect: the platform's request, decided from what is known (pure) ---- */
+
+typedef enum sk_connect_verdict {
+	SK_CONNECT_READY, /* answer now from memory: keeper running, probed healthy lately */
+	SK_CONNECT_WAKE, /* Idle: resume it (one provider call), probe, answer */
+	SK_CONNECT_REPLACE, /* keeper unreachable past the grace, remediation Replace: replace now */
+	SK_CONNECT_RECONCILE, /* unknown, missing or changing: reconcile now and wait */
+	SK_CONNECT_UNAVAILABLE, /* will not become ready by waiting: answer 503 at once */
+} sk_connect_verdict;
+
+/* What the controller remembers of a space's keeper from its last reconcile. */
+typedef struct sk_keeper_memory {
+	const char *sandbox_id; /* the keeper that reconcile saw, NULL none */
+	bool running; /* its state then */
+	bool healthy; /* its probe then answered 2xx (or probing is off) */
+	int64_t seen_ms; /* when (wall ms), 0: never */
+	int64_t end_ms; /* its provider deadline then (0 unknown) */
+} sk_keeper_memory;
+
+typedef struct sk_connect_decision {
+	sk_connect_verdict verdict;
+	const char *reason; /* UNAVAILABLE: "Deleting", "ModePaused", "DataPlaneUnreachable", ... */
+	int64_t retry_after_ms; /* UNAVAILABLE: when asking again may help (0: not soon) */
+	int64_t drift_since_ms; /* DataPlaneUnreachable: since when */
+	bool renew_due; /* READY: the deadline is below half of the idle timeout */
+} sk_connect_decision;
+
+void sk_connect_decide(const sk_userspace *us, const sk_keeper_memory *mem, int64_t now_ms,
+        const sk_plan_options *opts, sk_connect_decision *out);
+/* The provider deadline the space's sandbox gets on create and resume:
+ * lifecycle.idleTimeout, or the provider's sandbox timeout when it is 0
+ * (always on). */
+int64_t sk_plan_ttl(const sk_userspace *us, const sk_plan_options *opts);
 
 /* ---- orphans (rule 8) ---- */
 
@@ -222,7 +361,26 @@ typedef struct sk_reconcile_env {
 	void *log_payload;
 	/* Optional clock for tests (NULL: sk_now_ms). */
 	int64_t (*now)(void);
+	/* The controller's memory of the user, copied into the observation
+	 * (sk_observed.activity_ms, wake, replace_now). */
+	int64_t activity_ms;
+	bool wake;
+	bool replace_now;
+	/* Optional: filled with what the run saw of the keeper (for the connect
+	 * fast path) and the sandbox it replaced, if any. */
+	struct sk_reconcile_report *report;
 } sk_reconcile_env;
+
+typedef struct sk_reconcile_report {
+	char *keeper_id; /* the bound keeper after the run, NULL none */
+	bool running;
+	bool healthy;
+	int64_t end_ms;
+	int64_t seen_ms;
+	char *replaced_id; /* a sandbox this run replaced (Replace remediation), NULL none */
+	int64_t replaced_ms;
+} sk_reconcile_report;
+void sk_reconcile_report_dispose(sk_reconcile_report *r);
 
 /* Runs plan for us (as read from the store: its resourceVersion is the CAS
  * token). *updated (may be NULL) gets the object as last written (NULL when

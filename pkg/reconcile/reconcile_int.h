@@ -9,12 +9,6 @@
 
 enum { SK_C_READY, SK_C_SYNCED, SK_C_DATAPLANE, SK_C_DRIFTED, SK_C_COUNT };
 
-#define SK_REASON_STARTING "Starting"
-#define SK_REASON_RESUMING "Resuming"
-#define SK_REASON_PAUSED_ANNOTATION "ReconcilePaused"
-#define SK_REASON_AWAITING_CREATE "AwaitingCreate"
-#define SK_REASON_OBSERVE_FAILED "ObserveFailed"
-
 typedef struct sk_cond_decision {
 	const char *status; /* NULL: not decided (Unknown) */
 	const char *reason;

@@ -283,6 +283,20 @@ sk_e2b_list(sk_provider *p, const sk_kvlist *match, sk_sandbox_list *out, sk_err
 	return rc;
 }
 
+char *
+sk_sandbox_envd_url(const sk_provider_config *pc, const char *sandbox_id, const char *domain)
+{
+	if (pc->sandbox_url != NULL) {
+		size_t len = strlen(pc->sandbox_url);
+		while (len > 0 && pc->sandbox_url[len - 1] == '/')
+			len--;
+		return sk_asprintf("%.*s", (int)len, pc->sandbox_url);
+	}
+	if (domain == NULL)
+		domain = pc->domain ? pc->domain : "e2b.app";
+	return sk_asprintf("https://%d-%s.%s", SK_ENVD_PORT, sandbox_id, domain);
+}
+
 /* POST with a {"timeout": s} body (connect, timeout). */
 static int
 post_timeout(sk_provider *p, const char *id, const char *verb, long timeout_s, long *status,
@@ -408,17 +422,16 @@ sk_e2b_probe_health(
 		*http_status = 0;
 	if ((rc = check_id(sb->id, err)) != SK_OK)
 		return rc;
+	{
+		char *base = sk_sandbox_envd_url(&p->cfg, sb->id, domain);
+		url = sk_asprintf("%s/health", base);
+		free(base);
+	}
 	if (p->cfg.sandbox_url) {
-		size_t len = strlen(p->cfg.sandbox_url);
-		while (len > 0 && p->cfg.sandbox_url[len - 1] == '/')
-			len--;
-		url = sk_asprintf("%.*s/health", (int)len, p->cfg.sandbox_url);
 		snprintf(hid, sizeof(hid), "E2b-Sandbox-Id: %s", sb->id);
 		snprintf(hport, sizeof(hport), "E2b-Sandbox-Port: %d", SK_ENVD_PORT);
 		headers[n++] = hid;
 		headers[n++] = hport;
-	} else {
-		url = sk_asprintf("https://%d-%s.%s/health", SK_ENVD_PORT, sb->id, domain);
 	}
 	if (sb->envd_access_token) {
 		snprintf(htok, sizeof(htok), "X-Access-Token: %s", sb->envd_access_token);

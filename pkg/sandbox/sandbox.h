@@ -63,5 +63,15 @@ int sk_sandbox_kill(sk_provider *p, const char *id, sk_error *err);
 int sk_sandbox_set_timeout(sk_provider *p, const char *id, int64_t timeout_ms, sk_error *err);
 int sk_sandbox_probe_health(
         sk_provider *p, const sk_sandbox *sb, sk_health *health, int *http_status, sk_error *err);
+/* The envd base URL of a sandbox (no trailing slash): https://49983-ID.DOMAIN,
+ * or the entry's sandboxURL, where the sandbox is named by the headers
+ * E2b-Sandbox-Id: ID and E2b-Sandbox-Port: 49983 (SK_ENVD_PORT). domain NULL:
+ * the entry's. Caller frees. */
+#define SK_ENVD_PORT_NUMBER 49983
+#define SK_ENVD_PORT_STRING "49983"
+char *sk_sandbox_envd_url(const sk_provider_config *pc, const char *sandbox_id, const char *domain);
+/* envd POST /init with env (re-asserts the sandbox-wide environment after a
+ * create or resume). Values are never logged. SK_ENOTSUPPORTED without envd. */
+int sk_sandbox_init_env(sk_provider *p, const sk_sandbox *sb, const sk_kvlist *env, sk_error *err);
 
 #endif

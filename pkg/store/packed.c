@@ -32,7 +32,7 @@ struct sk_packed_userspace {
  * of metadata or status changes these sizes: encode it below (writer and
  * reader) and set it in test/unit/check_store_pack.c's full_object. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(sk_object_meta) == 104 && sizeof(sk_userspace_status) == 72,
+_Static_assert(sizeof(sk_object_meta) == 104 && sizeof(sk_userspace_status) == 80,
         "sk_object_meta or sk_userspace_status changed: update packed.c");
 #endif
 
@@ -165,6 +165,7 @@ w_status(writer *w, const sk_userspace_status *st)
 	}
 	w_str(w, st->message);
 	w_int(w, st->last_reconcile_ms);
+	w_int(w, st->last_activity_ms);
 }
 
 sk_packed_userspace *
@@ -357,6 +358,7 @@ r_status(reader *r, sk_userspace_status *st)
 	r_drift(r, st);
 	st->message = r_str(r);
 	st->last_reconcile_ms = r_int(r);
+	st->last_activity_ms = r_int(r);
 }
 
 int

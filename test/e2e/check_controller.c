@@ -111,6 +111,8 @@ http(const char *method, const char *url, const char *body, char **out)
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
 	if (body)
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	if (strcmp(method, "HEAD") == 0)
+		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
 	if (curl_easy_perform(h) == CURLE_OK)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	curl_slist_free_all(hdr);
@@ -599,7 +601,42 @@ START_TEST(test_b_duplicates_deleted)
 }
 END_TEST
 
+/* "NAME=Phase": the object's status.phase is Phase. */
+static bool
+phase_is(void *arg)
+{
+	char name[64];
+	const char *want = strchr(arg, '=') + 1;
+	json_t *items = get_items(), *it;
+	bool ok;
+
+	snprintf(name, sizeof(name), "%.*s", (int)(want - 1 - (const char *)arg), (char *)arg);
+	it = find_item(items, name);
+	ok = it && item_phase(it) && strcmp(item_phase(it), want) == 0;
+	json_decref(items);
+	return ok;
+}
+
 /* ---- (c) pause and resume ---- */
+
+/* POST /v1/userspaces/NAME/connect: 200 and ready; *out (may be NULL) the answer. */
+static void
+connect_ok(const char *name, json_t **out)
+{
+	char url[256];
+	json_t *v;
+	long st;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/%s/connect?timeout=30s",
+	        keeper_port, name);
+	v = http_json("POST", url, "", &st);
+	ck_assert_msg(st == 200, "connect %s: %ld", name, st);
+	ck_assert(json_is_true(json_object_get(v, "ready")));
+	if (out)
+		*out = v;
+	else
+		json_decref(v);
+}
 
 static const char *c_spec_fmt = "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
                                 "metadata:\n  name: pam\nspec:\n  userID: pam\n  mode: %s\n";
@@ -643,8 +680,13 @@ START_TEST(test_c_pause_resume)
 	w = (want_state){ "Paused", "paused", "" };
 	ck_assert_msg(eventually(pam_in, &w, 30), "not paused");
 	ck_assert_str_eq(w.bound, first);
+	/* Running means available: the paused sandbox is Idle until a connect. */
 	snprintf(yaml, sizeof(yaml), c_spec_fmt, "Running");
 	apply_yaml("pam.yaml", yaml);
+	w = (want_state){ "Idle", "paused", "" };
+	ck_assert_msg(eventually(pam_in, &w, 30), "not Idle");
+	ck_assert_int_eq(sim_stat("resume") + sim_stat("connect"), 0);
+	connect_ok("pam", NULL);
 	w = (want_state){ "Running", "running", "" };
 	ck_assert_msg(eventually(pam_in, &w, 30), "not resumed");
 	/* Resumed, not replaced. */
@@ -958,6 +1000,189 @@ START_TEST(test_j_429_storm)
 }
 END_TEST
 
+/* ---- the lifecycle: sleep when idle, wake on demand (issue 9) ---- */
+
+/* Every sandbox of users PREFIX000..PREFIX(n-1) is in sim state `state`. */
+typedef struct sim_states {
+	const char *prefix;
+	int n;
+	const char *state;
+} sim_states;
+
+static bool
+all_in_state(void *arg)
+{
+	sim_states *w = arg;
+	json_t *all = sim_sandboxes();
+	char name[64];
+	bool ok = true;
+
+	for (int i = 0; ok && i < w->n; i++) {
+		snprintf(name, sizeof(name), "%s%03d", w->prefix, i);
+		ok = count_user(all, name, w->state) == 1 && count_user(all, name, NULL) == 1;
+	}
+	json_decref(all);
+	return ok;
+}
+
+static bool
+all_phase(void *arg)
+{
+	sim_states *w = arg;
+	json_t *items = get_items();
+	char name[64];
+	bool ok = true;
+
+	for (int i = 0; ok && i < w->n; i++) {
+		json_t *it;
+		snprintf(name, sizeof(name), "%s%03d", w->prefix, i);
+		it = find_item(items, name);
+		ok = it && item_phase(it) && strcmp(item_phase(it), w->state) == 0;
+	}
+	json_decref(items);
+	return ok;
+}
+
+static int
+provider_mutations(void)
+{
+	return sim_stat("resume") + sim_stat("connect") + sim_stat("timeout") + sim_stat("create");
+}
+
+START_TEST(test_idle_sleep_and_wake)
+{
+	sim_states asleep = { "z", 50, "paused" }, idle = { "z", 50, "Idle" };
+	sim_states awake = { "on", 3, "running" };
+	json_t *v;
+	char name[64];
+
+	apply_users(50, "z", "  lifecycle:\n    idleTimeout: 3s\n");
+	apply_users(3, "on", "  lifecycle:\n    idleTimeout: 0s\n");
+	keeper_start();
+	for (int i = 0; i < 50; i++) {
+		snprintf(name, sizeof(name), "z%03d", i);
+		connect_ok(name, NULL);
+	}
+	/* Left alone: asleep at the provider within D + one resync (plus slack
+	 * for 50 connects), Idle in the status, not drift. */
+	ck_assert_msg(eventually(all_in_state, &asleep, 15), "not all asleep");
+	ck_assert_msg(eventually(all_phase, &idle, 15), "not all Idle");
+	/* The controller never resumes or renews a sleeping sandbox on its own. */
+	sim_post("/_sim/stats/reset", "");
+	sleep(4); /* three resyncs and more */
+	ck_assert_int_eq(provider_mutations(), 0);
+	ck_assert(all_in_state(&asleep));
+	/* Always-on spaces stay running. */
+	ck_assert_msg(eventually(all_in_state, &awake, 30), "idleTimeout 0 not running");
+	/* A connect wakes one with one resume. */
+	connect_ok("z007", &v);
+	ck_assert_str_eq(json_string_value(json_object_get(v, "path")), "wake");
+	json_decref(v);
+	ck_assert_int_eq(sim_stat("connect") + sim_stat("resume"), 1);
+	ck_assert_int_eq(sim_stat("create"), 0);
+	/* A second connect right after is answered from memory. */
+	connect_ok("z007", &v);
+	ck_assert_str_eq(json_string_value(json_object_get(v, "path")), "fast");
+	json_decref(v);
+	ck_assert_int_eq(sim_stat("connect") + sim_stat("resume"), 1);
+	keeper_stop_checked();
+}
+END_TEST
+
+/* Waits until NAME is Degraded with DataPlaneUnreachable drift. */
+static bool
+degraded(void *arg)
+{
+	json_t *items = get_items(), *it = find_item(items, arg);
+	bool ok = it && item_has_drift(it, "DataPlaneUnreachable") && item_phase(it) &&
+	        strcmp(item_phase(it), "Degraded") == 0;
+
+	json_decref(items);
+	return ok;
+}
+
+static char *
+make_unreachable(const char *name)
+{
+	json_t *v;
+	char body[256];
+	char *id;
+
+	connect_ok(name, &v);
+	id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
+	json_decref(v);
+	snprintf(body, sizeof(body), "{\"unreachable\": [\"%s\"]}", id);
+	sim_post("/_sim/faults", body);
+	ck_assert_msg(eventually(degraded, (void *)name, 30), "%s never Degraded", name);
+	return id;
+}
+
+START_TEST(test_connect_unreachable_report)
+{
+	char url[256];
+	json_t *v;
+	long st;
+	int64_t t0;
+	char *id;
+
+	apply_yaml("rep.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: rep\nspec:\n  userID: rep\n"
+	        "  health:\n    remediation: Report\n");
+	keeper_start();
+	id = make_unreachable("rep");
+	/* Known unreachable: 503 at once, not after the caller's 20 s. */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/rep/connect?timeout=20s",
+	        keeper_port);
+	t0 = sk_monotonic_ms();
+	v = http_json("POST", url, "", &st);
+	ck_assert_int_eq(st, 503);
+	ck_assert_int_lt(sk_monotonic_ms() - t0, 2000);
+	ck_assert_str_eq(json_string_value(json_object_get(v, "reason")), "DataPlaneUnreachable");
+	ck_assert(json_is_integer(json_object_get(v, "driftAgeSeconds")));
+	json_decref(v);
+	/* Bad timeouts are the caller's mistake, not the default. */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/rep/connect?timeout=abc",
+	        keeper_port);
+	ck_assert_int_eq(http("POST", url, "", NULL), 400);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/rep/sandbox?timeout=-1s",
+	        keeper_port);
+	ck_assert_int_eq(http("GET", url, NULL, NULL), 400);
+	/* HEAD is a read: it never creates or resumes. */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/rep/sandbox", keeper_port);
+	ck_assert_int_eq(http("HEAD", url, NULL, NULL), 405);
+	/* The heartbeat: 204, no body. */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/rep/activity", keeper_port);
+	ck_assert_int_eq(http("POST", url, "", NULL), 204);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/nobody/activity", keeper_port);
+	ck_assert_int_eq(http("POST", url, "", NULL), 404);
+	free(id);
+	keeper_stop_checked();
+}
+END_TEST
+
+START_TEST(test_connect_unreachable_replace)
+{
+	json_t *v;
+	char *old;
+
+	apply_yaml("rpl.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: rpl\nspec:\n  userID: rpl\n"
+	        "  health:\n    unhealthyAfter: 10m\n    remediation: Replace\n");
+	keeper_start();
+	old = make_unreachable("rpl");
+	/* A connect replaces at once (not after unhealthyAfter) and says so. */
+	connect_ok("rpl", &v);
+	ck_assert_str_ne(json_string_value(json_object_get(v, "sandboxID")), old);
+	ck_assert_str_eq(json_string_value(json_object_get(v, "previousSandboxID")), old);
+	ck_assert(json_is_string(json_object_get(v, "replacedAt")));
+	json_decref(v);
+	free(old);
+	keeper_stop_checked();
+}
+END_TEST
+
 /* ---- the daemon: HTTP, --once, signals ---- */
 
 START_TEST(test_http_endpoints_and_connect)
@@ -988,14 +1213,17 @@ START_TEST(test_http_endpoints_and_connect)
 		const char *id = json_string_value(json_object_get(v, "sandboxID"));
 		ck_assert_ptr_nonnull(id);
 		ck_assert_str_eq(sim_state_of(all, id), "running");
-		/* Paused out of band: connect resumes it. */
+		/* Paused out of band: seen as Idle, and a connect resumes it. */
 		snprintf(url, sizeof(url), "/_sim/sandboxes/%s/pause", id);
 		sim_post(url, "");
 		json_decref(all);
+		ck_assert_msg(eventually(phase_is, (void *)"web=Idle", 30), "web never Idle");
 		snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/web-user/sandbox",
 		        keeper_port);
-		json_decref(http_json("GET", url, NULL, &st));
+		all = http_json("GET", url, NULL, &st);
 		ck_assert_int_eq(st, 200);
+		ck_assert_str_eq(json_string_value(json_object_get(all, "path")), "wake");
+		json_decref(all);
 		all = sim_sandboxes();
 		ck_assert_str_eq(sim_state_of(all, id), "running");
 		json_decref(all);
@@ -1135,6 +1363,9 @@ sk_suite_controller(void)
 	tcase_add_test(fault, test_j_429_storm);
 	tcase_add_test(fault, test_i_ferretdb_restart);
 	tcase_add_test(daemon, test_http_endpoints_and_connect);
+	tcase_add_test(daemon, test_idle_sleep_and_wake);
+	tcase_add_test(daemon, test_connect_unreachable_report);
+	tcase_add_test(daemon, test_connect_unreachable_replace);
 	tcase_add_test(daemon, test_once_pass);
 	tcase_add_test(daemon, test_sigterm_graceful);
 	tcase_add_test(daemon, test_usage_and_bad_config);

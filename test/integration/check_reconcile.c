@@ -288,7 +288,7 @@ START_TEST(test_pause_resume)
 	sk_userspace *us;
 
 	setup(&f);
-	sk_rfix_apply(&f, "erin", "erin", NULL);
+	sk_rfix_apply(&f, "erin", "erin", ", lifecycle: {idleTimeout: 0s}"); /* always on */
 	sk_userspace_free(converge(&f, "erin", "erin", 5));
 	sk_rfix_set_mode(&f, "erin", SK_MODE_PAUSED);
 	us = converge(&f, "erin", "erin", 5);
@@ -392,8 +392,8 @@ START_TEST(test_stale_list_paused_out_of_band)
 
 	setup(&f);
 	sk_rfix_apply(&f, "ivy", "ivy",
-	        ", lifecycle: {autoResume: false}, health: {unhealthyAfter: 1s, remediation: "
-	        "Replace}");
+	        ", lifecycle: {autoResume: false, idleTimeout: 0s}, health: {unhealthyAfter: 1s, "
+	        "remediation: Replace}");
 	us = converge(&f, "ivy", "ivy", 5);
 	ck_assert_int_eq(list_user(&f, "ivy", &snap), 0);
 	ck_assert_uint_eq(snap.len, 1);

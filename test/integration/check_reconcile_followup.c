@@ -500,8 +500,8 @@ START_TEST(test_edit_during_create)
 }
 END_TEST
 
-/* 2. A paused keeper and mode Running: one call resumes it and stores
- * Running + Ready in one write (no Resuming status in between). */
+/* 2. A paused (Idle) keeper and a connect waiting: one call resumes it and
+ * stores Running + Ready in one write (no Resuming status in between). */
 START_TEST(test_resume_one_call)
 {
 	fixture f;
@@ -518,6 +518,7 @@ START_TEST(test_resume_one_call)
 	ck_assert_str_eq(us->status.sandbox_id, id);
 	sk_userspace_free(us);
 	sk_rfix_set_mode(&f, "carol", SK_MODE_RUNNING);
+	f.env.wake = true;
 	once(&f, "carol", "carol", &o);
 	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
 	ck_assert_int_eq(sim_calls(&f, "connect", 0), 1);
@@ -535,7 +536,7 @@ START_TEST(test_resume_one_call)
 	ck_assert_int_eq(us->status.observed_generation, 3);
 	assert_writes(&f, "carol", &o, 1);
 	ck_assert_int_eq(o.requeue, f.env.opts.resync_ms);
-	ck_assert(sk_rfix_has_event(&f, "carol", "Resumed"));
+	ck_assert(sk_rfix_has_event(&f, "carol", "Woken"));
 	sk_userspace_free(us);
 	outcome_dispose(&o);
 	free(id);
@@ -543,9 +544,9 @@ START_TEST(test_resume_one_call)
 }
 END_TEST
 
-/* 2b. A resume re-asserts the lifecycle once (the SET_TIMEOUT after the
- * connect), not again in the follow-up (which must see the new end time,
- * not the paused sandbox's old one). */
+/* 2b. A resume is one provider call: the connect sets the deadline (the
+ * idle timeout); no set_timeout after it, and none in the follow-up (which
+ * must see the new end time, not the paused sandbox's old one). */
 START_TEST(test_resume_lifecycle_once)
 {
 	fixture f;
@@ -555,10 +556,11 @@ START_TEST(test_resume_lifecycle_once)
 	sk_rfix_apply(&f, "cody", "cody", NULL);
 	paused_keeper(&f, "cody");
 	sk_rfix_set_mode(&f, "cody", SK_MODE_RUNNING);
+	f.env.wake = true;
 	once(&f, "cody", "cody", &o);
 	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
 	ck_assert_int_eq(sim_calls(&f, "connect", 0), 1);
-	ck_assert_int_eq(sim_calls(&f, "timeout", 0), 1);
+	ck_assert_int_eq(sim_calls(&f, "timeout", 0), 0);
 	outcome_dispose(&o);
 	sk_rfix_teardown(&f);
 }
@@ -576,6 +578,7 @@ START_TEST(test_resume_dataplane_504)
 	sk_rfix_apply(&f, "dora", "dora", NULL);
 	paused_keeper(&f, "dora");
 	sk_rfix_set_mode(&f, "dora", SK_MODE_RUNNING);
+	f.env.wake = true;
 	sim_faults(&f, "{\"resume_504_s\": 30}");
 	once(&f, "dora", "dora", &o);
 	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
@@ -802,6 +805,7 @@ START_TEST(test_resume_with_duplicate_no_followup)
 	id = only_sandbox(&f, "ivy", SK_SANDBOX_PAUSED);
 	precreate(&f, "ivy", &dup);
 	sk_rfix_set_mode(&f, "ivy", SK_MODE_RUNNING);
+	f.env.wake = true;
 	once(&f, "ivy", "ivy", &o);
 	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
 	us = sk_rfix_get(&f, "ivy");

@@ -53,6 +53,9 @@ typedef struct plan_case {
 	const char *prev_dp_reason; /* DataPlaneHealthy Unknown with this reason */
 	int64_t prev_dp_since;
 	int64_t ttl; /* 0: 1h */
+	int64_t idle; /* spec.lifecycle.idleTimeout; 0: always on */
+	int64_t prev_activity; /* status.lastActivityTime, offset from NOW; 0: none */
+	bool no_env; /* spec.env empty */
 	/* observed */
 	sb_spec sbs[4];
 	sk_lookup bound_lookup;
@@ -60,6 +63,9 @@ typedef struct plan_case {
 	sk_lookup user_lookup;
 	int user_err;
 	probe_spec probes[3];
+	int64_t activity; /* the controller's last activity, offset from NOW; 0: none */
+	bool wake; /* a connect waits */
+	bool replace_now; /* a connect found the keeper unreachable */
 	/* expected */
 	const char *actions; /* non-event actions: "create bind kill:i1(Replace)" */
 	sk_phase want_phase;
@@ -70,6 +76,10 @@ typedef struct plan_case {
 	int64_t requeue_min, requeue_max; /* 0: not checked */
 	int64_t want_since; /* since of the first drift, offset from NOW; 0 unchecked */
 	const char *want_event; /* an EVENT reason that must be planned */
+	const char *no_event; /* an EVENT reason that must not be planned */
+	int64_t want_activity; /* next lastActivityTime, offset from NOW; 0 unchecked */
+	int want_follow_up; /* 1: follow_up set, -1: not set, 0 unchecked */
+	const char *want_synced; /* reason of Synced; NULL unchecked */
 } plan_case;
 
 #define RUN(id_, started_, end_)                                                                   \
@@ -204,7 +214,7 @@ static const plan_case cases[] = {
 	        .want_phase = SK_PHASE_RUNNING },
 	{ .name = "unbound, only paused: newest paused kept and resumed",
 	        .sbs = { PAUSED("i1", -HOUR), PAUSED("i2", -MIN) },
-	        .actions = "bind:i2 kill:i1(Duplicate) connect:i2 set-timeout:i2",
+	        .actions = "bind:i2 kill:i1(Duplicate) connect:i2",
 	        .want_bound = "i2",
 	        .want_phase = SK_PHASE_RESUMING },
 	{ .name = "duplicate drift with since kept",
@@ -218,14 +228,158 @@ static const plan_case cases[] = {
 	        .want_drift = "Duplicate:i2",
 	        .want_phase = SK_PHASE_RUNNING },
 	/* rule 3: resume */
-	{ .name = "mode Running, keeper paused: connect then set timeout",
+	{ .name = "always on (idleTimeout 0), keeper paused: resume (one call)",
 	        .bound = "i1",
 	        .phase = SK_PHASE_PAUSED,
 	        .sbs = { PAUSED("i1", -HOUR) },
-	        .actions = "connect:i1 set-timeout:i1",
+	        .actions = "connect:i1",
 	        .want_phase = SK_PHASE_RESUMING,
 	        .want_ready = "False",
+	        .want_follow_up = 1,
 	        .requeue_max = 2 * SEC },
+	/* rule 3: idle is not drift; no resume without a connect */
+	{ .name = "idle: keeper paused by the provider, no connect: Idle, nothing done",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 15 * MIN,
+	        .sbs = { PAUSED("i1", -HOUR) },
+	        .activity = -20 * MIN,
+	        .actions = "",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_ready = "True",
+	        .want_drift = "",
+	        .want_event = "Idle",
+	        .want_follow_up = -1 },
+	{ .name = "idle already: no second Idle event",
+	        .bound = "i1",
+	        .phase = SK_PHASE_IDLE,
+	        .idle = 15 * MIN,
+	        .sbs = { PAUSED("i1", -HOUR) },
+	        .actions = "",
+	        .want_phase = SK_PHASE_IDLE,
+	        .no_event = "Idle" },
+	{ .name = "idle: a connect waits: resume with the idle timeout, then probe",
+	        .bound = "i1",
+	        .phase = SK_PHASE_IDLE,
+	        .idle = 15 * MIN,
+	        .sbs = { PAUSED("i1", -HOUR) },
+	        .wake = true,
+	        .activity = -1 * SEC,
+	        .actions = "connect:i1",
+	        .want_phase = SK_PHASE_RESUMING,
+	        .want_follow_up = 1,
+	        .want_activity = -1 * SEC },
+	{ .name = "idle + paused annotation: a connect does not resume",
+	        .bound = "i1",
+	        .phase = SK_PHASE_IDLE,
+	        .idle = 15 * MIN,
+	        .hold = true,
+	        .sbs = { PAUSED("i1", -HOUR) },
+	        .wake = true,
+	        .actions = "",
+	        .want_phase = SK_PHASE_IDLE },
+	/* rule 9: renewal only for recent activity, below half of D */
+	{ .name = "running, below D/2, no activity since the deadline was set: let it sleep",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 10 * MIN,
+	        .sbs = { RUN("i1", -HOUR, 4 * MIN) },
+	        .probes = { OK("i1") },
+	        .activity = -7 * MIN, /* before end - D = -6m */
+	        .actions = "",
+	        .want_phase = SK_PHASE_RUNNING },
+	{ .name = "running, below D/2, activity since: renew to D",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 10 * MIN,
+	        .sbs = { RUN("i1", -HOUR, 4 * MIN) },
+	        .probes = { OK("i1") },
+	        .activity = -5 * MIN,
+	        .actions = "set-timeout:i1",
+	        .want_phase = SK_PHASE_RUNNING },
+	{ .name = "running, above D/2, activity: no renewal yet, requeue when due",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = MIN,
+	        .sbs = { RUN("i1", -HOUR, 50 * SEC) },
+	        .probes = { OK("i1") },
+	        .activity = -SEC,
+	        .actions = "",
+	        .want_phase = SK_PHASE_RUNNING,
+	        .requeue_min = 20 * SEC - 1,
+	        .requeue_max = 20 * SEC + 1 },
+	{ .name = "falling asleep: not probed (a probe would wake it), requeue past the deadline",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = MIN,
+	        .sbs = { RUN("i1", -HOUR, SEC) },
+	        .actions = "",
+	        .want_phase = SK_PHASE_RUNNING,
+	        .requeue_min = 3 * SEC - 1,
+	        .requeue_max = 3 * SEC + 1 },
+	{ .name = "create uses the idle timeout as the deadline",
+	        .idle = 10 * MIN,
+	        .actions = "create bind",
+	        .want_phase = SK_PHASE_CREATING,
+	        .want_follow_up = 1 },
+	/* activity persisted at most once per D/4 */
+	{ .name = "activity: first one persisted",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 10 * MIN,
+	        .sbs = { RUN("i1", -HOUR, 8 * MIN) },
+	        .probes = { OK("i1") },
+	        .activity = -SEC,
+	        .actions = "",
+	        .want_activity = -SEC },
+	{ .name = "activity: within D/4 of the persisted one, not written again",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 10 * MIN,
+	        .prev_activity = -2 * MIN,
+	        .sbs = { RUN("i1", -HOUR, 8 * MIN) },
+	        .probes = { OK("i1") },
+	        .activity = -SEC,
+	        .actions = "",
+	        .want_activity = -2 * MIN },
+	{ .name = "activity: past D/4, persisted",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 10 * MIN,
+	        .prev_activity = -3 * MIN,
+	        .sbs = { RUN("i1", -HOUR, 8 * MIN) },
+	        .probes = { OK("i1") },
+	        .activity = -SEC,
+	        .actions = "",
+	        .want_activity = -SEC },
+	/* rule 9: the environment re-asserted once the data plane answers after a start */
+	{ .name = "after a resume the data plane answers: re-assert env",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RESUMING,
+	        .prev_dp_reason = "Resuming",
+	        .prev_dp_since = -SEC,
+	        .sbs = { RUN("i1", -HOUR, 50 * MIN) },
+	        .probes = { OK("i1") },
+	        .actions = "init-env:i1",
+	        .want_phase = SK_PHASE_RUNNING,
+	        .want_ready = "True" },
+	{ .name = "after a resume, no env: nothing to re-assert",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RESUMING,
+	        .prev_dp_reason = "Resuming",
+	        .prev_dp_since = -SEC,
+	        .no_env = true,
+	        .sbs = { RUN("i1", -HOUR, 50 * MIN) },
+	        .probes = { OK("i1") },
+	        .actions = "",
+	        .want_phase = SK_PHASE_RUNNING },
+	{ .name = "healthy and steady: env not re-asserted",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .sbs = { RUN("i1", -HOUR, 50 * MIN) },
+	        .probes = { OK("i1") },
+	        .actions = "",
+	        .want_phase = SK_PHASE_RUNNING },
 	{ .name = "504 within the resume grace is transient",
 	        .bound = "i1",
 	        .phase = SK_PHASE_RESUMING,
@@ -297,6 +451,28 @@ static const plan_case cases[] = {
 	        .actions = "create bind kill:i1(Replace)",
 	        .want_phase = SK_PHASE_CREATING,
 	        .want_bound = "-" },
+	{ .name = "Replace, a connect found it unreachable: replace now",
+	        .bound = "i1",
+	        .phase = SK_PHASE_DEGRADED,
+	        .remediation = SK_REMEDIATION_REPLACE,
+	        .prev_drift = "DataPlaneUnreachable",
+	        .prev_drift_since = -10 * SEC,
+	        .sbs = { RUN("i1", -HOUR, HOUR) },
+	        .probes = { GW("i1") },
+	        .replace_now = true,
+	        .actions = "create bind kill:i1(Replace)",
+	        .want_phase = SK_PHASE_CREATING },
+	{ .name = "Replace, a connect within the resume grace: no replace",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RESUMING,
+	        .remediation = SK_REMEDIATION_REPLACE,
+	        .prev_dp_reason = "Resuming",
+	        .prev_dp_since = -5 * SEC,
+	        .sbs = { RUN("i1", -HOUR, HOUR) },
+	        .probes = { GW("i1") },
+	        .replace_now = true,
+	        .actions = "",
+	        .want_phase = SK_PHASE_RESUMING },
 	{ .name = "Report never replaces",
 	        .bound = "i1",
 	        .phase = SK_PHASE_DEGRADED,
@@ -464,6 +640,16 @@ static const plan_case cases[] = {
 	        .probes = { GW("i1") },
 	        .actions = "",
 	        .want_drift = "DataPlaneUnreachable:i1" },
+	{ .name = "paused annotation: deletion waits, and says why",
+	        .bound = "i1",
+	        .phase = SK_PHASE_DELETING,
+	        .hold = true,
+	        .deleting = true,
+	        .sbs = { RUN("i1", -HOUR, HOUR) },
+	        .actions = "",
+	        .want_phase = SK_PHASE_DELETING,
+	        .want_synced = "DeletionHeld",
+	        .want_event = "DeletionHeld" },
 	{ .name = "paused annotation: deletion does nothing",
 	        .hold = true,
 	        .deleting = true,
@@ -505,6 +691,12 @@ opts_for(const plan_case *tc, sk_plan_options *o)
 	sk_plan_options_init(o);
 	if (tc->ttl)
 		o->sandbox_timeout_ms = tc->ttl;
+}
+
+static int64_t
+at(int64_t offset)
+{
+	return offset ? NOW + offset : 0;
 }
 
 static void
@@ -551,9 +743,12 @@ build_us(const plan_case *tc)
 	s->auto_resume = true;
 	s->deletion_policy = tc->policy;
 	s->remediation = tc->remediation;
-	sk_kvlist_set(&s->env, "KEY", "value");
+	if (!tc->no_env)
+		sk_kvlist_set(&s->env, "KEY", "value");
 	sk_kvlist_set(&s->metadata, "team", "research lab");
 	sk_userspace_apply_defaults(us);
+	s->idle_timeout_ms = tc->idle;
+	us->status.last_activity_ms = at(tc->prev_activity);
 	us->status.phase = tc->phase;
 	us->status.sandbox_id = tc->bound ? strdup(tc->bound) : NULL;
 	us->status.observed_generation = 1;
@@ -609,6 +804,9 @@ build_ob(const plan_case *tc, sk_observed *ob)
 	}
 	ob->user = tc->user_lookup;
 	ob->user_ms = NOW;
+	ob->activity_ms = at(tc->activity);
+	ob->wake = tc->wake;
+	ob->replace_now = tc->replace_now;
 	if (tc->user_err) {
 		ob->user_error.code = tc->user_err;
 		snprintf(ob->user_error.message, sizeof(ob->user_error.message), "list: down");
@@ -716,6 +914,21 @@ check_expectations(const plan_case *tc, const sk_plan_result *r)
 	if (tc->want_event)
 		ck_assert_msg(
 		        has_event(r, tc->want_event), "%s: no %s event", tc->name, tc->want_event);
+	if (tc->no_event)
+		ck_assert_msg(!has_event(r, tc->no_event), "%s: unwanted %s event", tc->name,
+		        tc->no_event);
+	if (tc->want_activity)
+		ck_assert_msg(r->next.last_activity_ms == NOW + tc->want_activity,
+		        "%s: lastActivityTime %lld, want %lld", tc->name,
+		        (long long)(r->next.last_activity_ms - NOW), (long long)tc->want_activity);
+	if (tc->want_follow_up)
+		ck_assert_msg(r->follow_up == (tc->want_follow_up > 0), "%s: follow_up %d",
+		        tc->name, (int)r->follow_up);
+	if (tc->want_synced) {
+		const sk_condition *synced = cond(&r->next, SK_COND_SYNCED);
+		ck_assert_msg(strcmp(synced->reason, tc->want_synced) == 0, "%s: Synced %s",
+		        tc->name, synced->reason);
+	}
 	ck_assert_int_eq(r->next.observed_generation, 1);
 	ck_assert_int_eq(r->next.n_conditions, 4);
 }
@@ -787,7 +1000,8 @@ fake_apply(const sk_plan_result *r, sk_observed *ob, sk_userspace *us, int64_t n
 			us->meta.n_finalizers = 0;
 			break;
 		case SK_ACTION_BIND:
-		case SK_ACTION_EVENT: break;
+		case SK_ACTION_EVENT:
+		case SK_ACTION_INIT_ENV: break;
 		}
 	}
 	sk_userspace_status_dispose(&us->status);
@@ -796,6 +1010,17 @@ fake_apply(const sk_plan_result *r, sk_observed *ob, sk_userspace *us, int64_t n
 		us->status.sandbox_id = strdup(created);
 		ob->bound = SK_LOOKUP_FOUND;
 	}
+}
+
+static bool
+starts_keeper(const sk_plan_result *r)
+{
+	for (size_t i = 0; i < r->n_actions; i++) {
+		if (r->actions[i].type == SK_ACTION_CREATE ||
+		        r->actions[i].type == SK_ACTION_CONNECT)
+			return true;
+	}
+	return false;
 }
 
 START_TEST(test_plan_table)
@@ -810,9 +1035,18 @@ START_TEST(test_plan_table)
 	build_ob(tc, &ob);
 	ck_assert_int_eq(sk_plan(us, &ob, NOW, &o, &r), 0);
 	check_expectations(tc, &r);
-	/* idempotence: apply, plan again, no mutating action left */
+	/* idempotence: apply, plan again, no mutating action left (a plan that
+	 * starts the keeper is followed, in the same reconcile or the next, by
+	 * the round that ends the warm-up and re-asserts the env: apply that
+	 * one too) */
 	fake_apply(&r, &ob, us, NOW);
 	ck_assert_int_eq(sk_plan(us, &ob, NOW + SEC, &o, &again), 0);
+	if (starts_keeper(&r)) {
+		ck_assert(!again.follow_up);
+		fake_apply(&again, &ob, us, NOW + SEC);
+		sk_plan_result_dispose(&again);
+		ck_assert_int_eq(sk_plan(us, &ob, NOW + 2 * SEC, &o, &again), 0);
+	}
 	for (size_t i = 0; i < again.n_actions; i++) {
 		sk_buf b = SK_BUF_INIT(1024);
 		sk_action_describe(&again.actions[i], &b);

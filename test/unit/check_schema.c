@@ -50,9 +50,9 @@ static const row_case cases[] = {
 	{ "spec.resources.memoryMB", "2048", { "127", "262145" },
 	        { "spec.resources.memoryMB: must be between 128 and 262144",
 	                "spec.resources.memoryMB: must be between 128 and 262144" } },
-	{ "spec.lifecycle.idleTimeout", "\"2h30m\"", { "\"0s\"", "\"721h\"", "\"15 minutes\"" },
-	        { "spec.lifecycle.idleTimeout: must be greater than 0 and at most 720h",
-	                "spec.lifecycle.idleTimeout: must be greater than 0 and at most 720h",
+	{ "spec.lifecycle.idleTimeout", "\"2h30m\"", { "\"-1s\"", "\"721h\"", "\"15 minutes\"" },
+	        { "spec.lifecycle.idleTimeout: must be a duration like 90s, 15m or 1h30m",
+	                "spec.lifecycle.idleTimeout: must be at most 720h",
 	                "spec.lifecycle.idleTimeout: must be a duration like 90s, 15m or 1h30m" } },
 	{ "spec.lifecycle.onTimeout", "\"kill\"", { "\"Kill\"" },
 	        { "spec.lifecycle.onTimeout: must be one of: pause, kill" } },
@@ -627,7 +627,11 @@ crd_check_duration(const sk_field *f, json_t *node)
 
 	sk_duration_format(f->min, lo, sizeof(lo));
 	sk_duration_format(f->max, hi, sizeof(hi));
-	if (f->min <= 1) {
+	if (f->min == 0) {
+		snprintf(want, sizeof(want),
+		        "duration(self) >= duration('0s') && duration(self) <= duration('%s')", hi);
+		snprintf(msg, sizeof(msg), "must be at most %s", hi);
+	} else if (f->min == 1) {
 		snprintf(want, sizeof(want),
 		        "duration(self) > duration('0s') && duration(self) <= duration('%s')", hi);
 		snprintf(msg, sizeof(msg), "must be greater than 0 and at most %s", hi);

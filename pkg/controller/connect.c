@@ -1,0 +1,270 @@
+/*
+ * connect: the platform's "give me this user's sandbox, ready" request and
+ * its heartbeat. The planner decides (sk_connect_decide); this file only
+ * carries the decision out:
+ *   READY        answered from memory: no provider call, no database write;
+ *   WAKE         the Idle keeper is resumed by a reconcile (one provider call);
+ *   REPLACE      the unreachable keeper is replaced by a reconcile now;
+ *   RECONCILE    unknown, missing or changing: reconcile now and wait;
+ *   UNAVAILABLE  answered 503 at once, never after the caller's timeout.
+ * Every connect is activity; renewing the deadline and persisting
+ * lastActivityTime happen off the request path, in a queued reconcile.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller_int.h"
+
+void
+sk_ctl_reply_json(sk_http_reply *r, unsigned int status, json_t *obj)
+{
+	char *s = json_dumps(obj, JSON_COMPACT);
+
+	free(r->body);
+	r->status = status;
+	r->body = sk_asprintf("%s\n", s ? s : "{}");
+	r->type = "application/json";
+	free(s);
+	json_decref(obj);
+}
+
+void
+sk_ctl_reply_error(sk_http_reply *r, unsigned int status, const char *reason, const char *msg)
+{
+	sk_ctl_reply_json(r, status, json_pack("{s:s, s:s}", "reason", reason, "message", msg));
+}
+
+static void
+count_connect(sk_controller *c, const char *path, unsigned int status)
+{
+	char l[96];
+
+	snprintf(l, sizeof(l), "path=\"%s\",code=\"%u\"", path, status);
+	sk_metrics_add(c->metrics, SK_CTL_METRIC_CONNECTS, l, 1);
+}
+
+/* The object from the informer's cache (current with our own writes), else
+ * the store. */
+static int
+load(sk_controller *c, const char *name, sk_userspace **us, sk_error *err)
+{
+	if (sk_informer_get(c->inf, name, us) == 0)
+		return 0;
+	return sk_store_get(c->store, name, us, err);
+}
+
+static void
+reply_ready(sk_controller *c, sk_http_reply *r, const sk_userspace *us, const sk_ctl_keeper *k,
+        const char *path)
+{
+	char *url = sk_ctl_envd_url(c, us);
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:s}", "name", us->meta.name,
+	        "userID", us->spec.user_id, "sandboxID", us->status.sandbox_id, "state",
+	        sk_phase_name(us->status.phase), "ready", 1, "envdURL", url, "path", path);
+	char when[64];
+	int prov = sk_ctl_provider_index(c, us->spec.provider);
+
+	if (prov >= 0 && c->cfg->providers[prov].sandbox_url != NULL) {
+		/* one address for every sandbox: the headers name this one */
+		json_object_set_new(o, "envdHeaders",
+		        json_pack("{s:s, s:s}", "E2b-Sandbox-Id", us->status.sandbox_id,
+		                "E2b-Sandbox-Port", SK_ENVD_PORT_STRING));
+	}
+	if (k->replaced_id[0] && k->replaced_ms > 0) {
+		/* The platform can tell its agent that files were not carried over. */
+		sk_time_format(k->replaced_ms, when, sizeof(when));
+		json_object_set_new(o, "previousSandboxID", json_string(k->replaced_id));
+		json_object_set_new(o, "replacedAt", json_string(when));
+	}
+	sk_ctl_reply_json(r, 200, o);
+	free(url);
+}
+
+static void
+reply_unavailable(
+        sk_http_reply *r, const sk_userspace *us, const sk_connect_decision *d, int64_t now)
+{
+	const sk_condition *ready = sk_userspace_condition(us, SK_COND_READY);
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s?}", "reason", d->reason, "name",
+	        us->meta.name, "state", sk_phase_name(us->status.phase), "readyReason",
+	        ready && ready->reason ? ready->reason : "", "message",
+	        ready ? ready->message : NULL);
+
+	if (d->drift_since_ms > 0)
+		json_object_set_new(
+		        o, "driftAgeSeconds", json_integer((now - d->drift_since_ms) / 1000));
+	if (d->retry_after_ms > 0)
+		snprintf(r->retry_after, sizeof(r->retry_after), "%lld",
+		        (long long)((d->retry_after_ms + 999) / 1000));
+	sk_ctl_reply_json(r, 503, o);
+}
+
+static void
+reply_timeout(sk_http_reply *r, const sk_userspace *us)
+{
+	const sk_condition *ready = sk_userspace_condition(us, SK_COND_READY);
+
+	sk_ctl_reply_json(r, 504,
+	        json_pack("{s:s, s:s, s:s, s:s, s:s?}", "reason", "Timeout", "name", us->meta.name,
+	                "state", sk_phase_name(us->status.phase), "readyReason",
+	                ready && ready->reason ? ready->reason : "", "message",
+	                ready ? ready->message : NULL));
+}
+
+static const char *
+slow_path(sk_connect_verdict v, const sk_userspace *us)
+{
+	switch (v) {
+	case SK_CONNECT_WAKE: return "wake";
+	case SK_CONNECT_REPLACE: return "replace";
+	default: return us->status.sandbox_id == NULL ? "create" : "reconcile";
+	}
+}
+
+/* Off the request path: a reconcile renews the deadline (below D/2 left)
+ * or persists lastActivityTime (at most once per D/4). */
+static void
+queue_housekeeping(sk_controller *c, const sk_userspace *us, const sk_connect_decision *d,
+        const sk_plan_options *o, int64_t now)
+{
+	int64_t step = sk_plan_ttl(us, o) / 4;
+
+	if (d->renew_due || now - us->status.last_activity_ms >= step)
+		sk_workqueue_add(c->q, us->meta.name);
+}
+
+/* Waits for reconciles of name until the decision is READY or UNAVAILABLE,
+ * or the deadline. Takes *us (the latest copy is left in it). */
+static void
+wait_ready(
+        sk_controller *c, sk_userspace **us, const char *path, int64_t deadline, sk_http_reply *r)
+{
+	const char *name = (*us)->meta.name;
+	char *key = sk_strdup(name);
+	uint64_t gen0 = sk_ctl_gen(c);
+	sk_connect_decision d;
+	sk_error err = { 0 };
+	sk_ctl_keeper k;
+	sk_plan_options o;
+
+	sk_ctl_plan_options(c, *us, &o);
+	sk_workqueue_add_priority(c->q, key);
+	for (;;) {
+		bool ran = sk_ctl_wait_reconciled(c, key, gen0, deadline);
+		if (sk_ctl_stopping(c)) {
+			sk_ctl_reply_error(r, 503, "ShuttingDown", "the controller is stopping");
+			break;
+		}
+		if (ran) {
+			sk_userspace_free(*us);
+			*us = NULL;
+			if (load(c, key, us, &err) != 0) {
+				sk_ctl_reply_error(r, 404, "NotFound", "the UserSpace is gone");
+				break;
+			}
+			sk_ctl_space_keeper(c, key, &k);
+			sk_connect_decide(*us, &k.mem, sk_now_ms(), &o, &d);
+			if (d.verdict == SK_CONNECT_READY) {
+				reply_ready(c, r, *us, &k, path);
+				break;
+			}
+			if (d.verdict == SK_CONNECT_UNAVAILABLE) {
+				reply_unavailable(r, *us, &d, sk_now_ms());
+				break;
+			}
+			gen0 = sk_ctl_gen(c);
+		}
+		if (sk_monotonic_ms() >= deadline) {
+			reply_timeout(r, *us);
+			break;
+		}
+	}
+	free(key);
+}
+
+void
+sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, sk_http_reply *r)
+{
+	int64_t deadline = sk_monotonic_ms() + timeout_ms;
+	int64_t now = sk_now_ms();
+	sk_userspace *us = NULL;
+	sk_error err = { 0 };
+	sk_connect_decision d;
+	sk_plan_options o;
+	sk_ctl_keeper k;
+	const char *path = "fast";
+	int rc = load(c, name, &us, &err);
+
+	if (rc != 0) {
+		sk_ctl_reply_error(r, rc == SK_ENOTFOUND ? 404 : 503,
+		        rc == SK_ENOTFOUND ? "NotFound" : "StoreUnavailable", err.message);
+		count_connect(c, "none", r->status);
+		return;
+	}
+	sk_ctl_space_touch(c, name, now);
+	sk_ctl_plan_options(c, us, &o);
+	sk_ctl_space_keeper(c, name, &k);
+	sk_connect_decide(us, &k.mem, now, &o, &d);
+	switch (d.verdict) {
+	case SK_CONNECT_READY:
+		reply_ready(c, r, us, &k, path);
+		queue_housekeeping(c, us, &d, &o, now);
+		break;
+	case SK_CONNECT_UNAVAILABLE:
+		path = "unavailable";
+		reply_unavailable(r, us, &d, now);
+		break;
+	default:
+		path = slow_path(d.verdict, us);
+		sk_ctl_space_request(
+		        c, name, d.verdict == SK_CONNECT_WAKE, d.verdict == SK_CONNECT_REPLACE);
+		wait_ready(c, &us, path, deadline, r);
+		break;
+	}
+	count_connect(c, path, r->status);
+	sk_userspace_free(us);
+}
+
+void
+sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms, sk_http_reply *r)
+{
+	char *name = sk_informer_name_for_user(c->inf, user_id);
+
+	if (name == NULL) {
+		sk_ctl_reply_error(r, 404, "NotFound", "no UserSpace has this userID");
+		count_connect(c, "none", 404);
+		return;
+	}
+	sk_ctl_connect(c, name, timeout_ms, r);
+	free(name);
+}
+
+void
+sk_ctl_activity(sk_controller *c, const char *user_id, sk_http_reply *r)
+{
+	char *name = sk_informer_name_for_user(c->inf, user_id);
+	int64_t now = sk_now_ms();
+	sk_userspace *us = NULL;
+	sk_connect_decision d;
+	sk_plan_options o;
+	sk_ctl_keeper k;
+
+	if (name == NULL || sk_informer_get(c->inf, name, &us) != 0) {
+		sk_ctl_reply_error(r, 404, "NotFound", "no UserSpace has this userID");
+		free(name);
+		return;
+	}
+	/* A heartbeat keeps an awake space awake; it does not wake an Idle one. */
+	sk_ctl_space_touch(c, name, now);
+	sk_ctl_plan_options(c, us, &o);
+	sk_ctl_space_keeper(c, name, &k);
+	sk_connect_decide(us, &k.mem, now, &o, &d);
+	if (d.verdict == SK_CONNECT_READY)
+		queue_housekeeping(c, us, &d, &o, now);
+	free(r->body);
+	r->status = 204;
+	r->body = sk_strdup("");
+	r->type = "text/plain; charset=utf-8";
+	sk_userspace_free(us);
+	free(name);
+}
