@@ -157,6 +157,7 @@ sk_userspace_status_to_json(const sk_userspace_status *st)
 	}
 	set_str(o, "message", st->message);
 	set_time(o, "lastReconcileTime", st->last_reconcile_ms);
+	set_time(o, "lastActivityTime", st->last_activity_ms);
 	return o;
 }
 
@@ -414,6 +415,7 @@ decode_status(dctx *c, json_t *s, sk_userspace_status *out)
 	out->observed_generation = get_int(c, s, "observedGeneration", "status.observedGeneration");
 	out->message = get_str(c, s, "message", "status.message");
 	out->last_reconcile_ms = get_time(c, s, "lastReconcileTime", "status.lastReconcileTime");
+	out->last_activity_ms = get_time(c, s, "lastActivityTime", "status.lastActivityTime");
 	if (json_is_array(conds) && json_array_size(conds) > 0) {
 		out->conditions = sk_calloc(json_array_size(conds), sizeof(sk_condition));
 		for (size_t i = 0; i < json_array_size(conds); i++) {

@@ -196,7 +196,8 @@ const sk_field sk_spec_fields[] = {
 	        .def = "15m",
 	        .min = 0, /* 0s: always on */
 	        .max = 720 * HOUR_MS,
-	        .desc = "Go duration, at most 720h. The provider pauses the sandbox after this long "
+	        .desc = "Go duration, at most 720h. The provider pauses the sandbox after this "
+	                "long "
 	                "without activity (a connect or heartbeat); 0 means always on." },
 	{ .path = "spec.lifecycle.onTimeout",
 	        .type = SK_FIELD_ENUM,

@@ -5,7 +5,7 @@
 #include "api_int.h"
 
 static const char *const phase_names[] = { "", "Pending", "Creating", "Running", "Resuming",
-	"Paused", "Degraded", "Deleting", "Error" };
+	"Paused", "Degraded", "Deleting", "Error", "Idle" };
 
 const char *
 sk_phase_name(sk_phase p)
@@ -229,7 +229,8 @@ sk_userspace_status_equal(const sk_userspace_status *a, const sk_userspace_statu
 	if (a->phase != b->phase || !str_eq(a->sandbox_id, b->sandbox_id) ||
 	        a->observed_generation != b->observed_generation ||
 	        a->n_conditions != b->n_conditions || a->n_drift != b->n_drift ||
-	        !str_eq(a->message, b->message) || a->last_reconcile_ms != b->last_reconcile_ms)
+	        !str_eq(a->message, b->message) || a->last_reconcile_ms != b->last_reconcile_ms ||
+	        a->last_activity_ms != b->last_activity_ms)
 		return false;
 	for (size_t i = 0; i < a->n_conditions; i++) {
 		if (!condition_equal(&a->conditions[i], &b->conditions[i]))
