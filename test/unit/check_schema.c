@@ -291,7 +291,8 @@ START_TEST(test_row_bounds)
 	case SK_FIELD_DURATION:
 		assert_valid(f, duration_text(f->min), true);
 		assert_valid(f, duration_text(f->max), true);
-		assert_valid(f, duration_text(f->min - 1), false);
+		if (f->min > 0) /* below 0 cannot be written: test_row_rejects has "-1s" */
+			assert_valid(f, duration_text(f->min - 1), false);
 		assert_valid(f, duration_text(f->max + 1), false);
 		break;
 	case SK_FIELD_STRING:
