@@ -311,3 +311,9 @@ sk_sandbox_probe_health(
 {
 	return p->ops->probe_health(p, sb, health, http_status, err);
 }
+
+int
+sk_sandbox_init_env(sk_provider *p, const sk_sandbox *sb, const sk_kvlist *env, sk_error *err)
+{
+	return p->ops->init_env(p, sb, env, err);
+}
