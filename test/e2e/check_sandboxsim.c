@@ -734,6 +734,12 @@ START_TEST(test_envd_init_survives_resume)
 	        json_integer_value(json_object_get(
 	                json_object_get(json_object_get(r->json, "requests"), "init"), "204")),
 	        2);
+	{ /* the admin view: what /init set, and that the create env was lost */
+		json_t *first = json_array_get(req("GET", "/_sim/sandboxes", NULL)->json, 0);
+		ck_assert_str_eq(json_string_value(json_object_get(first, "sandboxID")), id);
+		ck_assert(json_is_true(json_object_get(first, "createEnvLost")));
+		ck_assert_int_eq(json_object_size(json_object_get(first, "initEnvVars")), 2);
+	}
 	/* a secure sandbox wants its envd access token (header, or /init's accessToken) */
 	r = req("POST", "/sandboxes", "{\"templateID\":\"base\",\"secure\":true}");
 	ck_assert_int_eq(r->status, 201);
