@@ -158,27 +158,25 @@ wide_env(const sim_sandbox *sb)
 static void
 h_init(sim *s, sim_req *r, sim_sandbox *sb)
 {
-	json_t *doc = sim_req_json(s, r, true), *merged;
+	json_t *doc = sim_req_json(s, r, true), *vars, *merged;
 	char why[200];
 	sim_kv kv;
 
 	if (doc == NULL)
 		return;
-	if (!authorized(s, r, sb, json_string_value(json_object_get(doc, "accessToken"))))
-		goto done;
-	if (sim_kv_from_json(json_object_get(doc, "envVars"), &kv, why, sizeof(why)) != 0) {
-		envd_error(s, r, 400, "envVars: must be an object of strings");
-		goto done;
+	if (authorized(s, r, sb, json_string_value(json_object_get(doc, "accessToken")))) {
+		vars = json_object_get(doc, "envVars");
+		merged = sim_kv_to_json(&sb->init_env);
+		if ((vars && !json_is_null(vars) && json_object_update(merged, vars) != 0) ||
+		        sim_kv_from_json(merged, &kv, why, sizeof(why)) != 0) {
+			envd_error(s, r, 400, "envVars: must be an object of strings");
+		} else {
+			sim_kv_free(&sb->init_env);
+			sb->init_env = kv;
+			sim_reply_empty(r, 204);
+		}
+		json_decref(merged);
 	}
-	sim_kv_free(&kv);
-	merged = sim_kv_to_json(&sb->init_env);
-	if (json_is_object(json_object_get(doc, "envVars")))
-		json_object_update(merged, json_object_get(doc, "envVars"));
-	sim_kv_free(&sb->init_env);
-	sim_kv_from_json(merged, &sb->init_env, why, sizeof(why));
-	json_decref(merged);
-	sim_reply_empty(r, 204);
-done:
 	json_decref(doc);
 }
 
