@@ -1,7 +1,8 @@
 /*
  * sandboxsim /_sim admin API (no API key, no latency, not in stats):
  *   GET|POST|DELETE /_sim/faults          fault document (see faults.c)
- *   GET  /_sim/sandboxes                  every sandbox with its state
+ *   GET  /_sim/sandboxes                  every sandbox with its state (and env:
+ *                                         envVars, initEnvVars, createEnvLost)
  *   POST /_sim/sandboxes/{id}/kill|pause  out-of-band kill or pause
  *   POST /_sim/reset                      drop sandboxes, faults and stats
  *   GET  /_sim/stats, POST /_sim/stats/reset
@@ -25,6 +26,8 @@ sim_sandbox_json(sim *s, const sim_sandbox *sb)
 	        sim_kv_to_json(&sb->meta), "envVars", sim_kv_to_json(&sb->env), "createdAt",
 	        created, "startedAt", started, "endAt", end, "autoPause", sb->auto_pause,
 	        "autoResume", sb->auto_resume, "timeout", sb->timeout_s, "neverTimeout", sb->never);
+	json_object_set_new(o, "initEnvVars", sim_kv_to_json(&sb->init_env));
+	json_object_set_new(o, "createEnvLost", json_boolean(sb->boot_env_lost));
 	if (sb->resumed_ms > 0) {
 		sim_time(sb->resumed_ms, started, sizeof(started));
 		json_object_set_new(o, "resumedAt", json_string(started));

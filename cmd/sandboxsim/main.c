@@ -30,10 +30,16 @@ static const char usage[] =
         "                       cube: cube.app)\n"
         "  --preload N          create N running sandboxes (metadata user_id=u<i>,\n"
         "                       managed_by=spacekeeper) at start, for benchmarks\n"
+        "  --daytona-minute DUR length of a Daytona auto-stop minute (default 60s;\n"
+        "                       tests use e.g. 1s)\n"
         "  --help               this text\n"
         "\n"
-        "data plane: GET /health answers 204 for a running sandbox and 502 otherwise,\n"
-        "routed by E2b-Sandbox-Id/E2b-Sandbox-Port headers or Host {port}-{id}.{domain}.\n"
+        "data plane (envd), routed by E2b-Sandbox-Id/E2b-Sandbox-Port headers or Host\n"
+        "{port}-{id}.{domain}: GET /health (204 running, 502 otherwise), POST /init\n"
+        "(merges envVars into the sandbox-wide env), GET /envs, and\n"
+        "POST /process.Process/Start (Connect, JSON codec) evaluating echo, env and\n"
+        "printenv; anything else exits 127. A resume drops the create-time envVars:\n"
+        "only what /init set survives (the login-shell env defect).\n"
         "\n"
         "admin (no key): GET|POST|DELETE /_sim/faults, GET /_sim/sandboxes,\n"
         "POST /_sim/sandboxes/{id}/kill|pause, POST /_sim/reset, GET /_sim/stats,\n"
@@ -48,7 +54,8 @@ static const char usage[] =
         "   \"bodies\": {\"<endpoint>|*\": {\"mode\": \"truncate|garbage|oversize\",\n"
         "                                \"size_mb\": 16, \"count\": 1}}}\n"
         "  endpoints: create get list list_v1 kill pause connect resume timeout\n"
-        "  refreshes start stop archive labels autostop api_health health envd;\n"
+        "  refreshes start stop archive labels autostop api_health health envd init\n"
+        "  process;\n"
         "  \"*\" = every control-plane endpoint. list_empty_s -1 = until cleared.\n";
 
 struct opts {
@@ -103,7 +110,8 @@ parse_args(int argc, char **argv, sim *s, struct opts *o)
 	static const struct option longopts[] = { { "listen", 1, NULL, 'l' },
 		{ "flavor", 1, NULL, 'f' }, { "api-key", 1, NULL, 'k' },
 		{ "latency", 1, NULL, 'L' }, { "seed", 1, NULL, 's' }, { "faults", 1, NULL, 'F' },
-		{ "domain", 1, NULL, 'd' }, { "preload", 1, NULL, 'p' }, { "help", 0, NULL, 'h' },
+		{ "domain", 1, NULL, 'd' }, { "preload", 1, NULL, 'p' },
+		{ "daytona-minute", 1, NULL, 'm' }, { "help", 0, NULL, 'h' },
 		{ NULL, 0, NULL, 0 } };
 	int c;
 
@@ -126,6 +134,10 @@ parse_args(int argc, char **argv, sim *s, struct opts *o)
 		case 'F': o->faults = optarg; break;
 		case 'd': s->domain = sk_strdup(optarg); break;
 		case 'p': o->preload = atoi(optarg); break;
+		case 'm':
+			if (sk_duration_parse(optarg, &s->minute_ms) != 0 || s->minute_ms <= 0)
+				return bad("--daytona-minute", optarg);
+			break;
 		case 'h': fputs(usage, stdout); return 1;
 		default: fputs(usage, stderr); return 2;
 		}
@@ -167,6 +179,7 @@ main(int argc, char **argv)
 	int rc;
 
 	s.flavor = SIM_E2B;
+	s.minute_ms = 60000;
 	s.seed = (uint64_t)time(NULL) * 2654435761u;
 	if ((rc = parse_args(argc, argv, &s, &o)) != 0)
 		goto done;

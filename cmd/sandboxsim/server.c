@@ -20,7 +20,7 @@
 
 const char *const sim_ep_names[SIM_EP_COUNT] = { "create", "get", "list", "list_v1", "kill",
 	"pause", "connect", "resume", "timeout", "refreshes", "start", "stop", "archive", "labels",
-	"autostop", "api_health", "health", "envd", "unknown", "sim" };
+	"autostop", "api_health", "health", "envd", "init", "process", "unknown", "sim" };
 
 int
 sim_ep_lookup(const char *name)
@@ -348,8 +348,7 @@ dispatch(sim *s, sim_req *r)
 
 	split_path(r);
 	if (sim_dataplane_target(s, r, id, sizeof(id))) {
-		r->ep = r->nseg == 1 && strcmp(r->segs[0], "health") == 0 ? SIM_EP_HEALTH
-		                                                          : SIM_EP_ENVD;
+		r->ep = sim_dataplane_ep(r);
 		if (apply_faults(s, r))
 			sim_dataplane(s, r, id);
 		return;

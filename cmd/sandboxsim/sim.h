@@ -39,6 +39,8 @@ enum sim_ep {
 	SIM_EP_API_HEALTH,
 	SIM_EP_HEALTH,
 	SIM_EP_ENVD,
+	SIM_EP_INIT,
+	SIM_EP_PROCESS,
 	SIM_EP_UNKNOWN,
 	SIM_EP_SIM,
 	SIM_EP_COUNT
@@ -48,7 +50,9 @@ int sim_ep_lookup(const char *name);
 /* Control-plane endpoints: --latency and the "*" fault entries apply. */
 bool sim_ep_is_control(int ep);
 
-/* One sandbox. Metadata and env vars are packed "k\0v\0k\0v\0" blocks. */
+/* One sandbox. Metadata and env vars are packed "k\0v\0k\0v\0" blocks.
+ * env holds the create-time envVars, init_env what envd POST /init has set;
+ * boot_env_lost says a resume dropped env from envd (see dataplane.c). */
 typedef struct sim_kv {
 	char *data;
 	size_t len;
@@ -62,6 +66,8 @@ typedef struct sim_sandbox {
 	char template_id[64];
 	sim_kv meta;
 	sim_kv env;
+	sim_kv init_env;
+	bool boot_env_lost;
 	const char *user_id; /* points into meta, NULL when absent */
 	int state;
 	int64_t created_ms, started_ms, end_ms, resumed_ms, activity_ms, updated_ms;
@@ -150,7 +156,9 @@ typedef struct sim {
 	int64_t latency_ms;
 	uint64_t seed;
 	char *domain;
-	pthread_mutex_t lock; /* guards store */
+	int64_t minute_ms; /* length of a Daytona interval minute (tests shorten it) */
+	pthread_mutex_t lock; /* guards store and next_pid */
+	int next_pid;
 	sim_store store;
 	sim_faults faults;
 	sim_stats stats;
@@ -244,7 +252,13 @@ bool sim_meta_match(const sim_sandbox *sb, const sim_kv *filter);
 
 /* dataplane.c */
 bool sim_dataplane_target(sim *s, sim_req *r, char *id, size_t idlen);
+/* The stats/faults endpoint of a data-plane request (health, init, process, envd). */
+int sim_dataplane_ep(const sim_req *r);
 void sim_dataplane(sim *s, sim_req *r, const char *id);
+
+/* process.c: envd's process.Process/Start (Connect protocol, JSON codec).
+ * `env` is the sandbox-wide env (borrowed); the command runs outside s->lock. */
+void sim_process_start(sim *s, sim_req *r, const json_t *env, int pid);
 
 /* daytona.c */
 void sim_daytona_route(sim *s, sim_req *r);

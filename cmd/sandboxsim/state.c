@@ -196,6 +196,7 @@ sandbox_free(sim_sandbox *sb)
 {
 	sim_kv_free(&sb->meta);
 	sim_kv_free(&sb->env);
+	sim_kv_free(&sb->init_env);
 	free(sb->name);
 	free(sb->os_user);
 	free(sb);
@@ -407,6 +408,10 @@ sim_sandbox_pause(sim_sandbox *sb, int64_t now)
 void
 sim_sandbox_resume(sim *s, sim_sandbox *sb, int64_t now, int32_t timeout_s)
 {
+	/* E2B/Cube: a resume drops the create-time env from envd (dataplane.c);
+	 * a Daytona container keeps its env across stop/start. */
+	if (sb->state != SIM_RUNNING && s->flavor != SIM_DAYTONA)
+		sb->boot_env_lost = true;
 	sb->state = SIM_RUNNING;
 	sb->started_ms = sb->resumed_ms = sb->activity_ms = sb->updated_ms = now;
 	if (s->flavor == SIM_CUBE && timeout_s < 0) {
@@ -417,6 +422,20 @@ sim_sandbox_resume(sim *s, sim_sandbox *sb, int64_t now, int32_t timeout_s)
 	sb->end_ms = now + (int64_t)timeout_s * 1000;
 }
 
+/*
+ * Sleep on idle, per flavour (reference e2b-api.md §1.14, §4.3, §5):
+ *  - e2b: an absolute deadline end_ms set by create, connect (extend only),
+ *    resume and set_timeout (overwrite) and refreshes (extend only); envd
+ *    traffic does NOT move it.
+ *  - cube: a sliding idle window of timeout_s: every connect, refreshes and
+ *    data-plane request (sim_sandbox_touch) restarts it; set_timeout replaces
+ *    it; -1 never. Reads (get, list) are observation, not activity.
+ *  - daytona: stopped after auto_stop_min minutes (s->minute_ms each) without
+ *    activity (start, autostop, data-plane traffic); 0 never.
+ * At the deadline autoPause pauses (daytona: stops), otherwise the sandbox
+ * is killed. Every lookup and list applies this first, and the sweeper
+ * (server.c) every 200 ms, so a reader never sees a sandbox past its deadline.
+ */
 bool
 sim_sandbox_tick(sim *s, sim_sandbox *sb, int64_t now)
 {
@@ -425,14 +444,14 @@ sim_sandbox_tick(sim *s, sim_sandbox *sb, int64_t now)
 	if (sb->state != SIM_RUNNING)
 		return false;
 	if (s->flavor == SIM_DAYTONA) {
-		if (sb->auto_stop_min <= 0 ||
-		        now - sb->activity_ms < (int64_t)sb->auto_stop_min * 60000)
+		int64_t idle = (int64_t)sb->auto_stop_min * s->minute_ms;
+		if (sb->auto_stop_min <= 0 || now - sb->activity_ms < idle)
 			return false;
 		if (sb->auto_delete_min == 0) { /* delete on stop */
 			sb->state = SIM_KILLED;
 			return true;
 		}
-		sim_sandbox_pause(sb, sb->activity_ms + (int64_t)sb->auto_stop_min * 60000);
+		sim_sandbox_pause(sb, sb->activity_ms + idle);
 		return false;
 	}
 	if (sb->never || now < sb->end_ms)
@@ -445,7 +464,7 @@ sim_sandbox_tick(sim *s, sim_sandbox *sb, int64_t now)
 	return true;
 }
 
-/* Cube: SDK calls and traffic slide the idle window; Daytona: activity. */
+/* Activity: Cube slides its idle window, Daytona restarts its auto-stop clock. */
 void
 sim_sandbox_touch(sim *s, sim_sandbox *sb, int64_t now)
 {

@@ -85,4 +85,5 @@ const sk_provider_ops sk_provider_cube = {
 	.kill = sk_e2b_kill,
 	.set_timeout = cube_set_timeout,
 	.probe_health = sk_e2b_probe_health,
+	.init_env = sk_e2b_init_env,
 };

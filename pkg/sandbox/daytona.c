@@ -352,6 +352,14 @@ daytona_probe(
 	return sk_error_set(err, SK_ENOTSUPPORTED, "daytona: no data-plane health endpoint");
 }
 
+/* Daytona has no envd: the env is the container's, given at create and kept
+ * across stop/start. */
+static int
+daytona_init_env(sk_provider *p, const sk_sandbox *sb, const sk_kvlist *env, sk_error *err)
+{
+	return sk_error_set(err, SK_ENOTSUPPORTED, "daytona: no envd /init (env is set at create)");
+}
+
 const sk_provider_ops sk_provider_daytona = {
 	.name = "daytona",
 	.create = daytona_create,
@@ -362,4 +370,5 @@ const sk_provider_ops sk_provider_daytona = {
 	.kill = daytona_kill,
 	.set_timeout = daytona_set_timeout,
 	.probe_health = daytona_probe,
+	.init_env = daytona_init_env,
 };

@@ -1,6 +1,6 @@
 /*
  * sandbox/e2b: the E2B control-plane client (reference e2b-api.md §1) and the
- * envd health probe (§2). The cube backend reuses these functions through
+ * envd calls (§2): the health probe and POST /init. The cube backend reuses these functions through
  * sandbox_int.h and overrides what CubeSandbox does differently.
  */
 #include <stdlib.h>
@@ -404,17 +404,60 @@ health_of(long status)
 	return SK_HEALTH_ERROR;
 }
 
+/* Where envd of a sandbox answers: the URL of `path` and the routing and
+ * access-token headers (never logged: the token is wiped by envd_dispose). */
+typedef struct envd_target {
+	char *url;
+	char hid[200], hport[64], htok[600];
+	const char *headers[4];
+} envd_target;
+
+static void
+envd_init(sk_provider *p, const sk_sandbox *sb, const char *path, envd_target *t)
+{
+	const char *domain = sb->domain ? sb->domain : (p->cfg.domain ? p->cfg.domain : "e2b.app");
+	size_t n = 0;
+
+	char *base = sk_sandbox_envd_url(&p->cfg, sb->id, domain);
+
+	memset(t, 0, sizeof(*t));
+	t->url = sk_asprintf("%s%s", base, path);
+	free(base);
+	if (p->cfg.sandbox_url) {
+		snprintf(t->hid, sizeof(t->hid), "E2b-Sandbox-Id: %s", sb->id);
+		snprintf(t->hport, sizeof(t->hport), "E2b-Sandbox-Port: %d", SK_ENVD_PORT);
+		t->headers[n++] = t->hid;
+		t->headers[n++] = t->hport;
+	}
+	if (sb->envd_access_token) {
+		snprintf(t->htok, sizeof(t->htok), "X-Access-Token: %s", sb->envd_access_token);
+		t->headers[n++] = t->htok;
+	}
+}
+
+static void
+envd_dispose(envd_target *t)
+{
+	memset(t->htok, 0, sizeof(t->htok));
+	free(t->url);
+	t->url = NULL;
+}
+
+/* envd answers sooner than API calls or it is in trouble (a hung envd is the symptom). */
+static int64_t
+envd_timeout(const sk_provider *p)
+{
+	return p->http.timeout_ms < SK_PROBE_TIMEOUT_MAX_MS ? p->http.timeout_ms
+	                                                    : SK_PROBE_TIMEOUT_MAX_MS;
+}
+
 int
 sk_e2b_probe_health(
         sk_provider *p, const sk_sandbox *sb, sk_health *health, int *http_status, sk_error *err)
 {
-	char hid[200], hport[64], htok[600];
-	const char *headers[4] = { NULL };
-	sk_http_request r = { .method = "GET", .path = "/health", .headers = headers };
+	sk_http_request r = { .method = "GET", .path = "/health" };
 	sk_http_response resp;
-	const char *domain = sb->domain ? sb->domain : (p->cfg.domain ? p->cfg.domain : "e2b.app");
-	char *url;
-	size_t n = 0;
+	envd_target t;
 	int rc;
 
 	*health = SK_HEALTH_ERROR;
@@ -422,24 +465,10 @@ sk_e2b_probe_health(
 		*http_status = 0;
 	if ((rc = check_id(sb->id, err)) != SK_OK)
 		return rc;
-	{
-		char *base = sk_sandbox_envd_url(&p->cfg, sb->id, domain);
-		url = sk_asprintf("%s/health", base);
-		free(base);
-	}
-	if (p->cfg.sandbox_url) {
-		snprintf(hid, sizeof(hid), "E2b-Sandbox-Id: %s", sb->id);
-		snprintf(hport, sizeof(hport), "E2b-Sandbox-Port: %d", SK_ENVD_PORT);
-		headers[n++] = hid;
-		headers[n++] = hport;
-	}
-	if (sb->envd_access_token) {
-		snprintf(htok, sizeof(htok), "X-Access-Token: %s", sb->envd_access_token);
-		headers[n++] = htok;
-	}
-	r.url = url;
-	r.timeout_ms = p->http.timeout_ms < SK_PROBE_TIMEOUT_MAX_MS ? p->http.timeout_ms
-	                                                            : SK_PROBE_TIMEOUT_MAX_MS;
+	envd_init(p, sb, "/health", &t);
+	r.url = t.url;
+	r.headers = t.headers;
+	r.timeout_ms = envd_timeout(p);
 	rc = sk_http_do(&p->http, &r, &resp, err);
 	if (rc == SK_ETIMEOUT || rc == SK_EUNAVAILABLE) {
 		*health = SK_HEALTH_UNREACHABLE;
@@ -450,8 +479,61 @@ sk_e2b_probe_health(
 			*http_status = (int)resp.status;
 		sk_http_response_dispose(&resp);
 	}
-	memset(htok, 0, sizeof(htok));
-	free(url);
+	envd_dispose(&t);
+	return rc;
+}
+
+static void
+wipe_free(char *s)
+{
+	if (s) {
+		memset(s, 0, strlen(s));
+		free(s);
+	}
+}
+
+/* {"envVars": {...}, "accessToken": ...}: envd replaces its token with the
+ * body's, so a secure sandbox gets its own token back (never cleared). */
+static char *
+init_body(const sk_sandbox *sb, const sk_kvlist *env)
+{
+	json_t *body = json_pack("{s:o}", "envVars", sk_kvlist_to_json(env));
+	char *text = NULL;
+
+	if (sb->envd_access_token)
+		json_object_set_new(body, "accessToken", json_string(sb->envd_access_token));
+	sk_json_dump_body(body, &text);
+	return text;
+}
+
+/* envd POST /init. The env values and the token never reach a message: an
+ * error says only "POST /init: HTTP 502" (the provider's own message is
+ * dropped too, in case it echoes the body). */
+int
+sk_e2b_init_env(sk_provider *p, const sk_sandbox *sb, const sk_kvlist *env, sk_error *err)
+{
+	sk_http_request r = { .method = "POST", .path = "/init" };
+	sk_http_response resp;
+	envd_target t;
+	int rc;
+
+	if ((rc = check_id(sb->id, err)) != SK_OK)
+		return rc;
+	if ((r.body = init_body(sb, env)) == NULL)
+		return sk_error_set(err, SK_ENOMEM, "POST /init: encoding the body");
+	envd_init(p, sb, "/init", &t);
+	r.url = t.url;
+	r.headers = t.headers;
+	r.timeout_ms = envd_timeout(p);
+	rc = sk_http_do(&p->http, &r, &resp, err);
+	if (rc == SK_OK) {
+		rc = sk_http_classify(&p->http, &r, &resp, err);
+		if (rc != SK_OK)
+			sk_error_set(err, rc, "POST /init: HTTP %ld", resp.status);
+		sk_http_response_dispose(&resp);
+	}
+	wipe_free((char *)r.body);
+	envd_dispose(&t);
 	return rc;
 }
 
@@ -465,4 +547,5 @@ const sk_provider_ops sk_provider_e2b = {
 	.kill = sk_e2b_kill,
 	.set_timeout = sk_e2b_set_timeout,
 	.probe_health = sk_e2b_probe_health,
+	.init_env = sk_e2b_init_env,
 };

@@ -244,17 +244,14 @@ sk_sandbox_set_timeout(sk_provider *p, const char *id, int64_t timeout_ms, sk_er
 }
 
 int
-sk_sandbox_init_env(sk_provider *p, const sk_sandbox *sb, const sk_kvlist *env, sk_error *err)
-{
-	(void)p;
-	(void)sb;
-	(void)env;
-	return sk_error_set(err, SK_ENOTSUPPORTED, "init env: not supported");
-}
-
-int
 sk_sandbox_probe_health(
         sk_provider *p, const sk_sandbox *sb, sk_health *health, int *http_status, sk_error *err)
 {
 	return p->ops->probe_health(p, sb, health, http_status, err);
+}
+
+int
+sk_sandbox_init_env(sk_provider *p, const sk_sandbox *sb, const sk_kvlist *env, sk_error *err)
+{
+	return p->ops->init_env(p, sb, env, err);
 }

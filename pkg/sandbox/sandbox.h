@@ -38,6 +38,9 @@ typedef struct sk_provider_ops {
 	/* Data-plane probe; returns 0 and fills *health, or an error when the probe could not be made. */
 	int (*probe_health)(sk_provider *p, const sk_sandbox *sb, sk_health *health,
 	        int *http_status, sk_error *err);
+	/* Re-asserts the sandbox-wide env through envd POST /init (merged by key; with
+	 * the envd access token when sb has one). Values never appear in err. */
+	int (*init_env)(sk_provider *p, const sk_sandbox *sb, const sk_kvlist *env, sk_error *err);
 } sk_provider_ops;
 
 extern const sk_provider_ops sk_provider_e2b;

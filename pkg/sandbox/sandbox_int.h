@@ -105,6 +105,7 @@ int sk_e2b_set_timeout(sk_provider *p, const char *id, int64_t timeout_ms, sk_er
 int sk_e2b_set_timeout_seconds(sk_provider *p, const char *id, long timeout_s, sk_error *err);
 int sk_e2b_probe_health(
         sk_provider *p, const sk_sandbox *sb, sk_health *health, int *http_status, sk_error *err);
+int sk_e2b_init_env(sk_provider *p, const sk_sandbox *sb, const sk_kvlist *env, sk_error *err);
 /* ms -> whole seconds, rounded up, at least 1. */
 long sk_e2b_seconds(int64_t ms);
 bool sk_sandbox_id_valid(const char *id);

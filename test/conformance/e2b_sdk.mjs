@@ -2,7 +2,9 @@
 // installed under .deps/node). Starts its own simulator on a free port, points
 // the SDK at it with E2B_API_URL / E2B_SANDBOX_URL / a dummy E2B_API_KEY, and
 // checks create, paginated metadata list, getInfo, pause twice, connect,
-// setTimeout, isRunning and kill twice. Prints "e2b-sdk: N passed, M failed".
+// setTimeout, isRunning and kill twice, and commands.run against the envd
+// process API: create envs, per-command envs, exit codes, and the env lost on
+// resume until envd POST /init re-asserts it. Prints "e2b-sdk: N passed, M failed".
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -12,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const require = createRequire(path.join(root, '.deps', 'node', 'package.json'));
-const { Sandbox, SandboxNotFoundError, NotFoundError } = require('e2b');
+const { Sandbox, SandboxNotFoundError, NotFoundError, CommandExitError } = require('e2b');
 
 const binDir = path.resolve(root, process.env.SK_BIN_DIR || 'bin');
 let sim = null;
@@ -172,6 +174,78 @@ async function main() {
     await assert.rejects(Sandbox.getInfo(sbx.sandboxId), (err) => err instanceof NotFoundError);
     await assert.rejects(Sandbox.pause(sbx.sandboxId), (err) => err instanceof SandboxNotFoundError);
     assert.equal(await sbx.isRunning(), false);
+  });
+
+  await commands(base);
+}
+
+// envd POST /init the way the controller re-asserts spec.env after a resume.
+async function initEnv(base, sbx, envVars) {
+  const headers = {
+    'Content-Type': 'application/json',
+    'E2b-Sandbox-Id': sbx.sandboxId,
+    'E2b-Sandbox-Port': '49983',
+  };
+  if (sbx.envdAccessToken) headers['X-Access-Token'] = sbx.envdAccessToken;
+  const res = await fetch(`${base}/init`, { method: 'POST', headers, body: JSON.stringify({ envVars }) });
+  return res.status;
+}
+
+async function simStats(base) {
+  return (await fetch(`${base}/_sim/stats`)).json();
+}
+
+async function commands(base) {
+  let sbx;
+
+  await check('commands.run sees the create envs', async () => {
+    sbx = await Sandbox.create('base', { envs: { FOO: 'bar' }, timeoutMs: 60_000 });
+    const r = await sbx.commands.run('echo $FOO');
+    assert.equal(r.exitCode, 0);
+    assert.equal(r.stdout, 'bar\n');
+    assert.equal(r.stderr, '');
+  });
+
+  await check('commands.run: per-command envs override, defaults underneath', async () => {
+    assert.equal((await sbx.commands.run('echo $FOO', { envs: { FOO: 'cmd' } })).stdout, 'cmd\n');
+    assert.equal((await sbx.commands.run('printenv HOME FOO')).stdout, '/home/user\nbar\n');
+    const env = (await sbx.commands.run('env', { envs: { ZED: '1' } })).stdout.split('\n');
+    assert.ok(env.includes('FOO=bar') && env.includes('ZED=1') && env.includes('USER=user'), env);
+  });
+
+  await check('commands.run: printenv NOPE exits 1', async () => {
+    await assert.rejects(sbx.commands.run('printenv NOPE'), (err) => {
+      assert.ok(err instanceof CommandExitError, String(err));
+      assert.equal(err.exitCode, 1);
+      assert.equal(err.stdout, '');
+      return true;
+    });
+  });
+
+  await check('commands.run: an unknown command exits 127', async () => {
+    await assert.rejects(sbx.commands.run('frobnicate --now'), (err) => {
+      assert.ok(err instanceof CommandExitError, String(err));
+      assert.equal(err.exitCode, 127);
+      assert.match(err.stderr, /frobnicate: command not found/);
+      return true;
+    });
+  });
+
+  await check('after pause/resume the create env is gone until POST /init', async () => {
+    assert.equal(await sbx.pause(), true);
+    const again = await Sandbox.connect(sbx.sandboxId, { timeoutMs: 60_000 });
+    assert.equal((await again.commands.run('echo $FOO')).stdout, '\n', 'bash -l -c lost it');
+    const before = (await simStats(base)).requests.init?.['204'] ?? 0;
+    assert.equal(await initEnv(base, again, { FOO: 'bar' }), 204);
+    assert.equal((await simStats(base)).requests.init['204'], before + 1);
+    assert.equal((await again.commands.run('echo $FOO')).stdout, 'bar\n');
+  });
+
+  await check('/init survives the next pause/resume', async () => {
+    assert.equal(await sbx.pause(), true);
+    const again = await Sandbox.connect(sbx.sandboxId, { timeoutMs: 60_000 });
+    assert.equal((await again.commands.run('echo $FOO')).stdout, 'bar\n');
+    assert.equal(await again.kill(), true);
   });
 }
 

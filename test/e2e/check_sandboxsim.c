@@ -501,6 +501,364 @@ START_TEST(test_data_plane)
 }
 END_TEST
 
+/* ---- envd: /init, /envs and process.Process/Start ---- */
+
+static resp *
+envd(const char *method, const char *path, const char *body, const char *id, const char *token)
+{
+	char hid[128], htok[128];
+	const char *hdrs[] = { hid, "E2b-Sandbox-Port: 49983", token ? htok : NULL, NULL };
+
+	snprintf(hid, sizeof(hid), "E2b-Sandbox-Id: %s", id);
+	snprintf(htok, sizeof(htok), "X-Access-Token: %s", token ? token : "");
+	return req_h(method, path, body, hdrs);
+}
+
+static const char *
+env_of(const char *id, const char *key)
+{
+	resp *r = envd("GET", "/envs", NULL, id, NULL);
+
+	ck_assert_int_eq(r->status, 200);
+	return json_string_value(json_object_get(r->json, key));
+}
+
+static int
+b64val(char c)
+{
+	const char *tbl = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const char *p = c ? strchr(tbl, c) : NULL;
+
+	return p ? (int)(p - tbl) : -1;
+}
+
+static void
+b64decode(const char *in, sk_buf *out)
+{
+	uint32_t acc = 0;
+	int bits = 0;
+
+	for (; *in && *in != '='; in++) {
+		ck_assert_int_ge(b64val(*in), 0);
+		acc = acc << 6 | (uint32_t)b64val(*in);
+		if ((bits += 6) >= 8) {
+			char ch = (char)(acc >> (bits -= 8));
+			sk_buf_append(out, &ch, 1);
+		}
+	}
+}
+
+typedef struct cmd_result {
+	int exit_code;
+	int nframes;
+	char out[512], err[512];
+	char stream_error[64]; /* code of an end-of-stream error */
+} cmd_result;
+
+/* Reads the Connect frames of a Start answer: start, data..., end, then end-of-stream. */
+static void
+parse_frames(const unsigned char *p, size_t len, cmd_result *res)
+{
+	sk_buf out = SK_BUF_INIT(0), err = SK_BUF_INIT(0);
+
+	for (size_t i = 0; i + 5 <= len; res->nframes++) {
+		size_t n = (size_t)p[i + 1] << 24 | (size_t)p[i + 2] << 16 | (size_t)p[i + 3] << 8 |
+		        p[i + 4];
+		json_t *m = json_loadb((const char *)p + i + 5, n, 0, NULL), *ev;
+		ck_assert_msg(m != NULL && i + 5 + n <= len, "bad frame at %zu", i);
+		ev = json_object_get(m, "event");
+		if (p[i] == 0x02) {
+			ck_assert_int_eq(i + 5 + n, len); /* the last frame */
+			snprintf(res->stream_error, sizeof(res->stream_error), "%s",
+			        json_string_value(
+			                json_object_get(json_object_get(m, "error"), "code"))
+			                ?: "");
+		} else if (res->nframes == 0) {
+			ck_assert_int_gt(json_integer_value(json_object_get(
+			                         json_object_get(ev, "start"), "pid")),
+			        0);
+		} else if (json_object_get(ev, "data")) {
+			json_t *d = json_object_get(ev, "data");
+			if (json_object_get(d, "stdout"))
+				b64decode(json_string_value(json_object_get(d, "stdout")), &out);
+			if (json_object_get(d, "stderr"))
+				b64decode(json_string_value(json_object_get(d, "stderr")), &err);
+		} else {
+			json_t *end = json_object_get(ev, "end");
+			ck_assert(json_is_true(json_object_get(end, "exited")));
+			res->exit_code = (int)json_integer_value(json_object_get(end, "exitCode"));
+		}
+		json_decref(m);
+		i += 5 + n;
+	}
+	snprintf(res->out, sizeof(res->out), "%.*s", (int)out.len, out.data ? out.data : "");
+	snprintf(res->err, sizeof(res->err), "%.*s", (int)err.len, err.data ? err.data : "");
+	sk_buf_dispose(&out);
+	sk_buf_dispose(&err);
+}
+
+/* POST /process.Process/Start as the SDK's commands.run(cmd, {envs}) sends it. */
+static void
+run_cmd(const char *id, const char *token, const char *cmd, const char *envs, cmd_result *res)
+{
+	char *msg = sk_asprintf("{\"process\":{\"cmd\":\"/bin/bash\",\"args\":[\"-l\",\"-c\",%s],"
+	                        "\"envs\":%s,\"cwd\":\"/home/user\"},\"stdin\":false}",
+	        cmd, envs ? envs : "{}");
+	size_t n = strlen(msg);
+	unsigned char *body = sk_malloc(n + 5);
+	char url[256], hid[128], htok[128];
+	struct curl_slist *h = NULL;
+	sk_buf b = SK_BUF_INIT(1 << 20);
+	CURL *c = curl_easy_init();
+	long status = 0;
+
+	body[0] = 0;
+	body[1] = (unsigned char)(n >> 24), body[2] = (unsigned char)(n >> 16);
+	body[3] = (unsigned char)(n >> 8), body[4] = (unsigned char)n;
+	memcpy(body + 5, msg, n);
+	snprintf(url, sizeof(url), "%s/process.Process/Start", base);
+	snprintf(hid, sizeof(hid), "E2b-Sandbox-Id: %s", id);
+	snprintf(htok, sizeof(htok), "X-Access-Token: %s", token ? token : "");
+	h = curl_slist_append(h, hid);
+	h = curl_slist_append(h, "E2b-Sandbox-Port: 49983");
+	h = curl_slist_append(h, "Content-Type: application/connect+json");
+	h = curl_slist_append(h, "Connect-Protocol-Version: 1");
+	if (token)
+		h = curl_slist_append(h, htok);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)(n + 5));
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	ck_assert_int_eq(status, 200);
+	memset(res, 0, sizeof(*res));
+	parse_frames((const unsigned char *)b.data, b.len, res);
+	sk_buf_dispose(&b);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	free(body);
+	free(msg);
+}
+
+START_TEST(test_envd_process)
+{
+	const char *id;
+	cmd_result res;
+
+	start_sim(NULL);
+	id = create("{\"templateID\":\"base\",\"timeout\":60,\"envVars\":{\"FOO\":\"bar\","
+	            "\"PATH\":\"/opt/bin\"}}");
+	run_cmd(id, NULL, "\"echo $FOO\"", NULL, &res);
+	ck_assert_int_eq(res.exit_code, 0);
+	ck_assert_str_eq(res.out, "bar\n");
+	ck_assert_str_eq(res.err, "");
+	ck_assert_int_eq(res.nframes, 4); /* start, data, end, end-of-stream */
+	ck_assert_str_eq(res.stream_error, "");
+	/* quoting, ${VAR}, an unset variable; precedence: per-command > sandbox > defaults */
+	run_cmd(id, NULL, "\"echo \\\"[${FOO}]\\\" '$FOO' $NOPE x\"", NULL, &res);
+	ck_assert_str_eq(res.out, "[bar] $FOO x\n");
+	run_cmd(id, NULL, "\"printenv FOO PATH HOME\"", "{\"FOO\":\"cmd\"}", &res);
+	ck_assert_int_eq(res.exit_code, 0);
+	ck_assert_str_eq(res.out, "cmd\n/opt/bin\n/home/user\n");
+	run_cmd(id, NULL, "\"env\"", NULL, &res);
+	ck_assert_ptr_nonnull(strstr(res.out, "USER=user\n"));
+	ck_assert_ptr_nonnull(strstr(res.out, "FOO=bar\n"));
+	run_cmd(id, NULL, "\"printenv NOPE\"", NULL, &res);
+	ck_assert_int_eq(res.exit_code, 1);
+	ck_assert_str_eq(res.out, "");
+	run_cmd(id, NULL, "\"ls -la /\"", NULL, &res);
+	ck_assert_int_eq(res.exit_code, 127);
+	ck_assert_str_eq(res.err, "bash: line 1: ls: command not found\n");
+	run_cmd(id, NULL, "\"echo a; echo b\"", NULL, &res);
+	ck_assert_int_eq(res.exit_code, 127);
+	ck_assert_str_eq(res.out, "");
+	/* not a server-stream request */
+	{
+		char hid[128];
+		const char *hdrs[] = { hid, KEY, NULL };
+		snprintf(hid, sizeof(hid), "E2b-Sandbox-Id: %s", id);
+		ck_assert_int_eq(req_h("POST", "/process.Process/Start", "{}", hdrs)->status, 415);
+	}
+	/* a paused sandbox: the proxy's 502 */
+	ck_assert_int_eq(reqf("POST", NULL, "/sandboxes/%s/pause", id)->status, 204);
+	ck_assert_int_eq(envd("GET", "/envs", NULL, id, NULL)->status, 502);
+	{ /* the stats count Start calls by status */
+		json_t *st = json_object_get(
+		        json_object_get(req("GET", "/_sim/stats", NULL)->json, "requests"),
+		        "process");
+		ck_assert_int_eq(json_integer_value(json_object_get(st, "200")), 7);
+		ck_assert_int_eq(json_integer_value(json_object_get(st, "415")), 1);
+	}
+}
+END_TEST
+
+START_TEST(test_envd_init_survives_resume)
+{
+	const char *id, *secure, *token;
+	cmd_result res;
+	resp *r;
+
+	start_sim(NULL);
+	id = create("{\"templateID\":\"base\",\"timeout\":60,\"envVars\":{\"FOO\":\"bar\","
+	            "\"KEEP\":\"create\"}}");
+	/* /init merges by key; values are strings */
+	ck_assert_int_eq(
+	        envd("POST", "/init", "{\"envVars\":{\"NEW\":\"1\"}}", id, NULL)->status, 204);
+	ck_assert_str_eq(env_of(id, "FOO"), "bar");
+	ck_assert_str_eq(env_of(id, "NEW"), "1");
+	ck_assert_int_eq(envd("POST", "/init", "{\"envVars\":{\"N\":1}}", id, NULL)->status, 400);
+	ck_assert_int_eq(envd("POST", "/init", "[1]", id, NULL)->status, 400);
+	/* pause/resume: bash -l -c no longer sees the create-time env, /init's survives */
+	ck_assert_int_eq(reqf("POST", NULL, "/sandboxes/%s/pause", id)->status, 204);
+	ck_assert_int_eq(
+	        reqf("POST", "{\"timeout\":60}", "/sandboxes/%s/connect", id)->status, 201);
+	ck_assert_ptr_null(env_of(id, "FOO"));
+	ck_assert_str_eq(env_of(id, "NEW"), "1");
+	run_cmd(id, NULL, "\"echo $FOO\"", NULL, &res);
+	ck_assert_str_eq(res.out, "\n");
+	/* the controller's fix: re-assert spec.env */
+	ck_assert_int_eq(
+	        envd("POST", "/init", "{\"envVars\":{\"FOO\":\"bar\"}}", id, NULL)->status, 204);
+	run_cmd(id, NULL, "\"echo $FOO $NEW $KEEP\"", NULL, &res);
+	ck_assert_str_eq(res.out, "bar 1\n");
+	/* the old resume route loses it too */
+	ck_assert_int_eq(reqf("POST", NULL, "/sandboxes/%s/pause", id)->status, 204);
+	ck_assert_int_eq(reqf("POST", "{\"timeout\":60}", "/sandboxes/%s/resume", id)->status, 201);
+	ck_assert_str_eq(env_of(id, "FOO"), "bar");
+	ck_assert_ptr_null(env_of(id, "KEEP"));
+	r = req("GET", "/_sim/stats", NULL);
+	ck_assert_int_eq(
+	        json_integer_value(json_object_get(
+	                json_object_get(json_object_get(r->json, "requests"), "init"), "204")),
+	        2);
+	{ /* the admin view: what /init set, and that the create env was lost */
+		json_t *first = json_array_get(req("GET", "/_sim/sandboxes", NULL)->json, 0);
+		ck_assert_str_eq(json_string_value(json_object_get(first, "sandboxID")), id);
+		ck_assert(json_is_true(json_object_get(first, "createEnvLost")));
+		ck_assert_int_eq(json_object_size(json_object_get(first, "initEnvVars")), 2);
+	}
+	/* a secure sandbox wants its envd access token (header, or /init's accessToken) */
+	r = req("POST", "/sandboxes", "{\"templateID\":\"base\",\"secure\":true}");
+	ck_assert_int_eq(r->status, 201);
+	secure = jstr(r, "sandboxID");
+	token = jstr(r, "envdAccessToken");
+	ck_assert_int_eq(envd("POST", "/init", "{\"envVars\":{}}", secure, NULL)->status, 401);
+	ck_assert_int_eq(envd("POST", "/init", "{\"envVars\":{}}", secure, "wrong")->status, 401);
+	ck_assert_int_eq(envd("GET", "/envs", NULL, secure, NULL)->status, 401);
+	ck_assert_int_eq(
+	        envd("POST", "/init", "{\"envVars\":{\"A\":\"b\"}}", secure, token)->status, 204);
+	ck_assert_int_eq(envd("GET", "/envs", NULL, secure, token)->status, 200);
+	{
+		char *body = sk_asprintf("{\"envVars\":{},\"accessToken\":\"%s\"}", token);
+		ck_assert_int_eq(envd("POST", "/init", body, secure, NULL)->status, 204);
+		free(body);
+	}
+	ck_assert_int_eq(envd("GET", "/health", NULL, secure, NULL)->status, 204);
+	run_cmd(secure, NULL, "\"echo $A\"", NULL, &res);
+	ck_assert_str_eq(res.stream_error, "unauthenticated");
+	ck_assert_int_eq(res.nframes, 1);
+	run_cmd(secure, token, "\"echo $A\"", NULL, &res);
+	ck_assert_str_eq(res.out, "b\n");
+}
+END_TEST
+
+/* ---- sleep on idle, per flavour ---- */
+
+static const char *
+state_of(const char *id)
+{
+	return jstr(reqf("GET", NULL, "/sandboxes/%s", id), "state");
+}
+
+/* E2B: an absolute deadline; envd traffic does not move it, connect extends it. */
+START_TEST(test_sleep_e2b_absolute_deadline)
+{
+	const char *busy, *extended, *killed;
+
+	start_sim(NULL);
+	busy = create("{\"templateID\":\"base\",\"timeout\":2,\"autoPause\":true}");
+	extended = create("{\"templateID\":\"base\",\"timeout\":2,\"autoPause\":true}");
+	killed = create("{\"templateID\":\"base\",\"timeout\":2}");
+	for (int i = 0; i < 3; i++) {
+		usleep(500 * 1000);
+		ck_assert_int_eq(health(busy, "49983"), 204);
+		ck_assert_int_eq(envd("GET", "/envs", NULL, busy, NULL)->status, 200);
+	}
+	ck_assert_int_eq(
+	        reqf("POST", "{\"timeout\":3}", "/sandboxes/%s/connect", extended)->status, 200);
+	usleep(900 * 1000); /* 2.4 s after create */
+	ck_assert_str_eq(state_of(busy), "paused");
+	ck_assert_int_eq(health(busy, "49983"), 502);
+	assert_error(reqf("GET", NULL, "/sandboxes/%s", killed), 404);
+	ck_assert_str_eq(state_of(extended), "running");
+	usleep(2200 * 1000);
+	ck_assert_str_eq(state_of(extended), "paused");
+}
+END_TEST
+
+/* Cube: a sliding idle window; data-plane traffic and connect slide it, reads do not. */
+START_TEST(test_sleep_cube_sliding_window)
+{
+	static const char *const args[] = { "--flavor", "cube", NULL };
+	const char *active, *watched;
+	int64_t t0;
+
+	start_sim(args);
+	active = create("{\"templateID\":\"base\",\"timeout\":2,\"autoPause\":true}");
+	watched = create("{\"templateID\":\"base\",\"timeout\":2,\"autoPause\":true}");
+	t0 = sk_now_ms();
+	for (int i = 0; i < 5; i++) { /* 3 s of activity outlive a 2 s window */
+		usleep(600 * 1000);
+		ck_assert_int_eq(health_host(active), 204);
+		ck_assert_int_eq(reqf("GET", NULL, "/sandboxes/%s", watched)->status, 200);
+	}
+	ck_assert_int_ge(sk_now_ms() - t0, 3000);
+	ck_assert_str_eq(state_of(active), "running");
+	ck_assert_str_eq(state_of(watched), "paused"); /* observed every 0.6 s, still idle */
+	ck_assert_int_eq(
+	        reqf("POST", "{\"timeout\":2}", "/sandboxes/%s/connect", watched)->status, 200);
+	usleep(1200 * 1000);
+	ck_assert_int_eq(
+	        reqf("POST", "{\"timeout\":2}", "/sandboxes/%s/connect", watched)->status, 200);
+	usleep(1200 * 1000);
+	ck_assert_str_eq(state_of(watched), "running"); /* connect slid it */
+	ck_assert_str_eq(state_of(active), "paused"); /* 2.4 s without traffic */
+}
+END_TEST
+
+/* Daytona: stopped after autoStopInterval minutes without activity (a minute is 1 s here). */
+START_TEST(test_sleep_daytona_auto_stop)
+{
+	static const char *const args[] = { "--flavor", "daytona", "--daytona-minute", "1s", NULL };
+	static const char *const bearer[] = { "Authorization: Bearer dtn_test", NULL };
+	char stop2[64], never[64], path[128];
+	resp *r;
+
+	start_sim(args);
+	r = req_h("POST", "/sandbox", "{\"autoStopInterval\":2}", bearer);
+	ck_assert_int_eq(r->status, 200);
+	snprintf(stop2, sizeof(stop2), "%s", jstr(r, "id"));
+	r = req_h("POST", "/sandbox", "{\"autoStopInterval\":0}", bearer);
+	snprintf(never, sizeof(never), "%s", jstr(r, "id"));
+	usleep(1200 * 1000);
+	snprintf(path, sizeof(path), "/sandbox/%s", stop2);
+	ck_assert_str_eq(jstr(req_h("GET", path, NULL, bearer), "state"), "started");
+	usleep(1200 * 1000);
+	ck_assert_str_eq(jstr(req_h("GET", path, NULL, bearer), "state"), "stopped");
+	snprintf(path, sizeof(path), "/sandbox/%s", never);
+	ck_assert_str_eq(jstr(req_h("GET", path, NULL, bearer), "state"), "started");
+	/* started again, it stops again after another idle interval */
+	snprintf(path, sizeof(path), "/sandbox/%s/start", stop2);
+	ck_assert_str_eq(jstr(req_h("POST", path, NULL, bearer), "state"), "started");
+	usleep(2400 * 1000);
+	snprintf(path, sizeof(path), "/sandbox/%s", stop2);
+	ck_assert_str_eq(jstr(req_h("GET", path, NULL, bearer), "state"), "stopped");
+}
+END_TEST
+
 /* ---- faults ---- */
 
 START_TEST(test_fault_504_after_resume)
@@ -1062,6 +1420,11 @@ sk_suite_sandboxsim(void)
 	tcase_add_test(e2b, test_pause_connect_resume);
 	tcase_add_test(e2b, test_timeout_expiry);
 	tcase_add_test(e2b, test_data_plane);
+	tcase_add_test(e2b, test_envd_process);
+	tcase_add_test(e2b, test_envd_init_survives_resume);
+	tcase_add_test(flavors, test_sleep_e2b_absolute_deadline);
+	tcase_add_test(flavors, test_sleep_cube_sliding_window);
+	tcase_add_test(flavors, test_sleep_daytona_auto_stop);
 	tcase_add_test(faults, test_fault_504_after_resume);
 	tcase_add_test(faults, test_fault_list_empty_and_errors);
 	tcase_add_test(faults, test_fault_latency_and_file);

@@ -62,6 +62,8 @@ typedef struct fsrv {
 	char method[16], url[512], metadata[512], state[64], token[128], page[32];
 	char cursor[64], labels[512], limit[16];
 	char api_key[256], auth[256], sbid[128], sbport[16], access_token[128];
+	char req_body[1024];
+	size_t req_body_len;
 } fsrv;
 
 static fsrv S;
@@ -232,9 +234,20 @@ handler(void *cls, struct MHD_Connection *c, const char *url, const char *method
 
 	if (*state == NULL) {
 		*state = &marker;
+		pthread_mutex_lock(&S.lock);
+		S.req_body_len = 0;
+		S.req_body[0] = '\0';
+		pthread_mutex_unlock(&S.lock);
 		return MHD_YES;
 	}
 	if (*upload_size) {
+		pthread_mutex_lock(&S.lock);
+		if (S.req_body_len + *upload_size < sizeof(S.req_body)) {
+			memcpy(S.req_body + S.req_body_len, upload, *upload_size);
+			S.req_body_len += *upload_size;
+			S.req_body[S.req_body_len] = '\0';
+		}
+		pthread_mutex_unlock(&S.lock);
 		*upload_size = 0;
 		return MHD_YES;
 	}
@@ -894,6 +907,57 @@ START_TEST(probe_classifies)
 }
 END_TEST
 
+/* envd POST /init: the request, and no value or token in any error message */
+START_TEST(init_env_request_and_redaction)
+{
+	sk_sandbox sb = { .id = "abc123", .envd_access_token = "envd-tok" };
+	sk_kvlist env = { 0 };
+	json_t *body;
+
+	sk_kvlist_set(&env, "API_SECRET", "s3cr3t-value");
+	sk_kvlist_set(&env, "MODE", "dev");
+	fsrv_start();
+	for (size_t t = 0; t < 2; t++) {
+		sk_provider *p = client(all_types[t], S.base, 3000);
+		sk_error err;
+		script(204, "", NULL);
+		sk_error_clear(&err);
+		ck_assert_msg(sk_sandbox_init_env(p, &sb, &env, &err) == 0, "%s", err.message);
+		ck_assert_str_eq(S.method, "POST");
+		ck_assert_str_eq(S.url, "/init");
+		ck_assert_str_eq(S.sbid, "abc123");
+		ck_assert_str_eq(S.sbport, "49983");
+		ck_assert_str_eq(S.access_token, "envd-tok");
+		ck_assert_str_eq(S.api_key, ""); /* the API key never goes to envd */
+		body = json_loads(S.req_body, 0, NULL);
+		ck_assert_msg(body != NULL, "body: %s", S.req_body);
+		ck_assert_str_eq(json_string_value(json_object_get(
+		                         json_object_get(body, "envVars"), "API_SECRET")),
+		        "s3cr3t-value");
+		ck_assert_str_eq(
+		        json_string_value(json_object_get(body, "accessToken")), "envd-tok");
+		json_decref(body);
+		/* an envd that echoes the body: the message names the call and status only */
+		script(502, "{\"code\":502,\"message\":\"bad env API_SECRET=s3cr3t-value\"}", NULL);
+		ck_assert_int_eq(sk_sandbox_init_env(p, &sb, &env, &err), SK_ETRANSIENT);
+		ck_assert_int_eq(err.http_status, 502);
+		ck_assert_str_eq(err.message, "POST /init: HTTP 502");
+		script(401, "{\"message\":\"token envd-tok rejected\"}", NULL);
+		ck_assert_int_eq(sk_sandbox_init_env(p, &sb, &env, &err), SK_EUNAUTHORIZED);
+		ck_assert_ptr_null(strstr(err.message, "envd-tok"));
+		sk_provider_free(p);
+	}
+	fsrv_stop();
+	{
+		sk_provider *p = client(SK_PROVIDER_DAYTONA, S.base, 2000);
+		sk_error err;
+		ck_assert_int_eq(sk_sandbox_init_env(p, &sb, &env, &err), SK_ENOTSUPPORTED);
+		sk_provider_free(p);
+	}
+	sk_kvlist_dispose(&env);
+}
+END_TEST
+
 START_TEST(provider_new_without_key)
 {
 	sk_provider_config c = { .name = "x",
@@ -961,6 +1025,72 @@ sim_post(const char *path, const char *json)
 	curl_easy_cleanup(c);
 	fclose(devnull);
 	return status;
+}
+
+static size_t
+collect(char *data, size_t size, size_t n, void *userp)
+{
+	return sk_buf_append(userp, data, size * n) == 0 ? size * n : 0;
+}
+
+/* A request to the simulator with extra headers (NULL-terminated); the JSON answer or NULL. */
+static json_t *
+sim_call(const char *method, const char *path, const char *body, const char *const *hdrs,
+        long *status)
+{
+	CURL *c = curl_easy_init();
+	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+	sk_buf b = SK_BUF_INIT(1 << 20);
+	char url[256];
+	json_t *j;
+
+	for (; hdrs && *hdrs; hdrs++)
+		h = curl_slist_append(h, *hdrs);
+	snprintf(url, sizeof(url), "%s%s", sim_url, path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	if (body)
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+	ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	j = b.data ? json_loadb(b.data, b.len, 0, NULL) : NULL;
+	sk_buf_dispose(&b);
+	return j;
+}
+
+/* envd GET /envs of a sandbox, as the SDK routes it (by headers). */
+static json_t *
+sim_envs(const char *id, const char *token)
+{
+	char hid[128], htok[128];
+	const char *hdrs[] = { hid, "E2b-Sandbox-Port: 49983", token ? htok : NULL, NULL };
+	long status = 0;
+	json_t *j;
+
+	snprintf(hid, sizeof(hid), "E2b-Sandbox-Id: %s", id);
+	snprintf(htok, sizeof(htok), "X-Access-Token: %s", token ? token : "");
+	j = sim_call("GET", "/envs", NULL, hdrs, &status);
+	ck_assert_int_eq(status, 200);
+	ck_assert(json_is_object(j));
+	return j;
+}
+
+static json_int_t
+sim_init_calls(void)
+{
+	long status = 0;
+	json_t *j = sim_call("GET", "/_sim/stats", NULL, NULL, &status);
+	json_int_t n = json_integer_value(
+	        json_object_get(json_object_get(json_object_get(j, "requests"), "init"), "204"));
+
+	json_decref(j);
+	return n;
 }
 
 static void
@@ -1125,6 +1255,93 @@ START_TEST(sim_probe)
 		sk_sandbox_dispose(&sb);
 	}
 	sk_sandbox_dispose(&a);
+	sk_provider_free(p);
+	sim_down();
+}
+END_TEST
+
+/* init_env against the simulator: a resume drops the create env (the
+ * login-shell defect), POST /init puts it back, GET /envs shows it. */
+START_TEST(sim_init_env)
+{
+	sk_provider_type type = all_types[_i];
+	sk_kvlist env = { 0 };
+	sk_provider *p;
+	sk_sandbox a, sb;
+	sk_error err;
+	json_t *envs;
+	bool resumed;
+
+	sim_up(_i);
+	p = client(type, sim_url, 5000);
+	create_user(p, "fay", &a); /* env GREETING=hello */
+	envs = sim_envs(a.id, NULL);
+	ck_assert_str_eq(json_string_value(json_object_get(envs, "GREETING")), "hello");
+	json_decref(envs);
+	ck_assert_int_eq(sk_sandbox_pause(p, a.id, &err), 0);
+	ck_assert_int_eq(sk_sandbox_connect(p, a.id, 60000, &sb, &resumed, &err), 0);
+	ck_assert(resumed);
+	sk_sandbox_dispose(&sb);
+	envs = sim_envs(a.id, NULL);
+	ck_assert_int_eq(json_object_size(envs), 0);
+	json_decref(envs);
+	sk_kvlist_set(&env, "GREETING", "hello");
+	sk_kvlist_set(&env, "TEAM", "research");
+	sk_error_clear(&err);
+	ck_assert_msg(sk_sandbox_init_env(p, &a, &env, &err) == 0, "init_env: %s", err.message);
+	ck_assert_int_eq(sim_init_calls(), 1);
+	envs = sim_envs(a.id, NULL);
+	ck_assert_int_eq(json_object_size(envs), 2);
+	ck_assert_str_eq(json_string_value(json_object_get(envs, "GREETING")), "hello");
+	ck_assert_str_eq(json_string_value(json_object_get(envs, "TEAM")), "research");
+	json_decref(envs);
+	/* a killed sandbox: the proxy answers 502 (cube 500), transient, without the values */
+	ck_assert_int_eq(sk_sandbox_kill(p, a.id, &err), 0);
+	ck_assert_int_eq(sk_sandbox_init_env(p, &a, &env, &err), SK_ETRANSIENT);
+	ck_assert_ptr_null(strstr(err.message, "research"));
+	sk_kvlist_dispose(&env);
+	sk_sandbox_dispose(&a);
+	sk_provider_free(p);
+	sim_down();
+}
+END_TEST
+
+/* A secure sandbox (envdAccessToken): init_env sends the token; without it envd says 401. */
+START_TEST(sim_init_env_secure)
+{
+	static const char *const key[] = { "X-API-Key: " KEY, NULL };
+	sk_kvlist env = { 0 };
+	sk_provider *p;
+	sk_sandbox sb;
+	sk_error err;
+	json_t *created, *envs;
+	long status = 0;
+	char *token;
+
+	sim_up(0);
+	p = client(SK_PROVIDER_E2B, sim_url, 5000);
+	created = sim_call(
+	        "POST", "/sandboxes", "{\"templateID\":\"base\",\"secure\":true}", key, &status);
+	ck_assert_int_eq(status, 201);
+	ck_assert_int_eq(sk_sandbox_get(p, json_string_value(json_object_get(created, "sandboxID")),
+	                         &sb, &err),
+	        0);
+	json_decref(created);
+	ck_assert_ptr_nonnull(sb.envd_access_token);
+	sk_kvlist_set(&env, "FOO", "bar");
+	sk_error_clear(&err);
+	ck_assert_msg(sk_sandbox_init_env(p, &sb, &env, &err) == 0, "init_env: %s", err.message);
+	envs = sim_envs(sb.id, sb.envd_access_token);
+	ck_assert_str_eq(json_string_value(json_object_get(envs, "FOO")), "bar");
+	json_decref(envs);
+	token = sb.envd_access_token;
+	sb.envd_access_token = NULL;
+	ck_assert_int_eq(sk_sandbox_init_env(p, &sb, &env, &err), SK_EUNAUTHORIZED);
+	ck_assert_int_eq(err.http_status, 401);
+	ck_assert_str_eq(err.message, "POST /init: HTTP 401");
+	sb.envd_access_token = token;
+	sk_kvlist_dispose(&env);
+	sk_sandbox_dispose(&sb);
 	sk_provider_free(p);
 	sim_down();
 }
@@ -1337,6 +1554,7 @@ sk_suite_provider_faults(void)
 	tcase_add_test(tc, list_token_cycle_stops);
 	tcase_add_test(tc, list_query_encoding);
 	tcase_add_test(tc, probe_classifies);
+	tcase_add_test(tc, init_env_request_and_redaction);
 	tcase_add_test(tc, provider_new_without_key);
 	suite_add_tcase(s, tc);
 	return s;
@@ -1354,6 +1572,8 @@ sk_suite_provider_sim(void)
 	tcase_add_loop_test(tc, sim_probe, 0, 2);
 	tcase_add_test(tc, sim_daytona_probe_not_supported);
 	tcase_add_test(tc, sim_daytona_archive_resume);
+	tcase_add_loop_test(tc, sim_init_env, 0, 2);
+	tcase_add_test(tc, sim_init_env_secure);
 	tcase_add_loop_test(tc, sim_injected_errors, 0, 3);
 	tcase_add_loop_test(tc, sim_wrong_key_is_unauthorized, 0, 3);
 	suite_add_tcase(s, tc);
