@@ -255,7 +255,7 @@ plan_one(plan_ctx *c, const sk_userspace *us)
 	sk_plan_options_from_config(&opts, sk_provider_get_config(ps->p), c->cfg->resync_ms);
 	user_view(ps, us->spec.user_id, &mine, &view);
 	sk_error_clear(&err);
-	sk_observe(ps->p, us, &view, &opts, &ob, &err);
+	sk_observe(ps->p, us, &view, &opts, 0, &ob, &err);
 	memset(&r, 0, sizeof(r));
 	sk_plan(us, &ob, sk_now_ms(), &opts, &r);
 	c->n_total++;

@@ -525,7 +525,7 @@ round_once(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *plan
 	int64_t now = env->now ? env->now() : sk_now_ms();
 	int rc;
 
-	sk_observe(p, planned, list, &env->opts, &ob, err);
+	sk_observe(p, planned, list, &env->opts, env->activity_ms, &ob, err);
 	ob.activity_ms = env->activity_ms;
 	ob.wake = env->wake;
 	ob.replace_now = env->replace_now;

@@ -179,7 +179,7 @@ confirm_unhealthy(sk_provider *p, const sk_userspace *us, sk_observed *o, bool g
 
 int
 sk_observe(sk_provider *p, const sk_userspace *us, const sk_list_view *list,
-        const sk_plan_options *opts, sk_observed *out, sk_error *err)
+        const sk_plan_options *opts, int64_t activity_ms, sk_observed *out, sk_error *err)
 {
 	const char *bound = us->status.sandbox_id;
 	bool deleting = us->meta.deletion_ms != 0;
@@ -202,7 +202,8 @@ sk_observe(sk_provider *p, const sk_userspace *us, const sk_list_view *list,
 	if (deleting ||
 	        (bound == NULL && us->status.phase == SK_PHASE_CREATING && out->sandboxes.len == 0))
 		lookup_user(p, us, out);
-	if (!deleting && opts->probe && us->spec.mode == SK_MODE_RUNNING) {
+	if (!deleting && opts->probe && us->spec.mode == SK_MODE_RUNNING &&
+	        !sk_plan_quiet(us, activity_ms, sk_now_ms(), opts)) {
 		const sk_sandbox *k = find_id(out, bound);
 		if (k != NULL && !got && k->state == SK_SANDBOX_RUNNING && near_sleep(k, opts)) {
 			get_bound(p, bound, out); /* asleep by now? ask the control plane */

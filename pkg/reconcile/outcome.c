@@ -136,6 +136,23 @@ sk_plan_failure(const sk_userspace *us, const sk_outcome *o, int64_t now, sk_use
 }
 
 bool
+sk_plan_quiet(const sk_userspace *us, int64_t activity_ms, int64_t now, const sk_plan_options *o)
+{
+	const sk_condition *dp = sk_userspace_condition(us, SK_COND_DATAPLANE);
+	int64_t last = activity_ms > us->status.last_activity_ms ? activity_ms
+	                                                         : us->status.last_activity_ms;
+
+	if (us->spec.idle_timeout_ms <= 0)
+		return false;
+	if (dp != NULL && sk_str_eq(dp->status, "Unknown") &&
+	        (sk_str_eq(dp->reason, SK_REASON_STARTING) ||
+	                sk_str_eq(dp->reason, SK_REASON_RESUMING)))
+		return false; /* just started: the probe ends the warm-up */
+	(void)o;
+	return last <= now - us->spec.idle_timeout_ms;
+}
+
+bool
 sk_plan_settled(const sk_userspace *us)
 {
 	sk_phase p = us->status.phase;

@@ -361,11 +361,15 @@ plan_running(sk_pctx *c, const sk_sandbox *k)
 		        "the data plane is not probed");
 		if (c->o->probe && started(c))
 			push_init_env(c, k->id);
-	} else if (p == NULL && k->end_ms > 0 && k->end_ms <= c->now + c->o->sleep_margin_ms) {
-		/* falling asleep: not probed (a probe would wake it); as before */
+	} else if (p == NULL &&
+	        ((k->end_ms > 0 && k->end_ms <= c->now + c->o->sleep_margin_ms) ||
+	                sk_plan_quiet(c->us, c->ob->activity_ms, c->now, c->o))) {
+		/* falling asleep, or quiet: not probed (traffic would wake it or
+		 * keep it awake); the conditions stay as they were */
 		keep_previous(c, SK_C_READY, SK_COND_READY);
 		keep_previous(c, SK_C_DATAPLANE, SK_COND_DATAPLANE);
-		sk_plan_requeue(c, k->end_ms + c->o->sleep_margin_ms - c->now);
+		if (k->end_ms > 0 && k->end_ms <= c->now + c->o->sleep_margin_ms)
+			sk_plan_requeue(c, k->end_ms + c->o->sleep_margin_ms - c->now);
 	} else if (p == NULL || !p->made) {
 		sk_plan_cond(c, SK_C_READY, "Unknown", SK_REASON_NOT_PROBED,
 		        "data plane not probed yet");
@@ -376,8 +380,11 @@ plan_running(sk_pctx *c, const sk_sandbox *k)
 		        c, SK_C_READY, "True", SK_REASON_RUNNING, "sandbox %s is running", k->id);
 		sk_plan_cond(c, SK_C_DATAPLANE, "True", SK_REASON_HEALTHY, "GET /health: %d",
 		        p->http_status);
-		if (started(c))
-			push_init_env(c, k->id); /* the warm-up ends: the data plane answers */
+		/* The warm-up ends (the data plane answers), or the provider resumed
+		 * an Idle keeper on traffic (autoResume): either way the env the
+		 * create set may be gone. */
+		if (started(c) || c->prev->phase == SK_PHASE_IDLE)
+			push_init_env(c, k->id);
 	} else if (p->health == SK_HEALTH_UNREACHABLE) {
 		unreachable(c, k, p);
 	} else {

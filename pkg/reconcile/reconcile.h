@@ -179,9 +179,10 @@ const sk_probe *sk_observed_probe(const sk_observed *o, const char *id);
 
 /* Fills out (caller disposes). Returns 0; provider failures are recorded in
  * out (bound/user/probes), never returned: the planner decides what they mean.
- * list may be NULL (nothing listed). */
+ * list may be NULL (nothing listed). activity_ms: the last activity the
+ * caller knows (0: none); a quiet keeper (sk_plan_quiet) is not probed. */
 int sk_observe(sk_provider *p, const sk_userspace *us, const sk_list_view *list,
-        const sk_plan_options *opts, sk_observed *out, sk_error *err);
+        const sk_plan_options *opts, int64_t activity_ms, sk_observed *out, sk_error *err);
 
 /* The sandbox metadata value for a string: characters outside [A-Za-z0-9._-]
  * become '-', at most 256 bytes. Caller frees. */
@@ -286,6 +287,15 @@ void sk_plan_failure(
 /* Sets one condition of st (lastTransitionTime moves only when the status changes). */
 void sk_status_set_condition(sk_userspace_status *st, const char *type, const char *status,
         const char *reason, const char *message, int64_t now_ms, int64_t generation);
+
+/* A space that may sleep (idleTimeout > 0), not just started, with no
+ * activity (activity_ms or status.lastActivityTime) within the last
+ * idleTimeout: its keeper's data plane is not probed. A probe is traffic:
+ * on a provider whose idle window slides with data-plane requests (Cube) it
+ * would keep the sandbox awake forever. It is probed again when its user
+ * comes back (a connect is activity). */
+bool sk_plan_quiet(
+        const sk_userspace *us, int64_t activity_ms, int64_t now_ms, const sk_plan_options *o);
 
 /* spacekeeper --once: whether a stored object is in a phase one pass can end on. */
 bool sk_plan_settled(const sk_userspace *us);

@@ -1089,6 +1089,71 @@ START_TEST(test_idle_sleep_and_wake)
 }
 END_TEST
 
+/* GET /envs of a sandbox's envd at the simulator: the value of key, or NULL. */
+static char *
+sandbox_env(const char *id, const char *key)
+{
+	CURL *h = curl_easy_init();
+	struct curl_slist *hdr = NULL;
+	sk_buf b = SK_BUF_INIT(1 << 20);
+	char url[256], hid[160];
+	json_t *v;
+	char *out = NULL;
+
+	snprintf(url, sizeof(url), "%s/envs", sim_url);
+	snprintf(hid, sizeof(hid), "E2b-Sandbox-Id: %s", id);
+	hdr = curl_slist_append(hdr, hid);
+	hdr = curl_slist_append(hdr, "E2b-Sandbox-Port: 49983");
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	ck_assert_int_eq(curl_easy_perform(h), CURLE_OK);
+	sk_buf_append(&b, "", 0);
+	v = json_loads(b.data ? b.data : "", 0, NULL);
+	if (json_is_string(json_object_get(v, key)))
+		out = sk_strdup(json_string_value(json_object_get(v, key)));
+	json_decref(v);
+	sk_buf_dispose(&b);
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(h);
+	return out;
+}
+
+/* spec.env survives a pause/resume: re-asserted through envd /init (commands
+ * run as `bash -l -c` lose create-time envVars after a resume). */
+START_TEST(test_env_after_create_and_resume)
+{
+	json_t *v;
+	char *id, *val;
+
+	apply_yaml("envy.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: envy\nspec:\n  userID: envy\n"
+	        "  env:\n    FOO: bar\n  lifecycle:\n    idleTimeout: 3s\n");
+	keeper_start();
+	connect_ok("envy", &v);
+	id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
+	json_decref(v);
+	val = sandbox_env(id, "FOO");
+	ck_assert_msg(
+	        val && strcmp(val, "bar") == 0, "after create: FOO=%s", val ? val : "(unset)");
+	free(val);
+	ck_assert_msg(eventually(phase_is, (void *)"envy=Idle", 30), "envy never Idle");
+	connect_ok("envy", &v);
+	ck_assert_str_eq(json_string_value(json_object_get(v, "path")), "wake");
+	ck_assert_str_eq(json_string_value(json_object_get(v, "sandboxID")), id);
+	json_decref(v);
+	val = sandbox_env(id, "FOO");
+	ck_assert_msg(
+	        val && strcmp(val, "bar") == 0, "after resume: FOO=%s", val ? val : "(unset)");
+	free(val);
+	free(id);
+	keeper_stop_checked();
+}
+END_TEST
+
 /* Waits until NAME is Degraded with DataPlaneUnreachable drift. */
 static bool
 degraded(void *arg)
@@ -1364,6 +1429,7 @@ sk_suite_controller(void)
 	tcase_add_test(fault, test_i_ferretdb_restart);
 	tcase_add_test(daemon, test_http_endpoints_and_connect);
 	tcase_add_test(daemon, test_idle_sleep_and_wake);
+	tcase_add_test(daemon, test_env_after_create_and_resume);
 	tcase_add_test(daemon, test_connect_unreachable_report);
 	tcase_add_test(daemon, test_connect_unreachable_replace);
 	tcase_add_test(daemon, test_once_pass);

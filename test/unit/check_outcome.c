@@ -143,6 +143,31 @@ START_TEST(test_failure_init_env)
 }
 END_TEST
 
+START_TEST(test_quiet)
+{
+	sk_userspace *us = space(SK_PHASE_RUNNING, "i1");
+	sk_plan_options o;
+
+	sk_plan_options_init(&o);
+	/* idleTimeout 10m: no activity known at all -> quiet */
+	ck_assert(sk_plan_quiet(us, 0, NOW, &o));
+	ck_assert(!sk_plan_quiet(us, NOW - 9 * MIN, NOW, &o));
+	ck_assert(sk_plan_quiet(us, NOW - 11 * MIN, NOW, &o));
+	/* the persisted activity counts too */
+	us->status.last_activity_ms = NOW - MIN;
+	ck_assert(!sk_plan_quiet(us, 0, NOW, &o));
+	us->status.last_activity_ms = 0;
+	/* just started: probed (the probe ends the warm-up) */
+	set_cond(us, SK_COND_DATAPLANE, "Unknown", SK_REASON_RESUMING);
+	ck_assert(!sk_plan_quiet(us, 0, NOW, &o));
+	/* always on: never quiet */
+	set_cond(us, SK_COND_DATAPLANE, "True", SK_REASON_HEALTHY);
+	us->spec.idle_timeout_ms = 0;
+	ck_assert(!sk_plan_quiet(us, 0, NOW, &o));
+	sk_userspace_free(us);
+}
+END_TEST
+
 START_TEST(test_settled)
 {
 	sk_userspace *us = space(SK_PHASE_IDLE, "i1");
@@ -337,6 +362,7 @@ sk_suite_outcome(void)
 	tcase_add_test(tc, test_failure_other);
 	tcase_add_test(tc, test_failure_init_env);
 	tcase_add_test(tc, test_settled);
+	tcase_add_test(tc, test_quiet);
 	tcase_add_loop_test(tc, test_connect_table, 0, (int)(sizeof(ccases) / sizeof(ccases[0])));
 	suite_add_tcase(s, tc);
 	return s;
