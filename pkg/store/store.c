@@ -143,6 +143,11 @@ sk_store_write_status(sk_store *s, const sk_userspace *base, const sk_userspace_
 	int rc = check_name(base->meta.name, err);
 
 	*out = NULL;
+	if (rc == 0 && base->meta.resource_version <= 0) /* never read from the store */
+		rc = sk_error_set(err, SK_ECONFLICT,
+		        "userspace \"%s\": resourceVersion %lld was never stored; read the object "
+		        "first",
+		        base->meta.name, (long long)base->meta.resource_version);
 	return rc != 0 ? rc : s->ops->write_status(s, base, status, out, err);
 }
 
@@ -223,8 +228,8 @@ lease_args(const char *name, const char *holder, sk_error *err)
 }
 
 static int
-lease_write(sk_store *s, sk_lease_op op, const char *name, const char *holder,
-        int64_t duration_ms, sk_lease *out, sk_error *err)
+lease_write(sk_store *s, sk_lease_op op, const char *name, const char *holder, int64_t duration_ms,
+        sk_lease *out, sk_error *err)
 {
 	sk_lease cur, next;
 	bool found;
@@ -236,8 +241,8 @@ lease_write(sk_store *s, sk_lease_op op, const char *name, const char *holder,
 	if (rc != 0 && rc != SK_ENOTFOUND)
 		return rc;
 	found = rc == 0;
-	rc = sk_store_lease_next(found ? &cur : NULL, op, name, holder, duration_ms, sk_now_ms(),
-	        &next, err);
+	rc = sk_store_lease_next(
+	        found ? &cur : NULL, op, name, holder, duration_ms, sk_now_ms(), &next, err);
 	if (rc == 0 && op == SK_LEASE_RELEASE && cur.holder[0] == '\0')
 		goto done; /* already released: nothing to write */
 	if (rc == 0)
@@ -260,7 +265,8 @@ sk_store_lease_acquire(sk_store *s, const char *name, const char *holder, int64_
 	int rc = lease_args(name, holder, err);
 
 	if (rc == 0 && duration_ms <= 0)
-		rc = sk_error_set(err, SK_EINVALID, "lease \"%s\": duration must be positive", name);
+		rc = sk_error_set(
+		        err, SK_EINVALID, "lease \"%s\": duration must be positive", name);
 	return rc != 0 ? rc : lease_write(s, SK_LEASE_ACQUIRE, name, holder, duration_ms, out, err);
 }
 
