@@ -60,7 +60,8 @@ user_id_holder(sk_memstore *m, const char *user_id, const char *except)
 {
 	for (size_t i = 0; i < m->n_objs; i++) {
 		const sk_userspace *o = m->objs[i];
-		if (o->spec.user_id != NULL && strcmp(o->spec.user_id, user_id) == 0 && strcmp(o->meta.name, except) != 0)
+		if (o->spec.user_id != NULL && strcmp(o->spec.user_id, user_id) == 0 &&
+		        strcmp(o->meta.name, except) != 0)
 			return o->meta.name;
 	}
 	return NULL;
@@ -208,7 +209,8 @@ mem_create(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *er
 	lock(m);
 	holder = user_id_holder(m, us->spec.user_id, us->meta.name);
 	if (find(m, us->meta.name) != NULL)
-		rc = sk_error_set(err, SK_EEXISTS, "userspace \"%s\" already exists", us->meta.name);
+		rc = sk_error_set(
+		        err, SK_EEXISTS, "userspace \"%s\" already exists", us->meta.name);
 	else if (holder != NULL)
 		rc = sk_store_user_id_taken(us->spec.user_id, holder, err);
 	if (rc == 0) {
@@ -290,8 +292,8 @@ mem_mark_deleted(sk_store *s, const char *name, sk_error *err)
 }
 
 static int
-mem_remove_finalizer(sk_store *s, const char *name, int64_t resource_version,
-        const char *finalizer, sk_error *err)
+mem_remove_finalizer(sk_store *s, const char *name, int64_t resource_version, const char *finalizer,
+        sk_error *err)
 {
 	sk_memstore *m = mem_of(s);
 	sk_userspace **slot, *next;

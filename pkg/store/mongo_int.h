@@ -93,8 +93,8 @@ int sk_mongo_scan_packed(
         sk_store *s, int64_t since, sk_store_packed_fn fn, void *arg, sk_error *err);
 int sk_mongo_create(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *err);
 int sk_mongo_update(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *err);
-int sk_mongo_write_status(sk_store *s, const sk_userspace *base,
-        const sk_userspace_status *status, sk_userspace **out, sk_error *err);
+int sk_mongo_write_status(sk_store *s, const sk_userspace *base, const sk_userspace_status *status,
+        sk_userspace **out, sk_error *err);
 int sk_mongo_mark_deleted(sk_store *s, const char *name, sk_error *err);
 int sk_mongo_remove_finalizer(sk_store *s, const char *name, int64_t resource_version,
         const char *finalizer, sk_error *err);

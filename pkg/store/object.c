@@ -29,8 +29,8 @@ sk_store_user_id_taken(const char *user_id, const char *holder, sk_error *err)
 	if (holder != NULL)
 		return sk_error_set(err, SK_ECONFLICT,
 		        "spec.userID \"%s\" is already used by userspace \"%s\"", user_id, holder);
-	return sk_error_set(
-	        err, SK_ECONFLICT, "spec.userID \"%s\" is already used by another userspace", user_id);
+	return sk_error_set(err, SK_ECONFLICT,
+	        "spec.userID \"%s\" is already used by another userspace", user_id);
 }
 
 static void
