@@ -37,7 +37,8 @@ open_backend(int backend)
 		o.database = sk_test_unique_db();
 	}
 	ck_assert_msg(sk_store_open(&s, &o, &err) == 0, "open: %s", err.message);
-	ck_assert_str_eq(sk_store_backend_name(s), backend == BACKEND_MEMORY ? "memory" : "mongodb");
+	ck_assert_str_eq(
+	        sk_store_backend_name(s), backend == BACKEND_MEMORY ? "memory" : "mongodb");
 	return s;
 }
 
@@ -339,11 +340,11 @@ START_TEST(test_finalizers_and_deletion)
 	ck_assert_int_eq(v3->meta.resource_version, v2->meta.resource_version);
 	ck_assert_int_eq(v3->meta.deletion_ms, v2->meta.deletion_ms);
 	/* a stale finalizer removal loses; the current one removes the object */
-	ck_assert_int_eq(sk_store_remove_finalizer(s, "alice", v1->meta.resource_version,
-	                         SK_FINALIZER, &err),
+	ck_assert_int_eq(sk_store_remove_finalizer(
+	                         s, "alice", v1->meta.resource_version, SK_FINALIZER, &err),
 	        SK_ECONFLICT);
-	ck_assert_int_eq(sk_store_remove_finalizer(s, "alice", v3->meta.resource_version,
-	                         SK_FINALIZER, &err),
+	ck_assert_int_eq(sk_store_remove_finalizer(
+	                         s, "alice", v3->meta.resource_version, SK_FINALIZER, &err),
 	        0);
 	ck_assert_int_eq(sk_store_get(s, "alice", &out, &err), SK_ENOTFOUND);
 	ck_assert_int_eq(sk_store_mark_deleted(s, "alice", &err), SK_ENOTFOUND);
@@ -368,8 +369,8 @@ START_TEST(test_finalizer_removed_before_deletion)
 	ck_assert_int_eq(v2->meta.resource_version, v1->meta.resource_version);
 	sk_userspace_free(v2);
 	/* no deletion asked: the object stays, without finalizers */
-	ck_assert_int_eq(sk_store_remove_finalizer(s, "bob", v1->meta.resource_version,
-	                         SK_FINALIZER, &err),
+	ck_assert_int_eq(
+	        sk_store_remove_finalizer(s, "bob", v1->meta.resource_version, SK_FINALIZER, &err),
 	        0);
 	v2 = get(s, "bob");
 	ck_assert_uint_eq(v2->meta.n_finalizers, 0);
@@ -514,8 +515,8 @@ START_TEST(test_lease_rules)
 	sk_lease_list l;
 	sk_error err = { 0 };
 
-	ck_assert_msg(sk_store_lease_acquire(s, "shard-0", "A", 1500, &a, &err) == 0, "%s",
-	        err.message);
+	ck_assert_msg(
+	        sk_store_lease_acquire(s, "shard-0", "A", 1500, &a, &err) == 0, "%s", err.message);
 	ck_assert_str_eq(a.holder, "A");
 	ck_assert_int_eq(a.duration_ms, 1500);
 	ck_assert_int_eq(a.acquire_ms, a.renew_ms);
@@ -533,8 +534,8 @@ START_TEST(test_lease_rules)
 	sk_lease_dispose(&r);
 	/* after expiry B steals it; A's renew then fails */
 	usleep(1600 * 1000);
-	ck_assert_msg(sk_store_lease_acquire(s, "shard-0", "B", 1500, &b, &err) == 0, "%s",
-	        err.message);
+	ck_assert_msg(
+	        sk_store_lease_acquire(s, "shard-0", "B", 1500, &b, &err) == 0, "%s", err.message);
 	ck_assert_str_eq(b.holder, "B");
 	ck_assert_int_gt(b.acquire_ms, a.acquire_ms);
 	ck_assert_int_eq(sk_store_lease_renew(s, "shard-0", "A", NULL, &err), SK_ECONFLICT);
@@ -642,8 +643,9 @@ add_contract(Suite *s, int backend)
 	const TTest *tests[] = { test_create_sets_store_fields, test_invalid_input,
 		test_user_id_unique, test_cas_stale_writer_loses, test_cas_one_winner,
 		test_generation_rules, test_finalizers_and_deletion,
-		test_finalizer_removed_before_deletion, test_list_since, test_list_selector_and_scan,
-		test_events_aggregate, test_lease_rules, test_lease_one_holder };
+		test_finalizer_removed_before_deletion, test_list_since,
+		test_list_selector_and_scan, test_events_aggregate, test_lease_rules,
+		test_lease_one_holder };
 	TCase *tc = tcase_create("contract");
 
 	tcase_set_timeout(tc, 60);
