@@ -60,8 +60,8 @@ fake_create(sk_provider *p, const sk_create_request *req, sk_sandbox *out, sk_er
 	sb.started_ms = sk_now_ms();
 	sb.end_ms = sb.started_ms + req->timeout_ms;
 	for (size_t i = 0; req->metadata && i < req->metadata->len; i++)
-		sk_kvlist_set(&sb.metadata, req->metadata->items[i].key,
-		        req->metadata->items[i].value);
+		sk_kvlist_set(
+		        &sb.metadata, req->metadata->items[i].key, req->metadata->items[i].value);
 	sk_sandbox_copy(out, &sb);
 	f->made.items = sk_realloc(f->made.items, (f->made.len + 1) * sizeof(sb));
 	f->made.items[f->made.len++] = sb;
@@ -141,8 +141,7 @@ fake_set_timeout(sk_provider *p, const char *id, int64_t timeout_ms, sk_error *e
 }
 
 static int
-fake_probe(sk_provider *p, const sk_sandbox *sb, sk_health *health, int *http_status,
-        sk_error *err)
+fake_probe(sk_provider *p, const sk_sandbox *sb, sk_health *health, int *http_status, sk_error *err)
 {
 	record(fake_of(p), "probe", sb->id);
 	*health = SK_HEALTH_OK;
@@ -236,8 +235,8 @@ other_writer_sets(fixture *x, sk_phase phase)
 	memset(&st, 0, sizeof(st));
 	sk_userspace_status_copy(&st, &cur->status);
 	st.phase = phase;
-	ck_assert_msg(sk_store_write_status(x->store, cur, &st, &out, &err) == 0, "%s",
-	        err.message);
+	ck_assert_msg(
+	        sk_store_write_status(x->store, cur, &st, &out, &err) == 0, "%s", err.message);
 	sk_userspace_status_dispose(&st);
 	sk_userspace_free(cur);
 	sk_userspace_free(out);
