@@ -18,15 +18,15 @@
  * insert is checked through the unique index. Hence:
  *   - resourceVersions come from a hybrid logical clock, not a counter
  *     collection: max(wall clock in SK_RV_UNIT_MS ticks, last seen + 1,
- *     expected + 1), held per store (sk_mongo), seeded from the highest stored
- *     version before the store's first write and advanced by every version
- *     it reads. Per-object
- *     monotonicity is what the CAS needs, and the claim on NAME/V plus
- *     "expected + 1" gives it. Uniqueness across objects is not needed: the
- *     informer polls `> since` with a look-back of 256 versions, and a tick of
- *     10 ms makes that window at least 2.56 s of wall time (the clock runs
- *     ahead of the wall only when a process writes faster than one version
- *     per tick, and then the window is 256 of its writes, as with a counter).
+ *     expected + 1), held per store (sk_mongo, no process-global clock),
+ *     seeded from the highest stored version before the store's first write
+ *     and advanced by every version it reads. Per-object monotonicity is what
+ *     the CAS needs, and the claim on NAME/V plus "expected + 1" gives it.
+ *     Uniqueness across objects is not needed: the informer polls `> since`
+ *     with a look-back of 256 versions, and a tick of 10 ms makes that window
+ *     at least 2.56 s of wall time (the clock runs ahead of the wall only when
+ *     a store writes faster than one version per tick, and then the window is
+ *     256 of its writes, as with a counter).
  *   - a claim whose holder moved the object off V is left in place (it can
  *     never be needed again: versions only grow, and verify() still checks
  *     the object) and swept in batches once older than SK_CLAIM_EXPIRY_MS;
@@ -43,6 +43,8 @@
  *     time a request can spend in flight, still in place, and our claim on V
  *     fails. Safe while in-flight time plus clock skew between the sweeping
  *     and the claiming process stay under 20 s.
+ * Leases (mongo_lease.c) use the same claims, keyed "lease/NAME/V", always
+ * with the re-read (no fresh-copy shortcut).
  */
 #include <pthread.h>
 #include <stdlib.h>
