@@ -61,10 +61,8 @@ planner_roots="plan plan_status action orphans" # in pkg/reconcile
 planner_pool="api util reconcile"               # packages the linker may pull from
 # object:symbol -> why it may stay process-global.
 declare -A global_ok=(
-	[store/store.o:mongoc_once]="mongoc_init runs once per process (libmongoc's own rule)"
-	[store/store.o:mongoc_ready]="pairs mongoc_cleanup with that one mongoc_init"
-	[store/cas.o:hlc_mu]="the hybrid clock, moving into the store (issue 8, item 3): drop then"
-	[store/cas.o:hlc_last]="the hybrid clock, moving into the store (issue 8, item 3): drop then"
+	[store/mongo.o:mongoc_once]="mongoc_init runs once per process (libmongoc's own rule)"
+	[store/mongo.o:mongoc_ready]="pairs mongoc_cleanup with that one mongoc_init"
 )
 forbidden_syms='^(curl_|Curl_|mongoc_|_mongoc_|bson_|_bson_|MHD_)'
 

@@ -188,6 +188,23 @@ sk_provider_free(sk_provider *p)
 	free(p);
 }
 
+sk_provider *
+sk_provider_new_with_ops(const sk_provider_ops *ops, void *state)
+{
+	sk_provider *p = sk_calloc(1, sizeof(*p));
+
+	p->ops = ops;
+	p->state = state;
+	p->cfg.name = sk_strdup("custom");
+	return p;
+}
+
+void *
+sk_provider_get_state(const sk_provider *p)
+{
+	return p->state;
+}
+
 const sk_provider_ops *
 sk_provider_get_ops(const sk_provider *p)
 {

@@ -51,6 +51,10 @@ extern const sk_provider_ops sk_provider_daytona;
  * entry's file or variable (never logged). */
 int sk_provider_new(const sk_provider_config *cfg, sk_provider **out, sk_error *err);
 void sk_provider_free(sk_provider *p);
+/* A provider over custom ops (a test double): no HTTP client, no config
+ * but the name "custom"; state is the backend's, borrowed. */
+sk_provider *sk_provider_new_with_ops(const sk_provider_ops *ops, void *state);
+void *sk_provider_get_state(const sk_provider *p);
 const sk_provider_ops *sk_provider_get_ops(const sk_provider *p);
 const sk_provider_config *sk_provider_get_config(const sk_provider *p);
 

@@ -74,6 +74,7 @@ struct sk_provider {
 	const sk_provider_ops *ops;
 	sk_provider_config cfg; /* deep copy */
 	sk_http http;
+	void *state; /* sk_provider_new_with_ops: the custom backend's */
 };
 
 /* Shared decoding. */

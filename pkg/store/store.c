@@ -1,337 +1,295 @@
 /*
- * store: opening the MongoDB client pool, pings, indexes, error
- * classification.
+ * store: the public sk_store_* calls. Each checks its arguments once, for
+ * every backend, and dispatches through the store's backend table
+ * (store_int.h); leases are read, decided (lease.c) and swapped.
  */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "store_int.h"
 
-static pthread_once_t mongoc_once = PTHREAD_ONCE_INIT;
-static bool mongoc_ready;
+#define SK_MEMORY_URI "memory://"
 
-static void
-init_mongoc(void)
-{
-	mongoc_init();
-	/* Library code never prints: drop libmongoc's own log lines (errors
-	 * reach callers through sk_error). */
-	mongoc_log_set_handler(NULL, NULL);
-	mongoc_ready = true;
-}
-
-void
-sk_store_global_cleanup(void)
-{
-	if (mongoc_ready) {
-		mongoc_cleanup();
-		mongoc_ready = false;
-	}
-}
-
-char *
-sk_store_redact_uri(const char *uri)
-{
-	const char *auth = strstr(uri, "://");
-	const char *end, *at, *colon;
-
-	if (auth == NULL)
-		return sk_strdup(uri);
-	auth += 3;
-	end = auth + strcspn(auth, "/?");
-	at = NULL;
-	for (const char *p = auth; p < end; p++) {
-		if (*p == '@')
-			at = p;
-	}
-	if (at == NULL)
-		return sk_strdup(uri);
-	colon = memchr(auth, ':', (size_t)(at - auth));
-	if (colon == NULL)
-		return sk_strdup(uri);
-	return sk_asprintf("%.*s:***%s", (int)(colon - uri), uri, at);
-}
-
-/* Duplicate key: code 11000 from MongoDB and from FerretDB's inserts;
- * FerretDB 1.24 reports a unique-index violation on update as an internal
- * error carrying SQLite's message, so that is recognised too. */
 bool
-sk_store_is_duplicate(const bson_error_t *e)
+sk_store_uri_is_memory(const char *uri)
 {
-	if (e->domain == MONGOC_ERROR_STREAM || e->domain == MONGOC_ERROR_SERVER_SELECTION)
-		return false;
-	return e->code == 11000 || e->code == 11001 ||
-	        strstr(e->message, "UNIQUE constraint failed") != NULL;
-}
-
-static int
-classify(const bson_error_t *e)
-{
-	if (e->domain == MONGOC_ERROR_SERVER_SELECTION || e->domain == MONGOC_ERROR_STREAM)
-		return SK_EUNAVAILABLE;
-	if (e->domain == MONGOC_ERROR_CLIENT && e->code == MONGOC_ERROR_CLIENT_AUTHENTICATE)
-		return SK_EUNAUTHORIZED;
-	if (e->domain == MONGOC_ERROR_CLIENT || e->domain == MONGOC_ERROR_BSON)
-		return SK_ERROR;
-	if (sk_store_is_duplicate(e))
-		return SK_ECONFLICT;
-	switch (e->code) {
-	case 11000:
-	case 11001: return SK_ECONFLICT;
-	case 13:
-	case 18: return SK_EUNAUTHORIZED;
-	case 50: return SK_ETIMEOUT;
-	case 6: /* HostUnreachable */
-	case 7: /* HostNotFound */
-	case 89: /* NetworkTimeout */
-	case 91: /* ShutdownInProgress */
-	case 189: /* PrimarySteppedDown */
-	case 262: /* ExceededTimeLimit */
-	case 9001: /* SocketException */
-	case 10107: /* NotWritablePrimary */
-	case 11600: /* InterruptedAtShutdown */
-	case 11602: /* InterruptedDueToReplStateChange */
-	case 13435: /* NotPrimaryNoSecondaryOk */
-	case 13436: /* NotPrimaryOrSecondary */ return SK_EUNAVAILABLE;
-	default: return SK_ERROR;
-	}
-}
-
-int
-sk_store_fail(const sk_store *s, const bson_error_t *e, const char *what, sk_error *err)
-{
-	int code = classify(e);
-
-	if (code == SK_EUNAVAILABLE)
-		return sk_error_set(
-		        err, code, "cannot reach MongoDB at %s: %s", s->uri_shown, e->message);
-	return sk_error_set(err, code, "%s: %s", what, e->message);
-}
-
-void
-sk_store_conn_open(sk_store *s, sk_store_conn *c, const char *collection)
-{
-	c->client = mongoc_client_pool_pop(s->pool);
-	c->coll = collection ? mongoc_client_get_collection(c->client, s->database, collection)
-	                     : NULL;
-}
-
-void
-sk_store_conn_close(sk_store *s, sk_store_conn *c)
-{
-	if (c->coll)
-		mongoc_collection_destroy(c->coll);
-	if (c->client)
-		mongoc_client_pool_push(s->pool, c->client);
-	c->coll = NULL;
-	c->client = NULL;
-}
-
-/* Sets a timeout option unless the URI already carries it. */
-static void
-default_timeout(mongoc_uri_t *uri, const char *option, int64_t ms)
-{
-	if (ms > INT32_MAX)
-		ms = INT32_MAX;
-	if (!mongoc_uri_has_option(uri, option))
-		mongoc_uri_set_option_as_int32(uri, option, (int32_t)ms);
-}
-
-static int
-parse_uri(const char *text, int64_t timeout_ms, mongoc_uri_t **out, sk_error *err)
-{
-	bson_error_t berr;
-	mongoc_uri_t *uri = mongoc_uri_new_with_error(text, &berr);
-	char *shown;
-
-	if (uri == NULL) {
-		shown = sk_store_redact_uri(text);
-		sk_error_set(err, SK_EINVALID, "invalid MongoDB URI %s: %s", shown, berr.message);
-		free(shown);
-		return SK_EINVALID;
-	}
-	default_timeout(uri, MONGOC_URI_SERVERSELECTIONTIMEOUTMS, timeout_ms);
-	default_timeout(uri, MONGOC_URI_CONNECTTIMEOUTMS, timeout_ms);
-	/* Reads of big lists take far longer than a connect (FerretDB's SQLite
-	 * backend lists 10,000 objects in several seconds when busy); a dead
-	 * server still fails fast because its socket closes, a hung one after
-	 * the socket timeout. socketTimeoutMS in the URI overrides it. */
-	default_timeout(uri, MONGOC_URI_SOCKETTIMEOUTMS,
-	        timeout_ms * 2 > SK_STORE_SOCKET_TIMEOUT_MS ? timeout_ms * 2
-	                                                    : SK_STORE_SOCKET_TIMEOUT_MS);
-	if (!mongoc_uri_has_option(uri, MONGOC_URI_APPNAME))
-		mongoc_uri_set_appname(uri, "spacekeeper");
-	*out = uri;
-	return 0;
-}
-
-static int
-run_command(sk_store *s, const char *db, const bson_t *cmd, const char *what, sk_error *err)
-{
-	sk_store_conn c;
-	bson_error_t berr;
-	bool ok;
-
-	sk_store_conn_open(s, &c, NULL);
-	ok = mongoc_client_write_command_with_opts(c.client, db, cmd, NULL, NULL, &berr);
-	sk_store_conn_close(s, &c);
-	return ok ? 0 : sk_store_fail(s, &berr, what, err);
-}
-
-int
-sk_store_ping(sk_store *s, sk_error *err)
-{
-	sk_store_conn c;
-	bson_error_t berr;
-	bson_t *cmd = BCON_NEW("ping", BCON_INT32(1));
-	bool ok;
-
-	sk_store_conn_open(s, &c, NULL);
-	ok = mongoc_client_command_simple(c.client, "admin", cmd, NULL, NULL, &berr);
-	sk_store_conn_close(s, &c);
-	bson_destroy(cmd);
-	if (ok)
-		return 0;
-	/* Whatever went wrong, a failed ping means the server is not usable. */
-	if (classify(&berr) == SK_ERROR)
-		return sk_error_set(err, SK_EUNAVAILABLE, "cannot reach MongoDB at %s: %s",
-		        s->uri_shown, berr.message);
-	return sk_store_fail(s, &berr, "ping", err);
-}
-
-/* One index per createIndexes command: FerretDB 1.24 drops the connection
- * when a multi-index request meets indexes that already exist. */
-static int
-create_index(sk_store *s, const char *coll, const char *field, const char *name, bool unique,
-        int32_t ttl_s, sk_error *err)
-{
-	bson_t *cmd = BCON_NEW("createIndexes", BCON_UTF8(coll));
-	bson_t indexes, index, key;
-	char *what = sk_asprintf("create index %s on %s", name, coll);
-	int rc;
-
-	BSON_APPEND_ARRAY_BEGIN(cmd, "indexes", &indexes);
-	BSON_APPEND_DOCUMENT_BEGIN(&indexes, "0", &index);
-	BSON_APPEND_DOCUMENT_BEGIN(&index, "key", &key);
-	BSON_APPEND_INT32(&key, field, 1);
-	bson_append_document_end(&index, &key);
-	BSON_APPEND_UTF8(&index, "name", name);
-	if (unique)
-		BSON_APPEND_BOOL(&index, "unique", true);
-	if (ttl_s > 0)
-		BSON_APPEND_INT32(&index, "expireAfterSeconds", ttl_s);
-	bson_append_document_end(&indexes, &index);
-	bson_append_array_end(cmd, &indexes);
-	rc = run_command(s, s->database, cmd, what, err);
-	bson_destroy(cmd);
-	free(what);
-	return rc;
-}
-
-static int
-create_indexes(sk_store *s, sk_error *err)
-{
-	int rc = create_index(s, SK_COLL_USERSPACES, "spec.userID", SK_INDEX_USER_ID, true, 0, err);
-
-	if (rc == 0)
-		rc = create_index(s, SK_COLL_USERSPACES, "metadata.resourceVersion",
-		        "metadata_resourceVersion", false, 0, err);
-	if (rc == 0)
-		rc = create_index(s, SK_COLL_EVENTS, "object", "object", false, 0, err);
-	/* The TTL index ages events out an hour after their last occurrence.
-	 * A server that rejects the option (or accepts it without enforcing it,
-	 * as FerretDB may) keeps events instead: fall back to a plain index. */
-	if (rc == 0)
-		rc = create_index(s, SK_COLL_EVENTS, "lastTimestamp", "lastTimestamp_ttl", false,
-		        SK_EVENT_TTL_S, err);
-	if (rc != 0 && rc != SK_EUNAVAILABLE)
-		rc = create_index(
-		        s, SK_COLL_EVENTS, "lastTimestamp", "lastTimestamp", false, 0, err);
-	return rc;
-}
-
-static int
-ensure_indexes(sk_store *s, sk_error *err)
-{
-	int rc = SK_ERROR;
-
-	/* Concurrent first opens can race on creating the collections: retry. */
-	for (int attempt = 0; attempt < 3; attempt++) {
-		rc = create_indexes(s, err);
-		if (rc == 0 || rc == SK_EUNAVAILABLE)
-			break;
-	}
-	return rc;
+	return uri != NULL && strncmp(uri, SK_MEMORY_URI, strlen(SK_MEMORY_URI)) == 0;
 }
 
 int
 sk_store_open(sk_store **out, const sk_store_options *opts, sk_error *err)
 {
-	sk_store_options def = SK_STORE_OPTIONS_INIT;
-	const char *text;
-	mongoc_uri_t *uri = NULL;
-	bson_error_t berr;
-	sk_store *s;
-	int rc;
+	sk_store_options o = SK_STORE_OPTIONS_INIT;
 
 	*out = NULL;
-	if (opts == NULL)
-		opts = &def;
-	pthread_once(&mongoc_once, init_mongoc);
-	text = opts->uri ? opts->uri : getenv(SK_MONGODB_URI_ENV);
-	if (text == NULL || *text == '\0')
-		text = SK_DEFAULT_MONGODB_URI;
-	rc = parse_uri(text, opts->timeout_ms > 0 ? opts->timeout_ms : 3000, &uri, err);
-	if (rc != 0)
-		return rc;
-	s = sk_calloc(1, sizeof(*s));
-	s->uri_shown = sk_store_redact_uri(text);
-	s->database = sk_strdup(opts->database ? opts->database : SK_DEFAULT_DATABASE);
-	s->timeout_ms = opts->timeout_ms;
-	s->pool = mongoc_client_pool_new_with_error(uri, &berr);
-	mongoc_uri_destroy(uri);
-	if (s->pool == NULL) {
-		rc = sk_error_set(
-		        err, SK_EINVALID, "MongoDB URI %s: %s", s->uri_shown, berr.message);
-		goto done;
-	}
-	mongoc_client_pool_set_error_api(s->pool, MONGOC_ERROR_API_VERSION_2);
-	rc = sk_store_ping(s, err);
-	if (rc == 0 && opts->ensure_indexes)
-		rc = ensure_indexes(s, err);
-done:
-	if (rc != 0)
-		sk_store_close(s);
-	else
-		*out = s;
-	return rc;
+	if (opts != NULL)
+		o = *opts;
+	if (o.uri == NULL || *o.uri == '\0')
+		o.uri = getenv(SK_MONGODB_URI_ENV);
+	if (o.uri == NULL || *o.uri == '\0')
+		o.uri = SK_DEFAULT_MONGODB_URI;
+	if (sk_store_uri_is_memory(o.uri))
+		return sk_store_open_memory(out);
+	return sk_store_open_mongo(out, &o, err);
 }
 
 void
 sk_store_close(sk_store *s)
 {
-	if (s == NULL)
-		return;
-	if (s->pool)
-		mongoc_client_pool_destroy(s->pool);
-	free(s->database);
-	free(s->uri_shown);
-	free(s);
+	if (s != NULL)
+		s->ops->close(s);
+}
+
+const char *
+sk_store_backend_name(const sk_store *s)
+{
+	return s->ops->name;
+}
+
+int
+sk_store_ping(sk_store *s, sk_error *err)
+{
+	return s->ops->ping(s, err);
 }
 
 int
 sk_store_drop(sk_store *s, sk_error *err)
 {
-	sk_store_conn c;
-	mongoc_database_t *db;
-	bson_error_t berr;
-	bool ok;
+	return s->ops->drop(s, err);
+}
 
-	sk_store_conn_open(s, &c, NULL);
-	db = mongoc_client_get_database(c.client, s->database);
-	ok = mongoc_database_drop(db, &berr);
-	mongoc_database_destroy(db);
-	sk_store_conn_close(s, &c);
-	return ok ? 0 : sk_store_fail(s, &berr, "drop database", err);
+static int
+check_name(const char *name, sk_error *err)
+{
+	if (name == NULL || *name == '\0')
+		return sk_error_set(err, SK_EINVALID, "metadata.name: required");
+	return 0;
+}
+
+static int
+check_user_id(const sk_userspace *us, sk_error *err)
+{
+	if (us->spec.user_id == NULL || !sk_valid_user_id(us->spec.user_id))
+		return sk_error_set(
+		        err, SK_EINVALID, "spec.userID: must match [A-Za-z0-9._-]{1,128}");
+	return 0;
+}
+
+int
+sk_store_get(sk_store *s, const char *name, sk_userspace **out, sk_error *err)
+{
+	int rc = check_name(name, err);
+
+	*out = NULL;
+	return rc != 0 ? rc : s->ops->get(s, name, out, err);
+}
+
+int
+sk_store_list(sk_store *s, const sk_selector *selector, sk_userspace_list *out, sk_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	return s->ops->list(s, selector, out, err);
+}
+
+int
+sk_store_list_since(sk_store *s, int64_t since, sk_userspace_list *out, sk_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	out->resource_version = since;
+	return s->ops->list_since(s, since, out, err);
+}
+
+int
+sk_store_scan_packed(sk_store *s, int64_t since, sk_store_packed_fn fn, void *arg, sk_error *err)
+{
+	return s->ops->scan_packed(s, since, fn, arg, err);
+}
+
+void
+sk_userspace_list_dispose(sk_userspace_list *l)
+{
+	if (l == NULL)
+		return;
+	for (size_t i = 0; i < l->len; i++)
+		sk_userspace_free(l->items[i]);
+	free(l->items);
+	memset(l, 0, sizeof(*l));
+}
+
+int
+sk_store_create(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *err)
+{
+	*out = NULL;
+	if (us->meta.name == NULL || !sk_valid_name(us->meta.name))
+		return sk_error_set(err, SK_EINVALID, "metadata.name: invalid userspace name");
+	if (check_user_id(us, err) != 0)
+		return SK_EINVALID;
+	return s->ops->create(s, us, out, err);
+}
+
+int
+sk_store_update(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *err)
+{
+	*out = NULL;
+	if (check_user_id(us, err) != 0 || check_name(us->meta.name, err) != 0)
+		return SK_EINVALID;
+	return s->ops->update(s, us, out, err);
+}
+
+int
+sk_store_write_status(sk_store *s, const sk_userspace *base, const sk_userspace_status *status,
+        sk_userspace **out, sk_error *err)
+{
+	int rc = check_name(base->meta.name, err);
+
+	*out = NULL;
+	if (rc == 0 && base->meta.resource_version <= 0) /* never read from the store */
+		rc = sk_error_set(err, SK_ECONFLICT,
+		        "userspace \"%s\": resourceVersion %lld was never stored; read the object "
+		        "first",
+		        base->meta.name, (long long)base->meta.resource_version);
+	return rc != 0 ? rc : s->ops->write_status(s, base, status, out, err);
+}
+
+int
+sk_store_mark_deleted(sk_store *s, const char *name, sk_error *err)
+{
+	int rc = check_name(name, err);
+
+	return rc != 0 ? rc : s->ops->mark_deleted(s, name, err);
+}
+
+int
+sk_store_remove_finalizer(sk_store *s, const char *name, int64_t resource_version,
+        const char *finalizer, sk_error *err)
+{
+	int rc = check_name(name, err);
+
+	return rc != 0 ? rc : s->ops->remove_finalizer(s, name, resource_version, finalizer, err);
+}
+
+int
+sk_store_remove(sk_store *s, const char *name, sk_error *err)
+{
+	int rc = check_name(name, err);
+
+	return rc != 0 ? rc : s->ops->remove(s, name, err);
+}
+
+int
+sk_store_event(sk_store *s, const char *object, const char *type, const char *reason,
+        const char *message, sk_error *err)
+{
+	if (object == NULL || type == NULL || reason == NULL)
+		return sk_error_set(
+		        err, SK_EINVALID, "event: object, type and reason are required");
+	return s->ops->event(s, object, type, reason, message, err);
+}
+
+int
+sk_store_events(sk_store *s, const char *object, size_t limit, sk_event_list *out, sk_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	return s->ops->events(s, object, limit, out, err);
+}
+
+void
+sk_event_dispose(sk_event *ev)
+{
+	free(ev->object);
+	free(ev->type);
+	free(ev->reason);
+	free(ev->message);
+	free(ev->source);
+	memset(ev, 0, sizeof(*ev));
+}
+
+void
+sk_event_list_dispose(sk_event_list *l)
+{
+	if (l == NULL)
+		return;
+	for (size_t i = 0; i < l->len; i++)
+		sk_event_dispose(&l->items[i]);
+	free(l->items);
+	memset(l, 0, sizeof(*l));
+}
+
+/* ---- leases: read, decide (lease.c), compare-and-swap ---- */
+
+static int
+lease_args(const char *name, const char *holder, sk_error *err)
+{
+	if (name == NULL || *name == '\0')
+		return sk_error_set(err, SK_EINVALID, "lease: name required");
+	if (holder == NULL || *holder == '\0')
+		return sk_error_set(err, SK_EINVALID, "lease \"%s\": holder required", name);
+	return 0;
+}
+
+static int
+lease_write(sk_store *s, sk_lease_op op, const char *name, const char *holder, int64_t duration_ms,
+        sk_lease *out, sk_error *err)
+{
+	sk_lease cur, next;
+	bool found;
+	int rc;
+
+	memset(&cur, 0, sizeof(cur));
+	memset(&next, 0, sizeof(next));
+	rc = s->ops->lease_get(s, name, &cur, err);
+	if (rc != 0 && rc != SK_ENOTFOUND)
+		return rc;
+	found = rc == 0;
+	rc = sk_store_lease_next(
+	        found ? &cur : NULL, op, name, holder, duration_ms, sk_now_ms(), &next, err);
+	if (rc == 0 && op == SK_LEASE_RELEASE && cur.holder[0] == '\0')
+		goto done; /* already released: nothing to write */
+	if (rc == 0)
+		rc = s->ops->lease_swap(s, found ? &cur : NULL, &next, err);
+done:
+	if (rc == 0 && out != NULL) {
+		*out = next;
+		memset(&next, 0, sizeof(next));
+	}
+	sk_lease_dispose(&next);
+	if (found)
+		sk_lease_dispose(&cur);
+	return rc;
+}
+
+int
+sk_store_lease_acquire(sk_store *s, const char *name, const char *holder, int64_t duration_ms,
+        sk_lease *out, sk_error *err)
+{
+	int rc = lease_args(name, holder, err);
+
+	if (rc == 0 && duration_ms <= 0)
+		rc = sk_error_set(
+		        err, SK_EINVALID, "lease \"%s\": duration must be positive", name);
+	return rc != 0 ? rc : lease_write(s, SK_LEASE_ACQUIRE, name, holder, duration_ms, out, err);
+}
+
+int
+sk_store_lease_renew(
+        sk_store *s, const char *name, const char *holder, sk_lease *out, sk_error *err)
+{
+	int rc = lease_args(name, holder, err);
+
+	return rc != 0 ? rc : lease_write(s, SK_LEASE_RENEW, name, holder, 0, out, err);
+}
+
+int
+sk_store_lease_release(sk_store *s, const char *name, const char *holder, sk_error *err)
+{
+	int rc = lease_args(name, holder, err);
+
+	return rc != 0 ? rc : lease_write(s, SK_LEASE_RELEASE, name, holder, 0, NULL, err);
+}
+
+int
+sk_store_lease_list(sk_store *s, sk_lease_list *out, sk_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	return s->ops->lease_list(s, out, err);
 }

@@ -1,18 +1,21 @@
 /*
- * store: UserSpace objects and events in MongoDB (libmongoc, client pool).
+ * store: UserSpace objects, events and leases, behind one backend table
+ * (store_int.h): the MongoDB-wire backend (libmongoc, client pool; a URI
+ * "mongodb://...") and an in-memory backend (sk_store_open_memory or the URI
+ * "memory://", one process, for tests). Both keep the same rules:
  *
- * Collections in the database (default "spacekeeper"):
+ * MongoDB collections in the database (default "spacekeeper"):
  *   userspaces  _id = metadata.name; unique index on spec.userID
  *   events      Kubernetes-style, aggregated by (object, reason, type); TTL index
  *   claims      one document per version written over (the
- *               compare-and-swap guard, swept after 30 s, see cas.c)
- *   leases      controller leader lease
+ *               compare-and-swap guard, swept after 30 s, see mongo_cas.c)
+ *   leases      named leases (sk_store_lease_*)
  * User-keyed maps (labels, annotations, spec.env, spec.metadata) are stored
  * as [{k, v}] arrays, so their keys never become BSON field names; label
  * selectors are evaluated here, after the query.
  * Every write goes through here: resourceVersion bumps on every write and is
  * the compare-and-swap token; generation bumps on spec changes only.
- * Thread-safe: each call pops a client from the pool.
+ * Thread-safe (MongoDB: each call pops a client from the pool; memory: one mutex).
  */
 #ifndef SK_STORE_H
 #define SK_STORE_H
@@ -36,11 +39,16 @@ typedef struct sk_store_options {
 		NULL, NULL, 3000, true                                                             \
 	}
 
-/* Connects and pings; an unreachable server gives SK_EUNAVAILABLE within timeout_ms. */
+/* Connects and pings; an unreachable server gives SK_EUNAVAILABLE within
+ * timeout_ms. A URI "memory://" opens a new, empty in-memory store. */
 int sk_store_open(sk_store **out, const sk_store_options *opts, sk_error *err);
+/* A new, empty in-memory store (same rules as MongoDB; lives until closed). */
+int sk_store_open_memory(sk_store **out);
+/* "mongodb" or "memory". */
+const char *sk_store_backend_name(const sk_store *s);
 void sk_store_close(sk_store *s); /* NULL-safe */
 /* Releases libmongoc's global state (mongoc_cleanup); binaries call it once at
- * exit, after every store is closed. */
+ * exit, after every MongoDB store is closed. */
 void sk_store_global_cleanup(void);
 int sk_store_ping(sk_store *s, sk_error *err);
 
@@ -104,13 +112,12 @@ int sk_store_scan_packed(
  * nothing writes nothing and returns the stored object. SK_ECONFLICT also
  * when the new spec.userID is taken (message names the holder). */
 int sk_store_update(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *err);
-/* Writes status only (CAS on resource_version); never bumps generation.
- * A status equal to the stored one writes nothing (resourceVersion stays). */
-int sk_store_update_status(sk_store *s, const char *name, int64_t resource_version,
-        const sk_userspace_status *status, sk_userspace **out, sk_error *err);
-/* The same from the caller's copy of the object (CAS on its resourceVersion):
- * a copy read a moment ago (meta.read_ms) is written over without reading
- * the object again, one round-trip less (see cas.c for why that is safe). */
+/* Writes status only over the caller's copy of the object, compare-and-swap
+ * on base->meta.resource_version: SK_ECONFLICT when the stored version
+ * differs; never bumps generation. A status equal to base's writes nothing
+ * (resourceVersion stays; *out is a copy). On MongoDB a copy read a moment
+ * ago (meta.read_ms) is written over without reading the object again, one
+ * round-trip less (see mongo_cas.c for why that is safe). */
 int sk_store_write_status(sk_store *s, const sk_userspace *base, const sk_userspace_status *status,
         sk_userspace **out, sk_error *err);
 /* Sets deletionTimestamp (idempotent). When the object has no finalizers it is removed at once. */
@@ -146,6 +153,44 @@ int sk_store_event(sk_store *s, const char *object, const char *type, const char
 /* object NULL: every object. limit 0: no limit (newest `limit` kept). */
 int sk_store_events(
         sk_store *s, const char *object, size_t limit, sk_event_list *out, sk_error *err);
+
+/* ---- leases ---- */
+
+/* A named lease (one per shard of users): at most one holder at a time.
+ * Held while holder is set and renew_ms + duration_ms is in the future
+ * (wall clock: hosts sharing leases keep their clocks in sync). */
+typedef struct sk_lease {
+	char *name;
+	char *holder; /* "" when released */
+	int64_t acquire_ms; /* when the holder took it */
+	int64_t renew_ms; /* its last acquire or renew */
+	int64_t duration_ms;
+	int64_t version; /* bumps on every write; the compare-and-swap token */
+} sk_lease;
+void sk_lease_dispose(sk_lease *l); /* NULL-safe */
+
+typedef struct sk_lease_list {
+	sk_lease *items; /* sorted by name */
+	size_t len;
+} sk_lease_list;
+void sk_lease_list_dispose(sk_lease_list *l);
+
+/* Takes lease `name` for holder for duration_ms: when it does not exist, is
+ * released or expired (a new acquire_ms), or is already the holder's (a
+ * renew). SK_ECONFLICT when another holder has it (message names it), also
+ * when another acquirer wins the race. out may be NULL. */
+int sk_store_lease_acquire(sk_store *s, const char *name, const char *holder, int64_t duration_ms,
+        sk_lease *out, sk_error *err);
+/* Extends the holder's lease (renew_ms = now), even past its expiry while
+ * nobody took it. SK_ECONFLICT when another holds it or it was released,
+ * SK_ENOTFOUND when it does not exist. out may be NULL. */
+int sk_store_lease_renew(
+        sk_store *s, const char *name, const char *holder, sk_lease *out, sk_error *err);
+/* Gives the holder's lease up (holder ""), so another can take it at once.
+ * SK_ECONFLICT when it is another's (even expired), SK_ENOTFOUND when it
+ * does not exist; releasing a released lease writes nothing. */
+int sk_store_lease_release(sk_store *s, const char *name, const char *holder, sk_error *err);
+int sk_store_lease_list(sk_store *s, sk_lease_list *out, sk_error *err);
 
 /* Drops the database (tests only). */
 int sk_store_drop(sk_store *s, sk_error *err);

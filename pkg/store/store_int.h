@@ -1,6 +1,13 @@
 /*
- * store internals shared by the store's .c files: the handle, error
- * classification, resourceVersions and claims, and the document codec.
+ * store internals shared by the store's .c files: the backend table every
+ * public sk_store_* function dispatches through (libgit2's refdb/odb
+ * backends), the object rules both backends share (object.c), and the
+ * document codec and packing (codec.c, packed.c).
+ *
+ * Backends: mongo*.c (the MongoDB wire protocol, claims-based
+ * compare-and-swap, see mongo_cas.c) and memory.c (one mutex, for tests).
+ * A backend embeds `sk_store` as its first member; store.c validates the
+ * arguments once, so the ops see a name, a valid userID, a non-NULL out.
  */
 #ifndef SK_STORE_INT_H
 #define SK_STORE_INT_H
@@ -9,70 +16,82 @@
 
 #include "store.h"
 
-#define SK_COLL_USERSPACES "userspaces"
-#define SK_COLL_EVENTS "events"
-#define SK_COLL_CLAIMS "claims"
-#define SK_INDEX_USER_ID "spec_userID_unique"
-#define SK_EVENT_TTL_S 3600
-#define SK_DUPLICATE_KEY 11000
+/* Every slot is required. Results as documented for the sk_store_* call of
+ * the same name in store.h. */
+typedef struct sk_store_backend_ops {
+	const char *name; /* "mongodb", "memory" */
+	void (*close)(sk_store *s);
+	int (*ping)(sk_store *s, sk_error *err);
+	int (*get)(sk_store *s, const char *name, sk_userspace **out, sk_error *err);
+	int (*list)(sk_store *s, const sk_selector *sel, sk_userspace_list *out, sk_error *err);
+	int (*list_since)(sk_store *s, int64_t since, sk_userspace_list *out, sk_error *err);
+	int (*scan_packed)(
+	        sk_store *s, int64_t since, sk_store_packed_fn fn, void *arg, sk_error *err);
+	int (*create)(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *err);
+	int (*update)(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *err);
+	/* Compare-and-swap on base->meta.resource_version. */
+	int (*write_status)(sk_store *s, const sk_userspace *base,
+	        const sk_userspace_status *status, sk_userspace **out, sk_error *err);
+	int (*mark_deleted)(sk_store *s, const char *name, sk_error *err);
+	int (*remove_finalizer)(sk_store *s, const char *name, int64_t resource_version,
+	        const char *finalizer, sk_error *err);
+	int (*remove)(sk_store *s, const char *name, sk_error *err);
+	int (*event)(sk_store *s, const char *object, const char *type, const char *reason,
+	        const char *message, sk_error *err);
+	int (*events)(
+	        sk_store *s, const char *object, size_t limit, sk_event_list *out, sk_error *err);
+	/* Leases: one compare-and-swap of `name` from the version `cur` was
+	 * read at (cur NULL: the lease must not exist yet) to `next`. */
+	int (*lease_get)(sk_store *s, const char *name, sk_lease *out, sk_error *err);
+	int (*lease_swap)(sk_store *s, const sk_lease *cur, sk_lease *next, sk_error *err);
+	int (*lease_list)(sk_store *s, sk_lease_list *out, sk_error *err);
+	int (*drop)(sk_store *s, sk_error *err);
+} sk_store_backend_ops;
 
 struct sk_store {
-	mongoc_client_pool_t *pool;
-	char *database;
-	char *uri_shown; /* the URI with any password redacted */
-	int64_t timeout_ms;
-	bool rv_seeded; /* the clock saw the highest stored resourceVersion (cas.c) */
-	int64_t claims_swept_ms; /* when old claims were last swept (cas.c) */
+	const sk_store_backend_ops *ops;
 };
 
-#define SK_STORE_SOCKET_TIMEOUT_MS 60000 /* unless the URI sets socketTimeoutMS */
-/* Documents per reply when listing: the server's default fills 16 MB
- * replies, which the client holds whole while it decodes them. */
-#define SK_STORE_LIST_BATCH 500
+extern const sk_store_backend_ops sk_store_mongo_ops;
+extern const sk_store_backend_ops sk_store_memory_ops;
 
-/* A client popped from the pool and one collection of it. */
-typedef struct sk_store_conn {
-	mongoc_client_t *client;
-	mongoc_collection_t *coll;
-	int64_t claim_ms; /* monotonic time just before the claim was taken; 0 none */
-	bool unsure; /* a write failed without saying whether it happened */
-} sk_store_conn;
+int sk_store_open_mongo(sk_store **out, const sk_store_options *opts, sk_error *err);
+/* Whether a URI names the in-memory backend ("memory://", anything after it ignored). */
+bool sk_store_uri_is_memory(const char *uri);
 
-void sk_store_conn_open(sk_store *s, sk_store_conn *c, const char *collection);
-void sk_store_conn_close(sk_store *s, sk_store_conn *c);
+/* ---- object.c: the rules every backend applies ---- */
 
-/* Classifies a libmongoc error into an SK_E* code and fills err with
- * "what: message" (or "cannot reach MongoDB at URI: message"). */
-int sk_store_fail(const sk_store *s, const bson_error_t *e, const char *what, sk_error *err);
-bool sk_store_is_duplicate(const bson_error_t *e);
+#define SK_STORE_EVENT_SOURCE "spacekeeper" /* sk_event.source */
 
-/* cas.c: the next resourceVersion for a write over version `expected` (0
- * for a create): greater than expected and than every version this process
- * wrote or saw (a hybrid logical clock, see cas.c). */
-int sk_store_next_rv(
-        sk_store *s, mongoc_client_t *client, int64_t expected, int64_t *out, sk_error *err);
-/* Advances the clock past a resourceVersion read from the server. */
-void sk_store_rv_observe(int64_t rv);
-/* Claims version `base` of object `name` for one writer; SK_ECONFLICT when
- * another writer holds it. *claim is released (and freed) by sk_store_release. */
-int sk_store_claim(sk_store *s, mongoc_client_t *client, const char *name, int64_t base,
-        char **claim, sk_error *err);
-void sk_store_release(sk_store *s, mongoc_client_t *client, char *claim);
-/* For a claim whose holder moved the object off its version: frees *claim
- * and leaves the claim document to the batched sweep (see cas.c). */
-void sk_store_retire(char **claim);
-/* Whether a claim taken at claim_ms (monotonic) is still young enough to
- * write under, and whether a copy read at read_ms is recent enough to write
- * over without reading the object again (see cas.c). */
-bool sk_store_claim_usable(int64_t claim_ms);
-bool sk_store_copy_fresh(int64_t read_ms);
+/* The object as create stores it: the caller's labels, annotations and
+ * spec with defaults; a new uid, generation 1, creationTimestamp now, the
+ * finalizer SK_FINALIZER, no status. resourceVersion is the backend's. */
+sk_userspace *sk_store_new_object(const sk_userspace *us);
+/* The stored object `cur` with labels, annotations and spec of `us`;
+ * generation bumped when the spec changed. NULL when nothing changed. */
+sk_userspace *sk_store_updated_object(const sk_userspace *cur, const sk_userspace *us);
+/* `cur` with status replaced. NULL when the status is unchanged. */
+sk_userspace *sk_store_with_status(const sk_userspace *cur, const sk_userspace_status *status);
+/* Removes every occurrence of finalizer from m. */
+void sk_store_drop_finalizer(sk_object_meta *m, const char *finalizer);
+/* SK_ECONFLICT "the object has been modified" naming both versions. */
+int sk_store_conflict(const char *name, int64_t expected, int64_t found, sk_error *err);
+int sk_store_not_found(const char *name, sk_error *err);
+int sk_store_user_id_taken(const char *user_id, const char *holder, sk_error *err);
 
-/* A copy of uri with the password of any "user:pass@" replaced by "***". */
-char *sk_store_redact_uri(const char *uri);
+/* lease.c: what one lease operation makes of the lease as read (cur NULL
+ * when it does not exist) at wall time now: 0 and *next, or SK_ECONFLICT
+ * (held by another), SK_ENOTFOUND (renew/release of a missing lease). */
+typedef enum sk_lease_op { SK_LEASE_ACQUIRE, SK_LEASE_RENEW, SK_LEASE_RELEASE } sk_lease_op;
+int sk_store_lease_next(const sk_lease *cur, sk_lease_op op, const char *name, const char *holder,
+        int64_t duration_ms, int64_t now_ms, sk_lease *next, sk_error *err);
+void sk_lease_copy(sk_lease *dst, const sk_lease *src);
+void sk_event_dispose(sk_event *ev); /* the strings of one event */
 
-/* codec.c: the UserSpace as the stored document (labels, annotations,
- * spec.env and spec.metadata as [{k, v}] arrays; store-owned metadata as
- * typed BSON: int64 generation/resourceVersion, dates for timestamps). */
+/* ---- codec.c: the UserSpace as the stored document (labels,
+ * annotations, spec.env and spec.metadata as [{k, v}] arrays; store-owned
+ * metadata as typed BSON: int64 generation/resourceVersion, dates for
+ * timestamps). */
 bson_t *sk_store_doc_from_userspace(const sk_userspace *us, sk_error *err);
 int sk_store_userspace_from_doc(const bson_t *doc, sk_userspace **out, sk_error *err);
 

@@ -497,9 +497,7 @@ START_TEST(describe_shows_status_and_events)
 	status.observed_generation = 1;
 	status.conditions = &cond;
 	status.n_conditions = 1;
-	ck_assert_msg(sk_store_update_status(
-	                      st, "desc", us->meta.resource_version, &status, &updated, &e) == 0,
-	        "%s", e.message);
+	ck_assert_msg(sk_store_write_status(st, us, &status, &updated, &e) == 0, "%s", e.message);
 	ck_assert_int_eq(
 	        sk_store_event(st, "desc", "Normal", "Created", "created sandbox isb123", &e), 0);
 	ck_assert_int_eq(sk_store_event(st, "desc", "Warning", "ProbeFailed", "envd 504", &e), 0);

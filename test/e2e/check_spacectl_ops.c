@@ -77,9 +77,8 @@ set_status(sk_store *st, const char *name, sk_phase phase, const char *sandbox, 
 		s.n_drift = 1;
 	}
 	s.last_reconcile_ms = sk_now_ms();
-	ck_assert_msg(
-	        sk_store_update_status(st, name, us->meta.resource_version, &s, &out, &err) == 0,
-	        "update status %s: %s", name, err.message);
+	ck_assert_msg(sk_store_write_status(st, us, &s, &out, &err) == 0, "update status %s: %s",
+	        name, err.message);
 	sk_userspace_status_dispose(&s);
 	sk_userspace_free(us);
 	sk_userspace_free(out);

@@ -89,9 +89,8 @@ set_status(const char *name, sk_phase phase, const char *ready_status)
 		st.conditions = &cond;
 		st.n_conditions = 1;
 	}
-	ck_assert_msg(sk_store_update_status(
-	                      store, name, cur->meta.resource_version, &st, &next, &err) == 0,
-	        "update_status %s: %s", name, err.message);
+	ck_assert_msg(sk_store_write_status(store, cur, &st, &next, &err) == 0,
+	        "write_status %s: %s", name, err.message);
 	sk_userspace_free(cur);
 	sk_userspace_free(next);
 }

@@ -219,9 +219,7 @@ START_TEST(test_status_write_seen)
 	ck_assert_int_eq(sk_store_get(store, "carol", &cur, &err), 0);
 	st.phase = SK_PHASE_RUNNING;
 	st.sandbox_id = "isim1";
-	ck_assert_msg(sk_store_update_status(
-	                      store, "carol", cur->meta.resource_version, &st, &next, &err) == 0,
-	        "%s", err.message);
+	ck_assert_msg(sk_store_write_status(store, cur, &st, &next, &err) == 0, "%s", err.message);
 	for (int t = 0; t < 50 && seen_count("carol") < 2; t++)
 		usleep(20000);
 	ck_assert_int_eq(sk_informer_get(inf, "carol", &cached_us), 0);
@@ -287,9 +285,7 @@ START_TEST(test_status_only_skipped)
 	ck_assert_int_eq(sk_store_get(store, "gina", &cur, &err), 0);
 	st.phase = SK_PHASE_RUNNING;
 	st.sandbox_id = "isim2";
-	ck_assert_msg(sk_store_update_status(
-	                      store, "gina", cur->meta.resource_version, &st, &next, &err) == 0,
-	        "%s", err.message);
+	ck_assert_msg(sk_store_write_status(store, cur, &st, &next, &err) == 0, "%s", err.message);
 	ck_assert_int_eq(sk_informer_poll(inf, &err), 0);
 	ck_assert_int_eq(seen_count("gina"), 1);
 	ck_assert_int_eq(sk_informer_get(inf, "gina", &cached_us), 0);

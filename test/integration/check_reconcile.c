@@ -252,18 +252,18 @@ END_TEST
 START_TEST(test_crash_between_create_and_bind)
 {
 	fixture f;
-	sk_userspace *us, *out = NULL;
+	sk_userspace *us, *base, *out = NULL;
 	sk_sandbox a;
 	sk_error err = { 0 };
 
 	setup(&f);
 	sk_rfix_apply(&f, "dave", "dave", NULL);
 	us = sk_rfix_get(&f, "dave");
+	base = sk_rfix_get(&f, "dave");
 	us->status.phase = SK_PHASE_CREATING;
 	us->status.last_reconcile_ms = test_now();
-	ck_assert_int_eq(sk_store_update_status(f.store, "dave", us->meta.resource_version,
-	                         &us->status, &out, &err),
-	        0);
+	ck_assert_int_eq(sk_store_write_status(f.store, base, &us->status, &out, &err), 0);
+	sk_userspace_free(base);
 	precreate(&f, "dave", &a); /* the create the dead controller made */
 	ck_assert_int_eq(sim_post(&f, "/_sim/faults", "{\"list_empty_s\": -1}"), 200);
 	for (int i = 0; i < 3; i++)
@@ -446,10 +446,16 @@ START_TEST(test_status_cas)
 	ck_assert_int_eq(now_us->status.phase, SK_PHASE_PAUSED);
 	ck_assert_str_eq(sk_kvlist_get(&now_us->meta.labels, "team"), "x");
 	/* another writer changed the status: not overwritten */
-	now_us->status.phase = SK_PHASE_ERROR;
-	ck_assert_int_eq(sk_store_update_status(f.store, "hank", now_us->meta.resource_version,
-	                         &now_us->status, &other, &err),
-	        0);
+	sk_userspace_free(now_us);
+	now_us = sk_rfix_get(&f, "hank");
+	{
+		sk_userspace_status st = { 0 };
+
+		sk_userspace_status_copy(&st, &now_us->status);
+		st.phase = SK_PHASE_ERROR;
+		ck_assert_int_eq(sk_store_write_status(f.store, now_us, &st, &other, &err), 0);
+		sk_userspace_status_dispose(&st);
+	}
 	ck_assert_int_eq(sk_execute(&f.env, stale, &plan, NULL, &err), SK_ECONFLICT);
 	sk_userspace_free(now_us);
 	now_us = sk_rfix_get(&f, "hank");

@@ -5,7 +5,7 @@
  * written with the probe's result, one status write after the Creating
  * mark instead of two and no short requeue in between. Status writes are
  * counted by the store's write claims ({_id: "NAME/V"} per version written
- * over, pkg/store/cas.c), provider calls by sandboxsim's /_sim/stats.
+ * over, pkg/store/mongo_cas.c), provider calls by sandboxsim's /_sim/stats.
  */
 #include <check.h>
 #include <curl/curl.h>

@@ -529,8 +529,7 @@ START_TEST(test_generation_rules)
 	st.phase = SK_PHASE_PAUSED;
 	st.sandbox_id = "i-123";
 	st.observed_generation = 2;
-	ck_assert_int_eq(
-	        sk_store_update_status(s, "alice", v3->meta.resource_version, &st, &v4, &err), 0);
+	ck_assert_int_eq(sk_store_write_status(s, v3, &st, &v4, &err), 0);
 	ck_assert_int_eq(v4->meta.generation, 2);
 	ck_assert_int_gt(v4->meta.resource_version, v3->meta.resource_version);
 	v5 = get(s, "alice");
@@ -540,15 +539,12 @@ START_TEST(test_generation_rules)
 	ck_assert_int_eq(v5->spec.mode, SK_MODE_PAUSED);
 	ck_assert_int_eq(v5->meta.resource_version, v4->meta.resource_version);
 	/* The same status again writes nothing. */
-	ck_assert_int_eq(
-	        sk_store_update_status(s, "alice", v4->meta.resource_version, &st, &same, &err), 0);
+	ck_assert_int_eq(sk_store_write_status(s, v4, &st, &same, &err), 0);
 	ck_assert_int_eq(same->meta.resource_version, v4->meta.resource_version);
 	sk_userspace_free(same);
 	/* A stale status writer loses. */
 	st.phase = SK_PHASE_RUNNING;
-	ck_assert_int_eq(
-	        sk_store_update_status(s, "alice", v3->meta.resource_version, &st, &same, &err),
-	        SK_ECONFLICT);
+	ck_assert_int_eq(sk_store_write_status(s, v3, &st, &same, &err), SK_ECONFLICT);
 	ck_assert_ptr_null(same);
 	/* A spec update keeps the status. */
 	set_template(v5, "gpu");

@@ -1,7 +1,7 @@
 /*
  * Integration tests of sk_store_write_status against a real FerretDB: the
  * status write from the caller's copy, which skips the re-read when the
- * copy is fresh (pkg/store/cas.c), must still never overwrite anyone; and
+ * copy is fresh (pkg/store/mongo_cas.c), must still never overwrite anyone; and
  * the test server answers lookups by _id from its index.
  */
 #include <check.h>
@@ -66,7 +66,7 @@ edit_template(sk_store *s, const sk_userspace *base, const char *t)
 	return out;
 }
 
-/* What the sweep of old claims does (cas.c), at once. */
+/* What the sweep of old claims does (mongo_cas.c), at once. */
 static void
 sweep_all_claims(void)
 {

@@ -1,5 +1,6 @@
 /*
- * store/cas: resourceVersions and write claims.
+ * store/mongo_cas: resourceVersions and write claims of the MongoDB-wire
+ * backend, and the one statement of why they are safe.
  *
  * FerretDB 1.24 runs findAndModify and filtered updates as read-then-write,
  * so neither `$inc` nor a `{resourceVersion: expected}` filter is atomic
@@ -17,14 +18,15 @@
  * insert is checked through the unique index. Hence:
  *   - resourceVersions come from a hybrid logical clock, not a counter
  *     collection: max(wall clock in SK_RV_UNIT_MS ticks, last seen + 1,
- *     expected + 1), per process, seeded from the highest stored version
- *     before the first write and advanced by every version read. Per-object
- *     monotonicity is what the CAS needs, and the claim on NAME/V plus
- *     "expected + 1" gives it. Uniqueness across objects is not needed: the
- *     informer polls `> since` with a look-back of 256 versions, and a tick of
- *     10 ms makes that window at least 2.56 s of wall time (the clock runs
- *     ahead of the wall only when a process writes faster than one version
- *     per tick, and then the window is 256 of its writes, as with a counter).
+ *     expected + 1), held per store (sk_mongo, no process-global clock),
+ *     seeded from the highest stored version before the store's first write
+ *     and advanced by every version it reads. Per-object monotonicity is what
+ *     the CAS needs, and the claim on NAME/V plus "expected + 1" gives it.
+ *     Uniqueness across objects is not needed: the informer polls `> since`
+ *     with a look-back of 256 versions, and a tick of 10 ms makes that window
+ *     at least 2.56 s of wall time (the clock runs ahead of the wall only when
+ *     a store writes faster than one version per tick, and then the window is
+ *     256 of its writes, as with a counter).
  *   - a claim whose holder moved the object off V is left in place (it can
  *     never be needed again: versions only grow, and verify() still checks
  *     the object) and swept in batches once older than SK_CLAIM_EXPIRY_MS;
@@ -41,13 +43,15 @@
  *     time a request can spend in flight, still in place, and our claim on V
  *     fails. Safe while in-flight time plus clock skew between the sweeping
  *     and the claiming process stay under 20 s.
+ * Leases (mongo_lease.c) use the same claims, keyed "lease/NAME/V", always
+ * with the re-read (no fresh-copy shortcut).
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "store_int.h"
+#include "mongo_int.h"
 
 #define SK_RV_UNIT_MS 10 /* one clock tick */
 #define SK_CLAIM_EXPIRY_MS 30000 /* a claim older than this was abandoned */
@@ -67,21 +71,18 @@ sk_store_copy_fresh(int64_t read_ms)
 	return read_ms > 0 && sk_monotonic_ms() - read_ms < SK_COPY_FRESH_MS;
 }
 
-static pthread_mutex_t hlc_mu = PTHREAD_MUTEX_INITIALIZER;
-static int64_t hlc_last; /* the highest resourceVersion this process made or saw */
-
 void
-sk_store_rv_observe(int64_t rv)
+sk_store_rv_observe(sk_mongo *s, int64_t rv)
 {
-	pthread_mutex_lock(&hlc_mu);
-	if (rv > hlc_last)
-		hlc_last = rv;
-	pthread_mutex_unlock(&hlc_mu);
+	pthread_mutex_lock(&s->hlc_mu);
+	if (rv > s->hlc_last)
+		s->hlc_last = rv;
+	pthread_mutex_unlock(&s->hlc_mu);
 }
 
 /* The highest resourceVersion stored in the database (0 when empty). */
 static int
-highest_stored(sk_store *s, mongoc_client_t *client, int64_t *out, sk_error *err)
+highest_stored(sk_mongo *s, mongoc_client_t *client, int64_t *out, sk_error *err)
 {
 	mongoc_collection_t *coll =
 	        mongoc_client_get_collection(client, s->database, SK_COLL_USERSPACES);
@@ -112,7 +113,7 @@ highest_stored(sk_store *s, mongoc_client_t *client, int64_t *out, sk_error *err
 
 int
 sk_store_next_rv(
-        sk_store *s, mongoc_client_t *client, int64_t expected, int64_t *out, sk_error *err)
+        sk_mongo *s, mongoc_client_t *client, int64_t expected, int64_t *out, sk_error *err)
 {
 	int64_t v;
 
@@ -122,17 +123,17 @@ sk_store_next_rv(
 
 		if (rc != 0)
 			return rc;
-		sk_store_rv_observe(high);
+		sk_store_rv_observe(s, high);
 		__atomic_store_n(&s->rv_seeded, true, __ATOMIC_RELEASE);
 	}
-	pthread_mutex_lock(&hlc_mu);
+	pthread_mutex_lock(&s->hlc_mu);
 	v = sk_now_ms() / SK_RV_UNIT_MS;
-	if (v <= hlc_last)
-		v = hlc_last + 1;
+	if (v <= s->hlc_last)
+		v = s->hlc_last + 1;
 	if (v <= expected)
 		v = expected + 1;
-	hlc_last = v;
-	pthread_mutex_unlock(&hlc_mu);
+	s->hlc_last = v;
+	pthread_mutex_unlock(&s->hlc_mu);
 	*out = v;
 	return 0;
 }
@@ -168,7 +169,7 @@ expire_claim(mongoc_collection_t *coll, const char *id)
 /* Deletes every claim older than the expiry, at most once per
  * SK_CLAIM_SWEEP_MS per store: the ones left by writes that completed. */
 static void
-sweep_claims(sk_store *s, mongoc_collection_t *coll)
+sweep_claims(sk_mongo *s, mongoc_collection_t *coll)
 {
 	int64_t now = sk_now_ms();
 	int64_t last = __atomic_load_n(&s->claims_swept_ms, __ATOMIC_RELAXED);
@@ -183,24 +184,32 @@ sweep_claims(sk_store *s, mongoc_collection_t *coll)
 	bson_destroy(filter);
 }
 
+static void
+claim_conflict(const char *key, int64_t base, sk_error *err)
+{
+	bool lease = strncmp(key, SK_LEASE_CLAIM_PREFIX, strlen(SK_LEASE_CLAIM_PREFIX)) == 0;
+
+	sk_error_set(err, SK_ECONFLICT,
+	        "%s \"%s\": the object has been modified; please apply your changes to the "
+	        "latest version (expected %s %lld, another write to it is in progress)",
+	        lease ? "lease" : "userspace", lease ? key + strlen(SK_LEASE_CLAIM_PREFIX) : key,
+	        lease ? "version" : "resourceVersion", (long long)base);
+}
+
 int
-sk_store_claim(sk_store *s, mongoc_client_t *client, const char *name, int64_t base, char **claim,
+sk_store_claim(sk_mongo *s, mongoc_client_t *client, const char *key, int64_t base, char **claim,
         sk_error *err)
 {
 	mongoc_collection_t *coll =
 	        mongoc_client_get_collection(client, s->database, SK_COLL_CLAIMS);
-	char *id = sk_asprintf("%s/%lld", name, (long long)base);
+	char *id = sk_asprintf("%s/%lld", key, (long long)base);
 	bson_error_t berr;
 	int rc = insert_claim(coll, id, &berr);
 
 	if (rc == SK_ECONFLICT && expire_claim(coll, id))
 		rc = insert_claim(coll, id, &berr);
 	if (rc == SK_ECONFLICT)
-		sk_error_set(err, rc,
-		        "userspace \"%s\": the object has been modified; please apply your changes "
-		        "to the latest version (expected resourceVersion %lld, another write to it "
-		        "is in progress)",
-		        name, (long long)base);
+		claim_conflict(key, base, err);
 	else if (rc != 0)
 		rc = sk_store_fail(s, &berr, "claim userspace version", err);
 	else
@@ -214,7 +223,7 @@ sk_store_claim(sk_store *s, mongoc_client_t *client, const char *name, int64_t b
 }
 
 void
-sk_store_release(sk_store *s, mongoc_client_t *client, char *claim)
+sk_store_release(sk_mongo *s, mongoc_client_t *client, char *claim)
 {
 	mongoc_collection_t *coll;
 	bson_t *filter;

@@ -1,8 +1,8 @@
 /*
- * store/userspace: create, get, list, compare-and-swap updates, finalizers
- * and removal of UserSpace documents.
+ * store/mongo_userspace: create, get, list, compare-and-swap updates,
+ * finalizers and removal of UserSpace documents on the MongoDB-wire backend.
  *
- * A write over version V of an object: claim V (cas.c; one writer per
+ * A write over version V of an object: claim V (mongo_cas.c; one writer per
  * version), check that the stored object is still at V, take the next
  * resourceVersion (a clock, no round-trip), replace the document by _id and
  * leave the claim to the sweep (a claim whose holder wrote nothing is
@@ -16,28 +16,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "store_int.h"
+#include "mongo_int.h"
 
 #define SK_CAS_RETRIES 5
 
-static int
-conflict(const char *name, int64_t expected, int64_t found, sk_error *err)
-{
-	return sk_error_set(err, SK_ECONFLICT,
-	        "userspace \"%s\": the object has been modified; please apply your changes to "
-	        "the latest version (expected resourceVersion %lld, found %lld)",
-	        name, (long long)expected, (long long)found);
-}
-
-static int
-not_found(const char *name, sk_error *err)
-{
-	return sk_error_set(err, SK_ENOTFOUND, "userspace \"%s\" not found", name);
-}
-
 /* Reads one document by a filter; SK_ENOTFOUND when none matches. */
 static int
-find_one(sk_store *s, sk_store_conn *c, const bson_t *filter, sk_userspace **out, sk_error *err)
+find_one(sk_mongo *s, sk_store_conn *c, const bson_t *filter, sk_userspace **out, sk_error *err)
 {
 	int64_t t0 = sk_monotonic_ms();
 	bson_t *opts = BCON_NEW("limit", BCON_INT64(1));
@@ -51,7 +36,7 @@ find_one(sk_store *s, sk_store_conn *c, const bson_t *filter, sk_userspace **out
 		rc = sk_store_userspace_from_doc(doc, out, err);
 		if (rc == 0) {
 			(*out)->meta.read_ms = t0;
-			sk_store_rv_observe((*out)->meta.resource_version);
+			sk_store_rv_observe(s, (*out)->meta.resource_version);
 		}
 	} else if (mongoc_cursor_error(cur, &berr))
 		rc = sk_store_fail(s, &berr, "read userspace", err);
@@ -61,7 +46,7 @@ find_one(sk_store *s, sk_store_conn *c, const bson_t *filter, sk_userspace **out
 }
 
 static int
-load(sk_store *s, sk_store_conn *c, const char *name, sk_userspace **out, sk_error *err)
+load(sk_mongo *s, sk_store_conn *c, const char *name, sk_userspace **out, sk_error *err)
 {
 	bson_t *filter;
 	int rc;
@@ -74,28 +59,28 @@ load(sk_store *s, sk_store_conn *c, const char *name, sk_userspace **out, sk_err
 
 	bson_destroy(filter);
 	if (rc == SK_ENOTFOUND)
-		not_found(name, err);
+		sk_store_not_found(name, err);
 	return rc;
 }
 
 /* SK_ENOTFOUND when gone, SK_ECONFLICT when no longer at version `expected`. */
 static int
-verify(sk_store *s, sk_store_conn *c, const char *name, int64_t expected, sk_error *err)
+verify(sk_mongo *s, sk_store_conn *c, const char *name, int64_t expected, sk_error *err)
 {
 	sk_userspace *now = NULL;
 	int rc = load(s, c, name, &now, err);
 
 	if (rc == 0 && now->meta.resource_version != expected)
-		rc = conflict(name, expected, now->meta.resource_version, err);
+		rc = sk_store_conflict(name, expected, now->meta.resource_version, err);
 	sk_userspace_free(now);
 	return rc;
 }
 
-/* Claims version `expected` of `name` (cas.c). When another claim holds it,
+/* Claims version `expected` of `name` (mongo_cas.c). When another claim holds it,
  * says why: the object is gone, moved past `expected` (a stale writer; the
  * claim left by the write that moved it), or a write is in progress. */
 static int
-claim_version(sk_store *s, sk_store_conn *c, const char *name, int64_t expected, char **claim,
+claim_version(sk_mongo *s, sk_store_conn *c, const char *name, int64_t expected, char **claim,
         sk_error *err)
 {
 	sk_userspace *now = NULL;
@@ -109,16 +94,16 @@ claim_version(sk_store *s, sk_store_conn *c, const char *name, int64_t expected,
 		return rc;
 	sk_error_clear(&e2);
 	if (load(s, c, name, &now, &e2) == SK_ENOTFOUND)
-		rc = not_found(name, err);
+		rc = sk_store_not_found(name, err);
 	else if (now != NULL && now->meta.resource_version != expected)
-		rc = conflict(name, expected, now->meta.resource_version, err);
+		rc = sk_store_conflict(name, expected, now->meta.resource_version, err);
 	sk_userspace_free(now);
 	return rc;
 }
 
-/* Releases a claim, unless a write under it may have happened (cas.c). */
+/* Releases a claim, unless a write under it may have happened (mongo_cas.c). */
 static void
-release_claim(sk_store *s, sk_store_conn *c, char *claim)
+release_claim(sk_mongo *s, sk_store_conn *c, char *claim)
 {
 	if (c->unsure)
 		sk_store_retire(&claim);
@@ -126,7 +111,7 @@ release_claim(sk_store *s, sk_store_conn *c, char *claim)
 }
 
 /* Before a write under a claim: SK_ECONFLICT (transient) when the claim is
- * too old to write under (cas.c). */
+ * too old to write under (mongo_cas.c). */
 static int
 claim_still_usable(const sk_store_conn *c, const char *name, sk_error *err)
 {
@@ -139,40 +124,24 @@ claim_still_usable(const sk_store_conn *c, const char *name, sk_error *err)
 
 /* A duplicate-key error on spec.userID: name the object that holds it. */
 static int
-user_id_taken(sk_store *s, sk_store_conn *c, const sk_userspace *us, sk_error *err)
+user_id_taken(sk_mongo *s, sk_store_conn *c, const sk_userspace *us, sk_error *err)
 {
 	bson_t *filter = BCON_NEW("spec.userID", BCON_UTF8(us->spec.user_id), "_id", "{", "$ne",
 	        BCON_UTF8(us->meta.name), "}");
 	sk_userspace *other = NULL;
 	sk_error ignored;
 
-	if (find_one(s, c, filter, &other, &ignored) == 0)
-		sk_error_set(err, SK_ECONFLICT,
-		        "spec.userID \"%s\" is already used by userspace \"%s\"", us->spec.user_id,
-		        other->meta.name);
-	else
-		sk_error_set(err, SK_ECONFLICT,
-		        "spec.userID \"%s\" is already used by another userspace",
-		        us->spec.user_id);
+	find_one(s, c, filter, &other, &ignored);
+	sk_store_user_id_taken(us->spec.user_id, other ? other->meta.name : NULL, err);
 	sk_userspace_free(other);
 	bson_destroy(filter);
 	return SK_ECONFLICT;
 }
 
-static int64_t
-reply_count(const bson_t *reply, const char *field)
-{
-	bson_iter_t it;
-
-	if (bson_iter_init_find(&it, reply, field))
-		return bson_iter_as_int64(&it);
-	return 0;
-}
-
 /* Replaces the document (the caller holds the claim and verified the version);
  * next->meta.read_ms becomes the time the write started. */
 static int
-replace(sk_store *s, sk_store_conn *c, sk_userspace *next, sk_error *err)
+replace(sk_mongo *s, sk_store_conn *c, sk_userspace *next, sk_error *err)
 {
 	bson_t *filter = BCON_NEW("_id", BCON_UTF8(next->meta.name));
 	bson_t *doc = sk_store_doc_from_userspace(next, err);
@@ -187,7 +156,9 @@ replace(sk_store *s, sk_store_conn *c, sk_userspace *next, sk_error *err)
 	if (rc != 0)
 		goto done;
 	if (mongoc_collection_replace_one(c->coll, filter, doc, NULL, &reply, &berr))
-		rc = reply_count(&reply, "matchedCount") == 1 ? 0 : not_found(next->meta.name, err);
+		rc = sk_mongo_reply_count(&reply, "matchedCount") == 1
+		        ? 0
+		        : sk_store_not_found(next->meta.name, err);
 	else if (sk_store_is_duplicate(&berr))
 		rc = user_id_taken(s, c, next, err);
 	else {
@@ -204,7 +175,7 @@ done:
 }
 
 static int
-delete_doc(sk_store *s, sk_store_conn *c, const char *name, sk_error *err)
+delete_doc(sk_mongo *s, sk_store_conn *c, const char *name, sk_error *err)
 {
 	bson_t *filter = BCON_NEW("_id", BCON_UTF8(name));
 	bson_error_t berr;
@@ -214,7 +185,9 @@ delete_doc(sk_store *s, sk_store_conn *c, const char *name, sk_error *err)
 	if (rc != 0)
 		goto done;
 	if (mongoc_collection_delete_one(c->coll, filter, NULL, &reply, &berr))
-		rc = reply_count(&reply, "deletedCount") == 1 ? 0 : not_found(name, err);
+		rc = sk_mongo_reply_count(&reply, "deletedCount") == 1
+		        ? 0
+		        : sk_store_not_found(name, err);
 	else {
 		rc = sk_store_fail(s, &berr, "delete userspace", err);
 		c->unsure = true;
@@ -227,7 +200,7 @@ done:
 
 /* Deletes the document when its resourceVersion is still `expected`. */
 static int
-delete_cas(sk_store *s, sk_store_conn *c, const char *name, int64_t expected, sk_error *err)
+delete_cas(sk_mongo *s, sk_store_conn *c, const char *name, int64_t expected, sk_error *err)
 {
 	char *claim = NULL;
 	int rc = claim_version(s, c, name, expected, &claim, err);
@@ -242,41 +215,8 @@ delete_cas(sk_store *s, sk_store_conn *c, const char *name, int64_t expected, sk
 	return rc;
 }
 
-static void
-set_finalizers(sk_object_meta *m, const char *const *list, size_t n)
-{
-	for (size_t i = 0; i < m->n_finalizers; i++)
-		free(m->finalizers[i]);
-	free(m->finalizers);
-	m->finalizers = n ? sk_calloc(n, sizeof(char *)) : NULL;
-	for (size_t i = 0; i < n; i++)
-		m->finalizers[i] = sk_strdup(list[i]);
-	m->n_finalizers = n;
-}
-
-/* The object as create stores it: fresh store-owned metadata, no status. */
-static sk_userspace *
-new_object(const sk_userspace *us)
-{
-	static const char *const fin[] = { SK_FINALIZER };
-	sk_userspace *obj = sk_userspace_dup(us);
-	char uid[37];
-
-	sk_userspace_status_dispose(&obj->status);
-	memset(&obj->status, 0, sizeof(obj->status));
-	sk_userspace_apply_defaults(obj);
-	sk_uuid4(uid);
-	free(obj->meta.uid);
-	obj->meta.uid = sk_strdup(uid);
-	obj->meta.generation = 1;
-	obj->meta.creation_ms = sk_now_ms();
-	obj->meta.deletion_ms = 0;
-	set_finalizers(&obj->meta, fin, 1);
-	return obj;
-}
-
 static int
-insert(sk_store *s, sk_store_conn *c, const sk_userspace *obj, sk_error *err)
+insert(sk_mongo *s, sk_store_conn *c, const sk_userspace *obj, sk_error *err)
 {
 	bson_t *doc = sk_store_doc_from_userspace(obj, err);
 	bson_error_t berr;
@@ -301,19 +241,13 @@ insert(sk_store *s, sk_store_conn *c, const sk_userspace *obj, sk_error *err)
 }
 
 int
-sk_store_create(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *err)
+sk_mongo_create(sk_store *store, const sk_userspace *us, sk_userspace **out, sk_error *err)
 {
+	sk_mongo *s = sk_mongo_of(store);
 	sk_store_conn c = { 0 };
-	sk_userspace *obj = NULL;
+	sk_userspace *obj = sk_store_new_object(us);
 	int rc;
 
-	*out = NULL;
-	if (us->meta.name == NULL || !sk_valid_name(us->meta.name))
-		return sk_error_set(err, SK_EINVALID, "metadata.name: invalid userspace name");
-	if (us->spec.user_id == NULL || !sk_valid_user_id(us->spec.user_id))
-		return sk_error_set(
-		        err, SK_EINVALID, "spec.userID: must match [A-Za-z0-9._-]{1,128}");
-	obj = new_object(us);
 	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
 	rc = sk_store_next_rv(s, c.client, 0, &obj->meta.resource_version, err);
 	obj->meta.read_ms = sk_monotonic_ms();
@@ -328,8 +262,9 @@ sk_store_create(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_erro
 }
 
 int
-sk_store_get(sk_store *s, const char *name, sk_userspace **out, sk_error *err)
+sk_mongo_get(sk_store *store, const char *name, sk_userspace **out, sk_error *err)
 {
+	sk_mongo *s = sk_mongo_of(store);
 	sk_store_conn c = { 0 };
 	int rc;
 
@@ -337,17 +272,6 @@ sk_store_get(sk_store *s, const char *name, sk_userspace **out, sk_error *err)
 	rc = load(s, &c, name, out, err);
 	sk_store_conn_close(s, &c);
 	return rc;
-}
-
-void
-sk_userspace_list_dispose(sk_userspace_list *l)
-{
-	if (l == NULL)
-		return;
-	for (size_t i = 0; i < l->len; i++)
-		sk_userspace_free(l->items[i]);
-	free(l->items);
-	memset(l, 0, sizeof(*l));
 }
 
 static void
@@ -359,7 +283,7 @@ list_push(sk_userspace_list *l, sk_userspace *us)
 
 /* Runs a query and collects the objects the selector (may be NULL) matches. */
 static int
-query(sk_store *s, const bson_t *filter, const bson_t *opts, const sk_selector *sel,
+query(sk_mongo *s, const bson_t *filter, const bson_t *opts, const sk_selector *sel,
         sk_userspace_list *out, sk_error *err)
 {
 	sk_store_conn c = { 0 };
@@ -381,7 +305,7 @@ query(sk_store *s, const bson_t *filter, const bson_t *opts, const sk_selector *
 		us->meta.read_ms = t0;
 		if (us->meta.resource_version > out->resource_version)
 			out->resource_version = us->meta.resource_version;
-		sk_store_rv_observe(us->meta.resource_version);
+		sk_store_rv_observe(s, us->meta.resource_version);
 		if (sel == NULL || sk_selector_matches(sel, &us->meta.labels))
 			list_push(out, us);
 		else
@@ -397,8 +321,9 @@ query(sk_store *s, const bson_t *filter, const bson_t *opts, const sk_selector *
 }
 
 int
-sk_store_list(sk_store *s, const sk_selector *selector, sk_userspace_list *out, sk_error *err)
+sk_mongo_list(sk_store *store, const sk_selector *selector, sk_userspace_list *out, sk_error *err)
 {
+	sk_mongo *s = sk_mongo_of(store);
 	bson_t filter = BSON_INITIALIZER;
 	bson_t *opts = BCON_NEW("sort", "{", "_id", BCON_INT32(1), "}", "batchSize",
 	        BCON_INT32(SK_STORE_LIST_BATCH));
@@ -412,8 +337,9 @@ sk_store_list(sk_store *s, const sk_selector *selector, sk_userspace_list *out, 
 }
 
 int
-sk_store_list_since(sk_store *s, int64_t since, sk_userspace_list *out, sk_error *err)
+sk_mongo_list_since(sk_store *store, int64_t since, sk_userspace_list *out, sk_error *err)
 {
+	sk_mongo *s = sk_mongo_of(store);
 	bson_t *filter = BCON_NEW("metadata.resourceVersion", "{", "$gt", BCON_INT64(since), "}");
 	bson_t *opts = BCON_NEW("sort", "{", "metadata.resourceVersion", BCON_INT32(1), "}",
 	        "batchSize", BCON_INT32(SK_STORE_LIST_BATCH));
@@ -427,28 +353,59 @@ sk_store_list_since(sk_store *s, int64_t since, sk_userspace_list *out, sk_error
 	return rc;
 }
 
-/* Moves labels, annotations and spec of `from` into `to` (from keeps the old ones). */
+/* The query of sk_store_list (since < 0) or sk_store_list_since. */
 static void
-swap_user_fields(sk_userspace *to, sk_userspace *from)
+scan_query(int64_t since, bson_t **filter, bson_t **opts)
 {
-	sk_kvlist kv;
-	sk_userspace_spec spec;
+	const char *key = since < 0 ? "_id" : "metadata.resourceVersion";
 
-	kv = to->meta.labels;
-	to->meta.labels = from->meta.labels;
-	from->meta.labels = kv;
-	kv = to->meta.annotations;
-	to->meta.annotations = from->meta.annotations;
-	from->meta.annotations = kv;
-	spec = to->spec;
-	to->spec = from->spec;
-	from->spec = spec;
+	*filter = since < 0
+	        ? bson_new()
+	        : BCON_NEW("metadata.resourceVersion", "{", "$gt", BCON_INT64(since), "}");
+	*opts = BCON_NEW(
+	        "sort", "{", key, BCON_INT32(1), "}", "batchSize", BCON_INT32(SK_STORE_LIST_BATCH));
+}
+
+int
+sk_mongo_scan_packed(
+        sk_store *store, int64_t since, sk_store_packed_fn fn, void *arg, sk_error *err)
+{
+	sk_mongo *s = sk_mongo_of(store);
+	sk_store_conn c = { 0 };
+	bson_t *filter, *opts;
+	mongoc_cursor_t *cur;
+	const bson_t *doc;
+	bson_error_t berr;
+	int64_t t0;
+	int rc = 0;
+
+	scan_query(since, &filter, &opts);
+	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
+	t0 = sk_monotonic_ms();
+	cur = mongoc_collection_find_with_opts(c.coll, filter, opts, NULL);
+	while (rc == 0 && mongoc_cursor_next(cur, &doc)) {
+		sk_packed_userspace *p = sk_store_pack_doc(doc, t0, err);
+
+		if (p == NULL) {
+			rc = SK_EINVALID;
+			break;
+		}
+		sk_store_rv_observe(s, sk_packed_resource_version(p));
+		fn(p, arg);
+	}
+	if (rc == 0 && mongoc_cursor_error(cur, &berr))
+		rc = sk_store_fail(s, &berr, "list userspaces", err);
+	mongoc_cursor_destroy(cur);
+	sk_store_conn_close(s, &c);
+	bson_destroy(opts);
+	bson_destroy(filter);
+	return rc;
 }
 
 /* Claims version `expected`, takes the next resourceVersion and writes
- * next over it (see cas.c for why the claim). */
+ * next over it (see mongo_cas.c for why the claim). */
 static int
-commit(sk_store *s, sk_store_conn *c, sk_userspace *next, int64_t expected, sk_error *err)
+commit(sk_mongo *s, sk_store_conn *c, sk_userspace *next, int64_t expected, sk_error *err)
 {
 	char *claim = NULL;
 	int rc = claim_version(s, c, next->meta.name, expected, &claim, err);
@@ -468,7 +425,7 @@ commit(sk_store *s, sk_store_conn *c, sk_userspace *next, int64_t expected, sk_e
 /* Claims version `expected` of `name` and loads it: SK_ECONFLICT when the
  * stored object is at another version. The caller releases *claim. */
 static int
-load_claimed(sk_store *s, sk_store_conn *c, const char *name, int64_t expected, char **claim,
+load_claimed(sk_mongo *s, sk_store_conn *c, const char *name, int64_t expected, char **claim,
         sk_userspace **cur, sk_error *err)
 {
 	int rc = claim_version(s, c, name, expected, claim, err);
@@ -476,14 +433,14 @@ load_claimed(sk_store *s, sk_store_conn *c, const char *name, int64_t expected, 
 	if (rc == 0)
 		rc = load(s, c, name, cur, err);
 	if (rc == 0 && (*cur)->meta.resource_version != expected)
-		rc = conflict(name, expected, (*cur)->meta.resource_version, err);
+		rc = sk_store_conflict(name, expected, (*cur)->meta.resource_version, err);
 	return rc;
 }
 
 /* Writes next under a claim taken by load_claimed; once the object moved
- * off the claimed version the claim is retired, not deleted (cas.c). */
+ * off the claimed version the claim is retired, not deleted (mongo_cas.c). */
 static int
-commit_claimed(sk_store *s, sk_store_conn *c, sk_userspace *next, char **claim, sk_error *err)
+commit_claimed(sk_mongo *s, sk_store_conn *c, sk_userspace *next, char **claim, sk_error *err)
 {
 	int64_t expected = next->meta.resource_version;
 	int rc = sk_store_next_rv(s, c->client, expected, &next->meta.resource_version, err);
@@ -496,35 +453,24 @@ commit_claimed(sk_store *s, sk_store_conn *c, sk_userspace *next, char **claim, 
 }
 
 int
-sk_store_update(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *err)
+sk_mongo_update(sk_store *store, const sk_userspace *us, sk_userspace **out, sk_error *err)
 {
+	sk_mongo *s = sk_mongo_of(store);
 	sk_store_conn c = { 0 };
-	sk_userspace *cur = NULL, *next = NULL, *tmp = NULL;
+	sk_userspace *cur = NULL, *next = NULL;
 	char *claim = NULL;
-	bool spec_changed;
 	int rc;
 
-	*out = NULL;
-	if (us->spec.user_id == NULL || !sk_valid_user_id(us->spec.user_id))
-		return sk_error_set(
-		        err, SK_EINVALID, "spec.userID: must match [A-Za-z0-9._-]{1,128}");
 	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
-	rc = load_claimed(s, &c, us->meta.name ? us->meta.name : "", us->meta.resource_version,
-	        &claim, &cur, err);
+	rc = load_claimed(s, &c, us->meta.name, us->meta.resource_version, &claim, &cur, err);
 	if (rc != 0)
 		goto done;
-	spec_changed = !sk_userspace_spec_equal(&cur->spec, &us->spec);
-	if (!spec_changed && sk_kvlist_equal(&cur->meta.labels, &us->meta.labels) &&
-	        sk_kvlist_equal(&cur->meta.annotations, &us->meta.annotations)) {
+	next = sk_store_updated_object(cur, us);
+	if (next == NULL) {
 		*out = cur; /* nothing changed: nothing written */
 		cur = NULL;
 		goto done;
 	}
-	next = sk_userspace_dup(cur);
-	tmp = sk_userspace_dup(us);
-	swap_user_fields(next, tmp);
-	if (spec_changed)
-		next->meta.generation++;
 	rc = commit_claimed(s, &c, next, &claim, err);
 	if (rc == 0) {
 		*out = next;
@@ -535,7 +481,6 @@ done:
 	sk_store_conn_close(s, &c);
 	sk_userspace_free(cur);
 	sk_userspace_free(next);
-	sk_userspace_free(tmp);
 	return rc;
 }
 
@@ -543,18 +488,16 @@ done:
  * nothing when it is unchanged (*out is a copy of cur), else the next
  * version (*out). */
 static int
-commit_status(sk_store *s, sk_store_conn *c, const sk_userspace *cur,
+commit_status(sk_mongo *s, sk_store_conn *c, const sk_userspace *cur,
         const sk_userspace_status *status, char **claim, sk_userspace **out, sk_error *err)
 {
-	sk_userspace *next = sk_userspace_dup(cur);
+	sk_userspace *next = sk_store_with_status(cur, status);
 	int rc = 0;
 
-	if (!sk_userspace_status_equal(&cur->status, status)) {
-		sk_userspace_status_dispose(&next->status);
-		memset(&next->status, 0, sizeof(next->status));
-		sk_userspace_status_copy(&next->status, status);
+	if (next == NULL)
+		next = sk_userspace_dup(cur);
+	else
 		rc = commit_claimed(s, c, next, claim, err);
-	}
 	if (rc == 0)
 		*out = next;
 	else
@@ -562,8 +505,9 @@ commit_status(sk_store *s, sk_store_conn *c, const sk_userspace *cur,
 	return rc;
 }
 
-int
-sk_store_update_status(sk_store *s, const char *name, int64_t resource_version,
+/* The status write over the stored object (read again, under the claim). */
+static int
+update_status(sk_mongo *s, const char *name, int64_t resource_version,
         const sk_userspace_status *status, sk_userspace **out, sk_error *err)
 {
 	sk_store_conn c = { 0 };
@@ -583,16 +527,16 @@ sk_store_update_status(sk_store *s, const char *name, int64_t resource_version,
 }
 
 int
-sk_store_write_status(sk_store *s, const sk_userspace *base, const sk_userspace_status *status,
+sk_mongo_write_status(sk_store *store, const sk_userspace *base, const sk_userspace_status *status,
         sk_userspace **out, sk_error *err)
 {
+	sk_mongo *s = sk_mongo_of(store);
 	sk_store_conn c = { 0 };
 	char *claim = NULL;
 	int rc;
 
-	*out = NULL;
 	if (!sk_store_copy_fresh(base->meta.read_ms))
-		return sk_store_update_status(
+		return update_status(
 		        s, base->meta.name, base->meta.resource_version, status, out, err);
 	if (sk_userspace_status_equal(&base->status, status)) {
 		*out = sk_userspace_dup(base);
@@ -609,7 +553,7 @@ sk_store_write_status(sk_store *s, const sk_userspace *base, const sk_userspace_
 
 /* One attempt of mark_deleted against the version just read. */
 static int
-mark_once(sk_store *s, sk_store_conn *c, const char *name, sk_error *err)
+mark_once(sk_mongo *s, sk_store_conn *c, const char *name, sk_error *err)
 {
 	sk_userspace *cur = NULL;
 	int rc = load(s, c, name, &cur, err);
@@ -628,12 +572,12 @@ mark_once(sk_store *s, sk_store_conn *c, const char *name, sk_error *err)
 	return rc;
 }
 
-typedef int (*attempt_fn)(sk_store *s, sk_store_conn *c, const char *name, sk_error *err);
+typedef int (*attempt_fn)(sk_mongo *s, sk_store_conn *c, const char *name, sk_error *err);
 
 /* Runs a read-then-write of `name` again, with a short pause, while another
  * writer beats it to the version it read. */
 static int
-retry_conflicts(sk_store *s, const char *name, attempt_fn once, sk_error *err)
+retry_conflicts(sk_mongo *s, const char *name, attempt_fn once, sk_error *err)
 {
 	sk_store_conn c = { 0 };
 	int rc = SK_ECONFLICT;
@@ -649,29 +593,18 @@ retry_conflicts(sk_store *s, const char *name, attempt_fn once, sk_error *err)
 }
 
 int
-sk_store_mark_deleted(sk_store *s, const char *name, sk_error *err)
+sk_mongo_mark_deleted(sk_store *store, const char *name, sk_error *err)
 {
+	sk_mongo *s = sk_mongo_of(store);
+
 	return retry_conflicts(s, name, mark_once, err);
 }
 
-static void
-drop_finalizer(sk_object_meta *m, const char *finalizer)
-{
-	size_t keep = 0;
-
-	for (size_t i = 0; i < m->n_finalizers; i++) {
-		if (strcmp(m->finalizers[i], finalizer) == 0)
-			free(m->finalizers[i]);
-		else
-			m->finalizers[keep++] = m->finalizers[i];
-	}
-	m->n_finalizers = keep;
-}
-
 int
-sk_store_remove_finalizer(sk_store *s, const char *name, int64_t resource_version,
+sk_mongo_remove_finalizer(sk_store *store, const char *name, int64_t resource_version,
         const char *finalizer, sk_error *err)
 {
+	sk_mongo *s = sk_mongo_of(store);
 	sk_store_conn c = { 0 };
 	sk_userspace *cur = NULL;
 	char *claim = NULL;
@@ -681,7 +614,7 @@ sk_store_remove_finalizer(sk_store *s, const char *name, int64_t resource_versio
 	rc = load_claimed(s, &c, name, resource_version, &claim, &cur, err);
 	if (rc != 0 || !sk_userspace_has_finalizer(cur, finalizer))
 		goto done;
-	drop_finalizer(&cur->meta, finalizer);
+	sk_store_drop_finalizer(&cur->meta, finalizer);
 	if (cur->meta.n_finalizers == 0 && cur->meta.deletion_ms != 0) {
 		rc = delete_doc(s, &c, name, err);
 		if (rc == 0)
@@ -698,7 +631,7 @@ done:
 
 /* One attempt of sk_store_remove against the version just read. */
 static int
-remove_once(sk_store *s, sk_store_conn *c, const char *name, sk_error *err)
+remove_once(sk_mongo *s, sk_store_conn *c, const char *name, sk_error *err)
 {
 	sk_userspace *cur = NULL;
 	int rc = load(s, c, name, &cur, err);
@@ -710,11 +643,11 @@ remove_once(sk_store *s, sk_store_conn *c, const char *name, sk_error *err)
 }
 
 int
-sk_store_remove(sk_store *s, const char *name, sk_error *err)
+sk_mongo_remove(sk_store *store, const char *name, sk_error *err)
 {
-	if (name == NULL || *name == '\0')
-		return sk_error_set(err, SK_EINVALID, "metadata.name: required");
+	sk_mongo *s = sk_mongo_of(store);
+
 	/* Under a claim on the version removed, like every other write: a
-	 * writer holding a fresh copy of it must lose (cas.c). */
+	 * writer holding a fresh copy of it must lose (mongo_cas.c). */
 	return retry_conflicts(s, name, remove_once, err);
 }

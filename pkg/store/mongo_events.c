@@ -1,5 +1,5 @@
 /*
- * store/events: Kubernetes-style events in the "events" collection, one
+ * store/mongo_events: Kubernetes-style events in the "events" collection, one
  * document per (object, type, reason) with a count, first and last
  * timestamps (BSON dates) and the latest message; a TTL index on
  * lastTimestamp ages them out where the server supports it. The _id is
@@ -10,9 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store_int.h"
-
-#define SK_EVENT_SOURCE "spacekeeper"
+#include "mongo_int.h"
 
 static bson_t *
 event_update(const char *object, const char *type, const char *reason, const char *message)
@@ -21,24 +19,22 @@ event_update(const char *object, const char *type, const char *reason, const cha
 
 	return BCON_NEW("$inc", "{", "count", BCON_INT32(1), "}", "$set", "{", "lastTimestamp",
 	        BCON_DATE_TIME(now), "message", BCON_UTF8(message ? message : ""), "source",
-	        BCON_UTF8(SK_EVENT_SOURCE), "}", "$setOnInsert", "{", "object", BCON_UTF8(object),
-	        "type", BCON_UTF8(type), "reason", BCON_UTF8(reason), "firstTimestamp",
-	        BCON_DATE_TIME(now), "}");
+	        BCON_UTF8(SK_STORE_EVENT_SOURCE), "}", "$setOnInsert", "{", "object",
+	        BCON_UTF8(object), "type", BCON_UTF8(type), "reason", BCON_UTF8(reason),
+	        "firstTimestamp", BCON_DATE_TIME(now), "}");
 }
 
 int
-sk_store_event(sk_store *s, const char *object, const char *type, const char *reason,
+sk_mongo_event(sk_store *store, const char *object, const char *type, const char *reason,
         const char *message, sk_error *err)
 {
+	sk_mongo *s = sk_mongo_of(store);
 	sk_store_conn c = { 0 };
 	char *id;
 	bson_t *filter, *update, *opts;
 	bson_error_t berr;
 	bool ok = false;
 
-	if (object == NULL || type == NULL || reason == NULL)
-		return sk_error_set(
-		        err, SK_EINVALID, "event: object, type and reason are required");
 	id = sk_asprintf("%s/%s/%s", object, type, reason);
 	filter = BCON_NEW("_id", BCON_UTF8(id));
 	update = event_update(object, type, reason, message);
@@ -107,8 +103,10 @@ reverse(sk_event_list *l)
 }
 
 int
-sk_store_events(sk_store *s, const char *object, size_t limit, sk_event_list *out, sk_error *err)
+sk_mongo_events(
+        sk_store *store, const char *object, size_t limit, sk_event_list *out, sk_error *err)
 {
+	sk_mongo *s = sk_mongo_of(store);
 	sk_store_conn c = { 0 };
 	bson_t *filter = object ? BCON_NEW("object", BCON_UTF8(object)) : bson_new();
 	bson_t *opts =
@@ -118,7 +116,6 @@ sk_store_events(sk_store *s, const char *object, size_t limit, sk_event_list *ou
 	bson_error_t berr;
 	int rc = 0;
 
-	memset(out, 0, sizeof(*out));
 	if (limit > 0)
 		BSON_APPEND_INT64(opts, "limit", (int64_t)limit);
 	sk_store_conn_open(s, &c, SK_COLL_EVENTS);
@@ -137,21 +134,4 @@ sk_store_events(sk_store *s, const char *object, size_t limit, sk_event_list *ou
 	bson_destroy(opts);
 	bson_destroy(filter);
 	return rc;
-}
-
-void
-sk_event_list_dispose(sk_event_list *l)
-{
-	if (l == NULL)
-		return;
-	for (size_t i = 0; i < l->len; i++) {
-		sk_event *ev = &l->items[i];
-		free(ev->object);
-		free(ev->type);
-		free(ev->reason);
-		free(ev->message);
-		free(ev->source);
-	}
-	free(l->items);
-	memset(l, 0, sizeof(*l));
 }

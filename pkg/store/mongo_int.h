@@ -1,0 +1,110 @@
+/*
+ * store/mongo internals: the MongoDB-wire backend's handle, connections,
+ * error classification, resourceVersions and claims (mongo_cas.c), and its
+ * ops (mongo_userspace.c, mongo_events.c, mongo_lease.c).
+ */
+#ifndef SK_MONGO_INT_H
+#define SK_MONGO_INT_H
+
+#include <pthread.h>
+
+#include "store_int.h"
+
+#define SK_COLL_USERSPACES "userspaces"
+#define SK_COLL_EVENTS "events"
+#define SK_COLL_CLAIMS "claims"
+#define SK_COLL_LEASES "leases"
+#define SK_LEASE_CLAIM_PREFIX "lease/" /* claims of leases: "lease/NAME/V" */
+#define SK_INDEX_USER_ID "spec_userID_unique"
+#define SK_EVENT_TTL_S 3600
+#define SK_DUPLICATE_KEY 11000
+
+typedef struct sk_mongo {
+	sk_store base; /* first: an sk_store * is an sk_mongo * */
+	mongoc_client_pool_t *pool;
+	char *database;
+	char *uri_shown; /* the URI with any password redacted */
+	int64_t timeout_ms;
+	/* The hybrid logical clock of this store (mongo_cas.c). */
+	pthread_mutex_t hlc_mu;
+	int64_t hlc_last; /* the highest resourceVersion this store made or saw */
+	bool rv_seeded; /* the clock saw the highest stored resourceVersion */
+	int64_t claims_swept_ms; /* when old claims were last swept */
+} sk_mongo;
+
+static inline sk_mongo *
+sk_mongo_of(sk_store *s)
+{
+	return (sk_mongo *)(void *)s;
+}
+
+#define SK_STORE_SOCKET_TIMEOUT_MS 60000 /* unless the URI sets socketTimeoutMS */
+/* Documents per reply when listing: the server's default fills 16 MB
+ * replies, which the client holds whole while it decodes them. */
+#define SK_STORE_LIST_BATCH 500
+
+/* A client popped from the pool and one collection of it. */
+typedef struct sk_store_conn {
+	mongoc_client_t *client;
+	mongoc_collection_t *coll;
+	int64_t claim_ms; /* monotonic time just before the claim was taken; 0 none */
+	bool unsure; /* a write failed without saying whether it happened */
+} sk_store_conn;
+
+void sk_store_conn_open(sk_mongo *s, sk_store_conn *c, const char *collection);
+void sk_store_conn_close(sk_mongo *s, sk_store_conn *c);
+
+/* Classifies a libmongoc error into an SK_E* code and fills err with
+ * "what: message" (or "cannot reach MongoDB at URI: message"). */
+int sk_store_fail(const sk_mongo *s, const bson_error_t *e, const char *what, sk_error *err);
+bool sk_store_is_duplicate(const bson_error_t *e);
+int64_t sk_mongo_reply_count(const bson_t *reply, const char *field);
+
+/* mongo_cas.c: the next resourceVersion for a write over version `expected`
+ * (0 for a create): greater than expected and than every version this store
+ * wrote or saw (a hybrid logical clock, see mongo_cas.c). */
+int sk_store_next_rv(
+        sk_mongo *s, mongoc_client_t *client, int64_t expected, int64_t *out, sk_error *err);
+/* Advances the store's clock past a resourceVersion read from the server. */
+void sk_store_rv_observe(sk_mongo *s, int64_t rv);
+/* Claims version `base` of the object keyed `key` (a UserSpace name, or
+ * "lease/NAME") for one writer; SK_ECONFLICT when another writer holds it.
+ * *claim is released (and freed) by sk_store_release. */
+int sk_store_claim(sk_mongo *s, mongoc_client_t *client, const char *key, int64_t base,
+        char **claim, sk_error *err);
+void sk_store_release(sk_mongo *s, mongoc_client_t *client, char *claim);
+/* For a claim whose holder moved the object off its version: frees *claim
+ * and leaves the claim document to the batched sweep (see mongo_cas.c). */
+void sk_store_retire(char **claim);
+/* Whether a claim taken at claim_ms (monotonic) is still young enough to
+ * write under, and whether a copy read at read_ms is recent enough to write
+ * over without reading the object again (see mongo_cas.c). */
+bool sk_store_claim_usable(int64_t claim_ms);
+bool sk_store_copy_fresh(int64_t read_ms);
+
+/* A copy of uri with the password of any "user:pass@" replaced by "***". */
+char *sk_store_redact_uri(const char *uri);
+
+/* The ops of the table in mongo.c. */
+int sk_mongo_get(sk_store *s, const char *name, sk_userspace **out, sk_error *err);
+int sk_mongo_list(sk_store *s, const sk_selector *sel, sk_userspace_list *out, sk_error *err);
+int sk_mongo_list_since(sk_store *s, int64_t since, sk_userspace_list *out, sk_error *err);
+int sk_mongo_scan_packed(
+        sk_store *s, int64_t since, sk_store_packed_fn fn, void *arg, sk_error *err);
+int sk_mongo_create(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *err);
+int sk_mongo_update(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *err);
+int sk_mongo_write_status(sk_store *s, const sk_userspace *base, const sk_userspace_status *status,
+        sk_userspace **out, sk_error *err);
+int sk_mongo_mark_deleted(sk_store *s, const char *name, sk_error *err);
+int sk_mongo_remove_finalizer(sk_store *s, const char *name, int64_t resource_version,
+        const char *finalizer, sk_error *err);
+int sk_mongo_remove(sk_store *s, const char *name, sk_error *err);
+int sk_mongo_event(sk_store *s, const char *object, const char *type, const char *reason,
+        const char *message, sk_error *err);
+int sk_mongo_events(
+        sk_store *s, const char *object, size_t limit, sk_event_list *out, sk_error *err);
+int sk_mongo_lease_get(sk_store *s, const char *name, sk_lease *out, sk_error *err);
+int sk_mongo_lease_swap(sk_store *s, const sk_lease *cur, sk_lease *next, sk_error *err);
+int sk_mongo_lease_list(sk_store *s, sk_lease_list *out, sk_error *err);
+
+#endif
