@@ -140,10 +140,21 @@ check_includes() {
 	done
 }
 
+# The objects of pkg/ whose source still exists (a renamed file leaves its
+# old object behind in a build tree until `make clean`).
+# The self-test's scratch objects have no source: it sets VERIFY_DEPS_ALL=1.
+objects() {
+	local o src pkgs=${1:-*}
+	for o in "$objdir"/pkg/$pkgs/*.o; do
+		src=${o#"$objdir"/}
+		[ -n "${VERIFY_DEPS_ALL:-}" ] || [ -f "${src%.o}.c" ] && echo "$o"
+	done
+}
+
 # One line per symbol: "D object symbol" (defined) or "U object symbol".
 symbol_table() {
 	local o
-	for o in "$objdir"/pkg/*/*.o; do
+	for o in $(objects); do
 		nm -P -g --defined-only "$o" | awk -v o="$o" '{print "D", o, $1}'
 		nm -P -u "$o" | awk -v o="$o" '{print "U", o, $1}'
 	done
@@ -159,7 +170,7 @@ check_planner() {
 		roots="$roots $objdir/pkg/reconcile/$r.o"
 	done
 	for p in $planner_pool; do
-		pool="$pool $(echo "$objdir"/pkg/"$p"/*.o)"
+		pool="$pool $(objects "$p" | tr '\n' ' ')"
 	done
 	report=$(symbol_table | awk -v roots="$roots" -v pool="$pool" -v bad="$forbidden_syms" '
 		$1 == "D" { if (!($3 in def)) def[$3] = $2; defs[$2, $3] = 1; next }
@@ -219,7 +230,7 @@ check_planner() {
 # Writable data objects: "object symbol section" for .data/.bss (not .rel.ro).
 writable_data() {
 	local o
-	for o in "$objdir"/pkg/*/*.o; do
+	for o in $(objects); do
 		objdump -t "$o" | awk -v o="${o#"$objdir"/pkg/}" '{
 			for (i = 2; i < NF; i++) if ($i == "O") break
 			if (i >= NF) next
@@ -314,7 +325,7 @@ C
 	expect_fail planner-and-globals \
 		'the planner needs sk_sandbox_get (defined in pkg/sandbox/provider.c, package sandbox), referenced by reconcile/plan.o' \
 		'pkg/util/counter.c: writable static data counter (.bss)' \
-		-- bash "$root/hack/verify-deps.sh" "$tmp/obj" || rc=1
+		-- env VERIFY_DEPS_ALL=1 bash "$root/hack/verify-deps.sh" "$tmp/obj" || rc=1
 	rm -rf "$tmp"
 	[ "$rc" -eq 0 ] && echo "verify-deps self-test: bad includes, a planner calling the provider and a static counter are caught"
 	return "$rc"
