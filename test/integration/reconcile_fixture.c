@@ -40,6 +40,9 @@ sk_rfix_setup(sk_rfix *f, const char *key_var)
 	f->env.store = f->store;
 	f->env.provider = f->p;
 	sk_plan_options_from_config(&f->env.opts, &c, 30000);
+	/* An active user: the keeper is probed every round (a quiet space's is
+	 * not, see sk_plan_quiet; the planner's table tests cover that). */
+	f->env.activity_ms = sk_now_ms();
 }
 
 void
