@@ -288,10 +288,12 @@ run(const flags *f, sk_controller_config *cfg)
 	if (f->once) {
 		rc = sk_controller_run_once(c, 5000, f->once_timeout_ms, &err);
 		if (rc != 0)
-			log_error(&log, "once failed", &err);
+			log_error(&log,
+			        rc == SK_EUNAVAILABLE ? "database unavailable" : "once failed",
+			        &err);
 		else
 			sk_daemon_log(SK_LOG_INFO, "once done", "", &log);
-		rc = rc == 0 ? 0 : 1;
+		rc = rc == 0 ? 0 : rc == SK_EUNAVAILABLE ? EX_UNAVAILABLE : 1;
 	} else {
 		rc = serve(c, &log, &set);
 	}

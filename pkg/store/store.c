@@ -266,6 +266,16 @@ ensure_indexes(sk_store *s, sk_error *err)
 }
 
 int
+sk_store_connect(sk_store *s, bool indexes, sk_error *err)
+{
+	int rc = sk_store_ping(s, err);
+
+	if (rc == 0 && indexes)
+		rc = ensure_indexes(s, err);
+	return rc;
+}
+
+int
 sk_store_open(sk_store **out, const sk_store_options *opts, sk_error *err)
 {
 	sk_store_options def = SK_STORE_OPTIONS_INIT;
@@ -297,9 +307,8 @@ sk_store_open(sk_store **out, const sk_store_options *opts, sk_error *err)
 		goto done;
 	}
 	mongoc_client_pool_set_error_api(s->pool, MONGOC_ERROR_API_VERSION_2);
-	rc = sk_store_ping(s, err);
-	if (rc == 0 && opts->ensure_indexes)
-		rc = ensure_indexes(s, err);
+	if (!opts->lazy)
+		rc = sk_store_connect(s, opts->ensure_indexes, err);
 done:
 	if (rc != 0)
 		sk_store_close(s);
