@@ -114,8 +114,8 @@ START_TEST(test_ferretdb_stop_keeps_data_and_port)
 
 	out = ferretdb("start", dir, &rc);
 	ck_assert_msg(rc == 0, "restart: %s", out);
-	ck_assert_msg(strncmp(out, uri1, strlen(uri1)) == 0, "restart moved from %s to %s", uri1,
-	        out);
+	ck_assert_msg(
+	        strncmp(out, uri1, strlen(uri1)) == 0, "restart moved from %s to %s", uri1, out);
 	free(out);
 	rc = spacectl(uri1, NULL, &out, "get", "userspace", "kept");
 	ck_assert_msg(rc == 0, "the object did not survive stop/start: %s", out);
