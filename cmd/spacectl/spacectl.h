@@ -38,6 +38,7 @@ typedef struct sk_cli_globals {
 	const char *mongodb_uri; /* NULL: $SPACEKEEPER_MONGODB_URI or the default */
 	const char *database; /* NULL: "spacekeeper" */
 	int64_t timeout_ms; /* store timeout, default 3 s */
+	const sk_controller_config *config; /* set by sk_cli_load_config (borrowed) */
 } sk_cli_globals;
 extern sk_cli_globals sk_cli;
 

@@ -297,6 +297,30 @@ typedef struct sk_controller_config {
 int sk_config_load(const char *path, sk_controller_config **out, sk_errlist *errs, sk_error *err);
 /* Defaults only: one e2b provider "default" at http://127.0.0.1:3000. */
 sk_controller_config *sk_config_default(void);
+
+/* The settings a command line can give (NULL: not given), as typed. */
+#define SK_CONFIG_MONGODB_URI_ENV "SPACEKEEPER_MONGODB_URI"
+#define SK_CONFIG_WORKERS_MIN 1
+#define SK_CONFIG_WORKERS_MAX 1024
+typedef struct sk_config_sources {
+	const char *config_path; /* --config: a ControllerConfig file */
+	const char *mongodb_uri; /* --mongodb-uri (else $SPACEKEEPER_MONGODB_URI) */
+	const char *database; /* --database */
+	const char *workers; /* --workers */
+	const char *resync; /* --resync */
+	const char *listen; /* --listen ("" switches HTTP off) */
+	const char *(*getenv)(const char *name); /* NULL: getenv(3); tests pass their own */
+} sk_config_sources;
+
+/* The one place that decides every setting, for both binaries: flags, then
+ * the environment, then the file at config_path (or the built-in defaults),
+ * then the defaults; every value checked by the file's rules and bounds.
+ * Errors name the flag ("--workers"), the variable or the file path and line. */
+int sk_config_resolve(
+        const sk_config_sources *src, sk_controller_config **out, sk_errlist *errs, sk_error *err);
+/* Checks the flags of src alone (a usage error before any file is read);
+ * returns how many errors were added to errs. */
+size_t sk_config_check_flags(const sk_config_sources *src, sk_errlist *errs);
 void sk_config_free(sk_controller_config *c);
 const sk_provider_config *sk_config_provider(const sk_controller_config *c, const char *name);
 /* Reads the key from the named file or variable. Caller frees. NULL + err when missing. */

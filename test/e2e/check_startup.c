@@ -1,6 +1,6 @@
 /*
  * End-to-end tests of how the binaries start (issue 10): spacekeeper before
- * its database (item 1).
+ * its database (item 1); where the MongoDB URI comes from (item 2).
  */
 #include <check.h>
 #include <curl/curl.h>
@@ -76,7 +76,8 @@ START_TEST(test_once_without_database_exits_69)
 {
 	char uri[64], *out = NULL, *err = NULL;
 	const char *env[] = { DUMMY_KEY, NULL };
-	const char *argv[] = { "spacekeeper", "--once", "--listen", "", "--mongodb-uri", uri, NULL };
+	const char *argv[] = { "spacekeeper", "--once", "--listen", "", "--mongodb-uri", uri,
+		NULL };
 	int rc;
 
 	snprintf(uri, sizeof(uri), "mongodb://127.0.0.1:%d", sk_test_free_port());
@@ -118,7 +119,8 @@ START_TEST(test_daemon_waits_for_database)
 
 	/* The database appears: the controller starts on its own. */
 	fdb = sk_test_ferretdb_start_at(dir, db_port);
-	ck_assert_msg(eventually_status(port, "/readyz", 200, 60), "not ready after the database came");
+	ck_assert_msg(
+	        eventually_status(port, "/readyz", 200, 60), "not ready after the database came");
 	text = slurp(log);
 	ASSERT_HAS(text, "msg=\"controller started\"");
 	free(text);
@@ -149,6 +151,77 @@ START_TEST(test_daemon_stops_while_waiting)
 }
 END_TEST
 
+/* ---- item 2: flags > environment > file > defaults, both binaries ---- */
+
+/* A config whose mongodb.uri points at nothing, with a sandboxsim provider. */
+static const char *
+dead_uri_config(const char *sim_url)
+{
+	char yaml[1024];
+
+	snprintf(yaml, sizeof(yaml),
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
+	        "mongodb: {uri: 'mongodb://127.0.0.1:%d'}\n"
+	        "providers:\n  - name: default\n    type: e2b\n    apiURL: %s\n"
+	        "    sandboxURL: %s\n    apiKeyEnv: E2B_API_KEY\n",
+	        sk_test_free_port(), sim_url, sim_url);
+	return sk_test_write_file("dead-uri.yaml", yaml);
+}
+
+START_TEST(test_env_uri_beats_config_file)
+{
+	char sim_url[128], cfg[700], env_uri[300], *out = NULL, *err = NULL;
+	const char *env[] = { DUMMY_KEY, env_uri, NULL };
+	pid_t sim = sk_test_sim_start(NULL, sim_url, sizeof(sim_url));
+	const char *db = sk_test_unique_db();
+	const char *keeper[] = { "spacekeeper", "--config", cfg, "--once", "--listen", "",
+		"--database", db, NULL };
+	const char *plan[] = { "spacectl", "plan", "--config", cfg, "--database", db, NULL };
+	int rc;
+
+	snprintf(cfg, sizeof(cfg), "%s", dead_uri_config(sim_url));
+	snprintf(env_uri, sizeof(env_uri), "SPACEKEEPER_MONGODB_URI=%s", sk_test_mongodb_uri());
+	rc = sk_test_run(keeper, env, NULL, &out, &err, 120);
+	ck_assert_msg(
+	        rc == 0, "spacekeeper --config with $SPACEKEEPER_MONGODB_URI: rc=%d\n%s", rc, err);
+	ASSERT_HAS(err, "once done");
+	free(out);
+	free(err);
+	rc = sk_test_run(plan, env, NULL, &out, &err, 60);
+	ck_assert_msg(rc == 0, "spacectl plan --config with $SPACEKEEPER_MONGODB_URI: rc=%d\n%s",
+	        rc, err);
+	free(out);
+	free(err);
+	/* Without the variable the file decides: its database is not there. */
+	env[1] = NULL;
+	rc = sk_test_run(keeper, env, NULL, &out, &err, 120);
+	ck_assert_msg(rc == 69, "the file's URI was not used: rc=%d\n%s", rc, err);
+	free(out);
+	free(err);
+	sk_test_stop(sim, true);
+}
+END_TEST
+
+START_TEST(test_bad_flag_values_share_the_file_rules)
+{
+	char *out = NULL, *err = NULL;
+	const char *workers[] = { "spacekeeper", "--workers", "1025", NULL };
+	const char *resync[] = { "spacekeeper", "--resync", "1ms", NULL };
+	int rc;
+
+	rc = sk_test_run(workers, NULL, NULL, &out, &err, 30);
+	ck_assert_int_eq(rc, 64);
+	ASSERT_HAS(err, "--workers: must be between 1 and 1024");
+	free(out);
+	free(err);
+	rc = sk_test_run(resync, NULL, NULL, &out, &err, 30);
+	ck_assert_int_eq(rc, 64);
+	ASSERT_HAS(err, "--resync: must be between 1s and 24h");
+	free(out);
+	free(err);
+}
+END_TEST
+
 Suite *
 sk_suite_startup(void)
 {
@@ -159,6 +232,11 @@ sk_suite_startup(void)
 	tcase_add_test(db, test_once_without_database_exits_69);
 	tcase_add_test(db, test_daemon_waits_for_database);
 	tcase_add_test(db, test_daemon_stops_while_waiting);
+	suite_add_tcase(s, db);
+	db = tcase_create("settings");
+	tcase_set_timeout(db, 240);
+	tcase_add_test(db, test_env_uri_beats_config_file);
+	tcase_add_test(db, test_bad_flag_values_share_the_file_rules);
 	suite_add_tcase(s, db);
 	return s;
 }
