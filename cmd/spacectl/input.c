@@ -57,6 +57,20 @@ load_paths(sk_doclist *all, char **paths, size_t npaths)
 	return rc;
 }
 
+/* Each error of errs on its own "spacectl: " line of stderr. */
+static void
+print_errors(const sk_errlist *errs, sk_buf *buf)
+{
+	sk_errlist_format(errs, buf);
+	fflush(stdout);
+	for (char *line = buf->data; line && *line;) {
+		char *nl = strchr(line, '\n');
+		fprintf(stderr, "spacectl: %.*s\n", (int)(nl ? nl - line : (long)strlen(line)),
+		        line);
+		line = nl ? nl + 1 : NULL;
+	}
+}
+
 static int
 validate_docs(sk_cli_input *in)
 {
@@ -69,14 +83,7 @@ validate_docs(sk_cli_input *in)
 		sk_buf buf = SK_BUF_INIT(0);
 
 		if (sk_userspace_from_doc(in->docs.items[i], &in->objs[i], &errs) != 0) {
-			sk_errlist_format(&errs, &buf);
-			fflush(stdout);
-			for (char *line = buf.data; line && *line;) {
-				char *nl = strchr(line, '\n');
-				fprintf(stderr, "spacectl: %.*s\n",
-				        (int)(nl ? nl - line : (long)strlen(line)), line);
-				line = nl ? nl + 1 : NULL;
-			}
+			print_errors(&errs, &buf);
 			if (errs.len == 0)
 				sk_cli_errorf("invalid document (%s)",
 				        sk_cli_doc_where(in->docs.items[i], NULL));
@@ -90,38 +97,21 @@ validate_docs(sk_cli_input *in)
 	return rc;
 }
 
+/* Every repeated name or userID, with both positions (linear time). */
 static int
 check_duplicates(sk_cli_input *in)
 {
+	sk_errlist errs = { NULL, 0 };
+	sk_buf buf = SK_BUF_INIT(0);
 	int rc = SK_EXIT_OK;
 
-	for (size_t i = 0; i < in->len; i++) {
-		for (size_t j = 0; in->objs[i] && j < i; j++) {
-			char first[1200];
-			const sk_userspace *a = in->objs[j], *b = in->objs[i];
-
-			if (a == NULL)
-				continue;
-			if (strcmp(a->meta.name, b->meta.name) == 0) {
-				snprintf(first, sizeof(first), "%s",
-				        sk_cli_doc_where(in->docs.items[j], "metadata.name"));
-				sk_cli_errorf("metadata.name: duplicate name \"%s\" in the input "
-				              "(%s and %s)",
-				        b->meta.name, first,
-				        sk_cli_doc_where(in->docs.items[i], "metadata.name"));
-				rc = SK_EXIT_FAIL;
-			} else if (strcmp(a->spec.user_id, b->spec.user_id) == 0) {
-				snprintf(first, sizeof(first), "%s",
-				        sk_cli_doc_where(in->docs.items[j], "spec.userID"));
-				sk_cli_errorf(
-				        "spec.userID: \"%s\" is used by both userspace/%s (%s) and "
-				        "userspace/%s (%s); a userID must be unique",
-				        b->spec.user_id, a->meta.name, first, b->meta.name,
-				        sk_cli_doc_where(in->docs.items[i], "spec.userID"));
-				rc = SK_EXIT_FAIL;
-			}
-		}
+	if (sk_userspaces_check_unique(
+	            in->objs, (const sk_doc *const *)in->docs.items, in->len, &errs) > 0) {
+		print_errors(&errs, &buf);
+		rc = SK_EXIT_FAIL;
 	}
+	sk_buf_dispose(&buf);
+	sk_errlist_dispose(&errs);
 	return rc;
 }
 

@@ -223,6 +223,11 @@ int sk_userspace_validate(const sk_doc *d, sk_errlist *errs);
 int sk_userspace_decode(json_t *root, sk_userspace **out, sk_error *err);
 /* validate + decode. */
 int sk_userspace_from_doc(const sk_doc *d, sk_userspace **out, sk_errlist *errs);
+/* Reports each object (objs[i] NULL: skipped) whose metadata.name or
+ * spec.userID repeats an earlier one, naming both positions (docs[i] is the
+ * document of objs[i]). Linear time. Returns the number of errors added. */
+size_t sk_userspaces_check_unique(
+        sk_userspace *const *objs, const sk_doc *const *docs, size_t n, sk_errlist *errs);
 /* The full object: apiVersion, kind, metadata, spec (defaults explicit), status
  * (omitted when empty). New reference. */
 json_t *sk_userspace_to_json(const sk_userspace *us);

@@ -94,7 +94,7 @@ START_TEST(test_ferretdb_stop_keeps_data_and_port)
 	struct stat st;
 	int rc;
 
-	snprintf(dir, sizeof(dir), "%s/ferretdb", sk_test_tmpdir());
+	snprintf(dir, sizeof(dir), "%s/script-ferretdb", sk_test_tmpdir());
 	out = ferretdb("start", dir, &rc);
 	ck_assert_msg(rc == 0, "start: %s", out);
 	snprintf(uri1, sizeof(uri1), "%.*s", (int)strcspn(out, "\n"), out);
