@@ -389,12 +389,30 @@ count_node(parser *p)
 	p->nodes++;
 }
 
+/* A NUL (an escaped \0 or \u0000: raw NUL bytes never get this far) would
+ * cut the string short wherever it is read as C text: "alice\u0000-x"
+ * would edit alice. Refused in every key and value, with the path. */
+static int
+nul_error(parser *p, const yaml_event_t *e)
+{
+	frame *f = p->depth > 0 ? &p->stack[p->depth - 1] : NULL;
+	bool key = expecting_key(p);
+	char *path = key ? sk_strdup(f->path) : value_path(p, &e->start_mark);
+	int rc = perr(p, &e->start_mark, "%s%s%s must not contain a NUL character (\\u0000)",
+	        path[0] ? path : "", path[0] ? ": " : "", key ? "a key" : "a string");
+
+	free(path);
+	return rc;
+}
+
 static int
 on_scalar(parser *p, const yaml_event_t *e)
 {
 	json_t *v;
 	char *path;
 
+	if (memchr(e->data.scalar.value, '\0', e->data.scalar.length) != NULL)
+		return nul_error(p, e);
 	if (expecting_key(p))
 		return on_key(p, e);
 	count_node(p);

@@ -1,6 +1,6 @@
 /*
  * Unit tests for reading input documents (issue 10): the duplicate check in
- * linear time (item 13).
+ * linear time (item 13); NUL refused in every string (item 11).
  */
 #include <check.h>
 #include <stdio.h>
@@ -21,8 +21,8 @@ many_docs(size_t n)
 	sk_buf b = SK_BUF_INIT(0);
 
 	for (size_t i = 0; i < n; i++)
-		sk_buf_printf(&b, "---\n" US_DOC "metadata: {name: u%zu}\nspec: {userID: user-%zu}\n",
-		        i, i);
+		sk_buf_printf(&b,
+		        "---\n" US_DOC "metadata: {name: u%zu}\nspec: {userID: user-%zu}\n", i, i);
 	sk_buf_append(&b, "", 0);
 	return sk_buf_detach(&b);
 }
@@ -118,6 +118,57 @@ START_TEST(hundred_thousand_documents)
 }
 END_TEST
 
+/* ---- item 11: an escaped NUL must not cut a string short ---- */
+
+static const struct {
+	const char *text;
+	const char *want; /* substring of the error: path and file:line:col */
+} nul_cases[] = {
+	/* the hostile probe's document, YAML */
+	{ US_DOC "metadata:\n  name: \"alice\\u0000-staging\"\nspec:\n  userID: alice\n",
+	        "in.yaml:4:9: metadata.name: a string must not contain a NUL" },
+	{ US_DOC "metadata: {name: a}\nspec:\n  userID: a\n  template: \"evil\\0-ignored\"\n",
+	        "in.yaml:6:13: spec.template: a string must not contain a NUL" },
+	/* JSON alike */
+	{ "{\"apiVersion\": \"spacekeeper.dev/v1alpha1\", \"kind\": \"UserSpace\",\n"
+	  " \"metadata\": {\"name\": \"a\"},\n"
+	  " \"spec\": {\"userID\": \"alice\\u0000-staging\"}}\n",
+	        "in.yaml:3:21: spec.userID: a string must not contain a NUL" },
+	/* keys, list items and labels too */
+	{ US_DOC "metadata:\n  name: a\n  labels: {\"te\\0am\": x}\n",
+	        "in.yaml:5:12: metadata.labels: a key must not contain a NUL" },
+	{ US_DOC "metadata:\n  name: a\n  finalizers: [x, \"y\\u0000\"]\n",
+	        "in.yaml:5:19: metadata.finalizers[1]: a string must not contain a NUL" },
+};
+
+START_TEST(nul_in_any_string_is_refused)
+{
+	sk_doclist l = { NULL, 0 };
+	sk_error err = { 0 };
+	const char *text = nul_cases[_i].text;
+
+	ck_assert_int_eq(sk_doc_parse(text, strlen(text), "in.yaml", &l, &err), SK_EINVALID);
+	ck_assert_uint_eq(l.len, 0);
+	ck_assert_msg(
+	        strstr(err.message, nul_cases[_i].want) != NULL, "case %d: %s", _i, err.message);
+}
+END_TEST
+
+/* A plain string with the same characters written out is fine. */
+START_TEST(escaped_backslash_zero_is_text)
+{
+	sk_doclist l = { NULL, 0 };
+	sk_error err = { 0 };
+	const char *text = US_DOC "metadata: {name: a}\nspec: {userID: a, template: \"x\\\\0\"}\n";
+
+	ck_assert_int_eq(sk_doc_parse(text, strlen(text), "in.yaml", &l, &err), SK_OK);
+	ck_assert_str_eq(json_string_value(json_object_get(
+	                         json_object_get(sk_doc_root(l.items[0]), "spec"), "template")),
+	        "x\\0");
+	sk_doclist_dispose(&l);
+}
+END_TEST
+
 Suite *
 sk_suite_input(void)
 {
@@ -127,6 +178,11 @@ sk_suite_input(void)
 	tcase_set_timeout(tc, 300); /* 100,000 documents under ASan: 15-40 s */
 	tcase_add_test(tc, duplicates_named_with_both_positions);
 	tcase_add_test(tc, hundred_thousand_documents);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("nul");
+	tcase_add_loop_test(tc, nul_in_any_string_is_refused, 0,
+	        (int)(sizeof(nul_cases) / sizeof(nul_cases[0])));
+	tcase_add_test(tc, escaped_backslash_zero_is_text);
 	suite_add_tcase(s, tc);
 	return s;
 }
