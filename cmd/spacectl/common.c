@@ -113,6 +113,20 @@ sk_cli_opt(const sk_cli_help *h, int c, char **argv)
 	}
 }
 
+json_t *
+sk_cli_userspace_json(const sk_userspace *us)
+{
+	json_t *v = sk_userspace_to_json(us), *m = json_object_get(v, "metadata");
+	json_t *rv = json_object_get(m, "resourceVersion");
+
+	if (json_is_integer(rv)) {
+		char s[32];
+		snprintf(s, sizeof(s), "%lld", (long long)json_integer_value(rv));
+		json_object_set_new(m, "resourceVersion", json_string(s));
+	}
+	return v;
+}
+
 /* The ControllerConfig (path NULL: the defaults) under the global flags and
  * the environment (pkg/api sk_config_resolve); prints errors. */
 static int

@@ -94,6 +94,10 @@ int sk_cli_store_open(sk_store **out);
 /* Loads --config PATH (NULL: the defaults), printing every error; returns an SK_EXIT_* code. */
 int sk_cli_load_config(const char *path, sk_controller_config **cfg);
 
+/* An object as -o json|yaml prints it: metadata.resourceVersion is a string,
+ * as Kubernetes clients require. Caller decrefs. */
+json_t *sk_cli_userspace_json(const sk_userspace *us);
+
 /* Output formats (-o). */
 typedef enum sk_output {
 	SK_OUTPUT_TABLE,

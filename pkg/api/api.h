@@ -197,6 +197,11 @@ typedef struct sk_doclist {
  * aliases expanded at most 10000 nodes in total; binary input rejected.
  * On a parse failure returns SK_EINVALID with "file:line:col: problem" in err. */
 int sk_doc_parse(const char *data, size_t len, const char *file, sk_doclist *out, sk_error *err);
+/* Replaces each List document (kind List or UserSpaceList, as `get -o
+ * yaml|json` prints several objects) by one document per item, keeping the
+ * items' file positions. SK_EINVALID (err names file:line:col) when a List
+ * has no list of objects in items; l is unchanged then. */
+int sk_doclist_expand_lists(sk_doclist *l, sk_error *err);
 /* Reads a path: a file, a directory (*.yaml, *.yml, *.json, sorted, not recursive) or "-". */
 int sk_doc_load_path(const char *path, sk_doclist *out, sk_error *err);
 void sk_doclist_dispose(sk_doclist *l);

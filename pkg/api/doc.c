@@ -648,6 +648,120 @@ load_dir(const char *path, sk_doclist *out, sk_error *err)
 	return rc;
 }
 
+/* ---- kind: List ---- */
+
+static bool
+is_list(const sk_doc *d)
+{
+	const char *kind = json_string_value(json_object_get(d->root, "kind"));
+
+	return json_is_object(d->root) && kind != NULL &&
+	        (strcmp(kind, "List") == 0 || strcmp(kind, "UserSpaceList") == 0);
+}
+
+static int
+list_error(const sk_doc *d, const char *path, const char *msg, sk_error *err)
+{
+	int line = d->line, col = 1;
+
+	sk_doc_position(d, path, &line, &col);
+	return sk_error_set(err, SK_EINVALID, "%s:%d:%d: %s: %s", d->file ? d->file : "<input>",
+	        line, col, path, msg);
+}
+
+/* Moves each position of list under "items[N]" to item document N, in one
+ * pass ("items[3].spec" -> "spec", "items[3]" -> the root). */
+static void
+list_positions(const sk_doc *list, sk_doc **items, size_t n)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(list->pos, key, v)
+	{
+		char *end;
+		size_t i;
+		if (strncmp(key, "items[", 6) != 0)
+			continue;
+		i = strtoul(key + 6, &end, 10);
+		if (i >= n || end[0] != ']' || (end[1] != '\0' && end[1] != '.' && end[1] != '['))
+			continue;
+		json_object_set(items[i]->pos, end[1] == '.' ? end + 2 : end + 1, v);
+		if (end[1] == '\0')
+			items[i]->line = (int)json_integer_value(json_array_get(v, 0));
+	}
+}
+
+/* The number of items of a List document; -1 with err when malformed. */
+static long
+list_count(const sk_doc *list, sk_error *err)
+{
+	json_t *items = json_object_get(list->root, "items"), *item;
+	size_t i;
+
+	if (!json_is_array(items)) {
+		list_error(list, "items", "a List needs a list of objects here", err);
+		return -1;
+	}
+	json_array_foreach(items, i, item)
+	{
+		if (!json_is_object(item)) {
+			char *path = sk_path_index("items", i);
+			list_error(list, path, "must be an object", err);
+			free(path);
+			return -1;
+		}
+	}
+	return (long)json_array_size(items);
+}
+
+/* The item documents of one List document, stored from out[0] on. */
+static void
+expand_list(const sk_doc *list, sk_doc **out)
+{
+	json_t *items = json_object_get(list->root, "items");
+	size_t n = json_array_size(items);
+
+	for (size_t i = 0; i < n; i++) {
+		out[i] = doc_new(list->file);
+		out[i]->root = json_incref(json_array_get(items, i));
+		out[i]->line = list->line;
+	}
+	list_positions(list, out, n);
+}
+
+int
+sk_doclist_expand_lists(sk_doclist *l, sk_error *err)
+{
+	size_t total = 0, at = 0;
+	bool any = false;
+	sk_doc **items;
+
+	for (size_t i = 0; i < l->len; i++) {
+		long n = is_list(l->items[i]) ? list_count(l->items[i], err) : 1;
+		if (n < 0)
+			return SK_EINVALID;
+		any = any || is_list(l->items[i]);
+		total += (size_t)n;
+	}
+	if (!any)
+		return SK_OK;
+	items = sk_calloc(total ? total : 1, sizeof(*items));
+	for (size_t i = 0; i < l->len; i++) {
+		if (is_list(l->items[i])) {
+			expand_list(l->items[i], items + at);
+			at += json_array_size(json_object_get(l->items[i]->root, "items"));
+			sk_doc_free(l->items[i]);
+		} else {
+			items[at++] = l->items[i];
+		}
+	}
+	free(l->items);
+	l->items = items;
+	l->len = total;
+	return SK_OK;
+}
+
 int
 sk_doc_load_path(const char *path, sk_doclist *out, sk_error *err)
 {
