@@ -44,8 +44,8 @@ report(sk_errlist *errs, const sk_doc *const *docs, size_t first, size_t i, bool
 	doc_where(docs[first], field, a, sizeof(a));
 	doc_where(docs[i], field, b, sizeof(b));
 	if (name)
-		sk_errlist_add(errs, field, NULL, 0, 0, "duplicate name \"%s\" in the input (%s and %s)",
-		        objs[i]->meta.name, a, b);
+		sk_errlist_add(errs, field, NULL, 0, 0,
+		        "duplicate name \"%s\" in the input (%s and %s)", objs[i]->meta.name, a, b);
 	else
 		sk_errlist_add(errs, field, NULL, 0, 0,
 		        "\"%s\" is used by both userspace/%s (%s) and userspace/%s (%s); a userID "
@@ -68,8 +68,7 @@ sk_userspaces_check_unique(
 			report(errs, docs, (size_t)j, i, true, objs);
 			continue;
 		}
-		if (objs[i]->spec.user_id &&
-		        (j = first_seen(users, objs[i]->spec.user_id, i)) >= 0)
+		if (objs[i]->spec.user_id && (j = first_seen(users, objs[i]->spec.user_id, i)) >= 0)
 			report(errs, docs, (size_t)j, i, false, objs);
 	}
 	json_decref(names);
