@@ -180,9 +180,12 @@ list_provider(const sk_provider_config *pc, const sk_kvlist *match, rows *r)
 	sk_provider *p = NULL;
 	sk_sandbox_list l = { 0 };
 	sk_error err;
+	char warning[1200];
 	int rc;
 
 	sk_error_clear(&err);
+	if (sk_provider_key_file_warning(pc, warning, sizeof(warning)))
+		sk_cli_warnf("%s", warning); /* as ssh does; the key is still used */
 	if ((rc = sk_provider_new(pc, &p, &err)) != SK_OK) {
 		sk_cli_errorf("%s", err.message);
 		return sk_cli_exit_code(rc);

@@ -198,20 +198,27 @@ second_signal(void *arg)
 	return NULL;
 }
 
+/* msg with key="<text, quoted>" at level. */
 static void
-log_error(sk_log_config *log, const char *msg, const sk_error *err)
+log_at(sk_log_config *log, sk_log_level level, const char *msg, const char *key, const char *text)
 {
 	char kv[SK_ERROR_MSG_MAX + 64];
 	size_t n = 0;
 
-	n += (size_t)snprintf(kv, sizeof(kv), "error=\"");
-	for (const char *p = err->message; *p && n + 3 < sizeof(kv); p++) {
+	n += (size_t)snprintf(kv, sizeof(kv), "%s=\"", key);
+	for (const char *p = text; *p && n + 3 < sizeof(kv); p++) {
 		if (*p == '"' || *p == '\\')
 			kv[n++] = '\\';
 		kv[n++] = *p;
 	}
 	snprintf(kv + n, sizeof(kv) - n, "\"");
-	sk_daemon_log(SK_LOG_ERROR, msg, kv, log);
+	sk_daemon_log(level, msg, kv, log);
+}
+
+static void
+log_error(sk_log_config *log, const char *msg, const sk_error *err)
+{
+	log_at(log, SK_LOG_ERROR, msg, "error", err->message);
 }
 
 static int
@@ -234,6 +241,17 @@ serve(sk_controller *c, sk_log_config *log, sigset_t *set)
 	return 0;
 }
 
+/* An API key file others can read: warned about at start, as ssh does. */
+static void
+warn_key_files(const sk_controller_config *cfg, sk_log_config *log)
+{
+	char msg[1200];
+
+	for (size_t i = 0; i < cfg->n_providers; i++)
+		if (sk_provider_key_file_warning(&cfg->providers[i], msg, sizeof(msg)))
+			log_at(log, SK_LOG_WARN, "API key file readable by others", "warning", msg);
+}
+
 static int
 run(const flags *f, sk_controller_config *cfg)
 {
@@ -250,6 +268,7 @@ run(const flags *f, sk_controller_config *cfg)
 	/* Workers inherit the mask: only main takes the signals (sigwait). */
 	if (!f->once)
 		pthread_sigmask(SIG_BLOCK, &set, NULL);
+	warn_key_files(cfg, &log);
 	o.config = cfg;
 	o.log = sk_daemon_log;
 	o.log_payload = &log;

@@ -335,5 +335,9 @@ void sk_config_free(sk_controller_config *c);
 const sk_provider_config *sk_config_provider(const sk_controller_config *c, const char *name);
 /* Reads the key from the named file or variable. Caller frees. NULL + err when missing. */
 char *sk_provider_api_key(const sk_provider_config *p, sk_error *err);
+/* True, with a message in msg, when the provider's apiKeyFile can be read or
+ * written by group or others (as ssh warns about keys); the key is still
+ * used. False when fine, when there is no file or it cannot be stat'ed. */
+bool sk_provider_key_file_warning(const sk_provider_config *p, char *msg, size_t len);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "api_int.h"
 
@@ -730,6 +731,22 @@ key_from_file(const char *path, sk_error *err)
 		return NULL;
 	}
 	return data;
+}
+
+bool
+sk_provider_key_file_warning(const sk_provider_config *p, char *msg, size_t len)
+{
+	struct stat st;
+
+	if (p->api_key_file == NULL || stat(p->api_key_file, &st) != 0 ||
+	        (st.st_mode & (S_IRWXG | S_IRWXO)) == 0)
+		return false;
+	snprintf(msg, len,
+	        "provider %s: API key file %s is accessible by others (mode %04o); it should be "
+	        "readable by its owner only (chmod 600 %s)",
+	        p->name ? p->name : "?", p->api_key_file, (unsigned)(st.st_mode & 07777),
+	        p->api_key_file);
+	return true;
 }
 
 char *

@@ -23,7 +23,8 @@ apply_three(void)
 	char *out, *err;
 	char *p = ctl_write_text("three.yaml",
 	        US "metadata: {name: r-a, labels: {team: research}}\nspec: {userID: ua, template: "
-	           "gpu}\n---\n" US "metadata: {name: r-b}\nspec: {userID: ub, mode: Paused}\n---\n" US
+	           "gpu}\n---\n" US
+	           "metadata: {name: r-b}\nspec: {userID: ub, mode: Paused}\n---\n" US
 	           "metadata: {name: r-c, annotations: {note: 'x y'}}\nspec: {userID: uc, env: {A: "
 	           "'1'}}\n");
 
@@ -118,8 +119,9 @@ round_trip(const char *format)
 	ASSERT_HAS(backup, "List");
 	/* applied over the live objects: nothing changes */
 	ck_assert_msg(ctl_stdin(backup, &out, &err, "apply", "-f", "-", NULL) == 0, "%s", err);
-	ck_assert_str_eq(out, "userspace/r-a unchanged\nuserspace/r-b unchanged\n"
-	                      "userspace/r-c unchanged\n");
+	ck_assert_str_eq(out,
+	        "userspace/r-a unchanged\nuserspace/r-b unchanged\n"
+	        "userspace/r-c unchanged\n");
 	ctl_free(&out, &err);
 	/* a restore into an empty database brings every object back */
 	ck_assert_int_eq(ctl(&out, &err, "delete", "--force", "us", "r-a", "r-b", "r-c", NULL), 0);
@@ -127,7 +129,8 @@ round_trip(const char *format)
 	ck_assert_uint_eq(ctl_count(), 0);
 	path = ctl_write_text(strcmp(format, "json") == 0 ? "backup.json" : "backup.yaml", backup);
 	ck_assert_msg(ctl(&out, &err, "apply", "-f", path, NULL) == 0, "%s", err);
-	ck_assert_str_eq(out, "userspace/r-a created\nuserspace/r-b created\nuserspace/r-c created\n");
+	ck_assert_str_eq(
+	        out, "userspace/r-a created\nuserspace/r-b created\nuserspace/r-c created\n");
 	ctl_free(&out, &err);
 	assert_restored();
 	free(path);
@@ -152,9 +155,9 @@ START_TEST(list_errors_name_the_item)
 
 	/* an invalid item: its own path and line, as if it stood alone */
 #define ITEM "- apiVersion: spacekeeper.dev/v1alpha1\n  kind: UserSpace\n"
-	ck_assert_int_eq(ctl_stdin("apiVersion: v1\nkind: List\nitems:\n"
-	                           ITEM "  metadata: {name: ok}\n  spec: {userID: ok}\n"
-	                           ITEM "  metadata:\n    name: Bad_Name\n  spec: {userID: b}\n",
+	ck_assert_int_eq(ctl_stdin("apiVersion: v1\nkind: List\nitems:\n" ITEM
+	                           "  metadata: {name: ok}\n  spec: {userID: ok}\n" ITEM
+	                           "  metadata:\n    name: Bad_Name\n  spec: {userID: b}\n",
 	                         &out, &err, "apply", "-f", "-", NULL),
 	        1);
 	ASSERT_HAS(err, "metadata.name");
@@ -182,9 +185,10 @@ START_TEST(escaped_nul_is_refused)
 	char *out, *err;
 
 	apply_three();
-	ck_assert_int_eq(ctl_stdin(US "metadata:\n  name: \"r-a\\u0000-staging\"\nspec:\n  userID: "
-	                              "\"r-a\\u0000-staging\"\n  template: \"evil\\u0000-ignored\"\n",
-	                         &out, &err, "apply", "-f", "-", NULL),
+	ck_assert_int_eq(
+	        ctl_stdin(US "metadata:\n  name: \"r-a\\u0000-staging\"\nspec:\n  userID: "
+	                     "\"r-a\\u0000-staging\"\n  template: \"evil\\u0000-ignored\"\n",
+	                &out, &err, "apply", "-f", "-", NULL),
 	        1);
 	ASSERT_HAS(err, "<stdin>:4:9: metadata.name: a string must not contain a NUL");
 	ASSERT_HASNT(out, "configured");

@@ -1,12 +1,14 @@
 /*
  * End-to-end tests of how the binaries start (issue 10): spacekeeper before
- * its database (item 1); where the MongoDB URI comes from (item 2).
+ * its database (item 1); where the MongoDB URI comes from (item 2); a
+ * world-readable apiKeyFile (item 16).
  */
 #include <check.h>
 #include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../testutil.h"
@@ -222,6 +224,64 @@ START_TEST(test_bad_flag_values_share_the_file_rules)
 }
 END_TEST
 
+/* ---- item 16: a world-readable apiKeyFile ---- */
+
+static const char *
+key_file_config(const char *sim_url, mode_t mode)
+{
+	char yaml[1024], key[600];
+
+	snprintf(key, sizeof(key), "%s",
+	        sk_test_write_file("e2b.key", "e2b_0000000000000000000000000000000000000000\n"));
+	ck_assert_int_eq(chmod(key, mode), 0);
+	snprintf(yaml, sizeof(yaml),
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
+	        "providers:\n  - name: default\n    type: e2b\n    apiURL: %s\n"
+	        "    sandboxURL: %s\n    apiKeyFile: %s\n",
+	        sim_url, sim_url, key);
+	return sk_test_write_file("keyfile.yaml", yaml);
+}
+
+START_TEST(test_world_readable_key_file_warned)
+{
+	char sim_url[128], cfg[700], env_uri[300], *out = NULL, *err = NULL;
+	const char *env[] = { env_uri, NULL };
+	pid_t sim = sk_test_sim_start(NULL, sim_url, sizeof(sim_url));
+	const char *keeper[] = { "spacekeeper", "--config", cfg, "--once", "--listen", "",
+		"--database", sk_test_unique_db(), NULL };
+	const char *sandboxes[] = { "spacectl", "sandboxes", "--config", cfg, NULL };
+	int rc;
+
+	snprintf(env_uri, sizeof(env_uri), "SPACEKEEPER_MONGODB_URI=%s", sk_test_mongodb_uri());
+	snprintf(cfg, sizeof(cfg), "%s", key_file_config(sim_url, 0644));
+	rc = sk_test_run(sandboxes, env, NULL, &out, &err, 60);
+	ck_assert_msg(rc == 0, "the key must still be used: rc=%d\n%s", rc, err);
+	ASSERT_HAS(err, "spacectl: warning: provider default: API key file ");
+	ASSERT_HAS(err, "(mode 0644)");
+	free(out);
+	free(err);
+	rc = sk_test_run(keeper, env, NULL, &out, &err, 120);
+	ck_assert_msg(rc == 0, "rc=%d\n%s", rc, err);
+	ASSERT_HAS(err, "level=warn msg=\"API key file readable by others\"");
+	ASSERT_HAS(err, "mode 0644");
+	free(out);
+	free(err);
+	/* owner-only: not a word */
+	snprintf(cfg, sizeof(cfg), "%s", key_file_config(sim_url, 0600));
+	rc = sk_test_run(sandboxes, env, NULL, &out, &err, 60);
+	ck_assert_int_eq(rc, 0);
+	ASSERT_HASNT(err, "warning");
+	free(out);
+	free(err);
+	rc = sk_test_run(keeper, env, NULL, &out, &err, 120);
+	ck_assert_int_eq(rc, 0);
+	ASSERT_HASNT(err, "API key file");
+	free(out);
+	free(err);
+	sk_test_stop(sim, true);
+}
+END_TEST
+
 Suite *
 sk_suite_startup(void)
 {
@@ -237,6 +297,7 @@ sk_suite_startup(void)
 	tcase_set_timeout(db, 240);
 	tcase_add_test(db, test_env_uri_beats_config_file);
 	tcase_add_test(db, test_bad_flag_values_share_the_file_rules);
+	tcase_add_test(db, test_world_readable_key_file_warned);
 	suite_add_tcase(s, db);
 	return s;
 }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../testutil.h"
 #include "api/api.h"
@@ -396,6 +397,37 @@ START_TEST(key_never_in_errors)
 }
 END_TEST
 
+/* issue 10 item 16: a key file others can read is warned about, as ssh does. */
+START_TEST(key_file_mode_warning)
+{
+	sk_provider_config p = { .name = "default" };
+	char msg[1200];
+	char *key;
+	sk_error err;
+
+	p.api_key_file = sk_strdup(sk_test_write_file("openkey", SECRET "\n"));
+	ck_assert_int_eq(chmod(p.api_key_file, 0644), 0);
+	ck_assert(sk_provider_key_file_warning(&p, msg, sizeof(msg)));
+	ck_assert_ptr_nonnull(strstr(msg, "mode 0644"));
+	ck_assert_ptr_nonnull(strstr(msg, p.api_key_file));
+	ck_assert_ptr_nonnull(strstr(msg, "provider default"));
+	ck_assert_ptr_null(strstr(msg, SECRET));
+	key = sk_provider_api_key(&p, &err); /* still used */
+	ck_assert_str_eq(key, SECRET);
+	free(key);
+	ck_assert_int_eq(chmod(p.api_key_file, 0640), 0);
+	ck_assert(sk_provider_key_file_warning(&p, msg, sizeof(msg)));
+	ck_assert_int_eq(chmod(p.api_key_file, 0600), 0);
+	ck_assert(!sk_provider_key_file_warning(&p, msg, sizeof(msg)));
+	ck_assert_int_eq(chmod(p.api_key_file, 0400), 0);
+	ck_assert(!sk_provider_key_file_warning(&p, msg, sizeof(msg)));
+	free(p.api_key_file);
+	p.api_key_file = NULL;
+	p.api_key_env = "E2B_API_KEY";
+	ck_assert(!sk_provider_key_file_warning(&p, msg, sizeof(msg)));
+}
+END_TEST
+
 /* ---- flags > environment > file > defaults (sk_config_resolve) ---- */
 
 static const char *fake_env_uri; /* what $SPACEKEEPER_MONGODB_URI holds in a test */
@@ -593,6 +625,7 @@ sk_suite_config(void)
 	tcase_add_test(tc, key_from_env);
 	tcase_add_test(tc, key_from_file);
 	tcase_add_test(tc, key_never_in_errors);
+	tcase_add_test(tc, key_file_mode_warning);
 	suite_add_tcase(s, tc);
 	return s;
 }
