@@ -255,11 +255,34 @@ undo_item(apply_ctx *c, apply_item *it, sk_error *err)
 	return rc;
 }
 
-/* Undoes every write, retrying while the database is unavailable (bounded). */
+/* Names the objects the rollback had no time left for (the first few). */
+static void
+report_skipped(apply_ctx *c, size_t first_skipped, size_t n)
+{
+	sk_buf names = SK_BUF_INIT(0);
+	size_t shown = 0;
+
+	for (size_t k = first_skipped + 1; k-- > 0 && shown < 10;) {
+		apply_item *it = &c->items[k];
+		if (it->kind == ACT_UNCHANGED || (it->written == NULL && !it->uncertain))
+			continue;
+		sk_buf_printf(&names, "%suserspace/%s", shown++ ? ", " : "", it->want->meta.name);
+	}
+	if (n > shown)
+		sk_buf_printf(&names, " and %zu more", n - shown);
+	sk_cli_errorf("rollback: out of time (database unavailable); not restored: %s",
+	        names.data ? names.data : "");
+	sk_buf_dispose(&names);
+}
+
+/* Undoes every write, retrying while the database is unavailable. One
+ * deadline bounds the whole rollback: once it has passed, the remaining
+ * objects are reported, not tried (each try would wait a full --timeout). */
 static bool
 rollback(apply_ctx *c, size_t upto)
 {
 	int64_t deadline = sk_monotonic_ms() + 4 * sk_cli.timeout_ms + 2000;
+	size_t skipped = 0, first_skipped = 0;
 	bool all_ok = true;
 
 	for (size_t k = upto + 1; k-- > 0;) {
@@ -269,6 +292,11 @@ rollback(apply_ctx *c, size_t upto)
 
 		if (it->kind == ACT_UNCHANGED || (it->written == NULL && !it->uncertain))
 			continue;
+		if (sk_monotonic_ms() >= deadline) {
+			if (skipped++ == 0)
+				first_skipped = k;
+			continue;
+		}
 		do {
 			sk_error_clear(&err);
 			rc = undo_item(c, it, &err);
@@ -280,6 +308,10 @@ rollback(apply_ctx *c, size_t upto)
 			        it->want->meta.name, err.message);
 			all_ok = false;
 		}
+	}
+	if (skipped > 0) {
+		report_skipped(c, first_skipped, skipped);
+		all_ok = false;
 	}
 	return all_ok;
 }
