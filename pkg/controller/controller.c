@@ -219,7 +219,10 @@ open_parts(sk_controller *c, sk_error *err)
 		lo.max_in_flight = pc->max_in_flight;
 		c->limiters[i] = sk_limiter_new(&lo);
 		if ((rc = sk_provider_new(pc, &c->obs_clients[i], err)) != 0) {
-			sk_error_prefix(err, "provider %s", pc->name);
+			char named[128];
+			snprintf(named, sizeof(named), "provider %s:", pc->name);
+			if (strncmp(err->message, named, strlen(named)) != 0)
+				sk_error_prefix(err, "provider %s", pc->name);
 			return rc;
 		}
 	}
