@@ -50,7 +50,8 @@ void sk_controller_free(sk_controller *c);
  * the workers and the observer thread. A database that does not answer is
  * not an error: start logs "database unavailable" and returns 0 while a
  * thread retries with backoff (1 s doubling to 30 s); /healthz answers 200
- * and /readyz 503 meanwhile. */
+ * and /readyz 503 meanwhile (and for good, logged as "start failed", when
+ * a later step fails for another reason). */
 int sk_controller_start(sk_controller *c, sk_error *err);
 /* Graceful stop: no new keys, in-flight reconciles finish, threads joined. */
 void sk_controller_stop(sk_controller *c);
