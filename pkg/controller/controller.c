@@ -743,7 +743,8 @@ sk_controller_stop(sk_controller *c)
 		c->running = false;
 	}
 	sk_ctl_observer_stop(c);
-	sk_informer_stop(c->inf);
+	if (c->inf) /* NULL when new failed before making it (a bad URI) */
+		sk_informer_stop(c->inf);
 	sk_workqueue_shutdown(c->q);
 	for (int i = 0; c->workers && i < c->n_workers; i++)
 		pthread_join(c->workers[i].thread, NULL);

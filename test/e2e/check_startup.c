@@ -93,6 +93,22 @@ START_TEST(test_once_without_database_exits_69)
 }
 END_TEST
 
+/* A URI libmongoc refuses: a config error, not a crash in the cleanup. */
+START_TEST(test_bad_uri_is_a_config_error)
+{
+	char *out = NULL, *err = NULL;
+	const char *env[] = { DUMMY_KEY, NULL };
+	const char *argv[] = { "spacekeeper", "--listen", "", "--mongodb-uri", "mongodb://", NULL };
+	int rc = sk_test_run(argv, env, NULL, &out, &err, 60);
+
+	ck_assert_msg(rc == 78, "rc=%d (want 78, EX_CONFIG)\n%s", rc, err);
+	ASSERT_HAS(err, "invalid MongoDB URI");
+	ASSERT_HASNT(err, "runtime error");
+	free(out);
+	free(err);
+}
+END_TEST
+
 START_TEST(test_daemon_waits_for_database)
 {
 	char uri[64], listen[64], log[700], dir[700], *text;
@@ -290,6 +306,7 @@ sk_suite_startup(void)
 
 	tcase_set_timeout(db, 180);
 	tcase_add_test(db, test_once_without_database_exits_69);
+	tcase_add_test(db, test_bad_uri_is_a_config_error);
 	tcase_add_test(db, test_daemon_waits_for_database);
 	tcase_add_test(db, test_daemon_stops_while_waiting);
 	suite_add_tcase(s, db);
