@@ -8,7 +8,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-deps="$root/.deps"
+# SK_DEPS_DIR: another install directory (the tests of this script use one).
+deps=${SK_DEPS_DIR:-$root/.deps}
 FERRETDB_VERSION=v1.24.2
 # The build we install: the pinned release plus the one-line fix below.
 FERRETDB_BUILD=$FERRETDB_VERSION-idindex.1
@@ -25,7 +26,7 @@ log() { printf 'deps: %s\n' "$*" >&2; }
 
 need_apt=()
 for p in "${apt_packages[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+	[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)" = "install ok installed" ] ||
 		need_apt+=("$p")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -37,9 +38,19 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 	$sudo_cmd apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 
+# True when $deps/bin/ferretdb is our build. The output is read whole before
+# it is matched: `ferretdb --version | grep -q` under pipefail fails whenever
+# grep exits before ferretdb has written its last line (SIGPIPE), and the
+# build started again on about one run in five.
+ferretdb_current() {
+	local out
+	[ -x "$deps/bin/ferretdb" ] || return 1
+	out=$("$deps/bin/ferretdb" --version 2>/dev/null) || return 1
+	[[ $'\n'"$out"$'\n' == *$'\n'"version: $FERRETDB_BUILD"$'\n'* ]]
+}
+
 mkdir -p "$deps/bin"
-if [ ! -x "$deps/bin/ferretdb" ] ||
-	! "$deps/bin/ferretdb" --version 2>/dev/null | grep -qx "version: $FERRETDB_BUILD"; then
+if ! ferretdb_current; then
 	command -v go >/dev/null || { log "go is required to build FerretDB"; exit 1; }
 	log "building FerretDB $FERRETDB_VERSION with go install (a few minutes the first time)"
 	# Installed from a writable copy of the pinned, checksum-verified module

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # FerretDB (SQLite backend) on a free 127.0.0.1 port in a scratch directory.
-#   hack/ferretdb.sh start [DIR]   starts it, waits for ping, prints the URI
-#   hack/ferretdb.sh stop  [DIR]   stops it and removes DIR
+#   hack/ferretdb.sh start [DIR]   starts it, waits for ping, prints the URI;
+#                                  a restart keeps the data and its port
+#   hack/ferretdb.sh stop  [DIR]   stops it; the data stays in DIR
+#   hack/ferretdb.sh clean [DIR]   stops it and removes DIR with its data
 #   hack/ferretdb.sh uri   [DIR]   prints the URI of a running instance
 # DIR defaults to .deps/run/ferretdb. Needs hack/deps.sh; the ping uses
 # $SK_TOOLS_DIR/mongoping (default build/rel/tools/mongoping, built on demand).
@@ -12,7 +14,7 @@ dir=${2:-$root/.deps/run/ferretdb}
 bin=$root/.deps/bin/ferretdb
 ping=${SK_TOOLS_DIR:-$root/build/rel/tools}/mongoping
 
-usage() { echo "usage: hack/ferretdb.sh start|stop|uri [DIR]" >&2; exit 2; }
+usage() { echo "usage: hack/ferretdb.sh start|stop|clean|uri [DIR]" >&2; exit 2; }
 
 # Below Linux's ephemeral range (32768-60999): a port there can be taken by
 # any outgoing loopback connection between our check and FerretDB's bind.
@@ -26,6 +28,18 @@ free_port() {
 		fi
 	done
 	return 1
+}
+
+# The port of the last run in DIR when it is free again (a restart keeps its
+# URI), else a new free one.
+pick_port() {
+	local port
+	port=$(sed -n 's|^mongodb://127\.0\.0\.1:\([0-9]*\)$|\1|p' "$dir/uri" 2>/dev/null || true)
+	if [ "$1" = 1 ] && [ -n "$port" ] && ! (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null; then
+		echo "$port"
+		return 0
+	fi
+	free_port
 }
 
 start() {
@@ -44,7 +58,7 @@ start() {
 	local pragmas='_pragma=synchronous(normal)'
 	local port attempt
 	for attempt in 1 2 3 4 5; do
-		port=$(free_port)
+		port=$(pick_port "$attempt")
 		"$bin" --handler=sqlite --listen-addr="127.0.0.1:$port" \
 			--sqlite-url="file:$dir/data/?$pragmas" --state-dir="$dir" --debug-addr="${FERRETDB_DEBUG_ADDR:--}" \
 			--telemetry=disable --log-level=error >"$dir/log" 2>&1 &
@@ -68,6 +82,7 @@ start() {
 	exit 1
 }
 
+# Stops the server; DIR (its data, log and last URI) stays.
 stop() {
 	if [ -f "$dir/pid" ]; then
 		kill "$(cat "$dir/pid")" 2>/dev/null || true
@@ -75,13 +90,23 @@ stop() {
 			kill -0 "$(cat "$dir/pid")" 2>/dev/null || break
 			sleep 0.1
 		done
+		rm -f "$dir/pid"
 	fi
+}
+
+clean() {
+	stop
 	rm -rf "$dir"
 }
 
 case "$cmd" in
 start) start ;;
 stop) stop ;;
-uri) cat "$dir/uri" ;;
+clean) clean ;;
+uri)
+	[ -f "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null ||
+		{ echo "ferretdb: not running in $dir" >&2; exit 1; }
+	cat "$dir/uri"
+	;;
 *) usage ;;
 esac

@@ -60,6 +60,7 @@ typedef struct apply_ctx {
 	char **prune_names;
 	size_t nprune;
 	int64_t start_ms;
+	json_t *input_names; /* the names of the input, as a set */
 } apply_ctx;
 
 static int
@@ -107,42 +108,62 @@ same_desired(const sk_userspace *a, const sk_userspace *b)
 	        sk_userspace_spec_equal(&a->spec, &b->spec);
 }
 
-static const sk_userspace *
-find_live(const sk_userspace_list *all, const char *name)
+/* The stored objects by name and by userID (hash lookups: comparing every
+ * input with every stored object was quadratic). Values are indexes. */
+typedef struct live_index {
+	const sk_userspace_list *all;
+	json_t *by_name, *by_user;
+} live_index;
+
+static void
+live_index_init(live_index *ix, const sk_userspace_list *all)
 {
+	ix->all = all;
+	ix->by_name = json_object();
+	ix->by_user = json_object();
 	for (size_t i = 0; i < all->len; i++) {
-		if (strcmp(all->items[i]->meta.name, name) == 0)
-			return all->items[i];
+		json_object_set_new(
+		        ix->by_name, all->items[i]->meta.name, json_integer((json_int_t)i));
+		if (all->items[i]->spec.user_id)
+			json_object_set_new(ix->by_user, all->items[i]->spec.user_id,
+			        json_integer((json_int_t)i));
 	}
-	return NULL;
+}
+
+static void
+live_index_dispose(live_index *ix)
+{
+	json_decref(ix->by_name);
+	json_decref(ix->by_user);
+}
+
+static const sk_userspace *
+live_lookup(const live_index *ix, json_t *map, const char *key)
+{
+	json_t *v = key ? json_object_get(map, key) : NULL;
+
+	return v ? ix->all->items[json_integer_value(v)] : NULL;
 }
 
 static bool
 input_has(const apply_ctx *c, const char *name)
 {
-	for (size_t i = 0; i < c->nitems; i++) {
-		if (strcmp(c->items[i].want->meta.name, name) == 0)
-			return true;
-	}
-	return false;
+	return json_object_get(c->input_names, name) != NULL;
 }
 
 /* Checks one input against the stored objects; returns false on a conflict. */
 static bool
-preflight_item(apply_item *it, const sk_userspace_list *all)
+preflight_item(apply_item *it, const live_index *ix)
 {
-	const sk_userspace *live = find_live(all, it->want->meta.name);
+	const sk_userspace *live = live_lookup(ix, ix->by_name, it->want->meta.name);
+	const sk_userspace *o = live_lookup(ix, ix->by_user, it->want->spec.user_id);
 	bool ok = true;
 
-	for (size_t i = 0; i < all->len; i++) {
-		const sk_userspace *o = all->items[i];
-		if (strcmp(o->meta.name, it->want->meta.name) != 0 &&
-		        strcmp(o->spec.user_id, it->want->spec.user_id) == 0) {
-			sk_cli_errorf("spec.userID: \"%s\" is already used by userspace/%s (%s)",
-			        it->want->spec.user_id, o->meta.name,
-			        sk_cli_doc_where(it->doc, "spec.userID"));
-			ok = false;
-		}
+	if (o && strcmp(o->meta.name, it->want->meta.name) != 0) {
+		sk_cli_errorf("spec.userID: \"%s\" is already used by userspace/%s (%s)",
+		        it->want->spec.user_id, o->meta.name,
+		        sk_cli_doc_where(it->doc, "spec.userID"));
+		ok = false;
 	}
 	if (live && live->meta.deletion_ms != 0) {
 		sk_cli_errorf("userspace/%s is being deleted; apply it again when the deletion has "
@@ -184,6 +205,7 @@ static int
 preflight(apply_ctx *c)
 {
 	sk_userspace_list all = { NULL, 0, 0 };
+	live_index ix;
 	sk_error err;
 	bool ok = true;
 	int rc;
@@ -193,14 +215,18 @@ preflight(apply_ctx *c)
 		sk_cli_errorf("%s", err.message);
 		return sk_cli_exit_code(rc);
 	}
+	live_index_init(&ix, &all);
 	c->nitems = c->in.len;
 	c->items = sk_calloc(c->nitems, sizeof(*c->items));
+	c->input_names = json_object();
 	for (size_t i = 0; i < c->nitems; i++) {
 		c->items[i].want = c->in.objs[i];
 		c->items[i].doc = c->in.docs.items[i];
-		if (!preflight_item(&c->items[i], &all))
+		json_object_set_new(c->input_names, c->in.objs[i]->meta.name, json_true());
+		if (!preflight_item(&c->items[i], &ix))
 			ok = false;
 	}
+	live_index_dispose(&ix);
 	sk_userspace_list_dispose(&all);
 	if (!ok)
 		return SK_EXIT_FAIL;
@@ -255,11 +281,34 @@ undo_item(apply_ctx *c, apply_item *it, sk_error *err)
 	return rc;
 }
 
-/* Undoes every write, retrying while the database is unavailable (bounded). */
+/* Names the objects the rollback had no time left for (the first few). */
+static void
+report_skipped(apply_ctx *c, size_t first_skipped, size_t n)
+{
+	sk_buf names = SK_BUF_INIT(0);
+	size_t shown = 0;
+
+	for (size_t k = first_skipped + 1; k-- > 0 && shown < 10;) {
+		apply_item *it = &c->items[k];
+		if (it->kind == ACT_UNCHANGED || (it->written == NULL && !it->uncertain))
+			continue;
+		sk_buf_printf(&names, "%suserspace/%s", shown++ ? ", " : "", it->want->meta.name);
+	}
+	if (n > shown)
+		sk_buf_printf(&names, " and %zu more", n - shown);
+	sk_cli_errorf("rollback: out of time (database unavailable); not restored: %s",
+	        names.data ? names.data : "");
+	sk_buf_dispose(&names);
+}
+
+/* Undoes every write, retrying while the database is unavailable. One
+ * deadline bounds the whole rollback: once it has passed, the remaining
+ * objects are reported, not tried (each try would wait a full --timeout). */
 static bool
 rollback(apply_ctx *c, size_t upto)
 {
 	int64_t deadline = sk_monotonic_ms() + 4 * sk_cli.timeout_ms + 2000;
+	size_t skipped = 0, first_skipped = 0;
 	bool all_ok = true;
 
 	for (size_t k = upto + 1; k-- > 0;) {
@@ -269,6 +318,11 @@ rollback(apply_ctx *c, size_t upto)
 
 		if (it->kind == ACT_UNCHANGED || (it->written == NULL && !it->uncertain))
 			continue;
+		if (sk_monotonic_ms() >= deadline) {
+			if (skipped++ == 0)
+				first_skipped = k;
+			continue;
+		}
 		do {
 			sk_error_clear(&err);
 			rc = undo_item(c, it, &err);
@@ -280,6 +334,10 @@ rollback(apply_ctx *c, size_t upto)
 			        it->want->meta.name, err.message);
 			all_ok = false;
 		}
+	}
+	if (skipped > 0) {
+		report_skipped(c, first_skipped, skipped);
+		all_ok = false;
 	}
 	return all_ok;
 }
@@ -376,6 +434,7 @@ sk_cmd_apply(int argc, char **argv)
 	for (size_t i = 0; i < c.nprune; i++)
 		free(c.prune_names[i]);
 	free(c.prune_names);
+	json_decref(c.input_names);
 	sk_selector_free(c.selector);
 	sk_store_close(c.store);
 	sk_cli_input_dispose(&c.in);

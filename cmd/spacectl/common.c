@@ -5,7 +5,7 @@
 
 #include "spacectl.h"
 
-sk_cli_globals sk_cli = { NULL, NULL, 3000 };
+sk_cli_globals sk_cli = { NULL, NULL, 3000, NULL };
 
 void
 sk_cli_errorf(const char *fmt, ...)
@@ -113,18 +113,64 @@ sk_cli_opt(const sk_cli_help *h, int c, char **argv)
 	}
 }
 
-int
-sk_cli_store_open(sk_store **out)
+json_t *
+sk_cli_userspace_json(const sk_userspace *us)
 {
-	sk_store_options opts = SK_STORE_OPTIONS_INIT;
+	json_t *v = sk_userspace_to_json(us), *m = json_object_get(v, "metadata");
+	json_t *rv = json_object_get(m, "resourceVersion");
+
+	if (json_is_integer(rv)) {
+		char s[32];
+		snprintf(s, sizeof(s), "%lld", (long long)json_integer_value(rv));
+		json_object_set_new(m, "resourceVersion", json_string(s));
+	}
+	return v;
+}
+
+/* The ControllerConfig (path NULL: the defaults) under the global flags and
+ * the environment (pkg/api sk_config_resolve); prints errors. */
+static int
+resolve_config(const char *path, sk_controller_config **cfg)
+{
+	sk_config_sources src = {
+		.config_path = path, .mongodb_uri = sk_cli.mongodb_uri, .database = sk_cli.database
+	};
+	sk_errlist errs = { 0 };
+	sk_buf msg = SK_BUF_INIT(0);
 	sk_error err;
 	int rc;
 
 	sk_error_clear(&err);
-	opts.uri = sk_cli.mongodb_uri;
-	opts.database = sk_cli.database;
+	rc = sk_config_resolve(&src, cfg, &errs, &err);
+	if (rc != SK_OK) {
+		sk_errlist_format(&errs, &msg);
+		sk_cli_errorf("%s", err.message);
+		if (msg.len)
+			fprintf(stderr, "%s", msg.data);
+	}
+	sk_buf_dispose(&msg);
+	sk_errlist_dispose(&errs);
+	return rc == SK_OK ? SK_EXIT_OK : SK_EXIT_FAIL;
+}
+
+int
+sk_cli_store_open(sk_store **out)
+{
+	sk_store_options opts = SK_STORE_OPTIONS_INIT;
+	sk_controller_config *cfg = NULL;
+	sk_error err;
+	int rc;
+
+	/* The URI and database of the config the command loaded (plan), else
+	 * of the flags, the environment and the defaults. */
+	if (sk_cli.config == NULL && (rc = resolve_config(NULL, &cfg)) != SK_EXIT_OK)
+		return rc;
+	sk_error_clear(&err);
+	opts.uri = sk_cli.config ? sk_cli.config->mongodb_uri : cfg->mongodb_uri;
+	opts.database = sk_cli.config ? sk_cli.config->database : cfg->database;
 	opts.timeout_ms = sk_cli.timeout_ms;
 	rc = sk_store_open(out, &opts, &err);
+	sk_config_free(cfg);
 	if (rc != 0) {
 		sk_cli_errorf("%s", err.message);
 		return sk_cli_exit_code(rc == SK_EINVALID ? SK_EINVALID : SK_EUNAVAILABLE);
@@ -237,30 +283,17 @@ sk_cli_desired_json(const sk_userspace *us)
 	return root;
 }
 
-/* The ControllerConfig at path, or the defaults when path is NULL; prints errors. */
+/* The ControllerConfig at path, or the defaults when path is NULL, under the
+ * global flags and the environment; prints errors. Later store opens use
+ * its MongoDB settings. */
 int
 sk_cli_load_config(const char *path, sk_controller_config **cfg)
 {
-	sk_errlist errs = { 0 };
-	sk_buf msg = SK_BUF_INIT(0);
-	sk_error err;
-	int rc;
+	int rc = resolve_config(path, cfg);
 
-	if (path == NULL) {
-		*cfg = sk_config_default();
-		return SK_EXIT_OK;
-	}
-	sk_error_clear(&err);
-	rc = sk_config_load(path, cfg, &errs, &err);
-	if (rc != SK_OK) {
-		sk_errlist_format(&errs, &msg);
-		sk_cli_errorf("%s", err.message);
-		if (msg.len)
-			fprintf(stderr, "%s", msg.data);
-	}
-	sk_buf_dispose(&msg);
-	sk_errlist_dispose(&errs);
-	return rc == SK_OK ? SK_EXIT_OK : SK_EXIT_FAIL;
+	if (rc == SK_EXIT_OK)
+		sk_cli.config = *cfg;
+	return rc;
 }
 
 int

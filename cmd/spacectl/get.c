@@ -217,11 +217,11 @@ print_items(sk_userspace *const *items, size_t n, sk_output fmt, bool single)
 		return SK_EXIT_OK;
 	}
 	if (single && n == 1) {
-		v = sk_userspace_to_json(items[0]);
+		v = sk_cli_userspace_json(items[0]);
 	} else {
 		json_t *arr = json_array();
 		for (size_t i = 0; i < n; i++)
-			json_array_append_new(arr, sk_userspace_to_json(items[i]));
+			json_array_append_new(arr, sk_cli_userspace_json(items[i]));
 		v = json_pack("{s:s, s:s, s:o}", "apiVersion", "v1", "kind", "List", "items", arr);
 	}
 	rc = sk_cli_print_value(v, fmt);

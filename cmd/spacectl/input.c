@@ -1,4 +1,5 @@
-/* spacectl: reading -f inputs: load, validate every document, reject duplicates. */
+/* spacectl: reading -f inputs: load (a List is its items), validate every document,
+ * reject duplicates. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,7 +42,8 @@ load_paths(sk_doclist *all, char **paths, size_t npaths)
 		sk_error err;
 
 		sk_error_clear(&err);
-		if (sk_doc_load_path(paths[i], &docs, &err) != 0) {
+		if (sk_doc_load_path(paths[i], &docs, &err) != 0 ||
+		        sk_doclist_expand_lists(&docs, &err) != 0) {
 			sk_cli_errorf("%s", err.message);
 			sk_doclist_dispose(&docs);
 			rc = SK_EXIT_FAIL;
@@ -57,6 +59,37 @@ load_paths(sk_doclist *all, char **paths, size_t npaths)
 	return rc;
 }
 
+/* Each error of errs on its own "spacectl: " line of stderr. */
+static void
+print_errors(const sk_errlist *errs, sk_buf *buf)
+{
+	sk_errlist_format(errs, buf);
+	fflush(stdout);
+	for (char *line = buf->data; line && *line;) {
+		char *nl = strchr(line, '\n');
+		fprintf(stderr, "spacectl: %.*s\n", (int)(nl ? nl - line : (long)strlen(line)),
+		        line);
+		line = nl ? nl + 1 : NULL;
+	}
+}
+
+/* metadata.resourceVersion as Kubernetes clients write it (a string of
+ * digits; "" for none) or as a number: the decoder takes the number. */
+static void
+resource_version_from_string(const sk_doc *d)
+{
+	json_t *m = json_object_get(sk_doc_root(d), "metadata");
+	const char *s = json_string_value(json_object_get(m, "resourceVersion"));
+	size_t len = s ? strlen(s) : 0;
+
+	if (s == NULL || strspn(s, "0123456789") != len || len > 18)
+		return; /* anything else is left to the validator's message */
+	if (len == 0)
+		json_object_del(m, "resourceVersion");
+	else
+		json_object_set_new(m, "resourceVersion", json_integer(strtoll(s, NULL, 10)));
+}
+
 static int
 validate_docs(sk_cli_input *in)
 {
@@ -68,15 +101,9 @@ validate_docs(sk_cli_input *in)
 		sk_errlist errs = { NULL, 0 };
 		sk_buf buf = SK_BUF_INIT(0);
 
+		resource_version_from_string(in->docs.items[i]);
 		if (sk_userspace_from_doc(in->docs.items[i], &in->objs[i], &errs) != 0) {
-			sk_errlist_format(&errs, &buf);
-			fflush(stdout);
-			for (char *line = buf.data; line && *line;) {
-				char *nl = strchr(line, '\n');
-				fprintf(stderr, "spacectl: %.*s\n",
-				        (int)(nl ? nl - line : (long)strlen(line)), line);
-				line = nl ? nl + 1 : NULL;
-			}
+			print_errors(&errs, &buf);
 			if (errs.len == 0)
 				sk_cli_errorf("invalid document (%s)",
 				        sk_cli_doc_where(in->docs.items[i], NULL));
@@ -90,38 +117,21 @@ validate_docs(sk_cli_input *in)
 	return rc;
 }
 
+/* Every repeated name or userID, with both positions (linear time). */
 static int
 check_duplicates(sk_cli_input *in)
 {
+	sk_errlist errs = { NULL, 0 };
+	sk_buf buf = SK_BUF_INIT(0);
 	int rc = SK_EXIT_OK;
 
-	for (size_t i = 0; i < in->len; i++) {
-		for (size_t j = 0; in->objs[i] && j < i; j++) {
-			char first[1200];
-			const sk_userspace *a = in->objs[j], *b = in->objs[i];
-
-			if (a == NULL)
-				continue;
-			if (strcmp(a->meta.name, b->meta.name) == 0) {
-				snprintf(first, sizeof(first), "%s",
-				        sk_cli_doc_where(in->docs.items[j], "metadata.name"));
-				sk_cli_errorf("metadata.name: duplicate name \"%s\" in the input "
-				              "(%s and %s)",
-				        b->meta.name, first,
-				        sk_cli_doc_where(in->docs.items[i], "metadata.name"));
-				rc = SK_EXIT_FAIL;
-			} else if (strcmp(a->spec.user_id, b->spec.user_id) == 0) {
-				snprintf(first, sizeof(first), "%s",
-				        sk_cli_doc_where(in->docs.items[j], "spec.userID"));
-				sk_cli_errorf(
-				        "spec.userID: \"%s\" is used by both userspace/%s (%s) and "
-				        "userspace/%s (%s); a userID must be unique",
-				        b->spec.user_id, a->meta.name, first, b->meta.name,
-				        sk_cli_doc_where(in->docs.items[i], "spec.userID"));
-				rc = SK_EXIT_FAIL;
-			}
-		}
+	if (sk_userspaces_check_unique(
+	            in->objs, (const sk_doc *const *)in->docs.items, in->len, &errs) > 0) {
+		print_errors(&errs, &buf);
+		rc = SK_EXIT_FAIL;
 	}
+	sk_buf_dispose(&buf);
+	sk_errlist_dispose(&errs);
 	return rc;
 }
 

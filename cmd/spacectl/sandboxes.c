@@ -19,7 +19,8 @@ static const sk_cli_help help = {
 	"\n"
 	"Flags:\n"
 	"  --config FILE         a ControllerConfig (default: one e2b provider \"default\"\n"
-	"                        at http://127.0.0.1:3000, key from $E2B_API_KEY)\n"
+	"                        at http://127.0.0.1:3000 for API and data plane, key\n"
+	"                        from $E2B_API_KEY)\n"
 	"  --provider NAME       only this provider of the config (default: all)\n"
 	"  --user ID             only the sandboxes of this user (metadata user_id)\n"
 	"  --all                 include sandboxes spacekeeper does not manage\n"
@@ -179,9 +180,12 @@ list_provider(const sk_provider_config *pc, const sk_kvlist *match, rows *r)
 	sk_provider *p = NULL;
 	sk_sandbox_list l = { 0 };
 	sk_error err;
+	char warning[1200];
 	int rc;
 
 	sk_error_clear(&err);
+	if (sk_provider_key_file_warning(pc, warning, sizeof(warning)))
+		sk_cli_warnf("%s", warning); /* as ssh does; the key is still used */
 	if ((rc = sk_provider_new(pc, &p, &err)) != SK_OK) {
 		sk_cli_errorf("%s", err.message);
 		return sk_cli_exit_code(rc);

@@ -38,6 +38,7 @@ typedef struct sk_cli_globals {
 	const char *mongodb_uri; /* NULL: $SPACEKEEPER_MONGODB_URI or the default */
 	const char *database; /* NULL: "spacekeeper" */
 	int64_t timeout_ms; /* store timeout, default 3 s */
+	const sk_controller_config *config; /* set by sk_cli_load_config (borrowed) */
 } sk_cli_globals;
 extern sk_cli_globals sk_cli;
 
@@ -92,6 +93,10 @@ int sk_cli_exit_code(int code);
 int sk_cli_store_open(sk_store **out);
 /* Loads --config PATH (NULL: the defaults), printing every error; returns an SK_EXIT_* code. */
 int sk_cli_load_config(const char *path, sk_controller_config **cfg);
+
+/* An object as -o json|yaml prints it: metadata.resourceVersion is a string,
+ * as Kubernetes clients require. Caller decrefs. */
+json_t *sk_cli_userspace_json(const sk_userspace *us);
 
 /* Output formats (-o). */
 typedef enum sk_output {

@@ -66,7 +66,7 @@ fresh(watch_ctx *w, const sk_userspace *us)
 static void
 print_object(const watch_ctx *w, const sk_userspace *us)
 {
-	json_t *v = sk_userspace_to_json(us);
+	json_t *v = sk_cli_userspace_json(us);
 	char *s;
 
 	if (w->fmt == SK_OUTPUT_JSON) {

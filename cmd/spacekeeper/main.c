@@ -21,12 +21,7 @@
 #include "util/version.h"
 
 typedef struct flags {
-	const char *config;
-	const char *mongodb_uri;
-	const char *database;
-	const char *listen;
-	int workers;
-	int64_t resync_ms;
+	sk_config_sources cfg; /* --config and the settings it holds, as typed */
 	int64_t poll_ms;
 	int64_t once_timeout_ms;
 	bool once;
@@ -46,10 +41,9 @@ usage(FILE *f)
 	        "The spacekeeper controller: keeps one resident sandbox per UserSpace.\n"
 	        "\n"
 	        "  --config FILE        ControllerConfig YAML (default: built-in defaults)\n"
-	        "  --mongodb-uri URI    MongoDB URI (overrides the file; env "
-	        "SPACEKEEPER_MONGODB_URI)\n"
+	        "  --mongodb-uri URI    MongoDB URI (env SPACEKEEPER_MONGODB_URI)\n"
 	        "  --database NAME      database name (default spacekeeper)\n"
-	        "  --workers N          concurrent reconciles (default 8)\n"
+	        "  --workers N          concurrent reconciles, 1..1024 (default 8)\n"
 	        "  --resync DURATION    provider list + full resync period (default 30s)\n"
 	        "  --listen HOST:PORT   /healthz /readyz /metrics and the connect API\n"
 	        "                       (default 127.0.0.1:9090; \"\" disables)\n"
@@ -59,7 +53,12 @@ usage(FILE *f)
 	        "  --once               one full pass, then exit (0 when every reconcile "
 	        "succeeded)\n"
 	        "  --once-timeout D     give up the --once pass after D (default 5m)\n"
-	        "  --help, --version\n");
+	        "  --help, --version\n"
+	        "\n"
+	        "Each setting comes from its flag, else the environment, else the file,\n"
+	        "else the default; all are checked by the file's rules.\n"
+	        "Exit codes: 0 ok; 1 --once: some reconcile failed; 64 usage; 69 database\n"
+	        "unavailable (--once); 78 invalid config.\n");
 }
 
 static int
@@ -107,25 +106,17 @@ static const struct option long_opts[] = {
 static int
 parse_one(int opt, const char *arg, flags *f)
 {
-	char *end;
-
 	switch (opt) {
-	case 'c': f->config = arg; return 0;
-	case OPT_MONGO: f->mongodb_uri = arg; return 0;
-	case OPT_DB: f->database = arg; return 0;
-	case OPT_LISTEN: f->listen = arg; return 0;
+	case 'c': f->cfg.config_path = arg; return 0;
+	case OPT_MONGO: f->cfg.mongodb_uri = arg; return 0;
+	case OPT_DB: f->cfg.database = arg; return 0;
+	case OPT_LISTEN: f->cfg.listen = arg; return 0;
+	case OPT_WORKERS: f->cfg.workers = arg; return 0;
+	case OPT_RESYNC: f->cfg.resync = arg; return 0;
 	case OPT_ONCE: f->once = true; return 0;
-	case OPT_RESYNC: return parse_duration_flag("--resync", arg, &f->resync_ms);
 	case OPT_POLL: return parse_duration_flag("--poll", arg, &f->poll_ms);
 	case OPT_ONCE_TIMEOUT:
 		return parse_duration_flag("--once-timeout", arg, &f->once_timeout_ms);
-	case OPT_WORKERS:
-		f->workers = (int)strtol(arg, &end, 10);
-		if (*end || f->workers < 1 || f->workers > 1024) {
-			fprintf(stderr, "spacekeeper: --workers: want 1..1024, got \"%s\"\n", arg);
-			return EX_USAGE;
-		}
-		return 0;
 	case OPT_FMT:
 		if (strcmp(arg, "text") != 0 && strcmp(arg, "json") != 0) {
 			fprintf(stderr, "spacekeeper: --log-format: want text or json\n");
@@ -166,49 +157,33 @@ parse_flags(int argc, char **argv, flags *f)
 }
 
 static void
-replace(char **field, const char *value)
+print_errors(const char *what, sk_errlist *errs)
 {
-	free(*field);
-	*field = sk_strdup(value);
+	sk_buf b = SK_BUF_INIT(1 << 20);
+
+	sk_errlist_format(errs, &b);
+	fprintf(stderr, "spacekeeper: %s\n%s", what, b.data ? b.data : "");
+	sk_buf_dispose(&b);
 }
 
-/* The config file (or defaults) with the flags applied on top. */
+/* Every setting: flags > environment > file (--config) > defaults, all
+ * checked by the same rules (pkg/api sk_config_resolve). */
 static int
 load_config(const flags *f, sk_controller_config **out)
 {
 	sk_errlist errs = { 0 };
 	sk_error err = { 0 };
-	const char *env_uri = getenv(SK_MONGODB_URI_ENV);
-	sk_controller_config *cfg;
+	int rc = 0;
 
-	if (f->config) {
-		if (sk_config_load(f->config, &cfg, &errs, &err) != 0) {
-			sk_buf b = SK_BUF_INIT(1 << 20);
-			sk_errlist_format(&errs, &b);
-			fprintf(stderr, "spacekeeper: %s: %s\n%s", f->config,
-			        err.message[0] ? err.message : "invalid config",
-			        b.data ? b.data : "");
-			sk_buf_dispose(&b);
-			sk_errlist_dispose(&errs);
-			return EX_CONFIG;
-		}
-	} else {
-		cfg = sk_config_default();
-		if (env_uri && *env_uri)
-			replace(&cfg->mongodb_uri, env_uri);
+	if (sk_config_check_flags(&f->cfg, &errs) > 0) {
+		print_errors("invalid flags (see --help)", &errs);
+		rc = EX_USAGE;
+	} else if (sk_config_resolve(&f->cfg, out, &errs, &err) != 0) {
+		print_errors(err.message, &errs);
+		rc = EX_CONFIG;
 	}
-	if (f->mongodb_uri)
-		replace(&cfg->mongodb_uri, f->mongodb_uri);
-	if (f->database)
-		replace(&cfg->database, f->database);
-	if (f->listen)
-		replace(&cfg->listen, f->listen);
-	if (f->workers)
-		cfg->workers = f->workers;
-	if (f->resync_ms)
-		cfg->resync_ms = f->resync_ms;
-	*out = cfg;
-	return 0;
+	sk_errlist_dispose(&errs);
+	return rc;
 }
 
 /* A second SIGTERM/SIGINT during the graceful stop forces the exit. */
@@ -223,20 +198,27 @@ second_signal(void *arg)
 	return NULL;
 }
 
+/* msg with key="<text, quoted>" at level. */
 static void
-log_error(sk_log_config *log, const char *msg, const sk_error *err)
+log_at(sk_log_config *log, sk_log_level level, const char *msg, const char *key, const char *text)
 {
 	char kv[SK_ERROR_MSG_MAX + 64];
 	size_t n = 0;
 
-	n += (size_t)snprintf(kv, sizeof(kv), "error=\"");
-	for (const char *p = err->message; *p && n + 3 < sizeof(kv); p++) {
+	n += (size_t)snprintf(kv, sizeof(kv), "%s=\"", key);
+	for (const char *p = text; *p && n + 3 < sizeof(kv); p++) {
 		if (*p == '"' || *p == '\\')
 			kv[n++] = '\\';
 		kv[n++] = *p;
 	}
 	snprintf(kv + n, sizeof(kv) - n, "\"");
-	sk_daemon_log(SK_LOG_ERROR, msg, kv, log);
+	sk_daemon_log(level, msg, kv, log);
+}
+
+static void
+log_error(sk_log_config *log, const char *msg, const sk_error *err)
+{
+	log_at(log, SK_LOG_ERROR, msg, "error", err->message);
 }
 
 static int
@@ -259,6 +241,17 @@ serve(sk_controller *c, sk_log_config *log, sigset_t *set)
 	return 0;
 }
 
+/* An API key file others can read: warned about at start, as ssh does. */
+static void
+warn_key_files(const sk_controller_config *cfg, sk_log_config *log)
+{
+	char msg[1200];
+
+	for (size_t i = 0; i < cfg->n_providers; i++)
+		if (sk_provider_key_file_warning(&cfg->providers[i], msg, sizeof(msg)))
+			log_at(log, SK_LOG_WARN, "API key file readable by others", "warning", msg);
+}
+
 static int
 run(const flags *f, sk_controller_config *cfg)
 {
@@ -275,6 +268,7 @@ run(const flags *f, sk_controller_config *cfg)
 	/* Workers inherit the mask: only main takes the signals (sigwait). */
 	if (!f->once)
 		pthread_sigmask(SIG_BLOCK, &set, NULL);
+	warn_key_files(cfg, &log);
 	o.config = cfg;
 	o.log = sk_daemon_log;
 	o.log_payload = &log;
@@ -288,10 +282,12 @@ run(const flags *f, sk_controller_config *cfg)
 	if (f->once) {
 		rc = sk_controller_run_once(c, 5000, f->once_timeout_ms, &err);
 		if (rc != 0)
-			log_error(&log, "once failed", &err);
+			log_error(&log,
+			        rc == SK_EUNAVAILABLE ? "database unavailable" : "once failed",
+			        &err);
 		else
 			sk_daemon_log(SK_LOG_INFO, "once done", "", &log);
-		rc = rc == 0 ? 0 : 1;
+		rc = rc == 0 ? 0 : rc == SK_EUNAVAILABLE ? EX_UNAVAILABLE : 1;
 	} else {
 		rc = serve(c, &log, &set);
 	}

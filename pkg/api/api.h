@@ -311,6 +311,11 @@ typedef struct sk_doclist {
  * aliases expanded at most 10000 nodes in total; binary input rejected.
  * On a parse failure returns SK_EINVALID with "file:line:col: problem" in err. */
 int sk_doc_parse(const char *data, size_t len, const char *file, sk_doclist *out, sk_error *err);
+/* Replaces each List document (kind List or UserSpaceList, as `get -o
+ * yaml|json` prints several objects) by one document per item, keeping the
+ * items' file positions. SK_EINVALID (err names file:line:col) when a List
+ * has no list of objects in items; l is unchanged then. */
+int sk_doclist_expand_lists(sk_doclist *l, sk_error *err);
 /* Reads a path: a file, a directory (*.yaml, *.yml, *.json, sorted, not recursive) or "-". */
 int sk_doc_load_path(const char *path, sk_doclist *out, sk_error *err);
 void sk_doclist_dispose(sk_doclist *l);
@@ -337,6 +342,11 @@ int sk_userspace_validate(const sk_doc *d, sk_errlist *errs);
 int sk_userspace_decode(json_t *root, sk_userspace **out, sk_error *err);
 /* validate + decode. */
 int sk_userspace_from_doc(const sk_doc *d, sk_userspace **out, sk_errlist *errs);
+/* Reports each object (objs[i] NULL: skipped) whose metadata.name or
+ * spec.userID repeats an earlier one, naming both positions (docs[i] is the
+ * document of objs[i]). Linear time. Returns the number of errors added. */
+size_t sk_userspaces_check_unique(
+        sk_userspace *const *objs, const sk_doc *const *docs, size_t n, sk_errlist *errs);
 /* The full object: apiVersion, kind, metadata, spec (defaults explicit), status
  * (omitted when empty). New reference. */
 json_t *sk_userspace_to_json(const sk_userspace *us);
@@ -411,9 +421,37 @@ typedef struct sk_controller_config {
 int sk_config_load(const char *path, sk_controller_config **out, sk_errlist *errs, sk_error *err);
 /* Defaults only: one e2b provider "default" at http://127.0.0.1:3000. */
 sk_controller_config *sk_config_default(void);
+
+/* The settings a command line can give (NULL: not given), as typed. */
+#define SK_CONFIG_MONGODB_URI_ENV "SPACEKEEPER_MONGODB_URI"
+#define SK_CONFIG_WORKERS_MIN 1
+#define SK_CONFIG_WORKERS_MAX 1024
+typedef struct sk_config_sources {
+	const char *config_path; /* --config: a ControllerConfig file */
+	const char *mongodb_uri; /* --mongodb-uri (else $SPACEKEEPER_MONGODB_URI) */
+	const char *database; /* --database */
+	const char *workers; /* --workers */
+	const char *resync; /* --resync */
+	const char *listen; /* --listen ("" switches HTTP off) */
+	const char *(*getenv)(const char *name); /* NULL: getenv(3); tests pass their own */
+} sk_config_sources;
+
+/* The one place that decides every setting, for both binaries: flags, then
+ * the environment, then the file at config_path (or the built-in defaults),
+ * then the defaults; every value checked by the file's rules and bounds.
+ * Errors name the flag ("--workers"), the variable or the file path and line. */
+int sk_config_resolve(
+        const sk_config_sources *src, sk_controller_config **out, sk_errlist *errs, sk_error *err);
+/* Checks the flags of src alone (a usage error before any file is read);
+ * returns how many errors were added to errs. */
+size_t sk_config_check_flags(const sk_config_sources *src, sk_errlist *errs);
 void sk_config_free(sk_controller_config *c);
 const sk_provider_config *sk_config_provider(const sk_controller_config *c, const char *name);
 /* Reads the key from the named file or variable. Caller frees. NULL + err when missing. */
 char *sk_provider_api_key(const sk_provider_config *p, sk_error *err);
+/* True, with a message in msg, when the provider's apiKeyFile can be read or
+ * written by group or others (as ssh warns about keys); the key is still
+ * used. False when fine, when there is no file or it cannot be stat'ed. */
+bool sk_provider_key_file_warning(const sk_provider_config *p, char *msg, size_t len);
 
 #endif

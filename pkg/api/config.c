@@ -8,9 +8,11 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "api_int.h"
 
@@ -200,6 +202,10 @@ sk_config_default(void)
 	provider_defaults(&c->providers[0]);
 	c->providers[0].name = sk_strdup("default");
 	c->providers[0].api_url = sk_strdup(CFG_DEFAULT_URL);
+	/* The local sandboxsim serves the data plane too: without this the
+	 * envd probe went to https://49983-<id>.e2b.app and every running
+	 * sandbox looked DataPlaneUnreachable. */
+	c->providers[0].sandbox_url = sk_strdup(CFG_DEFAULT_URL);
 	c->providers[0].api_key_env = sk_strdup("E2B_API_KEY");
 	return c;
 }
@@ -238,61 +244,168 @@ sk_config_provider(const sk_controller_config *c, const char *name)
 	return NULL;
 }
 
-/* ---- sections ---- */
+/* ---- settings a flag or the environment can also set ----
+ * One table and one checker for the file, the flags and the environment:
+ * the same bounds and messages wherever a value comes from. */
 
-static void
-decode_mongodb(cfg_ctx *c, json_t *m, sk_controller_config *out)
+typedef enum cfg_kind { CFG_URI, CFG_DATABASE, CFG_INT, CFG_DURATION, CFG_LISTEN } cfg_kind;
+
+typedef struct cfg_setting {
+	const char *path; /* in the file: "controller.workers" */
+	const char *flag; /* "--workers" */
+	const char *env; /* environment variable, or NULL */
+	cfg_kind kind;
+	int64_t min, max; /* CFG_INT, CFG_DURATION (ms) */
+	size_t field; /* offset in sk_controller_config */
+	size_t source; /* offset of the flag's text in sk_config_sources */
+} cfg_setting;
+
+#define CFG_FIELD(m) offsetof(sk_controller_config, m)
+#define CFG_SOURCE(m) offsetof(sk_config_sources, m)
+
+static const cfg_setting settings[] = {
+	{ "mongodb.uri", "--mongodb-uri", SK_CONFIG_MONGODB_URI_ENV, CFG_URI, 0, 0,
+	        CFG_FIELD(mongodb_uri), CFG_SOURCE(mongodb_uri) },
+	{ "mongodb.database", "--database", NULL, CFG_DATABASE, 0, 0, CFG_FIELD(database),
+	        CFG_SOURCE(database) },
+	{ "controller.workers", "--workers", NULL, CFG_INT, SK_CONFIG_WORKERS_MIN,
+	        SK_CONFIG_WORKERS_MAX, CFG_FIELD(workers), CFG_SOURCE(workers) },
+	{ "controller.resyncPeriod", "--resync", NULL, CFG_DURATION, 1000, 86400000,
+	        CFG_FIELD(resync_ms), CFG_SOURCE(resync) },
+	{ "controller.listen", "--listen", NULL, CFG_LISTEN, 0, 0, CFG_FIELD(listen),
+	        CFG_SOURCE(listen) },
+};
+#define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
+
+static bool
+valid_listen(const char *s)
 {
-	static const char *const allowed[] = { "uri", "database", NULL };
-	json_t *v;
-	const char *s;
+	const char *colon = strrchr(s, ':');
 
-	if (!want_object(c, m, "mongodb"))
-		return;
-	known_fields(c, m, "mongodb", allowed);
-	if ((v = field(c, m, "mongodb", "uri", false)) &&
-	        (s = want_string(c, v, "mongodb.uri", true))) {
+	if (s[0] == '\0')
+		return true; /* "" switches HTTP off */
+	if (colon == NULL || colon == s || colon[1] == '\0' ||
+	        strspn(colon + 1, "0123456789") != strlen(colon + 1) || strlen(colon + 1) > 5)
+		return false;
+	return strtol(colon + 1, NULL, 10) <= 65535;
+}
+
+/* A string setting: the rule it breaks, or NULL when valid. */
+static const char *
+string_rule(cfg_kind kind, const char *s)
+{
+	switch (kind) {
+	case CFG_URI:
 		if (strncmp(s, "mongodb://", 10) != 0 && strncmp(s, "mongodb+srv://", 14) != 0)
-			sk_doc_error(c->errs, c->doc, "mongodb.uri",
-			        "must start with mongodb:// or mongodb+srv://");
-		free(out->mongodb_uri);
-		out->mongodb_uri = sk_strdup(s);
-	}
-	if ((v = field(c, m, "mongodb", "database", false)) &&
-	        (s = want_string(c, v, "mongodb.database", true))) {
-		if (strpbrk(s, "/\\. \"$") != NULL || strlen(s) > 63)
-			sk_doc_error(c->errs, c->doc, "mongodb.database",
-			        "must be a MongoDB database name (no /\\. \"$, at most 63 bytes)");
-		free(out->database);
-		out->database = sk_strdup(s);
+			return "must start with mongodb:// or mongodb+srv://";
+		return NULL;
+	case CFG_DATABASE:
+		if (s[0] == '\0' || strpbrk(s, "/\\. \"$") != NULL || strlen(s) > 63)
+			return "must be a MongoDB database name (no /\\. \"$, 1 to 63 bytes)";
+		return NULL;
+	case CFG_LISTEN:
+		return valid_listen(s) ? NULL
+		                       : "must be HOST:PORT (port 0..65535), or \"\" for none";
+	default: return NULL;
 	}
 }
 
-static void
-decode_controller(cfg_ctx *c, json_t *m, sk_controller_config *out)
+static bool
+set_number(const cfg_setting *st, json_t *v, sk_controller_config *out, char *why, size_t n)
 {
-	static const char *const allowed[] = { "workers", "resyncPeriod", "listen", NULL };
-	json_t *v;
-	const char *s;
+	char lo[32], hi[32];
+	int64_t x;
 
-	if (!want_object(c, m, "controller"))
-		return;
-	known_fields(c, m, "controller", allowed);
-	if ((v = field(c, m, "controller", "workers", false)))
-		want_int(c, v, "controller.workers", 1, 256, &out->workers);
-	if ((v = field(c, m, "controller", "resyncPeriod", false)))
-		want_duration(c, v, "controller.resyncPeriod", 1000, 86400000, &out->resync_ms);
-	if ((v = field(c, m, "controller", "listen", false)) &&
-	        (s = want_string(c, v, "controller.listen", true))) {
-		const char *colon = strrchr(s, ':');
-		long port = colon ? strtol(colon + 1, NULL, 10) : -1;
-		if (colon == NULL || colon == s || port < 0 || port > 65535 ||
-		        strspn(colon + 1, "0123456789") != strlen(colon + 1) || colon[1] == '\0')
-			sk_doc_error(c->errs, c->doc, "controller.listen",
-			        "must be HOST:PORT (port 0..65535)");
-		free(out->listen);
-		out->listen = sk_strdup(s);
+	if (st->kind == CFG_INT) {
+		if (!sk_json_int(v, &x) || json_is_boolean(v)) {
+			snprintf(why, n, "must be an integer");
+			return false;
+		}
+		snprintf(lo, sizeof(lo), "%lld", (long long)st->min);
+		snprintf(hi, sizeof(hi), "%lld", (long long)st->max);
+	} else {
+		const char *s = json_string_value(v);
+		if (s == NULL || sk_duration_parse(s, &x) != SK_OK) {
+			snprintf(why, n, "must be a duration like 30s, 15m or 1h30m");
+			return false;
+		}
+		sk_duration_format(st->min, lo, sizeof(lo));
+		sk_duration_format(st->max, hi, sizeof(hi));
 	}
+	if (x < st->min || x > st->max) {
+		snprintf(why, n, "must be between %s and %s", lo, hi);
+		return false;
+	}
+	if (st->kind == CFG_INT)
+		*(int *)((char *)out + st->field) = (int)x;
+	else
+		*(int64_t *)((char *)out + st->field) = x;
+	return true;
+}
+
+/* Checks v against the setting's rule and stores it in out; false with the
+ * reason in why (never the value: a URI may hold a password). */
+static bool
+set_value(const cfg_setting *st, json_t *v, sk_controller_config *out, char *why, size_t n)
+{
+	const char *s, *rule;
+	char **field;
+
+	if (st->kind == CFG_INT || st->kind == CFG_DURATION)
+		return set_number(st, v, out, why, n);
+	if ((s = json_string_value(v)) == NULL) {
+		snprintf(why, n, "must be a string");
+		return false;
+	}
+	if ((rule = string_rule(st->kind, s)) != NULL) {
+		snprintf(why, n, "%s", rule);
+		return false;
+	}
+	field = (char **)((char *)out + st->field);
+	free(*field);
+	*field = sk_strdup(s);
+	return true;
+}
+
+/* The JSON a flag or variable means: an integer setting reads its text as
+ * a number when it is one; everything else is a string. */
+static json_t *
+text_value(const cfg_setting *st, const char *text)
+{
+	char *end;
+	long long n;
+
+	if (st->kind == CFG_INT && text[0] != '\0') {
+		errno = 0;
+		n = strtoll(text, &end, 10);
+		if (*end == '\0' && errno == 0)
+			return json_integer(n);
+	}
+	return json_string(text);
+}
+
+/* The settings of one file section ("mongodb", "controller"). */
+static void
+decode_section(cfg_ctx *c, json_t *m, const char *section, sk_controller_config *out)
+{
+	const char *allowed[N_SETTINGS + 1];
+	size_t na = 0, len = strlen(section);
+	char why[256];
+
+	if (!want_object(c, m, section))
+		return;
+	for (size_t i = 0; i < N_SETTINGS; i++) {
+		const cfg_setting *st = &settings[i];
+		json_t *v;
+		if (strncmp(st->path, section, len) != 0 || st->path[len] != '.')
+			continue;
+		allowed[na++] = st->path + len + 1;
+		if ((v = json_object_get(m, st->path + len + 1)) != NULL &&
+		        !set_value(st, v, out, why, sizeof(why)))
+			sk_doc_error(c->errs, c->doc, st->path, "%s", why);
+	}
+	allowed[na] = NULL;
+	known_fields(c, m, section, allowed);
 }
 
 static void
@@ -460,11 +573,11 @@ decode_root(cfg_ctx *c, json_t *root, sk_controller_config *out)
 	        strcmp(s, SK_KIND_CONFIG) != 0)
 		sk_doc_error(c->errs, c->doc, "kind", "must be %s", SK_KIND_CONFIG);
 	if ((v = field(c, root, "", "mongodb", false)))
-		decode_mongodb(c, v, out);
+		decode_section(c, v, "mongodb", out);
 	if ((v = field(c, root, "", "providers", true)))
 		decode_providers(c, v, out);
 	if ((v = field(c, root, "", "controller", false)))
-		decode_controller(c, v, out);
+		decode_section(c, v, "controller", out);
 }
 
 int
@@ -499,6 +612,85 @@ done:
 	sk_config_free(cfg);
 	sk_doclist_dispose(&docs);
 	return rc;
+}
+
+/* ---- flags > environment > file > defaults ---- */
+
+static const char *
+source_text(const sk_config_sources *src, const cfg_setting *st)
+{
+	return *(const char *const *)((const char *)src + st->source);
+}
+
+static const char *
+process_env(const char *name)
+{
+	return getenv(name);
+}
+
+/* Applies the flags (env false) or the variables (env true) of src to cfg;
+ * a variable counts only when its flag is absent. */
+static void
+apply_layer(const sk_config_sources *src, bool env, sk_controller_config *cfg, sk_errlist *errs)
+{
+	const char *(*get)(const char *) = src->getenv ? src->getenv : process_env;
+	char why[256];
+
+	for (size_t i = 0; i < N_SETTINGS; i++) {
+		const cfg_setting *st = &settings[i];
+		const char *text = source_text(src, st);
+		json_t *v;
+		if (env) {
+			if (st->env == NULL || text != NULL)
+				continue;
+			text = get(st->env);
+			if (text == NULL || text[0] == '\0')
+				continue;
+		}
+		if (text == NULL)
+			continue;
+		v = text_value(st, text);
+		if (!set_value(st, v, cfg, why, sizeof(why)))
+			sk_errlist_add(errs, env ? st->env : st->flag, NULL, 0, 0, "%s", why);
+		json_decref(v);
+	}
+}
+
+size_t
+sk_config_check_flags(const sk_config_sources *src, sk_errlist *errs)
+{
+	sk_controller_config *scratch = config_new();
+	size_t before = errs->len;
+
+	apply_layer(src, false, scratch, errs);
+	sk_config_free(scratch);
+	return errs->len - before;
+}
+
+int
+sk_config_resolve(
+        const sk_config_sources *src, sk_controller_config **out, sk_errlist *errs, sk_error *err)
+{
+	sk_controller_config *cfg = NULL;
+	size_t before = errs->len;
+	int rc;
+
+	*out = NULL;
+	if (src->config_path) {
+		if ((rc = sk_config_load(src->config_path, &cfg, errs, err)) != SK_OK)
+			return rc;
+	} else {
+		cfg = sk_config_default();
+	}
+	apply_layer(src, true, cfg, errs);
+	apply_layer(src, false, cfg, errs);
+	if (errs->len > before) {
+		sk_config_free(cfg);
+		return sk_error_set(err, SK_EINVALID, "invalid settings (%zu error%s)",
+		        errs->len - before, errs->len - before == 1 ? "" : "s");
+	}
+	*out = cfg;
+	return SK_OK;
 }
 
 /* ---- keys ---- */
@@ -539,6 +731,22 @@ key_from_file(const char *path, sk_error *err)
 		return NULL;
 	}
 	return data;
+}
+
+bool
+sk_provider_key_file_warning(const sk_provider_config *p, char *msg, size_t len)
+{
+	struct stat st;
+
+	if (p->api_key_file == NULL || stat(p->api_key_file, &st) != 0 ||
+	        (st.st_mode & (S_IRWXG | S_IRWXO)) == 0)
+		return false;
+	snprintf(msg, len,
+	        "provider %s: API key file %s is accessible by others (mode %04o); it should be "
+	        "readable by its owner only (chmod 600 %s)",
+	        p->name ? p->name : "?", p->api_key_file, (unsigned)(st.st_mode & 07777),
+	        p->api_key_file);
+	return true;
 }
 
 char *

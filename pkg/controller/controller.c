@@ -196,6 +196,7 @@ open_parts(sk_controller *c, sk_error *err)
 
 	so.uri = uri;
 	so.database = c->cfg->database;
+	so.lazy = true; /* start waits for the database, run_once checks it */
 	rc = sk_store_open(&c->store, &so, err);
 	free(uri);
 	if (rc != 0)
@@ -220,7 +221,10 @@ open_parts(sk_controller *c, sk_error *err)
 		lo.max_in_flight = pc->max_in_flight;
 		c->limiters[i] = sk_limiter_new(&lo);
 		if ((rc = sk_provider_new(pc, &c->obs_clients[i], err)) != 0) {
-			sk_error_prefix(err, "provider %s", pc->name);
+			char named[128];
+			snprintf(named, sizeof(named), "provider %s:", pc->name);
+			if (strncmp(err->message, named, strlen(named)) != 0)
+				sk_error_prefix(err, "provider %s", pc->name);
 			return rc;
 		}
 	}
@@ -612,31 +616,132 @@ workers_start(sk_controller *c, sk_error *err)
 
 /* ---- start / stop ---- */
 
-int
-sk_controller_start(sk_controller *c, sk_error *err)
+/* Sleeps up to ms in short steps; false once the controller is stopping. */
+static bool
+nap_unless_stopping(sk_controller *c, int64_t ms)
+{
+	int64_t deadline = sk_monotonic_ms() + ms;
+
+	while (!c->stopping && sk_monotonic_ms() < deadline) {
+		struct timespec ts = { 0, 50 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	return !c->stopping;
+}
+
+/* The informer's first list, up to timeout_ms; a stop ends the wait at once. */
+static bool
+wait_synced(sk_controller *c, int64_t timeout_ms)
+{
+	int64_t deadline = sk_monotonic_ms() + timeout_ms;
+
+	while (!c->stopping && sk_monotonic_ms() < deadline)
+		if (sk_informer_wait_synced(c->inf, 200))
+			return true;
+	return false;
+}
+
+/* Everything after the database answered: informer, first observation,
+ * workers, observer. */
+static int
+start_parts(sk_controller *c, sk_error *err)
 {
 	int rc;
 
 	if ((rc = sk_informer_start(c->inf, err)) != 0)
 		return rc;
-	if (!sk_informer_wait_synced(c->inf, 30000))
-		return sk_error_set(
-		        err, SK_EUNAVAILABLE, "informer: no list of UserSpaces within 30s");
+	if (!wait_synced(c, SK_CONTROLLER_SYNC_MS))
+		return sk_error_set(err, SK_EUNAVAILABLE,
+		        "informer: no list of UserSpaces within %ds", SK_CONTROLLER_SYNC_MS / 1000);
 	sk_ctl_observe_all(c);
 	pthread_mutex_lock(&c->mu);
-	c->running = true;
+	c->running = !c->stopping;
 	pthread_mutex_unlock(&c->mu);
+	if (c->stopping)
+		return 0;
 	if ((rc = workers_start(c, err)) != 0)
 		return rc;
-	if ((rc = sk_ctl_observer_start(c, err)) != 0)
-		return rc;
+	return sk_ctl_observer_start(c, err);
+}
+
+static void
+log_started(sk_controller *c)
+{
+	sk_ctl_log(c, SK_LOG_INFO, "controller started",
+	        "workers=%d providers=%zu userspaces=%zu http_port=%d", c->n_workers, c->n_prov,
+	        sk_informer_len(c->inf), c->http_port);
+}
+
+static int
+http_start(sk_controller *c, sk_error *err)
+{
 	if (c->opts.serve_http && c->cfg->listen && c->cfg->listen[0])
-		rc = sk_ctl_http_start(c, err);
-	if (rc == 0)
-		sk_ctl_log(c, SK_LOG_INFO, "controller started",
-		        "workers=%d providers=%zu userspaces=%zu http_port=%d", c->n_workers,
-		        c->n_prov, sk_informer_len(c->inf), c->http_port);
-	return rc;
+		return sk_ctl_http_start(c, err);
+	return 0;
+}
+
+static void
+log_unavailable(sk_controller *c, const sk_error *err, int64_t retry_ms)
+{
+	char retry[32];
+
+	sk_duration_format(retry_ms, retry, sizeof(retry));
+	sk_ctl_log(c, SK_LOG_ERROR, "database unavailable", "error=\"%s\" retry_in=%s",
+	        err->message, retry);
+}
+
+/* The database was not there at start: retry with a doubling backoff
+ * (SK_CONTROLLER_RETRY_MIN_MS to _MAX_MS) until it answers or stop. */
+static void *
+boot_main(void *arg)
+{
+	sk_controller *c = arg;
+	int64_t backoff = SK_CONTROLLER_RETRY_MIN_MS;
+	sk_error err = { 0 };
+
+	while (nap_unless_stopping(c, backoff)) {
+		int rc = sk_store_connect(c->store, true, &err);
+		if (rc == 0)
+			rc = start_parts(c, &err);
+		if (rc == 0) {
+			if (!c->stopping)
+				log_started(c);
+			break;
+		}
+		backoff = backoff * 2 > SK_CONTROLLER_RETRY_MAX_MS ? SK_CONTROLLER_RETRY_MAX_MS
+		                                                   : backoff * 2;
+		if (rc == SK_EUNAVAILABLE) {
+			if (!c->stopping)
+				log_unavailable(c, &err, backoff);
+			continue;
+		}
+		sk_ctl_log(c, SK_LOG_ERROR, "start failed", "error=\"%s\"", err.message);
+		break;
+	}
+	return NULL;
+}
+
+int
+sk_controller_start(sk_controller *c, sk_error *err)
+{
+	int rc = sk_store_connect(c->store, true, err);
+
+	if (rc == 0) {
+		if ((rc = start_parts(c, err)) == 0 && (rc = http_start(c, err)) == 0)
+			log_started(c);
+		return rc;
+	}
+	if (rc != SK_EUNAVAILABLE)
+		return rc;
+	/* No database yet: health now, the rest when it answers. */
+	if ((rc = http_start(c, err)) != 0)
+		return rc;
+	log_unavailable(c, err, SK_CONTROLLER_RETRY_MIN_MS);
+	if (pthread_create(&c->boot_thread, NULL, boot_main, c) != 0)
+		return sk_error_set(err, SK_ERROR, "controller: cannot start the start-up thread");
+	c->boot_running = true;
+	sk_error_clear(err);
+	return 0;
 }
 
 void
@@ -651,8 +756,15 @@ sk_controller_stop(sk_controller *c)
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->mu);
 	sk_ctl_http_stop(c);
+	if (c->boot_running) {
+		pthread_join(c->boot_thread, NULL);
+		c->boot_running = false;
+		was = was || c->running;
+		c->running = false;
+	}
 	sk_ctl_observer_stop(c);
-	sk_informer_stop(c->inf);
+	if (c->inf) /* NULL when new failed before making it (a bad URI) */
+		sk_informer_stop(c->inf);
 	sk_workqueue_shutdown(c->q);
 	for (int i = 0; c->workers && i < c->n_workers; i++)
 		pthread_join(c->workers[i].thread, NULL);
@@ -684,7 +796,8 @@ sk_controller_run_once(sk_controller *c, int64_t settle_ms, int64_t timeout_ms, 
 	size_t n_failed;
 	int rc;
 
-	if ((rc = sk_informer_relist(c->inf, err)) != 0)
+	if ((rc = sk_store_connect(c->store, true, err)) != 0 ||
+	        (rc = sk_informer_relist(c->inf, err)) != 0)
 		return rc;
 	sk_ctl_observe_all(c);
 	pthread_mutex_lock(&c->mu);

@@ -38,23 +38,29 @@ typedef struct sk_controller_options {
 		NULL, NULL, NULL, 1000, 60000, true                                                \
 	}
 
-/* Opens the store and one provider client per provider for the observer
- * (plus one per worker per provider at start). Fails on a bad provider entry
- * (e.g. a missing API key) or an unreachable store. */
+/* Prepares the store (without contacting it) and one provider client per
+ * provider for the observer (plus one per worker per provider at start).
+ * Fails on a bad provider entry (e.g. a missing API key) or a bad URI. */
 int sk_controller_new(sk_controller **out, const sk_controller_options *opts, sk_error *err);
 /* NULL-safe; stops first when running. */
 void sk_controller_free(sk_controller *c);
 
-/* Starts the informer, waits for its first list (up to 30 s), makes one
- * observer pass, then starts the workers, the observer thread and HTTP. */
+/* Starts HTTP (when asked), then, once the database answers, the informer,
+ * waits for its first list (up to 30 s), makes one observer pass, and starts
+ * the workers and the observer thread. A database that does not answer is
+ * not an error: start logs "database unavailable" and returns 0 while a
+ * thread retries with backoff (1 s doubling to 30 s); /healthz answers 200
+ * and /readyz 503 meanwhile (and for good, logged as "start failed", when
+ * a later step fails for another reason). */
 int sk_controller_start(sk_controller *c, sk_error *err);
 /* Graceful stop: no new keys, in-flight reconciles finish, threads joined. */
 void sk_controller_stop(sk_controller *c);
 
 /* One full pass (spacekeeper --once): list, observe, reconcile every key
  * until the queue is drained and nothing delayed is due within settle_ms,
- * then stop. Returns 0, SK_ETIMEOUT after timeout_ms, or SK_ERROR when the
- * last reconcile of some key failed (err names how many). */
+ * then stop. Returns 0, SK_EUNAVAILABLE at once when the database does not
+ * answer, SK_ETIMEOUT after timeout_ms, or SK_ERROR when the last reconcile
+ * of some key failed (err names how many). */
 int sk_controller_run_once(sk_controller *c, int64_t settle_ms, int64_t timeout_ms, sk_error *err);
 
 /* Informer synced (what /readyz answers). */

@@ -20,6 +20,12 @@
 #define SK_CONTROLLER_NAME "userspace"
 /* MongoDB connections of the controller when the URI does not say (maxPoolSize). */
 #define SK_CONTROLLER_STORE_POOL 4
+/* Start-up: the first list of UserSpaces must come within SYNC_MS; a
+ * database that is not there yet is retried every RETRY_MIN_MS, doubling
+ * up to RETRY_MAX_MS. */
+#define SK_CONTROLLER_SYNC_MS 30000
+#define SK_CONTROLLER_RETRY_MIN_MS 1000
+#define SK_CONTROLLER_RETRY_MAX_MS 30000
 
 /* The last list of one provider. */
 typedef struct sk_prov_view {
@@ -69,6 +75,8 @@ struct sk_controller {
 	int n_workers;
 	pthread_t obs_thread;
 	bool obs_running;
+	pthread_t boot_thread; /* waits for the database when start found none */
+	bool boot_running;
 	void *httpd; /* struct MHD_Daemon* */
 	int http_port;
 };

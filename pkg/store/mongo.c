@@ -271,6 +271,17 @@ static void mongo_close(sk_store *store);
 
 /* opts->uri is the URI to open (store.c resolved the default). */
 int
+sk_store_mongo_connect(sk_store *store, bool indexes, sk_error *err)
+{
+	sk_mongo *s = sk_mongo_of(store);
+	int rc = ping(s, err);
+
+	if (rc == 0 && indexes)
+		rc = ensure_indexes(s, err);
+	return rc;
+}
+
+int
 sk_store_open_mongo(sk_store **out, const sk_store_options *opts, sk_error *err)
 {
 	const char *text = opts->uri;
@@ -298,9 +309,8 @@ sk_store_open_mongo(sk_store **out, const sk_store_options *opts, sk_error *err)
 		goto done;
 	}
 	mongoc_client_pool_set_error_api(s->pool, MONGOC_ERROR_API_VERSION_2);
-	rc = ping(s, err);
-	if (rc == 0 && opts->ensure_indexes)
-		rc = ensure_indexes(s, err);
+	if (!opts->lazy)
+		rc = sk_store_mongo_connect(&s->base, opts->ensure_indexes, err);
 done:
 	if (rc != 0)
 		mongo_close(&s->base);

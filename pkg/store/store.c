@@ -17,6 +17,14 @@ sk_store_uri_is_memory(const char *uri)
 }
 
 int
+sk_store_connect(sk_store *s, bool indexes, sk_error *err)
+{
+	if (strcmp(sk_store_backend_name(s), "memory") == 0)
+		return 0;
+	return sk_store_mongo_connect(s, indexes, err);
+}
+
+int
 sk_store_open(sk_store **out, const sk_store_options *opts, sk_error *err)
 {
 	sk_store_options o = SK_STORE_OPTIONS_INIT;

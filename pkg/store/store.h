@@ -33,10 +33,11 @@ typedef struct sk_store_options {
 	const char *database; /* NULL: "spacekeeper" */
 	int64_t timeout_ms; /* server selection and connect timeout, default 3000 */
 	bool ensure_indexes; /* create indexes on open (cheap when present) */
+	bool lazy; /* open without contacting the server; sk_store_connect does */
 } sk_store_options;
 #define SK_STORE_OPTIONS_INIT                                                                      \
 	{                                                                                          \
-		NULL, NULL, 3000, true                                                             \
+		NULL, NULL, 3000, true, false                                                      \
 	}
 
 /* Connects and pings; an unreachable server gives SK_EUNAVAILABLE within
@@ -46,6 +47,11 @@ int sk_store_open(sk_store **out, const sk_store_options *opts, sk_error *err);
 int sk_store_open_memory(sk_store **out);
 /* "mongodb" or "memory". */
 const char *sk_store_backend_name(const sk_store *s);
+/* With opts->lazy (MongoDB) only the URI is checked: nothing is contacted
+ * until sk_store_connect or the first call. sk_store_connect does what a
+ * non-lazy open does after parsing: ping, then the indexes when asked;
+ * SK_EUNAVAILABLE while the server cannot be reached. */
+int sk_store_connect(sk_store *s, bool ensure_indexes, sk_error *err);
 void sk_store_close(sk_store *s); /* NULL-safe */
 /* Releases libmongoc's global state (mongoc_cleanup); binaries call it once at
  * exit, after every MongoDB store is closed. */

@@ -56,6 +56,8 @@ extern const sk_store_backend_ops sk_store_mongo_ops;
 extern const sk_store_backend_ops sk_store_memory_ops;
 
 int sk_store_open_mongo(sk_store **out, const sk_store_options *opts, sk_error *err);
+/* A lazily opened MongoDB store: ping, then the indexes when asked. */
+int sk_store_mongo_connect(sk_store *store, bool indexes, sk_error *err);
 /* Whether a URI names the in-memory backend ("memory://", anything after it ignored). */
 bool sk_store_uri_is_memory(const char *uri);
 

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../testutil.h"
 #include "api/api.h"
@@ -163,6 +164,10 @@ START_TEST(default_config)
 	ck_assert_ptr_nonnull(p);
 	ck_assert_int_eq(p->type, SK_PROVIDER_E2B);
 	ck_assert_str_eq(p->api_url, "http://127.0.0.1:3000");
+	/* the data plane of the built-in provider is the local sandboxsim too
+	 * (issue 10 item 6: it was https://49983-<id>.e2b.app, false drift) */
+	ck_assert_ptr_nonnull(p->sandbox_url);
+	ck_assert_str_eq(p->sandbox_url, "http://127.0.0.1:3000");
 	ck_assert_str_eq(p->api_key_env, "E2B_API_KEY");
 	ck_assert_int_eq(p->request_timeout_ms, 30000);
 	ck_assert_int_eq(c->workers, 8);
@@ -225,9 +230,9 @@ static const struct bad_case {
 	{ HEAD "mongodb: {uri: 'http://x'}\n" P0 "    apiKeyEnv: K\n", "mongodb.uri", 3,
 	        "mongodb://" },
 	{ HEAD P0 "    apiKeyEnv: K\ncontroller: {workers: 0}\n", "controller.workers", 8,
-	        "1 and 256" },
-	{ HEAD P0 "    apiKeyEnv: K\ncontroller: {workers: 257}\n", "controller.workers", 8,
-	        "1 and 256" },
+	        "1 and 1024" },
+	{ HEAD P0 "    apiKeyEnv: K\ncontroller: {workers: 1025}\n", "controller.workers", 8,
+	        "1 and 1024" },
 	{ HEAD P0 "    apiKeyEnv: K\ncontroller:\n  resyncPeriod: soon\n",
 	        "controller.resyncPeriod", 9, "duration" },
 	{ HEAD P0 "    apiKeyEnv: K\ncontroller:\n  listen: nowhere\n", "controller.listen", 9,
@@ -392,6 +397,206 @@ START_TEST(key_never_in_errors)
 }
 END_TEST
 
+/* issue 10 item 16: a key file others can read is warned about, as ssh does. */
+START_TEST(key_file_mode_warning)
+{
+	sk_provider_config p = { .name = "default" };
+	char msg[1200];
+	char *key;
+	sk_error err;
+
+	p.api_key_file = sk_strdup(sk_test_write_file("openkey", SECRET "\n"));
+	ck_assert_int_eq(chmod(p.api_key_file, 0644), 0);
+	ck_assert(sk_provider_key_file_warning(&p, msg, sizeof(msg)));
+	ck_assert_ptr_nonnull(strstr(msg, "mode 0644"));
+	ck_assert_ptr_nonnull(strstr(msg, p.api_key_file));
+	ck_assert_ptr_nonnull(strstr(msg, "provider default"));
+	ck_assert_ptr_null(strstr(msg, SECRET));
+	key = sk_provider_api_key(&p, &err); /* still used */
+	ck_assert_str_eq(key, SECRET);
+	free(key);
+	ck_assert_int_eq(chmod(p.api_key_file, 0640), 0);
+	ck_assert(sk_provider_key_file_warning(&p, msg, sizeof(msg)));
+	ck_assert_int_eq(chmod(p.api_key_file, 0600), 0);
+	ck_assert(!sk_provider_key_file_warning(&p, msg, sizeof(msg)));
+	ck_assert_int_eq(chmod(p.api_key_file, 0400), 0);
+	ck_assert(!sk_provider_key_file_warning(&p, msg, sizeof(msg)));
+	free(p.api_key_file);
+	p.api_key_file = NULL;
+	p.api_key_env = "E2B_API_KEY";
+	ck_assert(!sk_provider_key_file_warning(&p, msg, sizeof(msg)));
+}
+END_TEST
+
+/* ---- flags > environment > file > defaults (sk_config_resolve) ---- */
+
+static const char *fake_env_uri; /* what $SPACEKEEPER_MONGODB_URI holds in a test */
+
+static const char *
+fake_getenv(const char *name)
+{
+	return strcmp(name, SK_CONFIG_MONGODB_URI_ENV) == 0 ? fake_env_uri : NULL;
+}
+
+#define FILE_URI "mongodb://file:1"
+#define ENV_URI "mongodb://env:2"
+#define FLAG_URI "mongodb://flag:3"
+
+static sk_controller_config *
+resolve_ok(sk_config_sources *src)
+{
+	sk_controller_config *c = NULL;
+	sk_errlist errs = { 0 };
+	sk_buf b = SK_BUF_INIT(0);
+	sk_error err;
+
+	sk_error_clear(&err);
+	src->getenv = fake_getenv;
+	if (sk_config_resolve(src, &c, &errs, &err) != 0) {
+		sk_errlist_format(&errs, &b);
+		ck_abort_msg("%s\n%s", err.message, b.data ? b.data : "");
+	}
+	sk_errlist_dispose(&errs);
+	return c;
+}
+
+/* Each row: which sources are set, and where the URI must come from. */
+static const struct {
+	bool file, env, flag;
+	const char *want;
+} uri_rows[] = {
+	{ false, false, false, "mongodb://127.0.0.1:27017" },
+	{ true, false, false, FILE_URI },
+	{ false, true, false, ENV_URI },
+	{ true, true, false, ENV_URI }, /* issue 10 item 2: the env used to lose to --config */
+	{ false, false, true, FLAG_URI },
+	{ true, true, true, FLAG_URI },
+	{ true, false, true, FLAG_URI },
+};
+
+START_TEST(uri_precedence)
+{
+	sk_config_sources src = { 0 };
+	sk_controller_config *c;
+
+	if (uri_rows[_i].file)
+		src.config_path = sk_test_write_file("prec.yaml",
+		        HEAD "mongodb: {uri: '" FILE_URI "', database: filedb}\n" P0
+		             "    apiKeyEnv: K\ncontroller: {workers: 3}\n");
+	fake_env_uri = uri_rows[_i].env ? ENV_URI : NULL;
+	src.mongodb_uri = uri_rows[_i].flag ? FLAG_URI : NULL;
+	c = resolve_ok(&src);
+	ck_assert_msg(strcmp(c->mongodb_uri, uri_rows[_i].want) == 0, "row %d: %s, want %s", _i,
+	        c->mongodb_uri, uri_rows[_i].want);
+	/* the other settings of the file stay */
+	ck_assert_str_eq(c->database, uri_rows[_i].file ? "filedb" : "spacekeeper");
+	ck_assert_int_eq(c->workers, uri_rows[_i].file ? 3 : 8);
+	sk_config_free(c);
+}
+END_TEST
+
+START_TEST(flags_override_file_settings)
+{
+	sk_config_sources src = {
+		.workers = "1024", .resync = "90s", .listen = "", .database = "flagdb"
+	};
+	sk_controller_config *c;
+
+	src.config_path = sk_test_write_file("over.yaml",
+	        HEAD P0 "    apiKeyEnv: K\ncontroller: {workers: 3, resyncPeriod: 5s, "
+	                "listen: '127.0.0.1:1'}\n");
+	fake_env_uri = "";
+	c = resolve_ok(&src);
+	ck_assert_int_eq(c->workers, 1024);
+	ck_assert_int_eq(c->resync_ms, 90000);
+	ck_assert_str_eq(c->listen, ""); /* "" switches HTTP off */
+	ck_assert_str_eq(c->database, "flagdb");
+	ck_assert_str_eq(c->mongodb_uri, "mongodb://127.0.0.1:27017"); /* empty env ignored */
+	ck_assert_uint_eq(c->n_providers, 1);
+	sk_config_free(c);
+}
+END_TEST
+
+/* One rule per setting: a value the file refuses, the flag refuses with the
+ * same words, and the other way round. */
+static const struct {
+	const char *yaml; /* the controller/mongodb section of a file */
+	const char *path;
+	sk_config_sources flag;
+	const char *flag_name;
+	const char *msg;
+} same_rule[] = {
+	{ "controller: {workers: 1025}\n", "controller.workers", { .workers = "1025" }, "--workers",
+	        "must be between 1 and 1024" },
+	{ "controller: {workers: 0}\n", "controller.workers", { .workers = "0" }, "--workers",
+	        "must be between 1 and 1024" },
+	{ "controller: {workers: many}\n", "controller.workers", { .workers = "many" }, "--workers",
+	        "must be an integer" },
+	{ "controller: {resyncPeriod: 1ms}\n", "controller.resyncPeriod", { .resync = "1ms" },
+	        "--resync", "must be between 1s and 24h" },
+	{ "controller: {resyncPeriod: soon}\n", "controller.resyncPeriod", { .resync = "soon" },
+	        "--resync", "must be a duration" },
+	{ "controller: {listen: nowhere}\n", "controller.listen", { .listen = "nowhere" },
+	        "--listen", "HOST:PORT" },
+	{ "mongodb: {uri: 'http://x'}\n", "mongodb.uri", { .mongodb_uri = "http://x" },
+	        "--mongodb-uri", "must start with mongodb://" },
+	{ "mongodb: {database: 'a.b'}\n", "mongodb.database", { .database = "a.b" }, "--database",
+	        "MongoDB database name" },
+};
+
+static void
+assert_error(const sk_errlist *errs, const char *path, const char *msg)
+{
+	for (size_t i = 0; i < errs->len; i++)
+		if (strcmp(errs->items[i].path, path) == 0 && strstr(errs->items[i].message, msg))
+			return;
+	ck_abort_msg("no error %s: %s (%zu errors, first %s: %s)", path, msg, errs->len,
+	        errs->len ? errs->items[0].path : "-", errs->len ? errs->items[0].message : "-");
+}
+
+START_TEST(flags_and_file_share_rules)
+{
+	char yaml[512];
+	sk_config_sources src = same_rule[_i].flag, file = { 0 };
+	sk_controller_config *c = (sk_controller_config *)1;
+	sk_errlist errs = { 0 };
+	sk_error err;
+
+	fake_env_uri = NULL;
+	src.getenv = file.getenv = fake_getenv;
+	ck_assert_uint_eq(sk_config_check_flags(&src, &errs), 1);
+	assert_error(&errs, same_rule[_i].flag_name, same_rule[_i].msg);
+	ck_assert_int_eq(sk_config_resolve(&src, &c, &errs, &err), SK_EINVALID);
+	ck_assert_ptr_null(c);
+	sk_errlist_dispose(&errs);
+	snprintf(yaml, sizeof(yaml), "%s%s" P0 "    apiKeyEnv: K\n", HEAD, same_rule[_i].yaml);
+	file.config_path = sk_test_write_file("rule.yaml", yaml);
+	ck_assert_int_eq(sk_config_resolve(&file, &c, &errs, &err), SK_EINVALID);
+	assert_error(&errs, same_rule[_i].path, same_rule[_i].msg);
+	sk_errlist_dispose(&errs);
+}
+END_TEST
+
+START_TEST(bad_env_names_the_variable)
+{
+	sk_config_sources src = { 0 };
+	sk_controller_config *c = NULL;
+	sk_errlist errs = { 0 };
+	sk_error err;
+
+	fake_env_uri = "http://not-mongo";
+	src.getenv = fake_getenv;
+	ck_assert_int_eq(sk_config_resolve(&src, &c, &errs, &err), SK_EINVALID);
+	assert_error(&errs, SK_CONFIG_MONGODB_URI_ENV, "must start with mongodb://");
+	sk_errlist_dispose(&errs);
+	/* a flag wins, so a bad variable it hides does not matter */
+	src.mongodb_uri = FLAG_URI;
+	c = resolve_ok(&src);
+	ck_assert_str_eq(c->mongodb_uri, FLAG_URI);
+	sk_config_free(c);
+}
+END_TEST
+
 Suite *
 sk_suite_config(void)
 {
@@ -409,10 +614,18 @@ sk_suite_config(void)
 	tcase_add_test(tc, collects_every_error);
 	tcase_add_test(tc, missing_file_and_bad_yaml);
 	suite_add_tcase(s, tc);
+	tc = tcase_create("precedence");
+	tcase_add_loop_test(tc, uri_precedence, 0, (int)(sizeof(uri_rows) / sizeof(uri_rows[0])));
+	tcase_add_test(tc, flags_override_file_settings);
+	tcase_add_loop_test(
+	        tc, flags_and_file_share_rules, 0, (int)(sizeof(same_rule) / sizeof(same_rule[0])));
+	tcase_add_test(tc, bad_env_names_the_variable);
+	suite_add_tcase(s, tc);
 	tc = tcase_create("keys");
 	tcase_add_test(tc, key_from_env);
 	tcase_add_test(tc, key_from_file);
 	tcase_add_test(tc, key_never_in_errors);
+	tcase_add_test(tc, key_file_mode_warning);
 	suite_add_tcase(s, tc);
 	return s;
 }
