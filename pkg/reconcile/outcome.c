@@ -142,13 +142,16 @@ sk_plan_quiet(const sk_userspace *us, int64_t activity_ms, int64_t now, const sk
 	int64_t last = activity_ms > us->status.last_activity_ms ? activity_ms
 	                                                         : us->status.last_activity_ms;
 
+	(void)o;
 	if (us->spec.idle_timeout_ms <= 0)
 		return false;
-	if (dp != NULL && sk_str_eq(dp->status, "Unknown") &&
-	        (sk_str_eq(dp->reason, SK_REASON_STARTING) ||
-	                sk_str_eq(dp->reason, SK_REASON_RESUMING)))
-		return false; /* just started: the probe ends the warm-up */
-	(void)o;
+	/* Health not known to be good (never probed, starting, unreachable):
+	 * probe until it is. */
+	if (dp == NULL || !sk_str_eq(dp->status, "True"))
+		return false;
+	/* The keeper became healthy (a create or resume) counts as activity. */
+	if (dp->last_transition_ms > last)
+		last = dp->last_transition_ms;
 	return last <= now - us->spec.idle_timeout_ms;
 }
 

@@ -288,12 +288,13 @@ void sk_plan_failure(
 void sk_status_set_condition(sk_userspace_status *st, const char *type, const char *status,
         const char *reason, const char *message, int64_t now_ms, int64_t generation);
 
-/* A space that may sleep (idleTimeout > 0), not just started, with no
- * activity (activity_ms or status.lastActivityTime) within the last
- * idleTimeout: its keeper's data plane is not probed. A probe is traffic:
- * on a provider whose idle window slides with data-plane requests (Cube) it
- * would keep the sandbox awake forever. It is probed again when its user
- * comes back (a connect is activity). */
+/* A space that may sleep (idleTimeout > 0) whose keeper was probed healthy
+ * (DataPlaneHealthy True) and that saw no activity (activity_ms,
+ * status.lastActivityTime, or the keeper turning healthy after a create or
+ * resume) within the last idleTimeout: its keeper's data plane is not
+ * probed. A probe is traffic: on a provider whose idle window slides with
+ * data-plane requests (Cube) it would keep the sandbox awake forever. It is
+ * probed again when its user comes back (a connect is activity). */
 bool sk_plan_quiet(
         const sk_userspace *us, int64_t activity_ms, int64_t now_ms, const sk_plan_options *o);
 

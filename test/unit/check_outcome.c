@@ -149,19 +149,30 @@ START_TEST(test_quiet)
 	sk_plan_options o;
 
 	sk_plan_options_init(&o);
-	/* idleTimeout 10m: no activity known at all -> quiet */
+	/* health never established: probed */
+	ck_assert(!sk_plan_quiet(us, 0, NOW, &o));
+	/* healthy since 11m ago (set_cond: NOW - 1m; move it), no activity: quiet */
+	set_cond(us, SK_COND_DATAPLANE, "True", SK_REASON_HEALTHY);
+	us->status.conditions[0].last_transition_ms = NOW - 11 * MIN;
 	ck_assert(sk_plan_quiet(us, 0, NOW, &o));
+	/* healthy since 1m ago (a fresh create or resume): probed */
+	us->status.conditions[0].last_transition_ms = NOW - MIN;
+	ck_assert(!sk_plan_quiet(us, 0, NOW, &o));
+	us->status.conditions[0].last_transition_ms = NOW - 11 * MIN;
 	ck_assert(!sk_plan_quiet(us, NOW - 9 * MIN, NOW, &o));
 	ck_assert(sk_plan_quiet(us, NOW - 11 * MIN, NOW, &o));
 	/* the persisted activity counts too */
 	us->status.last_activity_ms = NOW - MIN;
 	ck_assert(!sk_plan_quiet(us, 0, NOW, &o));
 	us->status.last_activity_ms = 0;
-	/* just started: probed (the probe ends the warm-up) */
+	/* just started, or unreachable: probed */
 	set_cond(us, SK_COND_DATAPLANE, "Unknown", SK_REASON_RESUMING);
+	ck_assert(!sk_plan_quiet(us, 0, NOW, &o));
+	set_cond(us, SK_COND_DATAPLANE, "False", SK_DRIFT_DATAPLANE);
 	ck_assert(!sk_plan_quiet(us, 0, NOW, &o));
 	/* always on: never quiet */
 	set_cond(us, SK_COND_DATAPLANE, "True", SK_REASON_HEALTHY);
+	us->status.conditions[0].last_transition_ms = NOW - 11 * MIN;
 	us->spec.idle_timeout_ms = 0;
 	ck_assert(!sk_plan_quiet(us, 0, NOW, &o));
 	sk_userspace_free(us);

@@ -51,6 +51,7 @@ typedef struct plan_case {
 	const char *prev_drift; /* type; sandbox = bound */
 	int64_t prev_drift_since;
 	const char *prev_dp_reason; /* DataPlaneHealthy Unknown with this reason */
+	int64_t prev_healthy_since; /* DataPlaneHealthy True since (offset from NOW); 0 none */
 	int64_t prev_dp_since;
 	int64_t ttl; /* 0: 1h */
 	int64_t idle; /* spec.lifecycle.idleTimeout; 0: always on */
@@ -321,6 +322,7 @@ static const plan_case cases[] = {
 	        .bound = "i1",
 	        .phase = SK_PHASE_RUNNING,
 	        .idle = 10 * MIN,
+	        .prev_healthy_since = -20 * MIN,
 	        .sbs = { RUN("i1", -HOUR, 8 * MIN) },
 	        .activity = -11 * MIN,
 	        .actions = "",
@@ -774,6 +776,9 @@ build_us(const plan_case *tc)
 	if (tc->prev_dp_reason)
 		add_cond(&us->status, SK_COND_DATAPLANE, "Unknown", tc->prev_dp_reason,
 		        NOW + tc->prev_dp_since);
+	if (tc->prev_healthy_since)
+		add_cond(&us->status, SK_COND_DATAPLANE, "True", "Healthy",
+		        NOW + tc->prev_healthy_since);
 	if (tc->prev_drift) {
 		us->status.drift = calloc(1, sizeof(sk_drift));
 		us->status.drift[0].type = strdup(tc->prev_drift);
