@@ -125,7 +125,7 @@ test-conformance: tests
 
 # The offline checks of manifests/deploy, the Containerfile and the systemd unit
 # (test/deploy/check.sh; make check runs it too).
-test-deploy: $(CMD_BINS)
+test-deploy: $(CMD_BINS) $(TOOLS)
 	@$(TEST_ENV) ./test/deploy/check.sh
 
 # The container image (Containerfile) with podman or buildah, whichever is installed.
