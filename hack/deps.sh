@@ -5,6 +5,9 @@
 #   - FerretDB (pinned), built with `go install`, at .deps/bin/ferretdb
 #   - the official e2b and Daytona SDKs, ajv and yaml (pinned) from npm, in .deps/node for the
 #     conformance test
+#   - kustomize (pinned, go install) into .deps/bin and kubernetes-validate (pinned, with its
+#     dependencies, test/deploy/requirements.txt) into a venv at .deps/python, for the
+#     manifest check (test/deploy/check.sh)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
