@@ -8,12 +8,14 @@ Checks (one "FAIL ..." line each, exit 1):
   - --config=PATH names a key of the spacekeeper-config ConfigMap under the mountPath of a
     volume made from that ConfigMap;
   - every provider's apiKeyFile is a key (item path) of a Secret volume under its mountPath;
-  - $(SPACEKEEPER_MONGODB_URI) in the args comes from a secretKeyRef env of that name;
+  - $(SPACEKEEPER_MONGODB_URI) in the args comes from a secretKeyRef env of that name (and,
+    when that Secret is rendered too, holds a mongodb:// URI without a trailing newline);
   - the config's controller.listen port is the containerPort the probes and Service use.
 Then writes OUTDIR/spacekeeper.yaml (the ConfigMap's config, provider URLs pointed at SIM_URL,
 apiKeyFile at OUTDIR/<the same file name>, listen at LISTEN) and OUTDIR/args (the container
 args, one per line, with the config path and the MongoDB URI of this run).
 """
+import base64
 import os
 import sys
 
@@ -49,6 +51,18 @@ def mounted_file(pod, container, path, source):
     return None, None
 
 
+def uri_errors(secret, key):
+    """The URI goes verbatim into --mongodb-uri: no trailing newline from a file."""
+    name = secret["metadata"]["name"]
+    if key not in secret.get("data", {}):
+        return ["Secret %s has no key %s" % (name, key)]
+    value = base64.b64decode(secret["data"][key]).decode()
+    if value != value.strip() or not value.startswith(("mongodb://", "mongodb+srv://")):
+        return ["Secret %s key %s: want a mongodb:// URI without surrounding whitespace, "
+                "got %r" % (name, key, value[:12] + "..." + value[-3:])]
+    return []
+
+
 def check(objs):
     errs = []
     dep = controller(objs)
@@ -76,6 +90,8 @@ def check(objs):
         ref = env.get("SPACEKEEPER_MONGODB_URI", {}).get("valueFrom", {}).get("secretKeyRef")
         if not ref:
             errs.append("$(SPACEKEEPER_MONGODB_URI) in args but no secretKeyRef env of that name")
+        elif ref["name"] in secrets:
+            errs += uri_errors(secrets[ref["name"]], ref["key"])
     else:
         errs.append("args do not pass --mongodb-uri=$(SPACEKEEPER_MONGODB_URI)")
     port = int(config["controller"]["listen"].rsplit(":", 1)[1])
