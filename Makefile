@@ -123,6 +123,25 @@ test-unit test-integration test-e2e: test-%: tests
 test-conformance: tests
 	@$(TEST_ENV) node test/conformance/e2b_sdk.mjs
 
+# The offline checks of manifests/deploy, the Containerfile and the systemd unit
+# (test/deploy/check.sh; make check runs it too).
+test-deploy: $(CMD_BINS) $(TOOLS)
+	@$(TEST_ENV) ./test/deploy/check.sh
+
+# The container image (Containerfile) with podman or buildah, whichever is installed.
+IMAGE ?= spacekeeper:$(shell sed -n 's/^\#define SK_VERSION "\(.*\)"$$/\1/p' pkg/util/version.h)
+image:
+	@if command -v podman >/dev/null 2>&1; then \
+		podman build -f Containerfile -t $(IMAGE) .; \
+	elif command -v buildah >/dev/null 2>&1; then \
+		buildah build -f Containerfile -t $(IMAGE) .; \
+	else \
+		echo "make image: neither podman nor buildah is installed" \
+			"(apt-get install podman, or build Containerfile with any OCI builder)" >&2; \
+		exit 1; \
+	fi
+.PHONY: test-deploy image
+
 fmt:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
 

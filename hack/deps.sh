@@ -5,6 +5,9 @@
 #   - FerretDB (pinned), built with `go install`, at .deps/bin/ferretdb
 #   - the official e2b and Daytona SDKs, ajv and yaml (pinned) from npm, in .deps/node for the
 #     conformance test
+#   - kustomize (pinned, go install) into .deps/bin and kubernetes-validate (pinned, with its
+#     dependencies, test/deploy/requirements.txt) into a venv at .deps/python, for the
+#     manifest check (test/deploy/check.sh)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -98,5 +101,24 @@ if [ ${#npm_missing[@]} -gt 0 ]; then
 	mkdir -p "$deps/node"
 	[ -f "$deps/node/package.json" ] || echo '{"name":"spacekeeper-deps","private":true}' >"$deps/node/package.json"
 	(cd "$deps/node" && npm install --no-audit --no-fund --silent --save-exact "${npm_packages[@]}")
+fi
+# The offline manifest check (test/deploy/check.sh): kustomize, pinned, with go install,
+# and kubernetes-validate with its dependencies, pinned, in a venv at .deps/python.
+KUSTOMIZE_VERSION=v5.8.2
+if [ ! -x "$deps/bin/kustomize" ] ||
+	[ "$("$deps/bin/kustomize" version 2>/dev/null)" != "$KUSTOMIZE_VERSION" ]; then
+	command -v go >/dev/null || { log "go is required to install kustomize"; exit 1; }
+	log "installing kustomize $KUSTOMIZE_VERSION with go install"
+	GOBIN="$deps/bin" go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+fi
+pyreq="$root/test/deploy/requirements.txt"
+if ! cmp -s "$pyreq" "$deps/python/requirements.txt"; then
+	command -v python3 >/dev/null || { log "python3 is required for the manifest check"; exit 1; }
+	log "installing kubernetes-validate into .deps/python"
+	rm -rf "$deps/python"
+	python3 -m venv "$deps/python"
+	"$deps/python/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$pyreq"
+	"$deps/python/bin/pip" check --disable-pip-version-check >/dev/null
+	cp "$pyreq" "$deps/python/requirements.txt"
 fi
 log "all dependencies present"

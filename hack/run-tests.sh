@@ -29,6 +29,7 @@ if [ -f "$root/test/conformance/e2b_sdk.mjs" ]; then
 fi
 run daytona-sdk node "$root/test/conformance/daytona_sdk.mjs"
 run crd node "$root/test/conformance/crd_schema.mjs"
+run deploy "$root/test/deploy/check.sh"
 
 echo
 [ ${#failed_names[@]} -gt 0 ] && echo "failed suites: ${failed_names[*]}"
