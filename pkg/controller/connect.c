@@ -173,6 +173,11 @@ wait_ready(
 				break;
 			}
 			gen0 = sk_ctl_gen(c);
+			if (d.verdict == SK_CONNECT_WAKE || d.verdict == SK_CONNECT_REPLACE) {
+				/* found asleep or unreachable meanwhile: ask again */
+				sk_ctl_space_request(c, key, true, d.verdict == SK_CONNECT_REPLACE);
+				sk_workqueue_add_priority(c->q, key);
+			}
 		}
 		if (sk_monotonic_ms() >= deadline) {
 			reply_timeout(r, *us);
@@ -216,8 +221,9 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, sk_http_r
 		break;
 	default:
 		path = slow_path(d.verdict, us);
-		sk_ctl_space_request(
-		        c, name, d.verdict == SK_CONNECT_WAKE, d.verdict == SK_CONNECT_REPLACE);
+		/* A connect always wants the keeper awake: if the reconcile finds it
+		 * asleep (the list had not seen the pause yet), it wakes it. */
+		sk_ctl_space_request(c, name, true, d.verdict == SK_CONNECT_REPLACE);
 		wait_ready(c, &us, path, deadline, r);
 		break;
 	}

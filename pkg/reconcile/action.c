@@ -32,6 +32,9 @@ sk_plan_options_from_config(sk_plan_options *o, const sk_provider_config *pc, in
 	sk_plan_options_init(o);
 	if (resync_ms > 0)
 		o->resync_ms = resync_ms;
+	/* The fast path trusts a healthy probe for about one resync: the keepers
+	 * of active spaces are probed every resync. */
+	o->probe_fresh_ms = o->resync_ms + o->resync_ms / 2;
 	if (pc == NULL)
 		return;
 	if (pc->sandbox_timeout_ms > 0)

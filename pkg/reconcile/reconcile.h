@@ -104,7 +104,8 @@ typedef struct sk_plan_options {
 	size_t max_probes; /* unbound: running candidates probed at most (3) */
 	bool delete_orphans; /* false */
 	int64_t orphan_grace_ms; /* 10m */
-	/* How long a healthy probe answers a connect from memory (10s); see
+	/* How long a healthy probe answers a connect from memory (10s; from a
+	 * config: 1.5 resync periods); see
 	 * sk_connect_decide. */
 	int64_t probe_fresh_ms;
 	/* A running sandbox this close to its deadline (or past it) may be
