@@ -4,7 +4,7 @@
 #   make SANITIZE=1   the sanitizer build, in build/san/bin
 #   make fmt-check    clang-format against .clang-format
 #   make bench-sim    simulator throughput and memory
-#   make bench        controller convergence benchmark
+#   make bench        controller convergence and "day of use" benchmarks
 #   make demo         the embedded-defaults demo (README)
 
 CC ?= cc
@@ -45,7 +45,7 @@ CMD_BINS := $(CMDS:%=$(BIN)/%)
 TEST_KINDS := unit integration e2e
 TEST_COMMON := test/runner.c test/testutil.c
 TEST_BINS := $(TEST_KINDS:%=$(OUT)/test/%_tests)
-TOOLS := $(OUT)/tools/mongoping $(OUT)/tools/loadgen
+TOOLS := $(OUT)/tools/mongoping $(OUT)/tools/loadgen $(OUT)/tools/connectload
 
 .PHONY: all test check test-unit test-integration test-e2e test-conformance tests \
 	fmt fmt-check clean deps bench bench-sim demo
@@ -93,6 +93,11 @@ $(OUT)/tools/loadgen: $(OUT)/test/bench/loadgen.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The connect load of make bench's "day of use" (test/bench/connectload.c).
+$(OUT)/tools/connectload: $(OUT)/test/bench/connectload.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 tests: $(CMD_BINS) $(TEST_BINS) $(TOOLS)
 
 deps:
@@ -127,8 +132,9 @@ bench-sim: deps
 	@./test/bench/bench-sim.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all build/rel/tools/connectload
 	@./test/bench/bench.sh
+	@./test/bench/dayofuse.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory all
