@@ -76,7 +76,8 @@ EOF
 # bench_start_keeper CONFIG: spacekeeper on $uri; sets keeper_pid and port.
 bench_start_keeper() {
 	export E2B_API_KEY=e2b_0000000000000000000000000000000000000000
-	"$bin/spacekeeper" --config "$1" --mongodb-uri "$uri${KEEPER_URI_OPTS:-}" \
+	# shellcheck disable=SC2086 # KEEPER_ARGS: extra flags, e.g. --log-level debug
+	"$bin/spacekeeper" --config "$1" --mongodb-uri "$uri${KEEPER_URI_OPTS:-}" ${KEEPER_ARGS:-} \
 		>"$tmp/spacekeeper.log" 2>&1 &
 	keeper_pid=$!
 	port=$(log_wait "$tmp/spacekeeper.log" "$KEEPER_STARTED" "$keeper_pid") || {

@@ -14,6 +14,7 @@
  *                 last answer + --idle-timeout], within the run.
  *   --mode fast   every user connects again as soon as it is answered.
  *   --rate R      (any mode) starts at most R connects a second in all.
+ *   --log-slow MS prints each connect slower than MS ms on stderr.
  *   --mode warm   every user connects (every 200 ms) until it is answered
  *                 by the fast path; exits 1 if some never were.
  *
@@ -47,7 +48,7 @@ struct opts {
 	const char *url, *prefix, *sim;
 	int mode, conc, digits;
 	long users;
-	double duration, active, sess_lo, sess_hi, iv_lo, iv_hi, idle_timeout, rate;
+	double duration, active, sess_lo, sess_hi, iv_lo, iv_hi, idle_timeout, rate, log_slow;
 	uint64_t seed;
 };
 
@@ -417,6 +418,10 @@ slot_done(struct run *r, struct slot *s, CURLcode cc, int64_t now)
 		answer_path(&s->body, path, sizeof(path));
 	}
 	path_add(&r->p, path, (double)(now - s->t0) / 1e6);
+	if (r->o->log_slow > 0 && (double)(now - s->t0) / 1e6 >= r->o->log_slow)
+		fprintf(stderr, "slow: +%.3fs user=%s path=%s status=%ld ms=%.1f\n",
+		        (double)(s->t0 - r->t0) / (double)NS, u->id, path, st,
+		        (double)(now - s->t0) / 1e6);
 	u->busy = false;
 	u->last = now;
 	next_due(r, u, path, now);
@@ -528,7 +533,7 @@ parse(int argc, char **argv, struct opts *o)
 		{ "duration", 1, NULL, 'd' }, { "active", 1, NULL, 'a' },
 		{ "session", 1, NULL, 's' }, { "interval", 1, NULL, 'i' },
 		{ "idle-timeout", 1, NULL, 't' }, { "sim", 1, NULL, 'S' }, { "seed", 1, NULL, 'r' },
-		{ "rate", 1, NULL, 'R' }, { NULL, 0, NULL, 0 } };
+		{ "rate", 1, NULL, 'R' }, { "log-slow", 1, NULL, 'L' }, { NULL, 0, NULL, 0 } };
 	int c, bad = 0;
 
 	while ((c = getopt_long(argc, argv, "c:", lo, NULL)) != -1) {
@@ -546,6 +551,7 @@ parse(int argc, char **argv, struct opts *o)
 		case 'S': o->sim = optarg; break;
 		case 'r': o->seed = strtoull(optarg, NULL, 10); break;
 		case 'R': o->rate = atof(optarg); break;
+		case 'L': o->log_slow = atof(optarg); break;
 		case 'c': o->conc = atoi(optarg); break;
 		default: return -1;
 		}
@@ -626,6 +632,7 @@ main(int argc, char **argv)
 		        "usage: connectload --url BASE --users N [--prefix P] [--digits D] "
 		        "[--mode day|fast|warm] [-c N] [--duration S] [--active F] "
 		        "[--session LO-HI] [--interval LO-HI] [--idle-timeout S] [--rate R] "
+		        "[--log-slow MS] "
 		        "[--sim URL] [--seed N]\n");
 		return 2;
 	}

@@ -112,19 +112,19 @@ snap() {
 
 met() { [ "$(calc "$1")" = 1 ] && echo "met" || echo "NOT met"; }
 
-# path_row LABEL FILE PATHS...: count, p50 and p99 over the named paths
-# (the quantiles of one path; for several, the largest of each).
-path_row() {
-	local label=$1 file=$2
-	shift 2
-	awk -v label="$label" -v want=" $* " '
+# path_rows FILE PATH...: count, p50 and p99 of each named path (0 when
+# absent); "other": one row for each path but fast, wake and create.
+path_rows() {
+	local file=$1
+	shift
+	awk -v want=" $* " '
+		function row(p) { printf "    %-10s %7d  p50 %9.2f ms  p99 %9.2f ms\n", p, n[p], p50[p], p99[p] }
 		/^path=/ { k = split($0, f, /[ =]/); p = f[2]
-			if (want !~ " " p " " && !(want ~ " other " && p !~ /^(fast|wake|create)$/)) next
 			for (i = 1; i < k; i += 2) v[f[i]] = f[i + 1] + 0
-			n += v["n"]; if (v["p50_ms"] > p50) p50 = v["p50_ms"]; if (v["p99_ms"] > p99) p99 = v["p99_ms"]
-			names = names (names ? "," : "") p }
-		END { if (n) printf "    %-8s %8d  p50 %9.2f ms  p99 %9.2f ms%s\n", label, n, p50, p99, (label == "other" ? "  (" names ")" : "")
-		      else printf "    %-8s %8d\n", label, 0 }' "$file"
+			n[p] = v["n"]; p50[p] = v["p50_ms"]; p99[p] = v["p99_ms"]; order[++m] = p }
+		END { k = split(want, w, " ")
+			for (i = 1; i <= k; i++) if (w[i] != "other") { if (w[i] in n) row(w[i]); else printf "    %-10s %7d\n", w[i], 0 }
+			if (want ~ / other /) for (i = 1; i <= m; i++) if (order[i] !~ /^(fast|wake|create)$/) row(order[i]) }' "$file"
 }
 
 # fast_window LABEL RATE: FAST_S seconds of connects to the awake spaces from
@@ -137,18 +137,17 @@ fast_window() {
 	"$tools/connectload" --url "http://127.0.0.1:$port" --users "$nfast" --prefix f --mode fast \
 		-c "$callers" --duration "$fast_s" --rate "$2" >"$out"
 	snap
-	calls=$(json "(s=>Object.keys(d.requests).filter(k=>!['list','list_v1'].includes(k)&&$SIM_CONTROL.includes(k)).map(k=>Object.values(d.requests[k]).reduce((x,y)=>x+y,0)-Object.values(s.requests[k]||{}).reduce((x,y)=>x+y,0)).reduce((a,b)=>a+b,0))($s0)" <<<"$stats")
+	calls=$(json "(s=>Object.keys(d.requests).filter(k=>!['list','list_v1'].includes(k)&&$SIM_CONTROL.includes(k)).map(k=>[k,Object.values(d.requests[k]).reduce((x,y)=>x+y,0)-Object.values(s.requests[k]||{}).reduce((x,y)=>x+y,0)]).filter(([,v])=>v>0).reduce((a,[k,v])=>[a[0]+v,a[1]+' '+k+'='+v],[0,'']).join(''))($s0)" <<<"$stats")
 	lists=$(($(sim_calls "$stats" '["list","list_v1"]') - $(sim_calls "$s0" '["list","list_v1"]')))
 	line=$(head -1 "$out")
 	p99=$(field "$(grep '^path=fast ' "$out" || true)" p99_ms)
 	[ "$2" = 0 ] && what="each caller again at once" || what="at most $2/s"
 	printf 'fast path, %s: %d awake spaces, %d callers (%s), %ss: %s connects (%s/s)\n' "$1" \
 		"$nfast" "$callers" "$what" "$fast_s" "$(field "$line" connects)" "$(field "$line" rps)"
-	path_row fast "$out" fast
-	path_row other "$out" other
+	path_rows "$out" fast other
 	printf '  p99 %s ms, target <= 2 ms: %s\n' "${p99:-none}" "$(met "${p99:-1e9} <= 2")"
-	printf '  provider calls %d (target 0: %s; the observer'"'"'s periodic lists, not per connect: %d)\n' \
-		"$calls" "$(met "$calls == 0")" "$lists"
+	printf '  provider calls %s (target 0: %s; the observer'"'"'s periodic lists, not per connect: %d)\n' \
+		"$calls" "$(met "${calls%% *} == 0")" "$lists"
 	printf '  database writes: reconciles that wrote %d, FerretDB write commands %d (target 0: %s)\n' \
 		$((writes - w0)) $((dbw - d0)) "$(met "$writes - $w0 + $dbw - $d0 == 0")"
 }
@@ -198,7 +197,8 @@ db_c0=$(cpu_ticks "$db_pid")
 keeper_c0=$(cpu_ticks "$keeper_pid")
 "$tools/connectload" --url "http://127.0.0.1:$port" --users "$n" --prefix b --mode day \
 	-c "$callers" --duration "$run_s" --active "$active" --session "$session" \
-	--interval "$interval" --idle-timeout "$idle_s" --sim "$sim" --seed "$seed" >"$tmp/day.out"
+	--interval "$interval" --idle-timeout "$idle_s" --sim "$sim" --seed "$seed" \
+	--log-slow 1000 >"$tmp/day.out" 2>"$tmp/day.slow"
 snap
 db_c1=$(cpu_ticks "$db_pid")
 keeper_c1=$(cpu_ticks "$keeper_pid")
@@ -215,10 +215,9 @@ sessions=$(field "$(grep '^sessions=' "$tmp/day.out")" sessions)
 printf '\nspacekeeper day of use: N=%d, idleTimeout=%ss, %ss run, %s active (sessions %ss, a connect every %ss), %d callers, %dms per call\n' \
 	"$n" "$idle_s" "$run_s" "$active" "$session" "$interval" "$callers" "$lat"
 printf '  connects                     %8d  (%s/s, %s sessions; %s)\n' "$connects" \
-	"$(field "$day" rps)" "$sessions" "$(sed 's/.*errors=/errors=/' <<<"$day")"
+	"$(calc "$connects / $run_s")" "$sessions" "$(sed 's/.*errors=/errors=/' <<<"$day")"
 echo "  connect latency by path:"
-for p in fast wake create; do path_row "$p" "$tmp/day.out" "$p"; done
-path_row other "$tmp/day.out" other
+path_rows "$tmp/day.out" fast wake create other
 printf '  provider calls per connect   %8s  (%d calls; target <= 0.1: %s)\n' \
 	"$(calc "$calls / $connects")" "$calls" "$(met "$calls / $connects <= 0.1")"
 json "'    by endpoint: '+Object.entries(d.requests).filter(([k])=>$SIM_CONTROL.includes(k)).map(([k,v])=>k+' '+Object.values(v).reduce((x,y)=>x+y,0)).join(', ')" <<<"$stats"
