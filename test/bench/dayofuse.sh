@@ -211,6 +211,8 @@ calls=$(sim_calls "$stats")
 ref=$(field "$(grep '^sessions=' "$tmp/day.out")" reference_s)
 running=$(field "$(grep '^running_s=' "$tmp/day.out")" running_s)
 sessions=$(field "$(grep '^sessions=' "$tmp/day.out")" sessions)
+samples=$(field "$(grep '^running_s=' "$tmp/day.out")" samples)
+[ "$samples" -ge "$run_s" ] || { echo "day: only $samples samples of /_sim/stats in ${run_s}s" >&2; exit 1; }
 
 printf '\nspacekeeper day of use: N=%d, idleTimeout=%ss, %ss run, %s active (sessions %ss, a connect every %ss), %d callers, %dms per call\n' \
 	"$n" "$idle_s" "$run_s" "$active" "$session" "$interval" "$callers" "$lat"
