@@ -5,7 +5,7 @@
 #   make fmt-check    clang-format against .clang-format
 #   make verify-deps  includes follow the layering; the planner links alone
 #   make bench-sim    simulator throughput and memory
-#   make bench        controller convergence benchmark
+#   make bench        controller convergence and "day of use" benchmarks
 #   make demo         the embedded-defaults demo (README)
 
 CC ?= cc
@@ -46,7 +46,7 @@ CMD_BINS := $(CMDS:%=$(BIN)/%)
 TEST_KINDS := unit integration e2e
 TEST_COMMON := test/runner.c test/testutil.c
 TEST_BINS := $(TEST_KINDS:%=$(OUT)/test/%_tests)
-TOOLS := $(OUT)/tools/mongoping $(OUT)/tools/loadgen
+TOOLS := $(OUT)/tools/mongoping $(OUT)/tools/loadgen $(OUT)/tools/connectload
 
 .PHONY: all test check test-unit test-integration test-e2e test-conformance tests \
 	fmt fmt-check clean deps bench bench-sim demo verify-deps
@@ -91,6 +91,11 @@ $(OUT)/tools/mongoping: $(OUT)/test/tools/mongoping.o $(LIB)
 
 # The HTTP load generator of make bench-sim (test/bench/loadgen.c).
 $(OUT)/tools/loadgen: $(OUT)/test/bench/loadgen.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The connect load of make bench's "day of use" (test/bench/connectload.c).
+$(OUT)/tools/connectload: $(OUT)/test/bench/connectload.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -153,8 +158,9 @@ bench-sim: deps
 	@./test/bench/bench-sim.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all build/rel/tools/connectload
 	@./test/bench/bench.sh
+	@./test/bench/dayofuse.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory all

@@ -457,8 +457,15 @@ json_t *
 sim_stats_json(sim *s)
 {
 	json_t *req = json_object(), *o;
+	json_int_t running = 0;
 	char code[16];
 
+	/* Sandboxes running now (after expiry): sampled, running-sandbox-seconds. */
+	pthread_mutex_lock(&s->lock);
+	sim_store_sweep(s, sk_now_ms());
+	for (sim_sandbox *sb = s->store.head; sb; sb = sb->next)
+		running += sb->state == SIM_RUNNING;
+	pthread_mutex_unlock(&s->lock);
 	pthread_mutex_lock(&s->stats.lock);
 	for (int ep = 0; ep < SIM_EP_COUNT; ep++) {
 		json_t *by = NULL;
@@ -474,7 +481,8 @@ sim_stats_json(sim *s)
 		if (by)
 			json_object_set_new(req, sim_ep_names[ep], by);
 	}
-	o = json_pack("{s:o,s:I}", "requests", req, "total", (json_int_t)s->stats.total);
+	o = json_pack("{s:o,s:I,s:I}", "requests", req, "total", (json_int_t)s->stats.total,
+	        "running", running);
 	pthread_mutex_unlock(&s->stats.lock);
 	return o;
 }

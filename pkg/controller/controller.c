@@ -123,6 +123,9 @@ metrics_declare(sk_controller *c)
 	        "Observer list passes per provider and result");
 	sk_metrics_declare(m, "spacekeeper_provider_reconciles_total", SK_METRIC_COUNTER,
 	        "Reconciles that used a provider");
+	sk_metrics_declare(m, "spacekeeper_status_writes_total", SK_METRIC_COUNTER,
+	        "Reconciles that wrote the UserSpace (its resourceVersion changed)");
+	sk_metrics_add(m, "spacekeeper_status_writes_total", NULL, 0);
 	sk_metrics_declare(m, "spacekeeper_observed_sandboxes", SK_METRIC_GAUGE,
 	        "Managed sandboxes seen by the last list, per provider");
 	sk_metrics_declare(m, "spacekeeper_orphan_sandboxes", SK_METRIC_GAUGE,
@@ -546,6 +549,8 @@ worker_process(sk_worker *w, const char *key)
 	sk_limiter_release(c->limiters[prov]);
 	sk_ctl_space_note(c, key, &report, rc == 0);
 	note_written(c, key, updated);
+	if (updated != NULL && updated->meta.resource_version != us->meta.resource_version)
+		sk_metrics_add(c->metrics, "spacekeeper_status_writes_total", NULL, 1);
 	if (updated != NULL)
 		sk_informer_observe(c->inf, updated); /* as written: no need to poll it back */
 	handle_result(c, key, rc, requeue, &err, sk_monotonic_ms() - t0);

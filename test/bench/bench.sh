@@ -17,61 +17,20 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 bin=${SK_BIN_DIR:-$root/bin}
-. "$root/hack/lib.sh"
 n=${N:-2000}
 mif=${MAX_IN_FLIGHT:-64}
 lat=${LATENCY_MS:-20}
 resync=${RESYNC:-10s}
 timeout_s=${TIMEOUT_S:-900}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/spacekeeper-bench.XXXXXX")
-sim_pid=
-keeper_pid=
-
-cleanup() {
-	for p in $keeper_pid $sim_pid; do
-		kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null
-	done
-	"$root/hack/ferretdb.sh" stop "$tmp/ferretdb" >/dev/null 2>&1 || true
-	[ -n "${BENCH_KEEP:-}" ] && echo "bench: kept $tmp" || rm -rf "$tmp"
-}
-trap cleanup EXIT
+. "$root/test/bench/common.sh"
+trap bench_cleanup EXIT
 trap 'exit 130' INT TERM
+bench_need_bins
 
-for b in spacekeeper spacectl sandboxsim; do
-	[ -x "$bin/$b" ] || { echo "bench: $bin/$b missing; run 'make' first" >&2; exit 1; }
-done
-
-# calc EXPR: arithmetic (and comparisons, 1/0) with awk.
-calc() { awk "BEGIN { x = $1; printf (x == int(x) ? \"%d\n\" : \"%.3f\n\"), x }"; }
-
-# json EXPR: evaluates a JavaScript expression over the JSON on stdin (as `d`).
-json() { node -e "let s='';process.stdin.on('data',c=>s+=c).on('end',()=>{const d=JSON.parse(s);console.log($1)})"; }
-
-uri=$("$root/hack/ferretdb.sh" start "$tmp/ferretdb")
-
-"$bin/sandboxsim" --listen 127.0.0.1:0 --latency "${lat}ms" 2>"$tmp/sim.log" &
-sim_pid=$!
-sim=$(log_wait "$tmp/sim.log" "$SIM_LISTENING" "$sim_pid") || { echo "bench: sandboxsim did not start" >&2; cat "$tmp/sim.log" >&2; exit 1; }
-
-cat >"$tmp/config.yaml" <<EOF
-apiVersion: spacekeeper.dev/v1alpha1
-kind: ControllerConfig
-providers:
-  - name: default
-    type: e2b
-    apiURL: $sim
-    sandboxURL: $sim
-    apiKeyEnv: E2B_API_KEY
-    maxInFlight: $mif
-    qps: 100000
-    burst: 100000
-    requestTimeout: 30s
-    sandboxTimeout: 1h
-controller:
-  workers: $mif
-  resyncPeriod: $resync
-  listen: 127.0.0.1:0
-EOF
+bench_start_db
+bench_start_sim "$lat"
+bench_config "$tmp/config.yaml" "$mif" "$resync"
 
 echo "bench: applying $n UserSpaces"
 for i in $(seq 0 $((n - 1))); do
@@ -79,50 +38,14 @@ for i in $(seq 0 $((n - 1))); do
 done >"$tmp/users.yaml"
 "$bin/spacectl" --mongodb-uri "$uri" apply -f "$tmp/users.yaml" >/dev/null
 
-# ready_metric: UserSpaces the controller counts Ready (sum over phases of
-# spacekeeper_userspaces{ready="true"}); 0 while /metrics does not answer,
-# -1 when it answers without that gauge (a spacekeeper built before it).
-ready_metric() {
-	{ curl -s --max-time 2 "http://127.0.0.1:$port/metrics" || true; } | awk '
-		/^spacekeeper_userspaces\{/ { seen = 1; if (/ready="true"/) s += $2 }
-		END { print seen ? s + 0 : (NR ? -1 : 0) }'
-}
-
-# cpu_ticks PID: utime + stime of a process (every thread), in clock ticks.
-# The fields are counted after the ")" that ends comm (which may hold spaces).
-cpu_ticks() {
-	sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
-}
-
 curl -s -XPOST "$sim/_sim/stats/reset" >/dev/null
-export E2B_API_KEY=e2b_0000000000000000000000000000000000000000
 echo "bench: starting spacekeeper (workers = maxInFlight = $mif, ${lat}ms per call)"
-db_pid=$(cat "$tmp/ferretdb/pid")
 db_c0=$(cpu_ticks "$db_pid")
 sim_c0=$(cpu_ticks "$sim_pid")
 t0=$(date +%s.%N)
-"$bin/spacekeeper" --config "$tmp/config.yaml" --mongodb-uri "$uri${KEEPER_URI_OPTS:-}" \
-	>"$tmp/spacekeeper.log" 2>&1 &
-keeper_pid=$!
-port=$(log_wait "$tmp/spacekeeper.log" "$KEEPER_STARTED" "$keeper_pid") || { echo "bench: spacekeeper did not start" >&2; cat "$tmp/spacekeeper.log" >&2; exit 1; }
-while :; do
-	r=$(ready_metric)
-	[ "$r" -ge "$n" ] && break
-	if [ "$r" -lt 0 ]; then
-		echo "bench: $bin/spacekeeper /metrics has no spacekeeper_userspaces gauge; rebuild it" >&2
-		exit 1
-	fi
-	if ! kill -0 "$keeper_pid" 2>/dev/null; then
-		echo "bench: spacekeeper died" >&2
-		tail -20 "$tmp/spacekeeper.log" >&2
-		exit 1
-	fi
-	if [ "$(calc "$(date +%s.%N) - $t0 > $timeout_s")" = 1 ]; then
-		echo "bench: only $r/$n Ready (spacekeeper_userspaces) after ${timeout_s}s" >&2
-		exit 1
-	fi
-	sleep 0.1
-done
+bench_start_keeper "$tmp/config.yaml"
+bench_wait_ready "$n" "$t0" "$timeout_s"
+r=$n
 t1=$(date +%s.%N)
 db_c1=$(cpu_ticks "$db_pid")
 sim_c1=$(cpu_ticks "$sim_pid")
@@ -147,8 +70,7 @@ if [ "$db_ready" -lt "$n" ]; then
 	exit 1
 fi
 
-control='["create","get","list","list_v1","kill","pause","connect","resume","timeout","refreshes"]'
-calls=$(json "Object.entries(d.requests).filter(([k])=>$control.includes(k)).reduce((a,[,v])=>a+Object.values(v).reduce((x,y)=>x+y,0),0)" <<<"$stats")
+calls=$(sim_calls "$stats")
 per_user=$(calc "$calls / $n")
 bound=$(calc "$calls * $lat / 1000 / $mif")
 ratio=$(calc "$converge / $bound")
