@@ -1278,18 +1278,27 @@ START_TEST(test_http_endpoints_and_connect)
 		const char *id = json_string_value(json_object_get(v, "sandboxID"));
 		ck_assert_ptr_nonnull(id);
 		ck_assert_str_eq(sim_state_of(all, id), "running");
-		/* Paused out of band while its user is active: a connect gets it
-		 * running again (the controller wakes it, or its own probe did
-		 * through autoResume before it saw the pause). */
+		/* Paused out of band while its user is active: connects get it
+		 * running again, the same sandbox (the controller wakes it once it
+		 * sees it Idle, or its own probe resumed it through autoResume). */
 		snprintf(url, sizeof(url), "/_sim/sandboxes/%s/pause", id);
 		sim_post(url, "");
 		json_decref(all);
 		snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/web-user/sandbox",
 		        keeper_port);
-		all = http_json("GET", url, NULL, &st);
-		ck_assert_int_eq(st, 200);
-		ck_assert_str_eq(json_string_value(json_object_get(all, "sandboxID")), id);
-		json_decref(all);
+		for (int i = 0; i < 120; i++) {
+			bool running;
+			all = http_json("GET", url, NULL, &st);
+			ck_assert_int_eq(st, 200);
+			ck_assert_str_eq(json_string_value(json_object_get(all, "sandboxID")), id);
+			json_decref(all);
+			all = sim_sandboxes();
+			running = strcmp(sim_state_of(all, id), "running") == 0;
+			json_decref(all);
+			if (running)
+				break;
+			usleep(250000);
+		}
 		all = sim_sandboxes();
 		ck_assert_str_eq(sim_state_of(all, id), "running");
 		json_decref(all);

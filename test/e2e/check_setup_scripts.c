@@ -44,7 +44,7 @@ START_TEST(test_deps_second_run_returns_at_once)
 	        "printf '#!/bin/sh\\necho \"version: %%s\"\\nseq 1 200000\\n' \"$build\" "
 	        ">$d/bin/ferretdb\n"
 	        "chmod +x $d/bin/ferretdb\n"
-	        "eval \"$(grep -E '^[A-Z_]+_VERSION=' \"$s\")\"\n"
+	        "eval \"$(grep -E '^[A-Z0-9_]+_VERSION=' \"$s\")\"\n"
 	        "for spec in $(sed -n 's/^npm_packages=(\\(.*\\))$/\\1/p' \"$s\" | tr -d '\"'); "
 	        "do\n"
 	        "  eval \"spec=$spec\"; name=${spec%%@*}\n"
