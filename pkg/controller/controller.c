@@ -3,6 +3,7 @@
  * keys and call sk_reconcile, result handling (requeue after, backoff,
  * forget), the --once pass, and metrics.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,53 +73,78 @@ sk_ctl_metrics_userspaces(sk_metrics *m, sk_informer *inf)
 	}
 }
 
+#define WQ_LABELS "name=\"" SK_CONTROLLER_NAME "\",controller=\"" SK_CONTROLLER_NAME "\""
+#define CTL_LABEL "controller=\"" SK_CONTROLLER_NAME "\""
+
+/* controller-runtime's reconcile metrics, with its names and help. */
 static void
-metrics_declare(sk_controller *c)
+declare_reconcile(sk_metrics *m, int workers)
 {
-	sk_metrics *m = c->metrics;
 	char l[128];
 
 	sk_metrics_declare(m, "controller_runtime_reconcile_total", SK_METRIC_COUNTER,
 	        "Total number of reconciliations per controller");
 	for (size_t i = 0; i < 4; i++) {
-		snprintf(l, sizeof(l), "controller=\"%s\",result=\"%s\"", SK_CONTROLLER_NAME,
-		        results[i]);
+		snprintf(l, sizeof(l), CTL_LABEL ",result=\"%s\"", results[i]);
 		sk_metrics_add(m, "controller_runtime_reconcile_total", l, 0);
 	}
-	snprintf(l, sizeof(l), "controller=\"%s\"", SK_CONTROLLER_NAME);
 	sk_metrics_declare(m, "controller_runtime_reconcile_errors_total", SK_METRIC_COUNTER,
 	        "Total number of reconciliation errors per controller");
-	sk_metrics_add(m, "controller_runtime_reconcile_errors_total", l, 0);
+	sk_metrics_add(m, "controller_runtime_reconcile_errors_total", CTL_LABEL, 0);
 	sk_metrics_declare(m, "controller_runtime_terminal_reconcile_errors_total",
 	        SK_METRIC_COUNTER, "Total number of terminal reconciliation errors per controller");
-	sk_metrics_add(m, "controller_runtime_terminal_reconcile_errors_total", l, 0);
-	sk_metrics_declare(m, "controller_runtime_reconcile_time_seconds_sum", SK_METRIC_COUNTER,
-	        "Total time spent reconciling, seconds");
-	sk_metrics_add(m, "controller_runtime_reconcile_time_seconds_sum", l, 0);
+	sk_metrics_add(m, "controller_runtime_terminal_reconcile_errors_total", CTL_LABEL, 0);
+	/* C has no recover(): a crash ends the process, so this stays 0; it is
+	 * here so controller-runtime's dashboards and alerts find it. */
+	sk_metrics_declare(m, "controller_runtime_reconcile_panics_total", SK_METRIC_COUNTER,
+	        "Total number of reconciliation panics per controller");
+	sk_metrics_add(m, "controller_runtime_reconcile_panics_total", CTL_LABEL, 0);
+	sk_metrics_declare_histogram(m, "controller_runtime_reconcile_time_seconds",
+	        "Length of time per reconciliation per controller", sk_metrics_buckets_reconcile,
+	        sk_metrics_n_buckets_reconcile);
+	sk_metrics_observe(m, "controller_runtime_reconcile_time_seconds", CTL_LABEL, NAN);
 	sk_metrics_declare(m, "controller_runtime_max_concurrent_reconciles", SK_METRIC_GAUGE,
 	        "Maximum number of concurrent reconciles per controller");
-	sk_metrics_set(m, "controller_runtime_max_concurrent_reconciles", l, c->cfg->workers);
+	sk_metrics_set(m, "controller_runtime_max_concurrent_reconciles", CTL_LABEL, workers);
 	sk_metrics_declare(m, "controller_runtime_active_workers", SK_METRIC_GAUGE,
 	        "Number of currently used workers per controller");
-	sk_metrics_set(m, "controller_runtime_active_workers", l, 0);
+	sk_metrics_set(m, "controller_runtime_active_workers", CTL_LABEL, 0);
+}
+
+/* client-go's workqueue metrics as controller-runtime registers them. */
+static void
+declare_workqueue(sk_metrics *m)
+{
 	sk_metrics_declare(m, "workqueue_depth", SK_METRIC_GAUGE, "Current depth of workqueue");
 	sk_metrics_declare(m, "workqueue_adds_total", SK_METRIC_COUNTER,
 	        "Total number of adds handled by workqueue");
 	sk_metrics_declare(m, "workqueue_retries_total", SK_METRIC_COUNTER,
 	        "Total number of retries handled by workqueue");
-	sk_metrics_declare(m, "workqueue_delayed", SK_METRIC_GAUGE,
-	        "Keys waiting for a due time (requeue after, backoff)");
-	sk_metrics_declare(m, "spacekeeper_informer_synced", SK_METRIC_GAUGE,
-	        "1 once the informer has listed UserSpaces");
-	sk_metrics_declare(m, "spacekeeper_informer_objects", SK_METRIC_GAUGE,
-	        "UserSpaces in the informer cache");
-	sk_metrics_declare(m, SK_CTL_METRIC_CONNECTS, SK_METRIC_COUNTER,
-	        "Connect calls by path (fast, wake, create, replace, reconcile, unavailable, "
-	        "none) and HTTP status code");
-	sk_metrics_declare(m, SK_CTL_METRIC_USERSPACES, SK_METRIC_GAUGE,
-	        "UserSpaces in the informer cache by status.phase (None: no status yet) and "
-	        "whether condition Ready is True");
-	sk_ctl_metrics_userspaces(m, NULL);
+	sk_metrics_declare_histogram(m, "workqueue_queue_duration_seconds",
+	        "How long in seconds an item stays in workqueue before being requested",
+	        sk_metrics_buckets_workqueue, sk_metrics_n_buckets_workqueue);
+	sk_metrics_observe(m, "workqueue_queue_duration_seconds", WQ_LABELS, NAN);
+	sk_metrics_declare_histogram(m, "workqueue_work_duration_seconds",
+	        "How long in seconds processing an item from workqueue takes.",
+	        sk_metrics_buckets_workqueue, sk_metrics_n_buckets_workqueue);
+	sk_metrics_observe(m, "workqueue_work_duration_seconds", WQ_LABELS, NAN);
+	sk_metrics_declare(m, "workqueue_unfinished_work_seconds", SK_METRIC_GAUGE,
+	        "How many seconds of work has been done that is in progress and hasn't been "
+	        "observed by work_duration. Large values indicate stuck threads. One can deduce "
+	        "the number of stuck threads by observing the rate at which this increases.");
+	sk_metrics_declare(m, "workqueue_longest_running_processor_seconds", SK_METRIC_GAUGE,
+	        "How many seconds has the longest running processor for workqueue been "
+	        "running.");
+	sk_metrics_declare(m, "spacekeeper_workqueue_delayed", SK_METRIC_GAUGE,
+	        "Keys of the workqueue waiting for a due time (requeue after, backoff)");
+}
+
+static void
+declare_provider(sk_controller *c)
+{
+	sk_metrics *m = c->metrics;
+	char l[160], name[96];
+
 	sk_metrics_declare(m, "spacekeeper_provider_list_total", SK_METRIC_COUNTER,
 	        "Observer list passes per provider and result");
 	sk_metrics_declare(m, "spacekeeper_provider_reconciles_total", SK_METRIC_COUNTER,
@@ -127,11 +153,81 @@ metrics_declare(sk_controller *c)
 	        "Managed sandboxes seen by the last list, per provider");
 	sk_metrics_declare(m, "spacekeeper_orphan_sandboxes", SK_METRIC_GAUGE,
 	        "Managed sandboxes whose user has no UserSpace, per provider");
+	sk_metrics_declare(m, SK_CTL_METRIC_PROVIDER_REQUESTS, SK_METRIC_COUNTER,
+	        "Provider HTTP requests by provider, endpoint (ids written :id) and status code "
+	        "(<error>: no answer)");
+	sk_metrics_declare_histogram(m, SK_CTL_METRIC_PROVIDER_DURATION,
+	        "Provider HTTP request latency in seconds by provider and endpoint",
+	        sk_metrics_buckets_request, sk_metrics_n_buckets_request);
 	for (size_t i = 0; i < c->n_prov; i++) {
-		snprintf(l, sizeof(l), "provider=\"%s\"", c->cfg->providers[i].name);
+		sk_metrics_escape(c->cfg->providers[i].name, name, sizeof(name));
+		snprintf(l, sizeof(l), "provider=\"%s\"", name);
 		sk_metrics_add(m, "spacekeeper_provider_reconciles_total", l, 0);
 		sk_metrics_set(m, "spacekeeper_orphan_sandboxes", l, 0);
 	}
+}
+
+static void
+metrics_declare(sk_controller *c)
+{
+	sk_metrics *m = c->metrics;
+
+	declare_reconcile(m, c->cfg->workers);
+	declare_workqueue(m);
+	declare_provider(c);
+	sk_metrics_declare(m, "spacekeeper_informer_synced", SK_METRIC_GAUGE,
+	        "1 once the informer has listed UserSpaces");
+	sk_metrics_declare(m, "spacekeeper_informer_objects", SK_METRIC_GAUGE,
+	        "UserSpaces in the informer cache");
+	sk_metrics_declare(m, SK_CTL_METRIC_CONNECTS, SK_METRIC_COUNTER,
+	        "Connect calls by path (fast, wake, create, replace, reconcile, unavailable, "
+	        "none) and HTTP status code");
+	sk_metrics_declare_histogram(m, SK_CTL_METRIC_CONNECT_DURATION,
+	        "Connect call latency in seconds by path", sk_metrics_buckets_default,
+	        sk_metrics_n_buckets_default);
+	sk_metrics_declare(m, SK_CTL_METRIC_USERSPACES, SK_METRIC_GAUGE,
+	        "UserSpaces in the informer cache by status.phase (None: no status yet) and "
+	        "whether condition Ready is True");
+	sk_ctl_metrics_userspaces(m, NULL);
+	sk_metrics_collect_process(m, NULL);
+}
+
+/* The workqueue's timing (sk_workqueue_options.observe). */
+static void
+observe_queue(void *payload, bool work, int64_t ms)
+{
+	sk_metrics *m = payload;
+
+	sk_metrics_observe(m,
+	        work ? "workqueue_work_duration_seconds" : "workqueue_queue_duration_seconds",
+	        WQ_LABELS, (double)ms / 1000.0);
+}
+
+/* Every provider request (sk_provider_set_observer). */
+static void
+observe_request(
+        void *payload, const char *provider, const char *endpoint, int status, double seconds)
+{
+	sk_controller *c = payload;
+	char name[96], ep[256], l[400];
+
+	sk_metrics_escape(provider, name, sizeof(name));
+	sk_metrics_escape(endpoint, ep, sizeof(ep));
+	snprintf(l, sizeof(l), "provider=\"%s\",endpoint=\"%s\"", name, ep);
+	sk_metrics_observe(c->metrics, SK_CTL_METRIC_PROVIDER_DURATION, l, seconds);
+	if (status > 0)
+		snprintf(l, sizeof(l), "provider=\"%s\",endpoint=\"%s\",code=\"%d\"", name, ep,
+		        status);
+	else
+		snprintf(
+		        l, sizeof(l), "provider=\"%s\",endpoint=\"%s\",code=\"<error>\"", name, ep);
+	sk_metrics_add(c->metrics, SK_CTL_METRIC_PROVIDER_REQUESTS, l, 1);
+}
+
+void
+sk_ctl_watch_provider(sk_controller *c, sk_provider *p)
+{
+	sk_provider_set_observer(p, observe_request, c);
 }
 
 void
@@ -139,20 +235,24 @@ sk_controller_render_metrics(sk_controller *c, sk_buf *out)
 {
 	/* Scrapes in turn: the gauges set here render as one snapshot. */
 	sk_workqueue_stats st;
-	const char *l = "name=\"" SK_CONTROLLER_NAME "\"";
+	sk_metrics *m = c->metrics;
 
 	pthread_mutex_lock(&c->render_mu);
 	sk_workqueue_get_stats(c->q, &st);
-	sk_metrics_set(c->metrics, "workqueue_depth", l, (double)st.depth);
-	sk_metrics_set(c->metrics, "workqueue_adds_total", l, (double)st.adds_total);
-	sk_metrics_set(c->metrics, "workqueue_retries_total", l, (double)st.retries_total);
-	sk_metrics_set(c->metrics, "workqueue_delayed", l, (double)st.delayed);
-	sk_metrics_set(c->metrics, "spacekeeper_informer_synced", NULL,
-	        sk_informer_has_synced(c->inf) ? 1 : 0);
+	sk_metrics_set(m, "workqueue_depth", WQ_LABELS, (double)st.depth);
+	sk_metrics_set(m, "workqueue_adds_total", WQ_LABELS, (double)st.adds_total);
+	sk_metrics_set(m, "workqueue_retries_total", WQ_LABELS, (double)st.retries_total);
+	sk_metrics_set(m, "workqueue_unfinished_work_seconds", WQ_LABELS,
+	        (double)st.unfinished_ms / 1000.0);
+	sk_metrics_set(m, "workqueue_longest_running_processor_seconds", WQ_LABELS,
+	        (double)st.longest_running_ms / 1000.0);
+	sk_metrics_set(m, "spacekeeper_workqueue_delayed", WQ_LABELS, (double)st.delayed);
 	sk_metrics_set(
-	        c->metrics, "spacekeeper_informer_objects", NULL, (double)sk_informer_len(c->inf));
-	sk_ctl_metrics_userspaces(c->metrics, c->inf);
-	sk_metrics_render(c->metrics, out);
+	        m, "spacekeeper_informer_synced", NULL, sk_informer_has_synced(c->inf) ? 1 : 0);
+	sk_metrics_set(m, "spacekeeper_informer_objects", NULL, (double)sk_informer_len(c->inf));
+	sk_ctl_metrics_userspaces(m, c->inf);
+	sk_metrics_collect_process(m, NULL);
+	sk_metrics_render(m, out);
 	pthread_mutex_unlock(&c->render_mu);
 }
 
@@ -223,6 +323,7 @@ open_parts(sk_controller *c, sk_error *err)
 			sk_error_prefix(err, "provider %s", pc->name);
 			return rc;
 		}
+		sk_ctl_watch_provider(c, c->obs_clients[i]);
 	}
 	return 0;
 }
@@ -231,6 +332,7 @@ int
 sk_controller_new(sk_controller **out, const sk_controller_options *opts, sk_error *err)
 {
 	sk_controller_options def = SK_CONTROLLER_OPTIONS_INIT;
+	sk_workqueue_options qo = SK_WORKQUEUE_OPTIONS_INIT;
 	sk_controller *c;
 	int rc;
 
@@ -253,8 +355,10 @@ sk_controller_new(sk_controller **out, const sk_controller_options *opts, sk_err
 	pthread_mutex_init(&c->render_mu, NULL);
 	sk_cond_init_monotonic(&c->cond);
 	atomic_init(&c->stopping, false);
-	c->q = sk_workqueue_new(NULL);
 	c->metrics = sk_metrics_new();
+	qo.observe = observe_queue;
+	qo.observe_payload = c->metrics;
+	c->q = sk_workqueue_new(&qo);
 	c->done_gen = sk_strmap_new(free);
 	c->failed = sk_strmap_new(NULL);
 	c->written_rv = sk_strmap_new(free);
@@ -380,8 +484,8 @@ handle_result(
 {
 	const char *l = "controller=\"" SK_CONTROLLER_NAME "\"";
 
-	sk_metrics_add(c->metrics, "controller_runtime_reconcile_time_seconds_sum", l,
-	        (double)dt / 1000.0);
+	sk_metrics_observe(
+	        c->metrics, "controller_runtime_reconcile_time_seconds", l, (double)dt / 1000.0);
 	if (rc == 0) {
 		sk_workqueue_forget(c->q, key);
 		/* --once: a key the planner only revisits at resync, in a steady
@@ -594,7 +698,8 @@ workers_start(sk_controller *c, sk_error *err)
 		w->index = i;
 		w->clients = sk_calloc(c->n_prov, sizeof(*w->clients));
 		for (size_t p = 0; p < c->n_prov && rc == 0; p++)
-			rc = sk_provider_new(&c->cfg->providers[p], &w->clients[p], err);
+			if ((rc = sk_provider_new(&c->cfg->providers[p], &w->clients[p], err)) == 0)
+				sk_ctl_watch_provider(c, w->clients[p]);
 		if (rc != 0) {
 			workers_free(c);
 			return rc;

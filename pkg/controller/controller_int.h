@@ -129,6 +129,7 @@ typedef struct sk_http_reply {
 	char retry_after[24]; /* the Retry-After header when not empty */
 } sk_http_reply;
 #define SK_CTL_METRIC_CONNECTS "spacekeeper_connect_total"
+#define SK_CTL_METRIC_CONNECT_DURATION "spacekeeper_connect_duration_seconds"
 void sk_ctl_reply_json(sk_http_reply *r, unsigned int status, json_t *obj); /* takes obj */
 void sk_ctl_reply_error(sk_http_reply *r, unsigned int status, const char *reason, const char *msg);
 void sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, sk_http_reply *r);
@@ -141,6 +142,12 @@ void sk_ctl_activity(sk_controller *c, const char *user_id, sk_http_reply *r);
 void sk_ctl_plan_options(sk_controller *c, const sk_userspace *us, sk_plan_options *out);
 /* The envd URL a connect answer names (caller frees). */
 char *sk_ctl_envd_url(sk_controller *c, const sk_userspace *us);
+
+/* controller.c: provider requests, counted and timed per provider and endpoint. */
+#define SK_CTL_METRIC_PROVIDER_REQUESTS "spacekeeper_provider_requests_total"
+#define SK_CTL_METRIC_PROVIDER_DURATION "spacekeeper_provider_request_duration_seconds"
+/* Reports every request of p to the controller's metrics. */
+void sk_ctl_watch_provider(sk_controller *c, sk_provider *p);
 
 /* controller.c: sets spacekeeper_userspaces{phase,ready} from the informer's
  * cache (every phase x ready series, zeros included; inf NULL: all zero). */

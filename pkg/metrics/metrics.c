@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "metrics.h"
 
@@ -277,4 +278,37 @@ sk_metrics_render(sk_metrics *m, sk_buf *out)
 		render_family(m, &m->fam[i], out);
 	pthread_mutex_unlock(&m->mu);
 	return 0;
+}
+
+void
+sk_metrics_escape(const char *value, char *out, size_t len)
+{
+	size_t o = 0;
+
+	if (len == 0)
+		return;
+	for (const char *p = value ? value : ""; *p; p++) {
+		const char *rep = *p == '\\' ? "\\\\"
+		        : *p == '"'          ? "\\\""
+		        : *p == '\n'         ? "\\n"
+		                             : NULL;
+		size_t n = rep ? 2 : 1;
+		if (o + n >= len)
+			break;
+		if (rep)
+			memcpy(out + o, rep, 2);
+		else
+			out[o] = *p;
+		o += n;
+	}
+	out[o] = '\0';
+}
+
+double
+sk_metrics_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }

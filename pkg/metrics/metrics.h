@@ -55,6 +55,11 @@ uint64_t sk_metrics_histogram_count(
 /* Appends every family, sorted by name, to out. */
 int sk_metrics_render(sk_metrics *m, sk_buf *out);
 
+/* A label value escaped for the exposition (\\, \" and \n), truncated to fit len. */
+void sk_metrics_escape(const char *value, char *out, size_t len);
+/* A monotonic clock in seconds, for durations finer than a millisecond. */
+double sk_metrics_now(void);
+
 /* Declares and sets the process_* gauges and counter from /proc/self:
  * process_cpu_seconds_total, process_resident_memory_bytes,
  * process_virtual_memory_bytes, process_start_time_seconds,

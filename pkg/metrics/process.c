@@ -100,9 +100,9 @@ sk_metrics_collect_process(sk_metrics *m, sk_error *err)
 {
 	long ticks = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
 	struct rlimit rl;
-	proc_stat ps;
-	long long btime;
-	size_t fds;
+	proc_stat ps = { 0 };
+	long long btime = 0;
+	size_t fds = 0;
 	int rc;
 
 	declare_process(m);

@@ -1241,7 +1241,18 @@ START_TEST(test_http_endpoints_and_connect)
 	ck_assert_ptr_nonnull(strstr(body,
 	        "controller_runtime_reconcile_total{controller="
 	        "\"userspace\",result=\"requeue_after\"}"));
-	ck_assert_ptr_nonnull(strstr(body, "workqueue_depth{name=\"userspace\"}"));
+	ck_assert_ptr_nonnull(
+	        strstr(body, "workqueue_depth{name=\"userspace\",controller=\"userspace\"}"));
+	/* the provider requests of the reconciles above, and this connect's latency */
+	ck_assert_ptr_nonnull(strstr(body,
+	        "spacekeeper_provider_requests_total{provider=\"default\",endpoint=\"POST "
+	        "/sandboxes\",code=\"201\"}"));
+	ck_assert_ptr_nonnull(strstr(body,
+	        "spacekeeper_connect_duration_seconds_bucket{path=\"none\",le=\"+Inf\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(body,
+	        "\n# TYPE controller_runtime_reconcile_time_seconds "
+	        "histogram\n"));
+	ck_assert_ptr_null(strstr(body, "controller_runtime_reconcile_time_seconds_sum counter"));
 	free(body);
 	keeper_stop_checked();
 }

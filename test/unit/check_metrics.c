@@ -136,6 +136,19 @@ START_TEST(test_process_collector)
 }
 END_TEST
 
+START_TEST(test_escape)
+{
+	char out[16];
+
+	sk_metrics_escape("a\"b\\c\nd", out, sizeof(out));
+	ck_assert_str_eq(out, "a\\\"b\\\\c\\nd");
+	sk_metrics_escape("abcdefghijklmnopqrstuvwxyz", out, 8); /* truncated, terminated */
+	ck_assert_str_eq(out, "abcdefg");
+	sk_metrics_escape("ab\"", out, 4); /* never half an escape */
+	ck_assert_str_eq(out, "ab");
+}
+END_TEST
+
 Suite *
 sk_suite_metrics(void)
 {
@@ -146,6 +159,7 @@ sk_suite_metrics(void)
 	tcase_add_test(t, test_histogram_cumulative);
 	tcase_add_test(t, test_histogram_no_labels_and_buckets);
 	tcase_add_test(t, test_process_collector);
+	tcase_add_test(t, test_escape);
 	suite_add_tcase(s, t);
 	return s;
 }
