@@ -167,6 +167,94 @@ declare_provider(sk_controller *c)
 	}
 }
 
+static const char *const drift_types[SK_CTL_DRIFT_TYPES] = { SK_DRIFT_DATAPLANE, SK_DRIFT_DUPLICATE,
+	SK_DRIFT_STATE, SK_DRIFT_SPEC, SK_DRIFT_MISSING, SK_DRIFT_ORPHAN };
+
+static void
+declare_drift(sk_metrics *m)
+{
+	char l[64];
+
+	sk_metrics_declare(m, "spacekeeper_drift_spaces", SK_METRIC_GAUGE,
+	        "UserSpaces whose status.drift holds a drift of this type (after their last "
+	        "reconcile)");
+	sk_metrics_declare(m, "spacekeeper_drift_oldest_seconds", SK_METRIC_GAUGE,
+	        "Age of the oldest drift of this type (since its status.drift[].since), 0 when "
+	        "none");
+	for (size_t t = 0; t < SK_CTL_DRIFT_TYPES; t++) {
+		snprintf(l, sizeof(l), "type=\"%s\"", drift_types[t]);
+		sk_metrics_set(m, "spacekeeper_drift_spaces", l, 0);
+		sk_metrics_set(m, "spacekeeper_drift_oldest_seconds", l, 0);
+	}
+}
+
+void
+sk_ctl_note_drift(sk_controller *c, const char *name, const sk_userspace *us)
+{
+	int64_t since[SK_CTL_DRIFT_TYPES] = { 0 }, *v;
+	bool any = false;
+
+	for (size_t i = 0; us && i < us->status.n_drift; i++) {
+		const sk_drift *d = &us->status.drift[i];
+		for (size_t t = 0; d->type && t < SK_CTL_DRIFT_TYPES; t++) {
+			if (strcmp(d->type, drift_types[t]) != 0)
+				continue;
+			if (since[t] == 0 || (d->since_ms > 0 && d->since_ms < since[t]))
+				since[t] = d->since_ms > 0 ? d->since_ms : sk_now_ms();
+			any = true;
+		}
+	}
+	pthread_mutex_lock(&c->drift_mu);
+	if (any) {
+		v = sk_malloc(sizeof(since));
+		memcpy(v, since, sizeof(since));
+		sk_strmap_put(c->drift, name, v);
+	} else {
+		sk_strmap_remove(c->drift, name);
+	}
+	pthread_mutex_unlock(&c->drift_mu);
+}
+
+typedef struct drift_acc {
+	size_t n[SK_CTL_DRIFT_TYPES];
+	int64_t oldest[SK_CTL_DRIFT_TYPES];
+} drift_acc;
+
+static void
+add_drift(const char *key, void *value, void *payload)
+{
+	const int64_t *since = value;
+	drift_acc *a = payload;
+
+	(void)key;
+	for (size_t t = 0; t < SK_CTL_DRIFT_TYPES; t++) {
+		if (since[t] == 0)
+			continue;
+		a->n[t]++;
+		if (a->oldest[t] == 0 || since[t] < a->oldest[t])
+			a->oldest[t] = since[t];
+	}
+}
+
+static void
+render_drift(sk_controller *c)
+{
+	drift_acc a = { { 0 }, { 0 } };
+	int64_t now = sk_now_ms();
+	char l[64];
+
+	pthread_mutex_lock(&c->drift_mu);
+	sk_strmap_foreach(c->drift, add_drift, &a);
+	pthread_mutex_unlock(&c->drift_mu);
+	for (size_t t = 0; t < SK_CTL_DRIFT_TYPES; t++) {
+		snprintf(l, sizeof(l), "type=\"%s\"", drift_types[t]);
+		sk_metrics_set(c->metrics, "spacekeeper_drift_spaces", l, (double)a.n[t]);
+		sk_metrics_set(c->metrics, "spacekeeper_drift_oldest_seconds", l,
+		        a.oldest[t] > 0 && now > a.oldest[t] ? (double)(now - a.oldest[t]) / 1000.0
+		                                             : 0);
+	}
+}
+
 static void
 metrics_declare(sk_controller *c)
 {
@@ -179,6 +267,11 @@ metrics_declare(sk_controller *c)
 	        "1 once the informer has listed UserSpaces");
 	sk_metrics_declare(m, "spacekeeper_informer_objects", SK_METRIC_GAUGE,
 	        "UserSpaces in the informer cache");
+	sk_metrics_declare(m, "spacekeeper_informer_errors_total", SK_METRIC_COUNTER,
+	        "Failed polls and relists of the store by the informer");
+	sk_metrics_declare(m, "spacekeeper_informer_polls_total", SK_METRIC_COUNTER,
+	        "Polls of the store by the informer");
+	declare_drift(m);
 	sk_metrics_declare(m, SK_CTL_METRIC_CONNECTS, SK_METRIC_COUNTER,
 	        "Connect calls by path (fast, wake, create, replace, reconcile, unavailable, "
 	        "none) and HTTP status code");
@@ -235,6 +328,7 @@ sk_controller_render_metrics(sk_controller *c, sk_buf *out)
 {
 	/* Scrapes in turn: the gauges set here render as one snapshot. */
 	sk_workqueue_stats st;
+	sk_informer_stats is;
 	sk_metrics *m = c->metrics;
 
 	pthread_mutex_lock(&c->render_mu);
@@ -250,6 +344,10 @@ sk_controller_render_metrics(sk_controller *c, sk_buf *out)
 	sk_metrics_set(
 	        m, "spacekeeper_informer_synced", NULL, sk_informer_has_synced(c->inf) ? 1 : 0);
 	sk_metrics_set(m, "spacekeeper_informer_objects", NULL, (double)sk_informer_len(c->inf));
+	sk_informer_get_stats(c->inf, &is);
+	sk_metrics_set(m, "spacekeeper_informer_errors_total", NULL, (double)is.errors);
+	sk_metrics_set(m, "spacekeeper_informer_polls_total", NULL, (double)is.polls);
+	render_drift(c);
 	sk_ctl_metrics_userspaces(m, c->inf);
 	sk_metrics_collect_process(m, NULL);
 	sk_metrics_render(m, out);
@@ -353,6 +451,8 @@ sk_controller_new(sk_controller **out, const sk_controller_options *opts, sk_err
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_mutex_init(&c->obs_mu, NULL);
 	pthread_mutex_init(&c->render_mu, NULL);
+	pthread_mutex_init(&c->drift_mu, NULL);
+	c->drift = sk_strmap_new(free);
 	sk_cond_init_monotonic(&c->cond);
 	atomic_init(&c->stopping, false);
 	c->metrics = sk_metrics_new();
@@ -398,6 +498,8 @@ sk_controller_free(sk_controller *c)
 	pthread_mutex_destroy(&c->mu);
 	pthread_mutex_destroy(&c->obs_mu);
 	pthread_mutex_destroy(&c->render_mu);
+	pthread_mutex_destroy(&c->drift_mu);
+	sk_strmap_free(c->drift);
 	pthread_cond_destroy(&c->cond);
 	free(c);
 }
@@ -613,6 +715,7 @@ worker_process(sk_worker *w, const char *key)
 		/* Gone from the store: nothing to reconcile (orphans are the observer's). */
 		sk_workqueue_forget(c->q, key);
 		sk_ctl_space_forget(c, key);
+		sk_ctl_note_drift(c, key, NULL);
 		mark_reconciled(c, key, false);
 		goto done;
 	}
@@ -645,6 +748,7 @@ worker_process(sk_worker *w, const char *key)
 	rc = sk_reconcile_object(&env, us, &view, &requeue, &updated, &err);
 	sk_limiter_release(c->limiters[prov]);
 	sk_ctl_space_note(c, key, &report, rc == 0);
+	sk_ctl_note_drift(c, key, updated ? updated : us);
 	note_written(c, key, updated);
 	if (updated != NULL)
 		sk_informer_observe(c->inf, updated); /* as written: no need to poll it back */

@@ -52,6 +52,10 @@ struct sk_controller {
 	pthread_mutex_t obs_mu; /* guards views */
 	sk_prov_view *views;
 
+	pthread_mutex_t drift_mu; /* guards drift */
+	sk_strmap *drift; /* name -> int64_t[SK_CTL_DRIFT_TYPES]: since_ms of each drift type
+	                     its last reconcile left (0: none); only spaces with drift */
+
 	pthread_mutex_t spaces_mu; /* guards spaces */
 	sk_strmap *spaces; /* name -> what is remembered of the space (spaces.c) */
 
@@ -148,6 +152,12 @@ char *sk_ctl_envd_url(sk_controller *c, const sk_userspace *us);
 #define SK_CTL_METRIC_PROVIDER_DURATION "spacekeeper_provider_request_duration_seconds"
 /* Reports every request of p to the controller's metrics. */
 void sk_ctl_watch_provider(sk_controller *c, sk_provider *p);
+
+/* controller.c: spacekeeper_drift_spaces{type} and
+ * spacekeeper_drift_oldest_seconds{type}, from the drift each space's last
+ * reconcile left (us: the object as it stands after it; NULL: gone). */
+#define SK_CTL_DRIFT_TYPES 6
+void sk_ctl_note_drift(sk_controller *c, const char *name, const sk_userspace *us);
 
 /* controller.c: sets spacekeeper_userspaces{phase,ready} from the informer's
  * cache (every phase x ready series, zeros included; inf NULL: all zero). */

@@ -879,7 +879,29 @@ typedef struct d_state {
 	char first[64];
 	bool saw_drift;
 	bool cli_drift; /* `spacectl drift` listed it and exited 1 */
+	bool metric_drift; /* /metrics counted it */
 } d_state;
+
+/* Whether the controller's /metrics holds the line `series value`. */
+static bool
+metrics_line(const char *series, const char *value)
+{
+	char url[96], want[256], *body = NULL;
+	bool ok;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", keeper_port);
+	snprintf(want, sizeof(want), "\n%s %s\n", series, value);
+	ok = http("GET", url, NULL, &body) == 200 && body && strstr(body, want);
+	free(body);
+	return ok;
+}
+
+static bool
+no_dataplane_drift_metric(void *arg)
+{
+	(void)arg;
+	return metrics_line("spacekeeper_drift_spaces{type=\"DataPlaneUnreachable\"}", "0");
+}
 
 static bool
 d_replaced(void *arg)
@@ -898,6 +920,8 @@ d_replaced(void *arg)
 		        strstr(out, "dpu"))
 			d->cli_drift = true;
 		free(out);
+		if (metrics_line("spacekeeper_drift_spaces{type=\"DataPlaneUnreachable\"}", "1"))
+			d->metric_drift = true;
 	}
 	ok = sb && strcmp(sb, d->first) != 0 && item_ready(it) &&
 	        count_user(all, "dpu", "running") == 1;
@@ -909,7 +933,7 @@ d_replaced(void *arg)
 START_TEST(test_d_unreachable_replaced)
 {
 	conv c = { "dpu", 0 };
-	d_state d = { "", false, false };
+	d_state d = { "", false, false, false };
 	json_t *items, *all;
 	char body[256];
 
@@ -933,6 +957,10 @@ START_TEST(test_d_unreachable_replaced)
 	ck_assert_msg(eventually(d_replaced, &d, 60), "not replaced");
 	ck_assert_msg(d.saw_drift, "DataPlaneUnreachable never reported");
 	ck_assert_msg(d.cli_drift, "spacectl drift did not show DataPlaneUnreachable (exit 1)");
+	ck_assert_msg(
+	        d.metric_drift, "spacekeeper_drift_spaces never counted DataPlaneUnreachable");
+	ck_assert_msg(eventually(no_dataplane_drift_metric, NULL, 5),
+	        "spacekeeper_drift_spaces still counts DataPlaneUnreachable after the replace");
 	all = sim_sandboxes();
 	ck_assert_str_ne(
 	        sim_state_of(all, d.first) ? sim_state_of(all, d.first) : "gone", "running");
