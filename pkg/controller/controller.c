@@ -170,6 +170,12 @@ declare_provider(sk_controller *c)
 static const char *const drift_types[SK_CTL_DRIFT_TYPES] = { SK_DRIFT_DATAPLANE, SK_DRIFT_DUPLICATE,
 	SK_DRIFT_STATE, SK_DRIFT_SPEC, SK_DRIFT_MISSING, SK_DRIFT_ORPHAN };
 
+const char *
+sk_ctl_drift_type(size_t t)
+{
+	return t < SK_CTL_DRIFT_TYPES ? drift_types[t] : "";
+}
+
 static void
 declare_drift(sk_metrics *m)
 {

@@ -158,6 +158,12 @@ void sk_ctl_watch_provider(sk_controller *c, sk_provider *p);
  * reconcile left (us: the object as it stands after it; NULL: gone). */
 #define SK_CTL_DRIFT_TYPES 6
 void sk_ctl_note_drift(sk_controller *c, const char *name, const sk_userspace *us);
+/* The drift type of index t < SK_CTL_DRIFT_TYPES ("Missing", ...). */
+const char *sk_ctl_drift_type(size_t t);
+
+/* page.c: the status page (GET / and GET /spaces/NAME), HTML. */
+void sk_ctl_page_index(sk_controller *c, sk_http_reply *r);
+void sk_ctl_page_space(sk_controller *c, const char *name, sk_http_reply *r);
 
 /* controller.c: sets spacekeeper_userspaces{phase,ready} from the informer's
  * cache (every phase x ready series, zeros included; inf NULL: all zero). */

@@ -1286,6 +1286,46 @@ START_TEST(test_http_endpoints_and_connect)
 }
 END_TEST
 
+/* The status page: the spaces of a running controller, one space's page,
+ * every value escaped (an annotation holding a script stays text). */
+START_TEST(test_status_page)
+{
+	char url[256], *body = NULL;
+	conv c = { "pg", 1 };
+
+	apply_yaml("page.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: pg000\n  labels:\n    team: a-b\n  annotations:\n"
+	        "    note: \"<script>alert('x')</script> & more\"\n"
+	        "spec:\n  userID: pg000\n");
+	keeper_start();
+	ck_assert(eventually(converged, &c, 60));
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", keeper_port);
+	ck_assert_int_eq(http("GET", url, NULL, &body), 200);
+	ck_assert_ptr_nonnull(strstr(body, "<h2>Spaces by phase</h2>"));
+	ck_assert_ptr_nonnull(strstr(body, "<a href=\"/spaces/pg000\">pg000</a>"));
+	ck_assert_ptr_nonnull(strstr(body, "<td>pg000</td><td>Running</td><td class=\"ok\">True"));
+	ck_assert_ptr_null(strstr(body, "<script"));
+	free(body);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/spaces/pg000", keeper_port);
+	ck_assert_int_eq(http("GET", url, NULL, &body), 200);
+	ck_assert_ptr_nonnull(
+	        strstr(body, "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; more"));
+	ck_assert_ptr_null(strstr(body, "<script"));
+	ck_assert_ptr_nonnull(strstr(body, "<h2>Conditions</h2>"));
+	ck_assert_ptr_nonnull(strstr(body, "<td>Ready</td><td>True</td>"));
+	ck_assert_ptr_nonnull(strstr(body, "<h2>Recent events</h2>"));
+	ck_assert_ptr_nonnull(
+	        strstr(body, "<h2>At the provider</h2><p>The last list of default ("));
+	free(body);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/spaces/nobody", keeper_port);
+	ck_assert_int_eq(http("GET", url, NULL, &body), 404);
+	ck_assert_ptr_nonnull(strstr(body, "No such UserSpace."));
+	free(body);
+	keeper_stop_checked();
+}
+END_TEST
+
 START_TEST(test_once_pass)
 {
 	const char *env[] = { DUMMY_KEY, NULL };
@@ -1402,6 +1442,7 @@ sk_suite_controller(void)
 	tcase_add_test(fault, test_j_429_storm);
 	tcase_add_test(fault, test_i_ferretdb_restart);
 	tcase_add_test(daemon, test_http_endpoints_and_connect);
+	tcase_add_test(daemon, test_status_page);
 	tcase_add_test(daemon, test_idle_sleep_and_wake);
 	tcase_add_test(daemon, test_connect_unreachable_report);
 	tcase_add_test(daemon, test_connect_unreachable_replace);
