@@ -459,6 +459,8 @@ sk_controller_new(sk_controller **out, const sk_controller_options *opts, sk_err
 	pthread_mutex_init(&c->render_mu, NULL);
 	pthread_mutex_init(&c->drift_mu, NULL);
 	c->drift = sk_strmap_new(free);
+	c->tl_reconcile = sk_timeline_new();
+	c->tl_connect = sk_timeline_new();
 	sk_cond_init_monotonic(&c->cond);
 	atomic_init(&c->stopping, false);
 	c->metrics = sk_metrics_new();
@@ -506,6 +508,8 @@ sk_controller_free(sk_controller *c)
 	pthread_mutex_destroy(&c->render_mu);
 	pthread_mutex_destroy(&c->drift_mu);
 	sk_strmap_free(c->drift);
+	sk_timeline_free(c->tl_reconcile);
+	sk_timeline_free(c->tl_connect);
 	pthread_cond_destroy(&c->cond);
 	free(c);
 }
@@ -594,6 +598,7 @@ handle_result(
 
 	sk_metrics_observe(
 	        c->metrics, "controller_runtime_reconcile_time_seconds", l, (double)dt / 1000.0);
+	sk_timeline_observe(c->tl_reconcile, sk_now_ms(), (double)dt / 1000.0);
 	if (rc == 0) {
 		sk_workqueue_forget(c->q, key);
 		/* --once: a key the planner only revisits at resync, in a steady

@@ -52,6 +52,9 @@ struct sk_controller {
 	pthread_mutex_t obs_mu; /* guards views */
 	sk_prov_view *views;
 
+	sk_timeline *tl_reconcile; /* reconcile seconds per minute (the status page) */
+	sk_timeline *tl_connect; /* connect seconds per minute */
+
 	pthread_mutex_t drift_mu; /* guards drift */
 	sk_strmap *drift; /* name -> int64_t[SK_CTL_DRIFT_TYPES]: since_ms of each drift type
 	                     its last reconcile left (0: none); only spaces with drift */

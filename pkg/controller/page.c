@@ -21,7 +21,8 @@ static const char page_css[] =
         "th,td{border:1px solid #d8dce3;padding:4px 10px;text-align:left;vertical-align:top}"
         "th{background:#eef0f4}td.n{text-align:right}.bad{color:#b3261e}.ok{color:#1b7f3b}"
         "pre{background:#fff;border:1px solid #d8dce3;padding:8px;overflow:auto}"
-        "svg rect{fill:#4a78c2}";
+        "svg rect{fill:#4a78c2}svg.chart{background:#fff;border:1px solid #d8dce3}"
+        "svg line{stroke:#8a93a6}svg text{font-size:11px;fill:#5a6272}";
 
 /* Appends s with &, <, >, " and ' escaped. */
 static void
@@ -85,6 +86,43 @@ age(sk_buf *b, int64_t since_ms, int64_t now_ms)
 
 	sk_duration_format(since_ms > 0 && now_ms > since_ms ? now_ms - since_ms : 0, d, sizeof(d));
 	html(b, d);
+}
+
+/* An SVG bar chart of a timeline's mean per minute over the last hour, the
+ * tallest bar at the top; each bar's tooltip gives its minute, count, mean
+ * and max. */
+static void
+timeline_chart(sk_buf *b, const char *title, sk_timeline *tl)
+{
+	sk_timeline_point p[SK_TIMELINE_MINUTES];
+	double top = 0;
+	uint64_t n = 0;
+	char when[64];
+
+	sk_timeline_read(tl, sk_now_ms(), p);
+	for (size_t i = 0; i < SK_TIMELINE_MINUTES; i++) {
+		top = p[i].mean > top ? p[i].mean : top;
+		n += p[i].count;
+	}
+	sk_buf_printf(b, "<h2>%s, last hour</h2>", title);
+	sk_buf_printf(b,
+	        "<svg class=\"chart\" width=\"640\" height=\"150\" role=\"img\" "
+	        "aria-label=\"%s per minute\"><text x=\"0\" y=\"12\">tallest: mean %.4g s "
+	        "(%llu in the hour)</text>",
+	        title, top, (unsigned long long)n);
+	for (size_t i = 0; i < SK_TIMELINE_MINUTES; i++) {
+		double h = top > 0 ? 110.0 * p[i].mean / top : 0;
+		sk_time_format(p[i].minute_ms, when, sizeof(when));
+		sk_buf_printf(b,
+		        "<rect x=\"%zu\" y=\"%.1f\" width=\"8\" height=\"%.1f\">"
+		        "<title>%s: %llu, mean %.4g s, max %.4g s</title></rect>",
+		        20 + i * 10, 130.0 - h, h, when, (unsigned long long)p[i].count, p[i].mean,
+		        p[i].max);
+	}
+	sk_buf_printf(b,
+	        "<line x1=\"20\" y1=\"130.5\" x2=\"620\" y2=\"130.5\"/>"
+	        "<text x=\"20\" y=\"146\">-60 min</text>"
+	        "<text x=\"590\" y=\"146\">now</text></svg>");
 }
 
 /* ---- the index ---- */
@@ -234,6 +272,8 @@ sk_ctl_page_index(sk_controller *c, sk_http_reply *r)
 	                                       : "<span class=\"bad\">not synced</span>");
 	phases_table(&b, &rows);
 	drift_table(c, &b);
+	timeline_chart(&b, "Reconcile time", c->tl_reconcile);
+	timeline_chart(&b, "Connect latency", c->tl_connect);
 	spaces_table(&b, &rows);
 	for (size_t i = 0; i < rows.len; i++) {
 		free(rows.items[i].name);

@@ -67,4 +67,19 @@ double sk_metrics_now(void);
  * readable; the families are declared either way. */
 int sk_metrics_collect_process(sk_metrics *m, sk_error *err);
 
+/* A timeline: observations per wall-clock minute over the last hour (the
+ * status page's charts). Thread-safe. */
+#define SK_TIMELINE_MINUTES 60
+typedef struct sk_timeline sk_timeline;
+typedef struct sk_timeline_point {
+	int64_t minute_ms; /* the minute's start, wall clock */
+	uint64_t count;
+	double mean, max; /* 0 when count is 0 */
+} sk_timeline_point;
+sk_timeline *sk_timeline_new(void);
+void sk_timeline_free(sk_timeline *t); /* NULL-safe */
+void sk_timeline_observe(sk_timeline *t, int64_t now_ms, double value);
+/* The SK_TIMELINE_MINUTES minutes ending with now_ms's, oldest first. */
+void sk_timeline_read(sk_timeline *t, int64_t now_ms, sk_timeline_point out[SK_TIMELINE_MINUTES]);
+
 #endif

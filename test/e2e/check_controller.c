@@ -1303,6 +1303,15 @@ START_TEST(test_status_page)
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", keeper_port);
 	ck_assert_int_eq(http("GET", url, NULL, &body), 200);
 	ck_assert_ptr_nonnull(strstr(body, "<h2>Spaces by phase</h2>"));
+	{
+		/* the reconciles that converged pg000 are counted in the reconcile
+		 * chart; no connect was made, so the connect chart counts none */
+		const char *rc = strstr(body, "<h2>Reconcile time, last hour</h2><svg");
+		const char *cc = strstr(body, "<h2>Connect latency, last hour</h2><svg");
+		ck_assert(rc && cc && rc < cc);
+		ck_assert_ptr_eq(strstr(rc, "(0 in the hour)"), strstr(cc, "(0 in the hour)"));
+		ck_assert_ptr_nonnull(strstr(cc, "(0 in the hour)"));
+	}
 	ck_assert_ptr_nonnull(strstr(body, "<a href=\"/spaces/pg000\">pg000</a>"));
 	ck_assert_ptr_nonnull(strstr(body, "<td>pg000</td><td>Running</td><td class=\"ok\">True"));
 	ck_assert_ptr_null(strstr(body, "<script"));

@@ -149,6 +149,38 @@ START_TEST(test_escape)
 }
 END_TEST
 
+START_TEST(test_timeline)
+{
+	sk_timeline *t = sk_timeline_new();
+	sk_timeline_point p[SK_TIMELINE_MINUTES];
+	int64_t m0 = 1700000000000 / 60000 * 60000; /* a minute's start */
+
+	sk_timeline_observe(t, m0 + 1000, 1);
+	sk_timeline_observe(t, m0 + 59999, 3);
+	sk_timeline_observe(t, m0 + 60000, 10); /* the next minute */
+	sk_timeline_read(t, m0 + 60000, p);
+	ck_assert_int_eq(p[SK_TIMELINE_MINUTES - 1].minute_ms, m0 + 60000);
+	ck_assert_uint_eq(p[SK_TIMELINE_MINUTES - 1].count, 1);
+	ck_assert_double_eq(p[SK_TIMELINE_MINUTES - 1].mean, 10);
+	ck_assert_uint_eq(p[SK_TIMELINE_MINUTES - 2].count, 2);
+	ck_assert_double_eq(p[SK_TIMELINE_MINUTES - 2].mean, 2);
+	ck_assert_double_eq(p[SK_TIMELINE_MINUTES - 2].max, 3);
+	ck_assert_uint_eq(p[0].count, 0);
+	/* an hour on, m0's slot is reused: the old minute is gone */
+	sk_timeline_observe(t, m0 + 3600000, 5);
+	sk_timeline_read(t, m0 + 3600000, p);
+	ck_assert_uint_eq(p[SK_TIMELINE_MINUTES - 1].count, 1);
+	ck_assert_double_eq(p[SK_TIMELINE_MINUTES - 1].mean, 5);
+	ck_assert_uint_eq(p[0].count, 1); /* m0 + 1 min, 59 minutes ago */
+	for (size_t i = 1; i < SK_TIMELINE_MINUTES - 1; i++)
+		ck_assert_uint_eq(p[i].count, 0);
+	sk_timeline_read(t, m0 + 2 * 3600000, p); /* nothing within the hour */
+	for (size_t i = 0; i < SK_TIMELINE_MINUTES; i++)
+		ck_assert_uint_eq(p[i].count, 0);
+	sk_timeline_free(t);
+}
+END_TEST
+
 Suite *
 sk_suite_metrics(void)
 {
@@ -160,6 +192,7 @@ sk_suite_metrics(void)
 	tcase_add_test(t, test_histogram_no_labels_and_buckets);
 	tcase_add_test(t, test_process_collector);
 	tcase_add_test(t, test_escape);
+	tcase_add_test(t, test_timeline);
 	suite_add_tcase(s, t);
 	return s;
 }
