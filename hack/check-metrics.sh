@@ -8,9 +8,12 @@
 #   3. `promtool check rules` and `promtool test rules` pass on
 #      manifests/monitoring/ (alerts.yaml, alerts_test.yaml);
 #   4. every metric name in the Grafana dashboard's queries and in the alert
-#      rules is in the scrape.
-# Prints one line per failure and exits 1; the scrape is kept in
-# $SK_TEST_OUT (default build/test-out)/metrics.txt.
+#      rules is in the scrape (hack/check-monitoring.sh);
+#   5. the status page in headless Chromium: it loads with no console message,
+#      shows the examples' spaces, and a screenshot is written.
+# Prints one line per failure and exits 1; the scrape, the page as Chromium
+# rendered it and the screenshot are kept in $SK_TEST_OUT (default
+# build/test-out): metrics.txt, status.html, status.png.
 #   SK_BIN_DIR=DIR    binaries (default bin/); SK_TOOLS_DIR as for hack/ferretdb.sh
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -114,8 +117,51 @@ check_exposition() {
 		fail "$out/metrics.txt: no provider request POST /sandboxes with code 201"
 }
 
+# Headless Chromium on URL ($2) with its console on stderr ($1: a file);
+# further arguments are Chromium's.
+browse() {
+	local log=$1 url=$2
+	shift 2
+	timeout 90 "$browser" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
+		--no-first-run --user-data-dir="$scratch/chromium" --enable-logging=stderr --v=0 \
+		"$@" "$url" 2>"$log"
+}
+
+# Console messages of a page (Chromium logs them as CONSOLE lines).
+console_of() {
+	grep -E ':CONSOLE[^]]*\]' "${1:--}"
+}
+
+check_page() {
+	local bad
+	browser=$(command -v chromium || command -v chromium-browser) ||
+		{ fail "chromium missing (hack/deps.sh installs Debian's chromium)"; return; }
+	# The console check can fail: a page with a script error is caught.
+	browse "$scratch/self.log" "data:text/html,<script>no_such_function()</script>" \
+		--dump-dom >/dev/null
+	console_of "$scratch/self.log" | grep -q no_such_function ||
+		fail "Chromium's console is not captured (a script error went unseen)"
+	browse "$scratch/dom.log" "$base/" --dump-dom >"$out/status.html" ||
+		fail "chromium --dump-dom $base/ failed: $(tail -3 "$scratch/dom.log")"
+	for name in alice bob carol dave erin frank; do
+		grep -q "<a href=\"/spaces/$name\">$name</a>" "$out/status.html" ||
+			fail "$out/status.html: no link to space $name"
+	done
+	grep -q '<h2>Reconcile time, last hour</h2><svg' "$out/status.html" ||
+		fail "$out/status.html: no reconcile time chart"
+	rm -f "$out/status.png"
+	browse "$scratch/shot.log" "$base/" --window-size=1280,1600 \
+		--screenshot="$out/status.png" >/dev/null
+	[ -s "$out/status.png" ] || fail "no screenshot of $base/ ($(tail -3 "$scratch/shot.log"))"
+	browse "$scratch/space.log" "$base/spaces/bob" --dump-dom >"$scratch/bob.html"
+	grep -q '<h2>Conditions</h2>' "$scratch/bob.html" || fail "$base/spaces/bob: no conditions"
+	bad=$(cat "$scratch/dom.log" "$scratch/shot.log" "$scratch/space.log" | console_of)
+	[ -z "$bad" ] || fail "the status page logged to the console: $bad"
+}
+
 if start_demo && wait_converged && scrape; then
 	check_exposition
+	check_page
 	if [ -f "$root/hack/check-monitoring.sh" ]; then
 		bash "$root/hack/check-monitoring.sh" "$out/metrics.txt" || failures=$((failures + 1))
 	fi
@@ -123,4 +169,4 @@ else
 	failures=$((failures + 1))
 fi
 [ "$failures" -eq 0 ] || exit 1
-echo "check-metrics: promtool check metrics is clean on a converged controller ($(grep -c '^# TYPE' "$out/metrics.txt") families)"
+echo "check-metrics: promtool check metrics is clean on a converged controller ($(grep -c '^# TYPE' "$out/metrics.txt") families); the status page renders in headless Chromium with no console message ($out/status.png)"

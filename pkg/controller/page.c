@@ -61,7 +61,7 @@ page_start(sk_buf *b, const char *title)
 {
 	sk_buf_printf(b,
 	        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-	        "<title>");
+	        "<link rel=\"icon\" href=\"data:,\"><title>");
 	html(b, title);
 	sk_buf_printf(b, "</title><style>%s</style></head><body><header><h1>", page_css);
 	html(b, title);
