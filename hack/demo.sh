@@ -55,7 +55,7 @@ echo "==> starting spacekeeper"
 	--listen 127.0.0.1:0 --resync 5s --poll 500ms >"$scratch/spacekeeper.log" 2>&1 &
 keeper_pid=$!
 keeper_port=$(log_wait "$scratch/spacekeeper.log" "$KEEPER_STARTED" "$keeper_pid") || { echo "demo: spacekeeper did not start" >&2; cat "$scratch/spacekeeper.log" >&2; exit 1; }
-echo "    metrics and connect API on http://127.0.0.1:$keeper_port"
+echo "    status page http://127.0.0.1:$keeper_port/ (metrics at /metrics, connect API under /v1/)"
 
 echo "==> applying manifests/examples/"
 "$bin/spacectl" --mongodb-uri "$uri" apply -f "$root/manifests/examples/"
@@ -105,6 +105,7 @@ Everything is still running. In another terminal, try:
   E2B_API_KEY=$E2B_API_KEY $bin/spacectl sandboxes --config $scratch/config.yaml
   curl -s -XPOST http://127.0.0.1:$keeper_port/v1/userspaces/alice/connect
   curl -s http://127.0.0.1:$keeper_port/metrics | grep reconcile_total
+  open http://127.0.0.1:$keeper_port/ in a browser: spaces by phase, drift, each space
   curl -s $sim_url/_sim/sandboxes   # the simulator's own view
 
 Logs: $scratch/spacekeeper.log

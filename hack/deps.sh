@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything spacekeeper needs to build and test. Idempotent:
 # a second run checks and returns quickly.
-#   - Debian packages (compiler toolchain libraries, Check, pkg-config)
+#   - Debian packages (compiler toolchain libraries, Check, pkg-config; prometheus
+#     for promtool, which checks /metrics and the alert rules in make test, and
+#     chromium, which renders the status page headless in make test)
 #   - FerretDB (pinned), built with `go install`, at .deps/bin/ferretdb
 #   - the official e2b and Daytona SDKs, ajv and yaml (pinned) from npm, in .deps/node for the
 #     conformance test
@@ -23,7 +25,7 @@ YAML_VERSION=2.9.1
 
 apt_packages=(build-essential pkg-config libcurl4-openssl-dev libyaml-dev
 	libjansson-dev libmongoc-dev libbson-dev check libmicrohttpd-dev
-	clang-format diffutils curl)
+	clang-format diffutils curl prometheus chromium)
 
 log() { printf 'deps: %s\n' "$*" >&2; }
 

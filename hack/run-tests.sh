@@ -27,6 +27,8 @@ SK_TEST_NEEDS_MONGO=1 run e2e "$dir/e2e_tests"
 if [ -f "$root/test/conformance/e2b_sdk.mjs" ]; then
 	run conformance node "$root/test/conformance/e2b_sdk.mjs"
 fi
+# promtool on a live controller's /metrics, the dashboard and the alert rules
+run metrics bash "$root/hack/check-metrics.sh"
 run daytona-sdk node "$root/test/conformance/daytona_sdk.mjs"
 run crd node "$root/test/conformance/crd_schema.mjs"
 run deploy "$root/test/deploy/check.sh"

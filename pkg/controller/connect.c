@@ -34,11 +34,16 @@ sk_ctl_reply_error(sk_http_reply *r, unsigned int status, const char *reason, co
 	sk_ctl_reply_json(r, status, json_pack("{s:s, s:s}", "reason", reason, "message", msg));
 }
 
+/* Counts the call by path and code and times it from t0 (sk_metrics_now). */
 static void
-count_connect(sk_controller *c, const char *path, unsigned int status)
+count_connect(sk_controller *c, const char *path, unsigned int status, double t0)
 {
 	char l[96];
+	double dt = sk_metrics_now() - t0;
 
+	snprintf(l, sizeof(l), "path=\"%s\"", path);
+	sk_metrics_observe(c->metrics, SK_CTL_METRIC_CONNECT_DURATION, l, dt);
+	sk_timeline_observe(c->tl_connect, sk_now_ms(), dt);
 	snprintf(l, sizeof(l), "path=\"%s\",code=\"%u\"", path, status);
 	sk_metrics_add(c->metrics, SK_CTL_METRIC_CONNECTS, l, 1);
 }
@@ -192,6 +197,7 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, sk_http_r
 {
 	int64_t deadline = sk_monotonic_ms() + timeout_ms;
 	int64_t now = sk_now_ms();
+	double t0 = sk_metrics_now();
 	sk_userspace *us = NULL;
 	sk_error err = { 0 };
 	sk_connect_decision d;
@@ -203,7 +209,7 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, sk_http_r
 	if (rc != 0) {
 		sk_ctl_reply_error(r, rc == SK_ENOTFOUND ? 404 : 503,
 		        rc == SK_ENOTFOUND ? "NotFound" : "StoreUnavailable", err.message);
-		count_connect(c, "none", r->status);
+		count_connect(c, "none", r->status, t0);
 		return;
 	}
 	sk_ctl_space_touch(c, name, now);
@@ -227,18 +233,19 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, sk_http_r
 		wait_ready(c, &us, path, deadline, r);
 		break;
 	}
-	count_connect(c, path, r->status);
+	count_connect(c, path, r->status, t0);
 	sk_userspace_free(us);
 }
 
 void
 sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms, sk_http_reply *r)
 {
+	double t0 = sk_metrics_now();
 	char *name = sk_informer_name_for_user(c->inf, user_id);
 
 	if (name == NULL) {
 		sk_ctl_reply_error(r, 404, "NotFound", "no UserSpace has this userID");
-		count_connect(c, "none", 404);
+		count_connect(c, "none", 404, t0);
 		return;
 	}
 	sk_ctl_connect(c, name, timeout_ms, r);

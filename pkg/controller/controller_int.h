@@ -58,6 +58,13 @@ struct sk_controller {
 	pthread_mutex_t obs_mu; /* guards views */
 	sk_prov_view *views;
 
+	sk_timeline *tl_reconcile; /* reconcile seconds per minute (the status page) */
+	sk_timeline *tl_connect; /* connect seconds per minute */
+
+	pthread_mutex_t drift_mu; /* guards drift */
+	sk_strmap *drift; /* name -> int64_t[SK_CTL_DRIFT_TYPES]: since_ms of each drift type
+	                     its last reconcile left (0: none); only spaces with drift */
+
 	pthread_mutex_t spaces_mu; /* guards spaces */
 	sk_strmap *spaces; /* name -> what is remembered of the space (spaces.c) */
 
@@ -137,6 +144,7 @@ typedef struct sk_http_reply {
 	char retry_after[24]; /* the Retry-After header when not empty */
 } sk_http_reply;
 #define SK_CTL_METRIC_CONNECTS "spacekeeper_connect_total"
+#define SK_CTL_METRIC_CONNECT_DURATION "spacekeeper_connect_duration_seconds"
 void sk_ctl_reply_json(sk_http_reply *r, unsigned int status, json_t *obj); /* takes obj */
 void sk_ctl_reply_error(sk_http_reply *r, unsigned int status, const char *reason, const char *msg);
 void sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, sk_http_reply *r);
@@ -149,6 +157,24 @@ void sk_ctl_activity(sk_controller *c, const char *user_id, sk_http_reply *r);
 void sk_ctl_plan_options(sk_controller *c, const sk_userspace *us, sk_plan_options *out);
 /* The envd URL a connect answer names (caller frees). */
 char *sk_ctl_envd_url(sk_controller *c, const sk_userspace *us);
+
+/* controller.c: provider requests, counted and timed per provider and endpoint. */
+#define SK_CTL_METRIC_PROVIDER_REQUESTS "spacekeeper_provider_requests_total"
+#define SK_CTL_METRIC_PROVIDER_DURATION "spacekeeper_provider_request_duration_seconds"
+/* Reports every request of p to the controller's metrics. */
+void sk_ctl_watch_provider(sk_controller *c, sk_provider *p);
+
+/* controller.c: spacekeeper_drift_spaces{type} and
+ * spacekeeper_drift_oldest_seconds{type}, from the drift each space's last
+ * reconcile left (us: the object as it stands after it; NULL: gone). */
+#define SK_CTL_DRIFT_TYPES 6
+void sk_ctl_note_drift(sk_controller *c, const char *name, const sk_userspace *us);
+/* The drift type of index t < SK_CTL_DRIFT_TYPES ("Missing", ...). */
+const char *sk_ctl_drift_type(size_t t);
+
+/* page.c: the status page (GET / and GET /spaces/NAME), HTML. */
+void sk_ctl_page_index(sk_controller *c, sk_http_reply *r);
+void sk_ctl_page_space(sk_controller *c, const char *name, sk_http_reply *r);
 
 /* controller.c: sets spacekeeper_userspaces{phase,ready} from the informer's
  * cache (every phase x ready series, zeros included; inf NULL: all zero). */

@@ -1,7 +1,8 @@
 /*
  * http: the controller's HTTP endpoint on libmicrohttpd (a thread per
  * connection, so a connect call waiting for readiness never blocks
- * /metrics): /healthz, /readyz, /metrics and the connect API.
+ * /metrics): /healthz, /readyz, /metrics, the status page (/, /spaces/NAME)
+ * and the connect API.
  */
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -78,6 +79,11 @@ route(sk_controller *c, struct MHD_Connection *conn, const char *method, const c
 		r->status = 200;
 		r->body = sk_buf_detach(&b);
 		r->type = "text/plain; version=0.0.4; charset=utf-8";
+	} else if (get && strcmp(url, "/") == 0) {
+		sk_ctl_page_index(c, r);
+	} else if (get && (arg = path_segment(url, "/spaces/", "")) != NULL) {
+		sk_ctl_page_space(c, arg, r);
+		free(arg);
 	} else if ((arg = path_segment(url, "/v1/userspaces/", "/connect")) != NULL) {
 		if (strcmp(method, "POST") != 0)
 			sk_ctl_reply_error(r, 405, "MethodNotAllowed", "use POST");

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "sandbox_int.h"
 
@@ -215,9 +216,77 @@ setup_handle(sk_http *h, const sk_http_request *req, const char *url, sk_http_re
 	}
 }
 
+void
+sk_provider_set_observer(sk_provider *p, sk_provider_observer_fn fn, void *payload)
+{
+	p->http.observe = fn;
+	p->http.observe_payload = payload;
+	p->http.observe_name = p->cfg.name;
+}
+
+/* Appends seg (n bytes) to out as written or as its placeholder. */
+static void
+endpoint_segment(sk_buf *out, const char *seg, size_t n, bool after_sandbox)
+{
+	size_t digits = strspn(seg, "0123456789");
+
+	if (after_sandbox)
+		sk_buf_printf(out, "/:id");
+	else if (n > 0 && digits >= n)
+		sk_buf_printf(out, "/:n");
+	else
+		sk_buf_printf(out, "/%.*s", (int)n, seg);
+}
+
+void
+sk_sandbox_http_endpoint(const char *method, const char *path_or_url, char *out, size_t len)
+{
+	const char *p = path_or_url ? path_or_url : "/", *s = strstr(p, "://");
+	sk_buf b = SK_BUF_INIT(0);
+	bool after_sandbox = false;
+
+	if (s) /* an absolute URL: skip the scheme and the host */
+		p = s + 3 + strcspn(s + 3, "/?");
+	sk_buf_printf(&b, "%s ", method ? method : "GET");
+	while (*p == '/') {
+		size_t n = strcspn(p + 1, "/?");
+		endpoint_segment(&b, p + 1, n, after_sandbox);
+		after_sandbox = (n == 9 && strncmp(p + 1, "sandboxes", 9) == 0) ||
+		        (n == 7 && strncmp(p + 1, "sandbox", 7) == 0);
+		p += 1 + n;
+	}
+	if (b.len == strlen(method ? method : "GET") + 1)
+		sk_buf_printf(&b, "/");
+	snprintf(out, len, "%s", b.data ? b.data : "");
+	sk_buf_dispose(&b);
+}
+
+static double
+seconds_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void
+observe_request(sk_http *h, const sk_http_request *req, long status, double t0)
+{
+	char endpoint[160];
+
+	if (!h->observe)
+		return;
+	sk_sandbox_http_endpoint(
+	        req->method, req->url ? req->url : req->path, endpoint, sizeof(endpoint));
+	h->observe(h->observe_payload, h->observe_name ? h->observe_name : "", endpoint,
+	        (int)status, seconds_now() - t0);
+}
+
 int
 sk_http_do(sk_http *h, const sk_http_request *req, sk_http_response *resp, sk_error *err)
 {
+	double t0 = seconds_now();
 	struct curl_slist *headers = build_headers(h, req);
 	char *url = req->url ? sk_strdup(req->url) : sk_asprintf("%s%s", h->base_url, req->path);
 	CURLcode cc;
@@ -236,6 +305,7 @@ sk_http_do(sk_http *h, const sk_http_request *req, sk_http_response *resp, sk_er
 		rc = transport_error(req, cc, oversized, h->max_body, err);
 		sk_http_response_dispose(resp);
 	}
+	observe_request(h, req, rc == SK_OK ? resp->status : 0, t0);
 	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
 	curl_slist_free_all(headers);
 	free(url);

@@ -58,6 +58,19 @@ void *sk_provider_get_state(const sk_provider *p);
 const sk_provider_ops *sk_provider_get_ops(const sk_provider *p);
 const sk_provider_config *sk_provider_get_config(const sk_provider *p);
 
+/* Every HTTP request of a client, reported when it ends (client-go's
+ * rest_client_requests_total and its latency): the provider entry's name, the
+ * endpoint (sk_sandbox_http_endpoint), the HTTP status (0: no answer, a
+ * transport error) and the seconds it took. Called on the client's thread. */
+typedef void (*sk_provider_observer_fn)(
+        void *payload, const char *provider, const char *endpoint, int status, double seconds);
+/* fn NULL: none (the default). */
+void sk_provider_set_observer(sk_provider *p, sk_provider_observer_fn fn, void *payload);
+/* A request's endpoint with a bounded set of values: "METHOD /path" without
+ * the scheme, host and query, the segment after "sandboxes"/"sandbox" written
+ * ":id" and numeric segments ":n" ("POST /sandboxes/:id/pause"). */
+void sk_sandbox_http_endpoint(const char *method, const char *path_or_url, char *out, size_t len);
+
 /* Convenience wrappers that dispatch through the ops table. */
 int sk_sandbox_create(sk_provider *p, const sk_create_request *req, sk_sandbox *out, sk_error *err);
 int sk_sandbox_get(sk_provider *p, const char *id, sk_sandbox *out, sk_error *err);

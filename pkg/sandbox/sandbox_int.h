@@ -26,6 +26,9 @@ typedef struct sk_http {
 	int64_t timeout_ms;
 	bool insecure;
 	size_t max_body;
+	sk_provider_observer_fn observe; /* NULL: none */
+	void *observe_payload;
+	const char *observe_name; /* the provider entry's name */
 } sk_http;
 
 typedef struct sk_http_response {

@@ -16,6 +16,9 @@ typedef struct wq_entry {
 	int failures; /* for backoff; cleared by forget */
 	int64_t due; /* pending delayed add, 0 when none */
 	int heap_refs; /* heap items pointing here (some may be stale) */
+	bool in_ring;
+	int64_t queued_at; /* when it entered the ring (queue duration) */
+	int64_t started_at; /* when a worker took it (work duration) */
 } wq_entry;
 
 typedef struct wq_delayed {
@@ -138,6 +141,10 @@ ring_grow(sk_workqueue *q)
 static void
 ring_push(sk_workqueue *q, wq_entry *e, bool front)
 {
+	if (!e->in_ring) { /* a priority move keeps its time */
+		e->in_ring = true;
+		e->queued_at = wq_now(q);
+	}
 	if (q->ring_len == q->ring_cap)
 		ring_grow(q);
 	if (front) {
@@ -437,6 +444,7 @@ int
 sk_workqueue_get(sk_workqueue *q, int64_t timeout_ms, char **key_out)
 {
 	int64_t deadline = timeout_ms < 0 ? -1 : sk_monotonic_ms() + timeout_ms;
+	int64_t waited = 0;
 	int rc = 0;
 	wq_entry *e;
 
@@ -459,10 +467,15 @@ sk_workqueue_get(sk_workqueue *q, int64_t timeout_ms, char **key_out)
 	e = ring_pop(q);
 	e->dirty = false;
 	e->processing = true;
+	e->in_ring = false;
+	e->started_at = wq_now(q);
+	waited = e->started_at - e->queued_at;
 	q->n_processing++;
 	*key_out = sk_strdup(e->key);
 done:
 	pthread_mutex_unlock(&q->mu);
+	if (rc == 0 && q->opts.observe)
+		q->opts.observe(q->opts.observe_payload, false, waited);
 	return rc;
 }
 
@@ -470,11 +483,13 @@ void
 sk_workqueue_done(sk_workqueue *q, const char *key)
 {
 	wq_entry *e;
+	int64_t worked = -1;
 
 	pthread_mutex_lock(&q->mu);
 	e = sk_strmap_get(q->entries, key);
 	if (!e || !e->processing)
 		goto done;
+	worked = wq_now(q) - e->started_at;
 	e->processing = false;
 	q->n_processing--;
 	if (e->dirty && !q->shutting_down) {
@@ -484,6 +499,8 @@ sk_workqueue_done(sk_workqueue *q, const char *key)
 	entry_maybe_drop(q, e);
 done:
 	pthread_mutex_unlock(&q->mu);
+	if (worked >= 0 && q->opts.observe)
+		q->opts.observe(q->opts.observe_payload, true, worked);
 }
 
 void
@@ -506,10 +523,36 @@ sk_workqueue_shutting_down(sk_workqueue *q)
 	return s;
 }
 
+typedef struct running_acc {
+	int64_t now, sum, longest;
+} running_acc;
+
+static void
+add_running(const char *key, void *value, void *payload)
+{
+	const wq_entry *e = value;
+	running_acc *a = payload;
+	int64_t d = a->now - e->started_at;
+
+	(void)key;
+	if (!e->processing)
+		return;
+	a->sum += d;
+	if (d > a->longest)
+		a->longest = d;
+}
+
 void
 sk_workqueue_get_stats(sk_workqueue *q, sk_workqueue_stats *out)
 {
+	running_acc a = { 0, 0, 0 };
+
 	pthread_mutex_lock(&q->mu);
+	a.now = wq_now(q);
+	if (q->n_processing > 0)
+		sk_strmap_foreach(q->entries, add_running, &a);
+	out->unfinished_ms = a.sum;
+	out->longest_running_ms = a.longest;
 	out->depth = q->ring_len;
 	out->processing = q->n_processing;
 	out->delayed = q->n_delayed;

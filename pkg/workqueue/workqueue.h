@@ -29,10 +29,16 @@ typedef struct sk_workqueue_options {
 	int64_t max_delay_ms; /* per-key backoff cap, default 1000 s */
 	sk_clock_fn clock; /* NULL: sk_monotonic_ms */
 	void *clock_payload;
+	/* Timing (client-go's workqueue metrics), NULL for none. Called outside
+	 * the queue's lock: work false: a key waited ms in the queue before a get
+	 * took it (queue duration); work true: a worker held it ms, get to done
+	 * (work duration). */
+	void (*observe)(void *payload, bool work, int64_t ms);
+	void *observe_payload;
 } sk_workqueue_options;
 #define SK_WORKQUEUE_OPTIONS_INIT                                                                  \
 	{                                                                                          \
-		10, 100, 5, 1000000, NULL, NULL                                                    \
+		10, 100, 5, 1000000, NULL, NULL, NULL, NULL                                        \
 	}
 
 typedef struct sk_workqueue_stats {
@@ -41,6 +47,8 @@ typedef struct sk_workqueue_stats {
 	size_t delayed; /* keys waiting for a due time */
 	uint64_t adds_total; /* adds that queued a key */
 	uint64_t retries_total; /* add_rate_limited calls */
+	int64_t unfinished_ms; /* sum over held keys of the time since their get */
+	int64_t longest_running_ms; /* the longest of those times, 0 when none */
 } sk_workqueue_stats;
 
 /* opts may be NULL for the defaults. */

@@ -879,7 +879,29 @@ typedef struct d_state {
 	char first[64];
 	bool saw_drift;
 	bool cli_drift; /* `spacectl drift` listed it and exited 1 */
+	bool metric_drift; /* /metrics counted it */
 } d_state;
+
+/* Whether the controller's /metrics holds the line `series value`. */
+static bool
+metrics_line(const char *series, const char *value)
+{
+	char url[96], want[256], *body = NULL;
+	bool ok;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", keeper_port);
+	snprintf(want, sizeof(want), "\n%s %s\n", series, value);
+	ok = http("GET", url, NULL, &body) == 200 && body && strstr(body, want);
+	free(body);
+	return ok;
+}
+
+static bool
+no_dataplane_drift_metric(void *arg)
+{
+	(void)arg;
+	return metrics_line("spacekeeper_drift_spaces{type=\"DataPlaneUnreachable\"}", "0");
+}
 
 static bool
 d_replaced(void *arg)
@@ -898,6 +920,8 @@ d_replaced(void *arg)
 		        strstr(out, "dpu"))
 			d->cli_drift = true;
 		free(out);
+		if (metrics_line("spacekeeper_drift_spaces{type=\"DataPlaneUnreachable\"}", "1"))
+			d->metric_drift = true;
 	}
 	ok = sb && strcmp(sb, d->first) != 0 && item_ready(it) &&
 	        count_user(all, "dpu", "running") == 1;
@@ -909,7 +933,7 @@ d_replaced(void *arg)
 START_TEST(test_d_unreachable_replaced)
 {
 	conv c = { "dpu", 0 };
-	d_state d = { "", false, false };
+	d_state d = { "", false, false, false };
 	json_t *items, *all;
 	char body[256];
 
@@ -933,6 +957,10 @@ START_TEST(test_d_unreachable_replaced)
 	ck_assert_msg(eventually(d_replaced, &d, 60), "not replaced");
 	ck_assert_msg(d.saw_drift, "DataPlaneUnreachable never reported");
 	ck_assert_msg(d.cli_drift, "spacectl drift did not show DataPlaneUnreachable (exit 1)");
+	ck_assert_msg(
+	        d.metric_drift, "spacekeeper_drift_spaces never counted DataPlaneUnreachable");
+	ck_assert_msg(eventually(no_dataplane_drift_metric, NULL, 5),
+	        "spacekeeper_drift_spaces still counts DataPlaneUnreachable after the replace");
 	all = sim_sandboxes();
 	ck_assert_str_ne(
 	        sim_state_of(all, d.first) ? sim_state_of(all, d.first) : "gone", "running");
@@ -1316,7 +1344,67 @@ START_TEST(test_http_endpoints_and_connect)
 	ck_assert_ptr_nonnull(strstr(body,
 	        "controller_runtime_reconcile_total{controller="
 	        "\"userspace\",result=\"requeue_after\"}"));
-	ck_assert_ptr_nonnull(strstr(body, "workqueue_depth{name=\"userspace\"}"));
+	ck_assert_ptr_nonnull(
+	        strstr(body, "workqueue_depth{name=\"userspace\",controller=\"userspace\"}"));
+	/* the provider requests of the reconciles above, and this connect's latency */
+	ck_assert_ptr_nonnull(strstr(body,
+	        "spacekeeper_provider_requests_total{provider=\"default\",endpoint=\"POST "
+	        "/sandboxes\",code=\"201\"}"));
+	ck_assert_ptr_nonnull(strstr(body,
+	        "spacekeeper_connect_duration_seconds_bucket{path=\"none\",le=\"+Inf\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(body,
+	        "\n# TYPE controller_runtime_reconcile_time_seconds "
+	        "histogram\n"));
+	ck_assert_ptr_null(strstr(body, "controller_runtime_reconcile_time_seconds_sum counter"));
+	free(body);
+	keeper_stop_checked();
+}
+END_TEST
+
+/* The status page: the spaces of a running controller, one space's page,
+ * every value escaped (an annotation holding a script stays text). */
+START_TEST(test_status_page)
+{
+	char url[256], *body = NULL;
+	conv c = { "pg", 1 };
+
+	apply_yaml("page.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: pg000\n  labels:\n    team: a-b\n  annotations:\n"
+	        "    note: \"<script>alert('x')</script> & more\"\n"
+	        "spec:\n  userID: pg000\n");
+	keeper_start();
+	ck_assert(eventually(converged, &c, 60));
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", keeper_port);
+	ck_assert_int_eq(http("GET", url, NULL, &body), 200);
+	ck_assert_ptr_nonnull(strstr(body, "<h2>Spaces by phase</h2>"));
+	{
+		/* the reconciles that converged pg000 are counted in the reconcile
+		 * chart; no connect was made, so the connect chart counts none */
+		const char *rc = strstr(body, "<h2>Reconcile time, last hour</h2><svg");
+		const char *cc = strstr(body, "<h2>Connect latency, last hour</h2><svg");
+		ck_assert(rc && cc && rc < cc);
+		ck_assert_ptr_eq(strstr(rc, "(0 in the hour)"), strstr(cc, "(0 in the hour)"));
+		ck_assert_ptr_nonnull(strstr(cc, "(0 in the hour)"));
+	}
+	ck_assert_ptr_nonnull(strstr(body, "<a href=\"/spaces/pg000\">pg000</a>"));
+	ck_assert_ptr_nonnull(strstr(body, "<td>pg000</td><td>Running</td><td class=\"ok\">True"));
+	ck_assert_ptr_null(strstr(body, "<script"));
+	free(body);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/spaces/pg000", keeper_port);
+	ck_assert_int_eq(http("GET", url, NULL, &body), 200);
+	ck_assert_ptr_nonnull(
+	        strstr(body, "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; more"));
+	ck_assert_ptr_null(strstr(body, "<script"));
+	ck_assert_ptr_nonnull(strstr(body, "<h2>Conditions</h2>"));
+	ck_assert_ptr_nonnull(strstr(body, "<td>Ready</td><td>True</td>"));
+	ck_assert_ptr_nonnull(strstr(body, "<h2>Recent events</h2>"));
+	ck_assert_ptr_nonnull(
+	        strstr(body, "<h2>At the provider</h2><p>The last list of default ("));
+	free(body);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/spaces/nobody", keeper_port);
+	ck_assert_int_eq(http("GET", url, NULL, &body), 404);
+	ck_assert_ptr_nonnull(strstr(body, "No such UserSpace."));
 	free(body);
 	keeper_stop_checked();
 }
@@ -1438,6 +1526,7 @@ sk_suite_controller(void)
 	tcase_add_test(fault, test_j_429_storm);
 	tcase_add_test(fault, test_i_ferretdb_restart);
 	tcase_add_test(daemon, test_http_endpoints_and_connect);
+	tcase_add_test(daemon, test_status_page);
 	tcase_add_test(daemon, test_idle_sleep_and_wake);
 	tcase_add_test(daemon, test_env_after_create_and_resume);
 	tcase_add_test(daemon, test_connect_unreachable_report);

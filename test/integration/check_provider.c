@@ -527,6 +527,61 @@ START_TEST(connection_refused_is_unavailable)
 }
 END_TEST
 
+/* Every request reaches the observer with its endpoint, status and time;
+ * a transport failure with status 0. */
+typedef struct seen_req {
+	char provider[32], endpoint[96];
+	int status, n;
+	double seconds;
+} seen_req;
+
+static void
+seen(void *payload, const char *provider, const char *endpoint, int status, double seconds)
+{
+	seen_req *r = payload;
+
+	snprintf(r->provider, sizeof(r->provider), "%s", provider);
+	snprintf(r->endpoint, sizeof(r->endpoint), "%s", endpoint);
+	r->status = status;
+	r->seconds = seconds;
+	r->n++;
+}
+
+START_TEST(requests_reach_the_observer)
+{
+	seen_req r = { 0 };
+	sk_sandbox sb;
+	sk_error err;
+	char url[64];
+	sk_provider *p;
+
+	fsrv_start();
+	for (size_t t = 0; t < 3; t++) {
+		p = client(all_types[t], S.base, 5000);
+		sk_provider_set_observer(p, seen, &r);
+		script(503, "{}", NULL);
+		r.n = 0;
+		ck_assert_int_eq(sk_sandbox_get(p, "abc123", &sb, &err), SK_ETRANSIENT);
+		ck_assert_int_eq(r.n, 1);
+		ck_assert_str_eq(r.provider, "test");
+		ck_assert_str_eq(r.endpoint,
+		        all_types[t] == SK_PROVIDER_DAYTONA ? "GET /sandbox/:id"
+		                                            : "GET /sandboxes/:id");
+		ck_assert_int_eq(r.status, 503);
+		ck_assert(r.seconds >= 0 && r.seconds < 5);
+		sk_provider_free(p);
+	}
+	fsrv_stop();
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", sk_test_free_port());
+	p = client(SK_PROVIDER_E2B, url, 3000);
+	sk_provider_set_observer(p, seen, &r);
+	ck_assert_int_eq(sk_sandbox_kill(p, "abc123", &err), SK_EUNAVAILABLE);
+	ck_assert_str_eq(r.endpoint, "DELETE /sandboxes/:id");
+	ck_assert_int_eq(r.status, 0);
+	sk_provider_free(p);
+}
+END_TEST
+
 /* A listening socket nobody accepts on: the handshake completes, no answer comes. */
 START_TEST(silent_server_times_out)
 {
@@ -1545,6 +1600,7 @@ sk_suite_provider_faults(void)
 	tcase_add_test(tc, success_codes_for_idempotent_calls);
 	tcase_add_test(tc, e2b_connect_status_means_resumed);
 	tcase_add_test(tc, connection_refused_is_unavailable);
+	tcase_add_test(tc, requests_reach_the_observer);
 	tcase_add_test(tc, silent_server_times_out);
 	tcase_add_test(tc, truncated_transfer_is_an_error);
 	tcase_add_test(tc, bad_bodies_are_invalid);

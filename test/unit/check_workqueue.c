@@ -359,6 +359,73 @@ START_TEST(test_done_after_shutdown)
 }
 END_TEST
 
+/* The timing client-go's workqueue metrics need: queue and work durations
+ * through the observer, unfinished and longest-running work in the stats. */
+typedef struct timings {
+	int64_t queued[8], worked[8];
+	int n_queued, n_worked;
+} timings;
+
+static void
+record_timing(void *payload, bool work, int64_t ms)
+{
+	timings *t = payload;
+
+	if (work)
+		t->worked[t->n_worked++] = ms;
+	else
+		t->queued[t->n_queued++] = ms;
+}
+
+START_TEST(test_timing)
+{
+	sk_workqueue_options o = SK_WORKQUEUE_OPTIONS_INIT;
+	timings t = { { 0 }, { 0 }, 0, 0 };
+	sk_workqueue_stats st;
+	sk_workqueue *q;
+	char *a = NULL, *b = NULL;
+
+	fake_now = 1000;
+	o.clock = fake_clock;
+	o.observe = record_timing;
+	o.observe_payload = &t;
+	q = sk_workqueue_new(&o);
+	sk_workqueue_add(q, "a");
+	fake_now += 30;
+	sk_workqueue_add(q, "b");
+	sk_workqueue_add_priority(q, "b"); /* a move to the front keeps b's time */
+	fake_now += 20;
+	ck_assert_int_eq(sk_workqueue_get(q, 0, &b), 0);
+	ck_assert_str_eq(b, "b");
+	ck_assert_int_eq(sk_workqueue_get(q, 0, &a), 0);
+	ck_assert_int_eq(t.n_queued, 2);
+	ck_assert_int_eq(t.queued[0], 20); /* b */
+	ck_assert_int_eq(t.queued[1], 50); /* a */
+	fake_now += 100;
+	sk_workqueue_add(q, "a"); /* dirty while held: queued again at done */
+	sk_workqueue_get_stats(q, &st);
+	ck_assert_int_eq(st.unfinished_ms, 200);
+	ck_assert_int_eq(st.longest_running_ms, 100);
+	sk_workqueue_done(q, "b");
+	ck_assert_int_eq(t.n_worked, 1);
+	ck_assert_int_eq(t.worked[0], 100);
+	fake_now += 5;
+	sk_workqueue_done(q, "a");
+	ck_assert_int_eq(t.worked[1], 105);
+	sk_workqueue_get_stats(q, &st);
+	ck_assert_int_eq(st.unfinished_ms, 0);
+	ck_assert_int_eq(st.longest_running_ms, 0);
+	fake_now += 7;
+	free(a);
+	ck_assert_int_eq(sk_workqueue_get(q, 0, &a), 0);
+	ck_assert_int_eq(t.queued[2], 7); /* from the done that re-queued it */
+	sk_workqueue_done(q, "a");
+	free(a);
+	free(b);
+	sk_workqueue_free(q);
+}
+END_TEST
+
 Suite *
 sk_suite_workqueue(void)
 {
@@ -374,6 +441,7 @@ sk_suite_workqueue(void)
 	tcase_add_test(q, test_no_concurrent_processing);
 	tcase_add_test(q, test_shutdown_wakes_waiters);
 	tcase_add_test(q, test_done_after_shutdown);
+	tcase_add_test(q, test_timing);
 	tcase_add_test(d, test_delayed_order);
 	tcase_add_test(d, test_delayed_earlier_replaces_later);
 	tcase_add_test(d, test_delayed_real_clock_wakes_waiter);
