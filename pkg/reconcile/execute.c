@@ -33,6 +33,11 @@ typedef struct sk_xctx {
 	int64_t now;
 	sk_followup *fu; /* follow-up mode: the status is handed on, not written */
 	bool force_write; /* write even when unchanged (a handed-on status) */
+	/* An action changed what the provider's list shows (create, resume,
+	 * pause, kill, deadline): lastReconcileTime moves, so the next rounds
+	 * trust a direct GET over a list older than that (observe's list_stale).
+	 * A write of conditions or lastActivityTime alone does not move it. */
+	bool changed_provider;
 } sk_xctx;
 
 static void xlog(const sk_xctx *x, sk_log_level lvl, const char *msg, const char *fmt, ...)
@@ -129,11 +134,7 @@ write_if_changed(sk_xctx *x, sk_error *err)
 {
 	if (x->removed || (!x->force_write && status_same(&x->st, &x->cur->status)))
 		return 0;
-	/* Every write moves lastReconcileTime, so the next round asks the
-	 * control plane (a GET) before it probes the keeper, rather than trust a
-	 * list older than that write: a probe of a sandbox paused meanwhile
-	 * would wake it (autoResume) and lose its env unseen. */
-	if (x->st.phase != SK_PHASE_CREATING || x->st.sandbox_id != NULL)
+	if (x->changed_provider && (x->st.phase != SK_PHASE_CREATING || x->st.sandbox_id != NULL))
 		x->st.last_reconcile_ms = x->now;
 	if (x->fu != NULL) {
 		/* Handed to the follow-up round, which writes it (forced). */
@@ -453,6 +454,9 @@ execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_user
 			break;
 		}
 		rc = run_action(&x, a, err);
+		if (rc == 0 && a->type != SK_ACTION_INIT_ENV &&
+		        (sk_action_is_mutating(a) || a->type == SK_ACTION_SET_TIMEOUT))
+			x.changed_provider = true;
 		if (rc != 0)
 			record_failure(&x, a, rc, err);
 		else if (a->type != SK_ACTION_EVENT)
