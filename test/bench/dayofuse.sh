@@ -20,11 +20,10 @@
 #      LATENCY_MS (20), MAX_IN_FLIGHT (64), RESYNC (10s), SEED (1),
 #      TIMEOUT_S (900, convergence), AUTO_RESUME (false), SK_BIN_DIR (bin/),
 #      SK_TOOLS_DIR (build/rel/tools).
-# autoResume is off by default: connects wake a space through the controller
-# (an explicit resume); with AUTO_RESUME=true the controller's own data-plane
-# probe of a keeper whose deadline has just passed (it still looks running in
-# the last list) wakes it through envd traffic for the simulator's 5 minutes
-# of auto-resume, so some spaces never look asleep.
+# autoResume is off by default, so that every wake is the controller's
+# resume and counted as such (with it on, a user's own traffic may wake a
+# sandbox first). The controller never probes a keeper at or near its
+# deadline (that probe would wake it through autoResume).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
