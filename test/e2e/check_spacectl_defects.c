@@ -179,8 +179,7 @@ record_event(const char *name, const char *reason, const char *message)
 
 	ck_assert_ptr_nonnull(us);
 	ck_assert_ptr_nonnull(us->meta.uid);
-	ck_assert_int_eq(
-	        sk_store_event(st, name, us->meta.uid, "Normal", reason, message, &e), 0);
+	ck_assert_int_eq(sk_store_event(st, name, us->meta.uid, "Normal", reason, message, &e), 0);
 	sk_userspace_free(us);
 	sk_store_close(st);
 }
@@ -222,6 +221,147 @@ START_TEST(recreated_object_does_not_inherit_events)
 }
 END_TEST
 
+/* ------------------------------------------------------------ item 3 */
+
+static const char *
+annotation(const sk_userspace *us, const char *key)
+{
+	return sk_kvlist_get(&us->meta.annotations, key);
+}
+
+START_TEST(annotate_sets_overwrites_and_removes)
+{
+	char *out, *err;
+	sk_userspace *us;
+	int64_t rv;
+
+	apply_us("ann", "ann");
+	us = ctl_stored("ann");
+	rv = us->meta.resource_version;
+	sk_userspace_free(us);
+	ck_assert_int_eq(ctl(&out, &err, "annotate", "userspace", "ann",
+	                         "spacekeeper.dev/paused=true", "note=a b", NULL),
+	        0);
+	ck_assert_str_eq(out, "userspace/ann annotated\n");
+	ctl_free(&out, &err);
+	us = ctl_stored("ann");
+	ck_assert_str_eq(annotation(us, "spacekeeper.dev/paused"), "true");
+	ck_assert_str_eq(annotation(us, "note"), "a b");
+	ck_assert_int_gt(us->meta.resource_version, rv);
+	ck_assert_int_eq(us->meta.generation, 1); /* metadata only: the spec is the same */
+	sk_userspace_free(us);
+	/* the same value again: nothing to write */
+	ck_assert_int_eq(ctl(&out, &err, "annotate", "us/ann", "note=a b", NULL), 0);
+	ck_assert_str_eq(out, "userspace/ann not annotated\n");
+	ctl_free(&out, &err);
+	/* another value needs --overwrite, as in kubectl */
+	ck_assert_int_eq(ctl(&out, &err, "annotate", "us", "ann", "note=c", NULL), 1);
+	ASSERT_HAS(err,
+	        "--overwrite is false but found the following declared annotation(s): "
+	        "'note' already has a value (a b)");
+	ctl_free(&out, &err);
+	us = ctl_stored("ann");
+	ck_assert_str_eq(annotation(us, "note"), "a b");
+	sk_userspace_free(us);
+	ck_assert_int_eq(ctl(&out, &err, "annotate", "ann", "note=c", "--overwrite", NULL), 0);
+	ctl_free(&out, &err);
+	ck_assert_int_eq(
+	        ctl(&out, &err, "annotate", "us", "ann", "spacekeeper.dev/paused-", NULL), 0);
+	ASSERT_HAS(out, "userspace/ann annotated");
+	ctl_free(&out, &err);
+	us = ctl_stored("ann");
+	ck_assert_ptr_null(annotation(us, "spacekeeper.dev/paused"));
+	ck_assert_str_eq(annotation(us, "note"), "c");
+	sk_userspace_free(us);
+	/* removing what is not there: a warning, not an error */
+	ck_assert_int_eq(ctl(&out, &err, "annotate", "us", "ann", "gone-", NULL), 0);
+	ASSERT_HAS(err, "annotation \"gone\" not found.");
+	ASSERT_HAS(out, "userspace/ann not annotated");
+	ctl_free(&out, &err);
+}
+END_TEST
+
+START_TEST(annotate_and_label_errors)
+{
+	char *out, *err;
+
+	apply_us("lab", "lab");
+	ck_assert_int_eq(ctl(&out, &err, "annotate", "us", "lab", "novalue", NULL), 2);
+	ASSERT_HAS(err, "invalid annotation format: novalue");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "label", "us", "lab", NULL), 2);
+	ASSERT_HAS(err, "at least one label update is required");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "label", "pods/lab", "a=b", NULL), 2);
+	ASSERT_HAS(err, "doesn't have a resource type \"pods\"");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "label", "us", "nobody", "a=b", NULL), 1);
+	ASSERT_HAS(err, "userspaces \"nobody\" not found (NotFound)");
+	ctl_free(&out, &err);
+	/* keys and values checked as apply checks them */
+	ck_assert_int_eq(ctl(&out, &err, "label", "us", "lab", "team=a b", NULL), 1);
+	ASSERT_HAS(err, "metadata.labels.team");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "annotate", "us", "lab", "bad key=1", NULL), 1);
+	ASSERT_HAS(err, "metadata.annotations.bad key");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "label", "us", "lab", "team=research", NULL), 0);
+	ck_assert_str_eq(out, "userspace/lab labeled\n");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "label", "us", "lab", "team=ml", NULL), 1);
+	ASSERT_HAS(err, "'team' already has a value (research), and --overwrite is false");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "get", "us", "-l", "team=research", NULL), 0);
+	ASSERT_HAS(out, "lab");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "label", "--overwrite", "us/lab", "team=ml", NULL), 0);
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "label", "us", "lab", "team-", NULL), 0);
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "get", "us", "-l", "team", NULL), 0);
+	ASSERT_HASNT(out, "lab");
+	ctl_free(&out, &err);
+}
+END_TEST
+
+#define US_PAUSED                                                                                  \
+	"apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"                                  \
+	"metadata:\n  name: held\n  annotations: {spacekeeper.dev/paused: 'true'}\n"               \
+	"spec: {userID: held}\n"
+
+/* A deletion held by the paused annotation: diff agrees with apply, annotate releases it. */
+START_TEST(deleting_object_diff_agrees_with_apply_and_annotate_releases)
+{
+	char *out, *err, *p = ctl_write_text("held.yaml", US_PAUSED);
+	sk_userspace *us;
+
+	ck_assert_int_eq(ctl(&out, &err, "apply", "-f", p, NULL), 0);
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "diff", "-f", p, NULL), 0);
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "delete", "us", "held", NULL), 0);
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "apply", "-f", p, NULL), 1);
+	ASSERT_HAS(err, "being deleted");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "diff", "-f", p, NULL), 1);
+	ASSERT_HAS(err, "userspace/held is being deleted; apply would refuse it");
+	ASSERT_HAS(err, "held.yaml");
+	ctl_free(&out, &err);
+	/* the way out: remove the annotation from the object being deleted */
+	ck_assert_int_eq(
+	        ctl(&out, &err, "annotate", "us", "held", "spacekeeper.dev/paused-", NULL), 0);
+	ASSERT_HAS(out, "userspace/held annotated");
+	ctl_free(&out, &err);
+	us = ctl_stored("held");
+	ck_assert_ptr_nonnull(us);
+	ck_assert_ptr_null(annotation(us, "spacekeeper.dev/paused"));
+	ck_assert_int_ne(us->meta.deletion_ms, 0); /* still being deleted */
+	sk_userspace_free(us);
+	free(p);
+}
+END_TEST
+
 Suite *
 sk_suite_spacectl_defects(void)
 {
@@ -234,6 +374,9 @@ sk_suite_spacectl_defects(void)
 	tcase_add_test(tc, drift_orphans_provider_down_is_unavailable);
 	tcase_add_test(tc, orphan_events_are_shown_with_orphans_flag);
 	tcase_add_test(tc, recreated_object_does_not_inherit_events);
+	tcase_add_test(tc, annotate_sets_overwrites_and_removes);
+	tcase_add_test(tc, annotate_and_label_errors);
+	tcase_add_test(tc, deleting_object_diff_agrees_with_apply_and_annotate_releases);
 	suite_add_tcase(s, tc);
 	return s;
 }
