@@ -97,7 +97,8 @@ apply_change(const meta_edit *e, sk_kvlist *l, const char *change)
 		key = sk_strdup(change);
 		key[strlen(key) - 1] = '\0';
 		if (!kv_remove(l, key))
-			sk_cli_warnf("%s \"%s\" not found.", e->labels ? "label" : "annotation", key);
+			sk_cli_warnf(
+			        "%s \"%s\" not found.", e->labels ? "label" : "annotation", key);
 		free(key);
 		return true;
 	}
@@ -105,8 +106,8 @@ apply_change(const meta_edit *e, sk_kvlist *l, const char *change)
 	old = sk_kvlist_get(l, key);
 	if (old && strcmp(old, eq + 1) != 0 && !e->overwrite) {
 		if (e->labels)
-			sk_cli_errorf("'%s' already has a value (%s), and --overwrite is false", key,
-			        old);
+			sk_cli_errorf("'%s' already has a value (%s), and --overwrite is false",
+			        key, old);
 		else
 			sk_cli_errorf("--overwrite is false but found the following declared "
 			              "annotation(s): '%s' already has a value (%s)",
@@ -151,6 +152,9 @@ store_error(int rc, const sk_error *err, const char *name)
 	return sk_cli_exit_code(rc);
 }
 
+/* Refused here, with the reasons printed (not a store error). */
+#define REFUSED 1
+
 /* One read-modify-write. *changed: whether anything differed. */
 static int
 edit_once(sk_store *st, const meta_edit *e, bool *changed, sk_error *err)
@@ -163,10 +167,10 @@ edit_once(sk_store *st, const meta_edit *e, bool *changed, sk_error *err)
 	next = sk_userspace_dup(cur);
 	for (size_t i = 0; i < e->n_changes; i++) {
 		if (!apply_change(e, target(e, next), e->changes[i]))
-			rc = SK_EINVALID;
+			rc = REFUSED;
 	}
 	if (rc == 0 && !valid_after(next))
-		rc = SK_EINVALID;
+		rc = REFUSED;
 	*changed = rc == 0 && !sk_kvlist_equal(target(e, cur), target(e, next));
 	if (rc == 0 && *changed)
 		rc = sk_store_update(st, next, &written, err);
@@ -193,7 +197,7 @@ run_edit(const meta_edit *e)
 		rc = edit_once(st, e, &changed, &err);
 	}
 	sk_store_close(st);
-	if (rc == SK_EINVALID)
+	if (rc == REFUSED)
 		return SK_EXIT_FAIL; /* printed */
 	if (rc != 0)
 		return store_error(rc, &err, e->name);
