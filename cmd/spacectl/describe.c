@@ -196,7 +196,7 @@ print_status(const sk_userspace *us, int64_t now)
 }
 
 static int
-print_events(sk_store *st, const char *name, int64_t now)
+print_events(sk_store *st, const sk_userspace *us, int64_t now)
 {
 	static const char *const h[] = { "TYPE", "REASON", "AGE", "COUNT", "MESSAGE" };
 	sk_event_list evs = { NULL, 0 };
@@ -205,7 +205,8 @@ print_events(sk_store *st, const char *name, int64_t now)
 	int rc;
 
 	sk_error_clear(&err);
-	if ((rc = sk_store_events(st, name, EVENTS_MAX, &evs, &err)) != 0) {
+	if ((rc = sk_store_events(st, us->meta.name, us->meta.uid ? us->meta.uid : "", EVENTS_MAX,
+	             &evs, &err)) != 0) {
 		sk_cli_errorf("events: %s", err.message);
 		return sk_cli_exit_code(rc);
 	}
@@ -262,7 +263,7 @@ describe_one(sk_store *st, const char *name)
 	print_json_fields(spec, 2, false);
 	json_decref(spec);
 	print_status(us, now);
-	rc = print_events(st, name, now);
+	rc = print_events(st, us, now);
 	sk_userspace_free(us);
 	return rc;
 }

@@ -18,8 +18,10 @@ static const sk_cli_help help = {
 	"spacectl diff -f path ...",
 	"Prints a unified diff per object between the stored object (live) and the\n"
 	"input after defaults (merged): metadata name, labels, annotations and spec.\n"
-	"New objects diff against nothing. Exit 0 when apply would change nothing,\n"
-	"1 when it would, 2 or more on an error (3: database unavailable).\n"
+	"New objects diff against nothing. An object being deleted (apply refuses it)\n"
+	"is said so on stderr and counts as a difference. Exit 0 when apply would\n"
+	"change nothing, 1 when it would or would refuse, 2 or more on an error\n"
+	"(3: database unavailable).\n"
 	"\n"
 	"Flags:\n"
 	"  -f, --filename PATH   file, directory or - (repeatable, required)\n"
@@ -79,8 +81,20 @@ run_diff(const char *name, const char *live_path, const char *merged_path)
 	return WEXITSTATUS(status);
 }
 
+/* apply refuses an object being deleted (apply.c, preflight_item): so does diff. */
 static int
-diff_one(sk_store *st, const sk_userspace *want, const char *dir)
+check_deleting(const sk_userspace *live, const sk_doc *doc)
+{
+	if (live == NULL || live->meta.deletion_ms == 0)
+		return 0;
+	sk_cli_errorf("userspace/%s is being deleted; apply would refuse it until the deletion "
+	              "has finished (%s)",
+	        live->meta.name, sk_cli_doc_where(doc, "metadata.name"));
+	return SK_EXIT_FAIL;
+}
+
+static int
+diff_one(sk_store *st, const sk_userspace *want, const sk_doc *doc, const char *dir)
 {
 	char live_path[600], merged_path[600];
 	sk_userspace *live = NULL;
@@ -105,6 +119,8 @@ diff_one(sk_store *st, const sk_userspace *want, const char *dir)
 		rc = DIFF_ERROR;
 	} else {
 		rc = run_diff(want->meta.name, live_path, merged_path);
+		if (rc < DIFF_ERROR && check_deleting(live, doc) != 0)
+			rc = SK_EXIT_FAIL;
 	}
 	unlink(live_path);
 	unlink(merged_path);
@@ -129,7 +145,7 @@ diff_all(const sk_cli_input *in)
 		return DIFF_ERROR;
 	}
 	for (size_t i = 0; i < in->len; i++) {
-		rc = diff_one(st, in->objs[i], dir);
+		rc = diff_one(st, in->objs[i], in->docs.items[i], dir);
 		if (rc > exit_code)
 			exit_code = rc;
 		if (rc >= DIFF_ERROR)

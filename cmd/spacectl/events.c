@@ -10,23 +10,41 @@
 
 static const sk_cli_help help = {
 	"events",
-	"spacectl events [-o table|yaml|json] [--limit n] [[userspace] name]",
+	"spacectl events [-o table|yaml|json] [--limit n] [[userspace] name | --orphans]",
 	"Lists the events of every UserSpace, or of one, oldest first (by the last\n"
 	"time seen). Repeated events are aggregated: COUNT says how often, FIRST SEEN\n"
 	"and LAST SEEN how long ago the first and the latest happened.\n"
+	"\n"
+	"Events belong to one object by its UID, as in Kubernetes: for a NAME that\n"
+	"exists, only the current object's events are shown, never those of an\n"
+	"earlier object deleted and re-created under the same name; for a NAME that\n"
+	"no longer exists, the events every object of that name left behind.\n"
+	"--orphans shows the controller's orphan events (sandboxes without a\n"
+	"UserSpace: Orphan, OrphanDeleted), listed as object \"(orphans)\".\n"
 	"\n"
 	"Flags:\n"
 	"  -o, --output FORMAT   table (default), yaml or json ({\"kind\": \"EventList\",\n"
 	"                        \"items\": [...]})\n"
 	"      --limit N         only the N most recent events (default: all)\n"
+	"      --orphans         only the orphan events\n"
 	"\n"
 	"Examples:\n"
 	"  spacectl events\n"
 	"  spacectl events alice --limit 10\n"
+	"  spacectl events --orphans\n"
 	"  spacectl events -o json\n",
 };
 
-enum { OPT_LIMIT = SK_OPT_FIRST_CMD };
+enum { OPT_LIMIT = SK_OPT_FIRST_CMD, OPT_ORPHANS };
+
+static void
+object_cell(const sk_event *e, char *buf, size_t len)
+{
+	if (e->object && strcmp(e->object, SK_STORE_ORPHANS) == 0)
+		snprintf(buf, len, "(orphans)");
+	else
+		snprintf(buf, len, "userspace/%s", e->object ? e->object : "");
+}
 
 static void
 age_cell(int64_t now, int64_t ms, char *buf, size_t len)
@@ -50,7 +68,7 @@ print_table(const sk_event_list *l)
 		const sk_event *e = &l->items[i];
 		char obj[160], count[16], first[32], last[32];
 		const char *row[7];
-		snprintf(obj, sizeof(obj), "userspace/%s", e->object ? e->object : "");
+		object_cell(e, obj, sizeof(obj));
 		snprintf(count, sizeof(count), "%d", e->count);
 		age_cell(now, e->first_ms, first, sizeof(first));
 		age_cell(now, e->last_ms, last, sizeof(last));
@@ -86,6 +104,8 @@ event_json(const sk_event *e)
 	json_t *o = json_object();
 
 	json_object_set_new(o, "object", json_string(e->object));
+	if (e->uid && *e->uid)
+		json_object_set_new(o, "uid", json_string(e->uid));
 	json_object_set_new(o, "type", json_string(e->type));
 	json_object_set_new(o, "reason", json_string(e->reason));
 	json_object_set_new(o, "message", json_string(e->message ? e->message : ""));
@@ -121,18 +141,40 @@ print_events(const sk_event_list *l, sk_output fmt)
 	return rc;
 }
 
+/* The uid of the object named name (malloc'd), NULL when there is none. */
+static int
+current_uid(sk_store *st, const char *name, char **uid, sk_error *err)
+{
+	sk_userspace *us = NULL;
+	int rc = sk_store_get(st, name, &us, err);
+
+	*uid = NULL;
+	if (rc == SK_ENOTFOUND) {
+		sk_error_clear(err);
+		return 0;
+	}
+	if (rc == 0)
+		*uid = sk_strdup(us->meta.uid ? us->meta.uid : "");
+	sk_userspace_free(us);
+	return rc;
+}
+
 static int
 run(const char *name, size_t limit, sk_output fmt)
 {
 	sk_event_list evs = { NULL, 0 };
 	sk_store *st = NULL;
 	sk_error err;
+	char *uid = NULL;
 	int rc;
 
 	if ((rc = sk_cli_store_open(&st)) != SK_EXIT_OK)
 		return rc;
 	sk_error_clear(&err);
-	rc = sk_store_events(st, name, limit, &evs, &err);
+	rc = name && strcmp(name, SK_STORE_ORPHANS) != 0 ? current_uid(st, name, &uid, &err) : 0;
+	if (rc == 0)
+		rc = sk_store_events(st, name, uid, limit, &evs, &err);
+	free(uid);
 	sk_store_close(st);
 	if (rc != 0) {
 		sk_cli_errorf("%s", err.message);
@@ -161,9 +203,11 @@ int
 sk_cmd_events(int argc, char **argv)
 {
 	static const struct option opts[] = { { "output", required_argument, NULL, 'o' },
-		{ "limit", required_argument, NULL, OPT_LIMIT }, SK_CLI_GLOBAL_OPTIONS, { 0 } };
+		{ "limit", required_argument, NULL, OPT_LIMIT },
+		{ "orphans", no_argument, NULL, OPT_ORPHANS }, SK_CLI_GLOBAL_OPTIONS, { 0 } };
 	sk_output fmt = SK_OUTPUT_TABLE;
 	const char *name = NULL;
+	bool orphans = false;
 	size_t limit = 0;
 	int ch, rc;
 
@@ -176,6 +220,8 @@ sk_cmd_events(int argc, char **argv)
 		} else if (ch == OPT_LIMIT) {
 			if ((rc = parse_limit(optarg, &limit)) != SK_CLI_CONTINUE)
 				return rc;
+		} else if (ch == OPT_ORPHANS) {
+			orphans = true;
 		} else if ((rc = sk_cli_opt(&help, ch, argv)) != SK_CLI_CONTINUE) {
 			return rc;
 		}
@@ -187,7 +233,10 @@ sk_cmd_events(int argc, char **argv)
 		name = argv[optind++];
 	if (optind < argc)
 		return sk_cli_usage_error(&help, "unexpected argument \"%s\"", argv[optind]);
+	if (name && orphans)
+		return sk_cli_usage_error(&help, "--orphans takes no name");
 	if (name && !sk_valid_name(name))
-		return sk_cli_usage_error(&help, "\"%s\" is not a UserSpace name", name);
-	return run(name, limit, fmt);
+		return sk_cli_usage_error(
+		        &help, "\"%s\" is not a UserSpace name (orphan events: --orphans)", name);
+	return run(orphans ? SK_STORE_ORPHANS : name, limit, fmt);
 }

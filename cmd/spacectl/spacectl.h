@@ -32,6 +32,8 @@ int sk_cmd_plan(int argc, char **argv);
 int sk_cmd_drift(int argc, char **argv);
 int sk_cmd_events(int argc, char **argv);
 int sk_cmd_wait(int argc, char **argv);
+int sk_cmd_annotate(int argc, char **argv);
+int sk_cmd_label(int argc, char **argv);
 
 /* ---- global flags (every command accepts them) ---- */
 typedef struct sk_cli_globals {

@@ -12,8 +12,6 @@
 
 #include "controller_int.h"
 
-#define SK_ORPHAN_OBJECT "_orphans"
-
 static void
 list_free_cb(void *p)
 {
@@ -103,7 +101,7 @@ orphan_event(sk_controller *c, const char *reason, const sk_orphan *o, const cha
 
 	snprintf(msg, sizeof(msg), "sandbox %s (provider %s, user_id %s) has no UserSpace",
 	        o->sandbox_id, prov, o->user_id ? o->user_id : "");
-	sk_store_event(c->store, SK_ORPHAN_OBJECT, "Warning", reason, msg, NULL);
+	sk_store_event(c->store, SK_STORE_ORPHANS, NULL, "Warning", reason, msg, NULL);
 }
 
 static void

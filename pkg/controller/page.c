@@ -332,13 +332,14 @@ conditions_table(sk_buf *b, const sk_userspace_status *st, int64_t now)
 }
 
 static void
-events_table(sk_controller *c, sk_buf *b, const char *name, int64_t now)
+events_table(sk_controller *c, sk_buf *b, const sk_userspace *us, int64_t now)
 {
 	sk_event_list ev = { 0 };
 	sk_error err = { 0 };
 
 	sk_buf_printf(b, "<h2>Recent events</h2>");
-	if (sk_store_events(c->store, name, PAGE_EVENTS, &ev, &err) != 0) {
+	if (sk_store_events(c->store, us->meta.name, us->meta.uid ? us->meta.uid : "", PAGE_EVENTS,
+	            &ev, &err) != 0) {
 		sk_buf_printf(b, "<p class=\"bad\">events: ");
 		html(b, err.message);
 		sk_buf_printf(b, "</p>");
@@ -428,7 +429,7 @@ sk_ctl_page_space(sk_controller *c, const char *name, sk_http_reply *r)
 	json_block(&b, "Spec", sk_userspace_spec_to_json(&us->spec));
 	conditions_table(&b, &us->status, now);
 	provider_table(c, &b, us);
-	events_table(c, &b, name, now);
+	events_table(c, &b, us, now);
 	json_block(&b, "Status", sk_userspace_status_to_json(&us->status));
 	sk_userspace_free(us);
 	page_end(&b, r, 200);

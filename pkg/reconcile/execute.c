@@ -73,8 +73,8 @@ event(sk_xctx *x, const char *type, const char *reason, const char *fmt, ...)
 	sk_buf_vprintf(&b, fmt, ap);
 	va_end(ap);
 	sk_error_clear(&e);
-	if (sk_store_event(
-	            x->env->store, x->cur->meta.name, type, reason, b.data ? b.data : "", &e) != 0)
+	if (sk_store_event(x->env->store, x->cur->meta.name, x->cur->meta.uid, type, reason,
+	            b.data ? b.data : "", &e) != 0)
 		xlog(x, SK_LOG_WARN, "event not recorded", "reason=%s error=\"%s\"", reason,
 		        e.message);
 	sk_buf_dispose(&b);

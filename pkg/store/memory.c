@@ -339,6 +339,7 @@ event_copy(sk_event *dst, const sk_event *src)
 {
 	*dst = *src;
 	dst->object = sk_strdup(src->object);
+	dst->uid = sk_strdup(src->uid);
 	dst->type = sk_strdup(src->type);
 	dst->reason = sk_strdup(src->reason);
 	dst->message = sk_strdup(src->message);
@@ -346,19 +347,20 @@ event_copy(sk_event *dst, const sk_event *src)
 }
 
 static sk_event *
-find_event(sk_memstore *m, const char *object, const char *type, const char *reason)
+find_event(
+        sk_memstore *m, const char *object, const char *uid, const char *type, const char *reason)
 {
 	for (size_t i = 0; i < m->n_events; i++) {
 		sk_event *ev = &m->events[i];
-		if (strcmp(ev->object, object) == 0 && strcmp(ev->type, type) == 0 &&
-		        strcmp(ev->reason, reason) == 0)
+		if (strcmp(ev->object, object) == 0 && strcmp(ev->uid, uid) == 0 &&
+		        strcmp(ev->type, type) == 0 && strcmp(ev->reason, reason) == 0)
 			return ev;
 	}
 	return NULL;
 }
 
 static int
-mem_event(sk_store *s, const char *object, const char *type, const char *reason,
+mem_event(sk_store *s, const char *object, const char *uid, const char *type, const char *reason,
         const char *message, sk_error *err)
 {
 	sk_memstore *m = mem_of(s);
@@ -366,12 +368,13 @@ mem_event(sk_store *s, const char *object, const char *type, const char *reason,
 	sk_event *ev;
 
 	lock(m);
-	ev = find_event(m, object, type, reason);
+	ev = find_event(m, object, uid, type, reason);
 	if (ev == NULL) {
 		m->events = sk_realloc(m->events, (m->n_events + 1) * sizeof(*m->events));
 		ev = &m->events[m->n_events++];
 		memset(ev, 0, sizeof(*ev));
 		ev->object = sk_strdup(object);
+		ev->uid = sk_strdup(uid);
 		ev->type = sk_strdup(type);
 		ev->reason = sk_strdup(reason);
 		ev->source = sk_strdup(SK_STORE_EVENT_SOURCE);
@@ -385,7 +388,7 @@ mem_event(sk_store *s, const char *object, const char *type, const char *reason,
 	return 0;
 }
 
-/* Newest first; equal times by "object/type/reason" (the MongoDB backend's order). */
+/* Newest first; equal times by "object/uid/type/reason" (the MongoDB backend's order). */
 static int
 newest_first(const void *a, const void *b)
 {
@@ -396,13 +399,16 @@ newest_first(const void *a, const void *b)
 		return x->last_ms > y->last_ms ? -1 : 1;
 	if ((c = strcmp(x->object, y->object)) != 0)
 		return c;
+	if ((c = strcmp(x->uid, y->uid)) != 0)
+		return c;
 	if ((c = strcmp(x->type, y->type)) != 0)
 		return c;
 	return strcmp(x->reason, y->reason);
 }
 
 static int
-mem_events(sk_store *s, const char *object, size_t limit, sk_event_list *out, sk_error *err)
+mem_events(sk_store *s, const char *object, const char *uid, size_t limit, sk_event_list *out,
+        sk_error *err)
 {
 	sk_memstore *m = mem_of(s);
 	size_t keep;
@@ -410,7 +416,9 @@ mem_events(sk_store *s, const char *object, size_t limit, sk_event_list *out, sk
 	lock(m);
 	out->items = sk_calloc(m->n_events + 1, sizeof(*out->items));
 	for (size_t i = 0; i < m->n_events; i++) {
-		if (object == NULL || strcmp(m->events[i].object, object) == 0)
+		const sk_event *ev = &m->events[i];
+		if ((object == NULL || strcmp(ev->object, object) == 0) &&
+		        (uid == NULL || strcmp(ev->uid, uid) == 0))
 			event_copy(&out->items[out->len++], &m->events[i]);
 	}
 	unlock(m);

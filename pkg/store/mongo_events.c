@@ -1,9 +1,10 @@
 /*
  * store/mongo_events: Kubernetes-style events in the "events" collection, one
- * document per (object, type, reason) with a count, first and last
+ * document per (object, uid, type, reason) with a count, first and last
  * timestamps (BSON dates) and the latest message; a TTL index on
  * lastTimestamp ages them out where the server supports it. The _id is
- * "object/type/reason", so concurrent first occurrences cannot create two
+ * "object/uid/type/reason" (the uid keeps a re-created object's events
+ * apart from its predecessor's), so concurrent first occurrences cannot create two
  * documents; on FerretDB `$inc` is read-then-write, so a count can miss an
  * occurrence under concurrent writers (events are informational).
  */
@@ -13,20 +14,21 @@
 #include "mongo_int.h"
 
 static bson_t *
-event_update(const char *object, const char *type, const char *reason, const char *message)
+event_update(const char *object, const char *uid, const char *type, const char *reason,
+        const char *message)
 {
 	int64_t now = sk_now_ms();
 
 	return BCON_NEW("$inc", "{", "count", BCON_INT32(1), "}", "$set", "{", "lastTimestamp",
 	        BCON_DATE_TIME(now), "message", BCON_UTF8(message ? message : ""), "source",
 	        BCON_UTF8(SK_STORE_EVENT_SOURCE), "}", "$setOnInsert", "{", "object",
-	        BCON_UTF8(object), "type", BCON_UTF8(type), "reason", BCON_UTF8(reason),
-	        "firstTimestamp", BCON_DATE_TIME(now), "}");
+	        BCON_UTF8(object), "uid", BCON_UTF8(uid), "type", BCON_UTF8(type), "reason",
+	        BCON_UTF8(reason), "firstTimestamp", BCON_DATE_TIME(now), "}");
 }
 
 int
-sk_mongo_event(sk_store *store, const char *object, const char *type, const char *reason,
-        const char *message, sk_error *err)
+sk_mongo_event(sk_store *store, const char *object, const char *uid, const char *type,
+        const char *reason, const char *message, sk_error *err)
 {
 	sk_mongo *s = sk_mongo_of(store);
 	sk_store_conn c = { 0 };
@@ -35,9 +37,9 @@ sk_mongo_event(sk_store *store, const char *object, const char *type, const char
 	bson_error_t berr;
 	bool ok = false;
 
-	id = sk_asprintf("%s/%s/%s", object, type, reason);
+	id = sk_asprintf("%s/%s/%s/%s", object, uid, type, reason);
 	filter = BCON_NEW("_id", BCON_UTF8(id));
-	update = event_update(object, type, reason, message);
+	update = event_update(object, uid, type, reason, message);
 	opts = BCON_NEW("upsert", BCON_BOOL(true));
 
 	sk_store_conn_open(s, &c, SK_COLL_EVENTS);
@@ -83,6 +85,7 @@ static void
 event_from_doc(const bson_t *doc, sk_event *ev)
 {
 	ev->object = field_string(doc, "object");
+	ev->uid = field_string(doc, "uid");
 	ev->type = field_string(doc, "type");
 	ev->reason = field_string(doc, "reason");
 	ev->message = field_string(doc, "message");
@@ -103,8 +106,8 @@ reverse(sk_event_list *l)
 }
 
 int
-sk_mongo_events(
-        sk_store *store, const char *object, size_t limit, sk_event_list *out, sk_error *err)
+sk_mongo_events(sk_store *store, const char *object, const char *uid, size_t limit,
+        sk_event_list *out, sk_error *err)
 {
 	sk_mongo *s = sk_mongo_of(store);
 	sk_store_conn c = { 0 };
@@ -116,6 +119,8 @@ sk_mongo_events(
 	bson_error_t berr;
 	int rc = 0;
 
+	if (uid)
+		BSON_APPEND_UTF8(filter, "uid", uid);
 	if (limit > 0)
 		BSON_APPEND_INT64(opts, "limit", (int64_t)limit);
 	sk_store_conn_open(s, &c, SK_COLL_EVENTS);

@@ -99,10 +99,10 @@ int sk_mongo_mark_deleted(sk_store *s, const char *name, sk_error *err);
 int sk_mongo_remove_finalizer(sk_store *s, const char *name, int64_t resource_version,
         const char *finalizer, sk_error *err);
 int sk_mongo_remove(sk_store *s, const char *name, sk_error *err);
-int sk_mongo_event(sk_store *s, const char *object, const char *type, const char *reason,
-        const char *message, sk_error *err);
-int sk_mongo_events(
-        sk_store *s, const char *object, size_t limit, sk_event_list *out, sk_error *err);
+int sk_mongo_event(sk_store *s, const char *object, const char *uid, const char *type,
+        const char *reason, const char *message, sk_error *err);
+int sk_mongo_events(sk_store *s, const char *object, const char *uid, size_t limit,
+        sk_event_list *out, sk_error *err);
 int sk_mongo_lease_get(sk_store *s, const char *name, sk_lease *out, sk_error *err);
 int sk_mongo_lease_swap(sk_store *s, const sk_lease *cur, sk_lease *next, sk_error *err);
 int sk_mongo_lease_list(sk_store *s, sk_lease_list *out, sk_error *err);

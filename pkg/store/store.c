@@ -185,26 +185,28 @@ sk_store_remove(sk_store *s, const char *name, sk_error *err)
 }
 
 int
-sk_store_event(sk_store *s, const char *object, const char *type, const char *reason,
-        const char *message, sk_error *err)
+sk_store_event(sk_store *s, const char *object, const char *uid, const char *type,
+        const char *reason, const char *message, sk_error *err)
 {
 	if (object == NULL || type == NULL || reason == NULL)
 		return sk_error_set(
 		        err, SK_EINVALID, "event: object, type and reason are required");
-	return s->ops->event(s, object, type, reason, message, err);
+	return s->ops->event(s, object, uid ? uid : "", type, reason, message, err);
 }
 
 int
-sk_store_events(sk_store *s, const char *object, size_t limit, sk_event_list *out, sk_error *err)
+sk_store_events(sk_store *s, const char *object, const char *uid, size_t limit, sk_event_list *out,
+        sk_error *err)
 {
 	memset(out, 0, sizeof(*out));
-	return s->ops->events(s, object, limit, out, err);
+	return s->ops->events(s, object, uid, limit, out, err);
 }
 
 void
 sk_event_dispose(sk_event *ev)
 {
 	free(ev->object);
+	free(ev->uid);
 	free(ev->type);
 	free(ev->reason);
 	free(ev->message);

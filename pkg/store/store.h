@@ -137,7 +137,8 @@ int sk_store_remove(sk_store *s, const char *name, sk_error *err);
 /* ---- events ---- */
 
 typedef struct sk_event {
-	char *object; /* UserSpace name */
+	char *object; /* UserSpace name (SK_STORE_ORPHANS: sandboxes without one) */
+	char *uid; /* metadata.uid of that object ("" when none): names are reused, uids never */
 	char *type; /* "Normal" | "Warning" */
 	char *reason; /* CamelCase: Created, Resumed, Paused, DuplicateDeleted, ... */
 	char *message;
@@ -153,12 +154,18 @@ typedef struct sk_event_list {
 } sk_event_list;
 void sk_event_list_dispose(sk_event_list *l);
 
-/* Appends or aggregates (same object+type+reason: count++, last_ms, message updated). */
-int sk_store_event(sk_store *s, const char *object, const char *type, const char *reason,
-        const char *message, sk_error *err);
-/* object NULL: every object. limit 0: no limit (newest `limit` kept). */
-int sk_store_events(
-        sk_store *s, const char *object, size_t limit, sk_event_list *out, sk_error *err);
+/* The object the controller records orphan events under (spacectl events --orphans). */
+#define SK_STORE_ORPHANS "_orphans"
+
+/* Appends or aggregates (same object+uid+type+reason: count++, last_ms, message
+ * updated). uid: the object's metadata.uid (NULL or "": none), so that a
+ * re-created object with the same name does not inherit its predecessor's events. */
+int sk_store_event(sk_store *s, const char *object, const char *uid, const char *type,
+        const char *reason, const char *message, sk_error *err);
+/* object NULL: every object; uid NULL: any uid of that object (else only that
+ * uid's). limit 0: no limit (newest `limit` kept). */
+int sk_store_events(sk_store *s, const char *object, const char *uid, size_t limit,
+        sk_event_list *out, sk_error *err);
 
 /* ---- leases ---- */
 

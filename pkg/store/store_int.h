@@ -36,10 +36,10 @@ typedef struct sk_store_backend_ops {
 	int (*remove_finalizer)(sk_store *s, const char *name, int64_t resource_version,
 	        const char *finalizer, sk_error *err);
 	int (*remove)(sk_store *s, const char *name, sk_error *err);
-	int (*event)(sk_store *s, const char *object, const char *type, const char *reason,
-	        const char *message, sk_error *err);
-	int (*events)(
-	        sk_store *s, const char *object, size_t limit, sk_event_list *out, sk_error *err);
+	int (*event)(sk_store *s, const char *object, const char *uid, const char *type,
+	        const char *reason, const char *message, sk_error *err);
+	int (*events)(sk_store *s, const char *object, const char *uid, size_t limit,
+	        sk_event_list *out, sk_error *err);
 	/* Leases: one compare-and-swap of `name` from the version `cur` was
 	 * read at (cur NULL: the lease must not exist yet) to `next`. */
 	int (*lease_get)(sk_store *s, const char *name, sk_lease *out, sk_error *err);

@@ -588,7 +588,7 @@ START_TEST(test_b_duplicates_deleted)
 	so.uri = mongo_uri;
 	so.database = db;
 	ck_assert_int_eq(sk_store_open(&st, &so, &err), 0);
-	ck_assert_int_eq(sk_store_events(st, "dup", 0, &ev, &err), 0);
+	ck_assert_int_eq(sk_store_events(st, "dup", NULL, 0, &ev, &err), 0);
 	for (size_t i = 0; i < ev.len; i++)
 		if (strstr(ev.items[i].reason, "Duplicate"))
 			dup_event = true;
@@ -826,7 +826,7 @@ START_TEST(test_h_orphans_left_alone)
 	so.uri = mongo_uri;
 	so.database = db;
 	ck_assert_int_eq(sk_store_open(&st, &so, &err), 0);
-	ck_assert_int_eq(sk_store_events(st, NULL, 0, &ev, &err), 0);
+	ck_assert_int_eq(sk_store_events(st, NULL, NULL, 0, &ev, &err), 0);
 	{
 		bool found = false;
 		for (size_t i = 0; i < ev.len; i++)

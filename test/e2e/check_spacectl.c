@@ -498,11 +498,15 @@ START_TEST(describe_shows_status_and_events)
 	status.conditions = &cond;
 	status.n_conditions = 1;
 	ck_assert_msg(sk_store_write_status(st, us, &status, &updated, &e) == 0, "%s", e.message);
+	ck_assert_int_eq(sk_store_event(st, "desc", us->meta.uid, "Normal", "Created",
+	                         "created sandbox isb123", &e),
+	        0);
 	ck_assert_int_eq(
-	        sk_store_event(st, "desc", "Normal", "Created", "created sandbox isb123", &e), 0);
-	ck_assert_int_eq(sk_store_event(st, "desc", "Warning", "ProbeFailed", "envd 504", &e), 0);
-	ck_assert_int_eq(
-	        sk_store_event(st, "desc", "Warning", "ProbeFailed", "envd 504 again", &e), 0);
+	        sk_store_event(st, "desc", us->meta.uid, "Warning", "ProbeFailed", "envd 504", &e),
+	        0);
+	ck_assert_int_eq(sk_store_event(st, "desc", us->meta.uid, "Warning", "ProbeFailed",
+	                         "envd 504 again", &e),
+	        0);
 	sk_userspace_free(us);
 	sk_userspace_free(updated);
 	sk_store_close(st);

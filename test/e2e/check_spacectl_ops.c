@@ -233,21 +233,28 @@ START_TEST(events_aggregated_oldest_first)
 	sk_error err_;
 	char *out, *err;
 	json_t *v, *items;
+	sk_userspace *alice;
 
 	apply_us("alice", "alice", "");
 	ck_assert_int_eq(ctl(&out, &err, "events", NULL), 0);
 	ASSERT_HAS(err, "No events found.");
 	ctl_free(&out, &err);
+	alice = ctl_stored("alice"); /* events carry the object's uid, as the controller's */
+	ck_assert_ptr_nonnull(alice);
 
-	ck_assert_int_eq(sk_store_event(st, "alice", "Normal", "Created", "created i1", &err_), 0);
+	ck_assert_int_eq(sk_store_event(st, "alice", alice->meta.uid, "Normal", "Created",
+	                         "created i1", &err_),
+	        0);
 	usleep(20 * 1000);
 	for (int i = 0; i < 3; i++)
-		ck_assert_int_eq(sk_store_event(st, "alice", "Warning", "DataPlaneUnreachable",
-		                         "envd answered 504", &err_),
+		ck_assert_int_eq(sk_store_event(st, "alice", alice->meta.uid, "Warning",
+		                         "DataPlaneUnreachable", "envd answered 504", &err_),
 		        0);
 	usleep(20 * 1000);
-	ck_assert_int_eq(sk_store_event(st, "bob", "Normal", "Paused", "paused i2", &err_), 0);
+	ck_assert_int_eq(
+	        sk_store_event(st, "bob", NULL, "Normal", "Paused", "paused i2", &err_), 0);
 	sk_store_close(st);
+	sk_userspace_free(alice);
 
 	ck_assert_int_eq(ctl(&out, &err, "events", NULL), 0);
 	ASSERT_HAS(out, "FIRST SEEN");
@@ -665,7 +672,7 @@ START_TEST(plan_shows_create_and_changes_nothing)
 	ck_assert_int_eq(after->meta.resource_version, before->meta.resource_version);
 	ck_assert(sk_userspace_status_equal(&after->status, &before->status));
 	st = ctl_open_store();
-	ck_assert_int_eq(sk_store_events(st, NULL, 0, &evs, &e), 0);
+	ck_assert_int_eq(sk_store_events(st, NULL, NULL, 0, &evs, &e), 0);
 	ck_assert_uint_eq(evs.len, 0);
 	sk_event_list_dispose(&evs);
 	sk_store_close(st);

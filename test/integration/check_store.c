@@ -759,14 +759,18 @@ START_TEST(test_events_aggregate)
 	sk_event_list l;
 	sk_error err = { 0 };
 
-	ck_assert_int_eq(sk_store_event(s, "alice", "Normal", "Created", "created i-1", &err), 0);
-	ck_assert_int_eq(sk_store_event(s, "bob", "Normal", "Created", "created i-2", &err), 0);
-	usleep(20 * 1000);
-	ck_assert_int_eq(sk_store_event(s, "alice", "Normal", "Created", "created i-3", &err), 0);
+	ck_assert_int_eq(
+	        sk_store_event(s, "alice", NULL, "Normal", "Created", "created i-1", &err), 0);
+	ck_assert_int_eq(
+	        sk_store_event(s, "bob", NULL, "Normal", "Created", "created i-2", &err), 0);
 	usleep(20 * 1000);
 	ck_assert_int_eq(
-	        sk_store_event(s, "alice", "Warning", "DataPlaneUnreachable", "504", &err), 0);
-	ck_assert_int_eq(sk_store_events(s, "alice", 0, &l, &err), 0);
+	        sk_store_event(s, "alice", NULL, "Normal", "Created", "created i-3", &err), 0);
+	usleep(20 * 1000);
+	ck_assert_int_eq(
+	        sk_store_event(s, "alice", NULL, "Warning", "DataPlaneUnreachable", "504", &err),
+	        0);
+	ck_assert_int_eq(sk_store_events(s, "alice", NULL, 0, &l, &err), 0);
 	ck_assert_uint_eq(l.len, 2);
 	ck_assert_str_eq(l.items[0].reason, "Created"); /* oldest last first */
 	ck_assert_int_eq(l.items[0].count, 2);
@@ -780,14 +784,14 @@ START_TEST(test_events_aggregate)
 	ck_assert_int_eq(l.items[1].count, 1);
 	ck_assert_int_eq(l.items[1].first_ms, l.items[1].last_ms);
 	sk_event_list_dispose(&l);
-	ck_assert_int_eq(sk_store_events(s, NULL, 0, &l, &err), 0);
+	ck_assert_int_eq(sk_store_events(s, NULL, NULL, 0, &l, &err), 0);
 	ck_assert_uint_eq(l.len, 3);
 	sk_event_list_dispose(&l);
-	ck_assert_int_eq(sk_store_events(s, "alice", 1, &l, &err), 0);
+	ck_assert_int_eq(sk_store_events(s, "alice", NULL, 1, &l, &err), 0);
 	ck_assert_uint_eq(l.len, 1);
 	ck_assert_str_eq(l.items[0].reason, "DataPlaneUnreachable"); /* the newest kept */
 	sk_event_list_dispose(&l);
-	ck_assert_int_eq(sk_store_events(s, "nobody", 0, &l, &err), 0);
+	ck_assert_int_eq(sk_store_events(s, "nobody", NULL, 0, &l, &err), 0);
 	ck_assert_uint_eq(l.len, 0);
 	sk_event_list_dispose(&l);
 	close_store(s);
@@ -875,7 +879,8 @@ START_TEST(test_server_goes_away)
 	ck_assert_int_eq(sk_store_get(s, "alice", &out, &err), SK_EUNAVAILABLE);
 	ck_assert_msg(strstr(err.message, uri) != NULL, "message: %s", err.message);
 	ck_assert_int_eq(sk_store_list(s, NULL, &(sk_userspace_list){ 0 }, &err), SK_EUNAVAILABLE);
-	ck_assert_int_eq(sk_store_event(s, "alice", "Normal", "X", "y", &err), SK_EUNAVAILABLE);
+	ck_assert_int_eq(
+	        sk_store_event(s, "alice", NULL, "Normal", "X", "y", &err), SK_EUNAVAILABLE);
 	elapsed = sk_monotonic_ms() - t0;
 	ck_assert_msg(elapsed < 15000, "took %lld ms", (long long)elapsed);
 	sk_userspace_free(us);

@@ -479,14 +479,18 @@ START_TEST(test_events_aggregate)
 	sk_event_list l;
 	sk_error err = { 0 };
 
-	ck_assert_int_eq(sk_store_event(s, "alice", "Normal", "Created", "created i-1", &err), 0);
-	ck_assert_int_eq(sk_store_event(s, "bob", "Normal", "Created", "created i-2", &err), 0);
-	usleep(20 * 1000);
-	ck_assert_int_eq(sk_store_event(s, "alice", "Normal", "Created", "created i-3", &err), 0);
+	ck_assert_int_eq(
+	        sk_store_event(s, "alice", NULL, "Normal", "Created", "created i-1", &err), 0);
+	ck_assert_int_eq(
+	        sk_store_event(s, "bob", NULL, "Normal", "Created", "created i-2", &err), 0);
 	usleep(20 * 1000);
 	ck_assert_int_eq(
-	        sk_store_event(s, "alice", "Warning", "DataPlaneUnreachable", "504", &err), 0);
-	ck_assert_int_eq(sk_store_events(s, "alice", 0, &l, &err), 0);
+	        sk_store_event(s, "alice", NULL, "Normal", "Created", "created i-3", &err), 0);
+	usleep(20 * 1000);
+	ck_assert_int_eq(
+	        sk_store_event(s, "alice", NULL, "Warning", "DataPlaneUnreachable", "504", &err),
+	        0);
+	ck_assert_int_eq(sk_store_events(s, "alice", NULL, 0, &l, &err), 0);
 	ck_assert_uint_eq(l.len, 2);
 	ck_assert_str_eq(l.items[0].reason, "Created"); /* oldest first */
 	ck_assert_int_eq(l.items[0].count, 2);
@@ -496,14 +500,45 @@ START_TEST(test_events_aggregate)
 	ck_assert_str_eq(l.items[1].reason, "DataPlaneUnreachable");
 	ck_assert_int_eq(l.items[1].count, 1);
 	sk_event_list_dispose(&l);
-	ck_assert_int_eq(sk_store_events(s, NULL, 0, &l, &err), 0);
+	ck_assert_int_eq(sk_store_events(s, NULL, NULL, 0, &l, &err), 0);
 	ck_assert_uint_eq(l.len, 3);
 	sk_event_list_dispose(&l);
-	ck_assert_int_eq(sk_store_events(s, "alice", 1, &l, &err), 0);
+	ck_assert_int_eq(sk_store_events(s, "alice", NULL, 1, &l, &err), 0);
 	ck_assert_uint_eq(l.len, 1);
 	ck_assert_str_eq(l.items[0].reason, "DataPlaneUnreachable"); /* the newest kept */
 	sk_event_list_dispose(&l);
-	ck_assert_int_eq(sk_store_event(s, "alice", NULL, "X", "m", &err), SK_EINVALID);
+	ck_assert_int_eq(sk_store_event(s, "alice", NULL, NULL, "X", "m", &err), SK_EINVALID);
+	close_backend(s);
+}
+END_TEST
+
+/* Events belong to one object by uid: a successor with the same name starts clean. */
+START_TEST(test_events_keyed_by_uid)
+{
+	sk_store *s = open_backend(_i);
+	sk_event_list l;
+	sk_error err = { 0 };
+
+	ck_assert_int_eq(sk_store_event(s, "alice", "uid-1", "Normal", "Created", "i-1", &err), 0);
+	ck_assert_int_eq(sk_store_event(s, "alice", "uid-1", "Warning", "Orphan", "x", &err), 0);
+	ck_assert_int_eq(sk_store_event(s, "alice", "uid-2", "Normal", "Created", "i-2", &err), 0);
+	ck_assert_int_eq(sk_store_events(s, "alice", "uid-2", 0, &l, &err), 0);
+	ck_assert_uint_eq(l.len, 1);
+	ck_assert_int_eq(l.items[0].count, 1); /* not aggregated with uid-1's Created */
+	ck_assert_str_eq(l.items[0].message, "i-2");
+	ck_assert_str_eq(l.items[0].uid, "uid-2");
+	sk_event_list_dispose(&l);
+	ck_assert_int_eq(sk_store_events(s, "alice", "uid-1", 0, &l, &err), 0);
+	ck_assert_uint_eq(l.len, 2);
+	sk_event_list_dispose(&l);
+	ck_assert_int_eq(sk_store_events(s, "alice", NULL, 0, &l, &err), 0);
+	ck_assert_uint_eq(l.len, 3); /* NULL: every uid of the name */
+	sk_event_list_dispose(&l);
+	ck_assert_int_eq(sk_store_event(s, "alice", NULL, "Normal", "Created", "none", &err), 0);
+	ck_assert_int_eq(sk_store_events(s, "alice", "", 0, &l, &err), 0);
+	ck_assert_uint_eq(l.len, 1); /* no uid is a uid of its own */
+	ck_assert_str_eq(l.items[0].uid, "");
+	sk_event_list_dispose(&l);
 	close_backend(s);
 }
 END_TEST
@@ -644,8 +679,8 @@ add_contract(Suite *s, int backend)
 		test_user_id_unique, test_cas_stale_writer_loses, test_cas_one_winner,
 		test_generation_rules, test_finalizers_and_deletion,
 		test_finalizer_removed_before_deletion, test_list_since,
-		test_list_selector_and_scan, test_events_aggregate, test_lease_rules,
-		test_lease_one_holder };
+		test_list_selector_and_scan, test_events_aggregate, test_events_keyed_by_uid,
+		test_lease_rules, test_lease_one_holder };
 	TCase *tc = tcase_create("contract");
 
 	tcase_set_timeout(tc, 60);

@@ -107,7 +107,7 @@ sk_rfix_has_event(sk_rfix *f, const char *name, const char *reason)
 	sk_error err = { 0 };
 	bool found = false;
 
-	ck_assert_int_eq(sk_store_events(f->store, name, 0, &l, &err), 0);
+	ck_assert_int_eq(sk_store_events(f->store, name, NULL, 0, &l, &err), 0);
 	for (size_t i = 0; i < l.len; i++)
 		found = found || strcmp(l.items[i].reason, reason) == 0;
 	sk_event_list_dispose(&l);

@@ -277,7 +277,7 @@ has_event(fixture *x, const char *reason)
 	sk_error err = { 0 };
 	bool found = false;
 
-	ck_assert_int_eq(sk_store_events(x->store, "alice", 0, &l, &err), 0);
+	ck_assert_int_eq(sk_store_events(x->store, "alice", NULL, 0, &l, &err), 0);
 	for (size_t i = 0; i < l.len; i++)
 		found = found || strcmp(l.items[i].reason, reason) == 0;
 	sk_event_list_dispose(&l);
