@@ -153,6 +153,11 @@ void sk_ctl_connect_user(
 /* POST /v1/users/ID/activity: a heartbeat, 204. */
 void sk_ctl_activity(sk_controller *c, const char *user_id, sk_http_reply *r);
 
+/* metrics.c: declares every metric (at new), and the workqueue's
+ * queue/work duration observer. */
+void sk_ctl_metrics_declare(sk_controller *c);
+void sk_ctl_observe_queue(void *payload, bool work, int64_t ms);
+
 /* controller.c: the plan options for a space's provider. */
 void sk_ctl_plan_options(sk_controller *c, const sk_userspace *us, sk_plan_options *out);
 /* The envd URL a connect answer names (caller frees). */
