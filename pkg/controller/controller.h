@@ -6,14 +6,18 @@
  *             (managed_by=spacekeeper, all pages), groups them by user_id for
  *             the workers, reports orphans (kills them only with
  *             deleteOrphans), and enqueues every UserSpace.
- *   HTTP (libmicrohttpd): /healthz, /readyz, /metrics, and the platform's
- *             connect API:
+ *   HTTP (libmicrohttpd): /healthz, /readyz, /metrics, the status page, and
+ *             the platform's connect API (connect.c):
  *               POST /v1/userspaces/{name}/connect[?timeout=30s]
  *               GET  /v1/users/{userID}/sandbox[?timeout=30s]
- *             both reconcile the key with priority and answer once it is
- *             Ready: 200 {"name","userID","sandboxID","state","ready",
- *             "envdURL"}; 404 unknown; 503 {"reason"} when it cannot become
- *             ready (Paused mode, deleting, shutting down); 504 on timeout.
+ *               POST /v1/users/{userID}/activity    (heartbeat, 204)
+ *             answered from memory when the keeper was probed healthy lately,
+ *             else after a reconcile (wake, create, replace) once it is ready:
+ *             200 {"name","userID","sandboxID","state","ready","envdURL",
+ *             "path"}; 404 unknown; 503 {"reason"} at once when it cannot
+ *             become ready by waiting (Paused mode, deleting, a known
+ *             unreachable keeper with remediation Report); 504 on timeout;
+ *             400 for a bad timeout. sk_connect_decide makes the decision.
  * Each worker owns one provider client per configured provider (clients are
  * single-thread). Library code never prints: logs go to the injected sk_log_fn.
  */

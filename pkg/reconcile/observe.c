@@ -203,7 +203,7 @@ sk_observe(sk_provider *p, const sk_userspace *us, const sk_list_view *list,
 	        (bound == NULL && us->status.phase == SK_PHASE_CREATING && out->sandboxes.len == 0))
 		lookup_user(p, us, out);
 	if (!deleting && opts->probe && us->spec.mode == SK_MODE_RUNNING &&
-	        !sk_plan_quiet(us, activity_ms, sk_now_ms(), opts)) {
+	        !sk_plan_quiet(us, activity_ms, sk_now_ms())) {
 		const sk_sandbox *k = find_id(out, bound);
 		if (k != NULL && !got && k->state == SK_SANDBOX_RUNNING && near_sleep(k, opts)) {
 			get_bound(p, bound, out); /* asleep by now? ask the control plane */

@@ -136,13 +136,12 @@ sk_plan_failure(const sk_userspace *us, const sk_outcome *o, int64_t now, sk_use
 }
 
 bool
-sk_plan_quiet(const sk_userspace *us, int64_t activity_ms, int64_t now, const sk_plan_options *o)
+sk_plan_quiet(const sk_userspace *us, int64_t activity_ms, int64_t now)
 {
 	const sk_condition *dp = sk_userspace_condition(us, SK_COND_DATAPLANE);
 	int64_t last = activity_ms > us->status.last_activity_ms ? activity_ms
 	                                                         : us->status.last_activity_ms;
 
-	(void)o;
 	if (us->spec.idle_timeout_ms <= 0)
 		return false;
 	/* Health not known to be good (never probed, starting, unreachable):

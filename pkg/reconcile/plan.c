@@ -363,7 +363,7 @@ plan_running(sk_pctx *c, const sk_sandbox *k)
 			push_init_env(c, k->id);
 	} else if (p == NULL &&
 	        ((k->end_ms > 0 && k->end_ms <= c->now + c->o->sleep_margin_ms) ||
-	                sk_plan_quiet(c->us, c->ob->activity_ms, c->now, c->o))) {
+	                sk_plan_quiet(c->us, c->ob->activity_ms, c->now))) {
 		/* falling asleep, or quiet: not probed (traffic would wake it or
 		 * keep it awake); the conditions stay as they were */
 		keep_previous(c, SK_C_READY, SK_COND_READY);

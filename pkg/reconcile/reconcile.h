@@ -296,8 +296,7 @@ void sk_status_set_condition(sk_userspace_status *st, const char *type, const ch
  * probed. A probe is traffic: on a provider whose idle window slides with
  * data-plane requests (Cube) it would keep the sandbox awake forever. It is
  * probed again when its user comes back (a connect is activity). */
-bool sk_plan_quiet(
-        const sk_userspace *us, int64_t activity_ms, int64_t now_ms, const sk_plan_options *o);
+bool sk_plan_quiet(const sk_userspace *us, int64_t activity_ms, int64_t now_ms);
 
 /* spacekeeper --once: whether a stored object is in a phase one pass can end on. */
 bool sk_plan_settled(const sk_userspace *us);

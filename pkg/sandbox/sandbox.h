@@ -87,8 +87,8 @@ int sk_sandbox_probe_health(
  * or the entry's sandboxURL, where the sandbox is named by the headers
  * E2b-Sandbox-Id: ID and E2b-Sandbox-Port: 49983 (SK_ENVD_PORT). domain NULL:
  * the entry's. Caller frees. */
-#define SK_ENVD_PORT_NUMBER 49983
-#define SK_ENVD_PORT_STRING "49983"
+#define SK_ENVD_PORT 49983
+#define SK_ENVD_PORT_STRING "49983" /* the same, for headers and JSON */
 char *sk_sandbox_envd_url(const sk_provider_config *pc, const char *sandbox_id, const char *domain);
 /* envd POST /init with env (re-asserts the sandbox-wide environment after a
  * create or resume). Values are never logged. SK_ENOTSUPPORTED without envd. */

@@ -12,7 +12,6 @@
 
 #define SK_HTTP_MAX_BODY (8u * 1024 * 1024)
 #define SK_LIST_MAX_PAGES 2000
-#define SK_ENVD_PORT SK_ENVD_PORT_NUMBER
 /* The data-plane probe gives up sooner than API calls (a hung envd is the symptom). */
 #define SK_PROBE_TIMEOUT_MAX_MS 5000
 

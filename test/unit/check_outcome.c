@@ -146,35 +146,33 @@ END_TEST
 START_TEST(test_quiet)
 {
 	sk_userspace *us = space(SK_PHASE_RUNNING, "i1");
-	sk_plan_options o;
 
-	sk_plan_options_init(&o);
 	/* health never established: probed */
-	ck_assert(!sk_plan_quiet(us, 0, NOW, &o));
+	ck_assert(!sk_plan_quiet(us, 0, NOW));
 	/* healthy since 11m ago (set_cond: NOW - 1m; move it), no activity: quiet */
 	set_cond(us, SK_COND_DATAPLANE, "True", SK_REASON_HEALTHY);
 	us->status.conditions[0].last_transition_ms = NOW - 11 * MIN;
-	ck_assert(sk_plan_quiet(us, 0, NOW, &o));
+	ck_assert(sk_plan_quiet(us, 0, NOW));
 	/* healthy since 1m ago (a fresh create or resume): probed */
 	us->status.conditions[0].last_transition_ms = NOW - MIN;
-	ck_assert(!sk_plan_quiet(us, 0, NOW, &o));
+	ck_assert(!sk_plan_quiet(us, 0, NOW));
 	us->status.conditions[0].last_transition_ms = NOW - 11 * MIN;
-	ck_assert(!sk_plan_quiet(us, NOW - 9 * MIN, NOW, &o));
-	ck_assert(sk_plan_quiet(us, NOW - 11 * MIN, NOW, &o));
+	ck_assert(!sk_plan_quiet(us, NOW - 9 * MIN, NOW));
+	ck_assert(sk_plan_quiet(us, NOW - 11 * MIN, NOW));
 	/* the persisted activity counts too */
 	us->status.last_activity_ms = NOW - MIN;
-	ck_assert(!sk_plan_quiet(us, 0, NOW, &o));
+	ck_assert(!sk_plan_quiet(us, 0, NOW));
 	us->status.last_activity_ms = 0;
 	/* just started, or unreachable: probed */
 	set_cond(us, SK_COND_DATAPLANE, "Unknown", SK_REASON_RESUMING);
-	ck_assert(!sk_plan_quiet(us, 0, NOW, &o));
+	ck_assert(!sk_plan_quiet(us, 0, NOW));
 	set_cond(us, SK_COND_DATAPLANE, "False", SK_DRIFT_DATAPLANE);
-	ck_assert(!sk_plan_quiet(us, 0, NOW, &o));
+	ck_assert(!sk_plan_quiet(us, 0, NOW));
 	/* always on: never quiet */
 	set_cond(us, SK_COND_DATAPLANE, "True", SK_REASON_HEALTHY);
 	us->status.conditions[0].last_transition_ms = NOW - 11 * MIN;
 	us->spec.idle_timeout_ms = 0;
-	ck_assert(!sk_plan_quiet(us, 0, NOW, &o));
+	ck_assert(!sk_plan_quiet(us, 0, NOW));
 	sk_userspace_free(us);
 }
 END_TEST
