@@ -10,7 +10,7 @@
 
 CC ?= cc
 PKG_CONFIG ?= pkg-config
-PC_DEPS := libmongoc-1.0 jansson yaml-0.1 libcurl libmicrohttpd
+PC_DEPS := libmongoc-1.0 jansson yaml-0.1 libcurl libmicrohttpd gnutls
 SANITIZE ?= 0
 
 # BUILD=build/NAME keeps a separate tree (parallel developers, benchmarks).

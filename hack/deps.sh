@@ -24,7 +24,7 @@ AJV_VERSION=8.20.0
 YAML_VERSION=2.9.1
 
 apt_packages=(build-essential pkg-config libcurl4-openssl-dev libyaml-dev
-	libjansson-dev libmongoc-dev libbson-dev check libmicrohttpd-dev
+	libjansson-dev libmongoc-dev libbson-dev check libmicrohttpd-dev libgnutls28-dev
 	clang-format diffutils curl prometheus chromium)
 
 log() { printf 'deps: %s\n' "$*" >&2; }

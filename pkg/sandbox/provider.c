@@ -272,3 +272,50 @@ sk_sandbox_init_env(sk_provider *p, const sk_sandbox *sb, const sk_kvlist *env, 
 {
 	return p->ops->init_env(p, sb, env, err);
 }
+
+void
+sk_file_list_free(sk_file_list *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->len; i++) {
+		free(l->items[i].path);
+		free(l->items[i].link_target);
+	}
+	free(l->items);
+	memset(l, 0, sizeof(*l));
+}
+
+static int
+files_unsupported(sk_provider *p, const char *what, sk_error *err)
+{
+	return sk_error_set(
+	        err, SK_ENOTSUPPORTED, "provider %s: %s is not supported", p->ops->name, what);
+}
+
+int
+sk_sandbox_list_files(
+        sk_provider *p, const sk_sandbox *sb, const char *root, sk_file_list *out, sk_error *err)
+{
+	if (!p->ops->list_files)
+		return files_unsupported(p, "listing files", err);
+	return p->ops->list_files(p, sb, root, out, err);
+}
+
+int
+sk_sandbox_read_file(sk_provider *p, const sk_sandbox *sb, const char *path, sk_file_sink_fn sink,
+        void *payload, sk_error *err)
+{
+	if (!p->ops->read_file)
+		return files_unsupported(p, "reading files", err);
+	return p->ops->read_file(p, sb, path, sink, payload, err);
+}
+
+int
+sk_sandbox_write_file(sk_provider *p, const sk_sandbox *sb, const sk_file_entry *entry,
+        sk_file_source_fn source, void *payload, sk_error *err)
+{
+	if (!p->ops->write_file)
+		return files_unsupported(p, "writing files", err);
+	return p->ops->write_file(p, sb, entry, source, payload, err);
+}

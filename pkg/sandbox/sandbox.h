@@ -18,6 +18,38 @@
 
 typedef struct sk_provider sk_provider;
 
+/* ---- workspace files in a sandbox's data plane ----
+ * E2B/Cube: envd filesystem.Filesystem (Connect protocol, JSON codec) and
+ * GET/POST /files; Daytona: the toolbox file API. Contents are streamed
+ * through callbacks, never held whole in memory. */
+typedef enum sk_file_type {
+	SK_FILE_REGULAR,
+	SK_FILE_DIR,
+	SK_FILE_SYMLINK,
+	SK_FILE_OTHER /* device, fifo, socket: listed, never copied */
+} sk_file_type;
+
+typedef struct sk_file_entry {
+	char *path; /* absolute, no trailing slash */
+	sk_file_type type;
+	uint64_t size; /* bytes (regular files) */
+	uint32_t mode; /* permission bits, 07777 mask */
+	char *link_target; /* symlinks: the target as stored; else NULL */
+} sk_file_entry;
+
+typedef struct sk_file_list {
+	sk_file_entry *items;
+	size_t len, cap;
+} sk_file_list;
+
+void sk_file_list_free(sk_file_list *l);
+
+/* A read's sink: called with each chunk in order; a negative SK_E* stops the read. */
+typedef int (*sk_file_sink_fn)(void *payload, const void *buf, size_t len);
+/* A write's source: fills buf with up to len bytes; returns the count, 0 at
+ * the end, or a negative SK_E* to abort. */
+typedef int64_t (*sk_file_source_fn)(void *payload, void *buf, size_t len);
+
 /* The backend table. Every slot is required (use a function that returns
  * SK_ENOTSUPPORTED for a missing capability). */
 typedef struct sk_provider_ops {
@@ -41,6 +73,14 @@ typedef struct sk_provider_ops {
 	/* Re-asserts the sandbox-wide env through envd POST /init (merged by key; with
 	 * the envd access token when sb has one). Values never appear in err. */
 	int (*init_env)(sk_provider *p, const sk_sandbox *sb, const sk_kvlist *env, sk_error *err);
+	/* Workspace files (the migration's copy; optional slots: NULL answers
+	 * SK_ENOTSUPPORTED through the wrappers below). */
+	int (*list_files)(sk_provider *p, const sk_sandbox *sb, const char *root, sk_file_list *out,
+	        sk_error *err);
+	int (*read_file)(sk_provider *p, const sk_sandbox *sb, const char *path,
+	        sk_file_sink_fn sink, void *payload, sk_error *err);
+	int (*write_file)(sk_provider *p, const sk_sandbox *sb, const sk_file_entry *entry,
+	        sk_file_source_fn source, void *payload, sk_error *err);
 } sk_provider_ops;
 
 extern const sk_provider_ops sk_provider_e2b;
@@ -93,5 +133,20 @@ char *sk_sandbox_envd_url(const sk_provider_config *pc, const char *sandbox_id, 
 /* envd POST /init with env (re-asserts the sandbox-wide environment after a
  * create or resume). Values are never logged. SK_ENOTSUPPORTED without envd. */
 int sk_sandbox_init_env(sk_provider *p, const sk_sandbox *sb, const sk_kvlist *env, sk_error *err);
+
+/* Every entry under root (root itself excluded), depth first, parents before
+ * their children; symlinks are listed, not followed. SK_ENOTFOUND: no root. */
+int sk_sandbox_list_files(
+        sk_provider *p, const sk_sandbox *sb, const char *root, sk_file_list *out, sk_error *err);
+/* A regular file's bytes, streamed to sink. */
+int sk_sandbox_read_file(sk_provider *p, const sk_sandbox *sb, const char *path,
+        sk_file_sink_fn sink, void *payload, sk_error *err);
+/* Creates entry->path as entry says, parents made as needed: a regular file
+ * of entry->size bytes from source (replacing one that exists), a directory,
+ * or a symlink to entry->link_target; then sets entry->mode (not for
+ * symlinks). source is NULL except for regular files. SK_EINVAL for
+ * SK_FILE_OTHER. */
+int sk_sandbox_write_file(sk_provider *p, const sk_sandbox *sb, const sk_file_entry *entry,
+        sk_file_source_fn source, void *payload, sk_error *err);
 
 #endif
