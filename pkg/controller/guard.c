@@ -99,8 +99,8 @@ send_reply(call *q)
 }
 
 static void
-request_done(void *cls, struct MHD_Connection *conn, void **con_cls,
-        enum MHD_RequestTerminationCode toe)
+request_done(
+        void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
 	call *q = *con_cls;
 
@@ -394,8 +394,8 @@ load_secrets(sk_controller *c, struct sk_ctl_guard *g, sk_error *err)
 	if ((rc = read_pem(cfg->connect_tls_cert_file, "controller.connectTLSCertFile", &g->cert,
 	             &n, err)) != 0)
 		return rc;
-	return read_pem(
-	        cfg->connect_tls_key_file, "controller.connectTLSKeyFile", &g->key, &g->key_len, err);
+	return read_pem(cfg->connect_tls_key_file, "controller.connectTLSKeyFile", &g->key,
+	        &g->key_len, err);
 }
 
 static void
@@ -417,8 +417,8 @@ static struct MHD_Daemon *
 daemon_start(sk_controller *c, struct sk_ctl_guard *g, struct sockaddr_in *sa)
 {
 	struct MHD_OptionItem o[12];
-	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-	        MHD_ALLOW_SUSPEND_RESUME;
+	unsigned int flags =
+	        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
 	size_t n = 0;
 
 	o[n++] = (struct MHD_OptionItem){ MHD_OPTION_SOCK_ADDR, 0, sa };
@@ -455,8 +455,8 @@ declare_metrics(sk_metrics *m)
 		snprintf(l, sizeof(l), "reason=\"%s\"", reasons[i]);
 		sk_metrics_add(m, METRIC_REJECTED, l, 0);
 	}
-	sk_metrics_declare(
-	        m, METRIC_WAITING, SK_METRIC_GAUGE, "Connects in progress (each in its own thread)");
+	sk_metrics_declare(m, METRIC_WAITING, SK_METRIC_GAUGE,
+	        "Connects in progress (each in its own thread)");
 	sk_metrics_set(m, METRIC_WAITING, NULL, 0);
 }
 

@@ -77,8 +77,9 @@ kill_leftovers(void)
 			fclose(c);
 		}
 		cmd[n] = '\0';
-		if (n > 0 && (strstr(cmd, "spacekeeper") || strstr(cmd, "sandboxsim") ||
-		                     strstr(cmd, "ferretdb")))
+		if (n > 0 &&
+		        (strstr(cmd, "spacekeeper") || strstr(cmd, "sandboxsim") ||
+		                strstr(cmd, "ferretdb")))
 			kill(pid, SIGKILL);
 	}
 	fclose(f);
@@ -239,8 +240,8 @@ keeper_start(const char *controller_extra)
 	track_pid(keeper_pid);
 	ck_assert_msg(sk_test_wait_port(main_port, 20000) && sk_test_wait_port(connect_port, 20000),
 	        "spacekeeper did not listen (%s)", keeper_log);
-	ck_assert_msg(eventually_status(main_port, "/readyz", 200, 60), "not ready (%s)",
-	        keeper_log);
+	ck_assert_msg(
+	        eventually_status(main_port, "/readyz", 200, 60), "not ready (%s)", keeper_log);
 }
 
 static void
@@ -347,8 +348,8 @@ START_TEST(test_token_rules)
 	char *out = NULL, *err = NULL, *log;
 	const char *open_argv[] = { "spacekeeper", "--connect-listen", "0.0.0.0:0", NULL };
 	const char *warn_argv[] = { "spacekeeper", "--listen", "", "--connect-listen",
-		"127.0.0.1:0", "--connect-token-file", token_file(0644), "--mongodb-uri",
-		mongo_uri, "--database", db, NULL };
+		"127.0.0.1:0", "--connect-token-file", token_file(0644), "--mongodb-uri", mongo_uri,
+		"--database", db, NULL };
 	const char *env[] = { DUMMY_KEY, NULL };
 	pid_t pid;
 
@@ -383,9 +384,10 @@ START_TEST(test_tls)
 	char cert[600], key[600], extra[2048], url[256];
 	const char *dir = sk_test_tmpdir();
 	char *out = NULL, *err = NULL;
-	const char *openssl[] = { "/usr/bin/env", "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-		"ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert, "-days",
-		"1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", NULL };
+	const char *openssl[] = { "/usr/bin/env", "openssl", "req", "-x509", "-newkey", "ec",
+		"-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
+		"-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+		NULL };
 	req r = { .token = TOKEN, .cacert = cert };
 
 	snprintf(cert, sizeof(cert), "%s/tls.crt", dir);
@@ -479,7 +481,8 @@ pump(sock *s, size_t n, const char *msg, size_t len, int wait_ms)
 		if (!s[i].done && (p[i].revents & (POLLIN | POLLHUP | POLLERR))) {
 			while ((k = recv(s[i].fd, buf, sizeof(buf), 0)) > 0) {
 				size_t room = sizeof(s[i].head) - 1 - s[i].got;
-				memcpy(s[i].head + s[i].got, buf, (size_t)k < room ? (size_t)k : room);
+				memcpy(s[i].head + s[i].got, buf,
+				        (size_t)k < room ? (size_t)k : room);
 				s[i].got += (size_t)k < room ? (size_t)k : room;
 			}
 			if (k == 0 || (k < 0 && errno != EAGAIN))

@@ -13,7 +13,7 @@ Suite *sk_suite_config_connect(void);
 
 #define HEAD "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
 #define P0                                                                                         \
-	"providers:\n  - name: default\n    type: e2b\n    apiURL: http://127.0.0.1:3000\n"     \
+	"providers:\n  - name: default\n    type: e2b\n    apiURL: http://127.0.0.1:3000\n"        \
 	"    apiKeyEnv: K\n"
 
 static const char *
@@ -128,7 +128,8 @@ START_TEST(non_loopback_needs_token_or_insecure)
 {
 	sk_config_sources with_token = { .connect_listen = "10.0.0.1:9091",
 		.connect_token_file = "/t" };
-	sk_config_sources insecure = { .connect_listen = "0.0.0.0:9091", .connect_insecure = "true" };
+	sk_config_sources insecure = { .connect_listen = "0.0.0.0:9091",
+		.connect_insecure = "true" };
 	sk_config_sources off = { .connect_listen = "" };
 	sk_errlist errs = { 0 };
 	sk_controller_config *c;
