@@ -153,7 +153,7 @@ handler(void *cls, struct MHD_Connection *conn, const char *url, const char *met
 		return MHD_YES;
 	}
 	if (*upload_data_size != 0) {
-		*upload_data_size = 0; /* bodies are ignored (and bounded by the memory limit) */
+		*upload_data_size = 0; /* bodies are read and dropped */
 		return MHD_YES;
 	}
 	route(c, method, url, &r);
