@@ -60,10 +60,11 @@ start_demo() {
 	sed "s#http://127.0.0.1:3000#$sim_url#g" "$root/manifests/config/demo.yaml" >"$scratch/config.yaml"
 	E2B_API_KEY=e2b_0000000000000000000000000000000000000000 "$bin/spacekeeper" \
 		--config "$scratch/config.yaml" --mongodb-uri "$uri" --listen 127.0.0.1:0 \
-		--resync 5s --poll 200ms >"$scratch/keeper.log" 2>&1 &
+		--connect-listen 127.0.0.1:0 --resync 5s --poll 200ms >"$scratch/keeper.log" 2>&1 &
 	keeper_pid=$!
 	port=$(log_wait "$scratch/keeper.log" "$KEEPER_STARTED" "$keeper_pid") || { echo "check-metrics: spacekeeper did not start"; cat "$scratch/keeper.log"; return 1; }
 	base=http://127.0.0.1:$port
+	connect=http://127.0.0.1:$(sed -n "$KEEPER_CONNECT" "$scratch/keeper.log")
 	"$bin/spacectl" --mongodb-uri "$uri" apply -f "$root/manifests/examples/" >/dev/null || return 1
 }
 
@@ -88,8 +89,8 @@ wait_converged() {
 }
 
 scrape() {
-	curl -s -XPOST "$base/v1/userspaces/alice/connect" >/dev/null
-	curl -s -XPOST "$base/v1/userspaces/nobody/connect" >/dev/null
+	curl -s -XPOST "$connect/v1/userspaces/alice/connect" >/dev/null
+	curl -s -XPOST "$connect/v1/userspaces/nobody/connect" >/dev/null
 	mkdir -p "$out"
 	curl -sf "$base/metrics" >"$out/metrics.txt" || { fail "GET $base/metrics failed"; return 1; }
 }

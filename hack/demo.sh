@@ -52,10 +52,12 @@ sed "s#http://127.0.0.1:3000#$sim_url#g" "$root/manifests/config/demo.yaml" >"$s
 export E2B_API_KEY=e2b_0000000000000000000000000000000000000000
 echo "==> starting spacekeeper"
 "$bin/spacekeeper" --config "$scratch/config.yaml" --mongodb-uri "$uri" \
-	--listen 127.0.0.1:0 --resync 5s --poll 500ms >"$scratch/spacekeeper.log" 2>&1 &
+	--listen 127.0.0.1:0 --connect-listen 127.0.0.1:0 --resync 5s --poll 500ms >"$scratch/spacekeeper.log" 2>&1 &
 keeper_pid=$!
 keeper_port=$(log_wait "$scratch/spacekeeper.log" "$KEEPER_STARTED" "$keeper_pid") || { echo "demo: spacekeeper did not start" >&2; cat "$scratch/spacekeeper.log" >&2; exit 1; }
-echo "    status page http://127.0.0.1:$keeper_port/ (metrics at /metrics, connect API under /v1/)"
+connect_port=$(sed -n "$KEEPER_CONNECT" "$scratch/spacekeeper.log")
+echo "    status page http://127.0.0.1:$keeper_port/ (metrics at /metrics)"
+echo "    connect API http://127.0.0.1:$connect_port/v1/ (its own listener)"
 
 echo "==> applying manifests/examples/"
 "$bin/spacectl" --mongodb-uri "$uri" apply -f "$root/manifests/examples/"
@@ -103,7 +105,7 @@ Everything is still running. In another terminal, try:
   $bin/spacectl describe userspace alice
   $bin/spacectl events
   E2B_API_KEY=$E2B_API_KEY $bin/spacectl sandboxes --config $scratch/config.yaml
-  curl -s -XPOST http://127.0.0.1:$keeper_port/v1/userspaces/alice/connect
+  curl -s -XPOST http://127.0.0.1:$connect_port/v1/userspaces/alice/connect
   curl -s http://127.0.0.1:$keeper_port/metrics | grep reconcile_total
   open http://127.0.0.1:$keeper_port/ in a browser: spaces by phase, drift, each space
   curl -s $sim_url/_sim/sandboxes   # the simulator's own view

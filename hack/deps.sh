@@ -25,7 +25,7 @@ YAML_VERSION=2.9.1
 
 apt_packages=(build-essential pkg-config libcurl4-openssl-dev libyaml-dev
 	libjansson-dev libmongoc-dev libbson-dev check libmicrohttpd-dev libgnutls28-dev
-	clang-format diffutils curl prometheus chromium)
+	clang-format diffutils curl prometheus chromium openssl)
 
 log() { printf 'deps: %s\n' "$*" >&2; }
 

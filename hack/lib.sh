@@ -4,6 +4,8 @@
 # the start-up line of sandboxsim and spacekeeper (both listen on port 0).
 SIM_LISTENING='s/.*listening on \(http:[^ ]*\).*/\1/p'
 KEEPER_STARTED='s/.*msg="controller started".* http_port=\([0-9]*\).*/\1/p'
+# KEEPER_CONNECT: the port of the connect API (controller.connectListen) in that line.
+KEEPER_CONNECT='s/.*msg="controller started".* connect_port=\([0-9]*\).*/\1/p'
 
 # log_wait FILE SED_SCRIPT PID: prints what the script extracts from FILE as
 # soon as it appears; fails after 30 s or when PID has exited.

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sysexits.h>
 #include <unistd.h>
 
@@ -34,6 +35,11 @@ usage(FILE *f)
 	fprintf(f,
 	        "usage: spacekeeper [--config FILE] [--mongodb-uri URI] [--database NAME]\n"
 	        "                   [--workers N] [--resync DURATION] [--listen HOST:PORT]\n"
+	        "                   [--connect-listen HOST:PORT] [--connect-token-file FILE]\n"
+	        "                   [--connect-insecure] [--connect-tls-cert-file FILE\n"
+	        "                   --connect-tls-key-file FILE] [--connect-max-waiting N]\n"
+	        "                   [--connect-max-connections N] [--connect-max-per-ip N]\n"
+	        "                   [--store-unavailable-after DURATION]\n"
 	        "                   [--poll DURATION] [--log-format text|json]\n"
 	        "                   [--log-level debug|info|warn|error] [--once [--once-timeout "
 	        "D]]\n"
@@ -45,8 +51,20 @@ usage(FILE *f)
 	        "  --database NAME      database name (default spacekeeper)\n"
 	        "  --workers N          concurrent reconciles, 1..1024 (default 8)\n"
 	        "  --resync DURATION    provider list + full resync period (default 30s)\n"
-	        "  --listen HOST:PORT   /healthz /readyz /metrics and the connect API\n"
+	        "  --listen HOST:PORT   /healthz /readyz /metrics and the status page\n"
 	        "                       (default 127.0.0.1:9090; \"\" disables)\n"
+	        "  --connect-listen HOST:PORT  the connect API (/v1/...) alone\n"
+	        "                       (default 127.0.0.1:9091; \"\" disables)\n"
+	        "  --connect-token-file FILE   bearer token the connect API requires\n"
+	        "  --connect-insecure   allow a non-loopback connect listener without a token\n"
+	        "  --connect-tls-cert-file FILE, --connect-tls-key-file FILE\n"
+	        "                       serve the connect API over HTTPS (PEM)\n"
+	        "  --connect-max-waiting N      connects in progress at once (default 1024;\n"
+	        "                       beyond: 429 with Retry-After)\n"
+	        "  --connect-max-connections N  open connect connections (default 16384)\n"
+	        "  --connect-max-per-ip N       per client address (default 0: no cap)\n"
+	        "  --store-unavailable-after D  /readyz 503 once the database has not\n"
+	        "                       answered for D (default 30s)\n"
 	        "  --poll DURATION      store poll interval of the informer (default 1s)\n"
 	        "  --log-format FORMAT  text (key=value) or json, one line per event\n"
 	        "  --log-level LEVEL    debug, info (default), warn, error\n"
@@ -83,6 +101,15 @@ enum {
 	OPT_ONCE,
 	OPT_ONCE_TIMEOUT,
 	OPT_VERSION,
+	OPT_C_LISTEN,
+	OPT_C_TOKEN,
+	OPT_C_INSECURE,
+	OPT_C_CERT,
+	OPT_C_KEY,
+	OPT_C_WAITING,
+	OPT_C_CONNS,
+	OPT_C_PER_IP,
+	OPT_STORE_UNAV,
 };
 
 static const struct option long_opts[] = {
@@ -97,6 +124,15 @@ static const struct option long_opts[] = {
 	{ "log-level", required_argument, NULL, OPT_LEVEL },
 	{ "once", no_argument, NULL, OPT_ONCE },
 	{ "once-timeout", required_argument, NULL, OPT_ONCE_TIMEOUT },
+	{ "connect-listen", required_argument, NULL, OPT_C_LISTEN },
+	{ "connect-token-file", required_argument, NULL, OPT_C_TOKEN },
+	{ "connect-insecure", no_argument, NULL, OPT_C_INSECURE },
+	{ "connect-tls-cert-file", required_argument, NULL, OPT_C_CERT },
+	{ "connect-tls-key-file", required_argument, NULL, OPT_C_KEY },
+	{ "connect-max-waiting", required_argument, NULL, OPT_C_WAITING },
+	{ "connect-max-connections", required_argument, NULL, OPT_C_CONNS },
+	{ "connect-max-per-ip", required_argument, NULL, OPT_C_PER_IP },
+	{ "store-unavailable-after", required_argument, NULL, OPT_STORE_UNAV },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -113,6 +149,15 @@ parse_one(int opt, const char *arg, flags *f)
 	case OPT_LISTEN: f->cfg.listen = arg; return 0;
 	case OPT_WORKERS: f->cfg.workers = arg; return 0;
 	case OPT_RESYNC: f->cfg.resync = arg; return 0;
+	case OPT_C_LISTEN: f->cfg.connect_listen = arg; return 0;
+	case OPT_C_TOKEN: f->cfg.connect_token_file = arg; return 0;
+	case OPT_C_INSECURE: f->cfg.connect_insecure = "true"; return 0;
+	case OPT_C_CERT: f->cfg.connect_tls_cert_file = arg; return 0;
+	case OPT_C_KEY: f->cfg.connect_tls_key_file = arg; return 0;
+	case OPT_C_WAITING: f->cfg.connect_max_waiting = arg; return 0;
+	case OPT_C_CONNS: f->cfg.connect_max_connections = arg; return 0;
+	case OPT_C_PER_IP: f->cfg.connect_max_per_ip = arg; return 0;
+	case OPT_STORE_UNAV: f->cfg.store_unavailable_after = arg; return 0;
 	case OPT_ONCE: f->once = true; return 0;
 	case OPT_POLL: return parse_duration_flag("--poll", arg, &f->poll_ms);
 	case OPT_ONCE_TIMEOUT:
@@ -250,6 +295,21 @@ warn_key_files(const sk_controller_config *cfg, sk_log_config *log)
 	for (size_t i = 0; i < cfg->n_providers; i++)
 		if (sk_provider_key_file_warning(&cfg->providers[i], msg, sizeof(msg)))
 			log_at(log, SK_LOG_WARN, "API key file readable by others", "warning", msg);
+	if (sk_config_connect_token_warning(cfg, msg, sizeof(msg)))
+		log_at(log, SK_LOG_WARN, "connect token file readable by others", "warning", msg);
+}
+
+/* Every connect connection is a file descriptor: the soft limit (often
+ * 1024) is raised to the hard one, as Go's runtime does. */
+static void
+raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 static int
@@ -269,6 +329,7 @@ run(const flags *f, sk_controller_config *cfg)
 	if (!f->once)
 		pthread_sigmask(SIG_BLOCK, &set, NULL);
 	warn_key_files(cfg, &log);
+	raise_fd_limit();
 	o.config = cfg;
 	o.log = sk_daemon_log;
 	o.log_payload = &log;

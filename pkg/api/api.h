@@ -414,7 +414,17 @@ typedef struct sk_controller_config {
 	size_t n_providers;
 	int workers; /* default 8 */
 	int64_t resync_ms; /* default 30s */
-	char *listen; /* default 127.0.0.1:9090 */
+	char *listen; /* default 127.0.0.1:9090: /healthz /readyz /metrics, status page */
+	/* The connect API's own listener (README "Securing the connect API"). */
+	char *connect_listen; /* default 127.0.0.1:9091; "" switches the connect API off */
+	char *connect_token_file; /* path of the bearer token, never the token */
+	bool connect_insecure; /* allow no token on a non-loopback connectListen */
+	char *connect_tls_cert_file; /* PEM; with connect_tls_key_file: HTTPS */
+	char *connect_tls_key_file;
+	int connect_max_waiting; /* connects in progress at once, default 1024; beyond: 429 */
+	int connect_max_connections; /* open connections, default 16384 */
+	int connect_max_per_ip; /* open connections per client address, 0 (default): no cap */
+	int64_t store_unavailable_after_ms; /* /readyz 503 after this long unreachable, 30s */
 } sk_controller_config;
 
 /* Parses and validates a config file (errors with path and file:line:col). */
@@ -433,6 +443,15 @@ typedef struct sk_config_sources {
 	const char *workers; /* --workers */
 	const char *resync; /* --resync */
 	const char *listen; /* --listen ("" switches HTTP off) */
+	const char *connect_listen; /* --connect-listen ("" switches the connect API off) */
+	const char *connect_token_file; /* --connect-token-file */
+	const char *connect_insecure; /* --connect-insecure ("true") */
+	const char *connect_tls_cert_file; /* --connect-tls-cert-file */
+	const char *connect_tls_key_file; /* --connect-tls-key-file */
+	const char *connect_max_waiting; /* --connect-max-waiting */
+	const char *connect_max_connections; /* --connect-max-connections */
+	const char *connect_max_per_ip; /* --connect-max-per-ip */
+	const char *store_unavailable_after; /* --store-unavailable-after */
 	const char *(*getenv)(const char *name); /* NULL: getenv(3); tests pass their own */
 } sk_config_sources;
 
@@ -453,5 +472,13 @@ char *sk_provider_api_key(const sk_provider_config *p, sk_error *err);
  * written by group or others (as ssh warns about keys); the key is still
  * used. False when fine, when there is no file or it cannot be stat'ed. */
 bool sk_provider_key_file_warning(const sk_provider_config *p, char *msg, size_t len);
+/* The connect API's bearer token from connectTokenFile (trailing newline and
+ * blanks stripped; one line, no control bytes). Caller frees. NULL + err when
+ * the file cannot be read or is empty; NULL without error when none is set. */
+char *sk_config_connect_token(const sk_controller_config *c, sk_error *err);
+/* As sk_provider_key_file_warning, for connectTokenFile. */
+bool sk_config_connect_token_warning(const sk_controller_config *c, char *msg, size_t len);
+/* Whether a HOST:PORT listens on loopback only (127.0.0.0/8, localhost, ""). */
+bool sk_config_listen_is_loopback(const char *listen);
 
 #endif

@@ -189,6 +189,10 @@ config_new(void)
 	c->workers = 8;
 	c->resync_ms = 30000;
 	c->listen = sk_strdup("127.0.0.1:9090");
+	c->connect_listen = sk_strdup("127.0.0.1:9091");
+	c->connect_max_waiting = 1024;
+	c->connect_max_connections = 16384;
+	c->store_unavailable_after_ms = 30000;
 	return c;
 }
 
@@ -232,6 +236,10 @@ sk_config_free(sk_controller_config *c)
 	free(c->mongodb_uri);
 	free(c->database);
 	free(c->listen);
+	free(c->connect_listen);
+	free(c->connect_token_file);
+	free(c->connect_tls_cert_file);
+	free(c->connect_tls_key_file);
 	free(c);
 }
 
@@ -248,7 +256,15 @@ sk_config_provider(const sk_controller_config *c, const char *name)
  * One table and one checker for the file, the flags and the environment:
  * the same bounds and messages wherever a value comes from. */
 
-typedef enum cfg_kind { CFG_URI, CFG_DATABASE, CFG_INT, CFG_DURATION, CFG_LISTEN } cfg_kind;
+typedef enum cfg_kind {
+	CFG_URI,
+	CFG_DATABASE,
+	CFG_INT,
+	CFG_DURATION,
+	CFG_LISTEN,
+	CFG_PATH,
+	CFG_BOOL
+} cfg_kind;
 
 typedef struct cfg_setting {
 	const char *path; /* in the file: "controller.workers" */
@@ -274,6 +290,25 @@ static const cfg_setting settings[] = {
 	        CFG_FIELD(resync_ms), CFG_SOURCE(resync) },
 	{ "controller.listen", "--listen", NULL, CFG_LISTEN, 0, 0, CFG_FIELD(listen),
 	        CFG_SOURCE(listen) },
+	{ "controller.connectListen", "--connect-listen", NULL, CFG_LISTEN, 0, 0,
+	        CFG_FIELD(connect_listen), CFG_SOURCE(connect_listen) },
+	{ "controller.connectTokenFile", "--connect-token-file", NULL, CFG_PATH, 0, 0,
+	        CFG_FIELD(connect_token_file), CFG_SOURCE(connect_token_file) },
+	{ "controller.connectInsecure", "--connect-insecure", NULL, CFG_BOOL, 0, 0,
+	        CFG_FIELD(connect_insecure), CFG_SOURCE(connect_insecure) },
+	{ "controller.connectTLSCertFile", "--connect-tls-cert-file", NULL, CFG_PATH, 0, 0,
+	        CFG_FIELD(connect_tls_cert_file), CFG_SOURCE(connect_tls_cert_file) },
+	{ "controller.connectTLSKeyFile", "--connect-tls-key-file", NULL, CFG_PATH, 0, 0,
+	        CFG_FIELD(connect_tls_key_file), CFG_SOURCE(connect_tls_key_file) },
+	{ "controller.connectMaxWaiting", "--connect-max-waiting", NULL, CFG_INT, 1, 65536,
+	        CFG_FIELD(connect_max_waiting), CFG_SOURCE(connect_max_waiting) },
+	{ "controller.connectMaxConnections", "--connect-max-connections", NULL, CFG_INT, 16,
+	        1000000, CFG_FIELD(connect_max_connections), CFG_SOURCE(connect_max_connections) },
+	{ "controller.connectMaxConnectionsPerIP", "--connect-max-per-ip", NULL, CFG_INT, 0,
+	        1000000, CFG_FIELD(connect_max_per_ip), CFG_SOURCE(connect_max_per_ip) },
+	{ "controller.storeUnavailableAfter", "--store-unavailable-after", NULL, CFG_DURATION, 1000,
+	        3600000, CFG_FIELD(store_unavailable_after_ms),
+	        CFG_SOURCE(store_unavailable_after) },
 };
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
 
@@ -306,6 +341,11 @@ string_rule(cfg_kind kind, const char *s)
 	case CFG_LISTEN:
 		return valid_listen(s) ? NULL
 		                       : "must be HOST:PORT (port 0..65535), or \"\" for none";
+	case CFG_PATH:
+		for (const char *p = s; *p; p++)
+			if ((unsigned char)*p < 0x20)
+				return "must be a file path without control characters";
+		return NULL;
 	default: return NULL;
 	}
 }
@@ -353,6 +393,14 @@ set_value(const cfg_setting *st, json_t *v, sk_controller_config *out, char *why
 
 	if (st->kind == CFG_INT || st->kind == CFG_DURATION)
 		return set_number(st, v, out, why, n);
+	if (st->kind == CFG_BOOL) {
+		if (!json_is_boolean(v)) {
+			snprintf(why, n, "must be true or false");
+			return false;
+		}
+		*(bool *)((char *)out + st->field) = json_is_true(v);
+		return true;
+	}
 	if ((s = json_string_value(v)) == NULL) {
 		snprintf(why, n, "must be a string");
 		return false;
@@ -363,7 +411,8 @@ set_value(const cfg_setting *st, json_t *v, sk_controller_config *out, char *why
 	}
 	field = (char **)((char *)out + st->field);
 	free(*field);
-	*field = sk_strdup(s);
+	/* an empty path means "none" */
+	*field = st->kind == CFG_PATH && s[0] == '\0' ? NULL : sk_strdup(s);
 	return true;
 }
 
@@ -375,6 +424,8 @@ text_value(const cfg_setting *st, const char *text)
 	char *end;
 	long long n;
 
+	if (st->kind == CFG_BOOL && (strcmp(text, "true") == 0 || strcmp(text, "false") == 0))
+		return json_boolean(text[0] == 't');
 	if (st->kind == CFG_INT && text[0] != '\0') {
 		errno = 0;
 		n = strtoll(text, &end, 10);
@@ -667,6 +718,36 @@ sk_config_check_flags(const sk_config_sources *src, sk_errlist *errs)
 	return errs->len - before;
 }
 
+bool
+sk_config_listen_is_loopback(const char *listen)
+{
+	const char *colon = strrchr(listen, ':');
+	size_t n = colon ? (size_t)(colon - listen) : strlen(listen);
+
+	return n == 0 || (n == 9 && strncmp(listen, "localhost", 9) == 0) ||
+	        strncmp(listen, "127.", 4) == 0;
+}
+
+/* The rules that join several connect settings (after every layer). */
+static void
+check_connect(const sk_controller_config *c, sk_errlist *errs)
+{
+	const char *l = c->connect_listen;
+
+	if ((c->connect_tls_cert_file == NULL) != (c->connect_tls_key_file == NULL))
+		sk_errlist_add(errs,
+		        c->connect_tls_cert_file ? "controller.connectTLSKeyFile"
+		                                 : "controller.connectTLSCertFile",
+		        NULL, 0, 0, "connectTLSCertFile and connectTLSKeyFile go together");
+	if (l && l[0] && !sk_config_listen_is_loopback(l) && c->connect_token_file == NULL &&
+	        !c->connect_insecure)
+		sk_errlist_add(errs, "controller.connectListen", NULL, 0, 0,
+		        "%s is not a loopback address: set controller.connectTokenFile "
+		        "(--connect-token-file), or controller.connectInsecure "
+		        "(--connect-insecure) to serve the connect API without authentication",
+		        l);
+}
+
 int
 sk_config_resolve(
         const sk_config_sources *src, sk_controller_config **out, sk_errlist *errs, sk_error *err)
@@ -684,6 +765,8 @@ sk_config_resolve(
 	}
 	apply_layer(src, true, cfg, errs);
 	apply_layer(src, false, cfg, errs);
+	if (errs->len == before)
+		check_connect(cfg, errs);
 	if (errs->len > before) {
 		sk_config_free(cfg);
 		return sk_error_set(err, SK_EINVALID, "invalid settings (%zu error%s)",
@@ -706,7 +789,7 @@ has_control(const char *s, size_t len)
 }
 
 static char *
-key_from_file(const char *path, sk_error *err)
+key_from_file(const char *path, const char *what, sk_error *err)
 {
 	char *data = NULL;
 	size_t len = 0;
@@ -714,9 +797,8 @@ key_from_file(const char *path, sk_error *err)
 
 	if (sk_file_read(path, CFG_KEY_MAX, &data, &len, &ferr) != SK_OK) {
 		/* ferr names the path only; never the content */
-		sk_error_set(err, ferr.code == SK_EINVALID ? SK_EINVALID : SK_EIO,
-		        "API key file %s: %s", path,
-		        ferr.code == SK_EINVALID ? "too large" : "cannot be read");
+		sk_error_set(err, ferr.code == SK_EINVALID ? SK_EINVALID : SK_EIO, "%s %s: %s",
+		        what, path, ferr.code == SK_EINVALID ? "too large" : "cannot be read");
 		return NULL;
 	}
 	while (len > 0 &&
@@ -726,11 +808,34 @@ key_from_file(const char *path, sk_error *err)
 	if (len == 0 || has_control(data, len)) {
 		memset(data, 0, len);
 		free(data);
-		sk_error_set(err, SK_EINVALID, "API key file %s: %s", path,
+		sk_error_set(err, SK_EINVALID, "%s %s: %s", what, path,
 		        len == 0 ? "is empty" : "must hold one line without control characters");
 		return NULL;
 	}
 	return data;
+}
+
+char *
+sk_config_connect_token(const sk_controller_config *c, sk_error *err)
+{
+	if (c->connect_token_file == NULL)
+		return NULL;
+	return key_from_file(c->connect_token_file, "connect token file", err);
+}
+
+bool
+sk_config_connect_token_warning(const sk_controller_config *c, char *msg, size_t len)
+{
+	struct stat st;
+	const char *f = c->connect_token_file;
+
+	if (f == NULL || stat(f, &st) != 0 || (st.st_mode & (S_IRWXG | S_IRWXO)) == 0)
+		return false;
+	snprintf(msg, len,
+	        "connect token file %s is accessible by others (mode %04o); it should be "
+	        "readable by its owner only (chmod 600 %s)",
+	        f, (unsigned)(st.st_mode & 07777), f);
+	return true;
 }
 
 bool
@@ -755,7 +860,7 @@ sk_provider_api_key(const sk_provider_config *p, sk_error *err)
 	const char *v;
 
 	if (p->api_key_file)
-		return key_from_file(p->api_key_file, err);
+		return key_from_file(p->api_key_file, "API key file", err);
 	if (p->api_key_env == NULL) {
 		sk_error_set(err, SK_EINVALID, "provider %s: no apiKeyEnv or apiKeyFile",
 		        p->name ? p->name : "?");

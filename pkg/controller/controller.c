@@ -294,6 +294,8 @@ handle_result(
 	}
 	count_result(c, "error");
 	sk_metrics_add(c->metrics, "controller_runtime_reconcile_errors_total", l, 1);
+	if (rc == SK_EUNAVAILABLE && strstr(err->message, "MongoDB") != NULL)
+		sk_ctl_store_error(c, "reconcile"); /* a status write, event or read failed */
 	if (sk_reconcile_is_transient(rc)) {
 		int64_t d = sk_workqueue_add_rate_limited(c->q, key);
 		if (err->retry_after_ms > d)
@@ -564,14 +566,15 @@ static void
 log_started(sk_controller *c)
 {
 	sk_ctl_log(c, SK_LOG_INFO, "controller started",
-	        "workers=%d providers=%zu userspaces=%zu http_port=%d", c->n_workers, c->n_prov,
-	        sk_informer_len(c->inf), c->http_port);
+	        "workers=%d providers=%zu userspaces=%zu http_port=%d connect_port=%d",
+	        c->n_workers, c->n_prov, sk_informer_len(c->inf), c->http_port,
+	        sk_ctl_guard_port(c));
 }
 
 static int
 http_start(sk_controller *c, sk_error *err)
 {
-	if (c->opts.serve_http && c->cfg->listen && c->cfg->listen[0])
+	if (c->opts.serve_http)
 		return sk_ctl_http_start(c, err);
 	return 0;
 }
@@ -733,4 +736,10 @@ int
 sk_controller_http_port(sk_controller *c)
 {
 	return c->http_port;
+}
+
+int
+sk_controller_connect_port(sk_controller *c)
+{
+	return sk_ctl_guard_port(c);
 }

@@ -6,8 +6,10 @@
  *             (managed_by=spacekeeper, all pages), groups them by user_id for
  *             the workers, reports orphans (kills them only with
  *             deleteOrphans), and enqueues every UserSpace.
- *   HTTP (libmicrohttpd): /healthz, /readyz, /metrics, the status page, and
- *             the platform's connect API (connect.c):
+ *   HTTP (libmicrohttpd): /healthz, /readyz, /metrics and the status page on
+ *             controller.listen (http.c); the platform's connect API
+ *             (connect.c) on controller.connectListen alone, behind a bearer
+ *             token, TLS and limits (guard.c):
  *               POST /v1/userspaces/{name}/connect[?timeout=30s]
  *               GET  /v1/users/{userID}/sandbox[?timeout=30s]
  *               POST /v1/users/{userID}/activity    (heartbeat, 204)
@@ -67,10 +69,12 @@ void sk_controller_stop(sk_controller *c);
  * of some key failed (err names how many). */
 int sk_controller_run_once(sk_controller *c, int64_t settle_ms, int64_t timeout_ms, sk_error *err);
 
-/* Informer synced (what /readyz answers). */
+/* Informer synced (/readyz also wants the store answering lately). */
 bool sk_controller_ready(sk_controller *c);
 /* The bound HTTP port (0 when not serving). */
 int sk_controller_http_port(sk_controller *c);
+/* The bound port of the connect API (controller.connectListen; 0: none). */
+int sk_controller_connect_port(sk_controller *c);
 /* Prometheus text of every metric. */
 void sk_controller_render_metrics(sk_controller *c, sk_buf *out);
 

@@ -86,6 +86,10 @@ struct sk_controller {
 	bool boot_running;
 	void *httpd; /* struct MHD_Daemon* */
 	int http_port;
+	struct sk_ctl_guard *guard; /* the connect API's listener (guard.c), NULL: none */
+	pthread_t store_probe; /* pings the store for /readyz (http.c) */
+	bool store_probe_running;
+	_Atomic int64_t store_ok_ms; /* monotonic ms of the last store answer, 0: none */
 };
 
 /* The stop flag: set once by sk_controller_stop, read by every thread. */
@@ -111,9 +115,23 @@ void sk_ctl_observer_stop(sk_controller *c);
 void sk_ctl_list_view(
         sk_controller *c, int prov, const char *user_id, sk_sandbox_list *list, sk_list_view *view);
 
-/* http.c */
+/* http.c: the main listener (controller.listen), then the connect
+ * listener (guard.c) and the store probe; stop undoes all three. */
 int sk_ctl_http_start(sk_controller *c, sk_error *err);
 void sk_ctl_http_stop(sk_controller *c);
+/* HOST:PORT -> an IPv4 socket address. */
+struct sockaddr_in;
+int sk_ctl_parse_listen(const char *listen, struct sockaddr_in *sa, sk_error *err);
+/* Store errors by call site: spacekeeper_store_errors_total{op}. */
+#define SK_CTL_METRIC_STORE_ERRORS "spacekeeper_store_errors_total"
+void sk_ctl_store_error(sk_controller *c, const char *op);
+
+/* guard.c: the connect API on controller.connectListen: bearer token,
+ * optional TLS, limits, connects waiting in their own threads. */
+int sk_ctl_guard_start(sk_controller *c, sk_error *err);
+/* Waits for the connects in progress (they end on stop), then closes. */
+void sk_ctl_guard_stop(sk_controller *c);
+int sk_ctl_guard_port(sk_controller *c);
 
 /* spaces.c: the in-memory state of each space between reconciles. */
 typedef struct sk_ctl_keeper {

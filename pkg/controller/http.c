@@ -1,8 +1,12 @@
 /*
- * http: the controller's HTTP endpoint on libmicrohttpd (a thread per
- * connection, so a connect call waiting for readiness never blocks
- * /metrics): /healthz, /readyz, /metrics, the status page (/, /spaces/NAME)
- * and the connect API.
+ * http: the controller's main listener (controller.listen) on libmicrohttpd:
+ * /healthz, /readyz, /metrics and the status page (/, /spaces/NAME). The
+ * connect API has its own listener (guard.c); here its paths answer 404
+ * naming where it is. One polling thread per core over epoll with short
+ * idle timeouts and connection caps: every handler here is quick, so slow or
+ * half-open clients cannot hold a thread, and health answers while connects
+ * wait on the other listener. /readyz also fails when the store has not
+ * answered for controller.storeUnavailableAfter (a probe thread pings it).
  */
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -13,8 +17,14 @@
 
 #include "controller_int.h"
 
-#define CONNECT_DEFAULT_MS 30000
-#define CONNECT_MAX_MS 300000
+/* Health and metrics clients are few (kubelet, Prometheus, a person). */
+#define MAIN_THREADS 2
+#define MAIN_MAX_CONNECTIONS 1024
+#define MAIN_MAX_PER_IP 64
+#define MAIN_IDLE_S 10
+#define MAIN_MEMORY (32 * 1024) /* request line and headers */
+/* The store probe pings this often (at most every second). */
+#define PROBE_MAX_MS 1000
 
 typedef sk_http_reply reply;
 
@@ -26,27 +36,7 @@ reply_text(reply *r, unsigned int status, const char *text)
 	r->type = "text/plain; charset=utf-8";
 }
 
-/* ?timeout= of a connect: a duration (default 30s, at most 5m). Anything
- * else is the caller's mistake, answered 400, never silently the default. */
-static bool
-timeout_arg(struct MHD_Connection *conn, int64_t *ms, reply *r)
-{
-	const char *t = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "timeout");
-
-	*ms = CONNECT_DEFAULT_MS;
-	if (t == NULL)
-		return true;
-	if (sk_duration_parse(t, ms) != 0 || *ms <= 0) {
-		sk_ctl_reply_error(r, 400, "BadTimeout",
-		        "timeout: want a positive duration like 500ms, 10s or 1m (at most 5m)");
-		return false;
-	}
-	if (*ms > CONNECT_MAX_MS)
-		*ms = CONNECT_MAX_MS;
-	return true;
-}
-
-/* "/v1/userspaces/NAME/connect" -> NAME (caller frees), else NULL. */
+/* "/spaces/NAME" -> NAME (caller frees), else NULL. */
 static char *
 path_segment(const char *url, const char *prefix, const char *suffix)
 {
@@ -59,20 +49,76 @@ path_segment(const char *url, const char *prefix, const char *suffix)
 	return sk_strndup(url + pl, ul - pl - sl);
 }
 
+/* ---- the store probe ---- */
+
+void
+sk_ctl_store_error(sk_controller *c, const char *op)
+{
+	char l[64];
+
+	snprintf(l, sizeof(l), "op=\"%s\"", op);
+	sk_metrics_add(c->metrics, SK_CTL_METRIC_STORE_ERRORS, l, 1);
+}
+
+static void *
+probe_main(void *arg)
+{
+	sk_controller *c = arg;
+	int64_t every = c->cfg->store_unavailable_after_ms / 4;
+
+	if (every <= 0 || every > PROBE_MAX_MS)
+		every = PROBE_MAX_MS;
+	while (!sk_ctl_stopping(c)) {
+		sk_error err = { 0 };
+		if (sk_store_ping(c->store, &err) == 0)
+			atomic_store(&c->store_ok_ms, sk_monotonic_ms());
+		else if (!sk_ctl_stopping(c))
+			sk_ctl_store_error(c, "ping");
+		for (int64_t t = 0; t < every && !sk_ctl_stopping(c); t += 50)
+			sk_sleep_ms(50);
+	}
+	return NULL;
+}
+
+/* How long the store has not answered; 0 before its first answer (until
+ * then the informer's first list stands for it). */
+static int64_t
+store_silent_ms(sk_controller *c)
+{
+	int64_t ok = atomic_load(&c->store_ok_ms);
+
+	return ok > 0 ? sk_monotonic_ms() - ok : 0;
+}
+
+static void
+readyz(sk_controller *c, reply *r)
+{
+	int64_t silent = store_silent_ms(c);
+	char msg[128];
+
+	if (!sk_controller_ready(c)) {
+		reply_text(r, 503, "informer not synced\n");
+	} else if (silent > c->cfg->store_unavailable_after_ms) {
+		snprintf(msg, sizeof(msg), "store unreachable for %llds\n",
+		        (long long)(silent / 1000));
+		reply_text(r, 503, msg);
+	} else {
+		reply_text(r, 200, "ok\n");
+	}
+}
+
 /* ---- routing ---- */
 
 static void
-route(sk_controller *c, struct MHD_Connection *conn, const char *method, const char *url, reply *r)
+route(sk_controller *c, const char *method, const char *url, reply *r)
 {
 	bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-	int64_t ms;
 	char *arg;
 
 	if (get && strcmp(url, "/healthz") == 0) {
 		reply_text(r, 200, "ok\n");
 	} else if (get && strcmp(url, "/readyz") == 0) {
-		bool ok = sk_controller_ready(c);
-		reply_text(r, ok ? 200 : 503, ok ? "ok\n" : "informer not synced\n");
+		readyz(c, r);
 	} else if (get && strcmp(url, "/metrics") == 0) {
 		sk_buf b = SK_BUF_INIT(16 * 1024 * 1024);
 		sk_controller_render_metrics(c, &b);
@@ -84,25 +130,10 @@ route(sk_controller *c, struct MHD_Connection *conn, const char *method, const c
 	} else if (get && (arg = path_segment(url, "/spaces/", "")) != NULL) {
 		sk_ctl_page_space(c, arg, r);
 		free(arg);
-	} else if ((arg = path_segment(url, "/v1/userspaces/", "/connect")) != NULL) {
-		if (strcmp(method, "POST") != 0)
-			sk_ctl_reply_error(r, 405, "MethodNotAllowed", "use POST");
-		else if (timeout_arg(conn, &ms, r))
-			sk_ctl_connect(c, arg, ms, r);
-		free(arg);
-	} else if ((arg = path_segment(url, "/v1/users/", "/sandbox")) != NULL) {
-		/* GET may create or resume: HEAD, a read, must not. */
-		if (strcmp(method, "GET") != 0)
-			sk_ctl_reply_error(r, 405, "MethodNotAllowed", "use GET");
-		else if (timeout_arg(conn, &ms, r))
-			sk_ctl_connect_user(c, arg, ms, r);
-		free(arg);
-	} else if ((arg = path_segment(url, "/v1/users/", "/activity")) != NULL) {
-		if (strcmp(method, "POST") != 0)
-			sk_ctl_reply_error(r, 405, "MethodNotAllowed", "use POST");
-		else
-			sk_ctl_activity(c, arg, r);
-		free(arg);
+	} else if (strncmp(url, "/v1/", 4) == 0) {
+		sk_ctl_reply_error(r, 404, "NotFound",
+		        "the connect API is served on controller.connectListen (--connect-listen), "
+		        "not on the metrics and health listener");
 	} else {
 		sk_ctl_reply_error(r, 404, "NotFound", "no such endpoint");
 	}
@@ -122,10 +153,10 @@ handler(void *cls, struct MHD_Connection *conn, const char *url, const char *met
 		return MHD_YES;
 	}
 	if (*upload_data_size != 0) {
-		*upload_data_size = 0; /* bodies are ignored */
+		*upload_data_size = 0; /* bodies are read and dropped */
 		return MHD_YES;
 	}
-	route(c, conn, method, url, &r);
+	route(c, method, url, &r);
 	resp = MHD_create_response_from_buffer(strlen(r.body), r.body, MHD_RESPMEM_MUST_FREE);
 	MHD_add_response_header(resp, "Content-Type", r.type);
 	if (r.retry_after[0])
@@ -135,8 +166,8 @@ handler(void *cls, struct MHD_Connection *conn, const char *url, const char *met
 	return ret;
 }
 
-static int
-parse_listen(const char *listen, struct sockaddr_in *sa, sk_error *err)
+int
+sk_ctl_parse_listen(const char *listen, struct sockaddr_in *sa, sk_error *err)
 {
 	const char *colon = strrchr(listen, ':');
 	char host[64];
@@ -160,19 +191,23 @@ parse_listen(const char *listen, struct sockaddr_in *sa, sk_error *err)
 	return 0;
 }
 
-int
-sk_ctl_http_start(sk_controller *c, sk_error *err)
+static int
+main_start(sk_controller *c, sk_error *err)
 {
 	struct sockaddr_in sa;
 	struct MHD_Daemon *d;
 	const union MHD_DaemonInfo *info;
-	int rc = parse_listen(c->cfg->listen, &sa, err);
+	int rc = sk_ctl_parse_listen(c->cfg->listen, &sa, err);
 
 	if (rc != 0)
 		return rc;
-	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION,
-	        ntohs(sa.sin_port), NULL, NULL, handler, c, MHD_OPTION_SOCK_ADDR, &sa,
-	        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)60, MHD_OPTION_END);
+	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, ntohs(sa.sin_port),
+	        NULL, NULL, handler, c, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_THREAD_POOL_SIZE,
+	        (unsigned int)MAIN_THREADS, MHD_OPTION_CONNECTION_LIMIT,
+	        (unsigned int)MAIN_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	        (unsigned int)MAIN_MAX_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT,
+	        (unsigned int)MAIN_IDLE_S, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MAIN_MEMORY,
+	        MHD_OPTION_END);
 	if (!d)
 		return sk_error_set(err, SK_EUNAVAILABLE, "listen %s: cannot bind", c->cfg->listen);
 	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
@@ -181,11 +216,33 @@ sk_ctl_http_start(sk_controller *c, sk_error *err)
 	return 0;
 }
 
+int
+sk_ctl_http_start(sk_controller *c, sk_error *err)
+{
+	int rc = 0;
+
+	if (c->cfg->listen && c->cfg->listen[0] && (rc = main_start(c, err)) != 0)
+		return rc;
+	if (c->cfg->connect_listen && c->cfg->connect_listen[0] &&
+	        (rc = sk_ctl_guard_start(c, err)) != 0) {
+		sk_ctl_http_stop(c);
+		return rc;
+	}
+	if (pthread_create(&c->store_probe, NULL, probe_main, c) == 0)
+		c->store_probe_running = true;
+	return 0;
+}
+
 void
 sk_ctl_http_stop(sk_controller *c)
 {
+	sk_ctl_guard_stop(c);
 	if (c->httpd) {
 		MHD_stop_daemon(c->httpd);
 		c->httpd = NULL;
+	}
+	if (c->store_probe_running) {
+		pthread_join(c->store_probe, NULL);
+		c->store_probe_running = false;
 	}
 }

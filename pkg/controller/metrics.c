@@ -255,6 +255,12 @@ sk_ctl_metrics_declare(sk_controller *c)
 	        "Failed polls and relists of the store by the informer");
 	sk_metrics_declare(m, "spacekeeper_informer_polls_total", SK_METRIC_COUNTER,
 	        "Polls of the store by the informer");
+	sk_metrics_declare(m, SK_CTL_METRIC_STORE_ERRORS, SK_METRIC_COUNTER,
+	        "Failed store calls by call site: ping (the /readyz probe), informer (list and "
+	        "poll), reconcile (status writes, events and reads of a reconcile)");
+	sk_metrics_add(m, SK_CTL_METRIC_STORE_ERRORS, "op=\"ping\"", 0);
+	sk_metrics_add(m, SK_CTL_METRIC_STORE_ERRORS, "op=\"reconcile\"", 0);
+	sk_metrics_set(m, SK_CTL_METRIC_STORE_ERRORS, "op=\"informer\"", 0);
 	declare_drift(m);
 	sk_metrics_declare(m, SK_CTL_METRIC_CONNECTS, SK_METRIC_COUNTER,
 	        "Connect calls by path (fast, wake, create, replace, reconcile, unavailable, "
@@ -330,6 +336,7 @@ sk_controller_render_metrics(sk_controller *c, sk_buf *out)
 	sk_metrics_set(m, "spacekeeper_informer_objects", NULL, (double)sk_informer_len(c->inf));
 	sk_informer_get_stats(c->inf, &is);
 	sk_metrics_set(m, "spacekeeper_informer_errors_total", NULL, (double)is.errors);
+	sk_metrics_set(m, SK_CTL_METRIC_STORE_ERRORS, "op=\"informer\"", (double)is.errors);
 	sk_metrics_set(m, "spacekeeper_informer_polls_total", NULL, (double)is.polls);
 	render_drift(c);
 	sk_ctl_metrics_userspaces(m, c->inf);

@@ -73,18 +73,20 @@ controller:
 EOF
 }
 
-# bench_start_keeper CONFIG: spacekeeper on $uri; sets keeper_pid and port.
+# bench_start_keeper CONFIG: spacekeeper on $uri; sets keeper_pid, port (metrics)
+# and cport (the connect API).
 bench_start_keeper() {
 	export E2B_API_KEY=e2b_0000000000000000000000000000000000000000
 	# shellcheck disable=SC2086 # KEEPER_ARGS: extra flags, e.g. --log-level debug
 	"$bin/spacekeeper" --config "$1" --mongodb-uri "$uri${KEEPER_URI_OPTS:-}" ${KEEPER_ARGS:-} \
-		>"$tmp/spacekeeper.log" 2>&1 &
+		--connect-listen 127.0.0.1:0 >"$tmp/spacekeeper.log" 2>&1 &
 	keeper_pid=$!
 	port=$(log_wait "$tmp/spacekeeper.log" "$KEEPER_STARTED" "$keeper_pid") || {
 		echo "bench: spacekeeper did not start" >&2
 		cat "$tmp/spacekeeper.log" >&2
 		exit 1
 	}
+	cport=$(sed -n "$KEEPER_CONNECT" "$tmp/spacekeeper.log")
 }
 
 # metric_sum NAME [FILTER]: the sum of a metric's series on the controller's

@@ -133,7 +133,7 @@ fast_window() {
 	local out=$tmp/fast-$1.out s0 w0 d0 calls lists line p99 what
 	snap
 	s0=$stats w0=$writes d0=$dbw
-	"$tools/connectload" --url "http://127.0.0.1:$port" --users "$nfast" --prefix f --mode fast \
+	"$tools/connectload" --url "http://127.0.0.1:$cport" --users "$nfast" --prefix f --mode fast \
 		-c "$callers" --duration "$fast_s" --rate "$2" >"$out"
 	snap
 	calls=$(json "(s=>Object.keys(d.requests).filter(k=>!['list','list_v1'].includes(k)&&$SIM_CONTROL.includes(k)).map(k=>[k,Object.values(d.requests[k]).reduce((x,y)=>x+y,0)-Object.values(s.requests[k]||{}).reduce((x,y)=>x+y,0)]).filter(([,v])=>v>0).reduce((a,[k,v])=>[a[0]+v,a[1]+' '+k+'='+v],[0,'']).join(''))($s0)" <<<"$stats")
@@ -171,7 +171,7 @@ wait_until "all $n Idle" $((2 * idle_s + 90)) asleep || {
 }
 
 # ---- fast path: awake, recently probed spaces ----
-"$tools/connectload" --url "http://127.0.0.1:$port" --users "$nfast" --prefix f --mode warm \
+"$tools/connectload" --url "http://127.0.0.1:$cport" --users "$nfast" --prefix f --mode warm \
 	-c "$callers" --duration 60 >"$tmp/warm.out" || {
 	echo "day: some of the $nfast awake spaces never took the fast path:" >&2
 	cat "$tmp/warm.out" >&2
@@ -194,7 +194,7 @@ snap
 w0=$writes d0=$dbw
 db_c0=$(cpu_ticks "$db_pid")
 keeper_c0=$(cpu_ticks "$keeper_pid")
-"$tools/connectload" --url "http://127.0.0.1:$port" --users "$n" --prefix b --mode day \
+"$tools/connectload" --url "http://127.0.0.1:$cport" --users "$n" --prefix b --mode day \
 	-c "$callers" --duration "$run_s" --active "$active" --session "$session" \
 	--interval "$interval" --idle-timeout "$idle_s" --sim "$sim" --seed "$seed" \
 	--log-slow 1000 >"$tmp/day.out" 2>"$tmp/day.slow"

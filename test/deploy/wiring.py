@@ -10,9 +10,12 @@ Checks (one "FAIL ..." line each, exit 1):
   - every provider's apiKeyFile is a key (item path) of a Secret volume under its mountPath;
   - $(SPACEKEEPER_MONGODB_URI) in the args comes from a secretKeyRef env of that name (and,
     when that Secret is rendered too, holds a mongodb:// URI without a trailing newline);
-  - the config's controller.listen port is the containerPort the probes and Service use.
+  - controller.connectTokenFile, when set, is a key of a mounted Secret too;
+  - the config's controller.listen port is the containerPort the probes and Service use,
+    and a Service port named "connect" targets the controller.connectListen port.
 Then writes OUTDIR/spacekeeper.yaml (the ConfigMap's config, provider URLs pointed at SIM_URL,
-apiKeyFile at OUTDIR/<the same file name>, listen at LISTEN) and OUTDIR/args (the container
+apiKeyFile at OUTDIR/<the same file name>, listen at LISTEN, connectListen on a free loopback
+port, connectTokenFile at OUTDIR/connect-token, written) and OUTDIR/args (the container
 args, one per line, with the config path and the MongoDB URI of this run).
 """
 import base64
@@ -51,6 +54,18 @@ def mounted_file(pod, container, path, source):
     return None, None
 
 
+def secret_file_errors(pod, container, secrets, what, path):
+    """A file the config names (a token) must come from a mounted Secret key."""
+    if not path:
+        return []
+    vol, skey = mounted_file(pod, container, path, "secret")
+    if not vol:
+        return ["%s %s is not a file of a mounted Secret" % (what, path)]
+    if secrets and skey not in secrets.get(vol["secretName"], {}).get("data", {}):
+        return ["%s: Secret %s has no key %s" % (what, vol["secretName"], skey)]
+    return []
+
+
 def uri_errors(secret, key):
     """The URI goes verbatim into --mongodb-uri: no trailing newline from a file."""
     name = secret["metadata"]["name"]
@@ -85,6 +100,8 @@ def check(objs):
         elif secrets and skey not in secrets.get(vol["secretName"], {}).get("data", {}):
             errs.append("providers[%d].apiKeyFile: Secret %s has no key %s" %
                         (i, vol["secretName"], skey))
+    errs += secret_file_errors(pod, c, secrets, "controller.connectTokenFile",
+                               config.get("controller", {}).get("connectTokenFile"))
     env = {e["name"]: e for e in c.get("env", [])}
     if any("$(SPACEKEEPER_MONGODB_URI)" in a for a in args):
         ref = env.get("SPACEKEEPER_MONGODB_URI", {}).get("valueFrom", {}).get("secretKeyRef")
@@ -95,6 +112,8 @@ def check(objs):
     else:
         errs.append("args do not pass --mongodb-uri=$(SPACEKEEPER_MONGODB_URI)")
     port = int(config["controller"]["listen"].rsplit(":", 1)[1])
+    cport = config["controller"].get("connectListen")
+    cport = int(cport.rsplit(":", 1)[1]) if cport else None
     ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
     for probe in ("livenessProbe", "readinessProbe"):
         named = c[probe]["httpGet"]["port"]
@@ -102,9 +121,11 @@ def check(objs):
             errs.append("%s port %s is not controller.listen port %d" % (probe, named, port))
     for svc in by_kind(objs, "Service"):
         for sp in svc["spec"]["ports"]:
-            if ports.get(sp["targetPort"], sp["targetPort"]) != port:
-                errs.append("Service %s targetPort %s is not controller.listen port %d" %
-                            (svc["metadata"]["name"], sp["targetPort"], port))
+            want, what = (cport, "connectListen") if sp.get("name") == "connect" else \
+                (port, "listen")
+            if ports.get(sp["targetPort"], sp["targetPort"]) != want:
+                errs.append("Service %s targetPort %s is not controller.%s port %s" %
+                            (svc["metadata"]["name"], sp["targetPort"], what, want))
     return errs, config, args
 
 
@@ -114,6 +135,14 @@ def write_local(config, args, outdir, sim_url, listen, uri):
         p["sandboxURL"] = sim_url
         p["apiKeyFile"] = os.path.join(outdir, os.path.basename(p["apiKeyFile"]))
     config["controller"]["listen"] = listen
+    if config["controller"].get("connectListen"):
+        config["controller"]["connectListen"] = "127.0.0.1:0"
+    if config["controller"].get("connectTokenFile"):
+        token = os.path.join(outdir, "connect-token")
+        fd = os.open(token, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, b"local-connect-token\n")
+        os.close(fd)
+        config["controller"]["connectTokenFile"] = token
     cfg = os.path.join(outdir, "spacekeeper.yaml")
     with open(cfg, "w") as f:
         yaml.safe_dump(config, f)

@@ -26,6 +26,7 @@ static char sim_url[128];
 static pid_t sim_pid;
 static pid_t keeper_pid;
 static int keeper_port;
+static int connect_port; /* controller.connectListen */
 static char cfg_path[600];
 static int keeper_runs;
 
@@ -366,13 +367,15 @@ write_config(const char *provider_extra)
 	char yaml[2048];
 
 	keeper_port = sk_test_free_port();
+	connect_port = sk_test_free_port();
 	snprintf(yaml, sizeof(yaml),
 	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
 	        "providers:\n  - name: default\n    type: e2b\n    apiURL: %s\n"
 	        "    sandboxURL: %s\n    apiKeyEnv: E2B_API_KEY\n    requestTimeout: 5s\n"
 	        "    sandboxTimeout: 1h\n%s"
-	        "controller:\n  workers: 8\n  resyncPeriod: 1s\n  listen: 127.0.0.1:%d\n",
-	        sim_url, sim_url, provider_extra ? provider_extra : "", keeper_port);
+	        "controller:\n  workers: 8\n  resyncPeriod: 1s\n  listen: 127.0.0.1:%d\n"
+	        "  connectListen: 127.0.0.1:%d\n",
+	        sim_url, sim_url, provider_extra ? provider_extra : "", keeper_port, connect_port);
 	snprintf(cfg_path, sizeof(cfg_path), "%s", sk_test_write_file("config.yaml", yaml));
 }
 
@@ -628,7 +631,7 @@ connect_ok(const char *name, json_t **out)
 	long st;
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/%s/connect?timeout=30s",
-	        keeper_port, name);
+	        connect_port, name);
 	v = http_json("POST", url, "", &st);
 	ck_assert_msg(st == 200, "connect %s: %ld", name, st);
 	ck_assert(json_is_true(json_object_get(v, "ready")));
@@ -1226,7 +1229,7 @@ START_TEST(test_connect_unreachable_report)
 	id = make_unreachable("rep");
 	/* Known unreachable: 503 at once, not after the caller's 20 s. */
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/rep/connect?timeout=20s",
-	        keeper_port);
+	        connect_port);
 	t0 = sk_monotonic_ms();
 	v = http_json("POST", url, "", &st);
 	ck_assert_int_eq(st, 503);
@@ -1236,18 +1239,18 @@ START_TEST(test_connect_unreachable_report)
 	json_decref(v);
 	/* Bad timeouts are the caller's mistake, not the default. */
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/rep/connect?timeout=abc",
-	        keeper_port);
+	        connect_port);
 	ck_assert_int_eq(http("POST", url, "", NULL), 400);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/rep/sandbox?timeout=-1s",
-	        keeper_port);
+	        connect_port);
 	ck_assert_int_eq(http("GET", url, NULL, NULL), 400);
 	/* HEAD is a read: it never creates or resumes. */
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/rep/sandbox", keeper_port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/rep/sandbox", connect_port);
 	ck_assert_int_eq(http("HEAD", url, NULL, NULL), 405);
 	/* The heartbeat: 204, no body. */
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/rep/activity", keeper_port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/rep/activity", connect_port);
 	ck_assert_int_eq(http("POST", url, "", NULL), 204);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/nobody/activity", keeper_port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/nobody/activity", connect_port);
 	ck_assert_int_eq(http("POST", url, "", NULL), 404);
 	free(id);
 	keeper_stop_checked();
@@ -1296,7 +1299,7 @@ START_TEST(test_http_endpoints_and_connect)
 	ck_assert_int_eq(http("GET", url, NULL, NULL), 200);
 	/* Connect answers once the sandbox is Ready, whatever state it was in. */
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/web/connect?timeout=30s",
-	        keeper_port);
+	        connect_port);
 	v = http_json("POST", url, "", &st);
 	ck_assert_int_eq(st, 200);
 	ck_assert_int_eq(json_is_true(json_object_get(v, "ready")), 1);
@@ -1313,7 +1316,7 @@ START_TEST(test_http_endpoints_and_connect)
 		sim_post(url, "");
 		json_decref(all);
 		snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/web-user/sandbox",
-		        keeper_port);
+		        connect_port);
 		for (int i = 0; i < 120; i++) {
 			bool running;
 			all = http_json("GET", url, NULL, &st);
@@ -1332,12 +1335,14 @@ START_TEST(test_http_endpoints_and_connect)
 		json_decref(all);
 	}
 	json_decref(v);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/sleepy/connect", keeper_port);
+	snprintf(
+	        url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/sleepy/connect", connect_port);
 	v = http_json("POST", url, "", &st);
 	ck_assert_int_eq(st, 503);
 	ck_assert_str_eq(json_string_value(json_object_get(v, "reason")), "ModePaused");
 	json_decref(v);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/nobody/connect", keeper_port);
+	snprintf(
+	        url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/nobody/connect", connect_port);
 	ck_assert_int_eq(http("POST", url, "", NULL), 404);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", keeper_port);
 	ck_assert_int_eq(http("GET", url, NULL, &body), 200);

@@ -114,8 +114,8 @@ START_TEST(test_daemon_waits_for_database)
 	char uri[64], listen[64], log[700], dir[700], *text;
 	const char *env[] = { DUMMY_KEY, NULL };
 	int db_port = sk_test_free_port(), port = sk_test_free_port();
-	const char *argv[] = { "spacekeeper", "--listen", listen, "--mongodb-uri", uri,
-		"--database", sk_test_unique_db(), "--poll", "200ms", NULL };
+	const char *argv[] = { "spacekeeper", "--listen", listen, "--connect-listen", "127.0.0.1:0",
+		"--mongodb-uri", uri, "--database", sk_test_unique_db(), "--poll", "200ms", NULL };
 	pid_t keeper, fdb;
 
 	snprintf(uri, sizeof(uri), "mongodb://127.0.0.1:%d", db_port);
@@ -153,7 +153,8 @@ START_TEST(test_daemon_stops_while_waiting)
 	char uri[64], listen[64], log[700];
 	const char *env[] = { DUMMY_KEY, NULL };
 	int port = sk_test_free_port();
-	const char *argv[] = { "spacekeeper", "--listen", listen, "--mongodb-uri", uri, NULL };
+	const char *argv[] = { "spacekeeper", "--listen", listen, "--connect-listen", "127.0.0.1:0",
+		"--mongodb-uri", uri, NULL };
 	pid_t keeper;
 	int64_t t0;
 
