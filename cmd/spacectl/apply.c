@@ -160,9 +160,7 @@ preflight_item(apply_item *it, const live_index *ix)
 	bool ok = true;
 
 	if (o && strcmp(o->meta.name, it->want->meta.name) != 0) {
-		sk_cli_errorf("spec.userID: \"%s\" is already used by userspace/%s (%s)",
-		        it->want->spec.user_id, o->meta.name,
-		        sk_cli_doc_where(it->doc, "spec.userID"));
+		sk_cli_user_id_taken(it->want, it->doc, o->meta.name);
 		ok = false;
 	}
 	if (live && live->meta.deletion_ms != 0) {

@@ -182,3 +182,10 @@ sk_cli_input_dispose(sk_cli_input *in)
 	sk_doclist_dispose(&in->docs);
 	memset(in, 0, sizeof(*in));
 }
+
+void
+sk_cli_user_id_taken(const sk_userspace *want, const sk_doc *doc, const char *holder)
+{
+	sk_cli_errorf("spec.userID: \"%s\" is already used by userspace/%s (%s)",
+	        want->spec.user_id, holder, sk_cli_doc_where(doc, "spec.userID"));
+}

@@ -127,6 +127,8 @@ typedef struct sk_cli_input {
  * documents is an error ("no objects found in PATH"). */
 int sk_cli_input_load(sk_cli_input *in, char **paths, size_t npaths);
 void sk_cli_input_dispose(sk_cli_input *in);
+/* The error apply and diff give when another object holds want's spec.userID. */
+void sk_cli_user_id_taken(const sk_userspace *want, const sk_doc *doc, const char *holder);
 /* "a.yaml:3" for error messages; static buffer, one at a time. */
 const char *sk_cli_doc_where(const sk_doc *d, const char *field);
 
