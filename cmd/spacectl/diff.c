@@ -179,6 +179,7 @@ diff_all(const sk_cli_input *in)
 
 	if ((rc = sk_cli_store_open(&st)) != SK_EXIT_OK)
 		return rc == SK_EXIT_UNAVAILABLE ? rc : DIFF_ERROR;
+	sk_cli_records_warn(st);
 	if (mkdtemp(dir) == NULL) {
 		sk_cli_errorf("cannot create a temporary directory");
 		sk_store_close(st);
