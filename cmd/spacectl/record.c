@@ -201,7 +201,8 @@ undo_one(sk_store *st, json_t *item, int64_t start_ms, undo_count *n, sk_error *
 		if (create)
 			n->untouched++;
 		else {
-			sk_cli_warnf("userspace/%s: deleted since the interrupted apply; left", name);
+			sk_cli_warnf(
+			        "userspace/%s: deleted since the interrupted apply; left", name);
 			n->left++;
 		}
 		goto done;
@@ -242,7 +243,8 @@ roll_back(sk_store *st, const group *g)
 		size_t i;
 		json_array_foreach(items, i, item)
 		{
-			if ((rc = undo_one(st, item, body_int(&g->first[p], "start"), &n, &err)) != 0)
+			if ((rc = undo_one(st, item, body_int(&g->first[p], "start"), &n, &err)) !=
+			        0)
 				break;
 		}
 	}
@@ -257,8 +259,10 @@ roll_back(sk_store *st, const group *g)
 		return sk_cli_exit_code(rc);
 	}
 	fflush(stdout);
-	fprintf(stderr, "spacectl: interrupted apply rolled back: %zu object(s) restored or removed, %zu not "
-	       "written by it, %zu left as changed since\n",
+	fprintf(stderr,
+	        "spacectl: interrupted apply rolled back: %zu object(s) restored or removed, %zu "
+	        "not "
+	        "written by it, %zu left as changed since\n",
 	        n.undone, n.untouched, n.left);
 	return SK_EXIT_OK;
 }
@@ -289,9 +293,10 @@ sk_cli_records_recover(sk_store *st, bool force)
 		at += g.n;
 		describe(&g, what, sizeof(what));
 		if (!force && !holder_gone(&g)) {
-			sk_cli_errorf("an apply (%s) has not finished: it is still running, or was "
-			              "interrupted on another host. Once it is not running, `spacectl "
-			              "apply --recover` rolls it back",
+			sk_cli_errorf(
+			        "an apply (%s) has not finished: it is still running, or was "
+			        "interrupted on another host. Once it is not running, `spacectl "
+			        "apply --recover` rolls it back",
 			        what);
 			rc = SK_EXIT_FAIL;
 			break;

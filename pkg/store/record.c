@@ -27,8 +27,8 @@ sk_apply_record_set(
 
 	if (!json_is_object(v)) {
 		json_decref(v);
-		return sk_error_set(err, SK_EINVALID, "apply record \"%s\": body is not a JSON object",
-		        id);
+		return sk_error_set(
+		        err, SK_EINVALID, "apply record \"%s\": body is not a JSON object", id);
 	}
 	r->id = sk_strdup(id);
 	r->create_ms = create_ms;
@@ -51,7 +51,8 @@ sk_store_record_put(sk_store *s, const char *id, const json_t *body, sk_error *e
 	int rc = check_id(id, err);
 
 	if (rc == 0 && !json_is_object(body))
-		rc = sk_error_set(err, SK_EINVALID, "apply record \"%s\": body must be an object", id);
+		rc = sk_error_set(
+		        err, SK_EINVALID, "apply record \"%s\": body must be an object", id);
 	if (rc == 0)
 		text = json_dumps(body, JSON_COMPACT);
 	if (rc == 0 && (text == NULL || strlen(text) > SK_STORE_RECORD_MAX_BYTES))

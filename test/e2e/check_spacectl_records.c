@@ -157,8 +157,8 @@ START_TEST(live_holder_is_not_rolled_back)
 	json_t *body;
 
 	gethostname(host, sizeof(host) - 1);
-	body = json_pack("{s:s, s:s, s:I, s:I, s:I, s:[{s:s, s:s, s:{s:{s:s}, s:{s:s}}}]}",
-	        "apply", "t-live", "host", host, "pid", (json_int_t)getpid(), "start",
+	body = json_pack("{s:s, s:s, s:I, s:I, s:I, s:[{s:s, s:s, s:{s:{s:s}, s:{s:s}}}]}", "apply",
+	        "t-live", "host", host, "pid", (json_int_t)getpid(), "start",
 	        (json_int_t)sk_now_ms(), "objects", (json_int_t)1, "items", "name", "y", "action",
 	        "create", "after", "metadata", "name", "y", "spec", "userID", "y");
 	ck_assert_msg(sk_store_record_put(st, "t-live#00000", body, &e) == 0, "%s", e.message);

@@ -17,6 +17,7 @@ static const struct {
 	const char *tier; /* the label's value; NULL: no tier label */
 	int want; /* 1 match, 0 no match, -1 parse error */
 } rows[] = {
+	/* clang-format off */
 	{ "tier>3", "5", 1 },
 	{ "tier>3", "3", 0 },
 	{ "tier>3", "-7", 0 },
@@ -31,6 +32,7 @@ static const struct {
 	{ "tier>1.5", "5", -1 },
 	{ "tier<99999999999999999999", "5", -1 }, /* beyond int64 */
 	{ "tier>-1", "5", -1 }, /* "-1" is not a label value */
+	/* clang-format on */
 };
 
 START_TEST(test_selector_row)
