@@ -7,8 +7,8 @@
  *
  * A record found later is an apply that did not finish: killed, or its
  * database went away mid-apply. The rule (like a stale lock file): when
- * its process is gone (same host, pid not running), the next apply rolls
- * it back at once and says so; when it may still be running (its pid is
+ * its process is gone (same host, pid not running; or it started over an
+ * hour ago), the next apply rolls it back at once and says so; when it may still be running (its pid is
  * alive, or it ran on another host), apply refuses until `apply --recover`
  * says it is not. get and diff warn. Rolling back rather than finishing
  * keeps the rule "a failed apply changes nothing": the interrupted apply
@@ -23,6 +23,9 @@
 #include "spacectl.h"
 
 #define RECORD_PART 200 /* objects per record: far below the record size limit */
+/* An apply started this long ago is taken as gone wherever it ran (a
+ * GitOps job's pod is gone with its host name): no apply takes an hour. */
+#define RECORD_ABANDONED_MS (3600 * 1000LL)
 
 bool
 sk_cli_same_desired(const sk_userspace *a, const sk_userspace *b)
@@ -126,13 +129,16 @@ group_at(const sk_apply_record_list *l, size_t at)
 	return g;
 }
 
-/* Whether the apply's process is known to be gone (same host, no such pid). */
+/* Whether the apply's process is known to be gone: same host and no such
+ * pid, or started over an hour ago. */
 static bool
 holder_gone(const group *g)
 {
 	char host[256];
 	pid_t pid = (pid_t)body_int(g->first, "pid");
 
+	if (sk_now_ms() - body_int(g->first, "start") > RECORD_ABANDONED_MS)
+		return true;
 	host_name(host, sizeof(host));
 	if (strcmp(host, body_str(g->first, "host")) != 0 || pid <= 0)
 		return false;

@@ -177,6 +177,38 @@ START_TEST(live_holder_is_not_rolled_back)
 }
 END_TEST
 
+/* A record from another host, started two hours ago: taken as abandoned
+ * (its pod is gone), so the next apply rolls it back on its own. */
+START_TEST(abandoned_record_of_another_host_is_rolled_back)
+{
+	sk_store *st = ctl_open_store();
+	sk_error e = { 0 };
+	char *z = ctl_write_us("z.yaml", "z", "z", NULL),
+	     *x = ctl_write_us("x.yaml", "x", "x", NULL);
+	char *out, *err;
+	json_t *body;
+
+	ck_assert_int_eq(ctl(&out, &err, "apply", "-f", z, NULL), 0);
+	ctl_free(&out, &err);
+	body = json_pack("{s:s, s:s, s:I, s:I, s:I, s:[{s:s, s:s, s:{s:{s:s}, s:{s:s}}}]}", "apply",
+	        "t-old", "host", "elsewhere", "pid", (json_int_t)1, "start",
+	        (json_int_t)(sk_now_ms() - 2 * 3600 * 1000), "objects", (json_int_t)1, "items",
+	        "name", "z", "action", "create", "after", "metadata", "name", "z", "spec", "userID",
+	        "z");
+	ck_assert_msg(sk_store_record_put(st, "t-old#00000", body, &e) == 0, "%s", e.message);
+	ck_assert_int_eq(ctl(&out, &err, "apply", "-f", x, NULL), 0);
+	ASSERT_HAS(err, "by elsewhere pid 1, 1 objects): rolling it back");
+	ASSERT_HAS(err, "rolled back: 1 object(s) restored or removed");
+	ctl_free(&out, &err);
+	ck_assert_ptr_null(ctl_stored("z"));
+	ck_assert_uint_eq(count_at(NULL, NULL), 1);
+	json_decref(body);
+	sk_store_close(st);
+	free(z);
+	free(x);
+}
+END_TEST
+
 /* The database killed mid-apply and kept down: spacectl gives up within its
  * deadline and keeps the record; with the database back, --recover leaves
  * the state as before the apply. */
@@ -264,6 +296,7 @@ sk_suite_spacectl_records(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, diff_refuses_a_taken_user_id);
 	tcase_add_test(tc, live_holder_is_not_rolled_back);
+	tcase_add_test(tc, abandoned_record_of_another_host_is_rolled_back);
 	tcase_add_test(tc, killed_apply_is_rolled_back_by_recover);
 	tcase_add_test(tc, next_apply_recovers_a_killed_one);
 	tcase_add_test(tc, dead_database_apply_recovered_after_restart);
