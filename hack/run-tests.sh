@@ -31,6 +31,8 @@ fi
 run metrics bash "$root/hack/check-metrics.sh"
 run daytona-sdk node "$root/test/conformance/daytona_sdk.mjs"
 run crd node "$root/test/conformance/crd_schema.mjs"
+# the API server's answers on the inputs of issue 10, against the CRD and spacectl
+run parity node "$root/test/conformance/parity.mjs"
 run deploy "$root/test/deploy/check.sh"
 
 echo

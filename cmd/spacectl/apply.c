@@ -2,6 +2,8 @@
  * spacectl apply: create or update UserSpaces from files. Every document is
  * validated before anything is written; a write that fails part-way rolls
  * back what this apply already wrote, so a failed apply changes nothing.
+ * An apply record (record.c) written before the first write lets the next
+ * apply roll back one that was interrupted (killed, or its database gone).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,14 +13,19 @@
 
 static const sk_cli_help help = {
 	"apply",
-	"spacectl apply [--dry-run] [--prune -l selector] -f path ...",
+	"spacectl apply [--dry-run] [--prune -l selector] [--recover] -f path ...\n"
+	"spacectl apply --recover",
 	"Creates or updates UserSpaces from YAML or JSON files. PATH is a file, a\n"
 	"directory (*.yaml, *.yml, *.json, not recursive) or - for stdin; -f repeats.\n"
 	"Every document is validated before any is written; names and spec.userID\n"
 	"values must be unique. Prints userspace/NAME created|configured|unchanged.\n"
 	"Re-applying the same input changes nothing (generation and resourceVersion\n"
 	"stay). If a write fails part-way, the objects already written are rolled\n"
-	"back, so a failed apply changes nothing.\n"
+	"back, so a failed apply changes nothing. An apply that could not finish\n"
+	"(killed, or the database went away) leaves an apply record: the next apply\n"
+	"rolls it back first and says so when its process is gone; while it may\n"
+	"still be running (or ran on another host) apply refuses, and --recover\n"
+	"rolls it back. get and diff warn about it.\n"
 	"\n"
 	"Flags:\n"
 	"  -f, --filename PATH   file, directory or - (repeatable, required)\n"
@@ -27,6 +34,8 @@ static const sk_cli_help help = {
 	"                        input no longer has (GitOps); needs -l. Pruning\n"
 	"                        runs after the writes and is not rolled back\n"
 	"  -l, --selector SEL    label selector for --prune (k=v, k!=v, k in (a,b), ...)\n"
+	"      --recover         roll back any unfinished apply (its process must be\n"
+	"                        gone), then apply -f if given\n"
 	"\n"
 	"Examples:\n"
 	"  spacectl apply -f manifests/examples/\n"
@@ -34,7 +43,7 @@ static const sk_cli_help help = {
 	"  spacectl apply --prune -l team=research -f research/\n",
 };
 
-enum { OPT_DRY_RUN = SK_OPT_FIRST_CMD, OPT_PRUNE };
+enum { OPT_DRY_RUN = SK_OPT_FIRST_CMD, OPT_PRUNE, OPT_RECOVER };
 
 typedef enum { ACT_CREATE, ACT_CONFIGURE, ACT_UNCHANGED } act_kind;
 static const char *const act_names[] = { "created", "configured", "unchanged" };
@@ -52,7 +61,7 @@ typedef struct apply_ctx {
 	sk_cli_strv files;
 	const char *selector_text;
 	sk_selector *selector;
-	bool dry_run, prune;
+	bool dry_run, prune, recover;
 	sk_cli_input in;
 	sk_store *store;
 	apply_item *items;
@@ -61,6 +70,8 @@ typedef struct apply_ctx {
 	size_t nprune;
 	int64_t start_ms;
 	json_t *input_names; /* the names of the input, as a set */
+	char *record_id; /* this apply's record, NULL when none was written */
+	size_t record_parts;
 } apply_ctx;
 
 static int
@@ -69,6 +80,7 @@ parse_args(apply_ctx *c, int argc, char **argv)
 	static const struct option opts[] = { { "filename", required_argument, NULL, 'f' },
 		{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
 		{ "prune", no_argument, NULL, OPT_PRUNE },
+		{ "recover", no_argument, NULL, OPT_RECOVER },
 		{ "selector", required_argument, NULL, 'l' }, SK_CLI_GLOBAL_OPTIONS, { 0 } };
 	int ch, rc;
 
@@ -78,6 +90,7 @@ parse_args(apply_ctx *c, int argc, char **argv)
 		case 'l': c->selector_text = optarg; break;
 		case OPT_DRY_RUN: c->dry_run = true; break;
 		case OPT_PRUNE: c->prune = true; break;
+		case OPT_RECOVER: c->recover = true; break;
 		default:
 			if ((rc = sk_cli_opt(&help, ch, argv)) != SK_CLI_CONTINUE)
 				return rc;
@@ -85,8 +98,10 @@ parse_args(apply_ctx *c, int argc, char **argv)
 	}
 	if (optind < argc)
 		return sk_cli_usage_error(&help, "unexpected argument \"%s\"", argv[optind]);
-	if (c->files.len == 0)
+	if (c->files.len == 0 && !c->recover)
 		return sk_cli_usage_error(&help, "-f PATH is required");
+	if (c->recover && c->dry_run)
+		return sk_cli_usage_error(&help, "--recover writes: not with --dry-run");
 	if (c->prune && c->selector_text == NULL)
 		return sk_cli_usage_error(&help, "--prune needs a label selector (-l)");
 	if (!c->prune && c->selector_text != NULL)
@@ -100,13 +115,7 @@ str_eq(const char *a, const char *b)
 	return a && b && strcmp(a, b) == 0;
 }
 
-static bool
-same_desired(const sk_userspace *a, const sk_userspace *b)
-{
-	return sk_kvlist_equal(&a->meta.labels, &b->meta.labels) &&
-	        sk_kvlist_equal(&a->meta.annotations, &b->meta.annotations) &&
-	        sk_userspace_spec_equal(&a->spec, &b->spec);
-}
+#define same_desired sk_cli_same_desired
 
 /* The stored objects by name and by userID (hash lookups: comparing every
  * input with every stored object was quadratic). Values are indexes. */
@@ -160,9 +169,7 @@ preflight_item(apply_item *it, const live_index *ix)
 	bool ok = true;
 
 	if (o && strcmp(o->meta.name, it->want->meta.name) != 0) {
-		sk_cli_errorf("spec.userID: \"%s\" is already used by userspace/%s (%s)",
-		        it->want->spec.user_id, o->meta.name,
-		        sk_cli_doc_where(it->doc, "spec.userID"));
+		sk_cli_user_id_taken(it->want, it->doc, o->meta.name);
 		ok = false;
 	}
 	if (live && live->meta.deletion_ms != 0) {
@@ -342,25 +349,91 @@ rollback(apply_ctx *c, size_t upto)
 	return all_ok;
 }
 
+/* What this apply will change, for its record. */
+static json_t *
+record_items(const apply_ctx *c)
+{
+	json_t *items = json_array();
+
+	for (size_t i = 0; i < c->nitems; i++) {
+		const apply_item *it = &c->items[i];
+		json_t *e;
+		if (it->kind == ACT_UNCHANGED)
+			continue;
+		e = json_pack("{s:s, s:s, s:o}", "name", it->want->meta.name, "action",
+		        it->kind == ACT_CREATE ? "create" : "configure", "after",
+		        sk_cli_desired_json(it->want));
+		if (it->live != NULL)
+			json_object_set_new(e, "before", sk_userspace_to_json(it->live));
+		json_array_append_new(items, e);
+	}
+	return items;
+}
+
+/* The record goes first: nothing is written without it. */
+static int
+record_begin(apply_ctx *c)
+{
+	json_t *items = record_items(c);
+	sk_error err;
+	int rc = 0;
+
+	sk_error_clear(&err);
+	if (json_array_size(items) > 0) {
+		c->record_id = sk_cli_record_new_id(c->start_ms);
+		rc = sk_cli_record_write(
+		        c->store, c->record_id, items, c->start_ms, &c->record_parts, &err);
+	}
+	json_decref(items);
+	if (rc == 0)
+		return SK_EXIT_OK;
+	sk_cli_errorf("writing the apply record: %s", err.message);
+	sk_cli_record_remove(c->store, c->record_id, c->record_parts, &err);
+	sk_cli_errorf("no changes made");
+	return sk_cli_exit_code(rc);
+}
+
+/* The apply is done (or fully rolled back): its record goes. */
+static void
+record_end(apply_ctx *c)
+{
+	sk_error err;
+
+	sk_error_clear(&err);
+	if (c->record_id == NULL ||
+	        sk_cli_record_remove(c->store, c->record_id, c->record_parts, &err) == 0)
+		return;
+	sk_cli_warnf("the apply record could not be removed (%s): the next apply will take this "
+	             "apply as interrupted and roll it back",
+	        err.message);
+}
+
 static int
 execute(apply_ctx *c)
 {
+	int rc = record_begin(c);
+
+	if (rc != SK_EXIT_OK)
+		return rc;
 	for (size_t i = 0; i < c->nitems; i++) {
 		apply_item *it = &c->items[i];
 		sk_error err;
-		int rc;
 
 		sk_error_clear(&err);
 		if ((rc = write_item(c, it, &err)) == 0)
 			continue;
 		it->uncertain = rc != SK_EEXISTS && rc != SK_ECONFLICT && rc != SK_EINVALID;
 		sk_cli_errorf("userspace/%s: %s", it->want->meta.name, err.message);
-		if (rollback(c, i))
+		if (rollback(c, i)) {
 			sk_cli_errorf("apply failed; rolled back: no changes made");
-		else
-			sk_cli_errorf("apply failed; rollback incomplete (see above)");
+			record_end(c);
+		} else {
+			sk_cli_errorf("apply failed; rollback incomplete (see above); the apply "
+			              "record stays: the next spacectl apply rolls back the rest");
+		}
 		return sk_cli_exit_code(rc);
 	}
+	record_end(c);
 	return SK_EXIT_OK;
 }
 
@@ -392,7 +465,8 @@ apply_run(apply_ctx *c)
 {
 	int rc;
 
-	if ((rc = sk_cli_input_load(&c->in, c->files.items, c->files.len)) != SK_EXIT_OK) {
+	if (c->files.len > 0 &&
+	        (rc = sk_cli_input_load(&c->in, c->files.items, c->files.len)) != SK_EXIT_OK) {
 		sk_cli_errorf("no changes made: the input has errors");
 		return rc;
 	}
@@ -404,6 +478,14 @@ apply_run(apply_ctx *c)
 	}
 	if ((rc = sk_cli_store_open(&c->store)) != SK_EXIT_OK)
 		return rc;
+	if (c->dry_run)
+		sk_cli_records_warn(c->store);
+	else if ((rc = sk_cli_records_recover(c->store, c->recover)) != SK_EXIT_OK) {
+		sk_cli_errorf("no changes made");
+		return rc;
+	}
+	if (c->files.len == 0)
+		return SK_EXIT_OK; /* --recover alone */
 	c->start_ms = sk_now_ms();
 	if ((rc = preflight(c)) != SK_EXIT_OK) {
 		sk_cli_errorf("no changes made");
@@ -435,6 +517,7 @@ sk_cmd_apply(int argc, char **argv)
 		free(c.prune_names[i]);
 	free(c.prune_names);
 	json_decref(c.input_names);
+	free(c.record_id);
 	sk_selector_free(c.selector);
 	sk_store_close(c.store);
 	sk_cli_input_dispose(&c.in);

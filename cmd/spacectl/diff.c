@@ -18,8 +18,9 @@ static const sk_cli_help help = {
 	"spacectl diff -f path ...",
 	"Prints a unified diff per object between the stored object (live) and the\n"
 	"input after defaults (merged): metadata name, labels, annotations and spec.\n"
-	"New objects diff against nothing. An object being deleted (apply refuses it)\n"
-	"is said so on stderr and counts as a difference. Exit 0 when apply would\n"
+	"New objects diff against nothing. An object being deleted, or whose\n"
+	"spec.userID another object holds (apply refuses both), is said so on stderr\n"
+	"with apply's message and counts as a difference. Exit 0 when apply would\n"
 	"change nothing, 1 when it would or would refuse, 2 or more on an error\n"
 	"(3: database unavailable).\n"
 	"\n"
@@ -93,6 +94,44 @@ check_deleting(const sk_userspace *live, const sk_doc *doc)
 	return SK_EXIT_FAIL;
 }
 
+/* apply refuses a spec.userID that another object holds: so does diff,
+ * with apply's message. users maps each stored userID to its object's name. */
+static int
+check_user_id(json_t *users, const sk_userspace *want, const sk_doc *doc)
+{
+	const char *holder = json_string_value(json_object_get(users, want->spec.user_id));
+
+	if (holder == NULL || strcmp(holder, want->meta.name) == 0)
+		return 0;
+	sk_cli_user_id_taken(want, doc, holder);
+	return SK_EXIT_FAIL;
+}
+
+/* Every stored userID and the name that holds it; NULL (printed) on an error. */
+static json_t *
+stored_user_ids(sk_store *st, int *rc)
+{
+	sk_userspace_list all = { NULL, 0, 0 };
+	sk_error err;
+	json_t *users;
+
+	sk_error_clear(&err);
+	if ((*rc = sk_store_list(st, NULL, &all, &err)) != 0) {
+		sk_cli_errorf("%s", err.message);
+		*rc = *rc == SK_EUNAVAILABLE || *rc == SK_ETIMEOUT ? SK_EXIT_UNAVAILABLE
+		                                                   : DIFF_ERROR;
+		return NULL;
+	}
+	users = json_object();
+	for (size_t i = 0; i < all.len; i++) {
+		if (all.items[i]->spec.user_id != NULL)
+			json_object_set_new(users, all.items[i]->spec.user_id,
+			        json_string(all.items[i]->meta.name));
+	}
+	sk_userspace_list_dispose(&all);
+	return users;
+}
+
 static int
 diff_one(sk_store *st, const sk_userspace *want, const sk_doc *doc, const char *dir)
 {
@@ -135,22 +174,28 @@ diff_all(const sk_cli_input *in)
 {
 	char dir[] = "/tmp/spacectl-diff-XXXXXX";
 	sk_store *st = NULL;
+	json_t *users;
 	int rc, exit_code = 0;
 
 	if ((rc = sk_cli_store_open(&st)) != SK_EXIT_OK)
 		return rc == SK_EXIT_UNAVAILABLE ? rc : DIFF_ERROR;
+	sk_cli_records_warn(st);
 	if (mkdtemp(dir) == NULL) {
 		sk_cli_errorf("cannot create a temporary directory");
 		sk_store_close(st);
 		return DIFF_ERROR;
 	}
-	for (size_t i = 0; i < in->len; i++) {
+	users = stored_user_ids(st, &exit_code);
+	for (size_t i = 0; users != NULL && i < in->len; i++) {
 		rc = diff_one(st, in->objs[i], in->docs.items[i], dir);
+		if (rc < DIFF_ERROR && check_user_id(users, in->objs[i], in->docs.items[i]) != 0)
+			rc = SK_EXIT_FAIL;
 		if (rc > exit_code)
 			exit_code = rc;
 		if (rc >= DIFF_ERROR)
 			break;
 	}
+	json_decref(users);
 	rmdir(dir);
 	sk_store_close(st);
 	return exit_code;

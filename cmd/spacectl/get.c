@@ -347,6 +347,7 @@ sk_cmd_get(int argc, char **argv)
 		return sk_cli_usage_error(&help, "names and -l cannot be used together");
 	if ((rc = sk_cli_store_open(&st)) != SK_EXIT_OK)
 		return rc;
+	sk_cli_records_warn(st); /* an interrupted apply: what is shown may be half of it */
 	if (watch)
 		rc = get_watch(
 		        st, argv + optind, (size_t)(argc - optind), selector_text, fmt, watch_ms);

@@ -90,6 +90,26 @@ resource_version_from_string(const sk_doc *d)
 		json_object_set_new(m, "resourceVersion", json_integer(strtoll(s, NULL, 10)));
 }
 
+/* kustomize and Helm set metadata.namespace on everything; UserSpace is
+ * cluster-scoped, so (as the API server does) it is ignored. One warning
+ * for the whole input. */
+static void
+warn_namespaces(const sk_cli_input *in)
+{
+	size_t n = 0, first = 0;
+
+	for (size_t i = 0; i < in->len; i++) {
+		json_t *m = json_object_get(sk_doc_root(in->docs.items[i]), "metadata");
+		if (in->objs[i] != NULL && json_is_string(json_object_get(m, "namespace")) &&
+		        n++ == 0)
+			first = i;
+	}
+	if (n > 0)
+		sk_cli_warnf("metadata.namespace ignored on %zu object(s): UserSpace is "
+		             "cluster-scoped (%s)",
+		        n, sk_cli_doc_where(in->docs.items[first], "metadata.namespace"));
+}
+
 static int
 validate_docs(sk_cli_input *in)
 {
@@ -110,6 +130,9 @@ validate_docs(sk_cli_input *in)
 			sk_userspace_free(in->objs[i]);
 			in->objs[i] = NULL;
 			rc = SK_EXIT_FAIL;
+		} else {
+			/* the controller writes status; the API server drops it on input */
+			sk_userspace_status_dispose(&in->objs[i]->status);
 		}
 		sk_buf_dispose(&buf);
 		sk_errlist_dispose(&errs);
@@ -144,6 +167,7 @@ sk_cli_input_load(sk_cli_input *in, char **paths, size_t npaths)
 	rc = load_paths(&in->docs, paths, npaths);
 	if (validate_docs(in) != SK_EXIT_OK)
 		rc = SK_EXIT_FAIL;
+	warn_namespaces(in);
 	if (rc == SK_EXIT_OK)
 		rc = check_duplicates(in);
 	return rc;
@@ -157,4 +181,11 @@ sk_cli_input_dispose(sk_cli_input *in)
 	free(in->objs);
 	sk_doclist_dispose(&in->docs);
 	memset(in, 0, sizeof(*in));
+}
+
+void
+sk_cli_user_id_taken(const sk_userspace *want, const sk_doc *doc, const char *holder)
+{
+	sk_cli_errorf("spec.userID: \"%s\" is already used by userspace/%s (%s)",
+	        want->spec.user_id, holder, sk_cli_doc_where(doc, "spec.userID"));
 }

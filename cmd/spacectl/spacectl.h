@@ -127,6 +127,26 @@ typedef struct sk_cli_input {
  * documents is an error ("no objects found in PATH"). */
 int sk_cli_input_load(sk_cli_input *in, char **paths, size_t npaths);
 void sk_cli_input_dispose(sk_cli_input *in);
+/* ---- apply records (record.c): an interrupted apply is found and rolled back ---- */
+/* Labels, annotations and spec equal (what apply writes). */
+bool sk_cli_same_desired(const sk_userspace *a, const sk_userspace *b);
+/* A new apply's record id (start time, host, pid). Caller frees. */
+char *sk_cli_record_new_id(int64_t start_ms);
+/* Writes the record of an apply: items, each {name, action: create|configure,
+ * before: the stored object (configure), after: the object as written}, in
+ * parts; *nparts says how many were written (also on an error). */
+int sk_cli_record_write(sk_store *st, const char *apply_id, json_t *items, int64_t start_ms,
+        size_t *nparts, sk_error *err);
+int sk_cli_record_remove(sk_store *st, const char *apply_id, size_t nparts, sk_error *err);
+/* Rolls back every interrupted apply whose process is gone (or every one,
+ * force: apply --recover); refuses (exit 1) while one may still be running.
+ * Prints what it does. Returns an exit code. */
+int sk_cli_records_recover(sk_store *st, bool force);
+/* A warning per apply that has not finished (get, diff). */
+void sk_cli_records_warn(sk_store *st);
+
+/* The error apply and diff give when another object holds want's spec.userID. */
+void sk_cli_user_id_taken(const sk_userspace *want, const sk_doc *doc, const char *holder);
 /* "a.yaml:3" for error messages; static buffer, one at a time. */
 const char *sk_cli_doc_where(const sk_doc *d, const char *field);
 

@@ -1,40 +1,101 @@
-/* spacectl validate: check input files offline (no database), exit 0 valid, 1 invalid. */
+/* spacectl validate: check input files offline (no database), exit 0 valid, 1 invalid;
+ * -o yaml|json prints the objects as apply would write them (defaults filled). */
 #include <string.h>
 
 #include "spacectl.h"
 
 static const sk_cli_help help = {
 	"validate",
-	"spacectl validate -f path ...",
+	"spacectl validate [-o yaml|json] -f path ...",
 	"Checks UserSpace documents without a database: schema, required fields,\n"
 	"patterns, durations, unknown fields, reserved keys, and that names and\n"
 	"spec.userID values are unique across the input. Prints every error with its\n"
 	"field path and file:line:col. Exit 0 valid, 1 invalid, 2 usage error.\n"
+	"YAML is read as kubectl reads it: a plain yes, no, on, off, y or n is a\n"
+	"boolean (quote it to mean the word). status is dropped and\n"
+	"metadata.namespace ignored (UserSpace is cluster-scoped), as the API server does.\n"
 	"\n"
 	"Flags:\n"
 	"  -f, --filename PATH   file, directory or - (repeatable, required)\n"
+	"  -o, --output FORMAT   yaml|json: print the valid objects as apply would\n"
+	"                        write them, defaults filled (several: a List)\n"
 	"\n"
-	"Example:\n"
-	"  spacectl validate -f manifests/examples/\n",
+	"Examples:\n"
+	"  spacectl validate -f manifests/examples/\n"
+	"  spacectl validate -o yaml -f alice.yaml\n",
 };
+
+static int
+parse_args(int argc, char **argv, sk_cli_strv *files, sk_output *fmt)
+{
+	static const struct option opts[] = { { "filename", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' }, SK_CLI_GLOBAL_OPTIONS, { 0 } };
+	int ch, rc = SK_CLI_CONTINUE;
+
+	while (rc == SK_CLI_CONTINUE && (ch = sk_cli_getopt(argc, argv, ":f:o:h", opts)) != -1) {
+		if (ch == 'f')
+			sk_cli_strv_push(files, optarg);
+		else if (ch == 'o' &&
+		        (sk_cli_output_parse(optarg, fmt) != 0 ||
+		                (*fmt != SK_OUTPUT_YAML && *fmt != SK_OUTPUT_JSON)))
+			rc = sk_cli_usage_error(
+			        &help, "-o: want yaml or json (got \"%s\")", optarg);
+		else if (ch != 'o')
+			rc = sk_cli_opt(&help, ch, argv);
+	}
+	if (rc == SK_CLI_CONTINUE && optind < argc)
+		rc = sk_cli_usage_error(&help, "unexpected argument \"%s\"", argv[optind]);
+	if (rc == SK_CLI_CONTINUE && files->len == 0)
+		rc = sk_cli_usage_error(&help, "-f PATH is required");
+	return rc;
+}
+
+/* One object as itself, several as a List (kubectl's shape). */
+static int
+print_objects(const sk_cli_input *in, sk_output fmt)
+{
+	json_t *items = json_array(), *v;
+	int rc;
+
+	for (size_t i = 0; i < in->len; i++)
+		json_array_append_new(items, sk_cli_desired_json(in->objs[i]));
+	if (in->len == 1)
+		v = json_incref(json_array_get(items, 0));
+	else
+		v = json_pack(
+		        "{s:s, s:s, s:O}", "apiVersion", "v1", "kind", "List", "items", items);
+	rc = sk_cli_print_value(v, fmt);
+	json_decref(v);
+	json_decref(items);
+	return rc;
+}
+
+static void
+print_summary(const sk_cli_strv *files, size_t n)
+{
+	for (size_t i = 0; i < files->len; i++)
+		printf("%s%s", i ? ", " : "",
+		        strcmp(files->items[i], "-") ? files->items[i] : "<stdin>");
+	printf(": %zu valid userspace(s)\n", n);
+}
 
 int
 sk_cmd_validate(int argc, char **argv)
 {
 	sk_cli_strv files = { NULL, 0 };
+	sk_output fmt = SK_OUTPUT_TABLE;
 	sk_cli_input in;
-	int rc = sk_cli_parse_files_only(argc, argv, &help, &files);
+	int rc = parse_args(argc, argv, &files, &fmt);
 
 	memset(&in, 0, sizeof(in));
 	if (rc == SK_CLI_CONTINUE) {
 		rc = sk_cli_input_load(&in, files.items, files.len);
-		if (rc == SK_EXIT_OK) {
-			for (size_t i = 0; i < files.len; i++)
-				printf("%s%s", i ? ", " : "",
-				        strcmp(files.items[i], "-") ? files.items[i] : "<stdin>");
-			printf(": %zu valid userspace(s)\n", in.len);
-		} else
+		if (rc != SK_EXIT_OK)
 			sk_cli_errorf("invalid");
+		else if (fmt == SK_OUTPUT_TABLE)
+			print_summary(&files, in.len);
+		else
+			rc = print_objects(&in, fmt);
 	}
 	sk_cli_input_dispose(&in);
 	sk_cli_strv_dispose(&files);

@@ -340,7 +340,8 @@ int sk_userspace_validate(const sk_doc *d, sk_errlist *errs);
 /* Decodes a validated document (or a MongoDB read-back) and applies defaults.
  * Includes metadata set by the store and status when present. */
 int sk_userspace_decode(json_t *root, sk_userspace **out, sk_error *err);
-/* validate + decode. */
+/* validate + decode (metadata.namespace ignored: cluster-scoped; null
+ * means unset, as the API server prunes it). */
 int sk_userspace_from_doc(const sk_doc *d, sk_userspace **out, sk_errlist *errs);
 /* Reports each object (objs[i] NULL: skipped) whose metadata.name or
  * spec.userID repeats an earlier one, naming both positions (docs[i] is the
@@ -368,7 +369,8 @@ void sk_table_free(sk_table *t);
 
 /* ---- label selectors (kubectl -l) ---- */
 
-/* Supports "k=v", "k==v", "k!=v", "k", "!k", "k in (a,b)", "k notin (a,b)", comma-joined. */
+/* Supports "k=v", "k==v", "k!=v", "k", "!k", "k in (a,b)", "k notin (a,b)",
+ * "k>N", "k<N" (N an integer; the label's value must be one), comma-joined. */
 typedef struct sk_selector sk_selector;
 int sk_selector_parse(const char *text, sk_selector **out, sk_error *err);
 bool sk_selector_matches(const sk_selector *s, const sk_kvlist *labels);

@@ -57,7 +57,13 @@ sk_check_string(sk_vctx *v, json_t *val, const char *path)
 {
 	if (json_is_string(val))
 		return json_string_value(val);
-	verr(v, path, "must be a string");
+	if (json_is_boolean(val))
+		verr(v, path,
+		        "must be a string (got a boolean: YAML reads a plain true, yes, no, on, "
+		        "off, "
+		        "y or n as one, as kubectl does; quote the value)");
+	else
+		verr(v, path, "must be a string");
 	return NULL;
 }
 

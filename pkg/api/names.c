@@ -254,8 +254,13 @@ json_t *
 sk_yaml_plain_scalar(const char *s, size_t len)
 {
 	static const char *const nulls[] = { "", "~", "null", "Null", "NULL", NULL };
-	static const char *const trues[] = { "true", "True", "TRUE", NULL };
-	static const char *const falses[] = { "false", "False", "FALSE", NULL };
+	/* YAML 1.1 booleans as kubectl's reader (go-yaml v2) resolves them:
+	 * `userID: no` is the boolean false there, which the API server
+	 * rejects for a string; quote it ("no") to mean the word. */
+	static const char *const trues[] = { "true", "True", "TRUE", "yes", "Yes", "YES", "on",
+		"On", "ON", "y", "Y", NULL };
+	static const char *const falses[] = { "false", "False", "FALSE", "no", "No", "NO", "off",
+		"Off", "OFF", "n", "N", NULL };
 	const char *end = s + len;
 	const char *digits = s;
 

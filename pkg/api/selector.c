@@ -1,11 +1,13 @@
-/* api/selector: kubectl label selectors ("k=v,k!=v,k,!k,k in (a,b),k notin (a,b)"). */
+/* api/selector: kubectl label selectors ("k=v,k!=v,k,!k,k in (a,b),k notin (a,b)",
+ * and "k>N", "k<N" with N an integer, as k8s.io/apimachinery's parser has them). */
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api_int.h"
 
-typedef enum op { OP_EQ, OP_NEQ, OP_EXISTS, OP_NOT_EXISTS, OP_IN, OP_NOT_IN } op;
+typedef enum op { OP_EQ, OP_NEQ, OP_EXISTS, OP_NOT_EXISTS, OP_IN, OP_NOT_IN, OP_GT, OP_LT } op;
 
 typedef struct requirement {
 	char *key;
@@ -104,6 +106,12 @@ parse_term(requirement *r, const char *term, sk_error *err)
 		r->key = trim_dup(term + 1, end);
 		return SK_OK;
 	}
+	if ((p = strpbrk(term, "<>")) != NULL) {
+		r->op = *p == '>' ? OP_GT : OP_LT;
+		r->key = trim_dup(term, p);
+		add_value(r, trim_dup(p + 1, end));
+		return SK_OK;
+	}
 	if ((p = strstr(term, "!=")) != NULL || (p = strstr(term, "==")) != NULL) {
 		r->op = p[0] == '!' ? OP_NEQ : OP_EQ;
 		r->key = trim_dup(term, p);
@@ -137,11 +145,30 @@ parse_term(requirement *r, const char *term, sk_error *err)
 	return sk_error_set(err, SK_EINVALID, "selector: cannot parse \"%s\"", term);
 }
 
+/* A base-10 int64, as Go's strconv.ParseInt(s, 10, 64). */
+static bool
+parse_int64(const char *s, long long *out)
+{
+	char *end;
+
+	if (s == NULL || *s == '\0' || isspace((unsigned char)*s))
+		return false;
+	errno = 0;
+	*out = strtoll(s, &end, 10);
+	return errno == 0 && *end == '\0';
+}
+
 static int
 check_requirement(const requirement *r, sk_error *err)
 {
+	long long n;
+
 	if (!sk_valid_label_key(r->key))
 		return sk_error_set(err, SK_EINVALID, "selector: invalid label key \"%s\"", r->key);
+	if ((r->op == OP_GT || r->op == OP_LT) && !parse_int64(r->values[0], &n))
+		return sk_error_set(err, SK_EINVALID,
+		        "selector: for '>' and '<' the value must be an integer (got \"%s\")",
+		        r->values[0]);
 	for (size_t i = 0; i < r->n_values; i++) {
 		if (!sk_valid_label_value(r->values[i]))
 			return sk_error_set(
@@ -202,6 +229,17 @@ in_values(const requirement *r, const char *v)
 	return false;
 }
 
+/* k>N, k<N: the label is present and an integer beyond N. */
+static bool
+compare_int(const requirement *r, const char *v)
+{
+	long long have, want;
+
+	if (!parse_int64(v, &have) || !parse_int64(r->values[0], &want))
+		return false;
+	return r->op == OP_GT ? have > want : have < want;
+}
+
 bool
 sk_selector_matches(const sk_selector *s, const sk_kvlist *labels)
 {
@@ -215,6 +253,8 @@ sk_selector_matches(const sk_selector *s, const sk_kvlist *labels)
 		case OP_NEQ:
 		case OP_NOT_IN: ok = !in_values(r, v); break;
 		case OP_EXISTS: ok = v != NULL; break;
+		case OP_GT:
+		case OP_LT: ok = compare_int(r, v); break;
 		default: ok = v == NULL; break;
 		}
 		if (!ok)

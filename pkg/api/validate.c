@@ -13,8 +13,38 @@
 
 static const char *const top_fields[] = { "apiVersion", "kind", "metadata", "spec", "status",
 	NULL };
-static const char *const meta_fields[] = { "name", "labels", "annotations", "uid", "generation",
-	"resourceVersion", "creationTimestamp", "deletionTimestamp", "finalizers", NULL };
+/* namespace: UserSpace is cluster-scoped, so the API server clears it (and
+ * kustomize sets it on everything); accepted and ignored here too. */
+static const char *const meta_fields[] = { "name", "namespace", "labels", "annotations", "uid",
+	"generation", "resourceVersion", "creationTimestamp", "deletionTimestamp", "finalizers",
+	NULL };
+
+/* Finalizer names are qualified names, as the API server checks them. */
+static void
+check_finalizers(sk_vctx *v, json_t *list, const char *path)
+{
+	json_t *item;
+	size_t i;
+
+	if (!json_is_array(list)) {
+		sk_doc_error(v->errs, v->doc, path, "must be a list of strings");
+		return;
+	}
+	json_array_foreach(list, i, item)
+	{
+		char *p = sk_path_index(path, i);
+		const char *s = sk_check_string(v, item, p);
+		if (s != NULL && !sk_valid_label_key(s))
+			sk_doc_error(v->errs, v->doc, p,
+			        "must be a qualified name: an optional DNS subdomain prefix and "
+			        "'/', "
+			        "then 1-63 characters [A-Za-z0-9_.-] starting and ending "
+			        "alphanumeric "
+			        "(got \"%.140s\")",
+			        s);
+		free(p);
+	}
+}
 
 /* Runs fn on the child path of obj.key when present; returns the value. */
 static json_t *
@@ -115,8 +145,11 @@ check_meta(sk_vctx *v, json_t *m)
 	if ((val = child(v, m, path, "deletionTimestamp", false, &p)) != NULL && !json_is_null(val))
 		sk_check_string(v, val, p);
 	free(p);
-	if ((val = child(v, m, path, "finalizers", false, &p)) != NULL && !json_is_array(val))
-		sk_doc_error(v->errs, v->doc, p, "must be a list of strings");
+	if ((val = child(v, m, path, "namespace", false, &p)) != NULL && !json_is_null(val))
+		sk_check_string(v, val, p);
+	free(p);
+	if ((val = child(v, m, path, "finalizers", false, &p)) != NULL && !json_is_null(val))
+		check_finalizers(v, val, p);
 	free(p);
 }
 
@@ -156,6 +189,21 @@ check_spec_object(sk_vctx *v, json_t *m, const char *path)
 	return true;
 }
 
+/* A duration that may be 0 (always on) is 0 or at least 1s: "1ns" would
+ * read as 0 ms, silently always on (the CRD has the same rule). */
+static void
+check_spec_duration(sk_vctx *v, const sk_field *f, json_t *val)
+{
+	int64_t ms;
+	const char *s = json_string_value(val);
+
+	if (!sk_check_duration(v, val, f->path, f->min, f->max, &ms) || f->min != 0)
+		return;
+	if (ms < 1000 && strpbrk(s, "123456789") != NULL)
+		sk_doc_error(v->errs, v->doc, f->path,
+		        "must be 0 (always on) or at least 1s (got \"%s\")", s);
+}
+
 static void
 check_spec_field(sk_vctx *v, const sk_field *f, json_t *val)
 {
@@ -171,7 +219,7 @@ check_spec_field(sk_vctx *v, const sk_field *f, json_t *val)
 	case SK_FIELD_ENUM: sk_check_enum(v, val, f->path, f->names); break;
 	case SK_FIELD_INT: sk_check_int(v, val, f->path, f->min, f->max, NULL); break;
 	case SK_FIELD_BOOL: sk_check_bool(v, val, f->path, NULL); break;
-	case SK_FIELD_DURATION: sk_check_duration(v, val, f->path, f->min, f->max, NULL); break;
+	case SK_FIELD_DURATION: check_spec_duration(v, f, val); break;
 	case SK_FIELD_MAP: f->check(v, f, val); break;
 	}
 }
@@ -194,7 +242,8 @@ field_parent(sk_vctx *v, json_t *spec, const sk_field *f, const sk_field *prev, 
 		return prev_obj;
 	snprintf(group, sizeof(group), "%.*s", (int)n, f->path);
 	obj = json_object_get(spec, group + strlen("spec."));
-	return obj != NULL && check_spec_object(v, obj, group) ? obj : NULL;
+	/* null is unset, as the API server prunes it before defaulting */
+	return obj != NULL && !json_is_null(obj) && check_spec_object(v, obj, group) ? obj : NULL;
 }
 
 static void
@@ -215,7 +264,7 @@ check_spec(sk_vctx *v, json_t *m)
 		if (obj == NULL)
 			continue;
 		val = json_object_get(obj, leaf);
-		if (val != NULL)
+		if (val != NULL && !json_is_null(val))
 			check_spec_field(v, f, val);
 		else if (f->required)
 			sk_doc_error(v->errs, v->doc, f->path, "required");

@@ -22,6 +22,7 @@ typedef struct sk_memstore {
 	size_t n_events;
 	sk_lease *leases;
 	size_t n_leases;
+	sk_apply_record_list records; /* bodies as stored: JSON */
 	int64_t last_version; /* the last resourceVersion or lease version given */
 } sk_memstore;
 
@@ -512,6 +513,84 @@ mem_lease_list(sk_store *s, sk_lease_list *out, sk_error *err)
 	return 0;
 }
 
+/* ---- apply records ---- */
+
+static int
+record_index(sk_memstore *m, const char *id)
+{
+	for (size_t i = 0; i < m->records.len; i++) {
+		if (strcmp(m->records.items[i].id, id) == 0)
+			return (int)i;
+	}
+	return -1;
+}
+
+static int
+mem_record_put(sk_store *s, const char *id, int64_t create_ms, const char *body, sk_error *err)
+{
+	sk_memstore *m = mem_of(s);
+	sk_apply_record r;
+	int rc = sk_apply_record_set(&r, id, create_ms, body, err);
+
+	if (rc != 0)
+		return rc;
+	lock(m);
+	if (record_index(m, id) >= 0) {
+		rc = sk_error_set(err, SK_EEXISTS, "apply record \"%s\" already exists", id);
+		free(r.id);
+		json_decref(r.body);
+	} else {
+		m->records.items = sk_realloc(
+		        m->records.items, (m->records.len + 1) * sizeof(*m->records.items));
+		m->records.items[m->records.len++] = r;
+	}
+	unlock(m);
+	return rc;
+}
+
+static int
+record_by_id(const void *a, const void *b)
+{
+	return strcmp(((const sk_apply_record *)a)->id, ((const sk_apply_record *)b)->id);
+}
+
+static int
+mem_record_list(sk_store *s, sk_apply_record_list *out, sk_error *err)
+{
+	sk_memstore *m = mem_of(s);
+
+	lock(m);
+	out->items = sk_calloc(m->records.len + 1, sizeof(*out->items));
+	for (size_t i = 0; i < m->records.len; i++) {
+		const sk_apply_record *r = &m->records.items[i];
+		out->items[i].id = sk_strdup(r->id);
+		out->items[i].create_ms = r->create_ms;
+		out->items[i].body = json_deep_copy(r->body);
+	}
+	out->len = m->records.len;
+	unlock(m);
+	qsort(out->items, out->len, sizeof(*out->items), record_by_id);
+	return 0;
+}
+
+static int
+mem_record_remove(sk_store *s, const char *id, sk_error *err)
+{
+	sk_memstore *m = mem_of(s);
+	int i, rc = 0;
+
+	lock(m);
+	if ((i = record_index(m, id)) < 0) {
+		rc = sk_error_set(err, SK_ENOTFOUND, "apply record \"%s\" not found", id);
+	} else {
+		free(m->records.items[i].id);
+		json_decref(m->records.items[i].body);
+		m->records.items[i] = m->records.items[--m->records.len];
+	}
+	unlock(m);
+	return rc;
+}
+
 /* ---- the store ---- */
 
 static void
@@ -524,6 +603,7 @@ clear(sk_memstore *m)
 	sk_event_list_dispose(&events);
 	sk_lease_list_dispose(&leases);
 	sk_userspace_list_dispose(&objs);
+	sk_apply_record_list_dispose(&m->records);
 	m->events = NULL;
 	m->leases = NULL;
 	m->objs = NULL;
@@ -576,6 +656,9 @@ const sk_store_backend_ops sk_store_memory_ops = {
 	.lease_get = mem_lease_get,
 	.lease_swap = mem_lease_swap,
 	.lease_list = mem_lease_list,
+	.record_put = mem_record_put,
+	.record_list = mem_record_list,
+	.record_remove = mem_record_remove,
 	.drop = mem_drop,
 };
 

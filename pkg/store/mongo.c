@@ -384,5 +384,8 @@ const sk_store_backend_ops sk_store_mongo_ops = {
 	.lease_get = sk_mongo_lease_get,
 	.lease_swap = sk_mongo_lease_swap,
 	.lease_list = sk_mongo_lease_list,
+	.record_put = sk_mongo_record_put,
+	.record_list = sk_mongo_record_list,
+	.record_remove = sk_mongo_record_remove,
 	.drop = mongo_drop,
 };

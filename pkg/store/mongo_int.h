@@ -14,6 +14,7 @@
 #define SK_COLL_EVENTS "events"
 #define SK_COLL_CLAIMS "claims"
 #define SK_COLL_LEASES "leases"
+#define SK_COLL_APPLIES "applies" /* apply records (mongo_record.c) */
 #define SK_LEASE_CLAIM_PREFIX "lease/" /* claims of leases: "lease/NAME/V" */
 #define SK_INDEX_USER_ID "spec_userID_unique"
 #define SK_EVENT_TTL_S 3600
@@ -106,5 +107,9 @@ int sk_mongo_events(sk_store *s, const char *object, const char *uid, size_t lim
 int sk_mongo_lease_get(sk_store *s, const char *name, sk_lease *out, sk_error *err);
 int sk_mongo_lease_swap(sk_store *s, const sk_lease *cur, sk_lease *next, sk_error *err);
 int sk_mongo_lease_list(sk_store *s, sk_lease_list *out, sk_error *err);
+int sk_mongo_record_put(
+        sk_store *s, const char *id, int64_t create_ms, const char *body, sk_error *err);
+int sk_mongo_record_list(sk_store *s, sk_apply_record_list *out, sk_error *err);
+int sk_mongo_record_remove(sk_store *s, const char *id, sk_error *err);
 
 #endif

@@ -205,6 +205,34 @@ int sk_store_lease_renew(
 int sk_store_lease_release(sk_store *s, const char *name, const char *holder, sk_error *err);
 int sk_store_lease_list(sk_store *s, sk_lease_list *out, sk_error *err);
 
+/* ---- apply records ----
+ * What an apply of many objects may have changed, with what undoing it needs
+ * (spacectl apply writes them before its first object write and removes them
+ * after its last; a record found later is an interrupted apply, see
+ * cmd/spacectl/record.c). The body is the caller's JSON object, kept as it
+ * is; at most SK_STORE_RECORD_MAX_BYTES of JSON text per record (split a
+ * large apply into several records). MongoDB: collection "applies". */
+#define SK_STORE_RECORD_MAX_BYTES (8 * 1024 * 1024)
+
+typedef struct sk_apply_record {
+	char *id;
+	int64_t create_ms; /* when it was written (the writer's clock) */
+	json_t *body; /* an object; owned */
+} sk_apply_record;
+
+typedef struct sk_apply_record_list {
+	sk_apply_record *items; /* sorted by id */
+	size_t len;
+} sk_apply_record_list;
+void sk_apply_record_list_dispose(sk_apply_record_list *l);
+
+/* SK_EEXISTS when a record with this id exists; SK_EINVALID when body is not
+ * an object or is too large. */
+int sk_store_record_put(sk_store *s, const char *id, const json_t *body, sk_error *err);
+int sk_store_record_list(sk_store *s, sk_apply_record_list *out, sk_error *err);
+/* SK_ENOTFOUND when absent. */
+int sk_store_record_remove(sk_store *s, const char *id, sk_error *err);
+
 /* Drops the database (tests only). */
 int sk_store_drop(sk_store *s, sk_error *err);
 

@@ -45,6 +45,11 @@ typedef struct sk_store_backend_ops {
 	int (*lease_get)(sk_store *s, const char *name, sk_lease *out, sk_error *err);
 	int (*lease_swap)(sk_store *s, const sk_lease *cur, sk_lease *next, sk_error *err);
 	int (*lease_list)(sk_store *s, sk_lease_list *out, sk_error *err);
+	/* Apply records: body is JSON text (checked by store.c), create_ms now. */
+	int (*record_put)(
+	        sk_store *s, const char *id, int64_t create_ms, const char *body, sk_error *err);
+	int (*record_list)(sk_store *s, sk_apply_record_list *out, sk_error *err);
+	int (*record_remove)(sk_store *s, const char *id, sk_error *err);
 	int (*drop)(sk_store *s, sk_error *err);
 } sk_store_backend_ops;
 
@@ -89,6 +94,10 @@ int sk_store_lease_next(const sk_lease *cur, sk_lease_op op, const char *name, c
         int64_t duration_ms, int64_t now_ms, sk_lease *next, sk_error *err);
 void sk_lease_copy(sk_lease *dst, const sk_lease *src);
 void sk_event_dispose(sk_event *ev); /* the strings of one event */
+/* record.c: one record from its stored parts; SK_EINVALID when body is not
+ * a JSON object. */
+int sk_apply_record_set(
+        sk_apply_record *r, const char *id, int64_t create_ms, const char *body, sk_error *err);
 
 /* ---- codec.c: the UserSpace as the stored document (labels,
  * annotations, spec.env and spec.metadata as [{k, v}] arrays; store-owned

@@ -302,7 +302,7 @@ START_TEST(apply_prune_with_selector)
 	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\nmetadata: {name: p-b, "
 	        "labels: {team: x}}\nspec: {userID: p-b}\n---\n"
 	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\nmetadata: {name: p-c, "
-	        "labels: {team: y}}\nspec: {userID: p-c}\n");
+	        "labels: {team: z}}\nspec: {userID: p-c}\n");
 	ck_assert_int_eq(ctl(&out, &err, "apply", "-f", all, NULL), 0);
 	ctl_free(&out, &err);
 	fewer = ctl_write_text("fewer.yaml",

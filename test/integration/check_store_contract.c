@@ -6,7 +6,7 @@
  * over one index), so the two backends run the same table of tests:
  * compare-and-swap conflicts, generation and resourceVersion rules, userID
  * uniqueness, finalizers and deletion, list-since, selectors, events
- * aggregation and leases.
+ * aggregation, leases and apply records.
  */
 #include <check.h>
 #include <pthread.h>
@@ -672,6 +672,50 @@ START_TEST(test_lease_one_holder)
 }
 END_TEST
 
+/* Apply records: put once, listed by id with the body as given (keys with
+ * dots and dollars too: they are user label keys), removed once. */
+START_TEST(test_apply_records)
+{
+	sk_store *s = open_backend(_i);
+	sk_apply_record_list l = { 0 };
+	sk_error err = { 0 };
+	json_t *b1 = json_pack("{s:s, s:[{s:s, s:{s:s}}]}", "holder", "host pid 1", "items", "name",
+	        "a", "labels", "app.kubernetes.io/$name", "x");
+	json_t *b2 = json_pack("{s:i}", "part", 2);
+	json_t *big = json_object();
+	char *pad = sk_calloc(1, SK_STORE_RECORD_MAX_BYTES + 2);
+	int64_t before = sk_now_ms();
+
+	ck_assert_msg(sk_store_record_put(s, "r-2", b2, &err) == 0, "%s", err.message);
+	ck_assert_msg(sk_store_record_put(s, "r-1", b1, &err) == 0, "%s", err.message);
+	ck_assert_int_eq(sk_store_record_put(s, "r-1", b2, &err), SK_EEXISTS);
+	ck_assert_int_eq(sk_store_record_put(s, "", b2, &err), SK_EINVALID);
+	ck_assert_int_eq(sk_store_record_put(s, "r-3", json_array_get(b1, 0), &err), SK_EINVALID);
+	memset(pad, 'x', SK_STORE_RECORD_MAX_BYTES + 1);
+	json_object_set_new(big, "pad", json_string(pad));
+	ck_assert_int_eq(sk_store_record_put(s, "r-big", big, &err), SK_EINVALID);
+	ck_assert_msg(sk_store_record_list(s, &l, &err) == 0, "%s", err.message);
+	ck_assert_uint_eq(l.len, 2);
+	ck_assert_str_eq(l.items[0].id, "r-1");
+	ck_assert_str_eq(l.items[1].id, "r-2");
+	ck_assert_msg(json_equal(l.items[0].body, b1), "body changed on the way");
+	ck_assert_int_ge(l.items[0].create_ms, before - 1000);
+	ck_assert_int_le(l.items[0].create_ms, sk_now_ms() + 1000);
+	sk_apply_record_list_dispose(&l);
+	ck_assert_msg(sk_store_record_remove(s, "r-1", &err) == 0, "%s", err.message);
+	ck_assert_int_eq(sk_store_record_remove(s, "r-1", &err), SK_ENOTFOUND);
+	ck_assert_msg(sk_store_record_list(s, &l, &err) == 0, "%s", err.message);
+	ck_assert_uint_eq(l.len, 1);
+	ck_assert_str_eq(l.items[0].id, "r-2");
+	sk_apply_record_list_dispose(&l);
+	free(pad);
+	json_decref(big);
+	json_decref(b1);
+	json_decref(b2);
+	close_backend(s);
+}
+END_TEST
+
 static void
 add_contract(Suite *s, int backend)
 {
@@ -680,7 +724,7 @@ add_contract(Suite *s, int backend)
 		test_generation_rules, test_finalizers_and_deletion,
 		test_finalizer_removed_before_deletion, test_list_since,
 		test_list_selector_and_scan, test_events_aggregate, test_events_keyed_by_uid,
-		test_lease_rules, test_lease_one_holder };
+		test_lease_rules, test_lease_one_holder, test_apply_records };
 	TCase *tc = tcase_create("contract");
 
 	tcase_set_timeout(tc, 60);

@@ -713,7 +713,7 @@ START_TEST(test_wrong_types)
 	char *out = validate_text("apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
 	                          "metadata:\n  name: a\n  labels: [x]\n"
 	                          "spec:\n  userID: 12\n  resources: 4\n  lifecycle:\n"
-	                          "    autoResume: yes\n  env: {A: [1]}\n",
+	                          "    autoResume: \"yes\"\n  env: {A: [1]}\n",
 	        "t.yaml");
 
 	assert_contains(out, "metadata.labels: must be an object (t.yaml:5:3)\n");

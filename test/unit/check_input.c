@@ -70,9 +70,9 @@ START_TEST(duplicates_named_with_both_positions)
 	sk_errlist errs = { 0 };
 
 	decode_all("---\n" US_DOC "metadata: {name: a}\nspec: {userID: x}\n"
-	           "---\n" US_DOC "metadata: {name: b}\nspec: {userID: y}\n"
+	           "---\n" US_DOC "metadata: {name: b}\nspec: {userID: w}\n"
 	           "---\n" US_DOC "metadata: {name: a}\nspec: {userID: z}\n"
-	           "---\n" US_DOC "metadata: {name: c}\nspec: {userID: y}\n",
+	           "---\n" US_DOC "metadata: {name: c}\nspec: {userID: w}\n",
 	        &d);
 	ck_assert_uint_eq(check_unique(&d, &errs), 2);
 	ck_assert_str_eq(errs.items[0].path, "metadata.name");
@@ -80,7 +80,7 @@ START_TEST(duplicates_named_with_both_positions)
 	        "duplicate name \"a\" in the input (many.yaml:4:12 and many.yaml:14:12)");
 	ck_assert_str_eq(errs.items[1].path, "spec.userID");
 	ck_assert_str_eq(errs.items[1].message,
-	        "\"y\" is used by both userspace/b (many.yaml:10:8) and userspace/c "
+	        "\"w\" is used by both userspace/b (many.yaml:10:8) and userspace/c "
 	        "(many.yaml:20:8); a userID must be unique");
 	sk_errlist_dispose(&errs);
 	decoded_dispose(&d);

@@ -42,7 +42,9 @@ static const row_case cases[] = {
 	        { "spec.template: must match [A-Za-z0-9._/:-]{1,128} (got \"a b\")",
 	                "spec.template: must match [A-Za-z0-9._/:-]{1,128} (got \"\")" } },
 	{ "spec.mode", "\"Paused\"", { "\"paused\"", "true" },
-	        { "spec.mode: must be one of: Running, Paused", "spec.mode: must be a string" } },
+	        { "spec.mode: must be one of: Running, Paused",
+	                "spec.mode: must be a string (got a boolean: YAML reads a plain true, yes, "
+	                "no, on, off, y or n as one, as kubectl does; quote the value)" } },
 	{ "spec.resources.cpuCount", "4", { "0", "65", "\"2\"" },
 	        { "spec.resources.cpuCount: must be between 1 and 64",
 	                "spec.resources.cpuCount: must be between 1 and 64",
@@ -647,6 +649,13 @@ crd_check_duration(const sk_field *f, json_t *node)
 	ck_assert_msg(str_eq(json_string_value(json_object_get(rule, "message")), msg),
 	        "%s: message, want %s", f->path, msg);
 	ck_assert_msg(json_object_get(node, "pattern") != NULL, "%s: pattern", f->path);
+	/* 0 means something (always on): "1ns" must not read as it */
+	rule = json_array_get(json_object_get(node, "x-kubernetes-validations"), 1);
+	ck_assert_msg(f->min != 0 ||
+	                str_eq(json_string_value(json_object_get(rule, "rule")),
+	                        "duration(self) == duration('0s') || duration(self) >= "
+	                        "duration('1s')"),
+	        "%s: the 0-or-at-least-1s rule", f->path);
 }
 
 static void
