@@ -419,7 +419,7 @@ align_up(size_t n, size_t a)
  * member without a row (or a row with the wrong type) breaks the tiling. */
 START_TEST(test_table_covers_struct)
 {
-	size_t end = 0, align;
+	size_t end = 0, align = 1;
 
 	for (size_t off = 0; off < sizeof(sk_userspace_spec);) {
 		const sk_field *next = NULL;
