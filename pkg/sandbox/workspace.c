@@ -18,8 +18,7 @@ sk_workspace_copy(sk_provider *src, const sk_sandbox *src_sb, sk_provider *dst,
 
 int
 sk_workspace_verify(sk_provider *src, const sk_sandbox *src_sb, sk_provider *dst,
-        const sk_sandbox *dst_sb, const sk_copy_options *opt, sk_copy_report *report,
-        sk_error *err)
+        const sk_sandbox *dst_sb, const sk_copy_options *opt, sk_copy_report *report, sk_error *err)
 {
 	return sk_error_set(err, SK_ENOTSUPPORTED, "workspace verify: not implemented yet");
 }
