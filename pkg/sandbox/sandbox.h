@@ -144,7 +144,7 @@ int sk_sandbox_read_file(sk_provider *p, const sk_sandbox *sb, const char *path,
 /* Creates entry->path as entry says, parents made as needed: a regular file
  * of entry->size bytes from source (replacing one that exists), a directory,
  * or a symlink to entry->link_target; then sets entry->mode (not for
- * symlinks). source is NULL except for regular files. SK_EINVAL for
+ * symlinks). source is NULL except for regular files. SK_EINVALID for
  * SK_FILE_OTHER. */
 int sk_sandbox_write_file(sk_provider *p, const sk_sandbox *sb, const sk_file_entry *entry,
         sk_file_source_fn source, void *payload, sk_error *err);
