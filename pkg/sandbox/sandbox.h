@@ -107,8 +107,9 @@ typedef void (*sk_provider_observer_fn)(
 /* fn NULL: none (the default). */
 void sk_provider_set_observer(sk_provider *p, sk_provider_observer_fn fn, void *payload);
 /* A request's endpoint with a bounded set of values: "METHOD /path" without
- * the scheme, host and query, the segment after "sandboxes"/"sandbox" written
- * ":id" and numeric segments ":n" ("POST /sandboxes/:id/pause"). */
+ * the scheme, host and query, the segment after "sandboxes"/"sandbox"/"toolbox"
+ * written ":id" and numeric segments ":n" ("POST /sandboxes/:id/pause",
+ * "GET /toolbox/:id/files/download"). */
 void sk_sandbox_http_endpoint(const char *method, const char *path_or_url, char *out, size_t len);
 
 /* Convenience wrappers that dispatch through the ops table. */
