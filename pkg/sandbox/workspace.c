@@ -6,13 +6,15 @@
  * Copy: list the source, refuse a workspace over max_bytes before touching
  * the target, then walk the entries parents first: directories (made with
  * 0755 so their children can be written; their own mode is set once they are
- * filled), regular files and symlinks. A regular file is read into a spool
- * (memory up to chunk_bytes, an unlinked temporary file beyond), then written
- * from the spool: one file at a time, never a whole large file in memory, and
- * a failed upload is retried without reading the source again. Transient
- * errors (5xx, 429, timeouts, connection failures) are retried per step, up
- * to `attempts`, with a short backoff that honours Retry-After. Special
- * files (fifos, sockets, devices) are not copied and are listed in
+ * filled), regular files and symlinks. A regular file is streamed: a reader
+ * thread downloads it from the source into a ring of chunk_bytes while the
+ * upload to the target drains the ring, so neither side waits for the other
+ * and no file is ever whole in memory. When source and target are the same
+ * client (one curl handle, one thread), the file goes through a spool
+ * instead: memory up to chunk_bytes, an unlinked temporary file beyond.
+ * Transient errors (5xx, 429, timeouts, connection failures) are retried per
+ * step, up to `attempts`, with a short backoff that honours Retry-After.
+ * Special files (fifos, sockets, devices) are not copied and are listed in
  * report->skipped.
  *
  * Verify: list both sides again; the same entries with the same types,
@@ -21,6 +23,7 @@
  */
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +226,160 @@ spool_reset(spool *s, bool keep)
 		rewind(s->f);
 }
 
+/* ---- the pipe: a reader thread fills a bounded ring, the upload drains it ---- */
+
+typedef struct ring_pipe {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	char *ring;
+	size_t cap, head, len;
+	bool done; /* the reader returned read_rc */
+	bool closed; /* the upload is over: the reader stops */
+	bool aborted; /* the reader had more when it stopped */
+	int read_rc;
+	uint64_t got; /* bytes the reader delivered */
+	/* the reader's request */
+	sk_provider *p;
+	const sk_sandbox *sb;
+	const char *path;
+	sk_error err;
+} ring_pipe;
+
+static int
+pipe_put(void *payload, const void *buf, size_t n)
+{
+	ring_pipe *rp = payload;
+	const char *b = buf;
+
+	pthread_mutex_lock(&rp->mu);
+	while (n > 0 && !rp->closed) {
+		size_t tail = (rp->head + rp->len) % rp->cap;
+		size_t k = rp->cap - rp->len;
+		if (k == 0) {
+			pthread_cond_wait(&rp->cv, &rp->mu);
+			continue;
+		}
+		if (k > n)
+			k = n;
+		if (k > rp->cap - tail)
+			k = rp->cap - tail;
+		memcpy(rp->ring + tail, b, k);
+		rp->len += k;
+		rp->got += k;
+		b += k;
+		n -= k;
+		pthread_cond_broadcast(&rp->cv);
+	}
+	rp->aborted = n > 0; /* closed: the upload ended before the file did */
+	pthread_mutex_unlock(&rp->mu);
+	return n > 0 ? SK_ECONFLICT : 0;
+}
+
+static int64_t
+pipe_get(void *payload, void *buf, size_t n)
+{
+	ring_pipe *rp = payload;
+	int64_t k;
+
+	pthread_mutex_lock(&rp->mu);
+	while (rp->len == 0 && !rp->done)
+		pthread_cond_wait(&rp->cv, &rp->mu);
+	if (rp->len == 0) {
+		k = rp->read_rc < 0 ? rp->read_rc : 0;
+	} else {
+		size_t m = n < rp->len ? n : rp->len;
+		if (m > rp->cap - rp->head)
+			m = rp->cap - rp->head;
+		memcpy(buf, rp->ring + rp->head, m);
+		rp->head = (rp->head + m) % rp->cap;
+		rp->len -= m;
+		k = (int64_t)m;
+		pthread_cond_broadcast(&rp->cv);
+	}
+	pthread_mutex_unlock(&rp->mu);
+	return k;
+}
+
+static void *
+pipe_reader(void *arg)
+{
+	ring_pipe *rp = arg;
+	int rc = sk_sandbox_read_file(rp->p, rp->sb, rp->path, pipe_put, rp, &rp->err);
+
+	pthread_mutex_lock(&rp->mu);
+	rp->done = true;
+	rp->read_rc = rc;
+	pthread_cond_broadcast(&rp->cv);
+	pthread_mutex_unlock(&rp->mu);
+	return NULL;
+}
+
+/* Which error stands: the reader's own (the upload then only saw its source
+ * stop), a file that is not the size it was listed with, the upload's. */
+static int
+pipe_outcome(copy_ctx *c, const sk_file_entry *e, ring_pipe *rp, int write_rc)
+{
+	if (rp->read_rc != SK_OK && !rp->aborted) {
+		if (c->err)
+			*c->err = rp->err;
+		return rp->read_rc;
+	}
+	if (rp->aborted ? write_rc == SK_OK : rp->got != e->size)
+		return sk_error_set(c->err, SK_ECONFLICT,
+		        "%s: listed with %llu bytes, %s%llu read: it changed while being copied",
+		        e->path, (unsigned long long)e->size, rp->aborted ? "more than " : "",
+		        (unsigned long long)rp->got);
+	if (write_rc != SK_OK)
+		return write_rc;
+	c->report->bytes_done += rp->got;
+	return SK_OK;
+}
+
+/* One attempt: download and upload at once through a ring of chunk bytes. */
+static int
+pipe_copy(copy_ctx *c, const sk_file_entry *e, char *ring)
+{
+	ring_pipe rp = {
+		.ring = ring, .cap = c->chunk, .p = c->src, .sb = c->src_sb, .path = e->path
+	};
+	pthread_t t;
+	int rc;
+
+	pthread_mutex_init(&rp.mu, NULL);
+	pthread_cond_init(&rp.cv, NULL);
+	sk_error_clear(&rp.err);
+	if (pthread_create(&t, NULL, pipe_reader, &rp) != 0) {
+		rc = sk_error_set(c->err, SK_ENOMEM, "%s: cannot start the reader thread", e->path);
+		goto done;
+	}
+	rc = sk_sandbox_write_file(c->dst, c->dst_sb, e, pipe_get, &rp, c->err);
+	pthread_mutex_lock(&rp.mu);
+	rp.closed = true;
+	pthread_cond_broadcast(&rp.cv);
+	pthread_mutex_unlock(&rp.mu);
+	pthread_join(t, NULL);
+	rc = pipe_outcome(c, e, &rp, rc);
+done:
+	pthread_cond_destroy(&rp.cv);
+	pthread_mutex_destroy(&rp.mu);
+	return rc;
+}
+
+static int
+copy_piped(copy_ctx *c, const sk_file_entry *e, char *ring)
+{
+	int rc = SK_OK;
+
+	for (int a = 1; a <= c->attempts; a++) {
+		rc = pipe_copy(c, e, ring);
+		if (!transient(rc))
+			break;
+		if (a < c->attempts)
+			backoff(c->err, a);
+	}
+	return rc;
+}
+
 /* ---- copy ---- */
 
 static int
@@ -263,7 +420,11 @@ static int
 copy_regular(copy_ctx *c, const sk_file_entry *e, spool *s)
 {
 	sk_file_entry w = *e;
-	int rc = read_into(c, e, s);
+	int rc;
+
+	if (c->src != c->dst) /* two clients: both at once, one on a thread of its own */
+		return copy_piped(c, e, s->mem);
+	rc = read_into(c, e, s);
 
 	if (rc != SK_OK)
 		return rc;
