@@ -451,21 +451,6 @@ copy_entry(copy_ctx *c, const sk_file_entry *e, spool *s)
 	return write_with_retry(c, e, NULL);
 }
 
-/* The roots themselves, so that an empty one exists at the target too. */
-static int
-make_roots(copy_ctx *c, const sk_copy_options *opt)
-{
-	int rc = SK_OK;
-
-	for (size_t i = 0; i < opt->npaths && rc == SK_OK; i++) {
-		sk_file_entry d = {
-			.path = (char *)opt->paths[i], .type = SK_FILE_DIR, .mode = DIR_WRITE_MODE
-		};
-		rc = write_with_retry(c, &d, NULL);
-	}
-	return rc;
-}
-
 /* Directory modes last, deepest first (a read-only directory is filled by then). */
 static int
 set_dir_modes(copy_ctx *c, const sk_file_list *l)
@@ -513,8 +498,6 @@ sk_workspace_copy(sk_provider *src, const sk_sandbox *src_sb, sk_provider *dst,
 	rc = list_all(src, src_sb, opt, c.attempts, &l, err);
 	if (rc == SK_OK)
 		rc = tally(&c, &l, opt->max_bytes);
-	if (rc == SK_OK)
-		rc = make_roots(&c, opt);
 	if (rc == SK_OK)
 		rc = copy_entries(&c, &l, progress, payload);
 	if (rc == SK_OK)

@@ -248,6 +248,10 @@ START_TEST(client_round_trip)
 	put(&s, WS "/a.txt", SK_FILE_REGULAR, 0600, "world", NULL);
 	ck_assert_str_eq(text = get(&s, WS "/a.txt"), "world");
 	free(text);
+	/* a symlink's parents are made too; a relative target resolves from its directory */
+	put(&s, "/home/user/other/x/y/ln", SK_FILE_SYMLINK, 0777, NULL, "../../../ws/a.txt");
+	ck_assert_str_eq(text = get(&s, "/home/user/other/x/y/ln"), "world");
+	free(text);
 	/* errors */
 	ck_assert_int_eq(
 	        sk_sandbox_read_file(s.p, &s.sb, WS "/nope", buf_sink, &b, &err), SK_ENOTFOUND);
