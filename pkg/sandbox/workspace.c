@@ -520,28 +520,66 @@ hash_sink(void *payload, const void *buf, size_t n)
 	return gnutls_hash(hs->h, buf, n) == 0 ? 0 : SK_ERROR;
 }
 
-/* The SHA-256 of a regular file as read back from p, in hex. */
-static int
-file_sha256(copy_ctx *c, sk_provider *p, const sk_sandbox *sb, const char *path,
-        char hex[2 * SHA256_LEN + 1])
+/* The SHA-256 of a regular file as read back from a sandbox, in hex. */
+typedef struct hash_job {
+	sk_provider *p;
+	const sk_sandbox *sb;
+	const char *path;
+	int attempts;
+	char hex[2 * SHA256_LEN + 1];
+	int rc;
+	sk_error err;
+} hash_job;
+
+static void *
+file_sha256(void *arg)
 {
+	hash_job *j = arg;
 	unsigned char digest[SHA256_LEN];
 	hasher hs;
-	int rc = SK_OK;
 
-	for (int a = 1; a <= c->attempts; a++) {
-		if (gnutls_hash_init(&hs.h, GNUTLS_DIG_SHA256) != 0)
-			return sk_error_set(c->err, SK_ERROR, "SHA-256: gnutls_hash_init failed");
-		rc = sk_sandbox_read_file(p, sb, path, hash_sink, &hs, c->err);
+	sk_error_clear(&j->err);
+	for (int a = 1; a <= j->attempts; a++) {
+		if (gnutls_hash_init(&hs.h, GNUTLS_DIG_SHA256) != 0) {
+			j->rc = sk_error_set(&j->err, SK_ERROR, "SHA-256: gnutls_hash_init failed");
+			return NULL;
+		}
+		j->rc = sk_sandbox_read_file(j->p, j->sb, j->path, hash_sink, &hs, &j->err);
 		gnutls_hash_deinit(hs.h, digest);
-		if (!transient(rc))
+		if (!transient(j->rc))
 			break;
-		if (a < c->attempts)
-			backoff(c->err, a);
+		if (a < j->attempts)
+			backoff(&j->err, a);
 	}
-	for (int i = 0; rc == SK_OK && i < SHA256_LEN; i++)
-		snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-	return rc;
+	for (int i = 0; j->rc == SK_OK && i < SHA256_LEN; i++)
+		snprintf(j->hex + 2 * i, 3, "%02x", digest[i]);
+	return NULL;
+}
+
+/* Both sides' hashes; at the same time on two threads when they are two clients. */
+static int
+content_diff(copy_ctx *c, const sk_file_entry *e, char **why)
+{
+	hash_job js = { .p = c->src, .sb = c->src_sb, .path = e->path, .attempts = c->attempts };
+	hash_job jd = { .p = c->dst, .sb = c->dst_sb, .path = e->path, .attempts = c->attempts };
+	pthread_t t;
+	bool threaded = c->src != c->dst && pthread_create(&t, NULL, file_sha256, &jd) == 0;
+
+	file_sha256(&js);
+	if (threaded)
+		pthread_join(t, NULL);
+	else if (js.rc == SK_OK)
+		file_sha256(&jd);
+	if (js.rc != SK_OK || jd.rc != SK_OK) {
+		if (c->err)
+			*c->err = js.rc != SK_OK ? js.err : jd.err;
+		return js.rc != SK_OK ? js.rc : jd.rc;
+	}
+	if (strcmp(js.hex, jd.hex) != 0)
+		*why = sk_asprintf("%s: content differs (sha256 %.12s at the source, %.12s at the "
+		                   "target)",
+		        e->path, js.hex, jd.hex);
+	return SK_OK;
 }
 
 static const char *
@@ -570,21 +608,6 @@ entry_diff(const sk_file_entry *a, const sk_file_entry *b)
 		return sk_asprintf("%s: links to %s at the source, to %s at the target", a->path,
 		        a->link_target, b->link_target);
 	return NULL;
-}
-
-static int
-content_diff(copy_ctx *c, const sk_file_entry *e, char **why)
-{
-	char hs[2 * SHA256_LEN + 1], hd[2 * SHA256_LEN + 1];
-	int rc = file_sha256(c, c->src, c->src_sb, e->path, hs);
-
-	if (rc == SK_OK)
-		rc = file_sha256(c, c->dst, c->dst_sb, e->path, hd);
-	if (rc == SK_OK && strcmp(hs, hd) != 0)
-		*why = sk_asprintf("%s: content differs (sha256 %.12s at the source, %.12s at the "
-		                   "target)",
-		        e->path, hs, hd);
-	return rc;
 }
 
 /* The next entry of l from *i that is not a special file (NULL at the end). */
