@@ -8,6 +8,7 @@
  */
 #include <check.h>
 #include <curl/curl.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,12 @@ sim_down(sim *s)
 	s->pid = 0;
 }
 
+static size_t
+collect(char *data, size_t size, size_t n, void *userp)
+{
+	return sk_buf_append(userp, data, size * n) == 0 ? size * n : 0;
+}
+
 /* POST a JSON document to a simulator's admin API; returns the status. */
 static long
 admin_post(const sim *s, const char *path, const char *json)
@@ -109,6 +116,36 @@ admin_post(const sim *s, const char *path, const char *json)
 	curl_easy_cleanup(c);
 	fclose(devnull);
 	return status;
+}
+
+/* A secure sandbox (envd wants X-Access-Token), created with a raw POST. */
+static void
+create_secure(sim *s, sk_sandbox *out)
+{
+	CURL *c = curl_easy_init();
+	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+	sk_buf body = SK_BUF_INIT(1 << 16);
+	char url[256];
+	json_t *j;
+	sk_error err;
+
+	h = curl_slist_append(h, "X-API-Key: " KEY);
+	snprintf(url, sizeof(url), "%s/sandboxes", s->url);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, "{\"templateID\":\"base\",\"secure\":true}");
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
+	ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
+	j = json_loadb(body.data, body.len, 0, NULL);
+	ck_assert_int_eq(
+	        sk_sandbox_get(s->p, json_string_value(json_object_get(j, "sandboxID")), out, &err),
+	        0);
+	ck_assert_ptr_nonnull(out->envd_access_token);
+	json_decref(j);
+	sk_buf_dispose(&body);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
 }
 
 /* ---- sources and sinks ---- */
@@ -269,6 +306,39 @@ START_TEST(client_round_trip)
 	/* and dies with the sandbox */
 	ck_assert_int_eq(sk_sandbox_kill(s.p, s.sb.id, &err), 0);
 	ck_assert_int_ne(sk_sandbox_list_files(s.p, &s.sb, WS, &l, &err), 0);
+	sk_buf_dispose(&b);
+	sim_down(&s);
+}
+END_TEST
+
+/* envd of a secure sandbox: every file call carries X-Access-Token; without it, 401. */
+START_TEST(secure_sandbox_needs_the_token)
+{
+	sim s;
+	sk_sandbox sec;
+	sk_file_list l;
+	sk_buf b = SK_BUF_INIT(0);
+	char *token;
+	sk_error err;
+
+	sim_up(&s, 0); /* e2b: Cube and Daytona hand out no envd token */
+	create_secure(&s, &sec);
+	sk_sandbox_dispose(&s.sb);
+	s.sb = sec;
+	put(&s, WS "/t.txt", SK_FILE_REGULAR, 0600, "secret", NULL);
+	put(&s, WS "/t.lnk", SK_FILE_SYMLINK, 0777, NULL, "t.txt");
+	ck_assert_int_eq(sk_sandbox_list_files(s.p, &s.sb, WS, &l, &err), 0);
+	ck_assert_uint_eq(l.len, 2);
+	ck_assert_uint_eq(find(&l, WS "/t.txt")->mode, 0600);
+	sk_file_list_free(&l);
+	token = s.sb.envd_access_token;
+	s.sb.envd_access_token = NULL;
+	ck_assert_int_eq(sk_sandbox_list_files(s.p, &s.sb, WS, &l, &err), SK_EUNAUTHORIZED);
+	ck_assert_int_eq(sk_sandbox_read_file(s.p, &s.sb, WS "/t.txt", buf_sink, &b, &err),
+	        SK_EUNAUTHORIZED);
+	ck_assert_int_eq(err.http_status, 401);
+	ck_assert_uint_eq(b.len, 0);
+	s.sb.envd_access_token = token;
 	sk_buf_dispose(&b);
 	sim_down(&s);
 }
@@ -506,6 +576,7 @@ sk_suite_files(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, client_round_trip, 0, 3);
+	tcase_add_test(tc, secure_sandbox_needs_the_token);
 	suite_add_tcase(s, tc);
 	tcase_set_timeout(cp, 240);
 	tcase_add_loop_test(cp, copy_then_verify, 0, 2);
