@@ -107,8 +107,9 @@ typedef void (*sk_provider_observer_fn)(
 /* fn NULL: none (the default). */
 void sk_provider_set_observer(sk_provider *p, sk_provider_observer_fn fn, void *payload);
 /* A request's endpoint with a bounded set of values: "METHOD /path" without
- * the scheme, host and query, the segment after "sandboxes"/"sandbox" written
- * ":id" and numeric segments ":n" ("POST /sandboxes/:id/pause"). */
+ * the scheme, host and query, the segment after "sandboxes"/"sandbox"/"toolbox"
+ * written ":id" and numeric segments ":n" ("POST /sandboxes/:id/pause",
+ * "GET /toolbox/:id/files/download"). */
 void sk_sandbox_http_endpoint(const char *method, const char *path_or_url, char *out, size_t len);
 
 /* Convenience wrappers that dispatch through the ops table. */
@@ -144,9 +145,39 @@ int sk_sandbox_read_file(sk_provider *p, const sk_sandbox *sb, const char *path,
 /* Creates entry->path as entry says, parents made as needed: a regular file
  * of entry->size bytes from source (replacing one that exists), a directory,
  * or a symlink to entry->link_target; then sets entry->mode (not for
- * symlinks). source is NULL except for regular files. SK_EINVAL for
+ * symlinks). source is NULL except for regular files. SK_EINVALID for
  * SK_FILE_OTHER. */
 int sk_sandbox_write_file(sk_provider *p, const sk_sandbox *sb, const sk_file_entry *entry,
         sk_file_source_fn source, void *payload, sk_error *err);
+
+/* ---- the workspace copy engine (workspace.c) ---- */
+typedef struct sk_copy_options {
+	const char *const *paths;
+	size_t npaths; /* roots to copy (absolute) */
+	uint64_t max_bytes; /* 0: no limit; over it -> SK_ETERMINAL before copying anything */
+	size_t chunk_bytes; /* streaming buffer; 0: 1 MiB */
+	int attempts; /* per file, transient errors retried; 0: 3 */
+} sk_copy_options;
+
+typedef struct sk_copy_report {
+	uint64_t files_total, files_done, bytes_total, bytes_done;
+	sk_file_list skipped; /* special files, not copied */
+	char *mismatch; /* verify: first differing path and why; NULL when equal */
+} sk_copy_report;
+
+typedef void (*sk_copy_progress_fn)(void *payload, const sk_copy_report *r);
+
+/* Lists src's paths, checks max_bytes, then copies dirs, files (streamed src->dst,
+ * never a whole file in memory), symlinks and modes; progress after each file. */
+int sk_workspace_copy(sk_provider *src, const sk_sandbox *src_sb, sk_provider *dst,
+        const sk_sandbox *dst_sb, const sk_copy_options *opt, sk_copy_progress_fn progress,
+        void *payload, sk_copy_report *report, sk_error *err);
+/* Lists both sides: same entries, types, sizes, modes, link targets, and a SHA-256 of
+ * every regular file read back from each side. SK_ECONFLICT with report->mismatch set
+ * when they differ. */
+int sk_workspace_verify(sk_provider *src, const sk_sandbox *src_sb, sk_provider *dst,
+        const sk_sandbox *dst_sb, const sk_copy_options *opt, sk_copy_report *report,
+        sk_error *err);
+void sk_copy_report_free(sk_copy_report *r);
 
 #endif
