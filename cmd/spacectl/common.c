@@ -191,6 +191,8 @@ sk_cli_output_parse(const char *s, sk_output *out)
 		{ "json", SK_OUTPUT_JSON },
 	};
 
+	if (*s == '=') /* -o=wide: getopt leaves the "=" */
+		s++;
 	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
 		if (strcmp(s, formats[i].name) == 0) {
 			*out = formats[i].fmt;
@@ -231,11 +233,8 @@ sk_cli_print_value(const json_t *v, sk_output fmt)
 bool
 sk_cli_is_userspace_resource(const char *s)
 {
-	static const char *const names[] = { "userspace", "userspaces", "us", "UserSpace",
-		"userspaces.spacekeeper.dev", "userspace.spacekeeper.dev" };
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (strcmp(s, names[i]) == 0)
+	for (size_t i = 0; sk_cli_userspace_names[i]; i++) {
+		if (strcmp(s, sk_cli_userspace_names[i]) == 0)
 			return true;
 	}
 	return false;

@@ -26,6 +26,8 @@ static const sk_cli_command commands[] = {
 	{ "annotate", sk_cmd_annotate,
 	        "set or remove annotations of a UserSpace (KEY=VALUE, KEY-)" },
 	{ "label", sk_cmd_label, "set or remove labels of a UserSpace (KEY=VALUE, KEY-)" },
+	{ "patch", sk_cmd_patch, "change a UserSpace with a JSON merge patch (--type merge -p)" },
+	{ "edit", sk_cmd_edit, "edit a UserSpace in $EDITOR and apply it (compare-and-swap)" },
 	{ "diff", sk_cmd_diff, "show what apply would change (exit 1 when it would)" },
 	{ "validate", sk_cmd_validate, "check files offline, without a database" },
 	{ "sandboxes", sk_cmd_sandboxes, "list the sandboxes that exist at the providers" },

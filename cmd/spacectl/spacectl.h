@@ -34,6 +34,8 @@ int sk_cmd_events(int argc, char **argv);
 int sk_cmd_wait(int argc, char **argv);
 int sk_cmd_annotate(int argc, char **argv);
 int sk_cmd_label(int argc, char **argv);
+int sk_cmd_patch(int argc, char **argv);
+int sk_cmd_edit(int argc, char **argv);
 
 /* ---- global flags (every command accepts them) ---- */
 typedef struct sk_cli_globals {
@@ -148,6 +150,40 @@ void sk_cli_print_userspace_table(sk_userspace *const *items, size_t n, bool wid
  * then one row per change until Ctrl-C or timeout_ms (0: none). Returns an exit code. */
 int sk_cli_get_watch(sk_store *st, char **names, size_t nnames, const sk_selector *sel,
         sk_output fmt, int64_t timeout_ms);
+
+/* ---- writing a whole object (patch.c; patch and edit) ---- */
+/* Labels, annotations and spec equal (what apply, patch and edit change). */
+bool sk_cli_same_desired(const sk_userspace *a, const sk_userspace *b);
+/* Validates d (a whole UserSpace as the user wrote it) as apply does and
+ * makes it the next version of cur: the same name (a rename is an error),
+ * cur's resourceVersion for the compare-and-swap. SK_EINVALID with errs. */
+int sk_cli_next_version(
+        const sk_userspace *cur, const sk_doc *d, sk_userspace **out, sk_errlist *errs);
+
+/* ---- object arguments (objects.c) ---- */
+/* Reads the objects a command names, in kubectl's two forms: "TYPE NAME ..." or
+ * "TYPE/NAME ..." (TYPE: userspace, userspaces, us, ...). type_optional: bare
+ * names are accepted too (events, plan). Names are appended to names (borrowed
+ * from args). Returns SK_CLI_CONTINUE, or the exit code of a usage error. A
+ * mistyped type gets a "did you mean" hint. */
+int sk_cli_object_args(
+        const sk_cli_help *h, char **args, int n, bool type_optional, sk_cli_strv *names);
+/* The candidate closest to word by edit distance, when close enough to be a
+ * typo (at most 2 edits, fewer than half its length); NULL otherwise. */
+const char *sk_cli_suggest(const char *word, const char *const *candidates, size_t n);
+/* The resource type names sk_cli_is_userspace_resource accepts (NULL-terminated). */
+extern const char *const sk_cli_userspace_names[];
+
+/* ---- JSONPath templates (jsonpath.c; kubectl's common subset) ---- */
+typedef struct sk_jsonpath sk_jsonpath;
+/* Parses "{.a.b} text {range .items[*]}{.x}{\"\\n\"}{end}"; msg names what is
+ * unsupported and where. */
+int sk_cli_jsonpath_parse(const char *tmpl, sk_jsonpath **out, char *msg, size_t msglen);
+void sk_cli_jsonpath_free(sk_jsonpath *jp); /* NULL-safe */
+/* Appends the template's output for root to out. */
+void sk_cli_jsonpath_exec(const sk_jsonpath *jp, json_t *root, sk_buf *out);
+/* The values the template's {path} parts select from root, as a new array. */
+json_t *sk_cli_jsonpath_select(const sk_jsonpath *jp, json_t *root);
 
 /* The object as the user wrote it: apiVersion, kind, metadata (name, labels,
  * annotations) and the defaulted spec. What apply compares and diff prints. */
