@@ -36,6 +36,17 @@ int sk_cmd_annotate(int argc, char **argv);
 int sk_cmd_label(int argc, char **argv);
 int sk_cmd_patch(int argc, char **argv);
 int sk_cmd_edit(int argc, char **argv);
+int sk_cmd_explain(int argc, char **argv);
+int sk_cmd_completion(int argc, char **argv);
+int sk_cmd_config(int argc, char **argv);
+
+/* The command table (main.c), for completion. */
+typedef struct sk_cli_command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} sk_cli_command;
+const sk_cli_command *sk_cli_commands(size_t *n);
 
 /* ---- global flags (every command accepts them) ---- */
 typedef struct sk_cli_globals {

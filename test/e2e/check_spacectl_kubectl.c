@@ -94,13 +94,14 @@ START_TEST(get_jsonpath)
 	char *out, *err;
 
 	apply_three();
-	ck_assert_int_eq(ctl(&out, &err, "get", "us", "-o",
-	                         "jsonpath={.items[*].metadata.name}", NULL),
-	        0);
+	ck_assert_int_eq(
+	        ctl(&out, &err, "get", "us", "-o", "jsonpath={.items[*].metadata.name}", NULL), 0);
 	ck_assert_str_eq(out, "alice bob carol");
 	ctl_free(&out, &err);
-	ck_assert_int_eq(ctl(&out, &err, "get", "us", "-o=jsonpath={range .items[*]}"
-	                         "{.metadata.name}={.spec.userID}{\"\\n\"}{end}", NULL),
+	ck_assert_int_eq(ctl(&out, &err, "get", "us",
+	                         "-o=jsonpath={range .items[*]}"
+	                         "{.metadata.name}={.spec.userID}{\"\\n\"}{end}",
+	                         NULL),
 	        0);
 	ck_assert_str_eq(out, "alice=u-c\nbob=u-a\ncarol=u-b\n");
 	ctl_free(&out, &err);
@@ -156,17 +157,16 @@ START_TEST(get_headers_labels_sort)
 	ASSERT_HAS(out, "team=b");
 	ASSERT_HASNT(out, "PROVIDER"); /* not the wide table */
 	ctl_free(&out, &err);
-	ck_assert_int_eq(ctl(&out, &err, "get", "us", "--sort-by=.spec.userID", "-o", "name",
-	                         NULL),
-	        0);
+	ck_assert_int_eq(
+	        ctl(&out, &err, "get", "us", "--sort-by=.spec.userID", "-o", "name", NULL), 0);
 	ck_assert_str_eq(out, "userspace/bob\nuserspace/carol\nuserspace/alice\n");
 	ctl_free(&out, &err);
 	/* stable: equal keys keep the name order */
-	ck_assert_int_eq(ctl(&out, &err, "get", "us", "--sort-by",
-	                         "{.metadata.labels.team}", "--no-headers", "-o=wide", NULL),
+	ck_assert_int_eq(ctl(&out, &err, "get", "us", "--sort-by", "{.metadata.labels.team}",
+	                         "--no-headers", "-o=wide", NULL),
 	        0);
 	ck_assert_msg(strncmp(out, "alice", 5) == 0 && strstr(out, "carol") < strstr(out, "bob") &&
-	                      strstr(out, "default") != NULL,
+	                strstr(out, "default") != NULL,
 	        "%s", out);
 	ctl_free(&out, &err);
 	ck_assert_int_eq(ctl(&out, &err, "get", "us", "--sort-by", "{.x[?(@)]}", NULL), 2);
@@ -199,7 +199,8 @@ START_TEST(type_slash_name_everywhere)
 	char *out, *err;
 
 	apply_three();
-	ck_assert_int_eq(ctl(&out, &err, "get", "us/alice", "userspace/bob", "-o", "name", NULL), 0);
+	ck_assert_int_eq(
+	        ctl(&out, &err, "get", "us/alice", "userspace/bob", "-o", "name", NULL), 0);
 	ck_assert_str_eq(out, "userspace/alice\nuserspace/bob\n");
 	ctl_free(&out, &err);
 	ck_assert_int_eq(ctl(&out, &err, "describe", "us/carol", NULL), 0);
@@ -289,7 +290,6 @@ START_TEST(delete_all_forced)
 }
 END_TEST
 
-
 /* ---- patch ---- */
 
 START_TEST(patch_merge)
@@ -315,7 +315,8 @@ START_TEST(patch_merge)
 	rv = a->meta.resource_version;
 	sk_userspace_free(a);
 	/* the same patch again: nothing written */
-	ck_assert_int_eq(ctl(&out, &err, "patch", "us/alice", "-p", "spec: {mode: Paused}", NULL), 0);
+	ck_assert_int_eq(
+	        ctl(&out, &err, "patch", "us/alice", "-p", "spec: {mode: Paused}", NULL), 0);
 	ck_assert_str_eq(out, "userspace/alice patched (no change)\n");
 	ctl_free(&out, &err);
 	a = ctl_stored("alice");
@@ -330,8 +331,8 @@ START_TEST(patch_refusals)
 	sk_userspace *a;
 
 	apply_three();
-	ck_assert_int_eq(ctl(&out, &err, "patch", "us/alice", "-p", "{\"spec\":{\"mode\":\"Bogus\"}}",
-	                         NULL),
+	ck_assert_int_eq(
+	        ctl(&out, &err, "patch", "us/alice", "-p", "{\"spec\":{\"mode\":\"Bogus\"}}", NULL),
 	        1);
 	ASSERT_HAS(err, "spec.mode: must be one of");
 	ctl_free(&out, &err);
@@ -340,14 +341,15 @@ START_TEST(patch_refusals)
 	        1);
 	ASSERT_HAS(err, "metadata.name: cannot be changed");
 	ctl_free(&out, &err);
-	ck_assert_int_eq(ctl(&out, &err, "patch", "us/alice", "-p", "{\"spec\":{\"userID\":\"u-a\"}}",
-	                         NULL),
+	ck_assert_int_eq(
+	        ctl(&out, &err, "patch", "us/alice", "-p", "{\"spec\":{\"userID\":\"u-a\"}}", NULL),
 	        1); /* bob's */
 	ctl_free(&out, &err);
 	ck_assert_int_eq(ctl(&out, &err, "patch", "us/alice", "-p", "{\"spec\":", NULL), 2);
 	ASSERT_HAS(err, "-p: <patch>:");
 	ctl_free(&out, &err);
-	ck_assert_int_eq(ctl(&out, &err, "patch", "us/alice", "--type", "json", "-p", "[]", NULL), 2);
+	ck_assert_int_eq(
+	        ctl(&out, &err, "patch", "us/alice", "--type", "json", "-p", "[]", NULL), 2);
 	ctl_free(&out, &err);
 	ck_assert_int_eq(ctl(&out, &err, "patch", "us/ghost", "-p", "{}", NULL), 1);
 	ASSERT_HAS(err, "not found");
@@ -382,7 +384,8 @@ editor_script(const char *name, const char *body)
 
 START_TEST(edit_applies_with_cas)
 {
-	char *out, *err, *ed = editor_script("ed.sh", "sed -i 's/template: base/template: gpu/' \"$1\"\n");
+	char *out, *err,
+	        *ed = editor_script("ed.sh", "sed -i 's/template: base/template: gpu/' \"$1\"\n");
 	char *tmp = sk_asprintf("TMPDIR=%s", ctl_dir);
 	const char *env[] = { ed, tmp, NULL }, *args[] = { "edit", "us/alice", NULL };
 	sk_userspace *a;
@@ -407,10 +410,11 @@ END_TEST
 START_TEST(edit_reopens_on_error)
 {
 	char *out, *err, *copy = sk_asprintf("%s/round2.yaml", ctl_dir);
-	char *body = sk_asprintf("n=$(cat %s/count 2>/dev/null || echo 0); n=$((n+1)); echo $n >%s/count\n"
-	                         "cp \"$1\" %s/round$n.yaml\n"
-	                         "if [ $n = 1 ]; then sed -i 's/mode: Running/mode: Sleeping/' \"$1\";\n"
-	                         "else sed -i 's/mode: Sleeping/mode: Paused/' \"$1\"; fi\n",
+	char *body = sk_asprintf(
+	        "n=$(cat %s/count 2>/dev/null || echo 0); n=$((n+1)); echo $n >%s/count\n"
+	        "cp \"$1\" %s/round$n.yaml\n"
+	        "if [ $n = 1 ]; then sed -i 's/mode: Running/mode: Sleeping/' \"$1\";\n"
+	        "else sed -i 's/mode: Sleeping/mode: Paused/' \"$1\"; fi\n",
 	        ctl_dir, ctl_dir, ctl_dir);
 	char *ed = editor_script("ed.sh", body), *text;
 	const char *env[] = { ed, NULL }, *args[] = { "edit", "userspace", "bob", NULL };
@@ -498,6 +502,133 @@ START_TEST(edit_conflict_writes_nothing)
 }
 END_TEST
 
+/* ---- did you mean, explain, completion, help ---- */
+
+START_TEST(mistyped_command)
+{
+	char *out, *err;
+
+	ck_assert_int_eq(ctl(&out, &err, "gett", "us", NULL), 2);
+	ASSERT_HAS(err, "unknown command \"gett\"");
+	ASSERT_HAS(err, "Did you mean this?\n\tget\n");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "pach", NULL), 2);
+	ASSERT_HAS(err, "\tpatch\n");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "frobnicate", NULL), 2);
+	ASSERT_HASNT(err, "Did you mean");
+	ctl_free(&out, &err);
+}
+END_TEST
+
+START_TEST(explain_fields)
+{
+	char *out, *err;
+
+	ck_assert_int_eq(ctl(&out, &err, "explain", "userspace", NULL), 0);
+	ASSERT_HAS(out, "KIND:     UserSpace\nVERSION:  spacekeeper.dev/v1alpha1\n");
+	ASSERT_HAS(out, "   spec\t<Object>\n");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "explain", "us.spec", NULL), 0);
+	ASSERT_HAS(out, "   userID\t<string> -required-\n");
+	ASSERT_HAS(out, "   lifecycle\t<Object>\n");
+	ASSERT_HASNT(out, "idleTimeout"); /* one level only */
+	ctl_free(&out, &err);
+	ck_assert_int_eq(
+	        ctl(&out, &err, "explain", "userspace.spec.lifecycle.idleTimeout", NULL), 0);
+	ASSERT_HAS(out, "FIELD:    idleTimeout <string>");
+	ASSERT_HAS(out, "Default: 15m.");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "explain", "userspace.spec.health.remediation", NULL), 0);
+	ASSERT_HAS(out, "One of: Replace, Report. Default: Report.");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "explain", "userspace.spec.resources.cpuCount", NULL), 0);
+	ASSERT_HAS(out, "<integer>");
+	ASSERT_HAS(out, "From 1 to 64.");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "explain", "userspace.spec.nope", NULL), 1);
+	ASSERT_HAS(err, "field \"spec.nope\" does not exist");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "explain", "usrspace.spec", NULL), 2);
+	ASSERT_HAS(err, "did you mean \"userspace\"?");
+	ctl_free(&out, &err);
+}
+END_TEST
+
+/* Sources the bash script and completes words (the last one is completed). */
+static char *
+complete_bash(const char *script, const char *words)
+{
+	char *cmd =
+	        sk_asprintf("source %s; COMP_WORDS=(%s); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); "
+	                    "_spacectl; echo \"[${COMPREPLY[*]}]\"",
+	                script, words);
+	const char *argv[] = { "/bin/bash", "-c", cmd, NULL }, *env[] = { ctl_env_uri, NULL };
+	char *out, *err;
+
+	ck_assert_int_eq(sk_test_run(argv, env, NULL, &out, &err, 60), 0);
+	free(err);
+	free(cmd);
+	return out;
+}
+
+START_TEST(completion_scripts)
+{
+	char *out, *err, *path, *words, *got;
+
+	apply_three();
+	ck_assert_int_eq(ctl(&out, &err, "completion", "bash", NULL), 0);
+	ASSERT_HAS(out, "complete -F _spacectl spacectl");
+	path = ctl_write_text("comp.bash", out);
+	ctl_free(&out, &err);
+	got = complete_bash(path, "spacectl pa");
+	ck_assert_str_eq(got, "[patch]\n");
+	free(got);
+	got = complete_bash(path, "spacectl get --no");
+	ck_assert_str_eq(got, "[--no-headers]\n");
+	free(got);
+	got = complete_bash(path, "spacectl delete --al");
+	ck_assert_str_eq(got, "[--all]\n");
+	free(got);
+	/* names from the database the line names */
+	words = sk_asprintf("%s --database %s get us ''", sk_test_bin("spacectl"), ctl_db);
+	got = complete_bash(path, words);
+	ck_assert_str_eq(got, "[userspace userspaces us alice bob carol]\n");
+	free(got);
+	free(words);
+	words = sk_asprintf("%s --database %s describe us/c", sk_test_bin("spacectl"), ctl_db);
+	got = complete_bash(path, words);
+	ck_assert_str_eq(got, "[us/carol]\n");
+	free(got);
+	free(words);
+	free(path);
+	ck_assert_int_eq(ctl(&out, &err, "completion", "zsh", NULL), 0);
+	ASSERT_HAS(out, "#compdef spacectl");
+	ASSERT_HAS(out, "bashcompinit");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "completion", "fish", NULL), 2);
+	ctl_free(&out, &err);
+}
+END_TEST
+
+START_TEST(help_on_new_commands)
+{
+	static const char *const cmds[] = { "patch", "edit", "explain", "completion" };
+	char *out, *err, want[64];
+
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		ck_assert_int_eq(ctl(&out, &err, cmds[i], "--help", NULL), 0);
+		snprintf(want, sizeof(want), "usage: spacectl %s", cmds[i]);
+		ASSERT_HAS(out, want);
+		ASSERT_HAS(out, "Example");
+		ctl_free(&out, &err);
+		ck_assert_int_eq(ctl(&out, &err, "--help", NULL), 0);
+		ASSERT_HAS(out, cmds[i]);
+		ctl_free(&out, &err);
+	}
+}
+END_TEST
+
 Suite *
 sk_suite_spacectl_kubectl(void)
 {
@@ -521,6 +652,10 @@ sk_suite_spacectl_kubectl(void)
 	tcase_add_test(tc, edit_reopens_on_error);
 	tcase_add_test(tc, edit_cancels);
 	tcase_add_test(tc, edit_conflict_writes_nothing);
+	tcase_add_test(tc, mistyped_command);
+	tcase_add_test(tc, explain_fields);
+	tcase_add_test(tc, completion_scripts);
+	tcase_add_test(tc, help_on_new_commands);
 	suite_add_tcase(s, tc);
 	return s;
 }
