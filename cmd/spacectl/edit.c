@@ -205,8 +205,8 @@ write_next(edit_ctx *c, const sk_userspace *next)
 		              "nothing was written; your changes are in %s",
 		        c->name, c->path);
 	else
-		sk_cli_errorf("userspace/%s: %s; your changes are in %s", c->name, err.message,
-		        c->path);
+		sk_cli_errorf(
+		        "userspace/%s: %s; your changes are in %s", c->name, err.message, c->path);
 	return sk_cli_exit_code(rc == SK_ECONFLICT ? SK_ECONFLICT : rc);
 }
 

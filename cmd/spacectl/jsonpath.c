@@ -155,8 +155,8 @@ parse_bracket(jp_parser *ps, jp_node *n)
 	} else {
 		idx = strtol(ps->p, &end, 10);
 		if (end == ps->p)
-			return jp_fail(ps, start,
-			        "unsupported subscript (supported: [N], [*], ['key'])");
+			return jp_fail(
+			        ps, start, "unsupported subscript (supported: [N], [*], ['key'])");
 		ps->p = end;
 		jp_push_step(n, STEP_INDEX, NULL, idx);
 	}
@@ -312,7 +312,9 @@ select_values(json_t *v, const jp_step *steps, size_t n, json_t *out)
 		return;
 	}
 	switch (steps[0].kind) {
-	case STEP_KEY: select_values(json_object_get(v, steps[0].key), steps + 1, n - 1, out); break;
+	case STEP_KEY:
+		select_values(json_object_get(v, steps[0].key), steps + 1, n - 1, out);
+		break;
 	case STEP_INDEX: {
 		long idx = steps[0].index, len = (long)json_array_size(v);
 		if (idx < 0)
@@ -323,11 +325,10 @@ select_values(json_t *v, const jp_step *steps, size_t n, json_t *out)
 	}
 	case STEP_ALL:
 		if (json_is_array(v)) {
-			json_array_foreach (v, i, child)
-				select_values(child, steps + 1, n - 1, out);
+			json_array_foreach(v, i, child) select_values(child, steps + 1, n - 1, out);
 		} else if (json_is_object(v)) {
-			json_object_foreach (v, k, child)
-				select_values(child, steps + 1, n - 1, out);
+			json_object_foreach(v, k, child)
+			        select_values(child, steps + 1, n - 1, out);
 		}
 		break;
 	}
@@ -382,7 +383,8 @@ exec_node(const jp_node *n, json_t *cur, sk_buf *b)
 		json_decref(vals);
 		vals = v;
 	}
-	json_array_foreach (vals, i, v) {
+	json_array_foreach(vals, i, v)
+	{
 		if (n->kind == NODE_RANGE) {
 			exec_seq(n->body, v, b);
 		} else {

@@ -65,8 +65,8 @@ unknown_type(const sk_cli_help *h, const char *type)
 	s = sk_cli_suggest(type, sk_cli_userspace_names, n);
 	if (s)
 		return sk_cli_usage_error(h,
-		        "unknown resource type \"%s\" (userspaces, us); did you mean \"%s\"?",
-		        type, s);
+		        "unknown resource type \"%s\" (userspaces, us); did you mean \"%s\"?", type,
+		        s);
 	return sk_cli_usage_error(h, "unknown resource type \"%s\" (userspaces, us)", type);
 }
 
@@ -86,8 +86,7 @@ slash_name(const sk_cli_help *h, const char *arg, int *rc)
 }
 
 int
-sk_cli_object_args(
-        const sk_cli_help *h, char **args, int n, bool type_optional, sk_cli_strv *names)
+sk_cli_object_args(const sk_cli_help *h, char **args, int n, bool type_optional, sk_cli_strv *names)
 {
 	bool typed = false, slashed = n > 0 && strchr(args[0], '/') != NULL;
 	int i = 0, rc = SK_CLI_CONTINUE;

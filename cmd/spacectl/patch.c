@@ -47,8 +47,7 @@ sk_cli_same_desired(const sk_userspace *a, const sk_userspace *b)
 }
 
 int
-sk_cli_next_version(
-        const sk_userspace *cur, const sk_doc *d, sk_userspace **out, sk_errlist *errs)
+sk_cli_next_version(const sk_userspace *cur, const sk_doc *d, sk_userspace **out, sk_errlist *errs)
 {
 	sk_userspace *next = NULL;
 	int line = 0, col = 0;
@@ -78,7 +77,8 @@ merge_patch(json_t *target, json_t *patch)
 	if (!json_is_object(patch))
 		return json_deep_copy(patch);
 	result = json_is_object(target) ? json_deep_copy(target) : json_object();
-	json_object_foreach (patch, k, v) {
+	json_object_foreach(patch, k, v)
+	{
 		if (json_is_null(v))
 			json_object_del(result, k);
 		else
