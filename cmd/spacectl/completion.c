@@ -65,7 +65,8 @@ flags_of(const char *text, sk_buf *out)
 		if (!seen && out->data) {
 			const char *q = out->data;
 			while (!seen && (q = strstr(q, flag)) != NULL) {
-				seen = (q == out->data || q[-1] == ' ') && (q[n] == ' ' || q[n] == '\0');
+				seen = (q == out->data || q[-1] == ' ') &&
+				        (q[n] == ' ' || q[n] == '\0');
 				q += n;
 			}
 		}

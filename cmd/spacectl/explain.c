@@ -32,20 +32,24 @@ static const struct object_doc {
 	{ "", "A UserSpace declares one resident sandbox for one user." },
 	{ "apiVersion", "spacekeeper.dev/v1alpha1." },
 	{ "kind", "UserSpace." },
-	{ "metadata", "Standard object metadata: name, labels, annotations; the store sets uid, "
-	              "generation, resourceVersion, creationTimestamp, deletionTimestamp and "
-	              "finalizers." },
-	{ "metadata.name", "The object's name, a DNS-1123 label (1-63 characters); the key of "
-	                   "everything." },
+	{ "metadata",
+	        "Standard object metadata: name, labels, annotations; the store sets uid, "
+	        "generation, resourceVersion, creationTimestamp, deletionTimestamp and "
+	        "finalizers." },
+	{ "metadata.name",
+	        "The object's name, a DNS-1123 label (1-63 characters); the key of "
+	        "everything." },
 	{ "metadata.labels", "Labels, selected with -l." },
-	{ "metadata.annotations", "Annotations; spacekeeper.dev/paused=true holds every "
-	                          "provider change for this object (report only)." },
+	{ "metadata.annotations",
+	        "Annotations; spacekeeper.dev/paused=true holds every "
+	        "provider change for this object (report only)." },
 	{ "spec", "The desired state of the user's sandbox." },
 	{ "spec.resources", "The sandbox size." },
 	{ "spec.lifecycle", "When the sandbox sleeps and wakes." },
 	{ "spec.health", "What counts as unhealthy, and what the controller does about it." },
-	{ "status", "The observed state, written by the controller (read-only): phase, "
-	            "sandboxID, conditions, drift. See spacectl describe." },
+	{ "status",
+	        "The observed state, written by the controller (read-only): phase, "
+	        "sandboxID, conditions, drift. See spacectl describe." },
 };
 #define NOBJECTS (sizeof(OBJECTS) / sizeof(OBJECTS[0]))
 
@@ -172,14 +176,18 @@ print_child(const char *path)
 	const char *d;
 
 	if (f) {
-		printf("   %s\t<%s>%s\n", leaf(path), type_name(f), f->required ? " -required-" : "");
+		printf("   %s\t<%s>%s\n", leaf(path), type_name(f),
+		        f->required ? " -required-" : "");
 		field_text(f, &b);
 		d = b.data;
 	} else {
 		bool str = strcmp(path, "apiVersion") == 0 || strcmp(path, "kind") == 0 ||
-		           strcmp(path, "metadata.name") == 0;
+		        strcmp(path, "metadata.name") == 0;
 		bool map = strncmp(path, "metadata.", 9) == 0 && !str;
-		printf("   %s\t<%s>\n", leaf(path), str ? "string" : map ? "map[string]string" : "Object");
+		printf("   %s\t<%s>\n", leaf(path),
+		        str           ? "string"
+		                : map ? "map[string]string"
+		                      : "Object");
 		d = object_desc(path);
 	}
 	if (d && *d)
@@ -197,15 +205,18 @@ explain(const char *path)
 	sk_buf b = SK_BUF_INIT(0);
 
 	if (f == NULL && n == 0 && object_desc(path) == NULL) {
-		sk_cli_errorf("field \"%s\" does not exist in UserSpace (spacectl explain userspace "
-		              "lists the fields)",
+		sk_cli_errorf(
+		        "field \"%s\" does not exist in UserSpace (spacectl explain userspace "
+		        "lists the fields)",
 		        path);
 		return SK_EXIT_FAIL;
 	}
 	printf("KIND:     %s\nVERSION:  %s\n\n", SK_KIND_USERSPACE, SK_API_VERSION);
 	if (*path)
 		printf("FIELD:    %s <%s>\n\n", leaf(path),
-		        f ? type_name(f) : n > 0 || strcmp(path, "status") == 0 ? "Object" : "string");
+		        f                                              ? type_name(f)
+		                : n > 0 || strcmp(path, "status") == 0 ? "Object"
+		                                                       : "string");
 	if (f)
 		field_text(f, &b);
 	printf("DESCRIPTION:\n");
@@ -248,7 +259,8 @@ sk_cmd_explain(int argc, char **argv)
 			return rc;
 	}
 	if (argc - optind != 1)
-		return sk_cli_usage_error(&help, "name one resource or field: explain userspace.spec");
+		return sk_cli_usage_error(
+		        &help, "name one resource or field: explain userspace.spec");
 	arg = argv[optind];
 	dot = strchr(arg, '.');
 	type = dot ? sk_strndup(arg, (size_t)(dot - arg)) : sk_strdup(arg);
