@@ -24,6 +24,7 @@ static const sk_cli_command commands[] = {
 	{ "edit", sk_cmd_edit, "edit a UserSpace in $EDITOR and apply it (compare-and-swap)" },
 	{ "explain", sk_cmd_explain, "describe the fields of UserSpace (explain userspace.spec)" },
 	{ "completion", sk_cmd_completion, "print a shell completion script (bash, zsh)" },
+	{ "config", sk_cmd_config, "named contexts (database URIs), like kubectl config" },
 	{ "diff", sk_cmd_diff, "show what apply would change (exit 1 when it would)" },
 	{ "validate", sk_cmd_validate, "check files offline, without a database" },
 	{ "sandboxes", sk_cmd_sandboxes, "list the sandboxes that exist at the providers" },
@@ -47,6 +48,7 @@ print_usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: spacectl [--mongodb-uri uri] [--database name] [--timeout duration]\n"
+	        "                [--context name]\n"
 	        "                command [flags] [args]\n"
 	        "       spacectl help [command]\n");
 }

@@ -53,6 +53,7 @@ typedef struct sk_cli_globals {
 	const char *mongodb_uri; /* NULL: $SPACEKEEPER_MONGODB_URI or the default */
 	const char *database; /* NULL: "spacekeeper" */
 	int64_t timeout_ms; /* store timeout, default 3 s */
+	const char *context; /* --context: NULL uses current-context (config.c) */
 	const sk_controller_config *config; /* set by sk_cli_load_config (borrowed) */
 } sk_cli_globals;
 extern sk_cli_globals sk_cli;
@@ -62,6 +63,7 @@ enum {
 	SK_OPT_MONGODB_URI = 256,
 	SK_OPT_DATABASE,
 	SK_OPT_TIMEOUT,
+	SK_OPT_CONTEXT,
 	SK_OPT_FIRST_CMD = 300, /* commands number their own long-only flags from here */
 };
 /* clang-format off */
@@ -69,6 +71,7 @@ enum {
 	{ "mongodb-uri", required_argument, NULL, SK_OPT_MONGODB_URI }, \
 	{ "database", required_argument, NULL, SK_OPT_DATABASE }, \
 	{ "timeout", required_argument, NULL, SK_OPT_TIMEOUT }, \
+	{ "context", required_argument, NULL, SK_OPT_CONTEXT }, \
 	{ "help", no_argument, NULL, 'h' }
 /* clang-format on */
 #define SK_CLI_GLOBAL_HELP                                                                         \
@@ -76,6 +79,7 @@ enum {
 	"  --mongodb-uri URI  MongoDB URI (env SPACEKEEPER_MONGODB_URI,\n"                         \
 	"                     default mongodb://127.0.0.1:27017)\n"                                \
 	"  --database NAME    database name (default spacekeeper)\n"                               \
+	"  --context NAME     use this context of spacectl config (default current-context)\n"     \
 	"  --timeout DURATION give up on an unreachable database after this long (default 3s)\n"   \
 	"  -h, --help         print this help\n"
 
@@ -161,6 +165,15 @@ void sk_cli_print_userspace_table(sk_userspace *const *items, size_t n, bool wid
  * then one row per change until Ctrl-C or timeout_ms (0: none). Returns an exit code. */
 int sk_cli_get_watch(sk_store *st, char **names, size_t nnames, const sk_selector *sel,
         sk_output fmt, int64_t timeout_ms);
+
+/* ---- contexts (config.c) ---- */
+/* The context file: $SPACECTL_CONFIG, $XDG_CONFIG_HOME/spacectl/config.yaml
+ * or ~/.config/spacectl/config.yaml. Static buffer. */
+const char *sk_cli_context_file(void);
+/* The context the command line selects (--context, else current-context);
+ * out->name NULL when none. Strings borrow from *keep (caller decrefs).
+ * Prints errors (invalid file, unknown context) and returns an exit code. */
+int sk_cli_current_context(sk_config_context *out, json_t **keep);
 
 /* ---- writing a whole object (patch.c; patch and edit) ---- */
 /* Labels, annotations and spec equal (what apply, patch and edit change). */

@@ -613,7 +613,7 @@ END_TEST
 
 START_TEST(help_on_new_commands)
 {
-	static const char *const cmds[] = { "patch", "edit", "explain", "completion" };
+	static const char *const cmds[] = { "patch", "edit", "explain", "completion", "config" };
 	char *out, *err, want[64];
 
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
@@ -626,6 +626,135 @@ START_TEST(help_on_new_commands)
 		ASSERT_HAS(out, cmds[i]);
 		ctl_free(&out, &err);
 	}
+}
+END_TEST
+
+/* ---- config contexts ---- */
+
+/* Runs spacectl with exactly these args (no --database) and environment
+ * (the MongoDB variable empty unless env sets it, the context file given). */
+static int
+ctl_ctx(const char *uri_env, char **out, char **err, const char *const *args)
+{
+	char *cfg = sk_asprintf("SPACECTL_CONFIG=%s/ctx/config.yaml", ctl_dir);
+	char *uri = sk_asprintf("SPACEKEEPER_MONGODB_URI=%s", uri_env ? uri_env : "");
+	const char *argv[24], *env[] = { uri, cfg, NULL };
+	size_t n = 0;
+	int rc;
+
+	argv[n++] = "spacectl";
+	for (size_t i = 0; args[i] && n < 22; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	rc = sk_test_run(argv, env, NULL, out, err, 60);
+	free(cfg);
+	free(uri);
+	return rc;
+}
+
+#define DEAD_URI "mongodb://127.0.0.1:1"
+
+START_TEST(config_contexts)
+{
+	const char *real = sk_test_mongodb_uri();
+	char *out, *err, *file = ctl_write_us("a.yaml", "ctx-a", "u-ctx", NULL);
+	const char *set_t[] = { "config", "set-context", "t", "--mongodb-uri", real, "--database",
+		ctl_db, "--current", NULL };
+	const char *set_dead[] = { "config", "set-context", "dead", "--mongodb-uri", DEAD_URI,
+		"--database", ctl_db, NULL };
+	const char *apply[] = { "apply", "-f", file, NULL };
+	const char *get_dead[] = { "--context", "dead", "get", "us", "-o", "name", "--timeout",
+		"1s", NULL };
+	const char *get_dead_flag[] = { "--context", "dead", "get", "us", "-o", "name",
+		"--mongodb-uri", real, NULL };
+	const char *list[] = { "config", "get-contexts", NULL };
+	const char *use[] = { "config", "use-context", "dead", NULL };
+	const char *cur[] = { "config", "current-context", NULL };
+	const char *nope[] = { "--context", "nope", "get", "us", NULL };
+	struct stat st;
+	sk_userspace *a;
+
+	ck_assert_int_eq(ctl_ctx(NULL, &out, &err, cur), 1); /* no file yet */
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl_ctx(NULL, &out, &err, set_t), 0);
+	ck_assert_str_eq(out, "Context \"t\" created.\nSwitched to context \"t\".\n");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl_ctx(NULL, &out, &err, set_dead), 0);
+	ctl_free(&out, &err);
+	{
+		char *path = sk_asprintf("%s/ctx/config.yaml", ctl_dir);
+		ck_assert_int_eq(stat(path, &st), 0);
+		ck_assert_int_eq(st.st_mode & 0777, 0600);
+		free(path);
+	}
+	/* no flag, no variable: the current context's URI and database */
+	ck_assert_int_eq(ctl_ctx(NULL, &out, &err, apply), 0);
+	ctl_free(&out, &err);
+	a = ctl_stored("ctx-a");
+	ck_assert_ptr_nonnull(a);
+	sk_userspace_free(a);
+	/* context "dead": unreachable; the variable and the flag override it */
+	ck_assert_int_eq(ctl_ctx(NULL, &out, &err, get_dead), 3);
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl_ctx(real, &out, &err, get_dead), 0);
+	ck_assert_str_eq(out, "userspace/ctx-a\n");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl_ctx(DEAD_URI, &out, &err, get_dead_flag), 0);
+	ck_assert_str_eq(out, "userspace/ctx-a\n");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl_ctx(NULL, &out, &err, list), 0);
+	ASSERT_HAS(out, "CURRENT");
+	ck_assert_msg(strstr(out, "*         t ") != NULL, "%s", out);
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl_ctx(NULL, &out, &err, use), 0);
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl_ctx(NULL, &out, &err, cur), 0);
+	ck_assert_str_eq(out, "dead\n");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl_ctx(NULL, &out, &err, nope), 1);
+	ASSERT_HAS(err, "context \"nope\" is not in");
+	ctl_free(&out, &err);
+	free(file);
+}
+END_TEST
+
+START_TEST(config_file_errors)
+{
+	const char *bad_uri[] = { "config", "set-context", "x", "--mongodb-uri", "http://x", NULL };
+	const char *view[] = { "config", "view", NULL },
+	           *raw[] = { "config", "view", "--raw", NULL };
+	const char *set_pw[] = { "config", "set-context", "pw", "--mongodb-uri",
+		"mongodb://u:s3cret@127.0.0.1:1", NULL };
+	const char *get[] = { "get", "us", NULL };
+	char *out, *err, *path;
+
+	ck_assert_int_eq(ctl_ctx(NULL, &out, &err, bad_uri), 1);
+	ASSERT_HAS(err, "--mongodb-uri: must start with mongodb://");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl_ctx(NULL, &out, &err, set_pw), 0);
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl_ctx(NULL, &out, &err, view), 0);
+	ASSERT_HAS(out, "mongodb://u:REDACTED@127.0.0.1:1");
+	ASSERT_HASNT(out, "s3cret");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl_ctx(NULL, &out, &err, raw), 0);
+	ASSERT_HAS(out, "s3cret");
+	ctl_free(&out, &err);
+	/* a broken file names the field and the line */
+	path = ctl_write_text("ctx/config.yaml",
+	        "current-context: a\ncontexts:\n- name: a\n  context: {mongodbURI: 5, port: 1}\n");
+	ck_assert_int_eq(ctl_ctx(NULL, &out, &err, get), 1);
+	ASSERT_HAS(err, "contexts[0].context.mongodbURI: must be a string");
+	ASSERT_HAS(err, "config.yaml:4:");
+	ASSERT_HAS(err, "contexts[0].context.port: unknown field");
+	ctl_free(&out, &err);
+	free(path);
+	path = ctl_write_text("ctx/config.yaml",
+	        "current-context: a\ncontexts:\n- name: a\n  context: {database: \"a b\"}\n");
+	ck_assert_int_eq(ctl_ctx(NULL, &out, &err, get), 1);
+	ASSERT_HAS(err, "context \"a\" database");
+	ctl_free(&out, &err);
+	free(path);
 }
 END_TEST
 
@@ -656,6 +785,8 @@ sk_suite_spacectl_kubectl(void)
 	tcase_add_test(tc, explain_fields);
 	tcase_add_test(tc, completion_scripts);
 	tcase_add_test(tc, help_on_new_commands);
+	tcase_add_test(tc, config_contexts);
+	tcase_add_test(tc, config_file_errors);
 	suite_add_tcase(s, tc);
 	return s;
 }
