@@ -127,7 +127,9 @@ run_editor(const edit_ctx *c)
 		ed = getenv("EDITOR");
 	if (ed == NULL || *ed == '\0')
 		ed = "vi";
-	cmd = sk_asprintf("%s '%s'", ed, c->path); /* mkstemps: no quote in the path */
+	/* the path reaches sh as a quoted variable: any TMPDIR is safe */
+	setenv("SPACECTL_EDIT_FILE", c->path, 1);
+	cmd = sk_asprintf("%s \"$SPACECTL_EDIT_FILE\"", ed);
 	fflush(stdout);
 	st = system(cmd);
 	free(cmd);

@@ -386,10 +386,11 @@ START_TEST(edit_applies_with_cas)
 {
 	char *out, *err,
 	        *ed = editor_script("ed.sh", "sed -i 's/template: base/template: gpu/' \"$1\"\n");
-	char *tmp = sk_asprintf("TMPDIR=%s", ctl_dir);
+	char *dir = sk_asprintf("%s/it's a dir", ctl_dir), *tmp = sk_asprintf("TMPDIR=%s", dir);
 	const char *env[] = { ed, tmp, NULL }, *args[] = { "edit", "us/alice", NULL };
 	sk_userspace *a;
 
+	mkdir(dir, 0755); /* a quote and spaces in the temporary file's path */
 	apply_three();
 	ck_assert_int_eq(ctl_env(env, NULL, &out, &err, args), 0);
 	ck_assert_str_eq(out, "userspace/alice edited\n");
@@ -404,6 +405,7 @@ START_TEST(edit_applies_with_cas)
 	ctl_free(&out, &err);
 	free(ed);
 	free(tmp);
+	free(dir);
 }
 END_TEST
 
