@@ -13,9 +13,10 @@
 static const sk_cli_help help = {
 	"completion",
 	"spacectl completion bash|zsh",
-	"Prints a shell completion script: commands, flags, and UserSpace names (asked\n"
-	"of the database named by --mongodb-uri and --database on the command line\n"
-	"being completed, else the environment).\n"
+	"Prints a shell completion script: commands, flags, context names, and\n"
+	"UserSpace names, asked of the database that the line being completed names\n"
+	"(with --mongodb-uri, --database, --context), else of the environment and the\n"
+	"current context.\n"
 	"\n"
 	"Examples:\n"
 	"  source <(spacectl completion bash)\n"
@@ -52,28 +53,58 @@ help_text(const sk_cli_command *cmd)
 	return sk_buf_detach(&b);
 }
 
+/* Appends flag to out unless it is there already. */
+static void
+add_flag(sk_buf *out, const char *text, size_t n)
+{
+	char flag[64];
+	const char *q = out->data;
+
+	if (n >= sizeof(flag))
+		return;
+	memcpy(flag, text, n);
+	flag[n] = '\0';
+	while (q && (q = strstr(q, flag)) != NULL) {
+		if ((q == out->data || q[-1] == ' ') && (q[n] == ' ' || q[n] == '\0'))
+			return;
+		q += n;
+	}
+	sk_buf_printf(out, "%s%s", out->len ? " " : "", flag);
+}
+
+/* Whether the "--" at p names a flag: in the usage (before the first blank
+ * line), in brackets, or first on its line ("  -o, --output", "      --all");
+ * not a word of the prose ("EDITOR=\"code --wait\""). */
+static bool
+is_flag_at(const char *line, const char *p, bool in_usage)
+{
+	const char *q = line + strspn(line, " ");
+
+	if (in_usage || (p > line && p[-1] == '['))
+		return true;
+	if (q[0] == '-' && q[1] != '-' && q[2] == ',' && q[3] == ' ')
+		q += 4;
+	return q == p;
+}
+
 /* The --long flags in a help text, each once, space-separated into out. */
 static void
 flags_of(const char *text, sk_buf *out)
 {
-	const char *p = text;
+	bool in_usage = true;
 
-	while ((p = strstr(p, "--")) != NULL) {
-		size_t n = 2 + strspn(p + 2, "abcdefghijklmnopqrstuvwxyz-");
-		char *flag = sk_strndup(p, n);
-		bool seen = n <= 2 || p[2] == '-' || (p > text && p[-1] != ' ' && p[-1] != '[');
-		if (!seen && out->data) {
-			const char *q = out->data;
-			while (!seen && (q = strstr(q, flag)) != NULL) {
-				seen = (q == out->data || q[-1] == ' ') &&
-				        (q[n] == ' ' || q[n] == '\0');
-				q += n;
-			}
+	for (const char *line = text; *line;) {
+		const char *eol = strchr(line, '\n'), *p = line;
+		size_t len = eol ? (size_t)(eol - line) : strlen(line);
+		if (len == 0)
+			in_usage = false;
+		while ((p = strstr(p, "--")) != NULL && p < line + len) {
+			size_t n = 2 + strspn(p + 2, "abcdefghijklmnopqrstuvwxyz-");
+			if (n > 2 && is_flag_at(line, p, in_usage))
+				add_flag(out, p, n);
+			p += n;
 		}
-		if (!seen)
-			sk_buf_printf(out, "%s%s", out->len ? " " : "", flag);
-		free(flag);
-		p += n;
+		line += len + (eol ? 1 : 0);
 	}
 }
 
@@ -105,7 +136,7 @@ print_bash(void)
 	       "\tlocal i args=()\n"
 	       "\tfor ((i = 1; i < ${#COMP_WORDS[@]} - 1; i++)); do\n"
 	       "\t\tcase \"${COMP_WORDS[i]}\" in\n"
-	       "\t\t--mongodb-uri | --database) args+=(\"${COMP_WORDS[i]}\" "
+	       "\t\t--mongodb-uri | --database | --context) args+=(\"${COMP_WORDS[i]}\" "
 	       "\"${COMP_WORDS[i + 1]}\") ;;\n"
 	       "\t\tesac\n"
 	       "\tdone\n"
@@ -121,12 +152,15 @@ print_bash(void)
 	printf("\"\n"
 	       "\tfor ((i = 1; i < COMP_CWORD; i++)); do\n"
 	       "\t\tcase \"${COMP_WORDS[i]}\" in\n"
-	       "\t\t--mongodb-uri | --database | --timeout) ((i++)) ;;\n"
+	       "\t\t--mongodb-uri | --database | --timeout | --context) ((i++)) ;;\n"
 	       "\t\t-*) ;;\n"
 	       "\t\t*) cmd=${COMP_WORDS[i]}; break ;;\n"
 	       "\t\tesac\n"
 	       "\tdone\n"
 	       "\tcase \"$prev\" in\n"
+	       "\t--context) COMPREPLY=($(compgen -W \"$(\"${COMP_WORDS[0]}\" config get-contexts "
+	       "2>/dev/null | awk 'NR > 1 {print ($1 == \"*\") ? $2 : $1}')\" -- \"$cur\")); "
+	       "return ;;\n"
 	       "\t--mongodb-uri | --database | --timeout | -l | --selector | -p | --patch) "
 	       "return ;;\n"
 	       "\t-f | --filename | --config) COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n"
@@ -134,7 +168,8 @@ print_bash(void)
 	       "jsonpath=\" -- \"$cur\")); return ;;\n"
 	       "\tesac\n"
 	       "\tif [[ -z $cmd ]]; then\n"
-	       "\t\tCOMPREPLY=($(compgen -W \"$cmds --mongodb-uri --database --timeout --help\" "
+	       "\t\tCOMPREPLY=($(compgen -W \"$cmds --mongodb-uri --database --timeout --context "
+	       "--help\" "
 	       "-- \"$cur\"))\n"
 	       "\t\treturn\n"
 	       "\tfi\n"

@@ -592,6 +592,11 @@ START_TEST(completion_scripts)
 	got = complete_bash(path, "spacectl delete --al");
 	ck_assert_str_eq(got, "[--all]\n");
 	free(got);
+	/* flags come from the usage and flag lines, not from the prose
+	 * ("EDITOR=\"code --wait\"" in edit's help) */
+	got = complete_bash(path, "spacectl edit --w");
+	ck_assert_str_eq(got, "[]\n");
+	free(got);
 	/* names from the database the line names */
 	words = sk_asprintf("%s --database %s get us ''", sk_test_bin("spacectl"), ctl_db);
 	got = complete_bash(path, words);
@@ -601,6 +606,12 @@ START_TEST(completion_scripts)
 	words = sk_asprintf("%s --database %s describe us/c", sk_test_bin("spacectl"), ctl_db);
 	got = complete_bash(path, words);
 	ck_assert_str_eq(got, "[us/carol]\n");
+	free(got);
+	free(words);
+	/* a --context value is not the command */
+	words = sk_asprintf("%s --context x --database %s ge", sk_test_bin("spacectl"), ctl_db);
+	got = complete_bash(path, words);
+	ck_assert_str_eq(got, "[get]\n");
 	free(got);
 	free(words);
 	free(path);
