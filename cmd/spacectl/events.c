@@ -10,7 +10,8 @@
 
 static const sk_cli_help help = {
 	"events",
-	"spacectl events [-o table|yaml|json] [--limit n] [[userspace] name | --orphans]",
+	"spacectl events [-o table|yaml|json] [--limit n] [[userspace] name | --orphans]\n"
+	"spacectl events [-o table|yaml|json] [--limit n] userspace/name",
 	"Lists the events of every UserSpace, or of one, oldest first (by the last\n"
 	"time seen). Repeated events are aggregated: COUNT says how often, FIRST SEEN\n"
 	"and LAST SEEN how long ago the first and the latest happened.\n"

@@ -12,7 +12,8 @@
 
 static const sk_cli_help help = {
 	"plan",
-	"spacectl plan [--config file] [-o table|yaml|json] [--exit-code] [name ...]\n"
+	"spacectl plan [--config file] [-o table|yaml|json] [--exit-code] [[userspace] name ...]\n"
+	"spacectl plan [--config file] [-o table|yaml|json] [--exit-code] userspace/name ...\n"
 	"spacectl plan [--config file] [-o table|yaml|json] [--exit-code] -f path ...",
 	"Prints what the controller would do now for each UserSpace: the ordered\n"
 	"actions, the next phase, the drift and when it would look again. It runs the\n"
