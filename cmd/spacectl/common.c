@@ -5,7 +5,7 @@
 
 #include "spacectl.h"
 
-sk_cli_globals sk_cli = { NULL, NULL, 3000, NULL };
+sk_cli_globals sk_cli = { NULL, NULL, 3000, NULL, NULL };
 
 void
 sk_cli_errorf(const char *fmt, ...)
@@ -102,6 +102,7 @@ sk_cli_opt(const sk_cli_help *h, int c, char **argv)
 	switch (c) {
 	case SK_OPT_MONGODB_URI: sk_cli.mongodb_uri = optarg; return SK_CLI_CONTINUE;
 	case SK_OPT_DATABASE: sk_cli.database = optarg; return SK_CLI_CONTINUE;
+	case SK_OPT_CONTEXT: sk_cli.context = optarg; return SK_CLI_CONTINUE;
 	case SK_OPT_TIMEOUT: return parse_timeout(h, optarg);
 	case 'h': sk_cli_print_help(h, stdout); return SK_EXIT_OK;
 	case ':': return sk_cli_usage_error(h, "flag %s needs an argument", argv[optind - 1]);
@@ -137,11 +138,19 @@ resolve_config(const char *path, sk_controller_config **cfg)
 	};
 	sk_errlist errs = { 0 };
 	sk_buf msg = SK_BUF_INIT(0);
+	sk_config_context ctx;
+	json_t *ctx_file = NULL;
 	sk_error err;
 	int rc;
 
 	sk_error_clear(&err);
+	if ((rc = sk_cli_current_context(&ctx, &ctx_file)) != SK_EXIT_OK) {
+		json_decref(ctx_file);
+		return rc;
+	}
+	src.context = ctx.name ? &ctx : NULL;
 	rc = sk_config_resolve(&src, cfg, &errs, &err);
+	json_decref(ctx_file);
 	if (rc != SK_OK) {
 		sk_errlist_format(&errs, &msg);
 		sk_cli_errorf("%s", err.message);
@@ -191,6 +200,8 @@ sk_cli_output_parse(const char *s, sk_output *out)
 		{ "json", SK_OUTPUT_JSON },
 	};
 
+	if (*s == '=') /* -o=wide: getopt leaves the "=" */
+		s++;
 	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
 		if (strcmp(s, formats[i].name) == 0) {
 			*out = formats[i].fmt;
@@ -231,11 +242,8 @@ sk_cli_print_value(const json_t *v, sk_output fmt)
 bool
 sk_cli_is_userspace_resource(const char *s)
 {
-	static const char *const names[] = { "userspace", "userspaces", "us", "UserSpace",
-		"userspaces.spacekeeper.dev", "userspace.spacekeeper.dev" };
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (strcmp(s, names[i]) == 0)
+	for (size_t i = 0; sk_cli_userspace_names[i]; i++) {
+		if (strcmp(s, sk_cli_userspace_names[i]) == 0)
 			return true;
 	}
 	return false;

@@ -7,6 +7,8 @@
 static const sk_cli_help help = {
 	"delete",
 	"spacectl delete [--force] [--ignore-not-found] userspace name ...\n"
+	"spacectl delete [--force] [--ignore-not-found] userspace/name ...\n"
+	"spacectl delete [--force] userspace -l selector | --all\n"
 	"spacectl delete [--force] [--ignore-not-found] -f path ...",
 	"Marks UserSpaces for deletion and prints userspace/NAME deleted. The object\n"
 	"stays (with a deletionTimestamp) until the controller has cleaned up its\n"
@@ -14,20 +16,30 @@ static const sk_cli_help help = {
 	"\n"
 	"Flags:\n"
 	"  -f, --filename PATH    delete the objects named in these files (repeatable)\n"
+	"  -l, --selector SEL     delete every UserSpace whose labels match SEL\n"
+	"      --all              delete every UserSpace\n"
 	"      --ignore-not-found exit 0 when an object does not exist\n"
 	"      --force            remove the object at once; its sandboxes are NOT\n"
 	"                         cleaned up (they become orphans)\n"
 	"\n"
+	"With -l or --all, no match is not an error: \"No resources found.\" (exit 0).\n"
+	"Exit codes: 0 done; 1 not found or a failed delete; 2 usage; 3 database\n"
+	"unavailable.\n"
+	"\n"
 	"Examples:\n"
 	"  spacectl delete userspace alice\n"
+	"  spacectl delete us -l team=research\n"
+	"  spacectl delete us --all\n"
 	"  spacectl delete -f manifests/examples/alice.yaml\n",
 };
 
-enum { OPT_FORCE = SK_OPT_FIRST_CMD, OPT_IGNORE_NOT_FOUND };
+enum { OPT_FORCE = SK_OPT_FIRST_CMD, OPT_IGNORE_NOT_FOUND, OPT_ALL };
 
 typedef struct delete_opts {
 	sk_cli_strv files;
-	bool force, ignore_not_found;
+	sk_cli_strv names; /* from the command line */
+	const char *selector_text; /* -l */
+	bool all, force, ignore_not_found;
 } delete_opts;
 
 static int
@@ -96,18 +108,47 @@ names_from_files(const delete_opts *o, sk_cli_strv *names, sk_doclist *docs)
 	return SK_EXIT_OK;
 }
 
+/* The objects after the flags: names, or a type alone with -l / --all. */
+static int
+parse_targets(delete_opts *o, char **args, int n)
+{
+	bool bulk = o->all || o->selector_text;
+	int rc;
+
+	if (o->files.len > 0)
+		return n > 0 ? sk_cli_usage_error(&help, "use either -f or names, not both")
+		             : SK_CLI_CONTINUE;
+	if (o->all && o->selector_text)
+		return sk_cli_usage_error(&help, "use either --all or -l, not both");
+	if (n == 0)
+		return sk_cli_usage_error(&help, "expected: delete userspace NAME, or -f PATH");
+	rc = sk_cli_object_args(&help, args, n, false, &o->names);
+	if (rc != SK_CLI_CONTINUE)
+		return rc;
+	if (bulk && o->names.len > 0)
+		return sk_cli_usage_error(
+		        &help, "names cannot be used with %s", o->all ? "--all" : "-l");
+	if (!bulk && o->names.len == 0)
+		return sk_cli_usage_error(
+		        &help, "name the UserSpace(s) to delete, or use -l SELECTOR or --all");
+	return SK_CLI_CONTINUE;
+}
+
 static int
 parse_args(delete_opts *o, int argc, char **argv)
 {
 	static const struct option opts[] = { { "filename", required_argument, NULL, 'f' },
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "ignore-not-found", no_argument, NULL, OPT_IGNORE_NOT_FOUND },
+		{ "selector", required_argument, NULL, 'l' }, { "all", no_argument, NULL, OPT_ALL },
 		SK_CLI_GLOBAL_OPTIONS, { 0 } };
 	int ch, rc;
 
-	while ((ch = sk_cli_getopt(argc, argv, ":f:h", opts)) != -1) {
+	while ((ch = sk_cli_getopt(argc, argv, ":f:l:h", opts)) != -1) {
 		switch (ch) {
 		case 'f': sk_cli_strv_push(&o->files, optarg); break;
+		case 'l': o->selector_text = optarg; break;
+		case OPT_ALL: o->all = true; break;
 		case OPT_FORCE: o->force = true; break;
 		case OPT_IGNORE_NOT_FOUND: o->ignore_not_found = true; break;
 		default:
@@ -115,26 +156,14 @@ parse_args(delete_opts *o, int argc, char **argv)
 				return rc;
 		}
 	}
-	if (o->files.len > 0 && optind < argc)
-		return sk_cli_usage_error(&help, "use either -f or names, not both");
-	if (o->files.len == 0) {
-		if (optind >= argc || !sk_cli_is_userspace_resource(argv[optind]))
-			return sk_cli_usage_error(
-			        &help, "expected: delete userspace NAME, or -f PATH");
-		if (++optind >= argc)
-			return sk_cli_usage_error(&help, "name the UserSpace(s) to delete");
-	}
-	return SK_CLI_CONTINUE;
+	return parse_targets(o, argv + optind, argc - optind);
 }
 
 static int
-delete_all(const delete_opts *o, char **names, size_t n)
+delete_names(sk_store *st, const delete_opts *o, char **names, size_t n)
 {
-	sk_store *st = NULL;
 	int rc, exit_code = SK_EXIT_OK;
 
-	if ((rc = sk_cli_store_open(&st)) != SK_EXIT_OK)
-		return rc;
 	if (o->force)
 		sk_cli_warnf(
 		        "--force removes the objects at once; their sandboxes are not cleaned up");
@@ -145,8 +174,55 @@ delete_all(const delete_opts *o, char **names, size_t n)
 		if (rc == SK_EXIT_UNAVAILABLE)
 			break;
 	}
-	sk_store_close(st);
 	return exit_code;
+}
+
+/* -l SEL or --all: the matching objects as listed now; one gone meanwhile is fine. */
+static int
+delete_matching(sk_store *st, delete_opts *o)
+{
+	sk_userspace_list list = { NULL, 0, 0 };
+	sk_cli_strv names = { NULL, 0 };
+	sk_selector *sel = NULL;
+	sk_error err;
+	int rc;
+
+	sk_error_clear(&err);
+	if (o->selector_text && sk_selector_parse(o->selector_text, &sel, &err) != 0)
+		return sk_cli_usage_error(&help, "-l: %s", err.message);
+	rc = sk_store_list(st, sel, &list, &err);
+	sk_selector_free(sel);
+	if (rc != 0) {
+		sk_cli_errorf("%s", err.message);
+		return sk_cli_exit_code(rc);
+	}
+	for (size_t i = 0; i < list.len; i++)
+		sk_cli_strv_push(&names, list.items[i]->meta.name);
+	o->ignore_not_found = true;
+	if (names.len == 0) {
+		fflush(stdout);
+		fprintf(stderr, "No resources found.\n");
+	}
+	rc = names.len ? delete_names(st, o, names.items, names.len) : SK_EXIT_OK;
+	sk_cli_strv_dispose(&names);
+	sk_userspace_list_dispose(&list);
+	return rc;
+}
+
+static int
+run(delete_opts *o, char **names, size_t n)
+{
+	sk_store *st = NULL;
+	int rc;
+
+	if ((rc = sk_cli_store_open(&st)) != SK_EXIT_OK)
+		return rc;
+	if (o->all || o->selector_text)
+		rc = delete_matching(st, o);
+	else
+		rc = delete_names(st, o, names, n);
+	sk_store_close(st);
+	return rc;
 }
 
 int
@@ -162,12 +238,13 @@ sk_cmd_delete(int argc, char **argv)
 		goto done;
 	if (o.files.len > 0) {
 		if ((rc = names_from_files(&o, &names, &docs)) == SK_EXIT_OK)
-			rc = delete_all(&o, names.items, names.len);
+			rc = run(&o, names.items, names.len);
 	} else {
-		rc = delete_all(&o, argv + optind, (size_t)(argc - optind));
+		rc = run(&o, o.names.items, o.names.len);
 	}
 done:
 	sk_cli_strv_dispose(&names);
+	sk_cli_strv_dispose(&o.names);
 	sk_cli_strv_dispose(&o.files);
 	sk_doclist_dispose(&docs);
 	return rc;

@@ -6,7 +6,8 @@
 
 static const sk_cli_help help = {
 	"describe",
-	"spacectl describe userspace name ...",
+	"spacectl describe userspace name ...\n"
+	"spacectl describe userspace/name ...",
 	"Shows a UserSpace in detail: metadata, the spec with every default filled in,\n"
 	"the status, its conditions and drift, and the recent events.\n"
 	"\n"
@@ -272,6 +273,7 @@ int
 sk_cmd_describe(int argc, char **argv)
 {
 	static const struct option opts[] = { SK_CLI_GLOBAL_OPTIONS, { 0 } };
+	sk_cli_strv names = { NULL, 0 };
 	sk_store *st = NULL;
 	int ch, rc, exit_code = SK_EXIT_OK;
 
@@ -279,21 +281,25 @@ sk_cmd_describe(int argc, char **argv)
 		if ((rc = sk_cli_opt(&help, ch, argv)) != SK_CLI_CONTINUE)
 			return rc;
 	}
-	if (optind >= argc || !sk_cli_is_userspace_resource(argv[optind]))
+	if (optind >= argc)
 		return sk_cli_usage_error(&help, "expected: describe userspace NAME");
-	if (++optind >= argc)
-		return sk_cli_usage_error(&help, "name the UserSpace to describe");
-	if ((rc = sk_cli_store_open(&st)) != SK_EXIT_OK)
+	rc = sk_cli_object_args(&help, argv + optind, argc - optind, false, &names);
+	if (rc == SK_CLI_CONTINUE && names.len == 0)
+		rc = sk_cli_usage_error(&help, "name the UserSpace to describe");
+	if (rc != SK_CLI_CONTINUE || (rc = sk_cli_store_open(&st)) != SK_EXIT_OK) {
+		sk_cli_strv_dispose(&names);
 		return rc;
-	for (int i = optind; i < argc; i++) {
-		if (i > optind)
+	}
+	for (size_t i = 0; i < names.len; i++) {
+		if (i > 0)
 			printf("\n\n");
-		rc = describe_one(st, argv[i]);
+		rc = describe_one(st, names.items[i]);
 		if (rc != SK_EXIT_OK && exit_code != SK_EXIT_UNAVAILABLE)
 			exit_code = rc;
 		if (rc == SK_EXIT_UNAVAILABLE)
 			break;
 	}
 	sk_store_close(st);
+	sk_cli_strv_dispose(&names);
 	return exit_code;
 }

@@ -10,7 +10,8 @@
 
 static const sk_cli_help help = {
 	"events",
-	"spacectl events [-o table|yaml|json] [--limit n] [[userspace] name | --orphans]",
+	"spacectl events [-o table|yaml|json] [--limit n] [[userspace] name | --orphans]\n"
+	"spacectl events [-o table|yaml|json] [--limit n] userspace/name",
 	"Lists the events of every UserSpace, or of one, oldest first (by the last\n"
 	"time seen). Repeated events are aggregated: COUNT says how often, FIRST SEEN\n"
 	"and LAST SEEN how long ago the first and the latest happened.\n"
@@ -206,6 +207,7 @@ sk_cmd_events(int argc, char **argv)
 		{ "limit", required_argument, NULL, OPT_LIMIT },
 		{ "orphans", no_argument, NULL, OPT_ORPHANS }, SK_CLI_GLOBAL_OPTIONS, { 0 } };
 	sk_output fmt = SK_OUTPUT_TABLE;
+	sk_cli_strv names = { NULL, 0 };
 	const char *name = NULL;
 	bool orphans = false;
 	size_t limit = 0;
@@ -226,13 +228,15 @@ sk_cmd_events(int argc, char **argv)
 			return rc;
 		}
 	}
-	/* "events userspace alice" reads as "events alice". */
-	if (argc - optind == 2 && sk_cli_is_userspace_resource(argv[optind]))
-		optind++;
-	if (optind < argc)
-		name = argv[optind++];
-	if (optind < argc)
-		return sk_cli_usage_error(&help, "unexpected argument \"%s\"", argv[optind]);
+	/* "events alice", "events userspace alice" and "events us/alice" alike;
+	 * "events userspace" alone: every object. */
+	rc = sk_cli_object_args(&help, argv + optind, argc - optind, true, &names);
+	if (rc == SK_CLI_CONTINUE && names.len > 1)
+		rc = sk_cli_usage_error(&help, "unexpected argument \"%s\"", names.items[1]);
+	name = names.len > 0 ? names.items[0] : NULL;
+	sk_cli_strv_dispose(&names);
+	if (rc != SK_CLI_CONTINUE)
+		return rc;
 	if (name && orphans)
 		return sk_cli_usage_error(&help, "--orphans takes no name");
 	if (name && !sk_valid_name(name))

@@ -9,25 +9,40 @@
 
 static const sk_cli_help help = {
 	"get",
-	"spacectl get userspaces [-o table|wide|yaml|json] [-l selector] [name ...]\n"
+	"spacectl get userspaces [-o format] [--no-headers] [--show-labels] [--sort-by path]\n"
+	"                        [-l selector] [name ...]\n"
+	"spacectl get userspace/name ... [-o format]\n"
 	"spacectl get userspaces -w [--watch-timeout d] [-o table|wide|yaml|json] [-l selector]\n"
 	"                        [name ...]",
 	"Lists UserSpaces (all, those matching -l, or the named ones). The resource\n"
-	"may be written userspaces, userspace or us.\n"
+	"may be written userspaces, userspace or us; objects also as us/NAME.\n"
 	"\n"
 	"Flags:\n"
-	"  -o, --output FORMAT   table (default), wide, yaml or json; yaml and json print\n"
+	"  -o, --output FORMAT   table (default), wide, yaml, json, name or\n"
+	"                        jsonpath=TEMPLATE (also -o=FORMAT); yaml and json print\n"
 	"                        one object for one name, else a List with items\n"
+	"      --no-headers      tables without the header line\n"
+	"      --show-labels     add the LABELS column to the table\n"
+	"      --sort-by PATH    sort by a JSONPath value ({.spec.userID} or .spec.userID);\n"
+	"                        numbers by value, text by bytes, missing values first\n"
 	"  -l, --selector SEL    label selector (k=v, k!=v, k, !k, k in (a,b), k notin (a,b))\n"
 	"  -w, --watch           after the list, print a new row for each object that\n"
 	"                        changes, as it happens (-o json: one object per line),\n"
 	"                        until Ctrl-C (exit 0)\n"
 	"      --watch-timeout D stop watching after D (e.g. 30s; exit 0)\n"
 	"\n"
+	"JSONPath templates (kubectl's common subset): text, {.a.b}, {.items[*].x},\n"
+	"{.items[0]}, {['key.with.dots']}, {range .items[*]}...{end}, {\"\\n\"}.\n"
+	"Filters, slices, unions and recursive descent are refused.\n"
+	"\n"
 	"Examples:\n"
 	"  spacectl get us\n"
 	"  spacectl get userspaces -l team=research -o wide\n"
 	"  spacectl get userspace alice -o yaml\n"
+	"  spacectl get us -o name\n"
+	"  spacectl get us -o jsonpath='{range .items[*]}{.metadata.name}{\"\\t\"}"
+	"{.status.phase}{\"\\n\"}{end}'\n"
+	"  spacectl get us --sort-by=.spec.userID --no-headers\n"
 	"  spacectl get us -w\n",
 };
 
@@ -139,30 +154,60 @@ cell_labels(const sk_userspace *us, int64_t now, char *buf, size_t len)
 		snprintf(buf, len, "<none>");
 }
 
-/* The table columns, in order; wide-only columns appear with -o wide. */
+/* The table columns, in order; wide-only columns appear with -o wide, the
+ * labels column also with --show-labels. */
 static const struct column {
 	const char *header;
-	bool wide_only;
+	bool wide_only, labels;
 	cell_fn cell;
 } COLUMNS[] = {
-	{ "NAME", false, cell_name },
-	{ "USERID", false, cell_user_id },
-	{ "MODE", false, cell_mode },
-	{ "PHASE", false, cell_phase },
-	{ "SANDBOX", false, cell_sandbox },
-	{ "READY", false, cell_ready },
-	{ "DRIFT", false, cell_drift },
-	{ "AGE", false, cell_age },
-	{ "PROVIDER", true, cell_provider },
-	{ "TEMPLATE", true, cell_template },
-	{ "GENERATION", true, cell_generation },
-	{ "LABELS", true, cell_labels },
+	{ "NAME", false, false, cell_name },
+	{ "USERID", false, false, cell_user_id },
+	{ "MODE", false, false, cell_mode },
+	{ "PHASE", false, false, cell_phase },
+	{ "SANDBOX", false, false, cell_sandbox },
+	{ "READY", false, false, cell_ready },
+	{ "DRIFT", false, false, cell_drift },
+	{ "AGE", false, false, cell_age },
+	{ "PROVIDER", true, false, cell_provider },
+	{ "TEMPLATE", true, false, cell_template },
+	{ "GENERATION", true, false, cell_generation },
+	{ "LABELS", true, true, cell_labels },
 };
 #define NCOLUMNS (sizeof(COLUMNS) / sizeof(COLUMNS[0]))
 #define CELL_MAX 1024
 
-void
-sk_cli_print_userspace_table(sk_userspace *const *items, size_t n, bool wide, bool last_only)
+typedef struct table_opts {
+	bool wide, show_labels, no_headers, last_only;
+} table_opts;
+
+static bool
+column_shown(const struct column *c, const table_opts *o)
+{
+	return !c->wide_only || o->wide || (c->labels && o->show_labels);
+}
+
+/* The rendered table less its first (header) line when skip_header. */
+static void
+write_table(const sk_buf *out, bool skip_header, bool last_only)
+{
+	size_t start = 0;
+
+	if (last_only && out->len > 1) {
+		/* the last line: after the newline before the final one */
+		start = out->len - 1;
+		while (start > 0 && out->data[start - 1] != '\n')
+			start--;
+	} else if (skip_header) {
+		while (start < out->len && out->data[start] != '\n')
+			start++;
+		start = start < out->len ? start + 1 : start;
+	}
+	fwrite(out->data ? out->data + start : "", 1, out->len - start, stdout);
+}
+
+static void
+print_table(sk_userspace *const *items, size_t n, const table_opts *o)
 {
 	const char *headers[NCOLUMNS], *cells[NCOLUMNS];
 	char bufs[NCOLUMNS][CELL_MAX];
@@ -172,14 +217,14 @@ sk_cli_print_userspace_table(sk_userspace *const *items, size_t n, bool wide, bo
 	sk_table *t;
 
 	for (size_t c = 0; c < NCOLUMNS; c++) {
-		if (!COLUMNS[c].wide_only || wide)
+		if (column_shown(&COLUMNS[c], o))
 			headers[ncols++] = COLUMNS[c].header;
 	}
 	t = sk_table_new(ncols, headers);
 	for (size_t i = 0; i < n; i++) {
 		size_t k = 0;
 		for (size_t c = 0; c < NCOLUMNS; c++) {
-			if (COLUMNS[c].wide_only && !wide)
+			if (!column_shown(&COLUMNS[c], o))
 				continue;
 			COLUMNS[c].cell(items[i], now, bufs[k], CELL_MAX);
 			cells[k] = bufs[k];
@@ -188,32 +233,117 @@ sk_cli_print_userspace_table(sk_userspace *const *items, size_t n, bool wide, bo
 		sk_table_add_row(t, cells);
 	}
 	sk_table_render(t, &out);
-	if (last_only && out.len > 1) {
-		/* the last line: after the newline before the final one */
-		size_t start = out.len - 1;
-		while (start > 0 && out.data[start - 1] != '\n')
-			start--;
-		fwrite(out.data + start, 1, out.len - start, stdout);
-	} else {
-		fwrite(out.data ? out.data : "", 1, out.len, stdout);
-	}
+	write_table(&out, o->no_headers, o->last_only);
 	sk_buf_dispose(&out);
 	sk_table_free(t);
 }
 
-static int
-print_items(sk_userspace *const *items, size_t n, sk_output fmt, bool single)
+void
+sk_cli_print_userspace_table(sk_userspace *const *items, size_t n, bool wide, bool last_only)
 {
+	table_opts o = { wide, false, false, last_only };
+
+	print_table(items, n, &o);
+}
+
+/* What the flags of one get ask for. */
+typedef struct get_opts {
+	sk_output fmt;
+	bool names_only; /* -o name */
+	sk_jsonpath *template; /* -o jsonpath=... */
+	sk_jsonpath *sort_by; /* --sort-by */
+	bool no_headers, show_labels;
+	const char *selector_text;
+	bool watch;
+	int64_t watch_ms;
+	sk_cli_strv names;
+} get_opts;
+
+/* The value --sort-by selects from one object; NULL when none. */
+static json_t *
+sort_key(const get_opts *o, const sk_userspace *us)
+{
+	json_t *v = sk_cli_userspace_json(us), *vals = sk_cli_jsonpath_select(o->sort_by, v);
+	json_t *key = json_incref(json_array_get(vals, 0));
+
+	json_decref(vals);
+	json_decref(v);
+	return key;
+}
+
+typedef struct sort_item {
+	sk_userspace *us;
+	json_t *key;
+	size_t pos;
+} sort_item;
+
+/* Missing values first, numbers by value, the rest by their text; ties keep the order. */
+static int
+cmp_sort_item(const void *pa, const void *pb)
+{
+	const sort_item *a = pa, *b = pb;
+	int c = 0;
+
+	if (a->key == NULL || b->key == NULL)
+		c = (a->key != NULL) - (b->key != NULL);
+	else if (json_is_number(a->key) && json_is_number(b->key))
+		c = (json_number_value(a->key) > json_number_value(b->key)) -
+		        (json_number_value(a->key) < json_number_value(b->key));
+	else if (json_is_string(a->key) && json_is_string(b->key))
+		c = strcmp(json_string_value(a->key), json_string_value(b->key));
+	return c != 0 ? c : (a->pos > b->pos) - (a->pos < b->pos);
+}
+
+static void
+sort_items(const get_opts *o, sk_userspace **items, size_t n)
+{
+	sort_item *s = sk_calloc(n ? n : 1, sizeof(*s));
+
+	for (size_t i = 0; i < n; i++) {
+		s[i].us = items[i];
+		s[i].key = sort_key(o, items[i]);
+		s[i].pos = i;
+	}
+	qsort(s, n, sizeof(*s), cmp_sort_item);
+	for (size_t i = 0; i < n; i++) {
+		items[i] = s[i].us;
+		json_decref(s[i].key);
+	}
+	free(s);
+}
+
+static int
+print_template(const get_opts *o, json_t *v)
+{
+	sk_buf out = SK_BUF_INIT(0);
+
+	sk_cli_jsonpath_exec(o->template, v, &out);
+	fwrite(out.data ? out.data : "", 1, out.len, stdout);
+	sk_buf_dispose(&out);
+	return SK_EXIT_OK;
+}
+
+static int
+print_items(const get_opts *o, sk_userspace **items, size_t n, bool single)
+{
+	table_opts t = { o->fmt == SK_OUTPUT_WIDE, o->show_labels, o->no_headers, false };
 	json_t *v;
 	int rc;
 
-	if (fmt == SK_OUTPUT_TABLE || fmt == SK_OUTPUT_WIDE) {
+	if (o->sort_by)
+		sort_items(o, items, n);
+	if (o->names_only) {
+		for (size_t i = 0; i < n; i++)
+			printf("userspace/%s\n", items[i]->meta.name);
+		return SK_EXIT_OK;
+	}
+	if (!o->template && (o->fmt == SK_OUTPUT_TABLE || o->fmt == SK_OUTPUT_WIDE)) {
 		if (n == 0) {
 			fflush(stdout);
 			fprintf(stderr, "No resources found.\n");
 			return SK_EXIT_OK;
 		}
-		sk_cli_print_userspace_table(items, n, fmt == SK_OUTPUT_WIDE, false);
+		print_table(items, n, &t);
 		return SK_EXIT_OK;
 	}
 	if (single && n == 1) {
@@ -224,27 +354,27 @@ print_items(sk_userspace *const *items, size_t n, sk_output fmt, bool single)
 			json_array_append_new(arr, sk_cli_userspace_json(items[i]));
 		v = json_pack("{s:s, s:s, s:o}", "apiVersion", "v1", "kind", "List", "items", arr);
 	}
-	rc = sk_cli_print_value(v, fmt);
+	rc = o->template ? print_template(o, v) : sk_cli_print_value(v, o->fmt);
 	json_decref(v);
 	return rc;
 }
 
 /* Gets the named objects; NotFound is reported per name and makes the exit 1. */
 static int
-get_named(sk_store *st, char **names, size_t n, sk_output fmt)
+get_named(sk_store *st, const get_opts *o)
 {
-	sk_userspace **items = sk_calloc(n, sizeof(*items));
+	sk_userspace **items = sk_calloc(o->names.len, sizeof(*items));
 	size_t found = 0;
 	int exit_code = SK_EXIT_OK, rc;
 
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < o->names.len; i++) {
 		sk_error err;
 		sk_error_clear(&err);
-		rc = sk_store_get(st, names[i], &items[found], &err);
+		rc = sk_store_get(st, o->names.items[i], &items[found], &err);
 		if (rc == 0) {
 			found++;
 		} else if (rc == SK_ENOTFOUND) {
-			sk_cli_errorf("userspaces \"%s\" not found (NotFound)", names[i]);
+			sk_cli_errorf("userspaces \"%s\" not found (NotFound)", o->names.items[i]);
 			exit_code = SK_EXIT_FAIL;
 		} else {
 			sk_cli_errorf("%s", err.message);
@@ -253,7 +383,7 @@ get_named(sk_store *st, char **names, size_t n, sk_output fmt)
 		}
 	}
 	if (found > 0 || (exit_code == SK_EXIT_OK))
-		rc = print_items(items, found, fmt, n == 1);
+		rc = print_items(o, items, found, o->names.len == 1);
 	else
 		rc = SK_EXIT_OK;
 	for (size_t i = 0; i < found; i++)
@@ -263,7 +393,7 @@ get_named(sk_store *st, char **names, size_t n, sk_output fmt)
 }
 
 static int
-get_list(sk_store *st, const char *selector_text, sk_output fmt)
+get_list(sk_store *st, const get_opts *o)
 {
 	sk_userspace_list list = { NULL, 0, 0 };
 	sk_selector *sel = NULL;
@@ -271,7 +401,7 @@ get_list(sk_store *st, const char *selector_text, sk_output fmt)
 	int rc;
 
 	sk_error_clear(&err);
-	if (selector_text && sk_selector_parse(selector_text, &sel, &err) != 0)
+	if (o->selector_text && sk_selector_parse(o->selector_text, &sel, &err) != 0)
 		return sk_cli_usage_error(&help, "-l: %s", err.message);
 	rc = sk_store_list(st, sel, &list, &err);
 	sk_selector_free(sel);
@@ -279,82 +409,148 @@ get_list(sk_store *st, const char *selector_text, sk_output fmt)
 		sk_cli_errorf("%s", err.message);
 		return sk_cli_exit_code(rc);
 	}
-	rc = print_items(list.items, list.len, fmt, false);
+	rc = print_items(o, list.items, list.len, false);
 	sk_userspace_list_dispose(&list);
 	return rc;
 }
 
 static int
-get_watch(sk_store *st, char **names, size_t n, const char *selector_text, sk_output fmt,
-        int64_t timeout_ms)
+get_watch(sk_store *st, const get_opts *o)
 {
 	sk_selector *sel = NULL;
 	sk_error err;
 	int rc;
 
 	sk_error_clear(&err);
-	if (selector_text && sk_selector_parse(selector_text, &sel, &err) != 0)
+	if (o->selector_text && sk_selector_parse(o->selector_text, &sel, &err) != 0)
 		return sk_cli_usage_error(&help, "-l: %s", err.message);
-	rc = sk_cli_get_watch(st, names, n, sel, fmt, timeout_ms);
+	rc = sk_cli_get_watch(st, o->names.items, o->names.len, sel, o->fmt, o->watch_ms);
 	sk_selector_free(sel);
 	return rc;
 }
 
-enum { OPT_WATCH_TIMEOUT = SK_OPT_FIRST_CMD };
+/* A JSONPath flag's template; "{.a}" or ".a" (kubectl accepts both for --sort-by). */
+static int
+parse_template(const char *flag, const char *text, bool wrap, sk_jsonpath **out)
+{
+	sk_buf t = SK_BUF_INIT(0);
+	char msg[512];
+	int rc;
 
-int
-sk_cmd_get(int argc, char **argv)
+	sk_buf_printf(&t, wrap && strchr(text, '{') == NULL ? "{%s}" : "%s", text);
+	rc = sk_cli_jsonpath_parse(t.data, out, msg, sizeof(msg));
+	sk_buf_dispose(&t);
+	if (rc != 0)
+		return sk_cli_usage_error(&help, "%s: %s", flag, msg);
+	return SK_CLI_CONTINUE;
+}
+
+/* -o FORMAT: table, wide, yaml, json, name or jsonpath=TEMPLATE ("=" form too). */
+static int
+parse_output(get_opts *o, const char *arg)
+{
+	const char *s = *arg == '=' ? arg + 1 : arg;
+
+	/* the last -o wins */
+	o->names_only = false;
+	sk_cli_jsonpath_free(o->template);
+	o->template = NULL;
+	if (strcmp(s, "name") == 0) {
+		o->names_only = true;
+		return SK_CLI_CONTINUE;
+	}
+	if (strncmp(s, "jsonpath=", 9) == 0)
+		return parse_template("-o jsonpath", s + 9, false, &o->template);
+	if (sk_cli_output_parse(s, &o->fmt) != 0)
+		return sk_cli_usage_error(&help,
+		        "-o: unknown output format \"%s\" (table, wide, yaml, json, name, "
+		        "jsonpath=TEMPLATE)",
+		        s);
+	return SK_CLI_CONTINUE;
+}
+
+enum {
+	OPT_WATCH_TIMEOUT = SK_OPT_FIRST_CMD,
+	OPT_NO_HEADERS,
+	OPT_SHOW_LABELS,
+	OPT_SORT_BY,
+};
+
+static int
+parse_flag(get_opts *o, int ch, char **argv)
+{
+	switch (ch) {
+	case 'o': return parse_output(o, optarg);
+	case 'l': o->selector_text = optarg; return SK_CLI_CONTINUE;
+	case 'w': o->watch = true; return SK_CLI_CONTINUE;
+	case OPT_NO_HEADERS: o->no_headers = true; return SK_CLI_CONTINUE;
+	case OPT_SHOW_LABELS: o->show_labels = true; return SK_CLI_CONTINUE;
+	case OPT_SORT_BY:
+		sk_cli_jsonpath_free(o->sort_by);
+		o->sort_by = NULL;
+		return parse_template("--sort-by", optarg, true, &o->sort_by);
+	case OPT_WATCH_TIMEOUT:
+		if (sk_duration_parse(optarg, &o->watch_ms) != 0 || o->watch_ms <= 0)
+			return sk_cli_usage_error(&help,
+			        "--watch-timeout: invalid duration \"%s\" (e.g. 30s)", optarg);
+		o->watch = true;
+		return SK_CLI_CONTINUE;
+	default: return sk_cli_opt(&help, ch, argv);
+	}
+}
+
+static int
+parse_args(get_opts *o, int argc, char **argv)
 {
 	static const struct option opts[] = { { "output", required_argument, NULL, 'o' },
 		{ "selector", required_argument, NULL, 'l' }, { "watch", no_argument, NULL, 'w' },
 		{ "watch-timeout", required_argument, NULL, OPT_WATCH_TIMEOUT },
-		SK_CLI_GLOBAL_OPTIONS, { 0 } };
-	const char *selector_text = NULL;
-	sk_output fmt = SK_OUTPUT_TABLE;
-	sk_store *st = NULL;
-	bool watch = false;
-	int64_t watch_ms = 0;
+		{ "no-headers", no_argument, NULL, OPT_NO_HEADERS },
+		{ "show-labels", no_argument, NULL, OPT_SHOW_LABELS },
+		{ "sort-by", required_argument, NULL, OPT_SORT_BY }, SK_CLI_GLOBAL_OPTIONS, { 0 } };
 	int ch, rc;
 
 	while ((ch = sk_cli_getopt(argc, argv, ":o:l:hw", opts)) != -1) {
-		if (ch == 'o') {
-			if (sk_cli_output_parse(optarg, &fmt) != 0)
-				return sk_cli_usage_error(&help,
-				        "-o: unknown output format \"%s\" "
-				        "(table, wide, yaml, json)",
-				        optarg);
-		} else if (ch == 'l') {
-			selector_text = optarg;
-		} else if (ch == 'w') {
-			watch = true;
-		} else if (ch == OPT_WATCH_TIMEOUT) {
-			if (sk_duration_parse(optarg, &watch_ms) != 0 || watch_ms <= 0)
-				return sk_cli_usage_error(&help,
-				        "--watch-timeout: invalid duration \"%s\" (e.g. 30s)",
-				        optarg);
-			watch = true;
-		} else if ((rc = sk_cli_opt(&help, ch, argv)) != SK_CLI_CONTINUE) {
+		if ((rc = parse_flag(o, ch, argv)) != SK_CLI_CONTINUE)
 			return rc;
-		}
 	}
 	if (optind >= argc)
 		return sk_cli_usage_error(&help, "name the resource type: spacectl get userspaces");
-	if (!sk_cli_is_userspace_resource(argv[optind]))
-		return sk_cli_usage_error(
-		        &help, "unknown resource type \"%s\" (userspaces, us)", argv[optind]);
-	optind++;
-	if (optind < argc && selector_text)
-		return sk_cli_usage_error(&help, "names and -l cannot be used together");
-	if ((rc = sk_cli_store_open(&st)) != SK_EXIT_OK)
+	rc = sk_cli_object_args(&help, argv + optind, argc - optind, false, &o->names);
+	if (rc != SK_CLI_CONTINUE)
 		return rc;
+	if (o->names.len > 0 && o->selector_text)
+		return sk_cli_usage_error(&help, "names and -l cannot be used together");
+	if (o->watch && (o->names_only || o->template || o->sort_by))
+		return sk_cli_usage_error(&help,
+		        "-w prints tables, yaml or json; not -o name, jsonpath or --sort-by");
+	return SK_CLI_CONTINUE;
+}
+
+int
+sk_cmd_get(int argc, char **argv)
+{
+	get_opts o;
+	sk_store *st = NULL;
+	int rc;
+
+	memset(&o, 0, sizeof(o));
+	o.fmt = SK_OUTPUT_TABLE;
+	if ((rc = parse_args(&o, argc, argv)) != SK_CLI_CONTINUE)
+		goto done;
+	if ((rc = sk_cli_store_open(&st)) != SK_EXIT_OK)
+		goto done;
 	sk_cli_records_warn(st); /* an interrupted apply: what is shown may be half of it */
-	if (watch)
-		rc = get_watch(
-		        st, argv + optind, (size_t)(argc - optind), selector_text, fmt, watch_ms);
-	else if (optind < argc)
-		rc = get_named(st, argv + optind, (size_t)(argc - optind), fmt);
+	if (o.watch)
+		rc = get_watch(st, &o);
+	else if (o.names.len > 0)
+		rc = get_named(st, &o);
 	else
-		rc = get_list(st, selector_text, fmt);
+		rc = get_list(st, &o);
 	sk_store_close(st);
+done:
+	sk_cli_jsonpath_free(o.template);
+	sk_cli_jsonpath_free(o.sort_by);
+	sk_cli_strv_dispose(&o.names);
 	return rc;
 }

@@ -12,12 +12,6 @@
 #include "spacectl.h"
 #include "util/version.h"
 
-typedef struct sk_cli_command {
-	const char *name;
-	int (*fn)(int argc, char **argv);
-	const char *summary;
-} sk_cli_command;
-
 static const sk_cli_command commands[] = {
 	{ "apply", sk_cmd_apply, "create or update UserSpaces from files (-f file|dir|-)" },
 	{ "get", sk_cmd_get, "list UserSpaces or show one (-o table|wide|yaml|json)" },
@@ -26,6 +20,11 @@ static const sk_cli_command commands[] = {
 	{ "annotate", sk_cmd_annotate,
 	        "set or remove annotations of a UserSpace (KEY=VALUE, KEY-)" },
 	{ "label", sk_cmd_label, "set or remove labels of a UserSpace (KEY=VALUE, KEY-)" },
+	{ "patch", sk_cmd_patch, "change a UserSpace with a JSON merge patch (--type merge -p)" },
+	{ "edit", sk_cmd_edit, "edit a UserSpace in $EDITOR and apply it (compare-and-swap)" },
+	{ "explain", sk_cmd_explain, "describe the fields of UserSpace (explain userspace.spec)" },
+	{ "completion", sk_cmd_completion, "print a shell completion script (bash, zsh)" },
+	{ "config", sk_cmd_config, "named contexts (database URIs), like kubectl config" },
 	{ "diff", sk_cmd_diff, "show what apply would change (exit 1 when it would)" },
 	{ "validate", sk_cmd_validate, "check files offline, without a database" },
 	{ "sandboxes", sk_cmd_sandboxes, "list the sandboxes that exist at the providers" },
@@ -37,11 +36,19 @@ static const sk_cli_command commands[] = {
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
+const sk_cli_command *
+sk_cli_commands(size_t *n)
+{
+	*n = NCOMMANDS;
+	return commands;
+}
+
 static void
 print_usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: spacectl [--mongodb-uri uri] [--database name] [--timeout duration]\n"
+	        "                [--context name]\n"
 	        "                command [flags] [args]\n"
 	        "       spacectl help [command]\n");
 }
@@ -74,7 +81,13 @@ find_command(const char *name)
 static int
 unknown_command(const char *name)
 {
+	const char *names[NCOMMANDS], *s;
+
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		names[i] = commands[i].name;
 	fprintf(stderr, "spacectl: unknown command \"%s\"\n", name);
+	if ((s = sk_cli_suggest(name, names, NCOMMANDS)) != NULL)
+		fprintf(stderr, "\nDid you mean this?\n\t%s\n\n", s);
 	print_usage(stderr);
 	fprintf(stderr, "Run 'spacectl --help' for the list of commands.\n");
 	return SK_EXIT_USAGE;

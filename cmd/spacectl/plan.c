@@ -12,7 +12,8 @@
 
 static const sk_cli_help help = {
 	"plan",
-	"spacectl plan [--config file] [-o table|yaml|json] [--exit-code] [name ...]\n"
+	"spacectl plan [--config file] [-o table|yaml|json] [--exit-code] [[userspace] name ...]\n"
+	"spacectl plan [--config file] [-o table|yaml|json] [--exit-code] userspace/name ...\n"
 	"spacectl plan [--config file] [-o table|yaml|json] [--exit-code] -f path ...",
 	"Prints what the controller would do now for each UserSpace: the ordered\n"
 	"actions, the next phase, the drift and when it would look again. It runs the\n"
@@ -51,6 +52,7 @@ typedef struct plan_args {
 	bool exit_code;
 	char **names;
 	size_t nnames;
+	sk_cli_strv targets; /* the names, parsed */
 } plan_args;
 
 /* One provider of the config, opened and listed on first use. */
@@ -463,11 +465,13 @@ parse_args(plan_args *a, int argc, char **argv)
 			return rc;
 		}
 	}
-	/* "plan userspace alice" reads as "plan alice". */
-	if (argc - optind >= 2 && sk_cli_is_userspace_resource(argv[optind]))
-		optind++;
-	a->names = argv + optind;
-	a->nnames = (size_t)(argc - optind);
+	/* "plan alice", "plan userspace alice" and "plan us/alice" alike;
+	 * "plan userspace" alone: every object. */
+	rc = sk_cli_object_args(&help, argv + optind, argc - optind, true, &a->targets);
+	if (rc != SK_CLI_CONTINUE)
+		return rc;
+	a->names = a->targets.items;
+	a->nnames = a->targets.len;
 	if (a->nnames > 0 && a->files.len > 0)
 		return sk_cli_usage_error(&help, "names and -f cannot be used together");
 	for (size_t i = 0; i < a->nnames; i++) {
@@ -498,5 +502,6 @@ sk_cmd_plan(int argc, char **argv)
 	sk_store_close(c.store);
 	sk_config_free(c.cfg);
 	sk_cli_strv_dispose(&c.a.files);
+	sk_cli_strv_dispose(&c.a.targets);
 	return rc;
 }

@@ -34,12 +34,26 @@ int sk_cmd_events(int argc, char **argv);
 int sk_cmd_wait(int argc, char **argv);
 int sk_cmd_annotate(int argc, char **argv);
 int sk_cmd_label(int argc, char **argv);
+int sk_cmd_patch(int argc, char **argv);
+int sk_cmd_edit(int argc, char **argv);
+int sk_cmd_explain(int argc, char **argv);
+int sk_cmd_completion(int argc, char **argv);
+int sk_cmd_config(int argc, char **argv);
+
+/* The command table (main.c), for completion. */
+typedef struct sk_cli_command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} sk_cli_command;
+const sk_cli_command *sk_cli_commands(size_t *n);
 
 /* ---- global flags (every command accepts them) ---- */
 typedef struct sk_cli_globals {
 	const char *mongodb_uri; /* NULL: $SPACEKEEPER_MONGODB_URI or the default */
 	const char *database; /* NULL: "spacekeeper" */
 	int64_t timeout_ms; /* store timeout, default 3 s */
+	const char *context; /* --context: NULL uses current-context (config.c) */
 	const sk_controller_config *config; /* set by sk_cli_load_config (borrowed) */
 } sk_cli_globals;
 extern sk_cli_globals sk_cli;
@@ -49,6 +63,7 @@ enum {
 	SK_OPT_MONGODB_URI = 256,
 	SK_OPT_DATABASE,
 	SK_OPT_TIMEOUT,
+	SK_OPT_CONTEXT,
 	SK_OPT_FIRST_CMD = 300, /* commands number their own long-only flags from here */
 };
 /* clang-format off */
@@ -56,6 +71,7 @@ enum {
 	{ "mongodb-uri", required_argument, NULL, SK_OPT_MONGODB_URI }, \
 	{ "database", required_argument, NULL, SK_OPT_DATABASE }, \
 	{ "timeout", required_argument, NULL, SK_OPT_TIMEOUT }, \
+	{ "context", required_argument, NULL, SK_OPT_CONTEXT }, \
 	{ "help", no_argument, NULL, 'h' }
 /* clang-format on */
 #define SK_CLI_GLOBAL_HELP                                                                         \
@@ -63,6 +79,7 @@ enum {
 	"  --mongodb-uri URI  MongoDB URI (env SPACEKEEPER_MONGODB_URI,\n"                         \
 	"                     default mongodb://127.0.0.1:27017)\n"                                \
 	"  --database NAME    database name (default spacekeeper)\n"                               \
+	"  --context NAME     use this context of spacectl config (default current-context)\n"     \
 	"  --timeout DURATION give up on an unreachable database after this long (default 3s)\n"   \
 	"  -h, --help         print this help\n"
 
@@ -168,6 +185,49 @@ void sk_cli_print_userspace_table(sk_userspace *const *items, size_t n, bool wid
  * then one row per change until Ctrl-C or timeout_ms (0: none). Returns an exit code. */
 int sk_cli_get_watch(sk_store *st, char **names, size_t nnames, const sk_selector *sel,
         sk_output fmt, int64_t timeout_ms);
+
+/* ---- contexts (config.c) ---- */
+/* The context file: $SPACECTL_CONFIG, $XDG_CONFIG_HOME/spacectl/config.yaml
+ * or ~/.config/spacectl/config.yaml. Static buffer. */
+const char *sk_cli_context_file(void);
+/* The context the command line selects (--context, else current-context);
+ * out->name NULL when none. Strings borrow from *keep (caller decrefs).
+ * Prints errors (invalid file, unknown context) and returns an exit code. */
+int sk_cli_current_context(sk_config_context *out, json_t **keep);
+
+/* ---- writing a whole object (patch.c; patch and edit) ---- */
+/* Labels, annotations and spec equal (what apply, patch and edit change). */
+bool sk_cli_same_desired(const sk_userspace *a, const sk_userspace *b);
+/* Validates d (a whole UserSpace as the user wrote it) as apply does and
+ * makes it the next version of cur: the same name (a rename is an error),
+ * cur's resourceVersion for the compare-and-swap. SK_EINVALID with errs. */
+int sk_cli_next_version(
+        const sk_userspace *cur, const sk_doc *d, sk_userspace **out, sk_errlist *errs);
+
+/* ---- object arguments (objects.c) ---- */
+/* Reads the objects a command names, in kubectl's two forms: "TYPE NAME ..." or
+ * "TYPE/NAME ..." (TYPE: userspace, userspaces, us, ...). type_optional: bare
+ * names are accepted too (events, plan). Names are appended to names (borrowed
+ * from args). Returns SK_CLI_CONTINUE, or the exit code of a usage error. A
+ * mistyped type gets a "did you mean" hint. */
+int sk_cli_object_args(
+        const sk_cli_help *h, char **args, int n, bool type_optional, sk_cli_strv *names);
+/* The candidate closest to word by edit distance, when close enough to be a
+ * typo (at most 2 edits, fewer than half its length); NULL otherwise. */
+const char *sk_cli_suggest(const char *word, const char *const *candidates, size_t n);
+/* The resource type names sk_cli_is_userspace_resource accepts (NULL-terminated). */
+extern const char *const sk_cli_userspace_names[];
+
+/* ---- JSONPath templates (jsonpath.c; kubectl's common subset) ---- */
+typedef struct sk_jsonpath sk_jsonpath;
+/* Parses "{.a.b} text {range .items[*]}{.x}{\"\\n\"}{end}"; msg names what is
+ * unsupported and where. */
+int sk_cli_jsonpath_parse(const char *tmpl, sk_jsonpath **out, char *msg, size_t msglen);
+void sk_cli_jsonpath_free(sk_jsonpath *jp); /* NULL-safe */
+/* Appends the template's output for root to out. */
+void sk_cli_jsonpath_exec(const sk_jsonpath *jp, json_t *root, sk_buf *out);
+/* The values the template's {path} parts select from root, as a new array. */
+json_t *sk_cli_jsonpath_select(const sk_jsonpath *jp, json_t *root);
 
 /* The object as the user wrote it: apiVersion, kind, metadata (name, labels,
  * annotations) and the defaulted spec. What apply compares and diff prints. */

@@ -438,8 +438,19 @@ sk_controller_config *sk_config_default(void);
 #define SK_CONFIG_MONGODB_URI_ENV "SPACEKEEPER_MONGODB_URI"
 #define SK_CONFIG_WORKERS_MIN 1
 #define SK_CONFIG_WORKERS_MAX 1024
+/* A spacectl context (a named database in spacectl's config file, as a
+ * kubeconfig context names a cluster): a layer between the ControllerConfig
+ * file and the environment. NULL members are not set. */
+typedef struct sk_config_context {
+	const char *name;
+	const char *source; /* the file it came from, for errors */
+	const char *mongodb_uri;
+	const char *database;
+} sk_config_context;
+
 typedef struct sk_config_sources {
 	const char *config_path; /* --config: a ControllerConfig file */
+	const sk_config_context *context; /* spacectl's current context; NULL none */
 	const char *mongodb_uri; /* --mongodb-uri (else $SPACEKEEPER_MONGODB_URI) */
 	const char *database; /* --database */
 	const char *workers; /* --workers */
@@ -458,8 +469,8 @@ typedef struct sk_config_sources {
 } sk_config_sources;
 
 /* The one place that decides every setting, for both binaries: flags, then
- * the environment, then the file at config_path (or the built-in defaults),
- * then the defaults; every value checked by the file's rules and bounds.
+ * the environment, then the context (spacectl), then the file at config_path
+ * (or the built-in defaults), then the defaults; every value checked by the file's rules and bounds.
  * Errors name the flag ("--workers"), the variable or the file path and line. */
 int sk_config_resolve(
         const sk_config_sources *src, sk_controller_config **out, sk_errlist *errs, sk_error *err);

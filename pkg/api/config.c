@@ -707,6 +707,41 @@ apply_layer(const sk_config_sources *src, bool env, sk_controller_config *cfg, s
 	}
 }
 
+/* The context's text for a setting; NULL when it sets none. */
+static const char *
+context_text(const sk_config_context *c, const cfg_setting *st)
+{
+	if (strcmp(st->path, "mongodb.uri") == 0)
+		return c->mongodb_uri;
+	if (strcmp(st->path, "mongodb.database") == 0)
+		return c->database;
+	return NULL;
+}
+
+/* Applies spacectl's context to cfg (below the environment and the flags);
+ * errors name the context and its file. */
+static void
+apply_context(const sk_config_sources *src, sk_controller_config *cfg, sk_errlist *errs)
+{
+	const sk_config_context *c = src->context;
+	char why[256], where[192];
+
+	for (size_t i = 0; c && i < N_SETTINGS; i++) {
+		const char *text = context_text(c, &settings[i]);
+		json_t *v;
+		if (text == NULL || text[0] == '\0')
+			continue;
+		v = text_value(&settings[i], text);
+		if (!set_value(&settings[i], v, cfg, why, sizeof(why))) {
+			snprintf(where, sizeof(where), "context \"%s\" %s", c->name ? c->name : "",
+			        strcmp(settings[i].path, "mongodb.uri") == 0 ? "mongodbURI"
+			                                                     : "database");
+			sk_errlist_add(errs, where, c->source, 0, 0, "%s", why);
+		}
+		json_decref(v);
+	}
+}
+
 size_t
 sk_config_check_flags(const sk_config_sources *src, sk_errlist *errs)
 {
@@ -763,6 +798,7 @@ sk_config_resolve(
 	} else {
 		cfg = sk_config_default();
 	}
+	apply_context(src, cfg, errs);
 	apply_layer(src, true, cfg, errs);
 	apply_layer(src, false, cfg, errs);
 	if (errs->len == before)
