@@ -323,3 +323,12 @@ sk_cli_parse_files_only(int argc, char **argv, const sk_cli_help *help, sk_cli_s
 		rc = sk_cli_usage_error(help, "-f PATH is required");
 	return rc;
 }
+
+/* Labels, annotations and spec equal: what apply, patch, edit and a record compare. */
+bool
+sk_cli_same_desired(const sk_userspace *a, const sk_userspace *b)
+{
+	return sk_kvlist_equal(&a->meta.labels, &b->meta.labels) &&
+	        sk_kvlist_equal(&a->meta.annotations, &b->meta.annotations) &&
+	        sk_userspace_spec_equal(&a->spec, &b->spec);
+}

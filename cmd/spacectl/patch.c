@@ -38,14 +38,6 @@ enum { OPT_TYPE = SK_OPT_FIRST_CMD, OPT_DRY_RUN };
 
 #define CAS_ATTEMPTS 5
 
-bool
-sk_cli_same_desired(const sk_userspace *a, const sk_userspace *b)
-{
-	return sk_kvlist_equal(&a->meta.labels, &b->meta.labels) &&
-	        sk_kvlist_equal(&a->meta.annotations, &b->meta.annotations) &&
-	        sk_userspace_spec_equal(&a->spec, &b->spec);
-}
-
 int
 sk_cli_next_version(const sk_userspace *cur, const sk_doc *d, sk_userspace **out, sk_errlist *errs)
 {

@@ -27,14 +27,6 @@
  * GitOps job's pod is gone with its host name): no apply takes an hour. */
 #define RECORD_ABANDONED_MS (3600 * 1000LL)
 
-bool
-sk_cli_same_desired(const sk_userspace *a, const sk_userspace *b)
-{
-	return sk_kvlist_equal(&a->meta.labels, &b->meta.labels) &&
-	        sk_kvlist_equal(&a->meta.annotations, &b->meta.annotations) &&
-	        sk_userspace_spec_equal(&a->spec, &b->spec);
-}
-
 static void
 host_name(char *buf, size_t len)
 {

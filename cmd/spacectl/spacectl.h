@@ -145,8 +145,6 @@ typedef struct sk_cli_input {
 int sk_cli_input_load(sk_cli_input *in, char **paths, size_t npaths);
 void sk_cli_input_dispose(sk_cli_input *in);
 /* ---- apply records (record.c): an interrupted apply is found and rolled back ---- */
-/* Labels, annotations and spec equal (what apply writes). */
-bool sk_cli_same_desired(const sk_userspace *a, const sk_userspace *b);
 /* A new apply's record id (start time, host, pid). Caller frees. */
 char *sk_cli_record_new_id(int64_t start_ms);
 /* Writes the record of an apply: items, each {name, action: create|configure,
@@ -196,7 +194,7 @@ const char *sk_cli_context_file(void);
 int sk_cli_current_context(sk_config_context *out, json_t **keep);
 
 /* ---- writing a whole object (patch.c; patch and edit) ---- */
-/* Labels, annotations and spec equal (what apply, patch and edit change). */
+/* Labels, annotations and spec equal (what apply, patch, edit and records compare; common.c). */
 bool sk_cli_same_desired(const sk_userspace *a, const sk_userspace *b);
 /* Validates d (a whole UserSpace as the user wrote it) as apply does and
  * makes it the next version of cur: the same name (a rename is an error),
