@@ -191,8 +191,9 @@ line_ts(const char *line)
 	int ms = 0;
 	const char *p = strstr(line, "ts=");
 
-	if (!p || sscanf(p, "ts=%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-	                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7)
+	if (!p ||
+	        sscanf(p, "ts=%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+	                &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7)
 		return -1;
 	tm.tm_year -= 1900;
 	tm.tm_mon -= 1;
@@ -217,7 +218,8 @@ assert_no_reconcile_started_after_signal(const char *log)
 	for (line = sd; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
 		const char *d = strstr(line, "duration_ms=");
 		const char *eol = strchr(line, '\n');
-		if (strncmp(strstr(line, "msg=") ? strstr(line, "msg=") : "", "msg=\"reconcile", 14))
+		if (strncmp(strstr(line, "msg=") ? strstr(line, "msg=") : "", "msg=\"reconcile",
+		            14))
 			continue;
 		ck_assert_msg(d && (!eol || d < eol), "no duration in: %.200s", line);
 		ended_after++;
