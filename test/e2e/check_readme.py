@@ -147,6 +147,9 @@ class World:
                     open(p, "w", encoding="utf-8").write(self.subst(text))
         self.env = dict(os.environ, PATH=BIN + os.pathsep + os.environ["PATH"])
         self.env.pop("E2B_API_KEY", None)
+        # libmongoc warns on stderr when it cannot map its shared-memory
+        # counters (a busy /dev/shm): noise, not the programs' output
+        self.env["MONGOC_DISABLE_SHM"] = "1"
         self.fdb = os.path.join(self.dir, "ferretdb")
         uri = subprocess.run([os.path.join(ROOT, "hack/ferretdb.sh"), "start", self.fdb],
                              env=self.env, check=True, capture_output=True, text=True)
