@@ -13,6 +13,8 @@ normalisation: sandbox IDs, UIDs, times, ages and resource versions are
 placeholders, runs of blanks are one space, `...` on a line of its own stands
 for any lines and inside a line for any text. An expected `^C` line means the
 command runs until SIGINT (after SK_README_WATCH_S seconds, default 12).
+Every plain ``` block that starts with `usage: spacectl CMD` or `usage:
+spacekeeper` must also be the start of that command's help, blanks aside.
 
 usage: test/e2e/check_readme.py [README]
 env: SK_BIN_DIR, SK_TOOLS_DIR; SK_README_SETUP=NAME runs only the blocks of that setup
@@ -298,9 +300,57 @@ def run_block(setup, line, cmds):
     return failures
 
 
+# ---- usage blocks: the README's synopsis of a command is what --help prints ----
+
+USAGE_PROGS = ("spacectl", "spacekeeper")
+
+
+def usage_blocks(path):
+    """[(line number, program, command or None, [normalised synopsis lines])]"""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    out = []
+    for i, line in enumerate(lines):
+        if line.strip() != "```" or i + 1 >= len(lines):
+            continue
+        first = lines[i + 1].split()
+        if len(first) < 2 or first[0] != "usage:" or first[1] not in USAGE_PROGS:
+            continue
+        k = i + 1
+        while k < len(lines) and lines[k].strip() != "```":
+            words = " ".join(lines[k].replace("usage:", "", 1).split()).split(" ")
+            prog = words[0]
+            cmd = words[1] if prog == "spacectl" and len(words) > 1 else None
+            if prog in USAGE_PROGS and (not out or out[-1][0] != i + 2 or
+                                        out[-1][1:3] != (prog, cmd)):
+                out.append((i + 2, prog, cmd, []))
+            out[-1][3].append(" ".join(words))
+            k += 1
+    return out
+
+
+def synopsis(prog, cmd):
+    argv = [os.path.join(BIN, prog)] + (["help", cmd] if cmd else ["--help"])
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    text = res.stdout + res.stderr
+    return [" ".join(l.replace("usage:", "", 1).split()) for l in text.split("\n") if l.strip()]
+
+
+def check_usages(readme):
+    bad = 0
+    for line, prog, cmd, want in usage_blocks(readme):
+        got = synopsis(prog, cmd)[:len(want)]
+        if got != want:
+            bad += 1
+            print(f"README.md:{line}: usage of {prog} {cmd or ''} differs from its help:")
+            print("\n".join("  README: " + l for l in want))
+            print("\n".join("  help:   " + l for l in got))
+    return bad
+
+
 def main():
     readme = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "README.md")
     blocks = marked_blocks(readme)
+    usage_bad = check_usages(readme)
     only = os.environ.get("SK_README_SETUP")  # run only the blocks of one setup
     if only:
         blocks = [b for b in blocks if b[0] == only]
@@ -317,8 +367,9 @@ def main():
             print("\n".join("    " + l for l in exp) or "    (nothing)")
             print("  got (normalised):")
             print("\n".join("    " + l for l in act) or "    (nothing)")
-    print(f"readme: {len(blocks)} block(s), {bad} command(s) differ")
-    return 1 if bad or not blocks else 0
+    print(f"readme: {len(blocks)} block(s), {bad} command(s) differ; "
+          f"{len(usage_blocks(readme))} usage synopses, {usage_bad} differ")
+    return 1 if bad or usage_bad or not blocks else 0
 
 
 if __name__ == "__main__":
