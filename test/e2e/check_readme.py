@@ -179,9 +179,9 @@ class World:
         self.procs.append(p)
         return p
 
-    def start_sim(self):
+    def start_sim(self, latency="20ms"):
         self.spawn("sandboxsim", ["sandboxsim", "--listen", f"127.0.0.1:{self.sim_port}",
-                                  "--latency", "20ms"])
+                                  "--latency", latency])
         wait_port(self.sim_port)
 
     def start_keeper(self, delay_s=0):
@@ -201,8 +201,10 @@ class World:
         if s == "pruned":
             self.run("spacectl", "apply", "--prune", "-l", "team=research", "-f",
                      "manifests/examples/bob.yaml")
-        if s in ("controller", "watch", "drift"):
+        if s in ("controller", "drift"):
             self.start_sim()
+        if s == "watch":  # each create takes 1 s: longer than the watch's poll
+            self.start_sim(latency="1s")
         if s == "watch":
             self.run("spacectl", "apply", "-f", "manifests/examples/alice.yaml")
             self.start_keeper(delay_s=2)
@@ -210,6 +212,10 @@ class World:
             self.start_keeper()
         if s == "drift":
             self.make_alice_unreachable()
+        if s == "idle":
+            self.start_sim()
+            self.start_keeper()
+            self.make_alice_idle()
         if s == "sim":
             self.run("spacectl", "apply", "-f", "manifests/examples/")
             self.start_sim()
@@ -220,7 +226,7 @@ class World:
             self.run("spacectl", "wait", "us", "alice", "bob", "carol", "dave", "frank",
                      "--for=condition=Ready", "--timeout", "60s")
         if s not in ("fresh", "bare", "examples", "pruned", "controller", "watch", "drift",
-                     "converged", "sim"):
+                     "converged", "sim", "idle"):
             sys.exit(f"unknown readme-test setup {s!r}")
 
     def make_alice_unreachable(self):
@@ -235,6 +241,15 @@ class World:
                 return
             time.sleep(0.5)
         sys.exit("readme-test: alice never reported drift")
+
+    def make_alice_idle(self):
+        """alice with a 5 s idle timeout, created, then asleep (phase Idle)."""
+        text = open(os.path.join(ROOT, "manifests/examples/alice.yaml"), encoding="utf-8").read()
+        path = os.path.join(self.dir, "tmp", "alice-idle.yaml")
+        open(path, "w", encoding="utf-8").write(text + "  lifecycle: {idleTimeout: 5s}\n")
+        self.run("spacectl", "apply", "-f", path)
+        self.run("spacectl", "wait", "us", "alice", "--for=jsonpath={.status.phase}=Idle",
+                 "--timeout", "60s")
 
     def close(self):
         for p in self.procs:
