@@ -4,7 +4,8 @@
  * latency: spacekeeper must exit 0 within the README's promise ("exits 0
  * within N s"), start no reconcile after its "shutting down" line, and log
  * what it abandoned. Once during the start-up list, once mid-work (pauses in
- * flight, keys queued, a resync list in progress).
+ * flight, keys queued, a resync list in progress); then calls longer than
+ * the stop's grace, and the provider abort hook on its own.
  */
 #include <check.h>
 #include <curl/curl.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "../testutil.h"
+#include "sandbox/sandbox.h"
 #include "util/util.h"
 
 Suite *sk_suite_shutdown(void);
@@ -57,13 +59,13 @@ discard(char *p, size_t size, size_t n, void *arg)
 }
 
 static void
-sim_faults(const char *json)
+sim_post(const char *path, const char *json)
 {
 	char url[256];
 	CURL *h = curl_easy_init();
 	long status = 0;
 
-	snprintf(url, sizeof(url), "%s/_sim/faults", sim_url);
+	snprintf(url, sizeof(url), "%s%s", sim_url, path);
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
@@ -71,12 +73,18 @@ sim_faults(const char *json)
 	ck_assert_int_eq(curl_easy_perform(h), CURLE_OK);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_cleanup(h);
-	ck_assert_int_eq(status, 200);
+	ck_assert_msg(status >= 200 && status < 300, "POST %s: %ld", path, status);
 }
 
-/* 900 UserSpaces u0..u899, the users of the simulator's preloaded sandboxes. */
 static void
-apply_spaces(const char *extra_spec)
+sim_faults(const char *json)
+{
+	sim_post("/_sim/faults", json);
+}
+
+/* 900 UserSpaces u0..u899 (n of them), the users of the simulator's preloaded sandboxes. */
+static void
+apply_n_spaces(int n, const char *extra_spec)
 {
 	const char *env[] = { NULL };
 	sk_buf b = SK_BUF_INIT(0);
@@ -85,7 +93,7 @@ apply_spaces(const char *extra_spec)
 		sk_test_mongodb_uri(), "--database", db, NULL };
 	int rc;
 
-	for (int i = 0; i < N_SPACES; i++)
+	for (int i = 0; i < n; i++)
 		sk_buf_printf(&b,
 		        "---\napiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
 		        "metadata:\n  name: u%d\nspec:\n  userID: u%d\n%s",
@@ -96,6 +104,12 @@ apply_spaces(const char *extra_spec)
 	free(out);
 	free(err);
 	sk_buf_dispose(&b);
+}
+
+static void
+apply_spaces(const char *extra_spec)
+{
+	apply_n_spaces(N_SPACES, extra_spec);
 }
 
 static void
@@ -282,6 +296,90 @@ START_TEST(test_sigterm_under_load)
 }
 END_TEST
 
+/* In-flight reconciles get the grace, then their provider calls are aborted:
+ * creates of 20 s cannot finish, so the stop waits out the grace (5 s), logs
+ * each reconcile it cut short, and still exits within the promise. */
+START_TEST(test_sigterm_aborts_calls_after_grace)
+{
+	int64_t promise = promised_ms(), took;
+	char *log;
+
+	sim_post("/_sim/reset", "{}"); /* no sandboxes: each space needs a create */
+	apply_n_spaces(8, "");
+	sim_faults("{\"latency\": {\"create\": {\"fixed_ms\": 20000}}}");
+	keeper_start();
+	ck_assert_msg(log_has("msg=\"controller started\"", 60), "not started (log %s)", log_path);
+	sleep(1); /* every space's worker inside its create */
+	took = term_and_time();
+	log = read_log();
+	ck_assert_msg(took <= promise, "SIGTERM took %lld ms", (long long)took);
+	ck_assert_msg(
+	        took >= 4500, "the in-flight reconciles got no grace: %lld ms", (long long)took);
+	ck_assert_msg(strstr(log, "msg=\"reconcile abandoned\""), "nothing abandoned:\n%s", log);
+	ck_assert_msg(strstr(log, "aborted: the client is stopping"), "no abort:\n%s", log);
+	assert_no_reconcile_started_after_signal(log);
+	free(log);
+}
+END_TEST
+
+static bool
+stop_now(void *payload)
+{
+	return *(bool *)payload;
+}
+
+static bool
+stop_after(void *payload)
+{
+	return sk_monotonic_ms() >= *(int64_t *)payload;
+}
+
+/* The hook itself (sk_provider_set_abort): a request in flight ends within
+ * about a second of the hook turning true (curl's progress callback), and a
+ * client already stopping sends nothing. */
+START_TEST(test_provider_abort_hook)
+{
+	sk_provider_config pc = { 0 };
+	sk_provider *p = NULL;
+	sk_sandbox_list l = { 0 };
+	sk_sandbox sb = { 0 };
+	sk_error err = { 0 };
+	int64_t at, t0;
+	bool now = true;
+
+	setenv("SK_TEST_ABORT_KEY", "e2b_0000000000000000000000000000000000000000", 1);
+	pc.name = "test";
+	pc.type = SK_PROVIDER_E2B;
+	pc.api_url = pc.sandbox_url = sim_url;
+	pc.domain = "e2b.app";
+	pc.api_key_env = "SK_TEST_ABORT_KEY";
+	pc.max_in_flight = 4;
+	pc.qps = 100;
+	pc.burst = 100;
+	pc.request_timeout_ms = 30000;
+	pc.sandbox_timeout_ms = 3600000;
+	ck_assert_msg(sk_provider_new(&pc, &p, &err) == 0, "%s", err.message);
+	sim_faults("{\"latency\": {\"*\": {\"fixed_ms\": 10000}}}");
+	at = sk_monotonic_ms() + 500;
+	sk_provider_set_abort(p, stop_after, &at);
+	t0 = sk_monotonic_ms();
+	ck_assert_int_eq(sk_sandbox_list_all(p, NULL, &l, &err), SK_EUNAVAILABLE);
+	ck_assert_msg(sk_monotonic_ms() - t0 < 2500, "the abort took %lld ms",
+	        (long long)(sk_monotonic_ms() - t0));
+	ck_assert_msg(strstr(err.message, "aborted: the client is stopping"), "%s", err.message);
+	sk_provider_set_abort(p, stop_now, &now);
+	t0 = sk_monotonic_ms();
+	ck_assert_int_eq(sk_sandbox_get(p, "inope", &sb, &err), SK_EUNAVAILABLE);
+	ck_assert_int_lt(sk_monotonic_ms() - t0, 100);
+	now = false; /* the hook says go: the request is made */
+	sim_faults("{\"latency\": {\"*\": null}}");
+	ck_assert_int_eq(sk_sandbox_get(p, "inope", &sb, &err), SK_ENOTFOUND);
+	sk_sandbox_dispose(&sb);
+	sk_sandbox_list_dispose(&l);
+	sk_provider_free(p);
+}
+END_TEST
+
 Suite *
 sk_suite_shutdown(void)
 {
@@ -292,6 +390,8 @@ sk_suite_shutdown(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_sigterm_during_first_list);
 	tcase_add_test(tc, test_sigterm_under_load);
+	tcase_add_test(tc, test_sigterm_aborts_calls_after_grace);
+	tcase_add_test(tc, test_provider_abort_hook);
 	suite_add_tcase(s, tc);
 	return s;
 }
