@@ -24,6 +24,8 @@ run() {
 run unit "$dir/unit_tests"
 SK_TEST_NEEDS_MONGO=1 run integration "$dir/integration_tests"
 SK_TEST_NEEDS_MONGO=1 run e2e "$dir/e2e_tests"
+# the README's marked examples, run and compared (test/e2e/check_readme.py)
+run readme python3 "$root/test/e2e/check_readme.py"
 if [ -f "$root/test/conformance/e2b_sdk.mjs" ]; then
 	run conformance node "$root/test/conformance/e2b_sdk.mjs"
 fi

@@ -25,6 +25,20 @@ sk_ctl_log(sk_controller *c, sk_log_level lvl, const char *msg, const char *fmt,
 	c->opts.log(lvl, msg, kv, c->opts.log_payload);
 }
 
+bool
+sk_ctl_abort_now(void *controller)
+{
+	return sk_ctl_stopping(controller);
+}
+
+bool
+sk_ctl_abort_after_grace(void *controller)
+{
+	sk_controller *c = controller;
+
+	return sk_ctl_stopping(c) && sk_monotonic_ms() >= atomic_load(&c->stop_deadline_ms);
+}
+
 int
 sk_ctl_provider_index(sk_controller *c, const char *name)
 {
@@ -106,6 +120,7 @@ open_parts(sk_controller *c, sk_error *err)
 			return rc;
 		}
 		sk_ctl_watch_provider(c, c->obs_clients[i]);
+		sk_provider_set_abort(c->obs_clients[i], sk_ctl_abort_now, c);
 	}
 	return 0;
 }
@@ -141,6 +156,8 @@ sk_controller_new(sk_controller **out, const sk_controller_options *opts, sk_err
 	c->tl_connect = sk_timeline_new();
 	sk_cond_init_monotonic(&c->cond);
 	atomic_init(&c->stopping, false);
+	atomic_init(&c->stop_deadline_ms, 0);
+	atomic_init(&c->abandoned, 0);
 	c->metrics = sk_metrics_new();
 	qo.observe = sk_ctl_observe_queue;
 	qo.observe_payload = c->metrics;
@@ -387,6 +404,18 @@ key_object(sk_controller *c, const char *key, sk_userspace **us, sk_error *err)
 	return sk_store_get(c->store, key, us, err);
 }
 
+/* A reconcile the stop cut short (a provider call aborted after the grace,
+ * or any failure while stopping): logged, not retried. */
+static void
+abandon(sk_controller *c, const char *key, const sk_error *err, int64_t dt)
+{
+	atomic_fetch_add(&c->abandoned, 1);
+	sk_ctl_log(c, SK_LOG_WARN, "reconcile abandoned",
+	        "userspace=%s error=\"%s\" code=%s duration_ms=%lld", key, err->message,
+	        sk_strerror(err->code), (long long)dt);
+	mark_reconciled(c, key, true);
+}
+
 static void
 worker_process(sk_worker *w, const char *key)
 {
@@ -433,9 +462,14 @@ worker_process(sk_worker *w, const char *key)
 	env.log_payload = c->opts.log_payload;
 	env.report = &report;
 	sk_ctl_space_take(c, key, &env);
+	t0 = sk_monotonic_ms();
+	if (sk_ctl_stopping(c)) { /* taken, not started: no new work after a stop */
+		sk_limiter_release(c->limiters[prov]);
+		atomic_fetch_add(&c->abandoned, 1);
+		goto done;
+	}
 	snprintf(l, sizeof(l), "provider=\"%s\"", c->cfg->providers[prov].name);
 	sk_metrics_add(c->metrics, "spacekeeper_provider_reconciles_total", l, 1);
-	t0 = sk_monotonic_ms();
 	rc = sk_reconcile_object(&env, us, &view, &requeue, &updated, &err);
 	sk_limiter_release(c->limiters[prov]);
 	sk_ctl_space_note(c, key, &report, rc == 0);
@@ -445,7 +479,10 @@ worker_process(sk_worker *w, const char *key)
 		sk_metrics_add(c->metrics, "spacekeeper_status_writes_total", NULL, 1);
 	if (updated != NULL)
 		sk_informer_observe(c->inf, updated); /* as written: no need to poll it back */
-	handle_result(c, key, rc, requeue, &err, sk_monotonic_ms() - t0);
+	if (rc != 0 && sk_ctl_stopping(c))
+		abandon(c, key, &err, sk_monotonic_ms() - t0);
+	else
+		handle_result(c, key, rc, requeue, &err, sk_monotonic_ms() - t0);
 done:
 	sk_sandbox_list_dispose(&listed);
 	sk_userspace_free(us);
@@ -495,8 +532,11 @@ workers_start(sk_controller *c, sk_error *err)
 		w->index = i;
 		w->clients = sk_calloc(c->n_prov, sizeof(*w->clients));
 		for (size_t p = 0; p < c->n_prov && rc == 0; p++)
-			if ((rc = sk_provider_new(&c->cfg->providers[p], &w->clients[p], err)) == 0)
+			if ((rc = sk_provider_new(&c->cfg->providers[p], &w->clients[p], err)) ==
+			        0) {
 				sk_ctl_watch_provider(c, w->clients[p]);
+				sk_provider_set_abort(w->clients[p], sk_ctl_abort_after_grace, c);
+			}
 		if (rc != 0) {
 			workers_free(c);
 			return rc;
@@ -589,17 +629,21 @@ log_unavailable(sk_controller *c, const sk_error *err, int64_t retry_ms)
 	        err->message, retry);
 }
 
-/* The database was not there at start: retry with a doubling backoff
- * (SK_CONTROLLER_RETRY_MIN_MS to _MAX_MS) until it answers or stop. */
+/* Start-up, off the caller's thread so that a stop (SIGTERM) is never held
+ * up by it (the first list of a slow provider takes a while): start_parts,
+ * and while the database does not answer, retries with a doubling backoff
+ * (SK_CONTROLLER_RETRY_MIN_MS to _MAX_MS) until it does or stop. */
 static void *
 boot_main(void *arg)
 {
 	sk_controller *c = arg;
 	int64_t backoff = SK_CONTROLLER_RETRY_MIN_MS;
+	int64_t nap = c->boot_connected ? 0 : backoff;
+	bool connected = c->boot_connected;
 	sk_error err = { 0 };
 
-	while (nap_unless_stopping(c, backoff)) {
-		int rc = sk_store_connect(c->store, true, &err);
+	while (nap_unless_stopping(c, nap)) {
+		int rc = connected ? 0 : sk_store_connect(c->store, true, &err);
 		if (rc == 0)
 			rc = start_parts(c, &err);
 		if (rc == 0) {
@@ -607,11 +651,16 @@ boot_main(void *arg)
 				log_started(c);
 			break;
 		}
-		backoff = backoff * 2 > SK_CONTROLLER_RETRY_MAX_MS ? SK_CONTROLLER_RETRY_MAX_MS
-		                                                   : backoff * 2;
+		connected = false;
+		if (nap > 0)
+			backoff = backoff * 2 > SK_CONTROLLER_RETRY_MAX_MS
+			        ? SK_CONTROLLER_RETRY_MAX_MS
+			        : backoff * 2;
+		nap = backoff;
+		if (c->stopping)
+			break;
 		if (rc == SK_EUNAVAILABLE) {
-			if (!c->stopping)
-				log_unavailable(c, &err, backoff);
+			log_unavailable(c, &err, nap);
 			continue;
 		}
 		sk_ctl_log(c, SK_LOG_ERROR, "start failed", "error=\"%s\"", err.message);
@@ -625,17 +674,14 @@ sk_controller_start(sk_controller *c, sk_error *err)
 {
 	int rc = sk_store_connect(c->store, true, err);
 
-	if (rc == 0) {
-		if ((rc = start_parts(c, err)) == 0 && (rc = http_start(c, err)) == 0)
-			log_started(c);
+	if (rc != 0 && rc != SK_EUNAVAILABLE)
 		return rc;
-	}
-	if (rc != SK_EUNAVAILABLE)
-		return rc;
-	/* No database yet: health now, the rest when it answers. */
+	c->boot_connected = rc == 0;
+	/* Health at once; the rest on the start-up thread. */
 	if ((rc = http_start(c, err)) != 0)
 		return rc;
-	log_unavailable(c, err, SK_CONTROLLER_RETRY_MIN_MS);
+	if (!c->boot_connected)
+		log_unavailable(c, err, SK_CONTROLLER_RETRY_MIN_MS);
 	if (pthread_create(&c->boot_thread, NULL, boot_main, c) != 0)
 		return sk_error_set(err, SK_ERROR, "controller: cannot start the start-up thread");
 	c->boot_running = true;
@@ -643,34 +689,53 @@ sk_controller_start(sk_controller *c, sk_error *err)
 	return 0;
 }
 
+/* What the stop leaves undone: the keys queued and not started (the next
+ * start lists and reconciles everything again) and the reconciles in flight. */
+static void
+log_stopping(sk_controller *c)
+{
+	sk_workqueue_stats st;
+
+	sk_workqueue_get_stats(c->q, &st);
+	sk_ctl_log(c, SK_LOG_INFO, "stopping",
+	        "queued_abandoned=%zu delayed_abandoned=%zu in_flight=%zu grace_ms=%d", st.depth,
+	        st.delayed, st.processing, SK_CONTROLLER_STOP_GRACE_MS);
+}
+
 void
 sk_controller_stop(sk_controller *c)
 {
-	bool was;
+	bool was, first, started;
 
 	pthread_mutex_lock(&c->mu);
 	was = c->running;
 	c->running = false;
+	first = !atomic_load(&c->stopping);
+	if (first)
+		atomic_store(&c->stop_deadline_ms, sk_monotonic_ms() + SK_CONTROLLER_STOP_GRACE_MS);
 	atomic_store(&c->stopping, true);
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->mu);
+	/* No new work from here: workers stop taking keys at once. */
+	sk_workqueue_shutdown(c->q);
+	started = first && (was || c->boot_running);
+	if (started)
+		log_stopping(c);
 	sk_ctl_http_stop(c);
 	if (c->boot_running) {
 		pthread_join(c->boot_thread, NULL);
 		c->boot_running = false;
-		was = was || c->running;
 		c->running = false;
 	}
 	sk_ctl_observer_stop(c);
 	if (c->inf) /* NULL when new failed before making it (a bad URI) */
 		sk_informer_stop(c->inf);
-	sk_workqueue_shutdown(c->q);
 	for (int i = 0; c->workers && i < c->n_workers; i++)
 		pthread_join(c->workers[i].thread, NULL);
 	workers_free(c);
-	if (was)
-		sk_ctl_log(c, SK_LOG_INFO, "controller stopped", "reconciles=%llu",
-		        (unsigned long long)c->gen);
+	if (started)
+		sk_ctl_log(c, SK_LOG_INFO, "controller stopped", "reconciles=%llu abandoned=%llu",
+		        (unsigned long long)c->gen, (unsigned long long)atomic_load(&c->abandoned));
 }
 
 /* ---- --once ---- */

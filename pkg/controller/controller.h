@@ -51,15 +51,22 @@ int sk_controller_new(sk_controller **out, const sk_controller_options *opts, sk
 /* NULL-safe; stops first when running. */
 void sk_controller_free(sk_controller *c);
 
-/* Starts HTTP (when asked), then, once the database answers, the informer,
- * waits for its first list (up to 30 s), makes one observer pass, and starts
- * the workers and the observer thread. A database that does not answer is
- * not an error: start logs "database unavailable" and returns 0 while a
- * thread retries with backoff (1 s doubling to 30 s); /healthz answers 200
- * and /readyz 503 meanwhile (and for good, logged as "start failed", when
- * a later step fails for another reason). */
+/* Starts HTTP (when asked) and returns; a start-up thread then, once the
+ * database answers, starts the informer, waits for its first list (up to
+ * 30 s), makes one observer pass, and starts the workers and the observer
+ * thread (logged as "controller started"), so that a stop is never held up
+ * by a slow start. A database that does not answer is not an error: start
+ * logs "database unavailable" and the thread retries with backoff (1 s
+ * doubling to 30 s); /healthz answers 200 and /readyz 503 meanwhile (and for
+ * good, logged as "start failed", when a later step fails for another
+ * reason). An error only for what fails at once: the listener, a database
+ * that refuses (not one that is away). */
 int sk_controller_start(sk_controller *c, sk_error *err);
-/* Graceful stop: no new keys, in-flight reconciles finish, threads joined. */
+/* Graceful stop, bounded: no new work from the call on (the queue is shut,
+ * keys taken but not started are dropped, a provider list in progress is
+ * abandoned), in-flight reconciles get SK_CONTROLLER_STOP_GRACE_MS (5 s)
+ * before their provider calls are aborted, threads joined; what was left is
+ * logged ("stopping", "reconcile abandoned", "provider list abandoned"). */
 void sk_controller_stop(sk_controller *c);
 
 /* One full pass (spacekeeper --once): list, observe, reconcile every key

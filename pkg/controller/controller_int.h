@@ -26,6 +26,11 @@
 #define SK_CONTROLLER_SYNC_MS 30000
 #define SK_CONTROLLER_RETRY_MIN_MS 1000
 #define SK_CONTROLLER_RETRY_MAX_MS 30000
+/* Stop: in-flight reconciles get GRACE_MS to finish their provider calls;
+ * calls still running then are aborted (the state is as after a crash, which
+ * the next start repairs). The observer's list is abandoned at once. Well
+ * inside the README's promise (SIGTERM exits within 10 s). */
+#define SK_CONTROLLER_STOP_GRACE_MS 5000
 
 /* The last list of one provider. */
 typedef struct sk_prov_view {
@@ -71,6 +76,8 @@ struct sk_controller {
 	pthread_mutex_t mu; /* guards everything below */
 	pthread_cond_t cond; /* reconcile finished / stop (monotonic clock) */
 	atomic_bool stopping; /* also read without mu (workers, HTTP, observer) */
+	atomic_llong stop_deadline_ms; /* monotonic; set before stopping (the grace) */
+	atomic_ullong abandoned; /* reconciles cut short or not started by the stop */
 	bool running;
 	bool once; /* --once: steady keys are not requeued */
 	uint64_t gen; /* reconciles finished */
@@ -82,8 +89,9 @@ struct sk_controller {
 	int n_workers;
 	pthread_t obs_thread;
 	bool obs_running;
-	pthread_t boot_thread; /* waits for the database when start found none */
+	pthread_t boot_thread; /* start-up: the database, the first list, the workers */
 	bool boot_running;
+	bool boot_connected; /* start found the database */
 	void *httpd; /* struct MHD_Daemon* */
 	int http_port;
 	struct sk_ctl_guard *guard; /* the connect API's listener (guard.c), NULL: none */
@@ -98,6 +106,11 @@ sk_ctl_stopping(sk_controller *c)
 {
 	return atomic_load(&c->stopping);
 }
+
+/* The abort hooks of the provider clients (sk_provider_set_abort): the
+ * observer's stop at once, the workers' after the stop's grace. */
+bool sk_ctl_abort_now(void *controller);
+bool sk_ctl_abort_after_grace(void *controller);
 
 void sk_ctl_log(sk_controller *c, sk_log_level lvl, const char *msg, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));

@@ -3,7 +3,9 @@
  * sandboxes (managed_by=spacekeeper, every page, running and paused) are
  * listed once, grouped by user_id for the workers, checked for orphans
  * (sk_plan_orphans: reported, killed only with deleteOrphans after the
- * grace), and every UserSpace key is enqueued (level-triggered resync).
+ * grace), and every UserSpace key is enqueued (level-triggered resync). A
+ * stop abandons a list in progress (the clients abort at once) and enqueues
+ * nothing.
  */
 #include <malloc.h>
 #include <stdlib.h>
@@ -184,10 +186,12 @@ observe_provider(sk_controller *c, int i)
 	c->views[i].valid = rc == 0;
 	pthread_mutex_unlock(&c->obs_mu);
 	sk_strmap_free(old);
-	if (rc != 0) {
+	if (rc != 0 && sk_ctl_stopping(c))
+		sk_ctl_log(c, SK_LOG_INFO, "provider list abandoned", "provider=%s error=\"%s\"",
+		        prov, err.message);
+	else if (rc != 0)
 		sk_ctl_log(c, SK_LOG_WARN, "provider list failed", "provider=%s error=\"%s\"", prov,
 		        err.message);
-	}
 	sk_sandbox_list_dispose(&all);
 	sk_kvlist_dispose(&match);
 }
@@ -200,6 +204,8 @@ sk_ctl_observe_all(sk_controller *c)
 
 	for (size_t i = 0; i < c->n_prov && !sk_ctl_stopping(c); i++)
 		observe_provider(c, (int)i);
+	if (sk_ctl_stopping(c)) /* no new work: the list was abandoned */
+		return;
 	names = sk_informer_names(c->inf, &n);
 	/* Keys whose own requeue falls within the next period are left to it. */
 	for (size_t i = 0; i < n; i++)

@@ -166,6 +166,27 @@ transport_error(const sk_http_request *req, CURLcode cc, bool oversized, size_t 
 	        err, code, "%s %s: %s", req->method, req_path(req), curl_easy_strerror(cc));
 }
 
+/* curl's progress callback: non-zero aborts the transfer (CURLE_ABORTED_BY_CALLBACK). */
+static int
+on_progress(
+        void *payload, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+	sk_http *h = payload;
+
+	return h->abort(h->abort_payload) ? 1 : 0;
+}
+
+static int
+aborted_error(const sk_http_request *req, sk_error *err)
+{
+	if (err) {
+		err->http_status = 0;
+		err->retry_after_ms = 0;
+	}
+	return sk_error_set(err, SK_EUNAVAILABLE, "%s %s: aborted: the client is stopping",
+	        req->method, req_path(req));
+}
+
 static struct curl_slist *
 build_headers(sk_http *h, const sk_http_request *req)
 {
@@ -204,6 +225,11 @@ setup_handle(sk_http *h, const sk_http_request *req, const char *url, sk_http_re
 	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, resp);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "spacekeeper/0.1");
+	if (h->abort) {
+		curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(c, CURLOPT_XFERINFODATA, h);
+		curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	}
 	if (strcmp(req->method, "GET") == 0) {
 		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
 	} else {
@@ -214,6 +240,13 @@ setup_handle(sk_http *h, const sk_http_request *req, const char *url, sk_http_re
 			        (long)(req->body ? strlen(req->body) : 0));
 		}
 	}
+}
+
+void
+sk_provider_set_abort(sk_provider *p, sk_provider_abort_fn fn, void *payload)
+{
+	p->http.abort = fn;
+	p->http.abort_payload = payload;
 }
 
 void
@@ -291,14 +324,20 @@ sk_http_do(sk_http *h, const sk_http_request *req, sk_http_response *resp, sk_er
 	struct curl_slist *headers = build_headers(h, req);
 	char *url = req->url ? sk_strdup(req->url) : sk_asprintf("%s%s", h->base_url, req->path);
 	CURLcode cc;
+	bool ran;
 	int rc = SK_OK;
 
 	memset(resp, 0, sizeof(*resp));
 	resp->body.max = h->max_body;
 	setup_handle(h, req, url, resp);
 	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, headers);
-	cc = curl_easy_perform(h->curl);
-	if (cc == CURLE_OK) {
+	/* A stopping client sends nothing (and counts no request). */
+	ran = !(h->abort && h->abort(h->abort_payload));
+	cc = ran ? curl_easy_perform(h->curl) : CURLE_ABORTED_BY_CALLBACK;
+	if (cc == CURLE_ABORTED_BY_CALLBACK) {
+		rc = aborted_error(req, err);
+		sk_http_response_dispose(resp);
+	} else if (cc == CURLE_OK) {
 		curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &resp->status);
 	} else {
 		/* on_body only refuses data past the cap */
@@ -306,7 +345,8 @@ sk_http_do(sk_http *h, const sk_http_request *req, sk_http_response *resp, sk_er
 		rc = transport_error(req, cc, oversized, h->max_body, err);
 		sk_http_response_dispose(resp);
 	}
-	observe_request(h, req, rc == SK_OK ? resp->status : 0, t0);
+	if (ran)
+		observe_request(h, req, rc == SK_OK ? resp->status : 0, t0);
 	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
 	curl_slist_free_all(headers);
 	free(url);

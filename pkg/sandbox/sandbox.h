@@ -106,6 +106,12 @@ typedef void (*sk_provider_observer_fn)(
         void *payload, const char *provider, const char *endpoint, int status, double seconds);
 /* fn NULL: none (the default). */
 void sk_provider_set_observer(sk_provider *p, sk_provider_observer_fn fn, void *payload);
+/* A stop hook: asked before each request and while one runs (curl's progress
+ * callback, at least about once a second); true aborts the request at once
+ * with SK_EUNAVAILABLE, "... aborted: the client is stopping" (a controller
+ * bounds its shutdown with it). Called on the client's thread. fn NULL: none. */
+typedef bool (*sk_provider_abort_fn)(void *payload);
+void sk_provider_set_abort(sk_provider *p, sk_provider_abort_fn fn, void *payload);
 /* A request's endpoint with a bounded set of values: "METHOD /path" without
  * the scheme, host and query, the segment after "sandboxes"/"sandbox"/"toolbox"
  * written ":id" and numeric segments ":n" ("POST /sandboxes/:id/pause",

@@ -28,6 +28,8 @@ typedef struct sk_http {
 	sk_provider_observer_fn observe; /* NULL: none */
 	void *observe_payload;
 	const char *observe_name; /* the provider entry's name */
+	sk_provider_abort_fn abort; /* NULL: none (sk_provider_set_abort) */
+	void *abort_payload;
 } sk_http;
 
 typedef struct sk_http_response {

@@ -1,0 +1,395 @@
+#!/usr/bin/env python3
+"""Runs the README's examples and compares what they print (issue 10 item 8).
+
+Every ```console block preceded by a `<!-- readme-test: SETUP -->` line is run
+against a fresh world: its own FerretDB (hack/ferretdb.sh), and, as SETUP
+says, the examples applied, a sandboxsim and a spacekeeper. Each `$ command`
+runs in bash (2>&1) in a scratch copy of manifests/, with PATH holding the
+binaries and SPACEKEEPER_MONGODB_URI set, as the README's spacectl section
+says. The loopback ports of the README (3000: sandboxsim, 9090: spacekeeper)
+and /tmp/ are replaced by this run's own, in the commands and in the copied
+configs. The output must match the lines under the command after
+normalisation: sandbox IDs, UIDs, times, ages and resource versions are
+placeholders, runs of blanks are one space, `...` on a line of its own stands
+for any lines and inside a line for any text. An expected `^C` line means the
+command runs until SIGINT (after SK_README_WATCH_S seconds, default 12).
+Every plain ``` block that starts with `usage: spacectl CMD` or `usage:
+spacekeeper` must also be the start of that command's help, blanks aside.
+
+usage: test/e2e/check_readme.py [README]
+env: SK_BIN_DIR, SK_TOOLS_DIR; SK_README_SETUP=NAME runs only the blocks of that setup
+Exit 0 when every block matches; 1 otherwise, with a diff per block.
+"""
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.environ.get("SK_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+BIN = os.environ.get("SK_BIN_DIR") or os.path.join(ROOT, "bin")
+KEY = "e2b_0000000000000000000000000000000000000000"
+MARK = re.compile(r"^<!-- readme-test: ([a-z-]+) -->$")
+WATCH_S = int(os.environ.get("SK_README_WATCH_S", "12"))
+
+
+# ---- the README's marked blocks ----
+
+def marked_blocks(path):
+    """[(setup, line number, [(command, [expected lines])])]"""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    out, i = [], 0
+    while i < len(lines):
+        m = MARK.match(lines[i].strip())
+        i += 1
+        if not m:
+            continue
+        while i < len(lines) and not lines[i].strip():
+            i += 1
+        if i >= len(lines) or lines[i].strip() != "```console":
+            sys.exit(f"README.md:{i}: readme-test marker not followed by a ```console block")
+        start, body = i + 1, []
+        i += 1
+        while i < len(lines) and lines[i].strip() != "```":
+            body.append(lines[i])
+            i += 1
+        out.append((m.group(1), start, commands(body, start)))
+    return out
+
+
+def commands(body, start):
+    cmds, k = [], 0
+    while k < len(body):
+        if not body[k].startswith("$ "):
+            sys.exit(f"README.md:{start + k}: output before any command in a tested block")
+        cmd = body[k][2:]
+        while cmd.endswith("\\") and k + 1 < len(body):
+            k += 1
+            cmd = cmd + "\n" + body[k]
+        k += 1
+        expected = []
+        while k < len(body) and not body[k].startswith("$ "):
+            expected.append(body[k])
+            k += 1
+        cmds.append((cmd, expected))
+    return cmds
+
+
+# ---- normalisation and matching ----
+
+PLACEHOLDERS = [
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"), "<UID>"),
+    (re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z"), "<TIME>"),
+    (re.compile(r"\bi[a-z0-9]{20}\b"), "<ID>"),
+    (re.compile(r"\b(in )?(\d+(\.\d+)?(ms|s|m|h|d))+( ago)?\b"), "<AGE>"),
+    (re.compile(r"\b\d{9,}\b"), "<N>"),
+]
+
+
+def normalise(text):
+    out = []
+    for line in text.split("\n"):
+        for rx, rep in PLACEHOLDERS:
+            line = rx.sub(rep, line)
+        out.append(" ".join(line.split()))
+    while out and not out[-1]:
+        out.pop()
+    while out and not out[0]:
+        out.pop(0)
+    return out
+
+
+def pattern(expected):
+    parts = []
+    for line in expected:
+        if line == "...":
+            parts.append(r"(?:[^\n]*\n)*?")
+        else:
+            parts.append(".*?".join(re.escape(p) for p in line.split("...")) + r"\n")
+    return re.compile("".join(parts), re.S)
+
+
+def matches(expected, actual):
+    exp = [l for l in normalise("\n".join(expected)) if l != "^C"]
+    act = normalise(actual)
+    return pattern(exp).fullmatch("".join(l + "\n" for l in act)) is not None, exp, act
+
+
+# ---- the world of a block ----
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class World:
+    def __init__(self, setup):
+        self.setup = setup
+        self.dir = tempfile.mkdtemp(prefix="sk-readme-")
+        self.sim_port, self.keeper_port = free_port(), free_port()
+        self.connect_port = free_port()
+        self.procs = []
+        os.mkdir(os.path.join(self.dir, "tmp"))
+        shutil.copytree(os.path.join(ROOT, "manifests"), os.path.join(self.dir, "manifests"),
+                        symlinks=True)
+        for sub, _, files in os.walk(os.path.join(self.dir, "manifests")):
+            for f in files:
+                if f.endswith((".yaml", ".yml")):
+                    p = os.path.join(sub, f)
+                    text = open(p, encoding="utf-8").read()
+                    open(p, "w", encoding="utf-8").write(self.subst(text))
+        self.env = dict(os.environ, PATH=BIN + os.pathsep + os.environ["PATH"])
+        self.env.pop("E2B_API_KEY", None)
+        # libmongoc warns on stderr when it cannot map its shared-memory
+        # counters (a busy /dev/shm): noise, not the programs' output
+        self.env["MONGOC_DISABLE_SHM"] = "1"
+        self.fdb = os.path.join(self.dir, "ferretdb")
+        uri = subprocess.run([os.path.join(ROOT, "hack/ferretdb.sh"), "start", self.fdb],
+                             env=self.env, check=True, capture_output=True, text=True)
+        self.env["SPACEKEEPER_MONGODB_URI"] = uri.stdout.strip()
+
+    def subst(self, text):
+        return (text.replace("127.0.0.1:3000", f"127.0.0.1:{self.sim_port}")
+                .replace("localhost:3000", f"localhost:{self.sim_port}")
+                .replace("127.0.0.1:9090", f"127.0.0.1:{self.keeper_port}")
+                .replace("127.0.0.1:9091", f"127.0.0.1:{self.connect_port}")
+                .replace("/tmp/", self.dir + "/tmp/"))
+
+    def unsubst(self, text):
+        return (text.replace(self.dir + "/tmp/", "/tmp/")
+                .replace(f"127.0.0.1:{self.sim_port}", "127.0.0.1:3000")
+                .replace(f"127.0.0.1:{self.keeper_port}", "127.0.0.1:9090")
+                .replace(f"127.0.0.1:{self.connect_port}", "127.0.0.1:9091"))
+
+    def run(self, *argv, check=True):
+        return subprocess.run(list(argv), cwd=self.dir, env=self.env, check=check,
+                              capture_output=True, text=True, timeout=120)
+
+    def spawn(self, name, argv, env=None):
+        log = open(os.path.join(self.dir, name + ".log"), "w")
+        p = subprocess.Popen(argv, cwd=self.dir, env=env or self.env, stdout=log,
+                             stderr=subprocess.STDOUT)
+        self.procs.append(p)
+        return p
+
+    def start_sim(self, latency="20ms"):
+        self.spawn("sandboxsim", ["sandboxsim", "--listen", f"127.0.0.1:{self.sim_port}",
+                                  "--latency", latency])
+        wait_port(self.sim_port)
+
+    def start_keeper(self, delay_s=0):
+        env = dict(self.env, E2B_API_KEY=KEY)
+        argv = ["spacekeeper", "--config", "manifests/config/demo.yaml", "--mongodb-uri",
+                self.env["SPACEKEEPER_MONGODB_URI"], "--poll", "200ms", "--resync", "2s",
+                "--connect-listen", f"127.0.0.1:{self.connect_port}"]
+        if delay_s:
+            argv = ["bash", "-c", f"sleep {delay_s}; exec " + shlex.join(argv)]
+        self.spawn("spacekeeper", argv, env)
+        if not delay_s:
+            wait_port(self.keeper_port)
+
+    def prepare(self):
+        s = self.setup
+        if s in ("examples", "pruned"):
+            self.run("spacectl", "apply", "-f", "manifests/examples/")
+        if s == "pruned":
+            self.run("spacectl", "apply", "--prune", "-l", "team=research", "-f",
+                     "manifests/examples/bob.yaml")
+        if s in ("controller", "drift"):
+            self.start_sim()
+        if s == "watch":  # each create takes 1 s: longer than the watch's poll
+            self.start_sim(latency="1s")
+        if s == "watch":
+            self.run("spacectl", "apply", "-f", "manifests/examples/alice.yaml")
+            self.start_keeper(delay_s=2)
+        if s in ("controller", "drift"):
+            self.start_keeper()
+        if s == "drift":
+            self.make_alice_unreachable()
+        if s == "idle":
+            self.start_sim()
+            self.start_keeper()
+            self.make_alice_idle()
+        if s == "sim":
+            self.run("spacectl", "apply", "-f", "manifests/examples/")
+            self.start_sim()
+        if s == "converged":
+            self.start_sim()
+            self.run("spacectl", "apply", "-f", "manifests/examples/")
+            self.start_keeper()
+            self.run("spacectl", "wait", "us", "alice", "bob", "carol", "dave", "frank",
+                     "--for=condition=Ready", "--timeout", "60s")
+        if s not in ("fresh", "bare", "examples", "pruned", "controller", "watch", "drift",
+                     "converged", "sim", "idle"):
+            sys.exit(f"unknown readme-test setup {s!r}")
+
+    def make_alice_unreachable(self):
+        self.run("spacectl", "apply", "-f", "manifests/examples/alice.yaml")
+        self.run("spacectl", "wait", "us", "alice", "--for=condition=Ready", "--timeout", "60s")
+        alice = json.loads(self.run("spacectl", "get", "us", "alice", "-o", "json").stdout)
+        sid = alice["status"]["sandboxID"]
+        self.run("curl", "-sf", "-X", "POST", f"http://127.0.0.1:{self.sim_port}/_sim/faults",
+                 "-d", '{"unreachable": ["%s"]}' % sid)
+        for _ in range(120):
+            if self.run("spacectl", "drift", check=False).returncode == 1:
+                return
+            time.sleep(0.5)
+        sys.exit("readme-test: alice never reported drift")
+
+    def make_alice_idle(self):
+        """alice with a 5 s idle timeout, created, then asleep (phase Idle)."""
+        text = open(os.path.join(ROOT, "manifests/examples/alice.yaml"), encoding="utf-8").read()
+        path = os.path.join(self.dir, "tmp", "alice-idle.yaml")
+        open(path, "w", encoding="utf-8").write(text + "  lifecycle: {idleTimeout: 5s}\n")
+        self.run("spacectl", "apply", "-f", path)
+        self.run("spacectl", "wait", "us", "alice", "--for=jsonpath={.status.phase}=Idle",
+                 "--timeout", "60s")
+
+    def close(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        subprocess.run([os.path.join(ROOT, "hack/ferretdb.sh"), "clean", self.fdb],
+                       env=self.env, capture_output=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def wait_port(port, timeout_s=30):
+    end = time.time() + timeout_s
+    while time.time() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    sys.exit(f"readme-test: nothing listens on 127.0.0.1:{port}")
+
+
+# ---- one block: one bash script, one marker line per command ----
+
+SEP = "@@readme-test@@"
+
+
+def script(world, cmds):
+    out = ["set +e", "trap 'kill $(jobs -p) 2>/dev/null; wait' EXIT"]
+    for n, (cmd, expected) in enumerate(cmds):
+        cmd = world.subst(cmd)
+        # the marker keeps $? for a command that reads it (echo $?)
+        out.append(f"__rc=$?; printf '\\n{SEP} {n}\\n'; (exit $__rc)")
+        if any(l.strip() == "^C" for l in expected):
+            out.append(f"timeout -s INT {WATCH_S} bash -c {shlex.quote(cmd)} 2>&1")
+        elif cmd.rstrip().endswith("&"):
+            out.append(cmd)
+        else:
+            out.append("{ " + cmd + "\n} 2>&1")
+    return "\n".join(out) + "\n"
+
+
+def run_block(setup, line, cmds):
+    world = World(setup)
+    failures = []
+    try:
+        world.prepare()
+        res = subprocess.run(["bash", "-c", script(world, cmds)], cwd=world.dir, env=world.env,
+                             capture_output=True, text=True, timeout=600)
+        outputs = re.split(r"\n?" + SEP + r" \d+\n", world.unsubst(res.stdout))[1:]
+        for (cmd, expected), actual in zip(cmds, outputs):
+            ok, exp, act = matches(expected, actual)
+            if not ok:
+                failures.append((cmd, exp, act))
+        if len(outputs) != len(cmds):
+            failures.append(("(the block)", [f"{len(cmds)} commands"], [res.stderr]))
+    finally:
+        world.close()
+    return failures
+
+
+# ---- usage blocks: the README's synopsis of a command is what --help prints ----
+
+USAGE_PROGS = ("spacectl", "spacekeeper")
+
+
+def usage_blocks(path):
+    """[(line number, program, command or None, [normalised synopsis lines])]"""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    out = []
+    for i, line in enumerate(lines):
+        if line.strip() != "```" or i + 1 >= len(lines):
+            continue
+        first = lines[i + 1].split()
+        if len(first) < 2 or first[0] != "usage:" or first[1] not in USAGE_PROGS:
+            continue
+        k = i + 1
+        while k < len(lines) and lines[k].strip() != "```":
+            words = " ".join(lines[k].replace("usage:", "", 1).split()).split(" ")
+            prog = words[0]
+            cmd = words[1] if prog == "spacectl" and len(words) > 1 else None
+            if prog in USAGE_PROGS and (not out or out[-1][0] != i + 2 or
+                                        out[-1][1:3] != (prog, cmd)):
+                out.append((i + 2, prog, cmd, []))
+            out[-1][3].append(" ".join(words))
+            k += 1
+    return out
+
+
+def synopsis(prog, cmd):
+    argv = [os.path.join(BIN, prog)] + (["help", cmd] if cmd else ["--help"])
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    text = res.stdout + res.stderr
+    return [" ".join(l.replace("usage:", "", 1).split()) for l in text.split("\n") if l.strip()]
+
+
+def check_usages(readme):
+    bad = 0
+    for line, prog, cmd, want in usage_blocks(readme):
+        got = synopsis(prog, cmd)[:len(want)]
+        if got != want:
+            bad += 1
+            print(f"README.md:{line}: usage of {prog} {cmd or ''} differs from its help:")
+            print("\n".join("  README: " + l for l in want))
+            print("\n".join("  help:   " + l for l in got))
+    return bad
+
+
+def main():
+    readme = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "README.md")
+    blocks = marked_blocks(readme)
+    usage_bad = check_usages(readme)
+    only = os.environ.get("SK_README_SETUP")  # run only the blocks of one setup
+    if only:
+        blocks = [b for b in blocks if b[0] == only]
+    bad = 0
+    for setup, line, cmds in blocks:
+        t0 = time.time()
+        failures = run_block(setup, line, cmds)
+        state = "ok" if not failures else "FAIL"
+        print(f"README.md:{line}: {len(cmds)} command(s), setup {setup}: {state} "
+              f"({time.time() - t0:.1f}s)", flush=True)
+        for cmd, exp, act in failures:
+            bad += 1
+            print(f"  $ {cmd}\n  expected (normalised):")
+            print("\n".join("    " + l for l in exp) or "    (nothing)")
+            print("  got (normalised):")
+            print("\n".join("    " + l for l in act) or "    (nothing)")
+    print(f"readme: {len(blocks)} block(s), {bad} command(s) differ; "
+          f"{len(usage_blocks(readme))} usage synopses, {usage_bad} differ")
+    return 1 if bad or usage_bad or not blocks else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,397 @@
+/*
+ * End-to-end: SIGTERM under load (issue 10 item 14). 900 UserSpaces, 900
+ * managed sandboxes at the simulator (ten list pages) and 2 s of provider
+ * latency: spacekeeper must exit 0 within the README's promise ("exits 0
+ * within N s"), start no reconcile after its "shutting down" line, and log
+ * what it abandoned. Once during the start-up list, once mid-work (pauses in
+ * flight, keys queued, a resync list in progress); then calls longer than
+ * the stop's grace, and the provider abort hook on its own.
+ */
+#include <check.h>
+#include <curl/curl.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../testutil.h"
+#include "sandbox/sandbox.h"
+#include "util/util.h"
+
+Suite *sk_suite_shutdown(void);
+
+#define N_SPACES 900
+#define KEY_ENV "E2B_API_KEY=e2b_0000000000000000000000000000000000000000"
+
+static char db[64];
+static char sim_url[128];
+static char cfg_path[600];
+static char log_path[700];
+static pid_t sim_pid, keeper_pid;
+
+/* The README's promise: "exits 0 within N s" (milliseconds). */
+static int64_t
+promised_ms(void)
+{
+	char *readme = NULL, *p;
+	size_t n = 0;
+	FILE *f = fopen(sk_test_path("README.md"), "r");
+	long s = 0;
+
+	ck_assert_msg(f != NULL, "README.md not found");
+	ck_assert(getdelim(&readme, &n, '\0', f) > 0);
+	fclose(f);
+	p = strstr(readme, "exits 0 within ");
+	ck_assert_msg(p != NULL, "the README promises no shutdown time");
+	s = strtol(p + strlen("exits 0 within "), NULL, 10);
+	free(readme);
+	ck_assert_int_gt(s, 0);
+	return (int64_t)s * 1000;
+}
+
+static size_t
+discard(char *p, size_t size, size_t n, void *arg)
+{
+	return size * n;
+}
+
+static void
+sim_post(const char *path, const char *json)
+{
+	char url[256];
+	CURL *h = curl_easy_init();
+	long status = 0;
+
+	snprintf(url, sizeof(url), "%s%s", sim_url, path);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+	ck_assert_int_eq(curl_easy_perform(h), CURLE_OK);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(h);
+	ck_assert_msg(status >= 200 && status < 300, "POST %s: %ld", path, status);
+}
+
+static void
+sim_faults(const char *json)
+{
+	sim_post("/_sim/faults", json);
+}
+
+/* 900 UserSpaces u0..u899 (n of them), the users of the simulator's preloaded sandboxes. */
+static void
+apply_n_spaces(int n, const char *extra_spec)
+{
+	const char *env[] = { NULL };
+	sk_buf b = SK_BUF_INIT(0);
+	char *out = NULL, *err = NULL;
+	const char *argv[] = { "spacectl", "apply", "-f", NULL, "--mongodb-uri",
+		sk_test_mongodb_uri(), "--database", db, NULL };
+	int rc;
+
+	for (int i = 0; i < n; i++)
+		sk_buf_printf(&b,
+		        "---\napiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+		        "metadata:\n  name: u%d\nspec:\n  userID: u%d\n%s",
+		        i, i, extra_spec);
+	argv[3] = sk_test_write_file("spaces.yaml", b.data);
+	rc = sk_test_run(argv, env, NULL, &out, &err, 120);
+	ck_assert_msg(rc == 0, "apply: rc=%d\n%s", rc, err);
+	free(out);
+	free(err);
+	sk_buf_dispose(&b);
+}
+
+static void
+apply_spaces(const char *extra_spec)
+{
+	apply_n_spaces(N_SPACES, extra_spec);
+}
+
+static void
+setup(void)
+{
+	const char *args[] = { "--preload", "900", NULL };
+	char yaml[1024];
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	snprintf(db, sizeof(db), "%s", sk_test_unique_db());
+	sim_pid = sk_test_sim_start(args, sim_url, sizeof(sim_url));
+	snprintf(yaml, sizeof(yaml),
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
+	        "providers:\n  - name: default\n    type: e2b\n    apiURL: %s\n"
+	        "    sandboxURL: %s\n    apiKeyEnv: E2B_API_KEY\n    requestTimeout: 30s\n"
+	        "controller:\n  workers: 16\n  resyncPeriod: 2s\n  listen: 127.0.0.1:%d\n",
+	        sim_url, sim_url, sk_test_free_port());
+	snprintf(cfg_path, sizeof(cfg_path), "%s", sk_test_write_file("shutdown.yaml", yaml));
+	keeper_pid = 0;
+}
+
+static void
+teardown(void)
+{
+	if (keeper_pid > 0)
+		sk_test_stop(keeper_pid, true);
+	if (sim_pid > 0)
+		sk_test_stop(sim_pid, true);
+	curl_global_cleanup();
+}
+
+static void
+keeper_start(void)
+{
+	const char *env[] = { KEY_ENV, NULL };
+	const char *argv[] = { "spacekeeper", "--config", cfg_path, "--mongodb-uri",
+		sk_test_mongodb_uri(), "--database", db, "--log-level", "debug", NULL };
+
+	snprintf(log_path, sizeof(log_path), "%s/spacekeeper-%s.log", sk_test_tmpdir(), db);
+	keeper_pid = sk_test_spawn(argv, env, log_path);
+}
+
+static char *
+read_log(void)
+{
+	char *text = NULL;
+	size_t n = 0;
+	FILE *f = fopen(log_path, "r");
+
+	if (f == NULL)
+		return sk_strdup("");
+	if (getdelim(&text, &n, '\0', f) < 0) {
+		free(text);
+		text = sk_strdup("");
+	}
+	fclose(f);
+	return text;
+}
+
+static bool
+log_has(const char *needle, int timeout_s)
+{
+	for (int i = 0; i <= timeout_s * 10; i++) {
+		char *text = read_log();
+		bool found = strstr(text, needle) != NULL;
+		free(text);
+		if (found)
+			return true;
+		usleep(100000);
+	}
+	return false;
+}
+
+/* SIGTERM; returns the milliseconds until the exit, which must be 0. */
+static int64_t
+term_and_time(void)
+{
+	int64_t t0 = sk_monotonic_ms();
+	int rc;
+
+	kill(keeper_pid, SIGTERM);
+	rc = sk_test_wait(keeper_pid, 60);
+	keeper_pid = 0;
+	ck_assert_msg(rc == 0, "exit status %d (log %s)", rc, log_path);
+	return sk_monotonic_ms() - t0;
+}
+
+/* The wall-clock milliseconds of a log line's ts=...Z. */
+static int64_t
+line_ts(const char *line)
+{
+	struct tm tm = { 0 };
+	int ms = 0;
+	const char *p = strstr(line, "ts=");
+
+	if (!p ||
+	        sscanf(p, "ts=%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+	                &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7)
+		return -1;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return (int64_t)timegm(&tm) * 1000 + ms;
+}
+
+/* Every reconcile that ended after "shutting down" began before it: its end
+ * (ts) minus its duration_ms is not later than the signal's line (2 ms for
+ * the rounding of two millisecond clocks). Returns how many ended after. */
+static int
+assert_no_reconcile_started_after_signal(const char *log)
+{
+	const char *sd = strstr(log, "msg=\"shutting down\"");
+	int64_t t_sig, ended_after = 0;
+	const char *line;
+
+	ck_assert_msg(sd != NULL, "no \"shutting down\" line:\n%s", log);
+	while (sd > log && sd[-1] != '\n')
+		sd--;
+	t_sig = line_ts(sd);
+	ck_assert(t_sig > 0);
+	for (line = sd; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+		const char *d = strstr(line, "duration_ms=");
+		const char *eol = strchr(line, '\n');
+		if (strncmp(strstr(line, "msg=") ? strstr(line, "msg=") : "", "msg=\"reconcile",
+		            14))
+			continue;
+		ck_assert_msg(d && (!eol || d < eol), "no duration in: %.200s", line);
+		ended_after++;
+		ck_assert_msg(line_ts(line) - strtoll(d + 12, NULL, 10) <= t_sig + 2,
+		        "a reconcile started after \"shutting down\": %.300s", line);
+	}
+	return (int)ended_after;
+}
+
+/* The stop's own account: what it abandoned, then the end. */
+static void
+assert_logged_abandoned(const char *log)
+{
+	ck_assert_msg(strstr(log, "msg=\"stopping\" queued_abandoned="), "no stopping line");
+	ck_assert_msg(strstr(log, "msg=\"provider list abandoned\""), "list not abandoned");
+	ck_assert_msg(strstr(log, "msg=\"controller stopped\""), "no stopped line");
+}
+
+/* The SIGTERM comes during the start-up list (ten pages of 2 s). */
+START_TEST(test_sigterm_during_first_list)
+{
+	int64_t promise = promised_ms(), took;
+	char *log;
+
+	apply_spaces("");
+	sim_faults("{\"latency\": {\"*\": {\"fixed_ms\": 2000}}}");
+	keeper_start();
+	sleep(3);
+	took = term_and_time();
+	log = read_log();
+	ck_assert_msg(took <= promise, "SIGTERM took %lld ms, the README promises %lld ms:\n%s",
+	        (long long)took, (long long)promise, log);
+	assert_no_reconcile_started_after_signal(log);
+	assert_logged_abandoned(log);
+	free(log);
+}
+END_TEST
+
+/* The SIGTERM comes mid-work: pauses of 2 s in flight on every worker, most
+ * keys queued, and a resync list (2 s a page) in progress. */
+START_TEST(test_sigterm_under_load)
+{
+	int64_t promise = promised_ms(), took;
+	char *log;
+
+	apply_spaces("  mode: Paused\n");
+	sim_faults("{\"latency\": {\"pause\": {\"fixed_ms\": 2000}}}");
+	keeper_start();
+	ck_assert_msg(log_has("msg=\"controller started\"", 60), "not started (log %s)", log_path);
+	sim_faults("{\"latency\": {\"*\": {\"fixed_ms\": 2000}}}");
+	sleep(5); /* the next resync's list has begun (every 2 s) and takes 20 s */
+	took = term_and_time();
+	log = read_log();
+	ck_assert_msg(took <= promise, "SIGTERM took %lld ms, the README promises %lld ms",
+	        (long long)took, (long long)promise);
+	assert_no_reconcile_started_after_signal(log);
+	assert_logged_abandoned(log);
+	ck_assert_msg(strstr(log, "in_flight=0 ") == NULL, "no reconcile was in flight");
+	free(log);
+}
+END_TEST
+
+/* In-flight reconciles get the grace, then their provider calls are aborted:
+ * creates of 20 s cannot finish, so the stop waits out the grace (5 s), logs
+ * each reconcile it cut short, and still exits within the promise. */
+START_TEST(test_sigterm_aborts_calls_after_grace)
+{
+	int64_t promise = promised_ms(), took;
+	char *log;
+
+	sim_post("/_sim/reset", "{}"); /* no sandboxes: each space needs a create */
+	apply_n_spaces(8, "");
+	sim_faults("{\"latency\": {\"create\": {\"fixed_ms\": 20000}}}");
+	keeper_start();
+	ck_assert_msg(log_has("msg=\"controller started\"", 60), "not started (log %s)", log_path);
+	sleep(1); /* every space's worker inside its create */
+	took = term_and_time();
+	log = read_log();
+	ck_assert_msg(took <= promise, "SIGTERM took %lld ms", (long long)took);
+	ck_assert_msg(
+	        took >= 4500, "the in-flight reconciles got no grace: %lld ms", (long long)took);
+	ck_assert_msg(strstr(log, "msg=\"reconcile abandoned\""), "nothing abandoned:\n%s", log);
+	ck_assert_msg(strstr(log, "aborted: the client is stopping"), "no abort:\n%s", log);
+	assert_no_reconcile_started_after_signal(log);
+	free(log);
+}
+END_TEST
+
+static bool
+stop_now(void *payload)
+{
+	return *(bool *)payload;
+}
+
+static bool
+stop_after(void *payload)
+{
+	return sk_monotonic_ms() >= *(int64_t *)payload;
+}
+
+/* The hook itself (sk_provider_set_abort): a request in flight ends within
+ * about a second of the hook turning true (curl's progress callback), and a
+ * client already stopping sends nothing. */
+START_TEST(test_provider_abort_hook)
+{
+	sk_provider_config pc = { 0 };
+	sk_provider *p = NULL;
+	sk_sandbox_list l = { 0 };
+	sk_sandbox sb = { 0 };
+	sk_error err = { 0 };
+	int64_t at, t0;
+	bool now = true;
+
+	setenv("SK_TEST_ABORT_KEY", "e2b_0000000000000000000000000000000000000000", 1);
+	pc.name = "test";
+	pc.type = SK_PROVIDER_E2B;
+	pc.api_url = pc.sandbox_url = sim_url;
+	pc.domain = "e2b.app";
+	pc.api_key_env = "SK_TEST_ABORT_KEY";
+	pc.max_in_flight = 4;
+	pc.qps = 100;
+	pc.burst = 100;
+	pc.request_timeout_ms = 30000;
+	pc.sandbox_timeout_ms = 3600000;
+	ck_assert_msg(sk_provider_new(&pc, &p, &err) == 0, "%s", err.message);
+	sim_faults("{\"latency\": {\"*\": {\"fixed_ms\": 10000}}}");
+	at = sk_monotonic_ms() + 500;
+	sk_provider_set_abort(p, stop_after, &at);
+	t0 = sk_monotonic_ms();
+	ck_assert_int_eq(sk_sandbox_list_all(p, NULL, &l, &err), SK_EUNAVAILABLE);
+	ck_assert_msg(sk_monotonic_ms() - t0 < 2500, "the abort took %lld ms",
+	        (long long)(sk_monotonic_ms() - t0));
+	ck_assert_msg(strstr(err.message, "aborted: the client is stopping"), "%s", err.message);
+	sk_provider_set_abort(p, stop_now, &now);
+	t0 = sk_monotonic_ms();
+	ck_assert_int_eq(sk_sandbox_get(p, "inope", &sb, &err), SK_EUNAVAILABLE);
+	ck_assert_int_lt(sk_monotonic_ms() - t0, 100);
+	now = false; /* the hook says go: the request is made */
+	sim_faults("{\"latency\": {\"*\": null}}");
+	ck_assert_int_eq(sk_sandbox_get(p, "inope", &sb, &err), SK_ENOTFOUND);
+	sk_sandbox_dispose(&sb);
+	sk_sandbox_list_dispose(&l);
+	sk_provider_free(p);
+}
+END_TEST
+
+Suite *
+sk_suite_shutdown(void)
+{
+	Suite *s = suite_create("shutdown");
+	TCase *tc = tcase_create("sigterm");
+
+	tcase_set_timeout(tc, 180);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_sigterm_during_first_list);
+	tcase_add_test(tc, test_sigterm_under_load);
+	tcase_add_test(tc, test_sigterm_aborts_calls_after_grace);
+	tcase_add_test(tc, test_provider_abort_hook);
+	suite_add_tcase(s, tc);
+	return s;
+}
