@@ -8,6 +8,7 @@
  *   GET  /envs                     the sandbox-wide env as a JSON map
  *   POST /init                     {"envVars": {...}, "accessToken": ...}: merged, 204
  *   POST /process.Process/Start    Connect server stream (process.c)
+ *   GET/POST /files, POST /filesystem.Filesystem/...  the file tree (envd_files.c)
  * A secure sandbox needs X-Access-Token (or /init's accessToken) on all but /health.
  *
  * The env defect this models (peers.md §1.5): create-time envVars reach envd
@@ -91,6 +92,10 @@ sim_dataplane_ep(const sim_req *r)
 		return SIM_EP_INIT;
 	if (r->nseg == 2 && strcmp(r->segs[0], "process.Process") == 0)
 		return SIM_EP_PROCESS;
+	if (r->nseg == 1 && strcmp(r->segs[0], "files") == 0)
+		return SIM_EP_FILES;
+	if (r->nseg == 2 && strcmp(r->segs[0], "filesystem.Filesystem") == 0)
+		return SIM_EP_FILESYSTEM;
 	return SIM_EP_ENVD;
 }
 
@@ -200,6 +205,9 @@ sim_dataplane(sim *s, sim_req *r, const char *id)
 	} else if (r->nseg == 1 && strcmp(r->segs[0], "envs") == 0) {
 		if (authorized(s, r, sb, NULL))
 			sim_reply_json(s, r, 200, wide_env(sb));
+	} else if (r->ep == SIM_EP_FILES || r->ep == SIM_EP_FILESYSTEM) {
+		if (authorized(s, r, sb, NULL))
+			sim_envd_files(s, r, sb);
 	} else if (r->ep == SIM_EP_PROCESS && authorized(s, r, sb, NULL)) {
 		env = wide_env(sb);
 		pid = ++s->next_pid;
@@ -209,6 +217,6 @@ sim_dataplane(sim *s, sim_req *r, const char *id)
 unlock:
 	pthread_mutex_unlock(&s->lock);
 	if (r->ep == SIM_EP_PROCESS && r->status == 0)
-		sim_process_start(s, r, env, pid);
+		sim_process_start(s, r, env, pid, id);
 	json_decref(env);
 }

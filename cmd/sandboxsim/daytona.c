@@ -126,14 +126,13 @@ find(sim *s, sim_req *r, const char *key, int64_t now)
 	return sb;
 }
 
-/* Replies with the destroyed sandbox, then removes it and its files. */
+/* Replies with the destroyed sandbox, then removes it (its files go with it). */
 static void
 destroy(sim *s, sim_req *r, sim_sandbox *sb)
 {
 	sb->state = SIM_KILLED;
 	sb->updated_ms = sk_now_ms();
 	sim_reply_json(s, r, 200, dt_json(s, r, sb, true));
-	sim_daytona_files_drop(s, sb->id);
 	sim_store_remove(&s->store, sb);
 }
 
@@ -614,7 +613,7 @@ sim_daytona_route(sim *s, sim_req *r)
 		n = --r->nseg;
 	}
 	if (n >= 2 && is(seg[0], "toolbox")) {
-		r->ep = SIM_EP_ENVD;
+		r->ep = strstr(r->url, "/files") ? SIM_EP_FILES : SIM_EP_ENVD;
 		if (sim_precheck(s, r, true))
 			sim_daytona_toolbox(s, r);
 	} else if (n == 0 || !is(seg[0], "sandbox")) {

@@ -3,93 +3,51 @@
  * control plane hands out (http://<Host>/toolbox, the SDK appends /{id}):
  *   POST /toolbox/{id}/process/execute {command, cwd?, envs?, timeout?}
  *        -> {exitCode, result}; a tiny command set: echo, cat, printenv,
- *        true, false (anything else: 127, "command not found").
- *   GET  /toolbox/{id}/files?path=      -> [FileInfo] (the directory's entries)
+ *        true, false and the tree's mkdir -p, ln -s, chmod, readlink, mkfifo,
+ *        rm -rf (anything else: 127, "command not found").
+ *   GET  /toolbox/{id}/files?path=&depth= -> [FileInfo] (depth levels, default 1;
+ *        mode is Go's FileMode string: "Lrwxrwxrwx" for a symlink)
+ *   GET  /toolbox/{id}/files/info?path=   -> FileInfo (symlinks not followed)
  *   GET  /toolbox/{id}/files/download?path= -> the bytes
+ *   POST /toolbox/{id}/files/upload-v2?path= multipart, part "file"
+ *   POST /toolbox/{id}/files/folder?path=&mode= and /files/permissions?path=&mode=
  *   POST /toolbox/{id}/files/bulk-download {paths} -> multipart/form-data, one
  *        part per path: name "file" (the bytes) or "error" (JSON), filename = path
  *   POST /toolbox/{id}/files/bulk-upload  multipart: files[i].path, files[i].file
  *        (parsed with libmicrohttpd's post processor)
- * The files live in memory per sandbox and survive stop/start/archive; a
- * stopped sandbox answers 400 like Daytona's proxy. Relative paths resolve
- * under /home/daytona.
+ * The files are the sandbox's tree (fs.c), shared with the envd file API;
+ * they survive stop/start/archive; a stopped sandbox answers 400 like
+ * Daytona's proxy. Relative paths resolve under /home/daytona.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim.h"
 
-#define TB_HOME "/home/daytona"
 #define TB_BOUNDARY "sandboxsim-toolbox-7f3a9c1e5d"
 #define TB_MAX_FILES 16
 #define TB_MAX_OUTPUT (1 << 20)
 #define TB_NOT_FOUND                                                                               \
 	"{\"message\":\"file not found\",\"statusCode\":404,\"code\":\"FILE_NOT_FOUND\"}"
 
-typedef struct sim_dt_file {
-	struct sim_dt_file *next;
-	char sbid[40];
-	char *path;
-	char *data;
-	size_t len;
-	int64_t mtime_ms;
-} sim_dt_file;
-
-static char *
-abs_path(const char *path)
+/* The sandbox's tree (relative paths resolve under /home/daytona). */
+static sim_fs *
+tree(sim *s, const sim_sandbox *sb)
 {
-	if (path == NULL || *path == '\0')
-		return sk_strdup(TB_HOME);
-	if (path[0] == '/')
-		return sk_strdup(path);
-	return sk_asprintf("%s/%s", TB_HOME, path);
+	return sim_sandbox_fs(s, (sim_sandbox *)sb);
 }
 
-static sim_dt_file *
-file_find(sim *s, const char *id, const char *path)
+/* The regular file at path (symlinks followed), or NULL. */
+static sim_fnode *
+file_at(sim_fs *fs, const char *path)
 {
-	for (sim_dt_file *f = s->dt_files; f; f = f->next)
-		if (strcmp(f->sbid, id) == 0 && strcmp(f->path, path) == 0)
-			return f;
-	return NULL;
-}
+	char *abs = sim_fs_path(fs, path);
+	sim_fnode *n = abs ? sim_fs_resolve(fs, abs) : NULL;
 
-/* Stores (or replaces) a file; takes data. */
-static void
-file_put(sim *s, const char *id, const char *path, char *data, size_t len)
-{
-	sim_dt_file *f = file_find(s, id, path);
-
-	if (f == NULL) {
-		f = sk_calloc(1, sizeof(*f));
-		snprintf(f->sbid, sizeof(f->sbid), "%s", id);
-		f->path = sk_strdup(path);
-		f->next = s->dt_files;
-		s->dt_files = f;
-	}
-	free(f->data);
-	f->data = data;
-	f->len = len;
-	f->mtime_ms = sk_now_ms();
-}
-
-void
-sim_daytona_files_drop(sim *s, const char *id)
-{
-	sim_dt_file **pp = &s->dt_files;
-
-	while (*pp) {
-		sim_dt_file *f = *pp;
-		if (strcmp(f->sbid, id) != 0) {
-			pp = &f->next;
-			continue;
-		}
-		*pp = f->next;
-		free(f->path);
-		free(f->data);
-		free(f);
-	}
+	free(abs);
+	return n && n->type == SIM_F_FILE ? n : NULL;
 }
 
 static void
@@ -135,18 +93,16 @@ split_words(char *line, char **argv, int max)
 }
 
 static int
-run_cat(sim *s, const char *id, char **argv, int argc, sk_buf *out)
+run_cat(sim_fs *fs, char **argv, int argc, sk_buf *out)
 {
 	int rc = 0;
 
 	for (int i = 1; i < argc; i++) {
-		char *path = abs_path(argv[i]);
-		sim_dt_file *f = file_find(s, id, path);
+		sim_fnode *f = file_at(fs, argv[i]);
 		if (f)
 			sk_buf_append(out, f->data, f->len);
 		else
 			sk_buf_printf(out, "cat: %s: No such file or directory\n", argv[i]), rc = 1;
-		free(path);
 	}
 	return rc;
 }
@@ -178,12 +134,12 @@ run(sim *s, const sim_sandbox *sb, const char *command, json_t *envs, sk_buf *ou
 			sk_buf_printf(out, "%s%s", i > 1 ? " " : "", argv[i]);
 		sk_buf_append(out, "\n", 1);
 	} else if (strcmp(argv[0], "cat") == 0) {
-		rc = run_cat(s, sb->id, argv, argc, out);
+		rc = run_cat(tree(s, sb), argv, argc, out);
 	} else if (strcmp(argv[0], "printenv") == 0) {
 		rc = run_printenv(sb, envs, argv, argc, out);
 	} else if (strcmp(argv[0], "true") == 0 || strcmp(argv[0], "false") == 0) {
 		rc = argv[0][0] == 'f';
-	} else {
+	} else if ((rc = sim_fs_command(tree(s, sb), argc, argv, out, out)) < 0) {
 		sk_buf_printf(out, "sh: 1: %s: not found\n", argv[0]);
 		rc = 127;
 	}
@@ -217,62 +173,88 @@ h_execute(sim *s, sim_req *r, sim_sandbox *sb)
 /* ---- files ---- */
 
 static json_t *
-file_info(const char *name, const char *path, bool dir, size_t size, int64_t mtime)
+file_info(const sim_fnode *n)
 {
-	char t[40];
+	char t[40], perm[11], octal[8];
+	const char *slash = strrchr(n->path, '/');
+	size_t size = n->type == SIM_F_FILE ? n->len
+	        : n->type == SIM_F_LINK     ? strlen(n->target)
+	                                    : (size_t)4096;
 
-	sim_time(mtime, t, sizeof(t));
-	return json_pack("{s:s,s:s,s:b,s:I,s:s,s:s,s:s,s:s,s:s,s:s}", "name", name, "path", path,
-	        "isDir", dir, "size", (json_int_t)size, "mode", dir ? "drwxr-xr-x" : "-rw-r--r--",
-	        "permissions", dir ? "0755" : "0644", "owner", "daytona", "group", "daytona",
-	        "modTime", t, "modifiedAt", t);
+	sim_time(n->mtime_ms, t, sizeof(t));
+	sim_fs_perm_string(n, perm);
+	snprintf(octal, sizeof(octal), "%04o", (unsigned)n->mode);
+	return json_pack("{s:s,s:s,s:b,s:I,s:s,s:s,s:s,s:s,s:s,s:s}", "name",
+	        slash[1] ? slash + 1 : "/", "path", n->path, "isDir", n->type == SIM_F_DIR, "size",
+	        (json_int_t)size, "mode", perm, "permissions", octal, "owner", "daytona", "group",
+	        "daytona", "modTime", t, "modifiedAt", t);
 }
 
-/* The directory's entries: its files and (once each) the subdirectories on the way to deeper ones. */
-static void
-h_list_files(sim *s, sim_req *r, const char *id)
+/* The normalized ?path= (home when absent); NULL once replied. */
+static char *
+arg_path(sim *s, sim_req *r, sim_fs *fs)
 {
-	char *dir = abs_path(sim_req_arg(r, "path"));
-	size_t dl = strlen(dir);
-	json_t *arr = json_array(), *seen = json_object();
+	char *path = sim_fs_path(fs, sim_req_arg(r, "path"));
 
-	for (sim_dt_file *f = s->dt_files; f; f = f->next) {
-		const char *rest = f->path + dl, *slash;
-		char *name;
-		if (strcmp(f->sbid, id) != 0 || strncmp(f->path, dir, dl) != 0 || *rest != '/')
-			continue;
-		rest++;
-		slash = strchr(rest, '/');
-		name = slash ? sk_asprintf("%.*s", (int)(slash - rest), rest) : sk_strdup(rest);
-		if (json_object_get(seen, name) == NULL) {
-			char *full = sk_asprintf("%s/%s", dir, name);
-			json_object_set_new(seen, name, json_true());
-			json_array_append_new(arr,
-			        file_info(name, full, slash != NULL, slash ? 4096 : f->len,
-			                f->mtime_ms));
-			free(full);
-		}
-		free(name);
+	if (path == NULL)
+		daemon_error(s, r, 400, "INVALID_PATH", "path must not contain '..'");
+	return path;
+}
+
+/* GET /files?path=&depth=: the directory's entries, depth levels down (default 1). */
+static void
+h_list_files(sim *s, sim_req *r, sim_fs *fs)
+{
+	const char *d = sim_req_arg(r, "depth");
+	int depth = d ? atoi(d) : 1;
+	char *dir = arg_path(s, r, fs);
+	sim_fnode *n = dir ? sim_fs_resolve(fs, dir) : NULL;
+	json_t *arr;
+	size_t first, count;
+
+	if (dir && (n == NULL || n->type != SIM_F_DIR))
+		daemon_error(s, r, 404, "FILE_NOT_FOUND", "directory not found");
+	if (n == NULL || n->type != SIM_F_DIR) {
+		free(dir);
+		return;
 	}
-	json_decref(seen);
+	arr = json_array();
+	count = sim_fs_subtree(fs, n->path, &first);
+	for (size_t i = first; i < first + count; i++)
+		if (sim_fs_depth_below(n->path, fs->items[i]->path) <= (depth > 1 ? depth : 1))
+			json_array_append_new(arr, file_info(fs->items[i]));
 	free(dir);
 	sim_reply_json(s, r, 200, arr);
 }
 
+/* GET /files/info?path= (symlinks not followed) */
 static void
-h_download(sim *s, sim_req *r, const char *id)
+h_info(sim *s, sim_req *r, sim_fs *fs)
 {
-	char *path = abs_path(sim_req_arg(r, "path"));
-	sim_dt_file *f = file_find(s, id, path);
+	char *path = arg_path(s, r, fs);
+	sim_fnode *n = path ? sim_fs_get(fs, path) : NULL;
+
+	if (path && n == NULL)
+		daemon_error(s, r, 404, "FILE_NOT_FOUND", "file not found");
+	else if (n)
+		sim_reply_json(s, r, 200, file_info(n));
+	free(path);
+}
+
+static void
+h_download(sim *s, sim_req *r, sim_fs *fs)
+{
+	sim_fnode *f = file_at(fs, sim_req_arg(r, "path"));
+	char *copy;
 
 	if (f == NULL) {
 		daemon_error(s, r, 404, "FILE_NOT_FOUND", "file not found");
-	} else {
-		char *copy = sk_malloc(f->len + 1);
-		memcpy(copy, f->data, f->len);
-		sim_reply_owned(r, 200, "application/octet-stream", copy, f->len);
+		return;
 	}
-	free(path);
+	copy = sk_malloc(f->len + 1);
+	if (f->len)
+		memcpy(copy, f->data, f->len);
+	sim_reply_owned(r, 200, "application/octet-stream", copy, f->len);
 }
 
 static void
@@ -288,7 +270,7 @@ part(sk_buf *b, const char *name, const char *filename, const char *ctype, const
 }
 
 static void
-h_bulk_download(sim *s, sim_req *r, const char *id)
+h_bulk_download(sim *s, sim_req *r, sim_fs *fs)
 {
 	json_t *doc = sim_req_json(s, r, false), *paths, *p;
 	sk_buf b = SK_BUF_INIT(0);
@@ -305,14 +287,12 @@ h_bulk_download(sim *s, sim_req *r, const char *id)
 	json_array_foreach(paths, i, p)
 	{
 		const char *want = json_is_string(p) ? json_string_value(p) : "";
-		char *path = abs_path(want);
-		sim_dt_file *f = file_find(s, id, path);
+		sim_fnode *f = file_at(fs, want);
 		if (f)
 			part(&b, "file", want, "application/octet-stream", f->data, f->len);
 		else
 			part(&b, "error", want, "application/json", TB_NOT_FOUND,
 			        strlen(TB_NOT_FOUND));
-		free(path);
 	}
 	sk_buf_printf(&b, "--" TB_BOUNDARY "--\r\n");
 	json_decref(doc);
@@ -321,6 +301,36 @@ h_bulk_download(sim *s, sim_req *r, const char *id)
 	        r, 200, "multipart/form-data; boundary=" TB_BOUNDARY, sk_buf_detach(&b), len);
 }
 
+/* Stores a part's bytes at want; false when the path cannot hold a file. */
+static bool
+store(sim_fs *fs, const char *want, sk_buf *data)
+{
+	char *path = sim_fs_path(fs, want);
+	size_t len = data->len;
+	int rc = -1;
+
+	if (path)
+		rc = sim_fs_put(fs, path, data->data ? sk_buf_detach(data) : sk_strdup(""), len);
+	free(path);
+	return rc == 0;
+}
+
+/* POST /files/upload-v2?path=: multipart, part "file" */
+static void
+h_upload(sim *s, sim_req *r, sim_fs *fs)
+{
+	const char *path = sim_req_arg(r, "path");
+	sim_upload u;
+
+	if (path == NULL || sim_upload_parse(r, "file", &u) != 0 || u.n != 1)
+		sim_reply_error(s, r, 400, "want ?path= and one multipart part \"file\"");
+	else if (!store(fs, path, &u.parts[0].data))
+		daemon_error(
+		        s, r, 400, "INVALID_PATH", "a parent is not a directory, or it is one");
+	else
+		sim_reply_empty(r, 200);
+	sim_upload_dispose(&u);
+}
 /* multipart upload: files[i].path and files[i].file */
 struct upload {
 	sk_buf path[TB_MAX_FILES];
@@ -362,7 +372,7 @@ upload_dispose(struct upload *u)
 }
 
 static void
-h_bulk_upload(sim *s, sim_req *r, const char *id)
+h_bulk_upload(sim *s, sim_req *r, sim_fs *fs)
 {
 	struct upload u = { 0 };
 	struct MHD_PostProcessor *pp = MHD_create_post_processor(r->conn, 65536, on_part, &u);
@@ -381,15 +391,8 @@ h_bulk_upload(sim *s, sim_req *r, const char *id)
 	}
 	MHD_destroy_post_processor(pp);
 	for (int i = 0; i < TB_MAX_FILES; i++) {
-		char *path;
-		size_t len = u.data[i].len;
-		if (!u.has_data[i] || u.path[i].len == 0)
-			continue;
-		path = abs_path(u.path[i].data);
-		file_put(s, id, path, u.data[i].data ? sk_buf_detach(&u.data[i]) : sk_strdup(""),
-		        len);
-		free(path);
-		stored++;
+		if (u.has_data[i] && u.path[i].len > 0 && store(fs, u.path[i].data, &u.data[i]))
+			stored++;
 	}
 	upload_dispose(&u);
 	if (stored == 0)
@@ -398,25 +401,76 @@ h_bulk_upload(sim *s, sim_req *r, const char *id)
 		sim_reply_empty(r, 200);
 }
 
+/* The octal ?mode= (0 when absent), or -1 when malformed. */
+static long
+arg_mode(sim_req *r)
+{
+	const char *m = sim_req_arg(r, "mode");
+	char *end;
+	long mode;
+
+	if (m == NULL || *m == '\0')
+		return 0;
+	mode = strtol(m, &end, 8);
+	return *end || mode < 0 || mode > 07777 ? -1 : mode;
+}
+
+/* POST /files/folder?path=&mode= (parents made) and /files/permissions?path=&mode= */
+static void
+h_mode(sim *s, sim_req *r, sim_fs *fs, bool folder)
+{
+	char *path = arg_path(s, r, fs);
+	long mode = arg_mode(r);
+	int rc = 0;
+
+	if (path == NULL)
+		return;
+	if (mode < 0) {
+		daemon_error(s, r, 400, "INVALID_MODE", "mode must be octal, like 0755");
+		free(path);
+		return;
+	}
+	if (folder && (rc = sim_fs_mkdir(fs, path, mode ? (uint32_t)mode : 0755, true)) == -EEXIST)
+		rc = 0;
+	if (rc == 0 && mode > 0)
+		rc = sim_fs_chmod(fs, path, (uint32_t)mode);
+	if (rc == -ENOENT)
+		daemon_error(s, r, 404, "FILE_NOT_FOUND", "file not found");
+	else if (rc != 0)
+		daemon_error(s, r, 400, "INVALID_PATH", "a parent is not a directory");
+	else
+		sim_reply_empty(r, 200);
+	free(path);
+}
+
 /* ---- routing ---- */
 
 static void
 serve(sim *s, sim_req *r, sim_sandbox *sb, char **seg, int n)
 {
 	bool get = strcmp(r->method, "GET") == 0, post = strcmp(r->method, "POST") == 0;
+	sim_fs *fs = tree(s, sb);
 
 	if (post && n == 2 && strcmp(seg[0], "process") == 0 && strcmp(seg[1], "execute") == 0)
 		h_execute(s, r, sb);
 	else if (n < 1 || strcmp(seg[0], "files") != 0)
 		sim_reply_error(s, r, 404, "Cannot %s %s", r->method, r->url);
 	else if (get && n == 1)
-		h_list_files(s, r, sb->id);
+		h_list_files(s, r, fs);
+	else if (get && n == 2 && strcmp(seg[1], "info") == 0)
+		h_info(s, r, fs);
 	else if (get && n == 2 && strcmp(seg[1], "download") == 0)
-		h_download(s, r, sb->id);
+		h_download(s, r, fs);
 	else if (post && n == 2 && strcmp(seg[1], "bulk-download") == 0)
-		h_bulk_download(s, r, sb->id);
+		h_bulk_download(s, r, fs);
 	else if (post && n == 2 && strcmp(seg[1], "bulk-upload") == 0)
-		h_bulk_upload(s, r, sb->id);
+		h_bulk_upload(s, r, fs);
+	else if (post && n == 2 && strcmp(seg[1], "upload-v2") == 0)
+		h_upload(s, r, fs);
+	else if (post && n == 2 && strcmp(seg[1], "folder") == 0)
+		h_mode(s, r, fs, true);
+	else if (post && n == 2 && strcmp(seg[1], "permissions") == 0)
+		h_mode(s, r, fs, false);
 	else
 		sim_reply_error(s, r, 404, "Cannot %s %s", r->method, r->url);
 }

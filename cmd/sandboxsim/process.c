@@ -7,7 +7,9 @@
  * end-of-stream frame (flag 0x02) carrying {} or {"error": {code, message}}.
  *
  * The command is what the SDK sends for commands.run(cmd): /bin/bash
- * ["-l", "-c", cmd]. Only `echo WORDS`, `env` and `printenv [VAR...]` are
+ * ["-l", "-c", cmd]. Only `echo WORDS`, `env`, `printenv [VAR...]` and the
+ * file commands of the sandbox's tree (fs.c: mkdir -p, ln -s, chmod OCTAL,
+ * readlink, mkfifo, rm -rf; how a client sets symlinks and modes on E2B) are
  * evaluated, with '...' and "..." quoting and $VAR / ${VAR} expansion, in
  * envd's precedence: defaults (PATH, HOME, USER, LOGNAME) -> sandbox-wide
  * env -> the request's per-command envs. Anything else exits 127 with bash's
@@ -256,13 +258,30 @@ run_printenv(const words *w, const json_t *env, sk_buf *out)
 static int
 unsupported(sk_buf *err)
 {
-	sk_buf_printf(err, "bash: line 1: sandboxsim evaluates only echo, env and printenv\n");
+	sk_buf_printf(err,
+	        "bash: line 1: sandboxsim evaluates only echo, env, printenv and "
+	        "mkdir, ln, chmod, readlink, mkfifo, rm\n");
 	return 127;
+}
+
+/* A file command on sandbox id's tree (under s->lock); -1 when w is none. */
+static int
+fs_command(sim *s, const char *id, const words *w, sk_buf *out, sk_buf *err)
+{
+	sim_sandbox *sb;
+	int rc = -1;
+
+	pthread_mutex_lock(&s->lock);
+	sb = sim_store_get(s, id, sk_now_ms());
+	if (sb)
+		rc = sim_fs_command(sim_sandbox_fs(s, sb), w->n, w->v, out, err);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
 }
 
 /* Evaluates the script; returns the exit code. */
 static int
-evaluate(const char *script, const json_t *env, sk_buf *out, sk_buf *err)
+evaluate(sim *s, const char *id, const char *script, const json_t *env, sk_buf *out, sk_buf *err)
 {
 	words w = { 0 };
 	int rc;
@@ -277,7 +296,7 @@ evaluate(const char *script, const json_t *env, sk_buf *out, sk_buf *err)
 		rc = run_printenv(&w, env, out);
 	else if (strcmp(w.v[0], "env") == 0)
 		rc = w.n == 1 ? run_printenv(&w, env, out) : unsupported(err);
-	else {
+	else if ((rc = fs_command(s, id, &w, out, err)) < 0) {
 		sk_buf_printf(err, "bash: line 1: %s: command not found\n", w.v[0]);
 		rc = 127;
 	}
@@ -352,12 +371,12 @@ env_values_are_strings(json_t *envs)
 }
 
 static void
-run(sim_req *r, json_t *proc, const json_t *wide, int pid)
+run(sim *s, const char *id, sim_req *r, json_t *proc, const json_t *wide, int pid)
 {
 	sk_buf b = SK_BUF_INIT(0), out = SK_BUF_INIT(1 << 20), err = SK_BUF_INIT(1 << 20);
 	json_t *env = process_env(wide, json_object_get(proc, "envs")), *end;
 	char *owned = NULL, status[32];
-	int rc = evaluate(script_of(proc, &owned), env, &out, &err);
+	int rc = evaluate(s, id, script_of(proc, &owned), env, &out, &err);
 
 	frame(&b, 0, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", pid));
 	data_event(&b, "stdout", &out);
@@ -378,7 +397,7 @@ run(sim_req *r, json_t *proc, const json_t *wide, int pid)
 }
 
 void
-sim_process_start(sim *s, sim_req *r, const json_t *env, int pid)
+sim_process_start(sim *s, sim_req *r, const json_t *env, int pid, const char *id)
 {
 	const char *ctype = sim_req_header(r, "Content-Type"), *why = NULL;
 	json_t *msg, *proc;
@@ -404,6 +423,6 @@ sim_process_start(sim *s, sim_req *r, const json_t *env, int pid)
 	else if (!env_values_are_strings(json_object_get(proc, "envs")))
 		connect_error(r, "invalid_argument", "process.envs: values must be strings");
 	else
-		run(r, proc, env, pid);
+		run(s, id, r, proc, env, pid);
 	json_decref(msg);
 }

@@ -17,10 +17,13 @@
 #include "sim.h"
 
 #define SIM_BODY_MAX (1 << 20)
+/* A file upload (envd POST /files, the toolbox's /files/...): 50 MB files and more. */
+#define SIM_FILE_BODY_MAX ((size_t)1 << 30)
 
 const char *const sim_ep_names[SIM_EP_COUNT] = { "create", "get", "list", "list_v1", "kill",
 	"pause", "connect", "resume", "timeout", "refreshes", "start", "stop", "archive", "labels",
-	"autostop", "api_health", "health", "envd", "init", "process", "unknown", "sim" };
+	"autostop", "api_health", "health", "envd", "init", "process", "files", "filesystem",
+	"unknown", "sim" };
 
 int
 sim_ep_lookup(const char *name)
@@ -349,7 +352,9 @@ dispatch(sim *s, sim_req *r)
 	split_path(r);
 	if (sim_dataplane_target(s, r, id, sizeof(id))) {
 		r->ep = sim_dataplane_ep(r);
-		if (apply_faults(s, r))
+		if (r->body_too_big)
+			sim_reply_error(s, r, 413, "request body too large");
+		else if (apply_faults(s, r))
 			sim_dataplane(s, r, id);
 		return;
 	}
@@ -400,6 +405,36 @@ send_reply(sim *s, sim_req *r)
 	return ret;
 }
 
+static bool
+carries_file(const char *method, const char *url)
+{
+	return strcmp(method, "POST") == 0 &&
+	        (strcmp(url, "/files") == 0 || strstr(url, "/files/") != NULL);
+}
+
+/* Appends an upload chunk, the buffer doubling (a 50 MB body is not copied
+ * chunk by chunk); past the cap the body is dropped and marked too big. */
+static void
+body_append(sim_req *r, const char *data, size_t n)
+{
+	size_t max = carries_file(r->method, r->url) ? SIM_FILE_BODY_MAX : SIM_BODY_MAX;
+
+	if (r->body_too_big || r->body_len + n > max) {
+		r->body_too_big = true;
+		return;
+	}
+	if (r->body_len + n + 1 > r->body_cap) {
+		size_t cap = r->body_cap ? r->body_cap : 4096;
+		while (cap < r->body_len + n + 1)
+			cap *= 2;
+		r->body = sk_realloc(r->body, cap);
+		r->body_cap = cap;
+	}
+	memcpy(r->body + r->body_len, data, n);
+	r->body_len += n;
+	r->body[r->body_len] = '\0';
+}
+
 static enum MHD_Result
 on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
         const char *version, const char *upload, size_t *upload_size, void **con_cls)
@@ -417,14 +452,7 @@ on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *
 		return MHD_YES;
 	}
 	if (*upload_size > 0) {
-		if (r->body_len + *upload_size > SIM_BODY_MAX) {
-			r->body_too_big = true;
-		} else {
-			r->body = sk_realloc(r->body, r->body_len + *upload_size + 1);
-			memcpy(r->body + r->body_len, upload, *upload_size);
-			r->body_len += *upload_size;
-			r->body[r->body_len] = '\0';
-		}
+		body_append(r, upload, *upload_size);
 		*upload_size = 0;
 		return MHD_YES;
 	}

@@ -41,6 +41,8 @@ enum sim_ep {
 	SIM_EP_ENVD,
 	SIM_EP_INIT,
 	SIM_EP_PROCESS,
+	SIM_EP_FILES, /* envd GET/POST /files, the Daytona toolbox's /files... */
+	SIM_EP_FILESYSTEM, /* envd filesystem.Filesystem/... */
 	SIM_EP_UNKNOWN,
 	SIM_EP_SIM,
 	SIM_EP_COUNT
@@ -58,6 +60,23 @@ typedef struct sim_kv {
 	size_t len;
 	int n;
 } sim_kv;
+
+/* fs.c: a sandbox's file tree (see there); callers hold s->lock. */
+enum sim_ftype { SIM_F_FILE, SIM_F_DIR, SIM_F_LINK, SIM_F_FIFO };
+typedef struct sim_fnode {
+	char *path; /* absolute, normalized */
+	int type;
+	uint32_t mode; /* 07777 */
+	char *data; /* regular files */
+	size_t len;
+	char *target; /* symlinks */
+	int64_t mtime_ms;
+} sim_fnode;
+typedef struct sim_fs {
+	sim_fnode **items; /* sorted by path */
+	size_t len, cap;
+	char *home; /* relative paths resolve here */
+} sim_fs;
 
 typedef struct sim_sandbox {
 	struct sim_sandbox *hnext; /* id hash chain */
@@ -82,6 +101,7 @@ typedef struct sim_sandbox {
 	bool public_;
 	int auto_stop_min, auto_archive_min, auto_delete_min;
 	bool kvm; /* daytona: echoed back as asked at create */
+	sim_fs *fs; /* made on first use (sim_sandbox_fs) */
 } sim_sandbox;
 
 typedef struct sim_map_entry sim_map_entry;
@@ -164,7 +184,6 @@ typedef struct sim {
 	sim_stats stats;
 	pthread_t sweeper;
 	volatile int stopping;
-	struct sim_dt_file *dt_files; /* daytona toolbox file store (daytona_toolbox.c) */
 } sim;
 
 /* A request being served. */
@@ -175,7 +194,7 @@ typedef struct sim_req {
 	const char *method;
 	const char *url;
 	char *body;
-	size_t body_len;
+	size_t body_len, body_cap;
 	bool body_too_big;
 	char *path; /* copy of url split in segs */
 	char *segs[SIM_MAX_SEGS];
@@ -257,8 +276,51 @@ int sim_dataplane_ep(const sim_req *r);
 void sim_dataplane(sim *s, sim_req *r, const char *id);
 
 /* process.c: envd's process.Process/Start (Connect protocol, JSON codec).
- * `env` is the sandbox-wide env (borrowed); the command runs outside s->lock. */
-void sim_process_start(sim *s, sim_req *r, const json_t *env, int pid);
+ * `env` is the sandbox-wide env (borrowed); the command runs outside s->lock
+ * (file commands take it to reach sandbox id's tree). */
+void sim_process_start(sim *s, sim_req *r, const json_t *env, int pid, const char *id);
+
+/* envd_files.c: GET/POST /files and filesystem.Filesystem/{ListDir,Stat,MakeDir}. */
+void sim_envd_files(sim *s, sim_req *r, sim_sandbox *sb);
+/* The parts named `field` of r's multipart/form-data body (libmicrohttpd's
+ * post processor): -1 when the body is not one. */
+typedef struct sim_upload_part {
+	char *filename;
+	sk_buf data;
+} sim_upload_part;
+typedef struct sim_upload {
+	const char *field;
+	sim_upload_part *parts;
+	size_t n;
+} sim_upload;
+int sim_upload_parse(sim_req *r, const char *field, sim_upload *u);
+void sim_upload_dispose(sim_upload *u);
+
+/* fs.c */
+sim_fs *sim_fs_new(const char *home);
+void sim_fs_free(sim_fs *fs);
+/* The sandbox's tree, made on first use; s->lock held. */
+sim_fs *sim_sandbox_fs(sim *s, sim_sandbox *sb);
+/* Normalized absolute path (relative ones under home); NULL for "..". Caller frees. */
+char *sim_fs_path(const sim_fs *fs, const char *path);
+sim_fnode *sim_fs_get(sim_fs *fs, const char *path); /* no symlink followed */
+sim_fnode *sim_fs_resolve(sim_fs *fs, const char *path); /* symlinks followed */
+/* These return 0 or a negative errno (-ENOENT, -EEXIST, -ENOTDIR, -EISDIR). */
+int sim_fs_mkdir(sim_fs *fs, const char *path, uint32_t mode, bool parents);
+int sim_fs_put(sim_fs *fs, const char *path, char *data, size_t len); /* takes data */
+int sim_fs_symlink(sim_fs *fs, const char *target, const char *path);
+int sim_fs_mkfifo(sim_fs *fs, const char *path);
+int sim_fs_chmod(sim_fs *fs, const char *path, uint32_t mode);
+int sim_fs_remove(sim_fs *fs, const char *path); /* recursive */
+/* The run of entries below dir: count returned, index in *first. */
+size_t sim_fs_subtree(sim_fs *fs, const char *dir, size_t *first);
+/* 1 for dir's own entries, 2 for theirs, ... */
+int sim_fs_depth_below(const char *dir, const char *path);
+/* Go's FileMode.String(): "-rw-r--r--", "drwxr-xr-x", "Lrwxrwxrwx", "prw-r--r--". */
+void sim_fs_perm_string(const sim_fnode *n, char out[11]);
+/* mkdir [-p], rm [-rf], ln -s, chmod OCTAL, readlink, mkfifo: the exit code,
+ * or -1 when argv[0] is none of them. */
+int sim_fs_command(sim_fs *fs, int argc, char **argv, sk_buf *out, sk_buf *err);
 
 /* daytona.c */
 void sim_daytona_route(sim *s, sim_req *r);
@@ -266,8 +328,6 @@ void sim_daytona_route(sim *s, sim_req *r);
 char *sim_daytona_toolbox_url(sim_req *r);
 /* daytona_toolbox.c: /toolbox/{id}/process/execute, /toolbox/{id}/files... */
 void sim_daytona_toolbox(sim *s, sim_req *r);
-/* Forgets a deleted sandbox's files; s->lock held. */
-void sim_daytona_files_drop(sim *s, const char *id);
 
 /* faults.c */
 void sim_faults_init(sim_faults *f, uint64_t seed);

@@ -199,7 +199,16 @@ sandbox_free(sim_sandbox *sb)
 	sim_kv_free(&sb->init_env);
 	free(sb->name);
 	free(sb->os_user);
+	sim_fs_free(sb->fs);
 	free(sb);
+}
+
+sim_fs *
+sim_sandbox_fs(sim *s, sim_sandbox *sb)
+{
+	if (sb->fs == NULL)
+		sb->fs = sim_fs_new(s->flavor == SIM_DAYTONA ? "/home/daytona" : "/home/user");
+	return sb->fs;
 }
 
 void

@@ -149,4 +149,34 @@ int sk_sandbox_read_file(sk_provider *p, const sk_sandbox *sb, const char *path,
 int sk_sandbox_write_file(sk_provider *p, const sk_sandbox *sb, const sk_file_entry *entry,
         sk_file_source_fn source, void *payload, sk_error *err);
 
+/* ---- the workspace copy engine (workspace.c) ---- */
+typedef struct sk_copy_options {
+	const char *const *paths;
+	size_t npaths; /* roots to copy (absolute) */
+	uint64_t max_bytes; /* 0: no limit; over it -> SK_ETERMINAL before copying anything */
+	size_t chunk_bytes; /* streaming buffer; 0: 1 MiB */
+	int attempts; /* per file, transient errors retried; 0: 3 */
+} sk_copy_options;
+
+typedef struct sk_copy_report {
+	uint64_t files_total, files_done, bytes_total, bytes_done;
+	sk_file_list skipped; /* special files, not copied */
+	char *mismatch; /* verify: first differing path and why; NULL when equal */
+} sk_copy_report;
+
+typedef void (*sk_copy_progress_fn)(void *payload, const sk_copy_report *r);
+
+/* Lists src's paths, checks max_bytes, then copies dirs, files (streamed src->dst,
+ * never a whole file in memory), symlinks and modes; progress after each file. */
+int sk_workspace_copy(sk_provider *src, const sk_sandbox *src_sb, sk_provider *dst,
+        const sk_sandbox *dst_sb, const sk_copy_options *opt, sk_copy_progress_fn progress,
+        void *payload, sk_copy_report *report, sk_error *err);
+/* Lists both sides: same entries, types, sizes, modes, link targets, and a SHA-256 of
+ * every regular file read back from each side. SK_ECONFLICT with report->mismatch set
+ * when they differ. */
+int sk_workspace_verify(sk_provider *src, const sk_sandbox *src_sb, sk_provider *dst,
+        const sk_sandbox *dst_sb, const sk_copy_options *opt, sk_copy_report *report,
+        sk_error *err);
+void sk_copy_report_free(sk_copy_report *r);
+
 #endif
