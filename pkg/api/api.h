@@ -136,6 +136,7 @@ typedef struct sk_userspace_spec {
 #define SK_COND_SYNCED "Synced"
 #define SK_COND_DATAPLANE "DataPlaneHealthy"
 #define SK_COND_DRIFTED "Drifted"
+#define SK_COND_MIGRATED "Migrated" /* present once a migration was recorded */
 
 typedef struct sk_condition {
 	char *type;
