@@ -268,8 +268,7 @@ get_time(mctx *c, json_t *o, const char *key, const char *path)
 
 	if (v == NULL || json_is_null(v))
 		return 0;
-	if ((!json_is_string(v) || sk_time_parse(json_string_value(v), &ms) != SK_OK) &&
-	        c->rc == 0)
+	if ((!json_is_string(v) || sk_time_parse(json_string_value(v), &ms) != SK_OK) && c->rc == 0)
 		c->rc = sk_error_set(c->err, SK_EINVALID, "%s: must be an RFC 3339 time", path);
 	return ms;
 }
@@ -306,8 +305,8 @@ sk_migration_from_json(json_t *o, sk_migration_status *out, sk_error *err)
 		return sk_error_set(err, SK_EINVALID, "status.migration: must be an object");
 	phase = get_str(&c, o, "phase", "status.migration.phase");
 	if (c.rc == 0 && sk_migration_phase_parse(phase, &out->phase) != SK_OK)
-		c.rc = sk_error_set(err, SK_EINVALID, "status.migration.phase: unknown phase \"%s\"",
-		        phase ? phase : "");
+		c.rc = sk_error_set(err, SK_EINVALID,
+		        "status.migration.phase: unknown phase \"%s\"", phase ? phase : "");
 	free(phase);
 	get_end(&c, o, "source", &out->source);
 	get_end(&c, o, "target", &out->target);
