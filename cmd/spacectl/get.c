@@ -139,6 +139,22 @@ cell_labels(const sk_userspace *us, int64_t now, char *buf, size_t len)
 		snprintf(buf, len, "<none>");
 }
 
+/* A migration's phase and progress ("Copying 120/200 files 41%"); "-" when none. */
+static void
+cell_migration(const sk_userspace *us, int64_t now, char *buf, size_t len)
+{
+	const sk_migration_status *m = &us->status.migration;
+
+	if (m->phase == SK_MIG_NONE)
+		snprintf(buf, len, "-");
+	else if (m->phase == SK_MIG_COPYING && m->bytes_total > 0)
+		snprintf(buf, len, "%s %lld/%lld files %lld%%", sk_migration_phase_name(m->phase),
+		        (long long)m->files_done, (long long)m->files_total,
+		        (long long)(m->bytes_done * 100 / m->bytes_total));
+	else
+		snprintf(buf, len, "%s", sk_migration_phase_name(m->phase));
+}
+
 /* The table columns, in order; wide-only columns appear with -o wide. */
 static const struct column {
 	const char *header;
@@ -157,6 +173,7 @@ static const struct column {
 	{ "TEMPLATE", true, cell_template },
 	{ "GENERATION", true, cell_generation },
 	{ "LABELS", true, cell_labels },
+	{ "MIGRATION", true, cell_migration },
 };
 #define NCOLUMNS (sizeof(COLUMNS) / sizeof(COLUMNS[0]))
 #define CELL_MAX 1024
