@@ -105,7 +105,8 @@ make_dir(sim *s, sim_req *r, sim_fs *fs, const char *path)
 	else if (rc != 0)
 		rpc_error(s, r, 400, "invalid_argument", "a parent is not a directory");
 	else
-		sim_reply_json(s, r, 200, json_pack("{s:o}", "entry", entry_info(sim_fs_get(fs, path))));
+		sim_reply_json(
+		        s, r, 200, json_pack("{s:o}", "entry", entry_info(sim_fs_get(fs, path))));
 }
 
 static void
@@ -228,8 +229,9 @@ store(sim_fs *fs, const char *want, char *data, size_t len, json_t *out)
 	if (path == NULL)
 		free(data);
 	if (rc == 0)
-		json_array_append_new(out, json_pack("{s:s,s:s,s:s}", "name",
-		                                   strrchr(path, '/') + 1, "type", "file", "path", path));
+		json_array_append_new(out,
+		        json_pack("{s:s,s:s,s:s}", "name", strrchr(path, '/') + 1, "type", "file",
+		                "path", path));
 	free(path);
 	return rc;
 }
@@ -273,8 +275,9 @@ upload(sim *s, sim_req *r, sim_fs *fs)
 	else {
 		json_decref(out);
 		envd_error(s, r, 400,
-		        rc == -EINVAL ? "want a multipart part \"file\" or an octet-stream with ?path"
-		                      : "a parent of the path is not a directory, or it is one");
+		        rc == -EINVAL
+		                ? "want a multipart part \"file\" or an octet-stream with ?path"
+		                : "a parent of the path is not a directory, or it is one");
 	}
 }
 

@@ -21,7 +21,9 @@
  *   }
  *
  * Endpoints: create get list list_v1 kill pause connect resume timeout
- * refreshes start stop archive labels autostop api_health health envd.
+ * refreshes start stop archive labels autostop api_health health envd init
+ * process files (envd GET/POST /files, the Daytona toolbox's /files...)
+ * filesystem (envd filesystem.Filesystem/...).
  * "*" means every control-plane endpoint; an explicit entry wins over "*".
  * "rate" defaults to 1, "count" (injections left) to unlimited; latency
  * jitter is uniform in [0, jitter_ms] from the --seed PRNG.

@@ -5,7 +5,7 @@
  * freed with the sandbox. Entries are kept sorted by absolute path, so a
  * directory's subtree is one contiguous run and parents come before their
  * children. Every E2B/Cube envd endpoint (envd_files.c), the Daytona toolbox
- * and the command evaluators (ln -s, chmod, mkdir, readlink, mkfifo, rm) use
+ * and the command evaluators (ln -s[fn], chmod, mkdir, readlink, mkfifo, rm) use
  * it; callers hold s->lock.
  */
 #include <errno.h>
@@ -414,20 +414,26 @@ op_readlink(sim_fs *fs, const char *path, void *arg)
 	return 0;
 }
 
+/* ln -s TARGET PATH; -sf and -sfn replace what is at PATH. */
 static int
 cmd_ln(sim_fs *fs, int argc, char **argv, sk_buf *err)
 {
+	bool force = argc == 4 && (strcmp(argv[1], "-sf") == 0 || strcmp(argv[1], "-sfn") == 0);
 	char *path;
 	int rc;
 
-	if (argc != 4 || strcmp(argv[1], "-s") != 0) {
-		sk_buf_printf(err, "ln: sandboxsim evaluates only ln -s TARGET PATH\n");
+	if (argc != 4 || (strcmp(argv[1], "-s") != 0 && !force)) {
+		sk_buf_printf(err, "ln: sandboxsim evaluates only ln -s|-sf|-sfn TARGET PATH\n");
 		return 1;
 	}
-	if ((path = sim_fs_path(fs, argv[3])) == NULL)
+	if ((path = sim_fs_path(fs, argv[3])) == NULL) {
 		rc = -EINVAL;
-	else
+	} else {
+		sim_fnode *old = sim_fs_get(fs, path);
+		if (force && old && old->type != SIM_F_DIR)
+			sim_fs_remove(fs, path);
 		rc = sim_fs_symlink(fs, argv[2], path);
+	}
 	if (rc != 0)
 		sk_buf_printf(err, "ln: failed to create symbolic link '%s': %s\n", argv[3],
 		        errno_text(rc));

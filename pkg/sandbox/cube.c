@@ -86,4 +86,7 @@ const sk_provider_ops sk_provider_cube = {
 	.set_timeout = cube_set_timeout,
 	.probe_health = sk_e2b_probe_health,
 	.init_env = sk_e2b_init_env,
+	.list_files = sk_envd_list_files,
+	.read_file = sk_envd_read_file,
+	.write_file = sk_envd_write_file,
 };

@@ -371,4 +371,7 @@ const sk_provider_ops sk_provider_daytona = {
 	.set_timeout = daytona_set_timeout,
 	.probe_health = daytona_probe,
 	.init_env = daytona_init_env,
+	.list_files = sk_daytona_list_files,
+	.read_file = sk_daytona_read_file,
+	.write_file = sk_daytona_write_file,
 };

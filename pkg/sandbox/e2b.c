@@ -404,16 +404,8 @@ health_of(long status)
 	return SK_HEALTH_ERROR;
 }
 
-/* Where envd of a sandbox answers: the URL of `path` and the routing and
- * access-token headers (never logged: the token is wiped by envd_dispose). */
-typedef struct envd_target {
-	char *url;
-	char hid[200], hport[64], htok[600];
-	const char *headers[4];
-} envd_target;
-
-static void
-envd_init(sk_provider *p, const sk_sandbox *sb, const char *path, envd_target *t)
+void
+sk_envd_init(sk_provider *p, const sk_sandbox *sb, const char *path, sk_envd_target *t)
 {
 	const char *domain = sb->domain ? sb->domain : (p->cfg.domain ? p->cfg.domain : "e2b.app");
 	size_t n = 0;
@@ -435,17 +427,27 @@ envd_init(sk_provider *p, const sk_sandbox *sb, const char *path, envd_target *t
 	}
 }
 
-static void
-envd_dispose(envd_target *t)
+void
+sk_envd_add_header(sk_envd_target *t, const char *line)
+{
+	size_t i = 0;
+
+	while (t->headers[i])
+		i++;
+	if (i + 1 < sizeof(t->headers) / sizeof(t->headers[0]))
+		t->headers[i] = line;
+}
+
+void
+sk_envd_dispose(sk_envd_target *t)
 {
 	memset(t->htok, 0, sizeof(t->htok));
 	free(t->url);
 	t->url = NULL;
 }
 
-/* envd answers sooner than API calls or it is in trouble (a hung envd is the symptom). */
-static int64_t
-envd_timeout(const sk_provider *p)
+int64_t
+sk_envd_timeout(const sk_provider *p)
 {
 	return p->http.timeout_ms < SK_PROBE_TIMEOUT_MAX_MS ? p->http.timeout_ms
 	                                                    : SK_PROBE_TIMEOUT_MAX_MS;
@@ -457,7 +459,7 @@ sk_e2b_probe_health(
 {
 	sk_http_request r = { .method = "GET", .path = "/health" };
 	sk_http_response resp;
-	envd_target t;
+	sk_envd_target t;
 	int rc;
 
 	*health = SK_HEALTH_ERROR;
@@ -465,10 +467,10 @@ sk_e2b_probe_health(
 		*http_status = 0;
 	if ((rc = check_id(sb->id, err)) != SK_OK)
 		return rc;
-	envd_init(p, sb, "/health", &t);
+	sk_envd_init(p, sb, "/health", &t);
 	r.url = t.url;
 	r.headers = t.headers;
-	r.timeout_ms = envd_timeout(p);
+	r.timeout_ms = sk_envd_timeout(p);
 	rc = sk_http_do(&p->http, &r, &resp, err);
 	if (rc == SK_ETIMEOUT || rc == SK_EUNAVAILABLE) {
 		*health = SK_HEALTH_UNREACHABLE;
@@ -479,7 +481,7 @@ sk_e2b_probe_health(
 			*http_status = (int)resp.status;
 		sk_http_response_dispose(&resp);
 	}
-	envd_dispose(&t);
+	sk_envd_dispose(&t);
 	return rc;
 }
 
@@ -514,17 +516,17 @@ sk_e2b_init_env(sk_provider *p, const sk_sandbox *sb, const sk_kvlist *env, sk_e
 {
 	sk_http_request r = { .method = "POST", .path = "/init" };
 	sk_http_response resp;
-	envd_target t;
+	sk_envd_target t;
 	int rc;
 
 	if ((rc = check_id(sb->id, err)) != SK_OK)
 		return rc;
 	if ((r.body = init_body(sb, env)) == NULL)
 		return sk_error_set(err, SK_ENOMEM, "POST /init: encoding the body");
-	envd_init(p, sb, "/init", &t);
+	sk_envd_init(p, sb, "/init", &t);
 	r.url = t.url;
 	r.headers = t.headers;
-	r.timeout_ms = envd_timeout(p);
+	r.timeout_ms = sk_envd_timeout(p);
 	rc = sk_http_do(&p->http, &r, &resp, err);
 	if (rc == SK_OK) {
 		rc = sk_http_classify(&p->http, &r, &resp, err);
@@ -533,7 +535,7 @@ sk_e2b_init_env(sk_provider *p, const sk_sandbox *sb, const sk_kvlist *env, sk_e
 		sk_http_response_dispose(&resp);
 	}
 	wipe_free((char *)r.body);
-	envd_dispose(&t);
+	sk_envd_dispose(&t);
 	return rc;
 }
 
@@ -548,4 +550,7 @@ const sk_provider_ops sk_provider_e2b = {
 	.set_timeout = sk_e2b_set_timeout,
 	.probe_health = sk_e2b_probe_health,
 	.init_env = sk_e2b_init_env,
+	.list_files = sk_envd_list_files,
+	.read_file = sk_envd_read_file,
+	.write_file = sk_envd_write_file,
 };

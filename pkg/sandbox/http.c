@@ -252,7 +252,8 @@ sk_sandbox_http_endpoint(const char *method, const char *path_or_url, char *out,
 		size_t n = strcspn(p + 1, "/?");
 		endpoint_segment(&b, p + 1, n, after_sandbox);
 		after_sandbox = (n == 9 && strncmp(p + 1, "sandboxes", 9) == 0) ||
-		        (n == 7 && strncmp(p + 1, "sandbox", 7) == 0);
+		        (n == 7 && strncmp(p + 1, "sandbox", 7) == 0) ||
+		        (n == 7 && strncmp(p + 1, "toolbox", 7) == 0);
 		p += 1 + n;
 	}
 	if (b.len == strlen(method ? method : "GET") + 1)
@@ -407,5 +408,110 @@ sk_http_json(sk_http *h, const sk_http_request *req, long *status, json_t **json
 			err->http_status = (int)resp.status;
 	}
 	sk_http_response_dispose(&resp);
+	return rc;
+}
+
+/* ---- streamed bodies (workspace files) ---- */
+
+/* A 2xx body goes to the sink; any other is kept (capped) for the message. */
+static size_t
+on_stream_body(char *data, size_t size, size_t nmemb, void *payload)
+{
+	sk_http_stream *st = payload;
+	size_t n = size * nmemb;
+	long status = 0;
+
+	curl_easy_getinfo(st->curl, CURLINFO_RESPONSE_CODE, &status);
+	if (status < 200 || status >= 300) {
+		sk_buf_append(&st->resp->body, data, n); /* past the cap: message cut */
+		return n;
+	}
+	if (st->sink && (st->cb_rc = st->sink(st->sink_payload, data, n)) < 0)
+		return 0; /* CURLE_WRITE_ERROR */
+	st->cb_rc = 0;
+	return n;
+}
+
+static size_t
+on_stream_read(char *buf, size_t size, size_t nmemb, void *payload)
+{
+	sk_http_stream *st = payload;
+	int64_t n = st->source(st->source_payload, buf, size * nmemb);
+
+	if (n < 0) {
+		st->cb_rc = (int)n;
+		return CURL_READFUNC_ABORT;
+	}
+	return (size_t)n;
+}
+
+/* No cap on the whole transfer: a stall (no byte for the request timeout) ends it. */
+static void
+setup_stream(sk_http *h, const sk_http_request *req, sk_http_stream *st)
+{
+	CURL *c = h->curl;
+	int64_t timeout = req->timeout_ms > 0 ? req->timeout_ms : h->timeout_ms;
+
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 0L);
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)((timeout + 999) / 1000));
+	curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)0);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_stream_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, st);
+	if (st->source && st->mime_name) {
+		curl_mimepart *part;
+		st->mime = curl_mime_init(c);
+		part = curl_mime_addpart(st->mime);
+		curl_mime_name(part, st->mime_name);
+		curl_mime_filename(part, st->mime_filename);
+		curl_mime_type(part, "application/octet-stream");
+		curl_mime_data_cb(part, (curl_off_t)st->size, on_stream_read, NULL, NULL, st);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, NULL);
+		curl_easy_setopt(c, CURLOPT_MIMEPOST, st->mime);
+	} else if (st->source) {
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, NULL);
+		curl_easy_setopt(c, CURLOPT_POST, 1L);
+		curl_easy_setopt(c, CURLOPT_READFUNCTION, on_stream_read);
+		curl_easy_setopt(c, CURLOPT_READDATA, st);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)st->size);
+	}
+}
+
+int
+sk_http_stream_do(sk_http *h, const sk_http_request *req, sk_http_stream *st,
+        sk_http_response *resp, sk_error *err)
+{
+	double t0 = seconds_now();
+	struct curl_slist *headers = build_headers(h, req);
+	char *url = req->url ? sk_strdup(req->url) : sk_asprintf("%s%s", h->base_url, req->path);
+	CURLcode cc;
+	int rc = SK_OK;
+
+	memset(resp, 0, sizeof(*resp));
+	resp->body.max = 64 * 1024;
+	st->curl = h->curl;
+	st->resp = resp;
+	st->cb_rc = 0;
+	setup_handle(h, req, url, resp);
+	setup_stream(h, req, st);
+	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, headers);
+	cc = curl_easy_perform(h->curl);
+	if (cc == CURLE_OK) {
+		curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &resp->status);
+	} else if (st->cb_rc < 0) {
+		rc = sk_error_set(err, st->cb_rc, "%s %s: the transfer was stopped by its %s",
+		        req->method, req_path(req), st->source ? "source" : "sink");
+		sk_http_response_dispose(resp);
+	} else {
+		rc = transport_error(req, cc, false, 0, err);
+		sk_http_response_dispose(resp);
+	}
+	observe_request(h, req, rc == SK_OK ? resp->status : 0, t0);
+	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(h->curl, CURLOPT_MIMEPOST, NULL);
+	curl_mime_free(st->mime);
+	st->mime = NULL;
+	curl_slist_free_all(headers);
+	free(url);
 	return rc;
 }

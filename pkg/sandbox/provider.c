@@ -185,6 +185,7 @@ sk_provider_free(sk_provider *p)
 		return;
 	sk_http_dispose(&p->http);
 	config_dispose(&p->cfg);
+	free(p->toolbox_url);
 	free(p);
 }
 
@@ -284,6 +285,45 @@ sk_file_list_free(sk_file_list *l)
 	}
 	free(l->items);
 	memset(l, 0, sizeof(*l));
+}
+
+void
+sk_file_list_push(sk_file_list *l, sk_file_entry *e)
+{
+	if (l->len == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 64;
+		l->items = sk_realloc(l->items, l->cap * sizeof(*l->items));
+	}
+	l->items[l->len++] = *e;
+	memset(e, 0, sizeof(*e));
+}
+
+int
+sk_file_list_order(const char *a, const char *b)
+{
+	const unsigned char *x = (const unsigned char *)a, *y = (const unsigned char *)b;
+
+	while (*x && *x == *y)
+		x++, y++;
+	if (*x == *y)
+		return 0;
+	if (*x == '/' || *y == '/')
+		return *x == '/' ? (*y ? -1 : 1) : (*x ? 1 : -1);
+	return *x < *y ? -1 : 1;
+}
+
+static int
+entry_cmp(const void *a, const void *b)
+{
+	return sk_file_list_order(
+	        ((const sk_file_entry *)a)->path, ((const sk_file_entry *)b)->path);
+}
+
+void
+sk_file_list_sort(sk_file_list *l)
+{
+	if (l->len > 1)
+		qsort(l->items, l->len, sizeof(*l->items), entry_cmp);
 }
 
 static int

@@ -107,8 +107,9 @@ typedef void (*sk_provider_observer_fn)(
 /* fn NULL: none (the default). */
 void sk_provider_set_observer(sk_provider *p, sk_provider_observer_fn fn, void *payload);
 /* A request's endpoint with a bounded set of values: "METHOD /path" without
- * the scheme, host and query, the segment after "sandboxes"/"sandbox" written
- * ":id" and numeric segments ":n" ("POST /sandboxes/:id/pause"). */
+ * the scheme, host and query, the segment after "sandboxes"/"sandbox"/"toolbox"
+ * written ":id" and numeric segments ":n" ("POST /sandboxes/:id/pause",
+ * "GET /toolbox/:id/files/download"). */
 void sk_sandbox_http_endpoint(const char *method, const char *path_or_url, char *out, size_t len);
 
 /* Convenience wrappers that dispatch through the ops table. */
@@ -144,7 +145,7 @@ int sk_sandbox_read_file(sk_provider *p, const sk_sandbox *sb, const char *path,
 /* Creates entry->path as entry says, parents made as needed: a regular file
  * of entry->size bytes from source (replacing one that exists), a directory,
  * or a symlink to entry->link_target; then sets entry->mode (not for
- * symlinks). source is NULL except for regular files. SK_EINVAL for
+ * symlinks). source is NULL except for regular files. SK_EINVALID for
  * SK_FILE_OTHER. */
 int sk_sandbox_write_file(sk_provider *p, const sk_sandbox *sb, const sk_file_entry *entry,
         sk_file_source_fn source, void *payload, sk_error *err);

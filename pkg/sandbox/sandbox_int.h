@@ -67,6 +67,29 @@ int sk_http_classify(
  * parsed body (NULL for an empty body). A 2xx body that is not JSON: SK_EINVALID. */
 int sk_http_json(
         sk_http *h, const sk_http_request *req, long *status, json_t **json, sk_error *err);
+/* A streamed request (workspace files): a 2xx response body goes to sink
+ * chunk by chunk (another status's body is kept in resp->body, capped, for
+ * sk_http_classify); with source, the request body is size bytes read from
+ * it (Content-Length, no Content-Type unless req->headers gives one), or,
+ * with mime_name, the one part of a multipart/form-data body. No
+ * total timeout: a transfer fails when no byte moves for the request
+ * timeout. A callback's negative SK_E* is returned with a message naming
+ * the request. */
+typedef struct sk_http_stream {
+	sk_file_sink_fn sink;
+	void *sink_payload;
+	sk_file_source_fn source;
+	void *source_payload;
+	uint64_t size;
+	const char *mime_name, *mime_filename; /* multipart: the part's name and filename */
+	/* private */
+	CURL *curl;
+	curl_mime *mime;
+	sk_http_response *resp;
+	int cb_rc;
+} sk_http_stream;
+int sk_http_stream_do(sk_http *h, const sk_http_request *req, sk_http_stream *st,
+        sk_http_response *resp, sk_error *err);
 /* Milliseconds from a Retry-After value (delta seconds or an HTTP date); 0 if unparsable. */
 int64_t sk_http_parse_retry_after(const char *value, int64_t now_ms);
 /* URL-escapes s (caller frees with free()). */
@@ -77,6 +100,7 @@ struct sk_provider {
 	sk_provider_config cfg; /* deep copy */
 	sk_http http;
 	void *state; /* sk_provider_new_with_ops: the custom backend's */
+	char *toolbox_url; /* daytona: the toolbox proxy URL, asked once */
 };
 
 /* Shared decoding. */
@@ -109,6 +133,46 @@ int sk_e2b_set_timeout_seconds(sk_provider *p, const char *id, long timeout_s, s
 int sk_e2b_probe_health(
         sk_provider *p, const sk_sandbox *sb, sk_health *health, int *http_status, sk_error *err);
 int sk_e2b_init_env(sk_provider *p, const sk_sandbox *sb, const sk_kvlist *env, sk_error *err);
+/* Where envd of a sandbox answers: the URL of `path` and the routing and
+ * access-token headers (never logged: the token is wiped by sk_envd_dispose). */
+typedef struct sk_envd_target {
+	char *url;
+	char hid[200], hport[64], htok[600];
+	const char *headers[6]; /* NULL-terminated; two free slots for the caller */
+} sk_envd_target;
+void sk_envd_init(sk_provider *p, const sk_sandbox *sb, const char *path, sk_envd_target *t);
+void sk_envd_dispose(sk_envd_target *t);
+/* Adds a header line (borrowed) to one of the free slots. */
+void sk_envd_add_header(sk_envd_target *t, const char *line);
+/* envd answers sooner than API calls or it is in trouble (a hung envd is the symptom). */
+int64_t sk_envd_timeout(const sk_provider *p);
+/* Workspace files through envd (files_envd.c), shared by e2b and cube. */
+int sk_envd_list_files(
+        sk_provider *p, const sk_sandbox *sb, const char *root, sk_file_list *out, sk_error *err);
+int sk_envd_read_file(sk_provider *p, const sk_sandbox *sb, const char *path, sk_file_sink_fn sink,
+        void *payload, sk_error *err);
+int sk_envd_write_file(sk_provider *p, const sk_sandbox *sb, const sk_file_entry *e,
+        sk_file_source_fn source, void *payload, sk_error *err);
+/* Runs `CMD 'ARG1' 'ARG2'` (arguments shell-quoted) through envd
+ * process.Process/Start as `bash -l -c`; a non-zero exit is SK_ETERMINAL
+ * with the command's stderr in the message (envd_process.c). */
+int sk_envd_run(sk_provider *p, const sk_sandbox *sb, const char *cmd, const char *arg1,
+        const char *arg2, sk_error *err);
+/* `cmd 'a1' 'a2'` with POSIX single quotes; caller frees. */
+char *sk_shell_command(const char *cmd, const char *arg1, const char *arg2);
+/* Daytona workspace files through the toolbox (files_daytona.c). */
+int sk_daytona_list_files(
+        sk_provider *p, const sk_sandbox *sb, const char *root, sk_file_list *out, sk_error *err);
+int sk_daytona_read_file(sk_provider *p, const sk_sandbox *sb, const char *path,
+        sk_file_sink_fn sink, void *payload, sk_error *err);
+int sk_daytona_write_file(sk_provider *p, const sk_sandbox *sb, const sk_file_entry *e,
+        sk_file_source_fn source, void *payload, sk_error *err);
+/* File lists: append (takes e's strings) and the depth-first order of
+ * sk_sandbox_list_files (a path's parents first, '/' sorting before any byte). */
+void sk_file_list_push(sk_file_list *l, sk_file_entry *e);
+void sk_file_list_sort(sk_file_list *l);
+/* That order on two paths: strcmp with '/' below every other byte ("a/b" < "a.b"). */
+int sk_file_list_order(const char *a, const char *b);
 /* ms -> whole seconds, rounded up, at least 1. */
 long sk_e2b_seconds(int64_t ms);
 bool sk_sandbox_id_valid(const char *id);

@@ -178,6 +178,23 @@ async function main() {
     assert.deepEqual(await sbx.fs.downloadFile('/home/daytona/work/blob.bin'), bin);
   });
 
+  await check('createFolder, setFilePermissions, getFileDetails, a symlink by command', async () => {
+    await sbx.fs.createFolder('/home/daytona/work/private', '700');
+    await sbx.fs.setFilePermissions('/home/daytona/work/notes.txt', { mode: '600' });
+    const link = await sbx.process.executeCommand("ln -s notes.txt '/home/daytona/work/latest'");
+    assert.equal(link.exitCode, 0);
+    const dir = await sbx.fs.getFileDetails('/home/daytona/work/private');
+    assert.equal(dir.isDir, true);
+    assert.equal(dir.permissions, '0700');
+    const files = await sbx.fs.listFiles('/home/daytona/work');
+    const byName = Object.fromEntries(files.map((f) => [f.name, f]));
+    assert.equal(byName['notes.txt'].mode, '-rw-------');
+    assert.equal(byName.latest.mode[0], 'L', 'Go FileMode string of a symlink');
+    assert.equal((await sbx.process.executeCommand('readlink work/latest')).result, 'notes.txt\n');
+    assert.equal((await sbx.fs.downloadFile('/home/daytona/work/latest')).toString(),
+      (await sbx.fs.downloadFile('/home/daytona/work/notes.txt')).toString());
+  });
+
   await check('archive (from stopped), then start keeps the files', async () => {
     await sbx.stop();
     await sbx.archive();

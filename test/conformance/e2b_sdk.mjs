@@ -4,7 +4,9 @@
 // checks create, paginated metadata list, getInfo, pause twice, connect,
 // setTimeout, isRunning and kill twice, and commands.run against the envd
 // process API: create envs, per-command envs, exit codes, and the env lost on
-// resume until envd POST /init re-asserts it. Prints "e2b-sdk: N passed, M failed".
+// resume until envd POST /init re-asserts it; and sandbox.files: write (one
+// and several, multipart), read (text, bytes), list (depth, types, symlink
+// target, mode), makeDir, exists, getInfo, kept across pause/resume. Prints "e2b-sdk: N passed, M failed".
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -177,6 +179,68 @@ async function main() {
   });
 
   await commands(base);
+  await files();
+}
+
+// sandbox.files against the simulator's file tree (envd /files and filesystem.Filesystem).
+async function files() {
+  let sbx;
+
+  await check('files.write (multipart) then files.read, text and bytes', async () => {
+    sbx = await Sandbox.create('base', { timeoutMs: 60_000 });
+    const info = await sbx.files.write('/home/user/ws/notes/a.txt', 'hello files');
+    assert.equal(info.path, '/home/user/ws/notes/a.txt');
+    assert.equal(info.name, 'a.txt');
+    assert.equal(await sbx.files.read('/home/user/ws/notes/a.txt'), 'hello files');
+    const bin = new Uint8Array(70_000).map((_, i) => (i * 31) & 0xff);
+    await sbx.files.write('ws/bin.dat', bin.buffer); // relative: under /home/user
+    const back = await sbx.files.read('/home/user/ws/bin.dat', { format: 'bytes' });
+    assert.deepEqual(Buffer.from(back), Buffer.from(bin));
+  });
+
+  await check('files.write of several files, files.list with depth and types', async () => {
+    await sbx.files.write([
+      { path: '/home/user/ws/m/one.txt', data: '1' },
+      { path: '/home/user/ws/m/two.txt', data: '22' },
+    ]);
+    await sbx.commands.run("ln -s notes/a.txt '/home/user/ws/link'");
+    await sbx.commands.run('chmod 0600 /home/user/ws/m/two.txt');
+    const top = await sbx.files.list('/home/user/ws');
+    assert.deepEqual(top.map((e) => e.name).sort(), ['bin.dat', 'link', 'm', 'notes']);
+    const link = top.find((e) => e.name === 'link');
+    assert.equal(link.type, 'symlink');
+    assert.equal(link.symlinkTarget, 'notes/a.txt');
+    assert.equal(top.find((e) => e.name === 'm').type, 'dir');
+    const deep = await sbx.files.list('/home/user/ws', { depth: 3 });
+    const two = deep.find((e) => e.path === '/home/user/ws/m/two.txt');
+    assert.equal(two.type, 'file');
+    assert.equal(two.size, 2);
+    assert.equal(two.mode, 0o600);
+    assert.equal(two.permissions, '-rw-------');
+    assert.ok(two.modifiedTime instanceof Date && !isNaN(two.modifiedTime));
+    assert.equal(deep.length, 7);
+  });
+
+  await check('files.makeDir, files.exists, files.getInfo', async () => {
+    assert.equal(await sbx.files.makeDir('/home/user/ws/new/deeper'), true);
+    assert.equal(await sbx.files.makeDir('/home/user/ws/new/deeper'), false, 'already exists');
+    assert.equal(await sbx.files.exists('/home/user/ws/new/deeper'), true);
+    assert.equal(await sbx.files.exists('/home/user/ws/nope'), false);
+    const info = await sbx.files.getInfo('/home/user/ws/notes/a.txt');
+    assert.equal(info.type, 'file');
+    assert.equal(info.size, 11);
+    await assert.rejects(sbx.files.read('/home/user/ws/nope'), (err) => err instanceof NotFoundError);
+  });
+
+  await check('files survive pause/resume and die with kill', async () => {
+    assert.equal(await sbx.pause(), true);
+    const again = await Sandbox.connect(sbx.sandboxId, { timeoutMs: 60_000 });
+    assert.equal(await again.files.read('/home/user/ws/notes/a.txt'), 'hello files');
+    assert.equal(await again.kill(), true);
+    const other = await Sandbox.create('base', { timeoutMs: 60_000 });
+    assert.equal(await other.files.exists('/home/user/ws'), false);
+    await other.kill();
+  });
 }
 
 // envd POST /init the way the controller re-asserts spec.env after a resume.
