@@ -293,8 +293,8 @@ copy_step(mx *x, sk_error *err)
 		return rc;
 	copy_options(x, &o, &max);
 	x->last_progress_ms = sk_monotonic_ms();
-	rc = sk_workspace_copy(x->src, &x->ob->source_sb, x->dst, &x->ob->target_sb, &o, progress,
-	        x, &rep, err);
+	rc = sk_workspace_copy(
+	        x->src, &x->ob->source_sb, x->dst, &x->ob->target_sb, &o, progress, x, &rep, err);
 	if (rc == 0 && x->progress_rc != 0)
 		rc = sk_error_set(err, x->progress_rc, "writing the copy's progress failed");
 	if (rc == 0) {
@@ -303,7 +303,8 @@ copy_step(mx *x, sk_error *err)
 		m.phase = SK_MIG_VERIFYING;
 		m.step_ms = x->now;
 		mevent(x, "Normal", SK_REASON_MIGRATION_COPIED,
-		        "migration: copied %llu files, %llu bytes to %s (%zu special files skipped)",
+		        "migration: copied %llu files, %llu bytes to %s (%zu special files "
+		        "skipped)",
 		        (unsigned long long)rep.files_done, (unsigned long long)rep.bytes_done,
 		        m.target.sandbox_id, rep.skipped.len);
 		observe_metric(x, "bytes", (int64_t)rep.bytes_done);
@@ -366,8 +367,9 @@ switch_step(mx *x, sk_error *err)
 	rc = mwrite(x, &st, err);
 	if (rc == 0)
 		mevent(x, "Normal", SK_REASON_MIGRATION_SWITCHED,
-		        "migration: bound to %s at provider %s (was %s at %s)", m->target.sandbox_id,
-		        m->target.provider, m->source.sandbox_id, m->source.provider);
+		        "migration: bound to %s at provider %s (was %s at %s)",
+		        m->target.sandbox_id, m->target.provider, m->source.sandbox_id,
+		        m->source.provider);
 	sk_userspace_status_dispose(&st);
 	return rc;
 }
@@ -407,8 +409,9 @@ retire_source(mx *x, sk_error *err)
 	m.step_ms = x->now;
 	rc = write_migration(x, &m, SK_PHASE_NONE, err);
 	if (rc == 0) {
-		mevent(x, "Normal", SK_REASON_MIGRATION_DONE, "migration done: source sandbox %s %s",
-		        id ? id : "-", retain ? "kept paused (sourcePolicy Retain)" : "deleted");
+		mevent(x, "Normal", SK_REASON_MIGRATION_DONE,
+		        "migration done: source sandbox %s %s", id ? id : "-",
+		        retain ? "kept paused (sourcePolicy Retain)" : "deleted");
 		observe_metric(x, "completed", 0);
 	}
 	sk_migration_dispose(&m);

@@ -98,7 +98,8 @@ sk_migration_trigger(const sk_userspace *us, const char *keeper_template, const 
 		why = SK_TRIGGER_TEMPLATE;
 	if (restarted_ms(us) > m->start_ms)
 		return SK_TRIGGER_ROLLOUT;
-	if (why != NULL && m->phase == SK_MIG_ABORTED && sk_str_eq(m->target.provider, s->provider) &&
+	if (why != NULL && m->phase == SK_MIG_ABORTED &&
+	        sk_str_eq(m->target.provider, s->provider) &&
 	        sk_str_eq(m->target.template_id, s->template_id))
 		return NULL; /* that attempt failed: a rollout or another spec retries */
 	return why;
@@ -255,7 +256,7 @@ sk_plan_migration(const sk_userspace *us, const sk_migration_observed *ob, int64
 		plan_retiring(&c);
 	else if (both_present(&c))
 		step(&c,
-		        ph == SK_MIG_COPYING     ? SK_MSTEP_COPY
+		        ph == SK_MIG_COPYING             ? SK_MSTEP_COPY
 		                : ph == SK_MIG_VERIFYING ? SK_MSTEP_VERIFY
 		                                         : SK_MSTEP_SWITCH,
 		        ph);

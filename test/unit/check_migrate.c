@@ -202,8 +202,8 @@ START_TEST(test_plan_starts_pending)
 		event |= r.actions[i].type == SK_ACTION_EVENT &&
 		        strcmp(r.actions[i].reason, SK_REASON_MIGRATION_PENDING) == 0;
 	ck_assert(event);
-	ck_assert_ptr_nonnull(sk_userspace_condition(&(sk_userspace){ .status = r.next },
-	        SK_COND_MIGRATED));
+	ck_assert_ptr_nonnull(
+	        sk_userspace_condition(&(sk_userspace){ .status = r.next }, SK_COND_MIGRATED));
 	/* idempotence: planned again from that status, the same migration stays */
 	sk_userspace_status_dispose(&us->status);
 	sk_userspace_status_copy(&us->status, &r.next);
@@ -237,8 +237,8 @@ START_TEST(test_kept_source_not_duplicate)
 	sk_observed_add_probe(&ob, "t1", true, SK_HEALTH_OK, 200, NOW, 0);
 	sk_plan(us, &ob, NOW, &o, &r);
 	for (size_t i = 0; i < r.n_actions; i++)
-		ck_assert_msg(r.actions[i].type != SK_ACTION_KILL, "kills %s",
-		        r.actions[i].sandbox_id);
+		ck_assert_msg(
+		        r.actions[i].type != SK_ACTION_KILL, "kills %s", r.actions[i].sandbox_id);
 	ck_assert_uint_eq(r.next.n_drift, 0);
 	sk_plan_result_dispose(&r);
 	/* once done with sourcePolicy Delete, a leftover source is a duplicate again */
@@ -286,32 +286,32 @@ static const step_case steps[] = {
 	{ "pending, idle: create the target", SK_MIG_PENDING, NULL, NULL, -2 * MIN, false, 0,
 	        SK_LOOKUP_FOUND, 0, SK_LOOKUP_NONE, 0, false, SK_MSTEP_CREATE_TARGET,
 	        SK_MIG_CREATING, NULL, false, 0, 0 },
-	{ "pending, never active: create", SK_MIG_PENDING, NULL, NULL, 0, false, 0,
-	        SK_LOOKUP_FOUND, 0, SK_LOOKUP_NONE, 0, false, SK_MSTEP_CREATE_TARGET,
-	        SK_MIG_CREATING, NULL, false, 0, 0 },
+	{ "pending, never active: create", SK_MIG_PENDING, NULL, NULL, 0, false, 0, SK_LOOKUP_FOUND,
+	        0, SK_LOOKUP_NONE, 0, false, SK_MSTEP_CREATE_TARGET, SK_MIG_CREATING, NULL, false,
+	        0, 0 },
 	{ "pending, active but --now: create", SK_MIG_PENDING, NULL, NULL, -SEC, true, 0,
 	        SK_LOOKUP_FOUND, 0, SK_LOOKUP_NONE, 0, false, SK_MSTEP_CREATE_TARGET,
 	        SK_MIG_CREATING, NULL, false, 0, 0 },
 	{ "pending, source gone: abort", SK_MIG_PENDING, NULL, NULL, 0, false, 0,
 	        SK_LOOKUP_NOT_FOUND, 0, SK_LOOKUP_NONE, 0, false, SK_MSTEP_ABORT, SK_MIG_PENDING,
 	        NULL, false, 0, 0 },
-	{ "creating, crash after the create: adopt the marked target", SK_MIG_CREATING, NULL,
-	        NULL, 0, false, 0, SK_LOOKUP_NONE, 0, SK_LOOKUP_FOUND, 0, false, SK_MSTEP_COPY,
+	{ "creating, crash after the create: adopt the marked target", SK_MIG_CREATING, NULL, NULL,
+	        0, false, 0, SK_LOOKUP_NONE, 0, SK_LOOKUP_FOUND, 0, false, SK_MSTEP_COPY,
 	        SK_MIG_COPYING, "t9", false, 0, 0 },
-	{ "creating, crash before the create, within the grace: wait", SK_MIG_CREATING, NULL,
-	        NULL, 0, false, 5 * SEC, SK_LOOKUP_NONE, 0, SK_LOOKUP_NOT_FOUND, 1 * SEC, false,
+	{ "creating, crash before the create, within the grace: wait", SK_MIG_CREATING, NULL, NULL,
+	        0, false, 5 * SEC, SK_LOOKUP_NONE, 0, SK_LOOKUP_NOT_FOUND, 1 * SEC, false,
 	        SK_MSTEP_NONE, SK_MIG_CREATING, NULL, false, 20 * SEC, 30 * SEC },
 	{ "creating, none after the grace: create again", SK_MIG_CREATING, NULL, NULL, 0, false,
-	        2 * MIN, SK_LOOKUP_NONE, 0, SK_LOOKUP_NOT_FOUND, 0, false,
-	        SK_MSTEP_CREATE_TARGET, SK_MIG_CREATING, NULL, false, 0, 0 },
+	        2 * MIN, SK_LOOKUP_NONE, 0, SK_LOOKUP_NOT_FOUND, 0, false, SK_MSTEP_CREATE_TARGET,
+	        SK_MIG_CREATING, NULL, false, 0, 0 },
 	{ "creating, lookup failed: wait", SK_MIG_CREATING, NULL, NULL, 0, false, 2 * MIN,
-	        SK_LOOKUP_NONE, 0, SK_LOOKUP_ERROR, 0, false, SK_MSTEP_NONE, SK_MIG_CREATING,
-	        NULL, false, 0, 0 },
+	        SK_LOOKUP_NONE, 0, SK_LOOKUP_ERROR, 0, false, SK_MSTEP_NONE, SK_MIG_CREATING, NULL,
+	        false, 0, 0 },
 	{ "copying, crash during the copy: copy again", SK_MIG_COPYING, "t1", NULL, 0, false, 0,
 	        SK_LOOKUP_FOUND, 0, SK_LOOKUP_FOUND, 0, false, SK_MSTEP_COPY, SK_MIG_COPYING, "t1",
 	        false, 0, 0 },
-	{ "copying, source paused (Idle): copy (the executor wakes it)", SK_MIG_COPYING, "t1",
-	        NULL, 0, false, 0, SK_LOOKUP_FOUND, SK_SANDBOX_PAUSED, SK_LOOKUP_FOUND, 0, false,
+	{ "copying, source paused (Idle): copy (the executor wakes it)", SK_MIG_COPYING, "t1", NULL,
+	        0, false, 0, SK_LOOKUP_FOUND, SK_SANDBOX_PAUSED, SK_LOOKUP_FOUND, 0, false,
 	        SK_MSTEP_COPY, SK_MIG_COPYING, "t1", false, 0, 0 },
 	{ "copying, target vanished: abort", SK_MIG_COPYING, "t1", NULL, 0, false, 0,
 	        SK_LOOKUP_FOUND, 0, SK_LOOKUP_NOT_FOUND, 0, false, SK_MSTEP_ABORT, SK_MIG_COPYING,
@@ -322,15 +322,15 @@ static const step_case steps[] = {
 	{ "copying, a lookup failed: wait", SK_MIG_COPYING, "t1", NULL, 0, false, 0,
 	        SK_LOOKUP_ERROR, 0, SK_LOOKUP_FOUND, 0, false, SK_MSTEP_NONE, SK_MIG_COPYING, NULL,
 	        false, 0, 0 },
-	{ "verifying, crash during verify: verify again", SK_MIG_VERIFYING, "t1", NULL, 0, false,
-	        0, SK_LOOKUP_FOUND, 0, SK_LOOKUP_FOUND, 0, false, SK_MSTEP_VERIFY,
-	        SK_MIG_VERIFYING, NULL, false, 0, 0 },
+	{ "verifying, crash during verify: verify again", SK_MIG_VERIFYING, "t1", NULL, 0, false, 0,
+	        SK_LOOKUP_FOUND, 0, SK_LOOKUP_FOUND, 0, false, SK_MSTEP_VERIFY, SK_MIG_VERIFYING,
+	        NULL, false, 0, 0 },
 	{ "switching, crash before the write: switch", SK_MIG_SWITCHING, "t1", NULL, 0, false, 0,
 	        SK_LOOKUP_FOUND, 0, SK_LOOKUP_FOUND, 0, false, SK_MSTEP_SWITCH, SK_MIG_SWITCHING,
 	        NULL, false, 0, 0 },
-	{ "switching, target gone: abort, never bind it", SK_MIG_SWITCHING, "t1", NULL, 0, false,
-	        0, SK_LOOKUP_FOUND, 0, SK_LOOKUP_NOT_FOUND, 0, false, SK_MSTEP_ABORT,
-	        SK_MIG_SWITCHING, NULL, false, 0, 0 },
+	{ "switching, target gone: abort, never bind it", SK_MIG_SWITCHING, "t1", NULL, 0, false, 0,
+	        SK_LOOKUP_FOUND, 0, SK_LOOKUP_NOT_FOUND, 0, false, SK_MSTEP_ABORT, SK_MIG_SWITCHING,
+	        NULL, false, 0, 0 },
 	{ "copying, crash while aborting: finish the abort", SK_MIG_COPYING, "t1", "verify failed",
 	        0, false, 0, SK_LOOKUP_FOUND, 0, SK_LOOKUP_FOUND, 0, false, SK_MSTEP_ABORT,
 	        SK_MIG_COPYING, NULL, false, 0, 0 },
@@ -343,20 +343,19 @@ static const step_case steps[] = {
 	{ "retiring, source paused: keep it until keepSourceFor", SK_MIG_RETIRING, "t1", NULL, 0,
 	        false, HOUR, SK_LOOKUP_FOUND, SK_SANDBOX_PAUSED, SK_LOOKUP_NONE, 0, false,
 	        SK_MSTEP_NONE, SK_MIG_RETIRING, NULL, true, 23 * HOUR, 23 * HOUR },
-	{ "retiring, keepSourceFor over: retire the source", SK_MIG_RETIRING, "t1", NULL, 0,
-	        false, 25 * HOUR, SK_LOOKUP_FOUND, SK_SANDBOX_PAUSED, SK_LOOKUP_NONE, 0, false,
+	{ "retiring, keepSourceFor over: retire the source", SK_MIG_RETIRING, "t1", NULL, 0, false,
+	        25 * HOUR, SK_LOOKUP_FOUND, SK_SANDBOX_PAUSED, SK_LOOKUP_NONE, 0, false,
 	        SK_MSTEP_RETIRE_SOURCE, SK_MIG_RETIRING, NULL, true, 0, 0 },
 	{ "retiring, source already gone: finish", SK_MIG_RETIRING, "t1", NULL, 0, false, HOUR,
 	        SK_LOOKUP_NOT_FOUND, 0, SK_LOOKUP_NONE, 0, false, SK_MSTEP_RETIRE_SOURCE,
 	        SK_MIG_RETIRING, NULL, true, 0, 0 },
-	{ "retiring with a reason: not aborted (already switched)", SK_MIG_RETIRING, "t1",
-	        "stale", 0, false, HOUR, SK_LOOKUP_FOUND, SK_SANDBOX_PAUSED, SK_LOOKUP_NONE, 0,
-	        false, SK_MSTEP_NONE, SK_MIG_RETIRING, NULL, true, 0, 0 },
+	{ "retiring with a reason: not aborted (already switched)", SK_MIG_RETIRING, "t1", "stale",
+	        0, false, HOUR, SK_LOOKUP_FOUND, SK_SANDBOX_PAUSED, SK_LOOKUP_NONE, 0, false,
+	        SK_MSTEP_NONE, SK_MIG_RETIRING, NULL, true, 0, 0 },
 	{ "done: the regular round only", SK_MIG_DONE, "t1", NULL, 0, false, 0, SK_LOOKUP_NONE, 0,
 	        SK_LOOKUP_NONE, 0, false, SK_MSTEP_NONE, SK_MIG_DONE, NULL, true, 0, 0 },
-	{ "aborted: the regular round only", SK_MIG_ABORTED, NULL, "x", 0, false, 0,
-	        SK_LOOKUP_NONE, 0, SK_LOOKUP_NONE, 0, false, SK_MSTEP_NONE, SK_MIG_ABORTED, NULL,
-	        true, 0, 0 },
+	{ "aborted: the regular round only", SK_MIG_ABORTED, NULL, "x", 0, false, 0, SK_LOOKUP_NONE,
+	        0, SK_LOOKUP_NONE, 0, false, SK_MSTEP_NONE, SK_MIG_ABORTED, NULL, true, 0, 0 },
 };
 
 static void
@@ -513,8 +512,8 @@ START_TEST(test_walk_idempotent)
 		/* idempotence: the same round planned again never repeats that step */
 		observe_world(&w, us, &ob);
 		sk_plan_migration(us, &ob, now, &o, &again);
-		ck_assert_msg(again.step != p.step || p.step == SK_MSTEP_NONE,
-		        "round %d: %s again", round, sk_migration_step_name(p.step));
+		ck_assert_msg(again.step != p.step || p.step == SK_MSTEP_NONE, "round %d: %s again",
+		        round, sk_migration_step_name(p.step));
 		sk_migration_plan_dispose(&again);
 		sk_migration_observed_dispose(&ob);
 		now += p.step == SK_MSTEP_NONE ? 10 * MIN : SEC;
@@ -547,9 +546,9 @@ START_TEST(test_status_round_trip)
 	us->status.migration.reason = sk_strdup("why");
 	us->status.phase = SK_PHASE_MIGRATING;
 	j = sk_userspace_to_json(us);
-	ck_assert_str_eq(json_string_value(json_object_get(
-	                         json_object_get(json_object_get(j, "status"), "migration"),
-	                         "phase")),
+	ck_assert_str_eq(
+	        json_string_value(json_object_get(
+	                json_object_get(json_object_get(j, "status"), "migration"), "phase")),
 	        "Copying");
 	ck_assert_int_eq(sk_userspace_decode(j, &back, &err), 0);
 	ck_assert(sk_userspace_status_equal(&us->status, &back->status));
