@@ -114,8 +114,7 @@ restart_pending(const sk_userspace *us)
 	const char *v = sk_kvlist_get(&us->meta.annotations, SK_ANNOTATION_RESTARTED_AT);
 	int64_t at = 0;
 
-	return v != NULL && sk_time_parse(v, &at) == SK_OK &&
-	        at > us->status.migration.start_ms;
+	return v != NULL && sk_time_parse(v, &at) == SK_OK && at > us->status.migration.start_ms;
 }
 
 /* A space whose spec asks for a move that has not started: keep waiting. */
@@ -256,7 +255,8 @@ parse_args(rollout_args *a, int argc, char **argv)
 		} else if (c == OPT_ROLLOUT_TIMEOUT) {
 			if (sk_duration_parse(optarg, &a->timeout_ms) != SK_OK)
 				return sk_cli_usage_error(&help,
-				        "--timeout: invalid duration \"%s\" (e.g. 60s, 5m)", optarg);
+				        "--timeout: invalid duration \"%s\" (e.g. 60s, 5m)",
+				        optarg);
 		} else if ((rc = sk_cli_opt(&help, c, argv)) != SK_CLI_CONTINUE) {
 			return rc;
 		}
