@@ -608,6 +608,18 @@ sk_reconcile_object(const sk_reconcile_env *env, const sk_userspace *us, const s
 	if (!sk_migration_active(&us->status.migration))
 		return regular_object(env, us, list, requeue_after_ms, updated, err);
 	rc = sk_migrate_round(env, us, &normal, &mreq, &after, err);
+	/* A step done leads to the next at once (create, copy, verify, switch):
+	 * no requeue between them. */
+	for (int i = 0; i < 6 && rc == 0 && !normal && after != NULL &&
+	        sk_migration_active(&after->status.migration) &&
+	        !sk_migration_equal(&after->status.migration, &us->status.migration);
+	        i++) {
+		sk_userspace *prev = after;
+		rc = sk_migrate_round(env, prev, &normal, &mreq, &after, err);
+		if (sk_migration_equal(&after->status.migration, &prev->status.migration))
+			i = 6; /* waiting: stop */
+		sk_userspace_free(prev);
+	}
 	if (rc == 0 && normal && after != NULL) {
 		rc = regular_object(env, after, list, &req, updated, err);
 		if (req > 0 && (mreq <= 0 || req < mreq))

@@ -234,14 +234,17 @@ wake_source(mx *x, sk_error *err)
 	return rc;
 }
 
+/* The options of a copy or verify; paths is a copy of spec.workspace.paths
+ * (a progress write replaces x->cur during the copy), caller disposes. */
 static void
-copy_options(mx *x, sk_copy_options *o, int64_t *max)
+copy_options(mx *x, sk_copy_options *o, sk_strlist *paths, int64_t *max)
 {
 	const sk_userspace_spec *s = &x->cur->spec;
 
 	memset(o, 0, sizeof(*o));
-	o->paths = (const char *const *)s->workspace_paths.items;
-	o->npaths = s->workspace_paths.len;
+	sk_strlist_copy(paths, &s->workspace_paths);
+	o->paths = (const char *const *)paths->items;
+	o->npaths = paths->len;
 	*max = 0;
 	if (s->max_bytes != NULL)
 		sk_quantity_parse(s->max_bytes, max);
@@ -285,13 +288,14 @@ copy_step(mx *x, sk_error *err)
 	sk_copy_options o;
 	sk_copy_report rep;
 	sk_migration_status m;
+	sk_strlist paths = { 0 };
 	int64_t max;
 	int rc = wake_source(x, err);
 
 	memset(&rep, 0, sizeof(rep));
 	if (rc != 0)
 		return rc;
-	copy_options(x, &o, &max);
+	copy_options(x, &o, &paths, &max);
 	x->last_progress_ms = sk_monotonic_ms();
 	rc = sk_workspace_copy(
 	        x->src, &x->ob->source_sb, x->dst, &x->ob->target_sb, &o, progress, x, &rep, err);
@@ -312,6 +316,7 @@ copy_step(mx *x, sk_error *err)
 		sk_migration_dispose(&m);
 	}
 	sk_copy_report_free(&rep);
+	sk_strlist_dispose(&paths);
 	return rc;
 }
 
@@ -321,13 +326,14 @@ verify_step(mx *x, sk_error *err)
 	sk_copy_options o;
 	sk_copy_report rep;
 	sk_migration_status m;
+	sk_strlist paths = { 0 };
 	int64_t max;
 	int rc = wake_source(x, err);
 
 	memset(&rep, 0, sizeof(rep));
 	if (rc != 0)
 		return rc;
-	copy_options(x, &o, &max);
+	copy_options(x, &o, &paths, &max);
 	rc = sk_workspace_verify(
 	        x->src, &x->ob->source_sb, x->dst, &x->ob->target_sb, &o, &rep, err);
 	if (rc == SK_ECONFLICT && rep.mismatch != NULL)
@@ -344,6 +350,7 @@ verify_step(mx *x, sk_error *err)
 		sk_migration_dispose(&m);
 	}
 	sk_copy_report_free(&rep);
+	sk_strlist_dispose(&paths);
 	return rc;
 }
 
@@ -394,7 +401,8 @@ retire_source(mx *x, sk_error *err)
 {
 	sk_migration_status m;
 	bool retain = x->cur->spec.source_policy == SK_DELETE_RETAIN;
-	const char *id = x->cur->status.migration.source.sandbox_id;
+	/* a copy: the write below replaces x->cur */
+	char *id = sk_strdup(x->cur->status.migration.source.sandbox_id);
 	int rc = 0;
 
 	if (!retain && x->src != NULL && id != NULL) {
@@ -402,8 +410,10 @@ retire_source(mx *x, sk_error *err)
 		if (rc == SK_ENOTFOUND)
 			rc = 0;
 	}
-	if (rc != 0)
+	if (rc != 0) {
+		free(id);
 		return rc;
+	}
 	sk_migration_copy(&m, &x->cur->status.migration);
 	m.phase = SK_MIG_DONE;
 	m.step_ms = x->now;
@@ -415,6 +425,7 @@ retire_source(mx *x, sk_error *err)
 		observe_metric(x, "completed", 0);
 	}
 	sk_migration_dispose(&m);
+	free(id);
 	return rc;
 }
 
