@@ -201,7 +201,9 @@ static void
 seed_workspace(int f, const char *id)
 {
 	sk_sandbox sb;
-	sk_file_entry link = { .path = WS "/latest", .type = SK_FILE_SYMLINK, .mode = 0777,
+	sk_file_entry link = { .path = WS "/latest",
+		.type = SK_FILE_SYMLINK,
+		.mode = 0777,
 		.link_target = "data/big.bin" };
 
 	sandbox_at(f, id, &sb);
@@ -236,11 +238,10 @@ assert_workspace(int f, const char *id)
 		ck_assert_msg(sk_sandbox_read_file(sims[f].p, &sb, path, cmp_sink, &c, &err) == 0,
 		        "read %s at %s: %s", path, flavors[f], err.message);
 		ck_assert_msg(c.g.off == size && c.bad == 0, "%s at %s: %llu bytes, %llu differ",
-		        path, flavors[f], (unsigned long long)c.g.off,
-		        (unsigned long long)c.bad);
+		        path, flavors[f], (unsigned long long)c.g.off, (unsigned long long)c.bad);
 	}
-	ck_assert_msg(sk_sandbox_list_files(sims[f].p, &sb, WS, &l, &err) == 0, "list: %s",
-	        err.message);
+	ck_assert_msg(
+	        sk_sandbox_list_files(sims[f].p, &sb, WS, &l, &err) == 0, "list: %s", err.message);
 	for (size_t i = 0; i < l.len; i++) {
 		if (l.items[i].type == SK_FILE_REGULAR)
 			regular++;
@@ -286,11 +287,11 @@ keeper_start(void)
 	const char *argv[] = { "spacekeeper", "--config", cfg_path, "--mongodb-uri", mongo_uri,
 		"--database", db, "--poll", "200ms", NULL };
 
-	snprintf(log, sizeof(log), "%s/spacekeeper-migrate-%s-%d.log", sk_test_tmpdir(), db,
-	        ++runs);
+	snprintf(
+	        log, sizeof(log), "%s/spacekeeper-migrate-%s-%d.log", sk_test_tmpdir(), db, ++runs);
 	keeper_pid = sk_test_spawn(argv, env, log);
-	ck_assert_msg(sk_test_wait_port(keeper_port, 20000), "spacekeeper did not listen (%s)",
-	        log);
+	ck_assert_msg(
+	        sk_test_wait_port(keeper_port, 20000), "spacekeeper did not listen (%s)", log);
 }
 
 static int
@@ -504,8 +505,8 @@ START_TEST(test_abort_on_504)
 	apply_space("e2b", "base", NULL);
 	src = wait_bound("e2b", 60);
 	seed_workspace(0, src);
-	ck_assert_int_eq(
-	        admin_post(&sims[1], "/_sim/faults", "{\"errors\": {\"files\": {\"status\": 504}}}"),
+	ck_assert_int_eq(admin_post(&sims[1], "/_sim/faults",
+	                         "{\"errors\": {\"files\": {\"status\": 504}}}"),
 	        200);
 	apply_space("cube", "base", NULL);
 	w.source = src;
@@ -538,14 +539,16 @@ START_TEST(test_sigkill_during_copy)
 	seed_workspace(0, src);
 	/* a slow target, so the kill lands in the copy */
 	ck_assert_int_eq(admin_post(&sims[1], "/_sim/faults",
-	                         "{\"latency\": {\"files\": {\"fixed_ms\": 30}}}"), 200);
+	                         "{\"latency\": {\"files\": {\"fixed_ms\": 30}}}"),
+	        200);
 	apply_space("cube", "base", NULL);
 	w.source = src;
 	ck_assert_int_eq(watch_until(&w, SK_MIG_COPYING, SK_MIG_COPYING, 120), SK_MIG_COPYING);
 	ck_assert_int_eq(kill(keeper_pid, SIGKILL), 0);
 	sk_test_wait(keeper_pid, 10);
 	keeper_pid = 0;
-	ck_assert_int_eq(admin_post(&sims[1], "/_sim/faults", "{\"latency\": {\"files\": null}}"), 200);
+	ck_assert_int_eq(
+	        admin_post(&sims[1], "/_sim/faults", "{\"latency\": {\"files\": null}}"), 200);
 	keeper_start();
 	end = watch_until(&w, SK_MIG_RETIRING, SK_MIG_ABORTED, 240);
 	if (end == SK_MIG_RETIRING)
