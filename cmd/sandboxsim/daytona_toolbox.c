@@ -415,7 +415,8 @@ arg_mode(sim_req *r)
 	return *end || mode < 0 || mode > 07777 ? -1 : mode;
 }
 
-/* POST /files/folder?path=&mode= (parents made) and /files/permissions?path=&mode= */
+/* POST /files/folder?path=&mode= (parents made; an existing directory is left as
+ * it is, like MkdirAll) and /files/permissions?path=&mode= */
 static void
 h_mode(sim *s, sim_req *r, sim_fs *fs, bool folder)
 {
@@ -430,10 +431,12 @@ h_mode(sim *s, sim_req *r, sim_fs *fs, bool folder)
 		free(path);
 		return;
 	}
-	if (folder && (rc = sim_fs_mkdir(fs, path, mode ? (uint32_t)mode : 0755, true)) == -EEXIST)
-		rc = 0;
-	if (rc == 0 && mode > 0)
+	if (folder) /* MkdirAll: an existing directory keeps its mode */
+		rc = sim_fs_mkdir(fs, path, mode ? (uint32_t)mode : 0755, true);
+	else if (mode > 0)
 		rc = sim_fs_chmod(fs, path, (uint32_t)mode);
+	if (rc == -EEXIST)
+		rc = 0;
 	if (rc == -ENOENT)
 		daemon_error(s, r, 404, "FILE_NOT_FOUND", "file not found");
 	else if (rc != 0)

@@ -71,7 +71,7 @@ rpc_path(sim *s, sim_req *r, sim_fs *fs, json_t *doc)
 	char *path = p ? sim_fs_path(fs, p) : NULL;
 
 	if (path == NULL)
-		rpc_error(s, r, 400, "invalid_argument", "path: must be a path without '..'");
+		rpc_error(s, r, 400, "invalid_argument", "path: required");
 	return path;
 }
 
@@ -154,7 +154,7 @@ download(sim *s, sim_req *r, sim_fs *fs)
 	char *copy;
 
 	if (path == NULL)
-		envd_error(s, r, 400, "path: must be a path without '..'");
+		envd_error(s, r, 400, "path: required");
 	else if (n == NULL)
 		envd_error(s, r, 404, "path not found");
 	else if (n->type != SIM_F_FILE)

@@ -102,14 +102,19 @@ sim_fs_free(sim_fs *fs)
 	free(fs);
 }
 
-/* Appends one component to out (a normalized absolute path); -1 for "..". */
+/* Appends one component to out (a normalized absolute path); ".." drops the last. */
 static int
 push_component(sk_buf *out, const char *c, size_t n)
 {
 	if (n == 0 || (n == 1 && c[0] == '.'))
 		return 0;
-	if (n == 2 && c[0] == '.' && c[1] == '.')
-		return -1;
+	if (n == 2 && c[0] == '.' && c[1] == '.') {
+		while (out->len > 0 && out->data[--out->len] != '/')
+			;
+		if (out->data)
+			out->data[out->len] = '\0';
+		return 0;
+	}
 	sk_buf_append(out, "/", 1);
 	sk_buf_append(out, c, n);
 	return 0;

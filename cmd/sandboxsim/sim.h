@@ -301,7 +301,8 @@ sim_fs *sim_fs_new(const char *home);
 void sim_fs_free(sim_fs *fs);
 /* The sandbox's tree, made on first use; s->lock held. */
 sim_fs *sim_sandbox_fs(sim *s, sim_sandbox *sb);
-/* Normalized absolute path (relative ones under home); NULL for "..". Caller frees. */
+/* Normalized absolute path (relative ones under home, "." and ".." resolved
+ * lexically, never above "/"). Caller frees. */
 char *sim_fs_path(const sim_fs *fs, const char *path);
 sim_fnode *sim_fs_get(sim_fs *fs, const char *path); /* no symlink followed */
 sim_fnode *sim_fs_resolve(sim_fs *fs, const char *path); /* symlinks followed */

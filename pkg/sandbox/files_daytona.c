@@ -212,6 +212,17 @@ set_mode(sk_provider *p, const sk_sandbox *sb, const char *what, const char *pat
 	return call(p, "POST", what, toolbox_path(p, sb, what, path, extra), NULL, NULL, err);
 }
 
+/* ln makes no parents: POST /files/folder (MkdirAll: an existing one is left as it is). */
+static int
+make_parent(sk_provider *p, const sk_sandbox *sb, const char *path, sk_error *err)
+{
+	char *parent = sk_strndup(path, (size_t)(strrchr(path, '/') - path));
+	int rc = parent[0] ? set_mode(p, sb, "/files/folder", parent, 0755, err) : SK_OK;
+
+	free(parent);
+	return rc;
+}
+
 static int
 upload(sk_provider *p, const sk_sandbox *sb, const sk_file_entry *e, sk_file_source_fn source,
         void *payload, sk_error *err)
@@ -249,6 +260,8 @@ sk_daytona_write_file(sk_provider *p, const sk_sandbox *sb, const sk_file_entry 
 	                SK_OK) /* an existing one keeps its mode */
 		rc = set_mode(p, sb, "/files/permissions", e->path, e->mode, err);
 	if (e->type == SK_FILE_DIR)
+		return rc;
+	if ((rc = make_parent(p, sb, e->path, err)) != SK_OK)
 		return rc;
 	return execute(p, sb, "ln -sfn", e->link_target ? e->link_target : "", e->path, NULL, err);
 }

@@ -189,6 +189,17 @@ make_dir(sk_provider *p, const sk_sandbox *sb, const char *path, bool *existed, 
 	return rc;
 }
 
+static int
+make_parent(sk_provider *p, const sk_sandbox *sb, const char *path, sk_error *err)
+{
+	char *parent = sk_strndup(path, (size_t)(strrchr(path, '/') - path));
+	bool existed;
+	int rc = parent[0] ? make_dir(p, sb, parent, &existed, err) : SK_OK;
+
+	free(parent);
+	return rc;
+}
+
 /* The permission bits envd reports for path (Stat, symlinks not followed). */
 static int
 stat_mode(sk_provider *p, const sk_sandbox *sb, const char *path, uint32_t *mode, sk_error *err)
@@ -236,7 +247,9 @@ sk_envd_write_file(sk_provider *p, const sk_sandbox *sb, const sk_file_entry *e,
 	case SK_FILE_DIR:
 		rc = make_dir(p, sb, e->path, &existed, err);
 		return rc == SK_OK ? ensure_mode(p, sb, e, !existed, err) : rc;
-	case SK_FILE_SYMLINK:
+	case SK_FILE_SYMLINK: /* ln makes no parents */
+		if ((rc = make_parent(p, sb, e->path, err)) != SK_OK)
+			return rc;
 		return sk_envd_run(
 		        p, sb, "ln -sfn", e->link_target ? e->link_target : "", e->path, err);
 	default: break;

@@ -6,13 +6,15 @@
  * Copy: list the source, refuse a workspace over max_bytes before touching
  * the target, then walk the entries parents first: directories (made with
  * 0755 so their children can be written; their own mode is set once they are
- * filled), regular files and symlinks. A regular file is read into a spool
- * (memory up to chunk_bytes, an unlinked temporary file beyond), then written
- * from the spool: one file at a time, never a whole large file in memory, and
- * a failed upload is retried without reading the source again. Transient
- * errors (5xx, 429, timeouts, connection failures) are retried per step, up
- * to `attempts`, with a short backoff that honours Retry-After. Special
- * files (fifos, sockets, devices) are not copied and are listed in
+ * filled), regular files and symlinks. A regular file is streamed: a reader
+ * thread downloads it from the source into a ring of chunk_bytes while the
+ * upload to the target drains the ring, so neither side waits for the other
+ * and no file is ever whole in memory. When source and target are the same
+ * client (one curl handle, one thread), the file goes through a spool
+ * instead: memory up to chunk_bytes, an unlinked temporary file beyond.
+ * Transient errors (5xx, 429, timeouts, connection failures) are retried per
+ * step, up to `attempts`, with a short backoff that honours Retry-After.
+ * Special files (fifos, sockets, devices) are not copied and are listed in
  * report->skipped.
  *
  * Verify: list both sides again; the same entries with the same types,
@@ -21,6 +23,7 @@
  */
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +226,160 @@ spool_reset(spool *s, bool keep)
 		rewind(s->f);
 }
 
+/* ---- the pipe: a reader thread fills a bounded ring, the upload drains it ---- */
+
+typedef struct ring_pipe {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	char *ring;
+	size_t cap, head, len;
+	bool done; /* the reader returned read_rc */
+	bool closed; /* the upload is over: the reader stops */
+	bool aborted; /* the reader had more when it stopped */
+	int read_rc;
+	uint64_t got; /* bytes the reader delivered */
+	/* the reader's request */
+	sk_provider *p;
+	const sk_sandbox *sb;
+	const char *path;
+	sk_error err;
+} ring_pipe;
+
+static int
+pipe_put(void *payload, const void *buf, size_t n)
+{
+	ring_pipe *rp = payload;
+	const char *b = buf;
+
+	pthread_mutex_lock(&rp->mu);
+	while (n > 0 && !rp->closed) {
+		size_t tail = (rp->head + rp->len) % rp->cap;
+		size_t k = rp->cap - rp->len;
+		if (k == 0) {
+			pthread_cond_wait(&rp->cv, &rp->mu);
+			continue;
+		}
+		if (k > n)
+			k = n;
+		if (k > rp->cap - tail)
+			k = rp->cap - tail;
+		memcpy(rp->ring + tail, b, k);
+		rp->len += k;
+		rp->got += k;
+		b += k;
+		n -= k;
+		pthread_cond_broadcast(&rp->cv);
+	}
+	rp->aborted = n > 0; /* closed: the upload ended before the file did */
+	pthread_mutex_unlock(&rp->mu);
+	return n > 0 ? SK_ECONFLICT : 0;
+}
+
+static int64_t
+pipe_get(void *payload, void *buf, size_t n)
+{
+	ring_pipe *rp = payload;
+	int64_t k;
+
+	pthread_mutex_lock(&rp->mu);
+	while (rp->len == 0 && !rp->done)
+		pthread_cond_wait(&rp->cv, &rp->mu);
+	if (rp->len == 0) {
+		k = rp->read_rc < 0 ? rp->read_rc : 0;
+	} else {
+		size_t m = n < rp->len ? n : rp->len;
+		if (m > rp->cap - rp->head)
+			m = rp->cap - rp->head;
+		memcpy(buf, rp->ring + rp->head, m);
+		rp->head = (rp->head + m) % rp->cap;
+		rp->len -= m;
+		k = (int64_t)m;
+		pthread_cond_broadcast(&rp->cv);
+	}
+	pthread_mutex_unlock(&rp->mu);
+	return k;
+}
+
+static void *
+pipe_reader(void *arg)
+{
+	ring_pipe *rp = arg;
+	int rc = sk_sandbox_read_file(rp->p, rp->sb, rp->path, pipe_put, rp, &rp->err);
+
+	pthread_mutex_lock(&rp->mu);
+	rp->done = true;
+	rp->read_rc = rc;
+	pthread_cond_broadcast(&rp->cv);
+	pthread_mutex_unlock(&rp->mu);
+	return NULL;
+}
+
+/* Which error stands: the reader's own (the upload then only saw its source
+ * stop), a file that is not the size it was listed with, the upload's. */
+static int
+pipe_outcome(copy_ctx *c, const sk_file_entry *e, ring_pipe *rp, int write_rc)
+{
+	if (rp->read_rc != SK_OK && !rp->aborted) {
+		if (c->err)
+			*c->err = rp->err;
+		return rp->read_rc;
+	}
+	if (rp->aborted ? write_rc == SK_OK : rp->got != e->size)
+		return sk_error_set(c->err, SK_ECONFLICT,
+		        "%s: listed with %llu bytes, %s%llu read: it changed while being copied",
+		        e->path, (unsigned long long)e->size, rp->aborted ? "more than " : "",
+		        (unsigned long long)rp->got);
+	if (write_rc != SK_OK)
+		return write_rc;
+	c->report->bytes_done += rp->got;
+	return SK_OK;
+}
+
+/* One attempt: download and upload at once through a ring of chunk bytes. */
+static int
+pipe_copy(copy_ctx *c, const sk_file_entry *e, char *ring)
+{
+	ring_pipe rp = {
+		.ring = ring, .cap = c->chunk, .p = c->src, .sb = c->src_sb, .path = e->path
+	};
+	pthread_t t;
+	int rc;
+
+	pthread_mutex_init(&rp.mu, NULL);
+	pthread_cond_init(&rp.cv, NULL);
+	sk_error_clear(&rp.err);
+	if (pthread_create(&t, NULL, pipe_reader, &rp) != 0) {
+		rc = sk_error_set(c->err, SK_ENOMEM, "%s: cannot start the reader thread", e->path);
+		goto done;
+	}
+	rc = sk_sandbox_write_file(c->dst, c->dst_sb, e, pipe_get, &rp, c->err);
+	pthread_mutex_lock(&rp.mu);
+	rp.closed = true;
+	pthread_cond_broadcast(&rp.cv);
+	pthread_mutex_unlock(&rp.mu);
+	pthread_join(t, NULL);
+	rc = pipe_outcome(c, e, &rp, rc);
+done:
+	pthread_cond_destroy(&rp.cv);
+	pthread_mutex_destroy(&rp.mu);
+	return rc;
+}
+
+static int
+copy_piped(copy_ctx *c, const sk_file_entry *e, char *ring)
+{
+	int rc = SK_OK;
+
+	for (int a = 1; a <= c->attempts; a++) {
+		rc = pipe_copy(c, e, ring);
+		if (!transient(rc))
+			break;
+		if (a < c->attempts)
+			backoff(c->err, a);
+	}
+	return rc;
+}
+
 /* ---- copy ---- */
 
 static int
@@ -263,7 +420,11 @@ static int
 copy_regular(copy_ctx *c, const sk_file_entry *e, spool *s)
 {
 	sk_file_entry w = *e;
-	int rc = read_into(c, e, s);
+	int rc;
+
+	if (c->src != c->dst) /* two clients: both at once, one on a thread of its own */
+		return copy_piped(c, e, s->mem);
+	rc = read_into(c, e, s);
 
 	if (rc != SK_OK)
 		return rc;
@@ -288,21 +449,6 @@ copy_entry(copy_ctx *c, const sk_file_entry *e, spool *s)
 		return write_with_retry(c, &d, NULL);
 	}
 	return write_with_retry(c, e, NULL);
-}
-
-/* The roots themselves, so that an empty one exists at the target too. */
-static int
-make_roots(copy_ctx *c, const sk_copy_options *opt)
-{
-	int rc = SK_OK;
-
-	for (size_t i = 0; i < opt->npaths && rc == SK_OK; i++) {
-		sk_file_entry d = {
-			.path = (char *)opt->paths[i], .type = SK_FILE_DIR, .mode = DIR_WRITE_MODE
-		};
-		rc = write_with_retry(c, &d, NULL);
-	}
-	return rc;
 }
 
 /* Directory modes last, deepest first (a read-only directory is filled by then). */
@@ -353,8 +499,6 @@ sk_workspace_copy(sk_provider *src, const sk_sandbox *src_sb, sk_provider *dst,
 	if (rc == SK_OK)
 		rc = tally(&c, &l, opt->max_bytes);
 	if (rc == SK_OK)
-		rc = make_roots(&c, opt);
-	if (rc == SK_OK)
 		rc = copy_entries(&c, &l, progress, payload);
 	if (rc == SK_OK)
 		rc = set_dir_modes(&c, &l);
@@ -376,28 +520,66 @@ hash_sink(void *payload, const void *buf, size_t n)
 	return gnutls_hash(hs->h, buf, n) == 0 ? 0 : SK_ERROR;
 }
 
-/* The SHA-256 of a regular file as read back from p, in hex. */
-static int
-file_sha256(copy_ctx *c, sk_provider *p, const sk_sandbox *sb, const char *path,
-        char hex[2 * SHA256_LEN + 1])
+/* The SHA-256 of a regular file as read back from a sandbox, in hex. */
+typedef struct hash_job {
+	sk_provider *p;
+	const sk_sandbox *sb;
+	const char *path;
+	int attempts;
+	char hex[2 * SHA256_LEN + 1];
+	int rc;
+	sk_error err;
+} hash_job;
+
+static void *
+file_sha256(void *arg)
 {
+	hash_job *j = arg;
 	unsigned char digest[SHA256_LEN];
 	hasher hs;
-	int rc = SK_OK;
 
-	for (int a = 1; a <= c->attempts; a++) {
-		if (gnutls_hash_init(&hs.h, GNUTLS_DIG_SHA256) != 0)
-			return sk_error_set(c->err, SK_ERROR, "SHA-256: gnutls_hash_init failed");
-		rc = sk_sandbox_read_file(p, sb, path, hash_sink, &hs, c->err);
+	sk_error_clear(&j->err);
+	for (int a = 1; a <= j->attempts; a++) {
+		if (gnutls_hash_init(&hs.h, GNUTLS_DIG_SHA256) != 0) {
+			j->rc = sk_error_set(&j->err, SK_ERROR, "SHA-256: gnutls_hash_init failed");
+			return NULL;
+		}
+		j->rc = sk_sandbox_read_file(j->p, j->sb, j->path, hash_sink, &hs, &j->err);
 		gnutls_hash_deinit(hs.h, digest);
-		if (!transient(rc))
+		if (!transient(j->rc))
 			break;
-		if (a < c->attempts)
-			backoff(c->err, a);
+		if (a < j->attempts)
+			backoff(&j->err, a);
 	}
-	for (int i = 0; rc == SK_OK && i < SHA256_LEN; i++)
-		snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-	return rc;
+	for (int i = 0; j->rc == SK_OK && i < SHA256_LEN; i++)
+		snprintf(j->hex + 2 * i, 3, "%02x", digest[i]);
+	return NULL;
+}
+
+/* Both sides' hashes; at the same time on two threads when they are two clients. */
+static int
+content_diff(copy_ctx *c, const sk_file_entry *e, char **why)
+{
+	hash_job js = { .p = c->src, .sb = c->src_sb, .path = e->path, .attempts = c->attempts };
+	hash_job jd = { .p = c->dst, .sb = c->dst_sb, .path = e->path, .attempts = c->attempts };
+	pthread_t t;
+	bool threaded = c->src != c->dst && pthread_create(&t, NULL, file_sha256, &jd) == 0;
+
+	file_sha256(&js);
+	if (threaded)
+		pthread_join(t, NULL);
+	else if (js.rc == SK_OK)
+		file_sha256(&jd);
+	if (js.rc != SK_OK || jd.rc != SK_OK) {
+		if (c->err)
+			*c->err = js.rc != SK_OK ? js.err : jd.err;
+		return js.rc != SK_OK ? js.rc : jd.rc;
+	}
+	if (strcmp(js.hex, jd.hex) != 0)
+		*why = sk_asprintf("%s: content differs (sha256 %.12s at the source, %.12s at the "
+		                   "target)",
+		        e->path, js.hex, jd.hex);
+	return SK_OK;
 }
 
 static const char *
@@ -426,21 +608,6 @@ entry_diff(const sk_file_entry *a, const sk_file_entry *b)
 		return sk_asprintf("%s: links to %s at the source, to %s at the target", a->path,
 		        a->link_target, b->link_target);
 	return NULL;
-}
-
-static int
-content_diff(copy_ctx *c, const sk_file_entry *e, char **why)
-{
-	char hs[2 * SHA256_LEN + 1], hd[2 * SHA256_LEN + 1];
-	int rc = file_sha256(c, c->src, c->src_sb, e->path, hs);
-
-	if (rc == SK_OK)
-		rc = file_sha256(c, c->dst, c->dst_sb, e->path, hd);
-	if (rc == SK_OK && strcmp(hs, hd) != 0)
-		*why = sk_asprintf("%s: content differs (sha256 %.12s at the source, %.12s at the "
-		                   "target)",
-		        e->path, hs, hd);
-	return rc;
 }
 
 /* The next entry of l from *i that is not a special file (NULL at the end). */

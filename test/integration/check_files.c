@@ -248,6 +248,10 @@ START_TEST(client_round_trip)
 	put(&s, WS "/a.txt", SK_FILE_REGULAR, 0600, "world", NULL);
 	ck_assert_str_eq(text = get(&s, WS "/a.txt"), "world");
 	free(text);
+	/* a symlink's parents are made too; a relative target resolves from its directory */
+	put(&s, "/home/user/other/x/y/ln", SK_FILE_SYMLINK, 0777, NULL, "../../../ws/a.txt");
+	ck_assert_str_eq(text = get(&s, "/home/user/other/x/y/ln"), "world");
+	free(text);
 	/* errors */
 	ck_assert_int_eq(
 	        sk_sandbox_read_file(s.p, &s.sb, WS "/nope", buf_sink, &b, &err), SK_ENOTFOUND);
@@ -453,6 +457,46 @@ START_TEST(copy_retries_504)
 }
 END_TEST
 
+/* One client for both sides (a template change at the same provider): the
+ * spool path, memory then a temporary file past chunk_bytes. */
+START_TEST(copy_within_one_client)
+{
+	sim a;
+	sk_sandbox second;
+	sk_create_request req = {
+		.template_id = "other", .timeout_ms = 600000, .auto_pause = true
+	};
+	sk_copy_options small = opts;
+	sk_file_entry big = {
+		.path = WS "/three.bin", .type = SK_FILE_REGULAR, .mode = 0644, .size = 3u << 20
+	};
+	src gen = { .len = 3u << 20, .seed = 7 };
+	sk_copy_report r;
+	sim b;
+	sk_error err;
+
+	sim_up(&a, 0);
+	ck_assert_int_eq(sk_sandbox_create(a.p, &req, &second, &err), 0);
+	ck_assert_int_eq(sk_sandbox_write_file(a.p, &a.sb, &big, src_read, &gen, &err), 0);
+	put(&a, WS "/small", SK_FILE_REGULAR, 0600, "tiny", NULL);
+	small.chunk_bytes = 64 * 1024;
+	ck_assert_msg(
+	        sk_workspace_copy(a.p, &a.sb, a.p, &second, &small, NULL, NULL, &r, &err) == 0,
+	        "copy: %s", err.message);
+	ck_assert_uint_eq(r.bytes_done, (3u << 20) + 4);
+	sk_copy_report_free(&r);
+	ck_assert_msg(sk_workspace_verify(a.p, &a.sb, a.p, &second, &small, &r, &err) == 0,
+	        "verify: %s", err.message);
+	sk_copy_report_free(&r);
+	b = a; /* the same simulator, the second sandbox */
+	b.sb = second;
+	put(&b, WS "/three.bin", SK_FILE_REGULAR, 0644, "short", NULL);
+	expect_mismatch(&a, &b, WS "/three.bin: 3145728 bytes at the source, 5 at the target");
+	sk_sandbox_dispose(&second);
+	sim_down(&a);
+}
+END_TEST
+
 Suite *
 sk_suite_files(void)
 {
@@ -466,6 +510,7 @@ sk_suite_files(void)
 	tcase_set_timeout(cp, 240);
 	tcase_add_loop_test(cp, copy_then_verify, 0, 2);
 	tcase_add_test(cp, copy_over_max_bytes_touches_nothing);
+	tcase_add_test(cp, copy_within_one_client);
 	tcase_add_loop_test(cp, copy_retries_504, 0, 2);
 	suite_add_tcase(s, cp);
 	return s;
