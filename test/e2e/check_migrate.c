@@ -498,7 +498,11 @@ END_TEST
  * and the target is killed. */
 START_TEST(test_abort_on_504)
 {
-	char *src = NULL;
+	const char *wide[] = { "get", "userspaces", "alice", "-o", "wide", NULL };
+	const char *describe[] = { "describe", "userspace", "alice", NULL };
+	const char *status[] = { "rollout", "status", "userspace", "alice", "--timeout", "5s",
+		NULL };
+	char *src = NULL, *out = NULL;
 	move_watch w = { 0 };
 	sk_userspace *us;
 
@@ -522,6 +526,19 @@ START_TEST(test_abort_on_504)
 	ck_assert_int_eq(state_at(0, src), SK_SANDBOX_RUNNING);
 	ck_assert_int_eq(state_at(1, w.target), SK_SANDBOX_GONE);
 	assert_workspace(0, src);
+	/* visible: get -o wide, describe, rollout status (exit 1) */
+	ck_assert_int_eq(spacectl(wide, &out), 0);
+	ck_assert_ptr_nonnull(strstr(out, "MIGRATION"));
+	ck_assert_ptr_nonnull(strstr(out, "Aborted"));
+	free(out);
+	ck_assert_int_eq(spacectl(describe, &out), 0);
+	ck_assert_ptr_nonnull(strstr(out, "Migration:"));
+	ck_assert_ptr_nonnull(strstr(out, "Reason:"));
+	ck_assert_ptr_nonnull(strstr(out, "MigrationAborted"));
+	free(out);
+	ck_assert_int_eq(spacectl(status, &out), 1);
+	ck_assert_ptr_nonnull(strstr(out, "migration aborted"));
+	free(out);
 	free(src);
 }
 END_TEST
