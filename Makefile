@@ -161,6 +161,7 @@ bench: deps
 	@$(MAKE) --no-print-directory all build/rel/tools/connectload
 	@./test/bench/bench.sh
 	@./test/bench/dayofuse.sh
+	@./test/bench/migrate.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory all

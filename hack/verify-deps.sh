@@ -57,7 +57,7 @@ declare -A may_use=(
 	[sandbox]="curl"
 	[controller]="microhttpd"
 )
-planner_roots="plan plan_status action orphans" # in pkg/reconcile
+planner_roots="plan plan_status action orphans migrate_plan" # in pkg/reconcile
 planner_pool="api util reconcile"               # packages the linker may pull from
 # object:symbol -> why it may stay process-global.
 declare -A global_ok=(

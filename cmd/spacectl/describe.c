@@ -177,6 +177,35 @@ print_drift(const sk_userspace *us, int64_t now)
 }
 
 static void
+print_migration(const sk_userspace *us, int64_t now)
+{
+	const sk_migration_status *m = &us->status.migration;
+	char age[32];
+
+	if (us->status.provider)
+		printf("  %-18s%s\n", "Provider:", us->status.provider);
+	if (m->phase == SK_MIG_NONE)
+		return;
+	printf("  Migration:\n");
+	printf("    %-16s%s\n", "Phase:", sk_migration_phase_name(m->phase));
+	printf("    %-16s%s\n", "Trigger:", m->trigger ? m->trigger : "-");
+	printf("    %-16s%s/%s %s\n", "Source:", m->source.provider ? m->source.provider : "-",
+	        m->source.template_id ? m->source.template_id : "-",
+	        m->source.sandbox_id ? m->source.sandbox_id : "-");
+	printf("    %-16s%s/%s %s\n", "Target:", m->target.provider ? m->target.provider : "-",
+	        m->target.template_id ? m->target.template_id : "-",
+	        m->target.sandbox_id ? m->target.sandbox_id : "-");
+	printf("    %-16s%lld/%lld files, %lld/%lld bytes\n", "Progress:", (long long)m->files_done,
+	        (long long)m->files_total, (long long)m->bytes_done, (long long)m->bytes_total);
+	if (m->start_ms) {
+		sk_age_format(now - m->start_ms, age, sizeof(age));
+		printf("    %-16s%s ago\n", "Started:", age);
+	}
+	if (m->reason)
+		printf("    %-16s%s\n", "Reason:", m->reason);
+}
+
+static void
 print_status(const sk_userspace *us, int64_t now)
 {
 	const char *phase = sk_phase_name(us->status.phase);
@@ -192,6 +221,7 @@ print_status(const sk_userspace *us, int64_t now)
 		sk_age_format(now - us->status.last_reconcile_ms, age, sizeof(age));
 		printf("  %-18s%s ago\n", "Last Reconcile:", age);
 	}
+	print_migration(us, now);
 	print_conditions(us, now);
 	print_drift(us, now);
 }

@@ -154,6 +154,22 @@ cell_labels(const sk_userspace *us, int64_t now, char *buf, size_t len)
 		snprintf(buf, len, "<none>");
 }
 
+/* A migration's phase and progress ("Copying 120/200 files 41%"); "-" when none. */
+static void
+cell_migration(const sk_userspace *us, int64_t now, char *buf, size_t len)
+{
+	const sk_migration_status *m = &us->status.migration;
+
+	if (m->phase == SK_MIG_NONE)
+		snprintf(buf, len, "-");
+	else if (m->phase == SK_MIG_COPYING && m->bytes_total > 0)
+		snprintf(buf, len, "%s %lld/%lld files %lld%%", sk_migration_phase_name(m->phase),
+		        (long long)m->files_done, (long long)m->files_total,
+		        (long long)(m->bytes_done * 100 / m->bytes_total));
+	else
+		snprintf(buf, len, "%s", sk_migration_phase_name(m->phase));
+}
+
 /* The table columns, in order; wide-only columns appear with -o wide, the
  * labels column also with --show-labels. */
 static const struct column {
@@ -172,6 +188,7 @@ static const struct column {
 	{ "PROVIDER", true, false, cell_provider },
 	{ "TEMPLATE", true, false, cell_template },
 	{ "GENERATION", true, false, cell_generation },
+	{ "MIGRATION", true, false, cell_migration },
 	{ "LABELS", true, true, cell_labels },
 };
 #define NCOLUMNS (sizeof(COLUMNS) / sizeof(COLUMNS[0]))

@@ -32,6 +32,8 @@ static const sk_cli_command commands[] = {
 	{ "drift", sk_cmd_drift, "list the drift the controller reports (exit 1 when any)" },
 	{ "events", sk_cmd_events, "list the events of every UserSpace or of one" },
 	{ "wait", sk_cmd_wait, "wait until UserSpaces meet a condition (--for=condition=Ready)" },
+	{ "rollout", sk_cmd_rollout,
+	        "move a space to a new sandbox (restart) and follow it (status)" },
 	{ "version", sk_cmd_version, "print the version" },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

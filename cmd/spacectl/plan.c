@@ -203,6 +203,33 @@ phase_or_dash(sk_phase p)
 	return s && *s ? s : "-";
 }
 
+/* A migration the plan starts or one under way: its steps, the current one marked. */
+static void
+print_migration(const sk_userspace *us, const sk_migration_status *m)
+{
+	static const struct {
+		sk_migration_phase phase;
+		const char *what;
+	} steps[] = { { SK_MIG_PENDING, "wait until idle for spec.migration.whenIdleFor" },
+		{ SK_MIG_CREATING, "create the target sandbox" },
+		{ SK_MIG_COPYING, "copy spec.workspace.paths" },
+		{ SK_MIG_VERIFYING, "verify (file count, bytes, SHA-256 per file)" },
+		{ SK_MIG_SWITCHING, "switch the binding to the target" },
+		{ SK_MIG_RETIRING, "pause the source; delete it after keepSourceFor" } };
+	char keep[32];
+
+	if (!sk_migration_active(m))
+		return;
+	sk_duration_format(us->spec.keep_source_ms, keep, sizeof(keep));
+	printf("    migration (%s): %s/%s %s -> %s/%s, keep source %s (%s)\n",
+	        m->trigger ? m->trigger : "-", m->source.provider, m->source.template_id,
+	        m->source.sandbox_id ? m->source.sandbox_id : "-", m->target.provider,
+	        m->target.template_id, keep,
+	        us->spec.source_policy == SK_DELETE_RETAIN ? "then kept" : "then deleted");
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
+		printf("      %s %s\n", steps[i].phase == m->phase ? "->" : "  ", steps[i].what);
+}
+
 static void
 print_result(const sk_userspace *us, const sk_plan_result *r)
 {
@@ -224,6 +251,7 @@ print_result(const sk_userspace *us, const sk_plan_result *r)
 		printf("    drift: %s %s%s%s\n", dr->type, dr->sandbox_id ? dr->sandbox_id : "-",
 		        dr->detail ? " " : "", dr->detail ? dr->detail : "");
 	}
+	print_migration(us, &r->next.migration);
 	if (r->wait_message)
 		printf("    waiting: %s\n", r->wait_message);
 	sk_duration_format(r->requeue_after_ms, d, sizeof(d));
@@ -241,7 +269,8 @@ plan_one(plan_ctx *c, const sk_userspace *us)
 	sk_observed ob;
 	sk_plan_result r;
 	sk_error err;
-	prov_state *ps = provider(c, us->spec.provider);
+	/* observed where the binding lives: spec.provider may name a migration's target */
+	prov_state *ps = provider(c, sk_bound_provider(us));
 
 	if (ps == NULL) {
 		sk_cli_errorf("userspace/%s: spec.provider \"%s\" names no provider of %s",

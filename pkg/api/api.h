@@ -21,6 +21,11 @@
 #define SK_KIND_CONFIG "ControllerConfig"
 #define SK_FINALIZER "spacekeeper.dev/cleanup"
 #define SK_ANNOTATION_PAUSED "spacekeeper.dev/paused"
+/* spacectl rollout restart: the time of the request (RFC 3339); a newer one
+ * than the last migration's start moves the space (see status.migration).
+ * With --now the same value is written to rolloutNow: no wait for idle. */
+#define SK_ANNOTATION_RESTARTED_AT "spacekeeper.dev/restartedAt"
+#define SK_ANNOTATION_ROLLOUT_NOW "spacekeeper.dev/rolloutNow"
 #define SK_MAX_DOCUMENT_BYTES (1024 * 1024)
 
 /* Sandbox metadata keys that spacekeeper sets and users may not. */
@@ -29,6 +34,9 @@
 #define SK_META_USERSPACE_UID "userspace_uid"
 #define SK_META_MANAGED_BY "managed_by"
 #define SK_MANAGED_BY_VALUE "spacekeeper"
+/* On a migration's target until the binding switches to it: the start of
+ * that migration (ms, decimal); the duplicate rule leaves such a sandbox alone. */
+#define SK_META_MIGRATION "migration_target"
 
 /* ---- key/value maps (labels, annotations, env, metadata) ---- */
 
@@ -55,6 +63,18 @@ typedef enum sk_mode { SK_MODE_RUNNING, SK_MODE_PAUSED } sk_mode;
 typedef enum sk_on_timeout { SK_ON_TIMEOUT_PAUSE, SK_ON_TIMEOUT_KILL } sk_on_timeout;
 typedef enum sk_deletion_policy { SK_DELETE_DELETE, SK_DELETE_RETAIN } sk_deletion_policy;
 typedef enum sk_remediation { SK_REMEDIATION_REPORT, SK_REMEDIATION_REPLACE } sk_remediation;
+/* spec.updateStrategy: what a template change does. */
+typedef enum sk_update_strategy { SK_UPDATE_REPORT, SK_UPDATE_MIGRATE } sk_update_strategy;
+
+/* A list of strings in order (spec.workspace.paths). */
+typedef struct sk_strlist {
+	char **items;
+	size_t len;
+} sk_strlist;
+void sk_strlist_add(sk_strlist *l, const char *s);
+void sk_strlist_dispose(sk_strlist *l);
+bool sk_strlist_equal(const sk_strlist *a, const sk_strlist *b);
+void sk_strlist_copy(sk_strlist *dst, const sk_strlist *src);
 
 typedef enum sk_phase {
 	SK_PHASE_NONE, /* no status yet */
@@ -67,6 +87,7 @@ typedef enum sk_phase {
 	SK_PHASE_DELETING,
 	SK_PHASE_ERROR,
 	SK_PHASE_IDLE, /* asleep after lifecycle.idleTimeout; a connect wakes it */
+	SK_PHASE_MIGRATING, /* moving to another provider or template (status.migration) */
 	SK_PHASE_COUNT
 } sk_phase;
 
@@ -103,12 +124,19 @@ typedef struct sk_userspace_spec {
 	sk_deletion_policy deletion_policy; /* spec.deletionPolicy */
 	int64_t unhealthy_after_ms; /* spec.health.unhealthyAfter */
 	sk_remediation remediation; /* spec.health.remediation */
+	sk_update_strategy update_strategy; /* spec.updateStrategy */
+	sk_strlist workspace_paths; /* spec.workspace.paths */
+	int64_t keep_source_ms; /* spec.migration.keepSourceFor */
+	int64_t when_idle_ms; /* spec.migration.whenIdleFor */
+	char *max_bytes; /* spec.migration.maxBytes: a quantity ("5Gi") */
+	sk_deletion_policy source_policy; /* spec.migration.sourcePolicy */
 } sk_userspace_spec;
 
 #define SK_COND_READY "Ready"
 #define SK_COND_SYNCED "Synced"
 #define SK_COND_DATAPLANE "DataPlaneHealthy"
 #define SK_COND_DRIFTED "Drifted"
+#define SK_COND_MIGRATED "Migrated" /* present once a migration was recorded */
 
 typedef struct sk_condition {
 	char *type;
@@ -133,6 +161,50 @@ typedef struct sk_drift {
 	char *detail;
 } sk_drift;
 
+/* status.migration (DESIGN §5, issue 14): a move of the space to another
+ * provider or template, step by step, so a restarted controller resumes it. */
+typedef enum sk_migration_phase {
+	SK_MIG_NONE, /* no migration recorded */
+	SK_MIG_PENDING, /* triggered; waits for the space to be idle */
+	SK_MIG_CREATING, /* the target is being created (mark written first) */
+	SK_MIG_COPYING,
+	SK_MIG_VERIFYING,
+	SK_MIG_SWITCHING, /* verified; the binding moves in one write */
+	SK_MIG_RETIRING, /* bound to the target; source paused, deleted after keepSourceFor */
+	SK_MIG_DONE,
+	SK_MIG_ABORTED,
+	SK_MIG_COUNT
+} sk_migration_phase;
+
+typedef struct sk_migration_end {
+	char *provider;
+	char *template_id;
+	char *sandbox_id; /* NULL: not known (target not created yet) */
+} sk_migration_end;
+
+typedef struct sk_migration_status {
+	sk_migration_phase phase;
+	sk_migration_end source, target;
+	int64_t files_done, files_total, bytes_done, bytes_total;
+	int64_t start_ms; /* when it was triggered */
+	int64_t step_ms; /* when the current phase began */
+	char *trigger; /* "ProviderChanged" | "TemplateChanged" | "RolloutRestart" */
+	char *reason; /* Aborted: why; else may be NULL */
+} sk_migration_status;
+
+const char *sk_migration_phase_name(sk_migration_phase p); /* "" for NONE */
+int sk_migration_phase_parse(const char *s, sk_migration_phase *out);
+/* Pending up to Retiring: the space is moving. */
+bool sk_migration_active(const sk_migration_status *m);
+void sk_migration_dispose(sk_migration_status *m);
+void sk_migration_copy(sk_migration_status *dst, const sk_migration_status *src);
+bool sk_migration_equal(const sk_migration_status *a, const sk_migration_status *b);
+json_t *sk_migration_to_json(const sk_migration_status *m); /* NULL when NONE */
+/* Decodes status.migration; SK_EINVALID naming the field when malformed. */
+int sk_migration_from_json(json_t *o, sk_migration_status *out, sk_error *err);
+/* A byte quantity: "5Gi", "500Mi", "10M", "1000". SK_EINVALID when not one. */
+int sk_quantity_parse(const char *s, int64_t *out);
+
 typedef struct sk_userspace_status {
 	sk_phase phase;
 	char *sandbox_id; /* the binding; NULL when unbound */
@@ -144,6 +216,8 @@ typedef struct sk_userspace_status {
 	char *message; /* optional human summary */
 	int64_t last_reconcile_ms;
 	int64_t last_activity_ms; /* the last connect or heartbeat, persisted coarsely; 0 none */
+	char *provider; /* the provider entry of the binding; NULL: spec.provider */
+	sk_migration_status migration;
 } sk_userspace_status;
 
 typedef struct sk_userspace {
@@ -233,6 +307,7 @@ typedef enum sk_field_type {
 	SK_FIELD_BOOL, /* bool */
 	SK_FIELD_DURATION, /* int64_t milliseconds; 0 unset (the default applies) */
 	SK_FIELD_MAP, /* sk_kvlist of strings; omitted on output when empty */
+	SK_FIELD_LIST, /* sk_strlist; empty: [def] */
 } sk_field_type;
 
 struct sk_vctx;
@@ -245,10 +320,10 @@ typedef struct sk_field {
 	size_t offset; /* of the member in sk_userspace_spec */
 	bool required;
 	const char *def; /* the default as the CRD writes it ("base", "15m", "true"); NULL none */
-	int64_t min, max; /* INT: value; DURATION: ms; MAP: max is the entry limit */
+	int64_t min, max; /* INT: value; DURATION: ms; MAP, LIST: max is the entry limit */
 	const char *const *names; /* ENUM: the values in CRD order, NULL-terminated */
 	const int *values; /* ENUM: the C value of each name; NULL: its index */
-	bool (*valid)(const char *s); /* STRING: the rule */
+	bool (*valid)(const char *s); /* STRING, LIST items: the rule */
 	const char *rule; /* STRING: "must match <rule>" */
 	const char *pattern; /* STRING: the CRD pattern */
 	int min_len, max_len; /* STRING: the CRD minLength and maxLength; 0 none */

@@ -60,6 +60,19 @@ duration_json(int64_t ms)
 	return json_string(buf);
 }
 
+/* A LIST field: its strings, or [default] when empty. */
+static json_t *
+strlist_json(const sk_field *f, const sk_strlist *l)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < l->len; i++)
+		json_array_append_new(a, json_string(l->items[i]));
+	if (l->len == 0 && f->def != NULL)
+		json_array_append_new(a, json_string(f->def));
+	return a;
+}
+
 /* The JSON value of one field (new reference); NULL leaves it out: unset
  * INT and MAP fields. Unset STRING and DURATION fields are their default. */
 static json_t *
@@ -84,6 +97,7 @@ field_to_json(const sk_field *f, const sk_userspace_spec *s)
 		if (SK_FIELD_AT(f, s, const sk_kvlist)->len == 0)
 			return NULL;
 		return sk_kvlist_to_json(SK_FIELD_AT(f, s, const sk_kvlist));
+	case SK_FIELD_LIST: return strlist_json(f, SK_FIELD_AT(f, s, const sk_strlist));
 	}
 	return NULL;
 }
@@ -158,6 +172,9 @@ sk_userspace_status_to_json(const sk_userspace_status *st)
 	set_str(o, "message", st->message);
 	set_time(o, "lastReconcileTime", st->last_reconcile_ms);
 	set_time(o, "lastActivityTime", st->last_activity_ms);
+	set_str(o, "provider", st->provider);
+	if (st->migration.phase != SK_MIG_NONE)
+		json_object_set_new(o, "migration", sk_migration_to_json(&st->migration));
 	return o;
 }
 
@@ -354,6 +371,27 @@ decode_meta(dctx *c, json_t *m, sk_object_meta *out)
 }
 
 static void
+get_strlist(dctx *c, json_t *o, const char *key, const char *path, sk_strlist *out)
+{
+	json_t *a = json_object_get(o, key), *item;
+	size_t i;
+
+	if (a == NULL || json_is_null(a))
+		return;
+	if (!json_is_array(a)) {
+		dfail(c, path, "must be a list of strings");
+		return;
+	}
+	json_array_foreach(a, i, item)
+	{
+		if (json_is_string(item))
+			sk_strlist_add(out, json_string_value(item));
+		else
+			dfail(c, path, "must be a list of strings");
+	}
+}
+
+static void
 decode_field(dctx *c, json_t *spec, const sk_field *f, sk_userspace_spec *out)
 {
 	const char *leaf;
@@ -369,6 +407,9 @@ decode_field(dctx *c, json_t *spec, const sk_field *f, sk_userspace_spec *out)
 		sk_field_set_int(f, out, get_duration(c, o, leaf, f->path, def));
 		break;
 	case SK_FIELD_MAP: get_kvlist(c, o, leaf, f->path, SK_FIELD_AT(f, out, sk_kvlist)); break;
+	case SK_FIELD_LIST:
+		get_strlist(c, o, leaf, f->path, SK_FIELD_AT(f, out, sk_strlist));
+		break;
 	}
 }
 
@@ -416,6 +457,10 @@ decode_status(dctx *c, json_t *s, sk_userspace_status *out)
 	out->message = get_str(c, s, "message", "status.message");
 	out->last_reconcile_ms = get_time(c, s, "lastReconcileTime", "status.lastReconcileTime");
 	out->last_activity_ms = get_time(c, s, "lastActivityTime", "status.lastActivityTime");
+	out->provider = get_str(c, s, "provider", "status.provider");
+	if (c->rc == SK_OK)
+		c->rc = sk_migration_from_json(
+		        json_object_get(s, "migration"), &out->migration, c->err);
 	if (json_is_array(conds) && json_array_size(conds) > 0) {
 		out->conditions = sk_calloc(json_array_size(conds), sizeof(sk_condition));
 		for (size_t i = 0; i < json_array_size(conds); i++) {

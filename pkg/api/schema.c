@@ -15,7 +15,8 @@
 #include "api_int.h"
 
 _Static_assert(sizeof(sk_mode) == sizeof(int) && sizeof(sk_on_timeout) == sizeof(int) &&
-                sizeof(sk_deletion_policy) == sizeof(int) && sizeof(sk_remediation) == sizeof(int),
+                sizeof(sk_deletion_policy) == sizeof(int) &&
+                sizeof(sk_remediation) == sizeof(int) && sizeof(sk_update_strategy) == sizeof(int),
         "ENUM fields are read and written as int");
 
 /* ---- rules of the fields that need more than a type and bounds ---- */
@@ -58,6 +59,51 @@ metadata_key_ok(const char *s)
 			return false;
 	}
 	return true;
+}
+
+/* A workspace root: absolute, no "." or ".." segment, no "//", at most 1024 bytes. */
+static bool
+abs_path_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > 1024 || s[0] != '/')
+		return false;
+	return strstr(s, "//") == NULL && strstr(s, "/../") == NULL && strstr(s, "/./") == NULL &&
+	        !(n >= 3 && strcmp(s + n - 3, "/..") == 0) &&
+	        !(n >= 2 && strcmp(s + n - 2, "/.") == 0);
+}
+
+static bool
+quantity_ok(const char *s)
+{
+	int64_t n;
+
+	return strlen(s) <= 18 && sk_quantity_parse(s, &n) == SK_OK;
+}
+
+/* A list of at most f->max strings, each passing f->valid. */
+static void
+check_list(sk_vctx *v, const sk_field *f, json_t *a)
+{
+	json_t *item;
+	size_t i;
+
+	if (!json_is_array(a)) {
+		sk_doc_error(v->errs, v->doc, f->path, "must be a list of strings");
+		return;
+	}
+	if (json_array_size(a) < 1 || json_array_size(a) > (size_t)f->max)
+		sk_doc_error(
+		        v->errs, v->doc, f->path, "must have 1 to %lld entries", (long long)f->max);
+	json_array_foreach(a, i, item)
+	{
+		char *p = sk_path_index(f->path, i);
+		const char *s = sk_check_string(v, item, p);
+		if (s != NULL && !f->valid(s))
+			sk_doc_error(v->errs, v->doc, p, "must be %s (got \"%.140s\")", f->rule, s);
+		free(p);
+	}
 }
 
 static bool
@@ -144,6 +190,7 @@ static const char *const on_timeout_names[] = { "pause", "kill", NULL };
 static const char *const deletion_names[] = { "Delete", "Retain", NULL };
 static const char *const remediation_names[] = { "Replace", "Report", NULL };
 static const int remediation_values[] = { SK_REMEDIATION_REPLACE, SK_REMEDIATION_REPORT };
+static const char *const update_names[] = { "Report", "Migrate", NULL };
 
 const sk_field sk_spec_fields[] = {
 	{ .path = "spec.userID",
@@ -238,6 +285,56 @@ const sk_field sk_spec_fields[] = {
 	        .def = "Report",
 	        .names = remediation_names,
 	        .values = remediation_values },
+	{ .path = "spec.updateStrategy",
+	        .type = SK_FIELD_ENUM,
+	        .offset = AT(update_strategy),
+	        .def = "Report",
+	        .names = update_names,
+	        .desc = "What a change of spec.template does: Report (drift only) or Migrate "
+	                "(move the space, files included, to a sandbox of the new template)." },
+	{ .path = "spec.workspace.paths",
+	        .type = SK_FIELD_LIST,
+	        .offset = AT(workspace_paths),
+	        .def = "/home/user",
+	        .max = 16,
+	        .valid = abs_path_ok,
+	        .rule = "an absolute path without '.' or '..' segments, at most 1024 bytes",
+	        .pattern = "^/",
+	        .check = check_list,
+	        .desc = "The directories a migration copies to the new sandbox." },
+	{ .path = "spec.migration.keepSourceFor",
+	        .type = SK_FIELD_DURATION,
+	        .offset = AT(keep_source_ms),
+	        .def = "24h",
+	        .min = 0,
+	        .max = 720 * HOUR_MS,
+	        .desc = "Go duration, at most 720h. How long the old sandbox is kept paused "
+	                "after a migration before it is deleted." },
+	{ .path = "spec.migration.whenIdleFor",
+	        .type = SK_FIELD_DURATION,
+	        .offset = AT(when_idle_ms),
+	        .def = "1m",
+	        .min = 0,
+	        .max = 24 * HOUR_MS,
+	        .desc = "Go duration, at most 24h. A migration starts once the space saw no "
+	                "activity for this long (rollout restart --now does not wait)." },
+	{ .path = "spec.migration.maxBytes",
+	        .type = SK_FIELD_STRING,
+	        .offset = AT(max_bytes),
+	        .def = "5Gi",
+	        .valid = quantity_ok,
+	        .rule = "a byte quantity like 5Gi, 500Mi or 1000000",
+	        .pattern = "^[0-9]+(Ki|Mi|Gi|Ti|k|M|G|T)?$",
+	        .min_len = 1,
+	        .max_len = 18,
+	        .desc = "The most a migration copies; a larger workspace aborts it." },
+	{ .path = "spec.migration.sourcePolicy",
+	        .type = SK_FIELD_ENUM,
+	        .offset = AT(source_policy),
+	        .def = "Delete",
+	        .names = deletion_names,
+	        .desc = "After keepSourceFor the old sandbox is deleted (Delete) or left "
+	                "paused (Retain)." },
 };
 
 const size_t sk_spec_n_fields = sizeof(sk_spec_fields) / sizeof(sk_spec_fields[0]);
@@ -246,7 +343,7 @@ const size_t sk_spec_n_fields = sizeof(sk_spec_fields) / sizeof(sk_spec_fields[0
  * that fits in padding would slip through, so the size is pinned here too:
  * a new member needs a row above, then this size. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(sk_userspace_spec) == 112, "a new spec member needs a row in sk_spec_fields");
+_Static_assert(sizeof(sk_userspace_spec) == 160, "a new spec member needs a row in sk_spec_fields");
 #endif
 
 /* ---- access ---- */

@@ -5,7 +5,7 @@
 #include "api_int.h"
 
 static const char *const phase_names[] = { "", "Pending", "Creating", "Running", "Resuming",
-	"Paused", "Degraded", "Deleting", "Error", "Idle" };
+	"Paused", "Degraded", "Deleting", "Error", "Idle", "Migrating" };
 
 const char *
 sk_phase_name(sk_phase p)
@@ -66,6 +66,8 @@ sk_userspace_status_dispose(sk_userspace_status *st)
 		drift_dispose(&st->drift[i]);
 	free(st->drift);
 	free(st->message);
+	free(st->provider);
+	sk_migration_dispose(&st->migration);
 	memset(st, 0, sizeof(*st));
 }
 
@@ -90,6 +92,8 @@ spec_dispose(sk_userspace_spec *s)
 			free(*SK_FIELD_AT(f, s, char *));
 		else if (f->type == SK_FIELD_MAP)
 			sk_kvlist_dispose(SK_FIELD_AT(f, s, sk_kvlist));
+		else if (f->type == SK_FIELD_LIST)
+			sk_strlist_dispose(SK_FIELD_AT(f, s, sk_strlist));
 	}
 }
 
@@ -125,6 +129,9 @@ spec_copy(sk_userspace_spec *dst, const sk_userspace_spec *src)
 		else if (f->type == SK_FIELD_MAP)
 			kvlist_copy(SK_FIELD_AT(f, dst, sk_kvlist),
 			        SK_FIELD_AT(f, src, const sk_kvlist));
+		else if (f->type == SK_FIELD_LIST)
+			sk_strlist_copy(SK_FIELD_AT(f, dst, sk_strlist),
+			        SK_FIELD_AT(f, src, const sk_strlist));
 	}
 }
 
@@ -134,6 +141,8 @@ sk_userspace_status_copy(sk_userspace_status *dst, const sk_userspace_status *sr
 	*dst = *src;
 	dst->sandbox_id = sk_strdup(src->sandbox_id);
 	dst->message = sk_strdup(src->message);
+	dst->provider = sk_strdup(src->provider);
+	sk_migration_copy(&dst->migration, &src->migration);
 	dst->conditions =
 	        src->n_conditions ? sk_calloc(src->n_conditions, sizeof(sk_condition)) : NULL;
 	for (size_t i = 0; i < src->n_conditions; i++) {
@@ -193,6 +202,9 @@ field_equal(const sk_field *f, const sk_userspace_spec *a, const sk_userspace_sp
 	case SK_FIELD_MAP:
 		return sk_kvlist_equal(
 		        SK_FIELD_AT(f, a, const sk_kvlist), SK_FIELD_AT(f, b, const sk_kvlist));
+	case SK_FIELD_LIST:
+		return sk_strlist_equal(
+		        SK_FIELD_AT(f, a, const sk_strlist), SK_FIELD_AT(f, b, const sk_strlist));
 	default: return sk_field_get_int(f, a) == sk_field_get_int(f, b);
 	}
 }
@@ -230,7 +242,8 @@ sk_userspace_status_equal(const sk_userspace_status *a, const sk_userspace_statu
 	        a->observed_generation != b->observed_generation ||
 	        a->n_conditions != b->n_conditions || a->n_drift != b->n_drift ||
 	        !str_eq(a->message, b->message) || a->last_reconcile_ms != b->last_reconcile_ms ||
-	        a->last_activity_ms != b->last_activity_ms)
+	        a->last_activity_ms != b->last_activity_ms || !str_eq(a->provider, b->provider) ||
+	        !sk_migration_equal(&a->migration, &b->migration))
 		return false;
 	for (size_t i = 0; i < a->n_conditions; i++) {
 		if (!condition_equal(&a->conditions[i], &b->conditions[i]))
@@ -286,5 +299,7 @@ sk_userspace_apply_defaults(sk_userspace *us)
 			*SK_FIELD_AT(f, s, char *) = sk_strdup(f->def);
 		else if (f->type == SK_FIELD_DURATION && f->min > 0 && sk_field_get_int(f, s) == 0)
 			sk_field_set_int(f, s, sk_field_default_int(f));
+		else if (f->type == SK_FIELD_LIST && SK_FIELD_AT(f, s, sk_strlist)->len == 0)
+			sk_strlist_add(SK_FIELD_AT(f, s, sk_strlist), f->def);
 	}
 }

@@ -220,7 +220,8 @@ check_spec_field(sk_vctx *v, const sk_field *f, json_t *val)
 	case SK_FIELD_INT: sk_check_int(v, val, f->path, f->min, f->max, NULL); break;
 	case SK_FIELD_BOOL: sk_check_bool(v, val, f->path, NULL); break;
 	case SK_FIELD_DURATION: check_spec_duration(v, f, val); break;
-	case SK_FIELD_MAP: f->check(v, f, val); break;
+	case SK_FIELD_MAP:
+	case SK_FIELD_LIST: f->check(v, f, val); break;
 	}
 }
 

@@ -67,7 +67,8 @@ reply_ready(sk_controller *c, sk_http_reply *r, const sk_userspace *us, const sk
 	        "userID", us->spec.user_id, "sandboxID", us->status.sandbox_id, "state",
 	        sk_phase_name(us->status.phase), "ready", 1, "envdURL", url, "path", path);
 	char when[64];
-	int prov = sk_ctl_provider_index(c, us->spec.provider);
+	/* the binding's provider: spec.provider may name a migration's target */
+	int prov = sk_ctl_provider_index(c, sk_bound_provider(us));
 
 	if (prov >= 0 && c->cfg->providers[prov].sandbox_url != NULL) {
 		/* one address for every sandbox: the headers name this one */

@@ -346,7 +346,7 @@ sk_ctl_plan_options(sk_controller *c, const sk_userspace *us, sk_plan_options *o
 char *
 sk_ctl_envd_url(sk_controller *c, const sk_userspace *us)
 {
-	int i = sk_ctl_provider_index(c, us->spec.provider);
+	int i = sk_ctl_provider_index(c, sk_bound_provider(us));
 
 	if (i < 0 || us->status.sandbox_id == NULL)
 		return sk_strdup("");
@@ -439,7 +439,9 @@ worker_process(sk_worker *w, const char *key)
 		mark_reconciled(c, key, false);
 		goto done;
 	}
-	if (rc == 0 && (prov = sk_ctl_provider_index(c, us->spec.provider)) < 0) {
+	if (rc == 0 && (prov = sk_ctl_provider_index(c, sk_bound_provider(us))) < 0)
+		prov = sk_ctl_provider_index(c, us->spec.provider);
+	if (rc == 0 && prov < 0) {
 		sk_error_set(&err, SK_ETERMINAL, "spec.provider names no configured provider");
 		handle_result(c, key, SK_ETERMINAL, 0, &err, 0);
 		goto done;
@@ -461,6 +463,8 @@ worker_process(sk_worker *w, const char *key)
 	env.log = c->opts.log;
 	env.log_payload = c->opts.log_payload;
 	env.report = &report;
+	env.migration_observer = sk_ctl_observe_migration;
+	env.migration_arg = c;
 	sk_ctl_space_take(c, key, &env);
 	t0 = sk_monotonic_ms();
 	if (sk_ctl_stopping(c)) { /* taken, not started: no new work after a stop */

@@ -197,6 +197,10 @@ char *sk_ctl_envd_url(sk_controller *c, const sk_userspace *us);
 /* controller.c: provider requests, counted and timed per provider and endpoint. */
 #define SK_CTL_METRIC_PROVIDER_REQUESTS "spacekeeper_provider_requests_total"
 #define SK_CTL_METRIC_PROVIDER_DURATION "spacekeeper_provider_request_duration_seconds"
+/* metrics.c: migrations by target provider and result, and bytes copied. */
+#define SK_CTL_METRIC_MIGRATIONS "spacekeeper_migrations_total"
+#define SK_CTL_METRIC_MIGRATION_BYTES "spacekeeper_migration_bytes_total"
+void sk_ctl_observe_migration(void *payload, const char *provider, const char *what, int64_t n);
 /* Reports every request of p to the controller's metrics. */
 void sk_ctl_watch_provider(sk_controller *c, sk_provider *p);
 

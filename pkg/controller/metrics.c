@@ -262,6 +262,10 @@ sk_ctl_metrics_declare(sk_controller *c)
 	sk_metrics_add(m, SK_CTL_METRIC_STORE_ERRORS, "op=\"reconcile\"", 0);
 	sk_metrics_set(m, SK_CTL_METRIC_STORE_ERRORS, "op=\"informer\"", 0);
 	declare_drift(m);
+	sk_metrics_declare(m, SK_CTL_METRIC_MIGRATIONS, SK_METRIC_COUNTER,
+	        "Migrations by target provider and result (started, completed, aborted)");
+	sk_metrics_declare(m, SK_CTL_METRIC_MIGRATION_BYTES, SK_METRIC_COUNTER,
+	        "Workspace bytes copied by migrations, by target provider");
 	sk_metrics_declare(m, SK_CTL_METRIC_CONNECTS, SK_METRIC_COUNTER,
 	        "Connect calls by path (fast, wake, create, replace, reconcile, unavailable, "
 	        "none) and HTTP status code");
@@ -305,6 +309,23 @@ observe_request(
 		snprintf(
 		        l, sizeof(l), "provider=\"%s\",endpoint=\"%s\",code=\"<error>\"", name, ep);
 	sk_metrics_add(c->metrics, SK_CTL_METRIC_PROVIDER_REQUESTS, l, 1);
+}
+
+/* A migration milestone (sk_reconcile_env.migration_observer). */
+void
+sk_ctl_observe_migration(void *payload, const char *provider, const char *what, int64_t n)
+{
+	sk_controller *c = payload;
+	char name[96], l[160];
+
+	sk_metrics_escape(provider ? provider : "", name, sizeof(name));
+	if (strcmp(what, "bytes") == 0) {
+		snprintf(l, sizeof(l), "provider=\"%s\"", name);
+		sk_metrics_add(c->metrics, SK_CTL_METRIC_MIGRATION_BYTES, l, (double)n);
+		return;
+	}
+	snprintf(l, sizeof(l), "provider=\"%s\",result=\"%s\"", name, what);
+	sk_metrics_add(c->metrics, SK_CTL_METRIC_MIGRATIONS, l, 1);
 }
 
 void

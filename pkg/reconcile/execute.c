@@ -439,7 +439,7 @@ execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_user
 	x.ob = ob;
 	x.p = env->provider;
 	if (env->provider_for != NULL) {
-		sk_provider *p = env->provider_for(us->spec.provider, env->provider_arg);
+		sk_provider *p = env->provider_for(sk_bound_provider(us), env->provider_arg);
 		if (p != NULL)
 			x.p = p;
 	}
@@ -588,8 +588,55 @@ follow_up(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *store
  * Creating mark was written before the create, and a crash before the
  * follow-up's write is resolved like any unfinished create.
  */
+static int regular_object(const sk_reconcile_env *env, const sk_userspace *us,
+        const sk_list_view *list, int64_t *requeue_after_ms, sk_userspace **updated, sk_error *err);
+
+/* An active migration's round first; the regular round after it when the
+ * migration leaves the space to it (waiting for idle, retiring the source). */
 int
 sk_reconcile_object(const sk_reconcile_env *env, const sk_userspace *us, const sk_list_view *list,
+        int64_t *requeue_after_ms, sk_userspace **updated, sk_error *err)
+{
+	sk_userspace *after = NULL;
+	int64_t mreq = 0, req = 0;
+	bool normal = true;
+	sk_error local;
+	int rc;
+
+	if (err == NULL)
+		err = &local;
+	if (!sk_migration_active(&us->status.migration))
+		return regular_object(env, us, list, requeue_after_ms, updated, err);
+	rc = sk_migrate_round(env, us, &normal, &mreq, &after, err);
+	/* A step done leads to the next at once (create, copy, verify, switch):
+	 * no requeue between them. */
+	for (int i = 0; i < 6 && rc == 0 && !normal && after != NULL &&
+	        sk_migration_active(&after->status.migration) &&
+	        !sk_migration_equal(&after->status.migration, &us->status.migration);
+	        i++) {
+		sk_userspace *prev = after;
+		rc = sk_migrate_round(env, prev, &normal, &mreq, &after, err);
+		if (sk_migration_equal(&after->status.migration, &prev->status.migration))
+			i = 6; /* waiting: stop */
+		sk_userspace_free(prev);
+	}
+	if (rc == 0 && normal && after != NULL) {
+		rc = regular_object(env, after, list, &req, updated, err);
+		if (req > 0 && (mreq <= 0 || req < mreq))
+			mreq = req;
+		sk_userspace_free(after);
+	} else if (updated != NULL) {
+		*updated = after;
+	} else {
+		sk_userspace_free(after);
+	}
+	if (requeue_after_ms != NULL)
+		*requeue_after_ms = mreq;
+	return rc;
+}
+
+static int
+regular_object(const sk_reconcile_env *env, const sk_userspace *us, const sk_list_view *list,
         int64_t *requeue_after_ms, sk_userspace **updated, sk_error *err)
 {
 	sk_provider *p = env->provider;
@@ -604,7 +651,7 @@ sk_reconcile_object(const sk_reconcile_env *env, const sk_userspace *us, const s
 	if (updated != NULL)
 		*updated = NULL;
 	if (env->provider_for != NULL) {
-		sk_provider *named = env->provider_for(us->spec.provider, env->provider_arg);
+		sk_provider *named = env->provider_for(sk_bound_provider(us), env->provider_arg);
 		if (named != NULL)
 			p = named;
 	}

@@ -481,6 +481,43 @@ plan_keeper(sk_pctx *c, const sk_sandbox *k)
 		plan_running(c, k);
 }
 
+/* The source of a migration while it is kept (Retiring, or Done with
+ * sourcePolicy Retain) is no duplicate: the migration retires it. */
+static bool
+kept_source(const sk_pctx *c, const char *id)
+{
+	const sk_migration_status *m = &c->prev->migration;
+
+	return sk_str_eq(m->source.sandbox_id, id) &&
+	        (m->phase == SK_MIG_RETIRING ||
+	                (m->phase == SK_MIG_DONE && c->us->spec.source_policy == SK_DELETE_RETAIN));
+}
+
+/* A migration starts (status.migration Pending; the migration round takes
+ * it from there, once the space is idle). */
+static void
+start_migration(sk_pctx *c, const sk_sandbox *k, const char *why)
+{
+	sk_migration_status *m = &c->r->next.migration;
+	const sk_userspace_spec *s = &c->us->spec;
+
+	sk_migration_dispose(m);
+	m->phase = SK_MIG_PENDING;
+	m->source.provider = sk_strdup(sk_bound_provider(c->us));
+	m->source.template_id = sk_strdup(k->alias ? k->alias : k->template_id);
+	m->source.sandbox_id = sk_strdup(k->id);
+	m->target.provider = sk_strdup(s->provider);
+	m->target.template_id = sk_strdup(s->template_id);
+	m->start_ms = c->now;
+	m->step_ms = c->now;
+	m->trigger = sk_strdup(why);
+	sk_plan_event(c, "Normal", SK_REASON_MIGRATION_PENDING,
+	        "moving to provider %s, template %s (%s); starts when idle for %lld s%s",
+	        s->provider, s->template_id, why, (long long)(s->when_idle_ms / 1000),
+	        sk_migration_now(c->us) ? " or now (rollout --now)" : "");
+	sk_plan_requeue(c, c->o->min_requeue_ms);
+}
+
 /* Every managed sandbox of the user but the keeper: bind first, then kill. */
 static void
 duplicates(sk_pctx *c, const char *keeper)
@@ -490,7 +527,8 @@ duplicates(sk_pctx *c, const char *keeper)
 
 	for (size_t i = 0; i < c->ob->sandboxes.len; i++) {
 		const sk_sandbox *sb = &c->ob->sandboxes.items[i];
-		if (keeper == NULL || sb->state == SK_SANDBOX_GONE || sk_str_eq(sb->id, keeper))
+		if (keeper == NULL || sb->state == SK_SANDBOX_GONE || sk_str_eq(sb->id, keeper) ||
+		        kept_source(c, sb->id))
 			continue;
 		sk_plan_drift(c, SK_DRIFT_DUPLICATE, sb->id, "duplicate of %s%s", keeper,
 		        c->hold ? " (not deleted: paused annotation)" : "; deleting");
@@ -512,8 +550,22 @@ plan_live(sk_pctx *c)
 
 	if (ks == K_FOUND && !c->hold)
 		sk_plan_set_binding(c, k->id);
-	if (ks == K_CREATE && !c->hold)
+	if (ks == K_CREATE && !c->hold) {
 		sk_plan_set_binding(c, NULL);
+		if (!sk_str_eq(sk_bound_provider(c->us), c->us->spec.provider)) {
+			/* nothing to move: the next round creates at spec.provider */
+			free(n->provider);
+			n->provider = sk_strdup(c->us->spec.provider);
+			n->phase = SK_PHASE_PENDING;
+			sk_plan_requeue(c, c->o->min_requeue_ms);
+			return;
+		}
+	}
+	if (ks == K_FOUND && !c->hold) {
+		const char *why = sk_migration_trigger(c->us, k->template_id, k->alias);
+		if (why != NULL)
+			start_migration(c, k, why);
+	}
 	duplicates(c, ks == K_FOUND ? k->id : c->prev->sandbox_id);
 	switch (ks) {
 	case K_FOUND: plan_keeper(c, k); break;
@@ -643,6 +695,8 @@ sk_plan(const sk_userspace *desired, const sk_observed *observed, int64_t now_ms
 	out->next.sandbox_id = sk_strdup(c.prev->sandbox_id);
 	out->next.last_reconcile_ms = c.prev->last_reconcile_ms;
 	out->next.last_activity_ms = next_activity(&c);
+	out->next.provider = sk_strdup(sk_bound_provider(desired));
+	sk_migration_copy(&out->next.migration, &c.prev->migration);
 	sk_plan_cond(&c, SK_C_SYNCED, "True", SK_REASON_RECONCILED, "observed state converged");
 	if (c.hold && desired->meta.deletion_ms == 0) {
 		synced = sk_plan_prev_cond(&c, SK_COND_SYNCED);

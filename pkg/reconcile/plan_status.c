@@ -166,6 +166,43 @@ finish_cond(sk_pctx *c, int which, sk_condition *out)
 		out->last_transition_ms = old->last_transition_ms;
 }
 
+/* Condition Migrated, once a migration was recorded: True when done (or the
+ * source is retiring), False with the reason when aborted, Unknown while
+ * it runs. */
+static void
+finish_migrated(sk_pctx *c)
+{
+	sk_userspace_status *n = &c->r->next;
+	const sk_migration_status *m = &n->migration;
+	const sk_condition *old = sk_plan_prev_cond(c, SK_COND_MIGRATED);
+	char msg[512];
+	const char *status = "Unknown", *reason = SK_REASON_MIGRATING;
+	sk_condition *out;
+
+	if (m->phase == SK_MIG_NONE)
+		return;
+	snprintf(msg, sizeof(msg), "%s -> %s/%s: %s%s%s", m->source.provider, m->target.provider,
+	        m->target.template_id, sk_migration_phase_name(m->phase), m->reason ? ": " : "",
+	        m->reason ? m->reason : "");
+	if (m->phase == SK_MIG_ABORTED) {
+		status = "False";
+		reason = SK_REASON_MIGRATION_ABORTED;
+	} else if (m->phase >= SK_MIG_RETIRING) {
+		status = "True";
+		reason = SK_REASON_MIGRATION_DONE;
+	}
+	n->conditions = sk_realloc(n->conditions, (n->n_conditions + 1) * sizeof(*n->conditions));
+	out = &n->conditions[n->n_conditions++];
+	out->type = sk_strdup(SK_COND_MIGRATED);
+	out->status = sk_strdup(status);
+	out->reason = sk_strdup(reason);
+	out->message = sk_strdup(msg);
+	out->observed_generation = c->us->meta.generation;
+	out->last_transition_ms = c->now;
+	if (old != NULL && sk_str_eq(old->status, status) && sk_str_eq(old->reason, reason))
+		out->last_transition_ms = old->last_transition_ms;
+}
+
 void
 sk_plan_finish(sk_pctx *c)
 {
@@ -182,6 +219,7 @@ sk_plan_finish(sk_pctx *c)
 		free(c->cond[i].message);
 		c->cond[i].message = NULL;
 	}
+	finish_migrated(c);
 	n->observed_generation = c->us->meta.generation;
 	c->r->requeue_after_ms = c->requeue ? c->requeue : c->o->resync_ms;
 	if (c->r->requeue_after_ms > c->o->resync_ms && c->o->resync_ms > 0)

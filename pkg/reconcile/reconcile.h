@@ -83,6 +83,20 @@
 #define SK_REASON_FINALIZER_FAILED "FinalizerRemovalFailed"
 #define SK_REASON_EVENT_FAILED "EventFailed"
 #define SK_REASON_NO_PROVIDER "NoProvider"
+/* Migration (status.migration; condition Migrated and events) */
+#define SK_REASON_MIGRATION_PENDING "MigrationPending"
+#define SK_REASON_MIGRATING "Migrating"
+#define SK_REASON_MIGRATION_TARGET_CREATED "MigrationTargetCreated"
+#define SK_REASON_MIGRATION_COPIED "MigrationCopied"
+#define SK_REASON_MIGRATION_VERIFIED "MigrationVerified"
+#define SK_REASON_MIGRATION_SWITCHED "MigrationSwitched"
+#define SK_REASON_MIGRATION_SOURCE_PAUSED "MigrationSourcePaused"
+#define SK_REASON_MIGRATION_DONE "MigrationDone"
+#define SK_REASON_MIGRATION_ABORTED "MigrationAborted"
+/* What started a migration (status.migration.trigger) */
+#define SK_TRIGGER_PROVIDER "ProviderChanged"
+#define SK_TRIGGER_TEMPLATE "TemplateChanged"
+#define SK_TRIGGER_ROLLOUT "RolloutRestart"
 
 /* ---- failures: the one classification (execute, controller and HTTP ask here) ---- */
 
@@ -335,6 +349,70 @@ void sk_connect_decide(const sk_userspace *us, const sk_keeper_memory *mem, int6
  * (always on). */
 int64_t sk_plan_ttl(const sk_userspace *us, const sk_plan_options *opts);
 
+/* ---- migration: a move to another provider or template (pure; migrate_plan.c) ----
+ *
+ * Started by the regular plan (status.migration Pending) when the binding's
+ * provider (status.provider) is not spec.provider, when spec.template differs
+ * from the keeper's and spec.updateStrategy is Migrate, or when the
+ * spacekeeper.dev/restartedAt annotation is newer than the last migration's
+ * start. Then, one step per round, each recorded before it runs so a
+ * restarted controller resumes it: create the target (the Creating mark
+ * first; a target found by its marker is adopted) -> copy -> verify ->
+ * switch the binding (one compare-and-swap write) -> retire the source
+ * (paused, deleted after keepSourceFor unless sourcePolicy Retain). Any
+ * failure before the switch aborts: the reason is written first, then the
+ * target is killed, then phase Aborted; the binding never moves. */
+
+typedef enum sk_migration_step {
+	SK_MSTEP_NONE, /* nothing to do now */
+	SK_MSTEP_CREATE_TARGET,
+	SK_MSTEP_COPY,
+	SK_MSTEP_VERIFY,
+	SK_MSTEP_SWITCH,
+	SK_MSTEP_PAUSE_SOURCE,
+	SK_MSTEP_RETIRE_SOURCE, /* kill it (sourcePolicy Delete) or keep it, then Done */
+	SK_MSTEP_ABORT, /* kill the target (when there is one), then Aborted */
+} sk_migration_step;
+
+/* What a migration round saw at the two providers. */
+typedef struct sk_migration_observed {
+	sk_lookup source; /* GET of source.sandboxID at source.provider */
+	sk_sandbox source_sb;
+	sk_lookup target; /* GET of target.sandboxID, or a list for the marker */
+	sk_sandbox target_sb;
+	int64_t target_lookup_ms; /* when the target lookup started */
+	sk_error error; /* of a failed lookup */
+	bool providers_known; /* both provider entries exist */
+	int64_t activity_ms; /* the controller's memory of the user's last activity */
+} sk_migration_observed;
+
+void sk_migration_observed_init(sk_migration_observed *o);
+void sk_migration_observed_dispose(sk_migration_observed *o);
+
+typedef struct sk_migration_plan {
+	sk_migration_step step;
+	/* status.migration to write before the step runs (the mark) */
+	sk_migration_status next;
+	bool normal; /* run the regular round too (Pending and waiting, Retiring) */
+	int64_t requeue_after_ms;
+	char *abort_reason; /* ABORT: why */
+} sk_migration_plan;
+
+/* The trigger of a new migration for a space whose keeper has the given
+ * template (and alias; may be NULL), or NULL when none. An Aborted attempt
+ * at the same provider and template is not retried until a newer rollout. */
+const char *sk_migration_trigger(
+        const sk_userspace *us, const char *keeper_template, const char *keeper_alias);
+/* The rollout said --now: rolloutNow equals restartedAt. */
+bool sk_migration_now(const sk_userspace *us);
+/* The next step of us's active migration. */
+void sk_plan_migration(const sk_userspace *us, const sk_migration_observed *ob, int64_t now_ms,
+        const sk_plan_options *opts, sk_migration_plan *out);
+void sk_migration_plan_dispose(sk_migration_plan *p);
+const char *sk_migration_step_name(sk_migration_step s); /* "create-target", ... */
+/* The provider entry the binding lives at: status.provider, else spec.provider. */
+const char *sk_bound_provider(const sk_userspace *us);
+
 /* ---- orphans (rule 8) ---- */
 
 /* Whether a UserSpace exists for a user id. */
@@ -380,6 +458,15 @@ typedef struct sk_reconcile_env {
 	/* Optional: filled with what the run saw of the keeper (for the connect
 	 * fast path) and the sandbox it replaced, if any. */
 	struct sk_reconcile_report *report;
+	/* Optional: told of each migration milestone ("started", "completed",
+	 * "aborted", "bytes" with the bytes copied) and the target provider. */
+	void (*migration_observer)(void *arg, const char *provider, const char *what, int64_t n);
+	void *migration_arg;
+	/* Copy bounds (0: the engine's defaults) and the least time between two
+	 * progress writes of status.migration (0: 1s). */
+	size_t copy_chunk_bytes;
+	int copy_attempts;
+	int64_t progress_every_ms;
 } sk_reconcile_env;
 
 typedef struct sk_reconcile_report {
@@ -398,6 +485,13 @@ void sk_reconcile_report_dispose(sk_reconcile_report *r);
  * it was removed). Returns 0, or the failure's code (transient: back off). */
 int sk_execute(const sk_reconcile_env *env, const sk_userspace *us, const sk_plan_result *plan,
         sk_userspace **updated, sk_error *err);
+
+/* The migration round of us (status.migration active): observe the source
+ * and target at their providers, plan the step, write its mark, run it.
+ * *normal: the regular round should run after it (on *updated, the object
+ * as last written, owned by the caller). Returns 0 or the failure's code. */
+int sk_migrate_round(const sk_reconcile_env *env, const sk_userspace *us, bool *normal,
+        int64_t *requeue_after_ms, sk_userspace **updated, sk_error *err);
 
 /* get -> observe -> plan -> execute. A missing object is success (nothing to
  * do). *requeue_after_ms (may be NULL) gets the plan's delay (0 when none). */

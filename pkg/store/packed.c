@@ -32,7 +32,7 @@ struct sk_packed_userspace {
  * of metadata or status changes these sizes: encode it below (writer and
  * reader) and set it in test/unit/check_store_pack.c's full_object. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(sk_object_meta) == 104 && sizeof(sk_userspace_status) == 80,
+_Static_assert(sizeof(sk_object_meta) == 104 && sizeof(sk_userspace_status) == 208,
         "sk_object_meta or sk_userspace_status changed: update packed.c");
 #endif
 
@@ -96,6 +96,37 @@ w_kvlist(writer *w, const sk_kvlist *l)
 	}
 }
 
+static void
+w_strlist(writer *w, const sk_strlist *l)
+{
+	w_uvar(w, l->len);
+	for (size_t i = 0; i < l->len; i++)
+		w_str(w, l->items[i]);
+}
+
+static void
+w_migration(writer *w, const sk_migration_status *m)
+{
+	const sk_migration_end *ends[2] = { &m->source, &m->target };
+
+	w_int(w, m->phase);
+	if (m->phase == SK_MIG_NONE)
+		return;
+	for (int i = 0; i < 2; i++) {
+		w_str(w, ends[i]->provider);
+		w_str(w, ends[i]->template_id);
+		w_str(w, ends[i]->sandbox_id);
+	}
+	w_int(w, m->files_done);
+	w_int(w, m->files_total);
+	w_int(w, m->bytes_done);
+	w_int(w, m->bytes_total);
+	w_int(w, m->start_ms);
+	w_int(w, m->step_ms);
+	w_str(w, m->trigger);
+	w_str(w, m->reason);
+}
+
 /* The metadata a status-only change keeps: all of it but resourceVersion
  * (in the header, like read_ms). */
 static uint32_t
@@ -133,6 +164,7 @@ w_spec(writer *w, const sk_userspace_spec *s)
 				user_off = off;
 			break;
 		case SK_FIELD_MAP: w_kvlist(w, SK_FIELD_AT(f, s, const sk_kvlist)); break;
+		case SK_FIELD_LIST: w_strlist(w, SK_FIELD_AT(f, s, const sk_strlist)); break;
 		default: w_int(w, sk_field_get_int(f, s)); break;
 		}
 	}
@@ -166,6 +198,8 @@ w_status(writer *w, const sk_userspace_status *st)
 	w_str(w, st->message);
 	w_int(w, st->last_reconcile_ms);
 	w_int(w, st->last_activity_ms);
+	w_str(w, st->provider);
+	w_migration(w, &st->migration);
 }
 
 sk_packed_userspace *
@@ -287,6 +321,44 @@ r_kvlist(reader *r, sk_kvlist *l)
 }
 
 static void
+r_strlist(reader *r, sk_strlist *l)
+{
+	size_t n = r_count(r, 1);
+
+	l->items = n ? sk_calloc(n, sizeof(char *)) : NULL;
+	for (l->len = 0; l->len < n; l->len++)
+		l->items[l->len] = r_str(r);
+}
+
+static void
+r_migration(reader *r, sk_migration_status *m)
+{
+	sk_migration_end *ends[2] = { &m->source, &m->target };
+	int64_t phase = r_int(r);
+
+	if (phase < 0 || phase >= SK_MIG_COUNT) {
+		r->bad = true;
+		return;
+	}
+	m->phase = (sk_migration_phase)phase;
+	if (m->phase == SK_MIG_NONE)
+		return;
+	for (int i = 0; i < 2; i++) {
+		ends[i]->provider = r_str(r);
+		ends[i]->template_id = r_str(r);
+		ends[i]->sandbox_id = r_str(r);
+	}
+	m->files_done = r_int(r);
+	m->files_total = r_int(r);
+	m->bytes_done = r_int(r);
+	m->bytes_total = r_int(r);
+	m->start_ms = r_int(r);
+	m->step_ms = r_int(r);
+	m->trigger = r_str(r);
+	m->reason = r_str(r);
+}
+
+static void
 r_meta(reader *r, sk_object_meta *m)
 {
 	m->name = r_str(r);
@@ -311,6 +383,7 @@ r_spec(reader *r, sk_userspace_spec *s)
 		switch (f->type) {
 		case SK_FIELD_STRING: *SK_FIELD_AT(f, s, char *) = r_str(r); break;
 		case SK_FIELD_MAP: r_kvlist(r, SK_FIELD_AT(f, s, sk_kvlist)); break;
+		case SK_FIELD_LIST: r_strlist(r, SK_FIELD_AT(f, s, sk_strlist)); break;
 		default: sk_field_set_int(f, s, r_int(r)); break;
 		}
 	}
@@ -359,6 +432,8 @@ r_status(reader *r, sk_userspace_status *st)
 	st->message = r_str(r);
 	st->last_reconcile_ms = r_int(r);
 	st->last_activity_ms = r_int(r);
+	st->provider = r_str(r);
+	r_migration(r, &st->migration);
 }
 
 int

@@ -77,6 +77,29 @@ static const row_case cases[] = {
 	                "spec.health.unhealthyAfter: must be between 1s and 24h" } },
 	{ "spec.health.remediation", "\"Replace\"", { "\"replace\"" },
 	        { "spec.health.remediation: must be one of: Replace, Report" } },
+	{ "spec.updateStrategy", "\"Migrate\"", { "\"migrate\"" },
+	        { "spec.updateStrategy: must be one of: Report, Migrate" } },
+	{ "spec.workspace.paths", "[\"/home/user\", \"/data\"]",
+	        { "[\"home\"]", "\"/home/user\"", "[\"/a/../b\"]" },
+	        { "spec.workspace.paths[0]: must be an absolute path without '.' or '..' "
+	          "segments, at most 1024 bytes (got \"home\")",
+	                "spec.workspace.paths: must be a list of strings",
+	                "spec.workspace.paths[0]: must be an absolute path without '.' or '..' "
+	                "segments, at most 1024 bytes (got \"/a/../b\")" } },
+	{ "spec.migration.keepSourceFor", "\"10s\"", { "\"721h\"", "\"a day\"" },
+	        { "spec.migration.keepSourceFor: must be at most 720h",
+	                "spec.migration.keepSourceFor: must be a duration like 90s, 15m or "
+	                "1h30m" } },
+	{ "spec.migration.whenIdleFor", "\"0s\"", { "\"25h\"" },
+	        { "spec.migration.whenIdleFor: must be at most 24h" } },
+	{ "spec.migration.maxBytes", "\"750Mi\"", { "\"5GB\"", "\"\"", "5" },
+	        { "spec.migration.maxBytes: must match a byte quantity like 5Gi, 500Mi or 1000000 "
+	          "(got \"5GB\")",
+	                "spec.migration.maxBytes: must match a byte quantity like 5Gi, 500Mi or "
+	                "1000000 (got \"\")",
+	                "spec.migration.maxBytes: must be a string" } },
+	{ "spec.migration.sourcePolicy", "\"Retain\"", { "\"Keep\"" },
+	        { "spec.migration.sourcePolicy: must be one of: Delete, Retain" } },
 };
 
 #define N_CASES (sizeof(cases) / sizeof(cases[0]))
@@ -253,13 +276,14 @@ duration_text(int64_t ms)
 	return json_string(buf);
 }
 
+/* n copies of c (the first character of a row's good value). */
 static json_t *
-n_chars(int n)
+n_chars(int n, char c)
 {
 	char *s = sk_calloc((size_t)n + 1, 1);
 	json_t *v;
 
-	memset(s, 'a', (size_t)n);
+	memset(s, c, (size_t)n);
 	v = json_string(s);
 	free(s);
 	return v;
@@ -276,6 +300,19 @@ n_entries(int64_t n)
 		json_object_set_new(m, k, json_string("v"));
 	}
 	return m;
+}
+
+static json_t *
+n_paths(int64_t n)
+{
+	json_t *a = json_array();
+
+	for (int64_t i = 0; i < n; i++) {
+		char p[32];
+		snprintf(p, sizeof(p), "/w/%lld", (long long)i);
+		json_array_append_new(a, json_string(p));
+	}
+	return a;
 }
 
 /* The table's bounds are the validator's: each limit accepted, one past it rejected. */
@@ -298,12 +335,17 @@ START_TEST(test_row_bounds)
 		assert_valid(f, duration_text(f->max + 1), false);
 		break;
 	case SK_FIELD_STRING:
-		assert_valid(f, n_chars(f->max_len), true);
-		assert_valid(f, n_chars(f->max_len + 1), false);
+		assert_valid(f, n_chars(f->max_len, case_of(f)->good[1]), true);
+		assert_valid(f, n_chars(f->max_len + 1, case_of(f)->good[1]), false);
 		break;
 	case SK_FIELD_MAP:
 		assert_valid(f, n_entries(f->max), true);
 		assert_valid(f, n_entries(f->max + 1), false);
+		break;
+	case SK_FIELD_LIST:
+		assert_valid(f, n_paths(f->max), true);
+		assert_valid(f, n_paths(f->max + 1), false);
+		assert_valid(f, n_paths(0), false);
 		break;
 	default: break;
 	}
@@ -331,6 +373,12 @@ START_TEST(test_row_default)
 		ck_assert_int_eq(sk_field_get_int(f, &us->spec), ms);
 		ck_assert_int_eq(sk_duration_parse(json_string_value(got), &ms), SK_OK);
 		ck_assert_int_eq(sk_field_get_int(f, &us->spec), ms);
+	} else if (f->type == SK_FIELD_LIST) {
+		const sk_strlist *l = SK_FIELD_AT(f, &us->spec, sk_strlist);
+		ck_assert_uint_eq(l->len, 1);
+		ck_assert_str_eq(l->items[0], f->def);
+		ck_assert_str_eq(json_string_value(json_array_get(got, 0)), f->def);
+		ck_assert_uint_eq(json_array_size(got), 1);
 	} else if (f->type == SK_FIELD_BOOL) {
 		ck_assert_int_eq(sk_field_get_int(f, &us->spec), strcmp(f->def, "true") == 0);
 		ck_assert_int_eq(json_is_true(got), strcmp(f->def, "true") == 0);
@@ -405,6 +453,7 @@ type_size(sk_field_type t, size_t *align)
 	case SK_FIELD_BOOL: *align = alignof(bool); return sizeof(bool);
 	case SK_FIELD_DURATION: *align = alignof(int64_t); return sizeof(int64_t);
 	case SK_FIELD_MAP: *align = alignof(sk_kvlist); return sizeof(sk_kvlist);
+	case SK_FIELD_LIST: *align = alignof(sk_strlist); return sizeof(sk_strlist);
 	}
 	return 0;
 }
@@ -554,6 +603,7 @@ crd_type(sk_field_type t)
 	case SK_FIELD_INT: return "integer";
 	case SK_FIELD_BOOL: return "boolean";
 	case SK_FIELD_MAP: return "object";
+	case SK_FIELD_LIST: return "array";
 	default: return "string";
 	}
 }
@@ -595,6 +645,10 @@ crd_check_default(const sk_field *f, json_t *node)
 	} else if (f->type == SK_FIELD_BOOL) {
 		ck_assert_msg(
 		        json_is_boolean(d) && json_is_true(d) == (strcmp(f->def, "true") == 0),
+		        "%s: default", f->path);
+	} else if (f->type == SK_FIELD_LIST) {
+		ck_assert_msg(json_array_size(d) == 1 &&
+		                str_eq(json_string_value(json_array_get(d, 0)), f->def),
 		        "%s: default", f->path);
 	} else if (f->type == SK_FIELD_DURATION) {
 		ck_assert_msg(json_is_string(d) &&
@@ -683,6 +737,14 @@ crd_check_bounds(const sk_field *f, json_t *node)
 		                       json_object_get(node, "additionalProperties"), "type")),
 		                "string"),
 		        "%s: values must be strings", f->path);
+		break;
+	case SK_FIELD_LIST:
+		ck_assert_msg(crd_int(node, "maxItems") == f->max, "%s: maxItems", f->path);
+		ck_assert_msg(crd_int(node, "minItems") == 1, "%s: minItems", f->path);
+		ck_assert_msg(str_eq(json_string_value(json_object_get(
+		                             json_object_get(node, "items"), "pattern")),
+		                      f->pattern),
+		        "%s: items pattern", f->path);
 		break;
 	case SK_FIELD_BOOL: break;
 	}

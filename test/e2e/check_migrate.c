@@ -1,0 +1,626 @@
+/*
+ * End-to-end tests of migrations (issue 14) with the real binaries: FerretDB
+ * (the runner's), two or three sandboxsim instances as providers (flavours
+ * e2b, cube, daytona), spacekeeper and spacectl. A space's workspace (200
+ * files in nested directories, a 50 MB file, a symlink, an empty file) is
+ * seeded through the simulator's file API; changing spec.provider moves it
+ * with every file identical at the target and exactly one binding at every
+ * poll; the source is paused, then deleted after keepSourceFor. Also: a
+ * persistent 504 at the target's file API aborts with the source still
+ * bound and untouched; SIGKILL of the controller during the copy, then a
+ * restart, completes or aborts cleanly; rollout restart moves the files to
+ * a sandbox of a changed template.
+ */
+#include <check.h>
+#include <curl/curl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../testutil.h"
+#include "sandbox/sandbox.h"
+#include "store/store.h"
+
+Suite *sk_suite_migrate_e2e(void);
+
+#define KEY "e2b_0000000000000000000000000000000000000000"
+#define KEY_VAR "E2B_API_KEY"
+#define WS "/home/user"
+#define BIG_BYTES (50u * 1024 * 1024)
+#define NFILES 200 /* regular files, the big and the empty one included */
+
+static const char *const flavors[] = { "e2b", "cube", "daytona" };
+static const sk_provider_type types[] = { SK_PROVIDER_E2B, SK_PROVIDER_CUBE, SK_PROVIDER_DAYTONA };
+
+typedef struct sim {
+	pid_t pid;
+	char url[128];
+	sk_provider *p;
+} sim;
+
+static sim sims[3];
+static char db[64];
+static char mongo_uri[128];
+static char cfg_path[600];
+static pid_t keeper_pid;
+static int keeper_port;
+static sk_store *store;
+
+/* ---- simulators and clients ---- */
+
+static sk_provider *
+client(int f, const char *url)
+{
+	sk_provider_config c = { 0 };
+	sk_provider *p = NULL;
+	sk_error err;
+
+	c.name = (char *)flavors[f];
+	c.type = types[f];
+	c.api_url = (char *)url;
+	c.sandbox_url = (char *)url;
+	c.domain = "e2b.app";
+	c.api_key_env = KEY_VAR;
+	c.max_in_flight = 64;
+	c.qps = 500;
+	c.burst = 1000;
+	c.request_timeout_ms = 20000;
+	c.sandbox_timeout_ms = 3600000;
+	sk_error_clear(&err);
+	ck_assert_msg(sk_provider_new(&c, &p, &err) == 0, "sk_provider_new: %s", err.message);
+	return p;
+}
+
+static long
+admin_post(const sim *s, const char *path, const char *json)
+{
+	CURL *c = curl_easy_init();
+	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+	FILE *devnull = fopen("/dev/null", "w");
+	char url[256];
+	long status = 0;
+
+	snprintf(url, sizeof(url), "%s%s", s->url, path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, json);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, devnull);
+	ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	fclose(devnull);
+	return status;
+}
+
+/* The state of id at a simulator: running, paused, or gone (404). */
+static sk_sandbox_state
+state_at(int f, const char *id)
+{
+	sk_sandbox sb;
+	sk_error err;
+	sk_sandbox_state st;
+	int rc;
+
+	memset(&sb, 0, sizeof(sb));
+	sk_error_clear(&err);
+	rc = sk_sandbox_get(sims[f].p, id, &sb, &err);
+	st = rc == SK_ENOTFOUND ? SK_SANDBOX_GONE : sb.state;
+	ck_assert_msg(rc == 0 || rc == SK_ENOTFOUND, "get %s: %s", id, err.message);
+	sk_sandbox_dispose(&sb);
+	return st;
+}
+
+static void
+sandbox_at(int f, const char *id, sk_sandbox *out)
+{
+	sk_error err;
+
+	memset(out, 0, sizeof(*out));
+	sk_error_clear(&err);
+	ck_assert_msg(sk_sandbox_get(sims[f].p, id, out, &err) == 0, "get %s: %s", id, err.message);
+}
+
+/* ---- the workspace: deterministic content, written and checked streamed ---- */
+
+typedef struct gen {
+	uint32_t seed;
+	uint64_t len, off;
+} gen;
+
+static unsigned char
+gen_byte(uint32_t seed, uint64_t i)
+{
+	uint64_t x = (i / 8 + 1) * 0x9E3779B97F4A7C15ULL ^ seed;
+
+	x ^= x >> 31;
+	x *= 0xBF58476D1CE4E5B9ULL;
+	x ^= x >> 29;
+	return (unsigned char)(x >> (8 * (i % 8)));
+}
+
+static int64_t
+gen_read(void *payload, void *buf, size_t n)
+{
+	gen *g = payload;
+	size_t k = g->len - g->off < n ? (size_t)(g->len - g->off) : n;
+
+	for (size_t i = 0; i < k; i++)
+		((unsigned char *)buf)[i] = gen_byte(g->seed, g->off + i);
+	g->off += k;
+	return (int64_t)k;
+}
+
+/* Compares what is read with the generator; counts mismatches. */
+typedef struct cmp {
+	gen g;
+	uint64_t bad;
+} cmp;
+
+static int
+cmp_sink(void *payload, const void *buf, size_t n)
+{
+	cmp *c = payload;
+
+	for (size_t i = 0; i < n; i++)
+		if (((const unsigned char *)buf)[i] != gen_byte(c->g.seed, c->g.off + i))
+			c->bad++;
+	c->g.off += n;
+	return 0;
+}
+
+/* File i of the workspace: its path and size (0: the empty file; 1: the big one). */
+static void
+file_of(int i, char *path, size_t len, uint64_t *size)
+{
+	if (i == 0) {
+		snprintf(path, len, WS "/empty");
+		*size = 0;
+	} else if (i == 1) {
+		snprintf(path, len, WS "/data/big.bin");
+		*size = BIG_BYTES;
+	} else {
+		snprintf(path, len, WS "/src/d%d/sub%d/f%03d.txt", i % 7, i % 3, i);
+		*size = (uint64_t)(i * 37 % 4000) + 1;
+	}
+}
+
+static void
+put(int f, const sk_sandbox *sb, const sk_file_entry *e, gen *g)
+{
+	sk_error err;
+
+	sk_error_clear(&err);
+	ck_assert_msg(sk_sandbox_write_file(sims[f].p, sb, e, g ? gen_read : NULL, g, &err) == 0,
+	        "write %s: %s", e->path, err.message);
+}
+
+static void
+seed_workspace(int f, const char *id)
+{
+	sk_sandbox sb;
+	sk_file_entry link = { .path = WS "/latest",
+		.type = SK_FILE_SYMLINK,
+		.mode = 0777,
+		.link_target = "data/big.bin" };
+
+	sandbox_at(f, id, &sb);
+	for (int i = 0; i < NFILES; i++) {
+		char path[256];
+		sk_file_entry e = { .path = path, .type = SK_FILE_REGULAR, .mode = 0644 };
+		gen g = { (uint32_t)i + 1, 0, 0 };
+		file_of(i, path, sizeof(path), &e.size);
+		g.len = e.size;
+		put(f, &sb, &e, &g);
+	}
+	put(f, &sb, &link, NULL);
+	sk_sandbox_dispose(&sb);
+}
+
+/* Every file identical (bytes), the symlink's target kept. */
+static void
+assert_workspace(int f, const char *id)
+{
+	sk_sandbox sb;
+	sk_file_list l;
+	sk_error err;
+	int regular = 0;
+
+	sandbox_at(f, id, &sb);
+	for (int i = 0; i < NFILES; i++) {
+		char path[256];
+		uint64_t size;
+		cmp c = { { (uint32_t)i + 1, 0, 0 }, 0 };
+		file_of(i, path, sizeof(path), &size);
+		sk_error_clear(&err);
+		ck_assert_msg(sk_sandbox_read_file(sims[f].p, &sb, path, cmp_sink, &c, &err) == 0,
+		        "read %s at %s: %s", path, flavors[f], err.message);
+		ck_assert_msg(c.g.off == size && c.bad == 0, "%s at %s: %llu bytes, %llu differ",
+		        path, flavors[f], (unsigned long long)c.g.off, (unsigned long long)c.bad);
+	}
+	ck_assert_msg(
+	        sk_sandbox_list_files(sims[f].p, &sb, WS, &l, &err) == 0, "list: %s", err.message);
+	for (size_t i = 0; i < l.len; i++) {
+		if (l.items[i].type == SK_FILE_REGULAR)
+			regular++;
+		if (strcmp(l.items[i].path, WS "/latest") == 0) {
+			ck_assert_int_eq(l.items[i].type, SK_FILE_SYMLINK);
+			ck_assert_str_eq(l.items[i].link_target, "data/big.bin");
+		}
+	}
+	ck_assert_int_eq(regular, NFILES);
+	sk_file_list_free(&l);
+	sk_sandbox_dispose(&sb);
+}
+
+/* ---- the controller ---- */
+
+static void
+write_config(void)
+{
+	char yaml[4096];
+	size_t off = 0;
+
+	keeper_port = sk_test_free_port();
+	off += (size_t)snprintf(yaml + off, sizeof(yaml) - off,
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\nproviders:\n");
+	for (int f = 0; f < 3; f++)
+		off += (size_t)snprintf(yaml + off, sizeof(yaml) - off,
+		        "  - name: %s\n    type: %s\n    apiURL: %s\n    sandboxURL: %s\n"
+		        "    apiKeyEnv: " KEY_VAR "\n    requestTimeout: 20s\n"
+		        "    sandboxTimeout: 1h\n",
+		        flavors[f], flavors[f], sims[f].url, sims[f].url);
+	snprintf(yaml + off, sizeof(yaml) - off,
+	        "controller:\n  workers: 4\n  resyncPeriod: 1s\n  listen: 127.0.0.1:%d\n",
+	        keeper_port);
+	snprintf(cfg_path, sizeof(cfg_path), "%s", sk_test_write_file("migrate.yaml", yaml));
+}
+
+static void
+keeper_start(void)
+{
+	static int runs;
+	char log[700];
+	const char *env[] = { KEY_VAR "=" KEY, NULL };
+	const char *argv[] = { "spacekeeper", "--config", cfg_path, "--mongodb-uri", mongo_uri,
+		"--database", db, "--poll", "200ms", NULL };
+
+	snprintf(
+	        log, sizeof(log), "%s/spacekeeper-migrate-%s-%d.log", sk_test_tmpdir(), db, ++runs);
+	keeper_pid = sk_test_spawn(argv, env, log);
+	ck_assert_msg(
+	        sk_test_wait_port(keeper_port, 20000), "spacekeeper did not listen (%s)", log);
+}
+
+static int
+spacectl(const char *const *args, char **out)
+{
+	const char *argv[24];
+	char *err = NULL, *o = NULL;
+	size_t n = 0;
+	int rc;
+
+	argv[n++] = "spacectl";
+	argv[n++] = "--mongodb-uri";
+	argv[n++] = mongo_uri;
+	argv[n++] = "--database";
+	argv[n++] = db;
+	for (size_t i = 0; args[i] && n < 23; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	rc = sk_test_run(argv, NULL, NULL, &o, &err, 300);
+	if (rc != 0)
+		fprintf(stderr, "spacectl %s: exit %d: %s%s\n", args[0], rc, o ? o : "",
+		        err ? err : "");
+	free(err);
+	if (out)
+		*out = o;
+	else
+		free(o);
+	return rc;
+}
+
+static void
+apply_space(const char *provider, const char *tmpl, const char *extra)
+{
+	char yaml[1024], path[600];
+	const char *args[] = { "apply", "-f", path, NULL };
+
+	snprintf(yaml, sizeof(yaml),
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\nmetadata:\n  name: alice\n"
+	        "spec:\n  userID: alice\n  provider: %s\n  template: %s\n"
+	        "  lifecycle: {idleTimeout: 0s}\n  workspace: {paths: [" WS "]}\n"
+	        "  migration:\n    whenIdleFor: 0s\n%s",
+	        provider, tmpl, extra ? extra : "    keepSourceFor: 1h\n");
+	snprintf(path, sizeof(path), "%s", sk_test_write_file("alice.yaml", yaml));
+	ck_assert_int_eq(spacectl(args, NULL), 0);
+}
+
+static sk_userspace *
+stored(void)
+{
+	sk_userspace *us = NULL;
+	sk_error err;
+
+	sk_error_clear(&err);
+	ck_assert_msg(sk_store_get(store, "alice", &us, &err) == 0, "get: %s", err.message);
+	return us;
+}
+
+/* Waits for a binding at provider f; returns the sandbox id (caller frees). */
+static char *
+wait_bound(const char *provider, int timeout_s)
+{
+	for (int i = 0; i < timeout_s * 5; i++) {
+		sk_userspace *us = stored();
+		char *id = NULL;
+		if (us->status.sandbox_id != NULL &&
+		        strcmp(us->status.provider ? us->status.provider : us->spec.provider,
+		                provider) == 0 &&
+		        us->status.phase == SK_PHASE_RUNNING)
+			id = sk_strdup(us->status.sandbox_id);
+		sk_userspace_free(us);
+		if (id != NULL)
+			return id;
+		usleep(200000);
+	}
+	ck_abort_msg("no binding at %s after %d s", provider, timeout_s);
+	return NULL;
+}
+
+/* Polls until status.migration reaches one of the phases; checks at every
+ * poll that the binding is the source until the switch and the target after
+ * it, never anything else, never back. Returns the last phase. */
+typedef struct move_watch {
+	const char *source;
+	char target[128];
+	bool switched;
+	int polls;
+} move_watch;
+
+static sk_migration_phase
+watch_until(move_watch *w, sk_migration_phase a, sk_migration_phase b, int timeout_s)
+{
+	for (int i = 0; i < timeout_s * 10; i++) {
+		sk_userspace *us = stored();
+		const sk_migration_status *m = &us->status.migration;
+		sk_migration_phase ph = m->phase;
+		const char *bound = us->status.sandbox_id;
+
+		w->polls++;
+		if (m->target.sandbox_id != NULL && w->target[0] == '\0')
+			snprintf(w->target, sizeof(w->target), "%s", m->target.sandbox_id);
+		ck_assert_ptr_nonnull(bound);
+		if (strcmp(bound, w->source) != 0) {
+			ck_assert_msg(w->target[0] && strcmp(bound, w->target) == 0,
+			        "bound to %s: neither source %s nor target %s", bound, w->source,
+			        w->target);
+			w->switched = true;
+		} else {
+			ck_assert_msg(!w->switched, "binding went back to the source");
+		}
+		sk_userspace_free(us);
+		if (ph == a || ph == b)
+			return ph;
+		usleep(100000);
+	}
+	ck_abort_msg("migration did not reach %s/%s in %d s", sk_migration_phase_name(a),
+	        sk_migration_phase_name(b), timeout_s);
+	return SK_MIG_NONE;
+}
+
+static void
+setup(void)
+{
+	const char *sim_args[3][8] = {
+		{ "--flavor", "e2b", "--api-key", KEY, NULL },
+		{ "--flavor", "cube", "--api-key", KEY, NULL },
+		{ "--flavor", "daytona", "--api-key", KEY, NULL },
+	};
+	sk_store_options o = SK_STORE_OPTIONS_INIT;
+	sk_error err;
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	setenv(KEY_VAR, KEY, 1);
+	snprintf(db, sizeof(db), "%s", sk_test_unique_db());
+	snprintf(mongo_uri, sizeof(mongo_uri), "%s", sk_test_mongodb_uri());
+	for (int f = 0; f < 3; f++) {
+		sims[f].pid = sk_test_sim_start(sim_args[f], sims[f].url, sizeof(sims[f].url));
+		sims[f].p = client(f, sims[f].url);
+	}
+	write_config();
+	o.uri = mongo_uri;
+	o.database = db;
+	sk_error_clear(&err);
+	ck_assert_msg(sk_store_open(&store, &o, &err) == 0, "store: %s", err.message);
+	keeper_start();
+}
+
+static void
+teardown(void)
+{
+	if (keeper_pid > 0)
+		sk_test_stop(keeper_pid, true);
+	keeper_pid = 0;
+	for (int f = 0; f < 3; f++) {
+		sk_provider_free(sims[f].p);
+		if (sims[f].pid > 0)
+			sk_test_stop(sims[f].pid, true);
+		sims[f].pid = 0;
+	}
+	sk_store_close(store);
+	store = NULL;
+	curl_global_cleanup();
+}
+
+/* ---- tests ---- */
+
+/* e2b -> cube (and e2b -> daytona): files identical, one binding throughout,
+ * the source paused, then deleted after keepSourceFor. */
+START_TEST(test_move_provider)
+{
+	int to = _i + 1;
+	char *src = NULL;
+	move_watch w = { 0 };
+	sk_userspace *us;
+
+	apply_space("e2b", "base", "    keepSourceFor: 6s\n");
+	src = wait_bound("e2b", 60);
+	seed_workspace(0, src);
+	apply_space(flavors[to], "base", "    keepSourceFor: 6s\n");
+	w.source = src;
+	ck_assert_int_eq(watch_until(&w, SK_MIG_RETIRING, SK_MIG_DONE, 240), SK_MIG_RETIRING);
+	ck_assert(w.switched);
+	us = stored();
+	ck_assert_str_eq(us->status.provider, flavors[to]);
+	ck_assert_str_eq(us->status.sandbox_id, w.target);
+	/* the files, the symlink, and 30 directories (data, src, src/dN, src/dN/subM) */
+	ck_assert_int_eq(us->status.migration.files_total, NFILES + 1 + 30);
+	ck_assert_int_eq(us->status.migration.files_done, us->status.migration.files_total);
+	ck_assert_int_ge(us->status.migration.bytes_total, BIG_BYTES);
+	sk_userspace_free(us);
+	assert_workspace(to, w.target);
+	/* the source: paused while kept, then deleted */
+	for (int i = 0; i < 50 && state_at(0, src) == SK_SANDBOX_RUNNING; i++)
+		usleep(100000);
+	ck_assert_int_ne(state_at(0, src), SK_SANDBOX_RUNNING);
+	ck_assert_int_eq(watch_until(&w, SK_MIG_DONE, SK_MIG_DONE, 60), SK_MIG_DONE);
+	ck_assert_int_eq(state_at(0, src), SK_SANDBOX_GONE);
+	ck_assert_int_eq(state_at(to, w.target), SK_SANDBOX_RUNNING);
+	free(src);
+}
+END_TEST
+
+/* A 504 at the target's file API that does not stop: the engine retries,
+ * then the migration aborts; the source stays bound, running, untouched,
+ * and the target is killed. */
+START_TEST(test_abort_on_504)
+{
+	const char *wide[] = { "get", "userspaces", "alice", "-o", "wide", NULL };
+	const char *describe[] = { "describe", "userspace", "alice", NULL };
+	const char *status[] = { "rollout", "status", "userspace", "alice", "--timeout", "5s",
+		NULL };
+	char *src = NULL, *out = NULL;
+	move_watch w = { 0 };
+	sk_userspace *us;
+
+	apply_space("e2b", "base", NULL);
+	src = wait_bound("e2b", 60);
+	seed_workspace(0, src);
+	ck_assert_int_eq(admin_post(&sims[1], "/_sim/faults",
+	                         "{\"errors\": {\"files\": {\"status\": 504}}}"),
+	        200);
+	apply_space("cube", "base", NULL);
+	w.source = src;
+	ck_assert_int_eq(watch_until(&w, SK_MIG_ABORTED, SK_MIG_ABORTED, 240), SK_MIG_ABORTED);
+	ck_assert(!w.switched);
+	us = stored();
+	ck_assert_str_eq(us->status.sandbox_id, src);
+	ck_assert_str_eq(us->status.provider, "e2b");
+	ck_assert_ptr_nonnull(us->status.migration.reason);
+	ck_assert_ptr_nonnull(sk_userspace_condition(us, SK_COND_MIGRATED));
+	ck_assert_str_eq(sk_userspace_condition(us, SK_COND_MIGRATED)->status, "False");
+	sk_userspace_free(us);
+	ck_assert_int_eq(state_at(0, src), SK_SANDBOX_RUNNING);
+	ck_assert_int_eq(state_at(1, w.target), SK_SANDBOX_GONE);
+	assert_workspace(0, src);
+	/* visible: get -o wide, describe, rollout status (exit 1) */
+	ck_assert_int_eq(spacectl(wide, &out), 0);
+	ck_assert_ptr_nonnull(strstr(out, "MIGRATION"));
+	ck_assert_ptr_nonnull(strstr(out, "Aborted"));
+	free(out);
+	ck_assert_int_eq(spacectl(describe, &out), 0);
+	ck_assert_ptr_nonnull(strstr(out, "Migration:"));
+	ck_assert_ptr_nonnull(strstr(out, "Reason:"));
+	ck_assert_ptr_nonnull(strstr(out, "MigrationAborted"));
+	free(out);
+	ck_assert_int_eq(spacectl(status, &out), 1);
+	ck_assert_ptr_nonnull(strstr(out, "migration aborted"));
+	free(out);
+	free(src);
+}
+END_TEST
+
+/* SIGKILL of the controller while it copies, then a restart: the migration
+ * completes (files identical, one binding) or aborts (source bound). */
+START_TEST(test_sigkill_during_copy)
+{
+	char *src = NULL;
+	move_watch w = { 0 };
+	sk_migration_phase end;
+
+	apply_space("e2b", "base", NULL);
+	src = wait_bound("e2b", 60);
+	seed_workspace(0, src);
+	/* a slow target, so the kill lands in the copy */
+	ck_assert_int_eq(admin_post(&sims[1], "/_sim/faults",
+	                         "{\"latency\": {\"files\": {\"fixed_ms\": 30}}}"),
+	        200);
+	apply_space("cube", "base", NULL);
+	w.source = src;
+	ck_assert_int_eq(watch_until(&w, SK_MIG_COPYING, SK_MIG_COPYING, 120), SK_MIG_COPYING);
+	ck_assert_int_eq(kill(keeper_pid, SIGKILL), 0);
+	sk_test_wait(keeper_pid, 10);
+	keeper_pid = 0;
+	ck_assert_int_eq(
+	        admin_post(&sims[1], "/_sim/faults", "{\"latency\": {\"files\": null}}"), 200);
+	keeper_start();
+	end = watch_until(&w, SK_MIG_RETIRING, SK_MIG_ABORTED, 240);
+	if (end == SK_MIG_RETIRING)
+		assert_workspace(1, w.target);
+	else
+		assert_workspace(0, src);
+	free(src);
+}
+END_TEST
+
+/* rollout restart after a template change (updateStrategy Report): the
+ * files move to a sandbox of the new template; rollout status exits 0. */
+START_TEST(test_rollout_restart_template)
+{
+	const char *restart[] = { "rollout", "restart", "userspace", "alice", "--now", NULL };
+	const char *status[] = { "rollout", "status", "userspace", "alice", "--timeout", "4m",
+		NULL };
+	char *src = NULL, *out = NULL;
+	move_watch w = { 0 };
+	sk_sandbox sb;
+
+	apply_space("e2b", "base", NULL);
+	src = wait_bound("e2b", 60);
+	seed_workspace(0, src);
+	apply_space("e2b", "python", NULL);
+	ck_assert_int_eq(spacectl(restart, NULL), 0);
+	ck_assert_int_eq(spacectl(status, &out), 0);
+	ck_assert_ptr_nonnull(strstr(out, "successfully rolled out"));
+	free(out);
+	w.source = src;
+	ck_assert_int_eq(watch_until(&w, SK_MIG_RETIRING, SK_MIG_DONE, 10), SK_MIG_RETIRING);
+	sandbox_at(0, w.target, &sb);
+	ck_assert_str_eq(sb.alias ? sb.alias : sb.template_id, "python");
+	sk_sandbox_dispose(&sb);
+	assert_workspace(0, w.target);
+	/* the source is kept (keepSourceFor 1h), paused, and not a duplicate */
+	for (int i = 0; i < 50 && state_at(0, src) == SK_SANDBOX_RUNNING; i++)
+		usleep(100000);
+	ck_assert_int_eq(state_at(0, src), SK_SANDBOX_PAUSED);
+	free(src);
+}
+END_TEST
+
+Suite *
+sk_suite_migrate_e2e(void)
+{
+	Suite *s = suite_create("migrate_e2e");
+	TCase *tc = tcase_create("migrate");
+
+	tcase_set_timeout(tc, 600);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_loop_test(tc, test_move_provider, 0, 2);
+	tcase_add_test(tc, test_abort_on_504);
+	tcase_add_test(tc, test_sigkill_during_copy);
+	tcase_add_test(tc, test_rollout_restart_template);
+	suite_add_tcase(s, tc);
+	return s;
+}
