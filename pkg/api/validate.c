@@ -189,8 +189,8 @@ check_spec_object(sk_vctx *v, json_t *m, const char *path)
 	return true;
 }
 
-/* A duration that may be 0 (always on) is 0 or at least 1s: "1ns" would
- * read as 0 ms, silently always on (the CRD has the same rule). */
+/* A duration that may be 0 is 0 or at least 1s: "1ns" would read as 0 ms
+ * (for idleTimeout: silently always on). The CRD has the same rule. */
 static void
 check_spec_duration(sk_vctx *v, const sk_field *f, json_t *val)
 {
@@ -200,8 +200,8 @@ check_spec_duration(sk_vctx *v, const sk_field *f, json_t *val)
 	if (!sk_check_duration(v, val, f->path, f->min, f->max, &ms) || f->min != 0)
 		return;
 	if (ms < 1000 && strpbrk(s, "123456789") != NULL)
-		sk_doc_error(v->errs, v->doc, f->path,
-		        "must be 0 (always on) or at least 1s (got \"%s\")", s);
+		sk_doc_error(v->errs, v->doc, f->path, "must be 0%s or at least 1s (got \"%s\")",
+		        strcmp(f->path, "spec.lifecycle.idleTimeout") == 0 ? " (always on)" : "", s);
 }
 
 static void

@@ -34,6 +34,9 @@ const DEFAULT_SPEC = {
   lifecycle: { idleTimeout: "15m", onTimeout: "pause", autoResume: true },
   deletionPolicy: "Delete",
   health: { unhealthyAfter: "60s", remediation: "Report" },
+  updateStrategy: "Report",
+  workspace: { paths: ["/home/user"] },
+  migration: { keepSourceFor: "24h", whenIdleFor: "1m", maxBytes: "5Gi", sourcePolicy: "Delete" },
 };
 const spec = (over) => ({ userID: "a", ...DEFAULT_SPEC, ...over });
 const meta = (extra = {}) => ({ name: "a", ...extra });
@@ -167,7 +170,7 @@ function durationMs(s) {
   for (const m of s.matchAll(/([0-9.]+)(ns|us|µs|ms|s|m|h)/g)) ms += Number(m[1]) * UNIT[m[2]];
   return ms;
 }
-const DURATIONS = new Set(["idleTimeout", "unhealthyAfter"]);
+const DURATIONS = new Set(["idleTimeout", "unhealthyAfter", "keepSourceFor", "whenIdleFor"]);
 function normal(v, key = "") {
   if (DURATIONS.has(key) && typeof v === "string") return durationMs(v);
   if (Array.isArray(v)) return v.map((x) => normal(x));
