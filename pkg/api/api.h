@@ -415,6 +415,14 @@ typedef struct sk_controller_config {
 	int workers; /* default 8 */
 	int64_t resync_ms; /* default 30s */
 	char *listen; /* default 127.0.0.1:9090 */
+	/* Replicas (controller.shards ...): spaces are split into `shards`
+	 * shards by a hash of spec.userID; each replica holds leases on some. */
+	int shards; /* default 64 */
+	char *identity; /* "" (default): HOSTNAME-PID, decided by the binary */
+	int64_t lease_duration_ms; /* default 15s */
+	int64_t renew_deadline_ms; /* default 10s */
+	int64_t retry_period_ms; /* default 2s */
+	char *advertise_address; /* HOST:PORT others forward connects to; "": listen */
 } sk_controller_config;
 
 /* Parses and validates a config file (errors with path and file:line:col). */
@@ -426,6 +434,7 @@ sk_controller_config *sk_config_default(void);
 #define SK_CONFIG_MONGODB_URI_ENV "SPACEKEEPER_MONGODB_URI"
 #define SK_CONFIG_WORKERS_MIN 1
 #define SK_CONFIG_WORKERS_MAX 1024
+#define SK_CONFIG_SHARDS_MAX 4096
 typedef struct sk_config_sources {
 	const char *config_path; /* --config: a ControllerConfig file */
 	const char *mongodb_uri; /* --mongodb-uri (else $SPACEKEEPER_MONGODB_URI) */
@@ -433,6 +442,12 @@ typedef struct sk_config_sources {
 	const char *workers; /* --workers */
 	const char *resync; /* --resync */
 	const char *listen; /* --listen ("" switches HTTP off) */
+	const char *shards; /* --shards */
+	const char *identity; /* --id */
+	const char *lease_duration; /* --lease-duration */
+	const char *renew_deadline; /* --renew-deadline */
+	const char *retry_period; /* --retry-period */
+	const char *advertise_address; /* --advertise-address */
 	const char *(*getenv)(const char *name); /* NULL: getenv(3); tests pass their own */
 } sk_config_sources;
 

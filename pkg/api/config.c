@@ -18,6 +18,7 @@
 
 #define CFG_DEFAULT_URL "http://127.0.0.1:3000"
 #define CFG_KEY_MAX 4096
+#define SK_IDENTITY_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
 
 typedef struct cfg_ctx {
 	const sk_doc *doc;
@@ -189,6 +190,12 @@ config_new(void)
 	c->workers = 8;
 	c->resync_ms = 30000;
 	c->listen = sk_strdup("127.0.0.1:9090");
+	c->shards = 64;
+	c->identity = sk_strdup("");
+	c->lease_duration_ms = 15000; /* client-go leaderelection's defaults */
+	c->renew_deadline_ms = 10000;
+	c->retry_period_ms = 2000;
+	c->advertise_address = sk_strdup("");
 	return c;
 }
 
@@ -232,6 +239,8 @@ sk_config_free(sk_controller_config *c)
 	free(c->mongodb_uri);
 	free(c->database);
 	free(c->listen);
+	free(c->identity);
+	free(c->advertise_address);
 	free(c);
 }
 
@@ -248,7 +257,14 @@ sk_config_provider(const sk_controller_config *c, const char *name)
  * One table and one checker for the file, the flags and the environment:
  * the same bounds and messages wherever a value comes from. */
 
-typedef enum cfg_kind { CFG_URI, CFG_DATABASE, CFG_INT, CFG_DURATION, CFG_LISTEN } cfg_kind;
+typedef enum cfg_kind {
+	CFG_URI,
+	CFG_DATABASE,
+	CFG_INT,
+	CFG_DURATION,
+	CFG_LISTEN,
+	CFG_IDENTITY
+} cfg_kind;
 
 typedef struct cfg_setting {
 	const char *path; /* in the file: "controller.workers" */
@@ -274,6 +290,18 @@ static const cfg_setting settings[] = {
 	        CFG_FIELD(resync_ms), CFG_SOURCE(resync) },
 	{ "controller.listen", "--listen", NULL, CFG_LISTEN, 0, 0, CFG_FIELD(listen),
 	        CFG_SOURCE(listen) },
+	{ "controller.shards", "--shards", NULL, CFG_INT, 1, SK_CONFIG_SHARDS_MAX,
+	        CFG_FIELD(shards), CFG_SOURCE(shards) },
+	{ "controller.identity", "--id", NULL, CFG_IDENTITY, 0, 0, CFG_FIELD(identity),
+	        CFG_SOURCE(identity) },
+	{ "controller.leaseDuration", "--lease-duration", NULL, CFG_DURATION, 500, 3600000,
+	        CFG_FIELD(lease_duration_ms), CFG_SOURCE(lease_duration) },
+	{ "controller.renewDeadline", "--renew-deadline", NULL, CFG_DURATION, 300, 3600000,
+	        CFG_FIELD(renew_deadline_ms), CFG_SOURCE(renew_deadline) },
+	{ "controller.retryPeriod", "--retry-period", NULL, CFG_DURATION, 100, 3600000,
+	        CFG_FIELD(retry_period_ms), CFG_SOURCE(retry_period) },
+	{ "controller.advertiseAddress", "--advertise-address", NULL, CFG_LISTEN, 0, 0,
+	        CFG_FIELD(advertise_address), CFG_SOURCE(advertise_address) },
 };
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
 
@@ -306,6 +334,10 @@ string_rule(cfg_kind kind, const char *s)
 	case CFG_LISTEN:
 		return valid_listen(s) ? NULL
 		                       : "must be HOST:PORT (port 0..65535), or \"\" for none";
+	case CFG_IDENTITY:
+		if (strlen(s) > 63 || strspn(s, SK_IDENTITY_CHARS) != strlen(s))
+			return "must be 0 to 63 of [A-Za-z0-9._-] (\"\": HOSTNAME-PID)";
+		return NULL;
 	default: return NULL;
 	}
 }
@@ -656,6 +688,19 @@ apply_layer(const sk_config_sources *src, bool env, sk_controller_config *cfg, s
 	}
 }
 
+/* client-go's rule: retryPeriod < renewDeadline < leaseDuration, so a
+ * holder that cannot renew stops acting before its lease runs out. */
+static void
+check_lease_timings(const sk_controller_config *cfg, sk_errlist *errs)
+{
+	if (cfg->renew_deadline_ms >= cfg->lease_duration_ms)
+		sk_errlist_add(errs, "controller.renewDeadline", NULL, 0, 0,
+		        "must be shorter than controller.leaseDuration");
+	if (cfg->retry_period_ms >= cfg->renew_deadline_ms)
+		sk_errlist_add(errs, "controller.retryPeriod", NULL, 0, 0,
+		        "must be shorter than controller.renewDeadline");
+}
+
 size_t
 sk_config_check_flags(const sk_config_sources *src, sk_errlist *errs)
 {
@@ -684,6 +729,8 @@ sk_config_resolve(
 	}
 	apply_layer(src, true, cfg, errs);
 	apply_layer(src, false, cfg, errs);
+	if (errs->len == before)
+		check_lease_timings(cfg, errs);
 	if (errs->len > before) {
 		sk_config_free(cfg);
 		return sk_error_set(err, SK_EINVALID, "invalid settings (%zu error%s)",

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "controller_int.h"
 
@@ -40,8 +41,16 @@ static void
 on_informer_change(const char *name, void *payload)
 {
 	sk_controller *c = payload;
+	sk_userspace *us = NULL;
+	bool ours = true;
 
-	sk_workqueue_add(c->q, name);
+	/* Only the keys of the shards this replica holds (a deleted object's
+	 * key goes on: the worker forgets it). */
+	if (sk_informer_get(c->inf, name, &us) == 0)
+		ours = sk_ctl_may_act(c, us->spec.user_id);
+	sk_userspace_free(us);
+	if (ours)
+		sk_workqueue_add(c->q, name);
 }
 
 /* The store URI with a small connection pool unless the URI sets one:
@@ -130,6 +139,11 @@ sk_controller_new(sk_controller **out, const sk_controller_options *opts, sk_err
 	if (c->opts.relist_ms <= 0)
 		c->opts.relist_ms = def.relist_ms;
 	c->cfg = opts->config;
+	c->identity = c->cfg->identity && c->cfg->identity[0]
+	        ? sk_strdup(c->cfg->identity)
+	        : sk_asprintf("spacekeeper-%d", (int)getpid());
+	atomic_init(&c->observe_now, false);
+	sk_ctl_shards_init(c);
 	c->n_prov = c->cfg->n_providers;
 	c->n_workers = c->cfg->workers > 0 ? c->cfg->workers : 1;
 	pthread_mutex_init(&c->mu, NULL);
@@ -188,6 +202,8 @@ sk_controller_free(sk_controller *c)
 	sk_strmap_free(c->drift);
 	sk_timeline_free(c->tl_reconcile);
 	sk_timeline_free(c->tl_connect);
+	sk_ctl_shards_dispose(c);
+	free(c->identity);
 	pthread_cond_destroy(&c->cond);
 	free(c);
 }
@@ -400,6 +416,11 @@ worker_process(sk_worker *w, const char *key)
 	char l[160];
 
 	rc = key_object(c, key, &us, &err);
+	if (rc == 0 && !sk_ctl_may_act(c, us->spec.user_id)) {
+		/* Another replica's shard (or ours no longer): theirs to reconcile. */
+		sk_workqueue_forget(c->q, key);
+		goto done;
+	}
 	if (rc == SK_ENOTFOUND) {
 		/* Gone from the store: nothing to reconcile (orphans are the observer's). */
 		sk_workqueue_forget(c->q, key);
@@ -430,6 +451,8 @@ worker_process(sk_worker *w, const char *key)
 	env.log = c->opts.log;
 	env.log_payload = c->opts.log_payload;
 	env.report = &report;
+	env.may_act = sk_ctl_may_act_cb;
+	env.may_act_arg = c;
 	sk_ctl_space_take(c, key, &env);
 	snprintf(l, sizeof(l), "provider=\"%s\"", c->cfg->providers[prov].name);
 	sk_metrics_add(c->metrics, "spacekeeper_provider_reconciles_total", l, 1);
@@ -549,6 +572,8 @@ start_parts(sk_controller *c, sk_error *err)
 	if (!wait_synced(c, SK_CONTROLLER_SYNC_MS))
 		return sk_error_set(err, SK_EUNAVAILABLE,
 		        "informer: no list of UserSpaces within %ds", SK_CONTROLLER_SYNC_MS / 1000);
+	sk_ctl_shards_prepare(c);
+	sk_ctl_shards_tick(c); /* the shards to start with */
 	sk_ctl_observe_all(c);
 	pthread_mutex_lock(&c->mu);
 	c->running = !c->stopping;
@@ -557,6 +582,8 @@ start_parts(sk_controller *c, sk_error *err)
 		return 0;
 	if ((rc = workers_start(c, err)) != 0)
 		return rc;
+	if ((rc = sk_ctl_shards_start(c, err)) != 0)
+		return rc;
 	return sk_ctl_observer_start(c, err);
 }
 
@@ -564,8 +591,9 @@ static void
 log_started(sk_controller *c)
 {
 	sk_ctl_log(c, SK_LOG_INFO, "controller started",
-	        "workers=%d providers=%zu userspaces=%zu http_port=%d", c->n_workers, c->n_prov,
-	        sk_informer_len(c->inf), c->http_port);
+	        "workers=%d providers=%zu userspaces=%zu http_port=%d id=%s shards_held=%zu/%d",
+	        c->n_workers, c->n_prov, sk_informer_len(c->inf), c->http_port, c->identity,
+	        sk_ctl_shards_held(c), c->cfg->shards);
 }
 
 static int
@@ -623,7 +651,8 @@ sk_controller_start(sk_controller *c, sk_error *err)
 	int rc = sk_store_connect(c->store, true, err);
 
 	if (rc == 0) {
-		if ((rc = start_parts(c, err)) == 0 && (rc = http_start(c, err)) == 0)
+		/* HTTP first: its bound port is the address other replicas forward to. */
+		if ((rc = http_start(c, err)) == 0 && (rc = start_parts(c, err)) == 0)
 			log_started(c);
 		return rc;
 	}
@@ -665,6 +694,7 @@ sk_controller_stop(sk_controller *c)
 	for (int i = 0; c->workers && i < c->n_workers; i++)
 		pthread_join(c->workers[i].thread, NULL);
 	workers_free(c);
+	sk_ctl_shards_stop(c); /* in-flight reconciles are done: hand the shards over */
 	if (was)
 		sk_ctl_log(c, SK_LOG_INFO, "controller stopped", "reconciles=%llu",
 		        (unsigned long long)c->gen);
@@ -695,6 +725,7 @@ sk_controller_run_once(sk_controller *c, int64_t settle_ms, int64_t timeout_ms, 
 	if ((rc = sk_store_connect(c->store, true, err)) != 0 ||
 	        (rc = sk_informer_relist(c->inf, err)) != 0)
 		return rc;
+	sk_ctl_shards_all(c); /* one pass over everything, no leases */
 	sk_ctl_observe_all(c);
 	pthread_mutex_lock(&c->mu);
 	c->running = true;

@@ -61,10 +61,23 @@ path_segment(const char *url, const char *prefix, const char *suffix)
 
 /* ---- routing ---- */
 
+/* Who sent a connect: another replica, and the caller's Authorization. */
+static sk_ctl_origin
+origin_of(struct MHD_Connection *conn)
+{
+	sk_ctl_origin o = { 0 };
+
+	o.forwarded =
+	        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, SK_CTL_FORWARDED_HEADER) != NULL;
+	o.authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+	return o;
+}
+
 static void
 route(sk_controller *c, struct MHD_Connection *conn, const char *method, const char *url, reply *r)
 {
 	bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+	sk_ctl_origin from = origin_of(conn);
 	int64_t ms;
 	char *arg;
 
@@ -88,20 +101,20 @@ route(sk_controller *c, struct MHD_Connection *conn, const char *method, const c
 		if (strcmp(method, "POST") != 0)
 			sk_ctl_reply_error(r, 405, "MethodNotAllowed", "use POST");
 		else if (timeout_arg(conn, &ms, r))
-			sk_ctl_connect(c, arg, ms, r);
+			sk_ctl_connect(c, arg, ms, &from, r);
 		free(arg);
 	} else if ((arg = path_segment(url, "/v1/users/", "/sandbox")) != NULL) {
 		/* GET may create or resume: HEAD, a read, must not. */
 		if (strcmp(method, "GET") != 0)
 			sk_ctl_reply_error(r, 405, "MethodNotAllowed", "use GET");
 		else if (timeout_arg(conn, &ms, r))
-			sk_ctl_connect_user(c, arg, ms, r);
+			sk_ctl_connect_user(c, arg, ms, &from, r);
 		free(arg);
 	} else if ((arg = path_segment(url, "/v1/users/", "/activity")) != NULL) {
 		if (strcmp(method, "POST") != 0)
 			sk_ctl_reply_error(r, 405, "MethodNotAllowed", "use POST");
 		else
-			sk_ctl_activity(c, arg, r);
+			sk_ctl_activity(c, arg, &from, r);
 		free(arg);
 	} else {
 		sk_ctl_reply_error(r, 404, "NotFound", "no such endpoint");

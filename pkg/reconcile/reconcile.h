@@ -380,6 +380,12 @@ typedef struct sk_reconcile_env {
 	/* Optional: filled with what the run saw of the keeper (for the connect
 	 * fast path) and the sandbox it replaced, if any. */
 	struct sk_reconcile_report *report;
+	/* Optional fencing: asked before every mutating provider call and store
+	 * write; false stops the run with SK_EUNAVAILABLE (transient) before
+	 * the call and without writing the failure (the caller lost the right
+	 * to act on this user, e.g. its shard lease). NULL: always may act. */
+	bool (*may_act)(void *arg, const char *user_id);
+	void *may_act_arg;
 } sk_reconcile_env;
 
 typedef struct sk_reconcile_report {
