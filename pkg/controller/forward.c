@@ -95,8 +95,8 @@ sk_ctl_forward(sk_controller *c, const char *addr, const char *path, int64_t tim
 		char msg[300];
 		snprintf(msg, sizeof(msg), "the replica holding this user's shard (%s): %s", addr,
 		        curl_easy_strerror(cc));
-		sk_ctl_reply_error(r, cc == CURLE_OPERATION_TIMEDOUT ? 504 : 502,
-		        "ForwardFailed", msg);
+		sk_ctl_reply_error(
+		        r, cc == CURLE_OPERATION_TIMEDOUT ? 504 : 502, "ForwardFailed", msg);
 		snprintf(r->retry_after, sizeof(r->retry_after), "1");
 	} else {
 		sk_buf_append(&a.body, "", 0);

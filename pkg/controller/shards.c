@@ -128,8 +128,8 @@ sk_ctl_shard_valid(sk_controller *c, int shard)
 	bool ok;
 
 	pthread_mutex_lock(&sh->mu);
-	ok = sh->all || (shard >= 0 && shard < sh->n &&
-	                        valid_locked(c, &sh->s[shard], sk_monotonic_ms()));
+	ok = sh->all ||
+	        (shard >= 0 && shard < sh->n && valid_locked(c, &sh->s[shard], sk_monotonic_ms()));
 	pthread_mutex_unlock(&sh->mu);
 	return ok;
 }
@@ -268,8 +268,8 @@ renew_shard(sk_controller *c, int i, int64_t t0)
 	int rc;
 
 	shard_name(i, name, sizeof(name));
-	rc = sk_store_lease_acquire(c->store, name, c->shards->holder,
-	        c->cfg->lease_duration_ms, NULL, &err);
+	rc = sk_store_lease_acquire(
+	        c->store, name, c->shards->holder, c->cfg->lease_duration_ms, NULL, &err);
 	if (rc == 0) {
 		set_held(c, i, true, t0);
 		return;
@@ -277,8 +277,8 @@ renew_shard(sk_controller *c, int i, int64_t t0)
 	sk_metrics_add(c->metrics, SK_CTL_METRIC_RENEW_FAILURES, NULL, 1);
 	if (rc == SK_ECONFLICT || t0 >= renewed_at(c, i) + c->cfg->renew_deadline_ms) {
 		set_held(c, i, false, 0);
-		sk_ctl_log(c, SK_LOG_WARN, "shard lost", "shard=%s error=\"%s\"", name,
-		        err.message);
+		sk_ctl_log(
+		        c, SK_LOG_WARN, "shard lost", "shard=%s error=\"%s\"", name, err.message);
 	}
 }
 
@@ -309,8 +309,8 @@ take_shard(sk_controller *c, const sk_lease_list *ll, int i, int64_t t0, int64_t
 	l = find_lease(ll, name);
 	if (l && live(l, now) && strcmp(l->holder, c->shards->holder) != 0)
 		return false;
-	if (sk_store_lease_acquire(c->store, name, c->shards->holder, c->cfg->lease_duration_ms,
-	            NULL, &err) != 0)
+	if (sk_store_lease_acquire(
+	            c->store, name, c->shards->holder, c->cfg->lease_duration_ms, NULL, &err) != 0)
 		return false;
 	set_held(c, i, true, t0);
 	sk_ctl_log(c, SK_LOG_INFO, "shard acquired", "shard=%s previous=%s", name,
@@ -338,8 +338,8 @@ renew_all(sk_controller *c, sk_lease_list *ll, int64_t t0)
 	int rc = sk_store_lease_list(c->store, ll, &err);
 
 	if (rc == 0)
-		rc = sk_store_lease_acquire(c->store, member, c->shards->holder,
-		        c->cfg->lease_duration_ms, NULL, &err);
+		rc = sk_store_lease_acquire(
+		        c->store, member, c->shards->holder, c->cfg->lease_duration_ms, NULL, &err);
 	free(member);
 	/* Each shard every renewDeadline/2 (client-go renews every retry
 	 * period): a lease write is five operations on FerretDB, and this
@@ -430,8 +430,8 @@ sk_ctl_shards_prepare(sk_controller *c)
 	char *addr = own_address(c);
 
 	free(c->shards->holder);
-	c->shards->holder = addr[0] ? sk_asprintf("%s@%s", c->identity, addr)
-	                            : sk_strdup(c->identity);
+	c->shards->holder =
+	        addr[0] ? sk_asprintf("%s@%s", c->identity, addr) : sk_strdup(c->identity);
 	free(addr);
 }
 

@@ -222,8 +222,8 @@ start(int i)
 	snprintf(r->log, sizeof(r->log), "%s/replica-%s-%d.log", sk_test_tmpdir(), db, i);
 	r->pid = sk_test_spawn(argv, env, r->log);
 	track_pid(r->pid);
-	ck_assert_msg(sk_test_wait_port(r->port, 20000), "replica %d did not listen (%s)", i,
-	        r->log);
+	ck_assert_msg(
+	        sk_test_wait_port(r->port, 20000), "replica %d did not listen (%s)", i, r->log);
 }
 
 static void
@@ -383,8 +383,8 @@ connect_via(const replica *r, const char *user, long *status)
 	char url[256], *text = NULL;
 	json_t *v;
 
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/%s/sandbox?timeout=20s",
-	        r->port, user);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/%s/sandbox?timeout=20s", r->port,
+	        user);
 	*status = http("GET", url, &text);
 	v = json_loads(text ? text : "", 0, NULL);
 	free(text);
@@ -408,11 +408,12 @@ assert_same_connect(unsigned mask, const char *user)
 	ck_assert_int_eq(s1, 200);
 	ck_assert_int_eq(s2, s1);
 	for (size_t k = 0; k < sizeof(fields) / sizeof(fields[0]); k++)
-		ck_assert_msg(json_equal(json_object_get(a, fields[k]), json_object_get(b, fields[k])),
+		ck_assert_msg(
+		        json_equal(json_object_get(a, fields[k]), json_object_get(b, fields[k])),
 		        "%s differs between holder and non-holder", fields[k]);
 	ck_assert(json_is_true(json_object_get(b, "ready")));
-	ck_assert_double_ge(metric(&reps[other],
-	                            "spacekeeper_connect_total{path=\"forward\",code=\"200\"}"),
+	ck_assert_double_ge(
+	        metric(&reps[other], "spacekeeper_connect_total{path=\"forward\",code=\"200\"}"),
 	        1);
 	printf("replicas: connect %s via holder replica-%d and replica-%d: %s %s\n", user, holder,
 	        other, json_string_value(json_object_get(b, "sandboxID")),
