@@ -651,8 +651,7 @@ sk_controller_start(sk_controller *c, sk_error *err)
 	int rc = sk_store_connect(c->store, true, err);
 
 	if (rc == 0) {
-		/* HTTP first: its bound port is the address other replicas forward to. */
-		if ((rc = http_start(c, err)) == 0 && (rc = start_parts(c, err)) == 0)
+		if ((rc = start_parts(c, err)) == 0 && (rc = http_start(c, err)) == 0)
 			log_started(c);
 		return rc;
 	}

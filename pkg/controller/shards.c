@@ -59,24 +59,29 @@ shard_name(int i, char *buf, size_t len)
 }
 
 /* "host:port" others reach this replica at: the advertised address, else
- * the listen address with the bound port (the host name for 0.0.0.0). */
+ * the listen address (the host name for 0.0.0.0; the bound port when HTTP
+ * already listens, which it does not yet on a normal start). */
 static char *
 own_address(sk_controller *c)
 {
 	const char *adv = c->cfg->advertise_address, *l = c->cfg->listen;
 	char host[256] = "";
 	const char *colon;
+	int port;
 
 	if (adv && adv[0])
 		return sk_strdup(adv);
-	if (!l || !l[0] || c->http_port == 0)
+	if (!l || !l[0])
 		return sk_strdup("");
 	colon = strrchr(l, ':');
+	port = c->http_port ? c->http_port : atoi(colon ? colon + 1 : "0");
+	if (port == 0)
+		return sk_strdup("");
 	snprintf(host, sizeof(host), "%.*s", (int)(colon ? colon - l : 0), l);
 	if (host[0] == '\0' || strcmp(host, "0.0.0.0") == 0)
 		if (gethostname(host, sizeof(host) - 1) != 0)
 			snprintf(host, sizeof(host), "127.0.0.1");
-	return sk_asprintf("%s:%d", host, c->http_port);
+	return sk_asprintf("%s:%d", host, port);
 }
 
 void
@@ -309,9 +314,12 @@ take_shard(sk_controller *c, const sk_lease_list *ll, int i, int64_t t0, int64_t
 	l = find_lease(ll, name);
 	if (l && live(l, now) && strcmp(l->holder, c->shards->holder) != 0)
 		return false;
-	if (sk_store_lease_acquire(
-	            c->store, name, c->shards->holder, c->cfg->lease_duration_ms, NULL, &err) != 0)
+	if (sk_store_lease_acquire(c->store, name, c->shards->holder, c->cfg->lease_duration_ms,
+	            NULL, &err) != 0) {
+		sk_ctl_log(c, SK_LOG_INFO, "shard not taken", "shard=%s error=\"%s\"", name,
+		        err.message);
 		return false;
+	}
 	set_held(c, i, true, t0);
 	sk_ctl_log(c, SK_LOG_INFO, "shard acquired", "shard=%s previous=%s", name,
 	        l && l->holder[0] ? l->holder : "-");

@@ -28,6 +28,7 @@ Suite *sk_suite_replicas(void);
 #define SHARDS 24
 #define LEASE_S 4
 #define RESYNC_S 2
+#define LEASE_CLAIM_S 10 /* pkg/store/mongo_cas.c SK_LEASE_CLAIM_EXPIRY_MS */
 
 static char db[64];
 static char mongo_uri[128];
@@ -41,6 +42,8 @@ typedef struct replica {
 	char log[700];
 } replica;
 static replica reps[N_REPLICAS];
+
+static unsigned shard_of(const char *user);
 
 /* ---- HTTP ---- */
 
@@ -92,35 +95,84 @@ sim_sandboxes(void)
 	return v;
 }
 
-/* Live (running or paused) sandboxes per user "r000".."r<n-1>"; returns
- * how many users have exactly one, and the duplicates in *dups. */
+/* The objects as spacectl lists them: name -> status.sandboxID of the
+ * Ready ones. */
+static json_t *
+ready_bindings(void)
+{
+	const char *argv[] = { "spacectl", "--mongodb-uri", mongo_uri, "--database", db, "get",
+		"userspaces", "-o", "json", NULL };
+	char *out = NULL;
+	json_t *v, *items, *it, *m = json_object(), *c;
+	size_t i, k;
+
+	ck_assert_int_eq(sk_test_run(argv, NULL, NULL, &out, NULL, 120), 0);
+	v = json_loads(out ? out : "", 0, NULL);
+	free(out);
+	items = json_object_get(v, "items");
+	json_array_foreach(items, i, it)
+	{
+		json_t *st = json_object_get(it, "status");
+		json_array_foreach(json_object_get(st, "conditions"), k, c)
+		{
+			if (strcmp(json_string_value(json_object_get(c, "type")), "Ready") == 0 &&
+			        strcmp(json_string_value(json_object_get(c, "status")), "True") ==
+			                0 &&
+			        json_is_string(json_object_get(st, "sandboxID")))
+				json_object_set(m,
+				        json_string_value(json_object_get(
+				                json_object_get(it, "metadata"), "name")),
+				        json_object_get(st, "sandboxID"));
+		}
+	}
+	json_decref(v);
+	return m;
+}
+
+/* Users "r000".."r<n-1>": how many have exactly one live (running or
+ * paused) sandbox, and (when bound is given) that one is the Ready object's
+ * binding; the extra live sandboxes in *dups. */
 static int
-count_one_each(const char *prefix, int n, int *dups)
+count_one_each_bound(const char *prefix, int n, json_t *bound, int *dups)
 {
 	json_t *all = sim_sandboxes(), *sb;
-	int *per = calloc((size_t)n, sizeof(int)), ones = 0;
+	int *per = calloc((size_t)n, sizeof(int)), *ok = calloc((size_t)n, sizeof(int)), ones = 0;
 	size_t i;
+	char name[64];
 
 	json_array_foreach(all, i, sb)
 	{
 		const char *st = json_string_value(json_object_get(sb, "state"));
 		const char *u = json_string_value(
 		        json_object_get(json_object_get(sb, "metadata"), "user_id"));
+		const char *id = json_string_value(json_object_get(sb, "sandboxID"));
 		if (!u || !st || strncmp(u, prefix, strlen(prefix)) != 0 ||
 		        (strcmp(st, "running") != 0 && strcmp(st, "paused") != 0))
 			continue;
 		int k = atoi(u + strlen(prefix));
-		if (k >= 0 && k < n)
-			per[k]++;
+		if (k < 0 || k >= n)
+			continue;
+		per[k]++;
+		snprintf(name, sizeof(name), "%s%03d", prefix, k);
+		ok[k] = !bound ||
+		        (id && json_is_string(json_object_get(bound, name)) &&
+		                strcmp(json_string_value(json_object_get(bound, name)), id) == 0);
 	}
 	*dups = 0;
 	for (int k = 0; k < n; k++) {
-		ones += per[k] == 1;
+		ones += per[k] == 1 && ok[k];
 		*dups += per[k] > 1 ? per[k] - 1 : 0;
 	}
 	free(per);
+	free(ok);
 	json_decref(all);
 	return ones;
+}
+
+static int
+count_one_each(const char *prefix, int n, int *dups)
+{
+	return count_one_each_bound(prefix, n, NULL, dups);
 }
 
 /* A gauge of a replica's /metrics (-1 when it does not answer). */
@@ -253,6 +305,7 @@ setup(void)
 {
 	const char *args[] = { "--latency", "2ms", NULL };
 
+	setvbuf(stdout, NULL, _IONBF, 0); /* the split is printed even when a check fails */
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	snprintf(db, sizeof(db), "%s", sk_test_unique_db());
 	snprintf(mongo_uri, sizeof(mongo_uri), "%s", sk_test_mongodb_uri());
@@ -275,12 +328,14 @@ teardown(void)
 }
 
 /* Waits until the live replicas (mask) hold every shard between them, each
- * at least min; prints the split. */
+ * at least min, within timeout_s from t0 (monotonic ms); prints the split
+ * and the time it took. */
 static bool
-split_settled(unsigned mask, int min, int timeout_s, const char *when)
+split_settled(unsigned mask, int min, int64_t t0, int timeout_s, const char *when)
 {
-	for (int t = 0; t < timeout_s * 4; t++) {
+	for (;;) {
 		int sum = 0, lo = SHARDS, h[N_REPLICAS] = { 0 };
+		int64_t dt = sk_monotonic_ms() - t0;
 		for (int i = 0; i < N_REPLICAS; i++) {
 			if (!(mask & (1u << i)))
 				continue;
@@ -293,12 +348,19 @@ split_settled(unsigned mask, int min, int timeout_s, const char *when)
 			for (int i = 0; i < N_REPLICAS; i++)
 				if (mask & (1u << i))
 					printf(" replica-%d=%d", i, h[i]);
-			printf(" (of %d, %.1fs)\n", SHARDS, t / 4.0);
+			printf(" (of %d, after %.1fs)\n", SHARDS, (double)dt / 1000.0);
 			return true;
+		}
+		if (dt > timeout_s * 1000) {
+			printf("replicas: no split %s after %.1fs:", when, (double)dt / 1000.0);
+			for (int i = 0; i < N_REPLICAS; i++)
+				if (mask & (1u << i))
+					printf(" replica-%d=%d", i, h[i]);
+			printf("\n");
+			return false;
 		}
 		usleep(250000);
 	}
-	return false;
 }
 
 static bool
@@ -306,8 +368,12 @@ converge(const char *prefix, int n, int timeout_s)
 {
 	int dups = 0;
 
+	/* Every object Ready and bound to its user's only live sandbox. */
 	for (int t = 0; t < timeout_s; t++) {
-		if (count_one_each(prefix, n, &dups) == n && dups == 0)
+		json_t *bound = ready_bindings();
+		bool ok = count_one_each_bound(prefix, n, bound, &dups) == n && dups == 0;
+		json_decref(bound);
+		if (ok)
 			return true;
 		sleep(1);
 	}
@@ -340,37 +406,135 @@ log_since(const replica *r, off_t off)
 	return buf;
 }
 
-/* After SIGCONT: every mutating action the replica logs comes after it
- * acquired a shard again (a fresh lease); counts the fenced stops. */
+/* The value of key=VALUE in one log line (into out). */
 static void
-assert_no_stale_action(const replica *r, off_t off, int *fenced)
+log_value(const char *line, const char *key, char *out, size_t len)
 {
-	char *text = log_since(r, off);
-	char *acquired = strstr(text, "msg=\"shard acquired\"");
-	char *action = strstr(text, "msg=\"action\"");
+	const char *p = strstr(line, key);
+	size_t n = 0;
 
-	*fenced = 0;
+	out[0] = '\0';
+	if (!p)
+		return;
+	for (p += strlen(key); *p && *p != ' ' && *p != '\n' && n + 1 < len; p++)
+		out[n++] = *p;
+	out[n] = '\0';
+}
+
+/* After SIGCONT, until the replica holds a lease again: the only actions it
+ * logs ("action" or "action failed", logged when a call returns) are the
+ * provider calls that were in flight at SIGSTOP (at most one per worker),
+ * and each is followed by a fenced stop of the same space: no call starts
+ * and nothing is written on the stale lease. */
+static void
+assert_no_stale_action(const replica *r, off_t off, int *in_flight, int *fenced)
+{
+	char *text = log_since(r, off), *end = strstr(text, "msg=\"shard acquired\"");
+	char name[128], want[160];
+
+	*in_flight = *fenced = 0;
+	if (end)
+		*end = '\0';
 	for (char *p = text; (p = strstr(p, "msg=\"fenced\"")) != NULL; p++)
 		(*fenced)++;
-	ck_assert_msg(action == NULL || (acquired != NULL && acquired < action),
-	        "replica acted after SIGCONT before taking a lease again: %.300s",
-	        action ? action : "");
+	for (char *p = text; (p = strstr(p, "msg=\"action")) != NULL; p++) {
+		char *eol = strchr(p, '\n');
+		ck_assert_ptr_nonnull(eol);
+		*eol = '\0';
+		if (strstr(p, "error=\"") && strstr(p, "fenced")) {
+			*eol = '\n'; /* refused by the fence itself: no call made */
+			continue;
+		}
+		log_value(p, "userspace=", name, sizeof(name));
+		snprintf(want, sizeof(want), "msg=\"fenced\" userspace=%s ", name);
+		ck_assert_msg(strstr(eol + 1, want),
+		        "replica acted after SIGCONT without a lease and was not fenced: %s", p);
+		(*in_flight)++;
+		*eol = '\n';
+	}
+	ck_assert_int_le(*in_flight, 8); /* workers: 8 */
 	free(text);
 }
 
+static void
+sim_faults(const char *method, const char *body)
+{
+	char url[256], *out = NULL;
+	CURL *h = curl_easy_init();
+	long st = 0;
+
+	snprintf(url, sizeof(url), "%s/_sim/faults", sim_url);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+	{
+		sk_buf b = SK_BUF_INIT(1 << 20);
+		curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+		if (curl_easy_perform(h) == CURLE_OK)
+			curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+		out = sk_buf_detach(&b);
+		sk_buf_dispose(&b);
+	}
+	curl_easy_cleanup(h);
+	free(out);
+	ck_assert_msg(st >= 200 && st < 300, "%s /_sim/faults: %ld", method, st);
+}
+
+/* Whether a space of a shard replica r holds is marked Creating (the mark
+ * is written just before the provider's create call). */
+static bool
+creating_on(const replica *r)
+{
+	const char *argv[] = { "spacectl", "--mongodb-uri", mongo_uri, "--database", db, "get",
+		"userspaces", "-o", "json", NULL };
+	char *out = NULL, series[96];
+	json_t *v, *it;
+	bool mine[SHARDS], found = false;
+	size_t i;
+
+	for (unsigned k = 0; k < SHARDS; k++) {
+		snprintf(series, sizeof(series),
+		        "spacekeeper_leader_election_master_status{name=\"shard-%02u\"}", k);
+		mine[k] = metric(r, series) == 1;
+	}
+	ck_assert_int_eq(sk_test_run(argv, NULL, NULL, &out, NULL, 120), 0);
+	v = json_loads(out ? out : "", 0, NULL);
+	free(out);
+	json_array_foreach(json_object_get(v, "items"), i, it)
+	{
+		const char *user =
+		        json_string_value(json_object_get(json_object_get(it, "spec"), "userID"));
+		const char *phase =
+		        json_string_value(json_object_get(json_object_get(it, "status"), "phase"));
+		if (user && phase && strcmp(phase, "Creating") == 0 && mine[shard_of(user)])
+			found = true;
+	}
+	json_decref(v);
+	return found;
+}
+
 /* ---- connect ---- */
+
+/* The shard of a userID, as the controller computes it (FNV-1a). */
+static unsigned
+shard_of(const char *user)
+{
+	uint32_t h = 2166136261u;
+
+	for (const unsigned char *p = (const unsigned char *)user; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	return h % SHARDS;
+}
 
 /* The replica (index) holding the shard of user (from master status). */
 static int
 holder_of(unsigned mask, const char *user)
 {
-	uint32_t h = 2166136261u; /* the controller's FNV-1a */
 	char series[96];
 
-	for (const unsigned char *p = (const unsigned char *)user; *p; p++)
-		h = (h ^ *p) * 16777619u;
 	snprintf(series, sizeof(series),
-	        "spacekeeper_leader_election_master_status{name=\"shard-%02u\"}", h % SHARDS);
+	        "spacekeeper_leader_election_master_status{name=\"shard-%02u\"}", shard_of(user));
 	for (int i = 0; i < N_REPLICAS; i++)
 		if ((mask & (1u << i)) && metric(&reps[i], series) == 1)
 			return i;
@@ -426,42 +590,61 @@ assert_same_connect(unsigned mask, const char *user)
 
 START_TEST(test_replicas_share_take_over_and_fence)
 {
-	int dups = 0, fenced = 0;
+	int dups = 0, fenced = 0, in_flight = 0;
+	bool busy = false;
+	int64_t t0;
 	off_t off;
 
 	for (int i = 0; i < 3; i++)
 		start(i);
-	ck_assert_msg(split_settled(0x7, SHARDS / 3 - 1, 30, "at start"), "no even split");
+	ck_assert_msg(split_settled(0x7, SHARDS / 3 - 1, sk_monotonic_ms(), 30, "at start"),
+	        "no even split");
 	apply_users("r", 0, 300);
 	/* Mid-convergence: kill replica 2 without warning. */
 	for (int t = 0; t < 600 && count_one_each("r", 300, &dups) < 100; t++)
 		usleep(100000);
+	t0 = sk_monotonic_ms();
 	sk_test_stop(reps[2].pid, true);
 	reps[2].pid = 0;
-	ck_assert_msg(split_settled(0x3, 1, LEASE_S + RESYNC_S + 4, "after SIGKILL of replica-2"),
+	/* Within the lease (or, when it died in the middle of a renew, the 10 s
+	 * a lease write's claim guards its version) plus a resync. */
+	ck_assert_msg(split_settled(0x3, 1, t0, LEASE_CLAIM_S + RESYNC_S + 2,
+	                      "after SIGKILL of replica-2"),
 	        "replica-2's shards not taken over within lease + resync");
 	ck_assert_msg(converge("r", 300, 120), "300 spaces did not converge");
 	count_one_each("r", 300, &dups);
 	ck_assert_int_eq(dups, 0);
 
-	/* SIGSTOP replica 1 while it has work, for longer than the lease. */
+	/* SIGSTOP replica 1 while its workers wait for slow creates, for longer
+	 * than the lease. */
+	sim_faults("POST", "{\"latency\": {\"create\": {\"fixed_ms\": 1500}}}");
 	apply_users("r", 300, 360);
+	for (int t = 0; t < 300 && !busy; t++)
+		busy = creating_on(&reps[1]); /* one of its workers waits in a create */
+	ck_assert_msg(busy, "replica-1 never started a create");
+	usleep(200000);
+	t0 = sk_monotonic_ms();
 	ck_assert_int_eq(kill(reps[1].pid, SIGSTOP), 0);
 	sleep(LEASE_S + 2);
-	ck_assert_msg(split_settled(0x1, SHARDS, 5, "while replica-1 is stopped"),
+	sim_faults("DELETE", "");
+	ck_assert_msg(split_settled(0x1, SHARDS, t0, LEASE_S + 4, "while replica-1 is stopped"),
 	        "replica-0 did not take the stopped replica's shards");
 	off = file_size(reps[1].log);
 	ck_assert_int_eq(kill(reps[1].pid, SIGCONT), 0);
-	ck_assert_msg(split_settled(0x3, SHARDS / 2 - 1, 20, "after SIGCONT of replica-1"),
+	ck_assert_msg(split_settled(0x3, SHARDS / 2 - 1, sk_monotonic_ms(), 20,
+	                      "after SIGCONT of replica-1"),
 	        "replica-1 did not take its share back");
 	ck_assert_msg(converge("r", 360, 120), "360 spaces did not converge");
-	assert_no_stale_action(&reps[1], off, &fenced);
-	printf("replicas: replica-1 after SIGCONT: %d fenced stops, 0 actions on a stale lease\n",
-	        fenced);
+	assert_no_stale_action(&reps[1], off, &in_flight, &fenced);
+	printf("replicas: replica-1 after SIGCONT: %d calls in flight at SIGSTOP returned, "
+	       "%d fenced stops, no call on a stale lease\n",
+	        in_flight, fenced);
+	ck_assert_int_ge(fenced, 1); /* the scenario did reach the fence */
 
 	/* A fourth joins and takes a share. */
+	t0 = sk_monotonic_ms();
 	start(3);
-	ck_assert_msg(split_settled(0xb, SHARDS / 3 - 1, 20, "after replica-3 joined"),
+	ck_assert_msg(split_settled(0xb, SHARDS / 3 - 1, t0, 20, "after replica-3 joined"),
 	        "replica-3 took no share");
 	ck_assert_msg(converge("r", 360, 60), "not one each after replica-3 joined");
 	count_one_each("r", 360, &dups);
