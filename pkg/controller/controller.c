@@ -143,6 +143,7 @@ sk_controller_new(sk_controller **out, const sk_controller_options *opts, sk_err
 	        ? sk_strdup(c->cfg->identity)
 	        : sk_asprintf("spacekeeper-%d", (int)getpid());
 	atomic_init(&c->observe_now, false);
+	atomic_init(&c->started, false);
 	sk_ctl_shards_init(c);
 	c->n_prov = c->cfg->n_providers;
 	c->n_workers = c->cfg->workers > 0 ? c->cfg->workers : 1;
@@ -630,6 +631,7 @@ boot_main(void *arg)
 		if (rc == 0) {
 			if (!c->stopping)
 				log_started(c);
+			atomic_store(&c->started, true); /* ready once it said so */
 			break;
 		}
 		backoff = backoff * 2 > SK_CONTROLLER_RETRY_MAX_MS ? SK_CONTROLLER_RETRY_MAX_MS
@@ -651,8 +653,11 @@ sk_controller_start(sk_controller *c, sk_error *err)
 	int rc = sk_store_connect(c->store, true, err);
 
 	if (rc == 0) {
-		if ((rc = start_parts(c, err)) == 0 && (rc = http_start(c, err)) == 0)
-			log_started(c);
+		if ((rc = start_parts(c, err)) == 0) {
+			atomic_store(&c->started, true); /* HTTP answers ready at once */
+			if ((rc = http_start(c, err)) == 0)
+				log_started(c);
+		}
 		return rc;
 	}
 	if (rc != SK_EUNAVAILABLE)
@@ -756,7 +761,7 @@ done:
 bool
 sk_controller_ready(sk_controller *c)
 {
-	return sk_informer_has_synced(c->inf);
+	return sk_informer_has_synced(c->inf) && atomic_load(&c->started);
 }
 
 int

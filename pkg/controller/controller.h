@@ -67,7 +67,8 @@ void sk_controller_stop(sk_controller *c);
  * of some key failed (err names how many). */
 int sk_controller_run_once(sk_controller *c, int64_t settle_ms, int64_t timeout_ms, sk_error *err);
 
-/* Informer synced (what /readyz answers). */
+/* Started: the informer synced, the first shard round done, the workers
+ * running (what /readyz answers). */
 bool sk_controller_ready(sk_controller *c);
 /* The bound HTTP port (0 when not serving). */
 int sk_controller_http_port(sk_controller *c);

@@ -50,6 +50,7 @@ struct sk_controller {
 	char *identity; /* controller.identity, else spacekeeper-PID */
 	sk_ctl_shards *shards;
 	atomic_bool observe_now; /* the observer runs a pass at once (shards gained) */
+	atomic_bool started; /* first shard round done, workers up (sk_controller_ready) */
 	const sk_controller_config *cfg;
 	sk_store *store;
 	sk_informer *inf;
@@ -121,7 +122,7 @@ void sk_ctl_observe_soon(sk_controller *c);
 
 /* shards.c: replicas share the spaces by shard leases (see shards.c). */
 #define SK_CTL_METRIC_SHARDS_HELD "spacekeeper_shards_held"
-#define SK_CTL_METRIC_SHARDS_TOTAL "spacekeeper_shards_total"
+#define SK_CTL_METRIC_SHARDS_TOTAL "spacekeeper_shards"
 #define SK_CTL_METRIC_MASTER_STATUS "spacekeeper_leader_election_master_status"
 #define SK_CTL_METRIC_RENEW_FAILURES "spacekeeper_lease_renew_failures_total"
 /* The shard of a userID among n (FNV-1a of its bytes, mod n). */
