@@ -55,7 +55,8 @@ declare -A may_use=(
 	[api]="yaml"
 	[store]="mongoc bson"
 	[sandbox]="curl"
-	[controller]="microhttpd"
+	# curl: forward.c passes a connect on to the replica holding the user's shard
+	[controller]="microhttpd curl"
 )
 planner_roots="plan plan_status action orphans migrate_plan" # in pkg/reconcile
 planner_pool="api util reconcile"               # packages the linker may pull from

@@ -40,6 +40,8 @@ usage(FILE *f)
 	        "                   --connect-tls-key-file FILE] [--connect-max-waiting N]\n"
 	        "                   [--connect-max-connections N] [--connect-max-per-ip N]\n"
 	        "                   [--store-unavailable-after DURATION]\n"
+	        "                   [--shards N] [--id ID] [--advertise-address HOST:PORT]\n"
+	        "                   [--lease-duration D] [--renew-deadline D] [--retry-period D]\n"
 	        "                   [--poll DURATION] [--log-format text|json]\n"
 	        "                   [--log-level debug|info|warn|error] [--once [--once-timeout "
 	        "D]]\n"
@@ -65,6 +67,13 @@ usage(FILE *f)
 	        "  --connect-max-per-ip N       per client address (default 0: no cap)\n"
 	        "  --store-unavailable-after D  /readyz 503 once the database has not\n"
 	        "                       answered for D (default 30s)\n"
+	        "  --shards N           shards of users that replicas share, 1..4096 (default 64)\n"
+	        "  --id ID              this replica's identity (default HOSTNAME-PID)\n"
+	        "  --advertise-address HOST:PORT  where other replicas forward connects\n"
+	        "                       (default the --connect-listen address)\n"
+	        "  --lease-duration D   shard lease duration (default 15s)\n"
+	        "  --renew-deadline D   stop acting when not renewed within D (default 10s)\n"
+	        "  --retry-period D     lease renew and balance period (default 2s)\n"
 	        "  --poll DURATION      store poll interval of the informer (default 1s)\n"
 	        "  --log-format FORMAT  text (key=value) or json, one line per event\n"
 	        "  --log-level LEVEL    debug, info (default), warn, error\n"
@@ -110,6 +119,12 @@ enum {
 	OPT_C_CONNS,
 	OPT_C_PER_IP,
 	OPT_STORE_UNAV,
+	OPT_SHARDS,
+	OPT_ID,
+	OPT_ADVERTISE,
+	OPT_LEASE,
+	OPT_RENEW,
+	OPT_RETRY,
 };
 
 static const struct option long_opts[] = {
@@ -133,6 +148,12 @@ static const struct option long_opts[] = {
 	{ "connect-max-connections", required_argument, NULL, OPT_C_CONNS },
 	{ "connect-max-per-ip", required_argument, NULL, OPT_C_PER_IP },
 	{ "store-unavailable-after", required_argument, NULL, OPT_STORE_UNAV },
+	{ "shards", required_argument, NULL, OPT_SHARDS },
+	{ "id", required_argument, NULL, OPT_ID },
+	{ "advertise-address", required_argument, NULL, OPT_ADVERTISE },
+	{ "lease-duration", required_argument, NULL, OPT_LEASE },
+	{ "renew-deadline", required_argument, NULL, OPT_RENEW },
+	{ "retry-period", required_argument, NULL, OPT_RETRY },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -159,6 +180,12 @@ parse_one(int opt, const char *arg, flags *f)
 	case OPT_C_PER_IP: f->cfg.connect_max_per_ip = arg; return 0;
 	case OPT_STORE_UNAV: f->cfg.store_unavailable_after = arg; return 0;
 	case OPT_ONCE: f->once = true; return 0;
+	case OPT_SHARDS: f->cfg.shards = arg; return 0;
+	case OPT_ID: f->cfg.identity = arg; return 0;
+	case OPT_ADVERTISE: f->cfg.advertise_address = arg; return 0;
+	case OPT_LEASE: f->cfg.lease_duration = arg; return 0;
+	case OPT_RENEW: f->cfg.renew_deadline = arg; return 0;
+	case OPT_RETRY: f->cfg.retry_period = arg; return 0;
 	case OPT_POLL: return parse_duration_flag("--poll", arg, &f->poll_ms);
 	case OPT_ONCE_TIMEOUT:
 		return parse_duration_flag("--once-timeout", arg, &f->once_timeout_ms);
@@ -312,6 +339,21 @@ raise_fd_limit(void)
 	}
 }
 
+/* controller.identity unset: HOSTNAME-PID (unique per process, so a
+ * restarted replica never mistakes another's leases for its own). */
+static void
+default_identity(sk_controller_config *cfg)
+{
+	char host[64] = "";
+
+	if (cfg->identity && cfg->identity[0])
+		return;
+	if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0')
+		snprintf(host, sizeof(host), "spacekeeper");
+	free(cfg->identity);
+	cfg->identity = sk_asprintf("%s-%d", host, (int)getpid());
+}
+
 static int
 run(const flags *f, sk_controller_config *cfg)
 {
@@ -330,6 +372,7 @@ run(const flags *f, sk_controller_config *cfg)
 		pthread_sigmask(SIG_BLOCK, &set, NULL);
 	warn_key_files(cfg, &log);
 	raise_fd_limit();
+	default_identity(cfg);
 	o.config = cfg;
 	o.log = sk_daemon_log;
 	o.log_payload = &log;

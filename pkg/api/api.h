@@ -502,6 +502,14 @@ typedef struct sk_controller_config {
 	int connect_max_connections; /* open connections, default 16384 */
 	int connect_max_per_ip; /* open connections per client address, 0 (default): no cap */
 	int64_t store_unavailable_after_ms; /* /readyz 503 after this long unreachable, 30s */
+	/* Replicas (controller.shards ...): spaces are split into `shards`
+	 * shards by a hash of spec.userID; each replica holds leases on some. */
+	int shards; /* default 64 */
+	char *identity; /* "" (default): HOSTNAME-PID, decided by the binary */
+	int64_t lease_duration_ms; /* default 15s */
+	int64_t renew_deadline_ms; /* default 10s */
+	int64_t retry_period_ms; /* default 2s */
+	char *advertise_address; /* HOST:PORT others forward connects to; "": listen */
 } sk_controller_config;
 
 /* Parses and validates a config file (errors with path and file:line:col). */
@@ -523,6 +531,7 @@ typedef struct sk_config_context {
 	const char *database;
 } sk_config_context;
 
+#define SK_CONFIG_SHARDS_MAX 4096
 typedef struct sk_config_sources {
 	const char *config_path; /* --config: a ControllerConfig file */
 	const sk_config_context *context; /* spacectl's current context; NULL none */
@@ -540,6 +549,12 @@ typedef struct sk_config_sources {
 	const char *connect_max_connections; /* --connect-max-connections */
 	const char *connect_max_per_ip; /* --connect-max-per-ip */
 	const char *store_unavailable_after; /* --store-unavailable-after */
+	const char *shards; /* --shards */
+	const char *identity; /* --id */
+	const char *lease_duration; /* --lease-duration */
+	const char *renew_deadline; /* --renew-deadline */
+	const char *retry_period; /* --retry-period */
+	const char *advertise_address; /* --advertise-address */
 	const char *(*getenv)(const char *name); /* NULL: getenv(3); tests pass their own */
 } sk_config_sources;
 

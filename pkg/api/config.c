@@ -18,6 +18,7 @@
 
 #define CFG_DEFAULT_URL "http://127.0.0.1:3000"
 #define CFG_KEY_MAX 4096
+#define SK_IDENTITY_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
 
 typedef struct cfg_ctx {
 	const sk_doc *doc;
@@ -193,6 +194,12 @@ config_new(void)
 	c->connect_max_waiting = 1024;
 	c->connect_max_connections = 16384;
 	c->store_unavailable_after_ms = 30000;
+	c->shards = 64;
+	c->identity = sk_strdup("");
+	c->lease_duration_ms = 15000; /* client-go leaderelection's defaults */
+	c->renew_deadline_ms = 10000;
+	c->retry_period_ms = 2000;
+	c->advertise_address = sk_strdup("");
 	return c;
 }
 
@@ -240,6 +247,8 @@ sk_config_free(sk_controller_config *c)
 	free(c->connect_token_file);
 	free(c->connect_tls_cert_file);
 	free(c->connect_tls_key_file);
+	free(c->identity);
+	free(c->advertise_address);
 	free(c);
 }
 
@@ -263,7 +272,8 @@ typedef enum cfg_kind {
 	CFG_DURATION,
 	CFG_LISTEN,
 	CFG_PATH,
-	CFG_BOOL
+	CFG_BOOL,
+	CFG_IDENTITY
 } cfg_kind;
 
 typedef struct cfg_setting {
@@ -309,6 +319,18 @@ static const cfg_setting settings[] = {
 	{ "controller.storeUnavailableAfter", "--store-unavailable-after", NULL, CFG_DURATION, 1000,
 	        3600000, CFG_FIELD(store_unavailable_after_ms),
 	        CFG_SOURCE(store_unavailable_after) },
+	{ "controller.shards", "--shards", NULL, CFG_INT, 1, SK_CONFIG_SHARDS_MAX,
+	        CFG_FIELD(shards), CFG_SOURCE(shards) },
+	{ "controller.identity", "--id", NULL, CFG_IDENTITY, 0, 0, CFG_FIELD(identity),
+	        CFG_SOURCE(identity) },
+	{ "controller.leaseDuration", "--lease-duration", NULL, CFG_DURATION, 500, 3600000,
+	        CFG_FIELD(lease_duration_ms), CFG_SOURCE(lease_duration) },
+	{ "controller.renewDeadline", "--renew-deadline", NULL, CFG_DURATION, 300, 3600000,
+	        CFG_FIELD(renew_deadline_ms), CFG_SOURCE(renew_deadline) },
+	{ "controller.retryPeriod", "--retry-period", NULL, CFG_DURATION, 100, 3600000,
+	        CFG_FIELD(retry_period_ms), CFG_SOURCE(retry_period) },
+	{ "controller.advertiseAddress", "--advertise-address", NULL, CFG_LISTEN, 0, 0,
+	        CFG_FIELD(advertise_address), CFG_SOURCE(advertise_address) },
 };
 #define N_SETTINGS (sizeof(settings) / sizeof(settings[0]))
 
@@ -345,6 +367,10 @@ string_rule(cfg_kind kind, const char *s)
 		for (const char *p = s; *p; p++)
 			if ((unsigned char)*p < 0x20)
 				return "must be a file path without control characters";
+		return NULL;
+	case CFG_IDENTITY:
+		if (strlen(s) > 63 || strspn(s, SK_IDENTITY_CHARS) != strlen(s))
+			return "must be 0 to 63 of [A-Za-z0-9._-] (\"\": HOSTNAME-PID)";
 		return NULL;
 	default: return NULL;
 	}
@@ -742,6 +768,19 @@ apply_context(const sk_config_sources *src, sk_controller_config *cfg, sk_errlis
 	}
 }
 
+/* client-go's rule: retryPeriod < renewDeadline < leaseDuration, so a
+ * holder that cannot renew stops acting before its lease runs out. */
+static void
+check_lease_timings(const sk_controller_config *cfg, sk_errlist *errs)
+{
+	if (cfg->renew_deadline_ms >= cfg->lease_duration_ms)
+		sk_errlist_add(errs, "controller.renewDeadline", NULL, 0, 0,
+		        "must be shorter than controller.leaseDuration");
+	if (cfg->retry_period_ms >= cfg->renew_deadline_ms)
+		sk_errlist_add(errs, "controller.retryPeriod", NULL, 0, 0,
+		        "must be shorter than controller.renewDeadline");
+}
+
 size_t
 sk_config_check_flags(const sk_config_sources *src, sk_errlist *errs)
 {
@@ -803,6 +842,7 @@ sk_config_resolve(
 	apply_layer(src, false, cfg, errs);
 	if (errs->len == before)
 		check_connect(cfg, errs);
+	check_lease_timings(cfg, errs);
 	if (errs->len > before) {
 		sk_config_free(cfg);
 		return sk_error_set(err, SK_EINVALID, "invalid settings (%zu error%s)",

@@ -201,7 +201,8 @@ check_spec_duration(sk_vctx *v, const sk_field *f, json_t *val)
 		return;
 	if (ms < 1000 && strpbrk(s, "123456789") != NULL)
 		sk_doc_error(v->errs, v->doc, f->path, "must be 0%s or at least 1s (got \"%s\")",
-		        strcmp(f->path, "spec.lifecycle.idleTimeout") == 0 ? " (always on)" : "", s);
+		        strcmp(f->path, "spec.lifecycle.idleTimeout") == 0 ? " (always on)" : "",
+		        s);
 }
 
 static void

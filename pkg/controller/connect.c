@@ -193,8 +193,22 @@ wait_ready(
 	free(key);
 }
 
+/* Another replica holds the user's shard: its answer (true), else false. */
+static bool
+forwarded(sk_controller *c, const sk_userspace *us, int64_t timeout_ms, const sk_ctl_origin *from,
+        sk_http_reply *r)
+{
+	char *path = sk_asprintf(
+	        "/v1/userspaces/%s/connect?timeout=%lldms", us->meta.name, (long long)timeout_ms);
+	bool done = sk_ctl_forward_user(c, us->spec.user_id, path, timeout_ms, from, r);
+
+	free(path);
+	return done;
+}
+
 void
-sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, sk_http_reply *r)
+sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, const sk_ctl_origin *from,
+        sk_http_reply *r)
 {
 	int64_t deadline = sk_monotonic_ms() + timeout_ms;
 	int64_t now = sk_now_ms();
@@ -211,6 +225,11 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, sk_http_r
 		sk_ctl_reply_error(r, rc == SK_ENOTFOUND ? 404 : 503,
 		        rc == SK_ENOTFOUND ? "NotFound" : "StoreUnavailable", err.message);
 		count_connect(c, "none", r->status, t0);
+		return;
+	}
+	if (forwarded(c, us, timeout_ms, from, r)) {
+		count_connect(c, "forward", r->status, t0);
+		sk_userspace_free(us);
 		return;
 	}
 	sk_ctl_space_touch(c, name, now);
@@ -239,7 +258,8 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, sk_http_r
 }
 
 void
-sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms, sk_http_reply *r)
+sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms,
+        const sk_ctl_origin *from, sk_http_reply *r)
 {
 	double t0 = sk_metrics_now();
 	char *name = sk_informer_name_for_user(c->inf, user_id);
@@ -249,12 +269,12 @@ sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms, s
 		count_connect(c, "none", 404, t0);
 		return;
 	}
-	sk_ctl_connect(c, name, timeout_ms, r);
+	sk_ctl_connect(c, name, timeout_ms, from, r);
 	free(name);
 }
 
 void
-sk_ctl_activity(sk_controller *c, const char *user_id, sk_http_reply *r)
+sk_ctl_activity(sk_controller *c, const char *user_id, const sk_ctl_origin *from, sk_http_reply *r)
 {
 	char *name = sk_informer_name_for_user(c->inf, user_id);
 	int64_t now = sk_now_ms();
@@ -262,9 +282,19 @@ sk_ctl_activity(sk_controller *c, const char *user_id, sk_http_reply *r)
 	sk_connect_decision d;
 	sk_plan_options o;
 	sk_ctl_keeper k;
+	char *path;
+	bool fwd;
 
 	if (name == NULL || sk_informer_get(c->inf, name, &us) != 0) {
 		sk_ctl_reply_error(r, 404, "NotFound", "no UserSpace has this userID");
+		free(name);
+		return;
+	}
+	path = sk_asprintf("/v1/users/%s/activity", user_id);
+	fwd = sk_ctl_forward_user(c, user_id, path, 5000, from, r);
+	free(path);
+	if (fwd) {
+		sk_userspace_free(us);
 		free(name);
 		return;
 	}

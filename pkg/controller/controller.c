@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "controller_int.h"
 
@@ -54,8 +55,16 @@ static void
 on_informer_change(const char *name, void *payload)
 {
 	sk_controller *c = payload;
+	sk_userspace *us = NULL;
+	bool ours = true;
 
-	sk_workqueue_add(c->q, name);
+	/* Only the keys of the shards this replica holds (a deleted object's
+	 * key goes on: the worker forgets it). */
+	if (sk_informer_get(c->inf, name, &us) == 0)
+		ours = sk_ctl_may_act(c, us->spec.user_id);
+	sk_userspace_free(us);
+	if (ours)
+		sk_workqueue_add(c->q, name);
 }
 
 /* The store URI with a small connection pool unless the URI sets one:
@@ -145,6 +154,12 @@ sk_controller_new(sk_controller **out, const sk_controller_options *opts, sk_err
 	if (c->opts.relist_ms <= 0)
 		c->opts.relist_ms = def.relist_ms;
 	c->cfg = opts->config;
+	c->identity = c->cfg->identity && c->cfg->identity[0]
+	        ? sk_strdup(c->cfg->identity)
+	        : sk_asprintf("spacekeeper-%d", (int)getpid());
+	atomic_init(&c->observe_now, false);
+	atomic_init(&c->started, false);
+	sk_ctl_shards_init(c);
 	c->n_prov = c->cfg->n_providers;
 	c->n_workers = c->cfg->workers > 0 ? c->cfg->workers : 1;
 	pthread_mutex_init(&c->mu, NULL);
@@ -205,6 +220,8 @@ sk_controller_free(sk_controller *c)
 	sk_strmap_free(c->drift);
 	sk_timeline_free(c->tl_reconcile);
 	sk_timeline_free(c->tl_connect);
+	sk_ctl_shards_dispose(c);
+	free(c->identity);
 	pthread_cond_destroy(&c->cond);
 	free(c);
 }
@@ -431,6 +448,11 @@ worker_process(sk_worker *w, const char *key)
 	char l[160];
 
 	rc = key_object(c, key, &us, &err);
+	if (rc == 0 && !sk_ctl_may_act(c, us->spec.user_id)) {
+		/* Another replica's shard (or ours no longer): theirs to reconcile. */
+		sk_workqueue_forget(c->q, key);
+		goto done;
+	}
 	if (rc == SK_ENOTFOUND) {
 		/* Gone from the store: nothing to reconcile (orphans are the observer's). */
 		sk_workqueue_forget(c->q, key);
@@ -465,6 +487,8 @@ worker_process(sk_worker *w, const char *key)
 	env.report = &report;
 	env.migration_observer = sk_ctl_observe_migration;
 	env.migration_arg = c;
+	env.may_act = sk_ctl_may_act_cb;
+	env.may_act_arg = c;
 	sk_ctl_space_take(c, key, &env);
 	t0 = sk_monotonic_ms();
 	if (sk_ctl_stopping(c)) { /* taken, not started: no new work after a stop */
@@ -595,6 +619,8 @@ start_parts(sk_controller *c, sk_error *err)
 	if (!wait_synced(c, SK_CONTROLLER_SYNC_MS))
 		return sk_error_set(err, SK_EUNAVAILABLE,
 		        "informer: no list of UserSpaces within %ds", SK_CONTROLLER_SYNC_MS / 1000);
+	sk_ctl_shards_prepare(c);
+	sk_ctl_shards_tick(c); /* the shards to start with */
 	sk_ctl_observe_all(c);
 	pthread_mutex_lock(&c->mu);
 	c->running = !c->stopping;
@@ -603,6 +629,8 @@ start_parts(sk_controller *c, sk_error *err)
 		return 0;
 	if ((rc = workers_start(c, err)) != 0)
 		return rc;
+	if ((rc = sk_ctl_shards_start(c, err)) != 0)
+		return rc;
 	return sk_ctl_observer_start(c, err);
 }
 
@@ -610,9 +638,10 @@ static void
 log_started(sk_controller *c)
 {
 	sk_ctl_log(c, SK_LOG_INFO, "controller started",
-	        "workers=%d providers=%zu userspaces=%zu http_port=%d connect_port=%d",
+	        "workers=%d providers=%zu userspaces=%zu http_port=%d connect_port=%d id=%s "
+	        "shards_held=%zu/%d",
 	        c->n_workers, c->n_prov, sk_informer_len(c->inf), c->http_port,
-	        sk_ctl_guard_port(c));
+	        sk_ctl_guard_port(c), c->identity, sk_ctl_shards_held(c), c->cfg->shards);
 }
 
 static int
@@ -653,6 +682,7 @@ boot_main(void *arg)
 		if (rc == 0) {
 			if (!c->stopping)
 				log_started(c);
+			atomic_store(&c->started, true); /* ready once it said so */
 			break;
 		}
 		connected = false;
@@ -737,6 +767,7 @@ sk_controller_stop(sk_controller *c)
 	for (int i = 0; c->workers && i < c->n_workers; i++)
 		pthread_join(c->workers[i].thread, NULL);
 	workers_free(c);
+	sk_ctl_shards_stop(c); /* in-flight reconciles are done: hand the shards over */
 	if (started)
 		sk_ctl_log(c, SK_LOG_INFO, "controller stopped", "reconciles=%llu abandoned=%llu",
 		        (unsigned long long)c->gen, (unsigned long long)atomic_load(&c->abandoned));
@@ -767,6 +798,7 @@ sk_controller_run_once(sk_controller *c, int64_t settle_ms, int64_t timeout_ms, 
 	if ((rc = sk_store_connect(c->store, true, err)) != 0 ||
 	        (rc = sk_informer_relist(c->inf, err)) != 0)
 		return rc;
+	sk_ctl_shards_all(c); /* one pass over everything, no leases */
 	sk_ctl_observe_all(c);
 	pthread_mutex_lock(&c->mu);
 	c->running = true;
@@ -798,7 +830,7 @@ done:
 bool
 sk_controller_ready(sk_controller *c)
 {
-	return sk_informer_has_synced(c->inf);
+	return sk_informer_has_synced(c->inf) && atomic_load(&c->started);
 }
 
 int

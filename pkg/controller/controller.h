@@ -76,7 +76,8 @@ void sk_controller_stop(sk_controller *c);
  * of some key failed (err names how many). */
 int sk_controller_run_once(sk_controller *c, int64_t settle_ms, int64_t timeout_ms, sk_error *err);
 
-/* Informer synced (/readyz also wants the store answering lately). */
+/* Started: the informer synced, the first shard round done, the workers
+ * running, and the store answering lately (what /readyz answers). */
 bool sk_controller_ready(sk_controller *c);
 /* The bound HTTP port (0 when not serving). */
 int sk_controller_http_port(sk_controller *c);

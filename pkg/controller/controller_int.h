@@ -48,8 +48,14 @@ typedef struct sk_worker {
 	sk_provider **clients; /* one per provider, in config order */
 } sk_worker;
 
+typedef struct sk_ctl_shards sk_ctl_shards; /* shards.c */
+
 struct sk_controller {
 	sk_controller_options opts;
+	char *identity; /* controller.identity, else spacekeeper-PID */
+	sk_ctl_shards *shards;
+	atomic_bool observe_now; /* the observer runs a pass at once (shards gained) */
+	atomic_bool started; /* first shard round done, workers up (sk_controller_ready) */
 	const sk_controller_config *cfg;
 	sk_store *store;
 	sk_informer *inf;
@@ -128,6 +134,37 @@ void sk_ctl_observer_stop(sk_controller *c);
 void sk_ctl_list_view(
         sk_controller *c, int prov, const char *user_id, sk_sandbox_list *list, sk_list_view *view);
 
+/* observe.c: asks the observer thread for a pass now. */
+void sk_ctl_observe_soon(sk_controller *c);
+
+/* shards.c: replicas share the spaces by shard leases (see shards.c). */
+#define SK_CTL_METRIC_SHARDS_HELD "spacekeeper_shards_held"
+#define SK_CTL_METRIC_SHARDS_TOTAL "spacekeeper_shards"
+#define SK_CTL_METRIC_MASTER_STATUS "spacekeeper_leader_election_master_status"
+#define SK_CTL_METRIC_RENEW_FAILURES "spacekeeper_lease_renew_failures_total"
+/* The shard of a userID among n (FNV-1a of its bytes, mod n). */
+int sk_ctl_shard_of(const char *user_id, int n);
+void sk_ctl_shards_init(sk_controller *c);
+void sk_ctl_shards_dispose(sk_controller *c);
+/* Sets the holder string ("ID@ADDRESS") once HTTP has its port. */
+void sk_ctl_shards_prepare(sk_controller *c);
+/* One round: list, renew, balance. Returns how many shards it gained. */
+int sk_ctl_shards_tick(sk_controller *c);
+int sk_ctl_shards_start(sk_controller *c, sk_error *err);
+/* Joins the lease thread and releases every lease held (after the workers). */
+void sk_ctl_shards_stop(sk_controller *c);
+/* --once: every shard counts as held, no lease is taken. */
+void sk_ctl_shards_all(sk_controller *c);
+/* Fencing: the shard is held and was renewed within the renew deadline. */
+bool sk_ctl_shard_valid(sk_controller *c, int shard);
+bool sk_ctl_may_act(sk_controller *c, const char *user_id);
+bool sk_ctl_may_act_cb(void *arg, const char *user_id); /* arg: the controller */
+/* HOST:PORT of the replica holding the user's shard (caller frees); NULL
+ * when it is free or ours. */
+char *sk_ctl_shard_holder_address(sk_controller *c, const char *user_id);
+size_t sk_ctl_shards_held(sk_controller *c);
+const char *sk_ctl_identity(sk_controller *c);
+
 /* http.c: the main listener (controller.listen), then the connect
  * listener (guard.c) and the store probe; stop undoes all three. */
 int sk_ctl_http_start(sk_controller *c, sk_error *err);
@@ -178,11 +215,30 @@ typedef struct sk_http_reply {
 #define SK_CTL_METRIC_CONNECT_DURATION "spacekeeper_connect_duration_seconds"
 void sk_ctl_reply_json(sk_http_reply *r, unsigned int status, json_t *obj); /* takes obj */
 void sk_ctl_reply_error(sk_http_reply *r, unsigned int status, const char *reason, const char *msg);
-void sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, sk_http_reply *r);
-void sk_ctl_connect_user(
-        sk_controller *c, const char *user_id, int64_t timeout_ms, sk_http_reply *r);
+/* Where a connect came from: another replica (forwarded, never forwarded
+ * again) or a caller (its Authorization header goes along to the holder).
+ * NULL: a local caller without headers. */
+typedef struct sk_ctl_origin {
+	bool forwarded;
+	const char *authorization;
+} sk_ctl_origin;
+#define SK_CTL_FORWARDED_HEADER "X-Spacekeeper-Forwarded-By"
+void sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms,
+        const sk_ctl_origin *from, sk_http_reply *r);
+void sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms,
+        const sk_ctl_origin *from, sk_http_reply *r);
 /* POST /v1/users/ID/activity: a heartbeat, 204. */
-void sk_ctl_activity(sk_controller *c, const char *user_id, sk_http_reply *r);
+void sk_ctl_activity(
+        sk_controller *c, const char *user_id, const sk_ctl_origin *from, sk_http_reply *r);
+
+/* forward.c: POSTs path to the replica at addr and copies its answer. */
+void sk_ctl_forward(sk_controller *c, const char *addr, const char *path, int64_t timeout_ms,
+        const sk_ctl_origin *from, sk_http_reply *r);
+/* When another replica holds the user's shard: forwards there (or answers
+ * 503 with Retry-After when none does, or when from was itself forwarded)
+ * and returns true; false when this replica may act on the user. */
+bool sk_ctl_forward_user(sk_controller *c, const char *user_id, const char *path,
+        int64_t timeout_ms, const sk_ctl_origin *from, sk_http_reply *r);
 
 /* metrics.c: declares every metric (at new), and the workqueue's
  * queue/work duration observer. */

@@ -62,6 +62,7 @@ typedef struct call {
 	call_kind kind;
 	char *arg;
 	int64_t ms;
+	sk_ctl_origin from; /* its header values live as long as conn */
 	size_t body; /* bytes of body seen */
 	bool done; /* r holds the answer of a connect thread */
 	bool unauthorized;
@@ -177,6 +178,18 @@ path_segment(const char *url, const char *prefix, const char *suffix)
 	return sk_strndup(url + pl, ul - pl - sl);
 }
 
+/* Who sent a connect: another replica, and the caller's Authorization. */
+static sk_ctl_origin
+origin_of(struct MHD_Connection *conn)
+{
+	sk_ctl_origin o = { 0 };
+
+	o.forwarded =
+	        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, SK_CTL_FORWARDED_HEADER) != NULL;
+	o.authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+	return o;
+}
+
 /* Fills q->kind/arg/ms for a connect to run in a thread (true), or answers
  * q->r at once (false). */
 static bool
@@ -184,6 +197,7 @@ route(call *q, const char *method, const char *url)
 {
 	char *arg;
 
+	q->from = origin_of(q->conn);
 	if ((arg = path_segment(url, "/v1/userspaces/", "/connect")) != NULL) {
 		q->kind = CALL_CONNECT;
 		if (strcmp(method, "POST") != 0)
@@ -197,7 +211,7 @@ route(call *q, const char *method, const char *url)
 		if (strcmp(method, "POST") != 0)
 			sk_ctl_reply_error(&q->r, 405, "MethodNotAllowed", "use POST");
 		else
-			sk_ctl_activity(q->c, arg, &q->r);
+			sk_ctl_activity(q->c, arg, &q->from, &q->r);
 		free(arg);
 		return false;
 	} else {
@@ -222,9 +236,9 @@ call_main(void *arg)
 	struct sk_ctl_guard *g = c->guard;
 
 	if (q->kind == CALL_CONNECT)
-		sk_ctl_connect(c, q->arg, q->ms, &q->r);
+		sk_ctl_connect(c, q->arg, q->ms, &q->from, &q->r);
 	else
-		sk_ctl_connect_user(c, q->arg, q->ms, &q->r);
+		sk_ctl_connect_user(c, q->arg, q->ms, &q->from, &q->r);
 	q->done = true;
 	/* q belongs to the listener again from here on */
 	MHD_resume_connection(q->conn);

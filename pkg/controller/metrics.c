@@ -239,6 +239,26 @@ render_drift(sk_controller *c)
 	}
 }
 
+/* Shard leases (shards.c): held and total, one master-status series per
+ * shard (client-go's leader_election_master_status), renew failures. */
+static void
+declare_shards(sk_controller *c)
+{
+	sk_metrics *m = c->metrics;
+
+	sk_metrics_declare(m, SK_CTL_METRIC_SHARDS_HELD, SK_METRIC_GAUGE,
+	        "Shards whose lease this replica holds");
+	sk_metrics_set(m, SK_CTL_METRIC_SHARDS_HELD, NULL, 0);
+	sk_metrics_declare(m, SK_CTL_METRIC_SHARDS_TOTAL, SK_METRIC_GAUGE,
+	        "Shards the UserSpaces are split into (controller.shards)");
+	sk_metrics_set(m, SK_CTL_METRIC_SHARDS_TOTAL, NULL, c->cfg->shards);
+	sk_metrics_declare(m, SK_CTL_METRIC_MASTER_STATUS, SK_METRIC_GAUGE,
+	        "1 while this replica holds the named shard lease and may act on it");
+	sk_metrics_declare(m, SK_CTL_METRIC_RENEW_FAILURES, SK_METRIC_COUNTER,
+	        "Shard lease renewals that failed");
+	sk_metrics_add(m, SK_CTL_METRIC_RENEW_FAILURES, NULL, 0);
+}
+
 void
 sk_ctl_metrics_declare(sk_controller *c)
 {
@@ -276,6 +296,7 @@ sk_ctl_metrics_declare(sk_controller *c)
 	        "UserSpaces in the informer cache by status.phase (None: no status yet) and "
 	        "whether condition Ready is True");
 	sk_ctl_metrics_userspaces(m, NULL);
+	declare_shards(c);
 	sk_metrics_collect_process(m, NULL);
 }
 

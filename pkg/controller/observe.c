@@ -132,6 +132,10 @@ handle_orphans(sk_controller *c, int i, const sk_sandbox_list *all, int64_t now)
 	char l[160];
 
 	sk_plan_options_from_config(&o, pc, c->cfg->resync_ms);
+	/* Orphans are the holder of shard 0's, so replicas do not each report
+	 * (or kill) them. */
+	if (!sk_ctl_shard_valid(c, 0))
+		return;
 	if (sk_plan_orphans(all, has_user, c->inf, &c->views[i].orphan_seen, now, &o, &ol) != 0)
 		return;
 	for (size_t k = 0; k < ol.len; k++) {
@@ -196,21 +200,38 @@ observe_provider(sk_controller *c, int i)
 	sk_kvlist_dispose(&match);
 }
 
+typedef struct owned_names {
+	sk_controller *c;
+	char **names;
+	size_t len;
+} owned_names;
+
+static void
+collect_owned(const sk_informer_entry *e, void *payload)
+{
+	owned_names *o = payload;
+
+	if (e->user_id && !sk_ctl_may_act(o->c, e->user_id))
+		return;
+	o->names = sk_realloc(o->names, (o->len + 1) * sizeof(*o->names));
+	o->names[o->len++] = sk_strdup(e->name);
+}
+
 void
 sk_ctl_observe_all(sk_controller *c)
 {
-	char **names;
-	size_t n;
+	owned_names o = { c, NULL, 0 };
 
 	for (size_t i = 0; i < c->n_prov && !sk_ctl_stopping(c); i++)
 		observe_provider(c, (int)i);
 	if (sk_ctl_stopping(c)) /* no new work: the list was abandoned */
 		return;
-	names = sk_informer_names(c->inf, &n);
-	/* Keys whose own requeue falls within the next period are left to it. */
-	for (size_t i = 0; i < n; i++)
-		sk_workqueue_add_resync(c->q, names[i], c->cfg->resync_ms);
-	sk_informer_names_free(names, n);
+	/* The keys of the shards this replica holds. Keys whose own requeue
+	 * falls within the next period are left to it. */
+	sk_informer_foreach(c->inf, collect_owned, &o);
+	for (size_t i = 0; i < o.len; i++)
+		sk_workqueue_add_resync(c->q, o.names[i], c->cfg->resync_ms);
+	sk_informer_names_free(o.names, o.len);
 	/* A pass replaces every list and many cached objects: free pages inside
 	 * the heap go back to the system instead of staying resident. */
 	malloc_trim(0);
@@ -248,11 +269,21 @@ observer_sleep(sk_controller *c, int64_t ms)
 	bool go;
 
 	pthread_mutex_lock(&c->mu);
-	while (!sk_ctl_stopping(c) && sk_monotonic_ms() < deadline)
+	while (!sk_ctl_stopping(c) && !atomic_load(&c->observe_now) && sk_monotonic_ms() < deadline)
 		sk_cond_wait_ms(&c->cond, &c->mu, 200);
+	atomic_store(&c->observe_now, false);
 	go = !sk_ctl_stopping(c);
 	pthread_mutex_unlock(&c->mu);
 	return go;
+}
+
+void
+sk_ctl_observe_soon(sk_controller *c)
+{
+	pthread_mutex_lock(&c->mu);
+	atomic_store(&c->observe_now, true);
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->mu);
 }
 
 static void *

@@ -38,6 +38,7 @@ typedef struct sk_xctx {
 	 * trust a direct GET over a list older than that (observe's list_stale).
 	 * A write of conditions or lastActivityTime alone does not move it. */
 	bool changed_provider;
+	bool fenced; /* may_act said no: nothing more is called or written */
 } sk_xctx;
 
 static void xlog(const sk_xctx *x, sk_log_level lvl, const char *msg, const char *fmt, ...)
@@ -90,11 +91,33 @@ status_same(const sk_userspace_status *a, const sk_userspace_status *b)
 	return sk_userspace_status_equal(&t, b);
 }
 
+/* Fencing: SK_EUNAVAILABLE (and x->fenced, logged once) when the caller
+ * may no longer act on this user before `what`; 0 when it may. */
+static int
+fence(sk_xctx *x, const char *what, sk_error *err)
+{
+	if (!x->fenced &&
+	        (x->env->may_act == NULL ||
+	                x->env->may_act(x->env->may_act_arg, x->cur->spec.user_id)))
+		return 0;
+	if (!x->fenced)
+		xlog(x, SK_LOG_WARN, "fenced", "before=\"%s\" why=\"no valid lease on its shard\"",
+		        what);
+	x->fenced = true;
+	return sk_error_set(err, SK_EUNAVAILABLE,
+	        "fenced: no valid lease on the shard of user %s; not acting",
+	        x->cur->spec.user_id ? x->cur->spec.user_id : "");
+}
+
 static int
 write_once(sk_xctx *x, const sk_userspace_status *st, sk_error *err)
 {
 	sk_userspace *out = NULL;
-	int rc = sk_store_write_status(x->env->store, x->cur, st, &out, err);
+	int rc = fence(x, "status write", err);
+
+	if (rc != 0)
+		return rc;
+	rc = sk_store_write_status(x->env->store, x->cur, st, &out, err);
 
 	if (rc == 0 && out != NULL) {
 		sk_userspace_free(x->cur);
@@ -404,11 +427,11 @@ record_failure(sk_xctx *x, const sk_action *a, int rc, sk_error *err)
 	xlog(x, transient ? SK_LOG_WARN : SK_LOG_ERROR, "action failed",
 	        "action=%s reason=%s transient=%s error=\"%s\"", sk_action_type_name(a->type),
 	        reason, transient ? "true" : "false", err->message);
-	if (x->removed)
-		return;
+	sk_error_clear(&e2);
+	if (x->removed || fence(x, "failure record", &e2) != 0)
+		return; /* a fenced run writes nothing, not even an event */
 	sk_plan_failure(x->planned, &o, x->now, &x->st);
 	event(x, "Warning", reason, "%s", err->message);
-	sk_error_clear(&e2);
 	if (x->st.phase == SK_PHASE_CREATING && x->st.sandbox_id == NULL)
 		write_status(x, &x->st, &e2); /* keeps the mark's time */
 	else
@@ -453,6 +476,9 @@ execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_user
 			record_failure(&x, a, rc, err);
 			break;
 		}
+		if (a->type != SK_ACTION_EVENT &&
+		        (rc = fence(&x, sk_action_type_name(a->type), err)) != 0)
+			break;
 		rc = run_action(&x, a, err);
 		if (rc == 0 && a->type != SK_ACTION_INIT_ENV &&
 		        (sk_action_is_mutating(a) || a->type == SK_ACTION_SET_TIMEOUT))
@@ -466,6 +492,8 @@ execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_user
 	}
 	if (rc == 0)
 		rc = write_if_changed(&x, err);
+	if (x.fenced)
+		rc = SK_EUNAVAILABLE;
 	if (updated != NULL) {
 		*updated = x.removed ? NULL : x.cur;
 		if (!x.removed)

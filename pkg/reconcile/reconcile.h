@@ -467,6 +467,12 @@ typedef struct sk_reconcile_env {
 	size_t copy_chunk_bytes;
 	int copy_attempts;
 	int64_t progress_every_ms;
+	/* Optional fencing: asked before every mutating provider call and store
+	 * write; false stops the run with SK_EUNAVAILABLE (transient) before
+	 * the call and without writing the failure (the caller lost the right
+	 * to act on this user, e.g. its shard lease). NULL: always may act. */
+	bool (*may_act)(void *arg, const char *user_id);
+	void *may_act_arg;
 } sk_reconcile_env;
 
 typedef struct sk_reconcile_report {

@@ -58,6 +58,12 @@
 #define SK_CLAIM_SWEEP_MS 10000 /* at most one sweep of old claims per store this often */
 #define SK_CLAIM_USE_MS 5000 /* a claim is written under only this long after it was taken */
 #define SK_COPY_FRESH_MS 5000 /* a copy this recent is written over without a re-read */
+/* A lease claim is abandoned sooner: lease writes always re-read under the
+ * claim and write within SK_CLAIM_USE_MS of taking it, so after twice that
+ * no writer is left (unless a request stayed in flight over 5 s), and a
+ * replica killed in the middle of a renew must not keep its shard from the
+ * others for 30 s, longer than the lease itself. */
+#define SK_LEASE_CLAIM_EXPIRY_MS (2 * SK_CLAIM_USE_MS)
 
 bool
 sk_store_claim_usable(int64_t claim_ms)
@@ -148,12 +154,12 @@ insert_claim(mongoc_collection_t *coll, const char *id, bson_error_t *berr)
 	return ok ? 0 : sk_store_is_duplicate(berr) ? SK_ECONFLICT : SK_ERROR;
 }
 
-/* Deletes the claim when it was taken longer ago than the expiry. */
+/* Deletes the claim when it was taken longer ago than expiry_ms. */
 static bool
-expire_claim(mongoc_collection_t *coll, const char *id)
+expire_claim(mongoc_collection_t *coll, const char *id, int64_t expiry_ms)
 {
 	bson_t *filter = BCON_NEW("_id", BCON_UTF8(id), "at", "{", "$lt",
-	        BCON_DATE_TIME(sk_now_ms() - SK_CLAIM_EXPIRY_MS), "}");
+	        BCON_DATE_TIME(sk_now_ms() - expiry_ms), "}");
 	bson_t reply;
 	bson_iter_t it;
 	bool removed = false;
@@ -203,10 +209,12 @@ sk_store_claim(sk_mongo *s, mongoc_client_t *client, const char *key, int64_t ba
 	mongoc_collection_t *coll =
 	        mongoc_client_get_collection(client, s->database, SK_COLL_CLAIMS);
 	char *id = sk_asprintf("%s/%lld", key, (long long)base);
+	bool lease = strncmp(key, SK_LEASE_CLAIM_PREFIX, strlen(SK_LEASE_CLAIM_PREFIX)) == 0;
 	bson_error_t berr;
 	int rc = insert_claim(coll, id, &berr);
 
-	if (rc == SK_ECONFLICT && expire_claim(coll, id))
+	if (rc == SK_ECONFLICT &&
+	        expire_claim(coll, id, lease ? SK_LEASE_CLAIM_EXPIRY_MS : SK_CLAIM_EXPIRY_MS))
 		rc = insert_claim(coll, id, &berr);
 	if (rc == SK_ECONFLICT)
 		claim_conflict(key, base, err);

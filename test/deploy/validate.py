@@ -112,18 +112,27 @@ def probe_path(c, probe):
     return dig(c, probe, "httpGet", "path")
 
 
+def identity_errors(c, where):
+    """Replicas share shards by lease: each needs its own identity (the pod name) and an
+    address the others forward connects to (the pod IP)."""
+    args = c.get("args") or []
+    env = {e.get("name"): dig(e, "valueFrom", "fieldRef", "fieldPath") for e in c.get("env") or []}
+    errs = []
+    if "--id=$(POD_NAME)" not in args or env.get("POD_NAME") != "metadata.name":
+        errs.append("%s: replicas need --id=$(POD_NAME) with POD_NAME from metadata.name" % where)
+    if not any(a.startswith("--advertise-address=$(POD_IP):") for a in args) or \
+            env.get("POD_IP") != "status.podIP":
+        errs.append("%s: replicas need --advertise-address=$(POD_IP):PORT with POD_IP from "
+                    "status.podIP" % where)
+    return errs
+
+
 def controller_errors(obj):
-    """The controller Deployment: one replica that never overlaps, probes on its port."""
+    """The controller Deployment: replicas with their own identity, probes on its port."""
     spec = obj.get("spec") or {}
     errs = []
-    if spec.get("replicas") != 1:
-        errs.append("spec.replicas: must be 1 until shard leases exist (issue 11 item 1)")
-    strategy = spec.get("strategy") or {}
-    surge = dig(strategy, "rollingUpdate", "maxSurge")
-    if strategy.get("type") != "Recreate" and surge not in (0, "0", "0%"):
-        errs.append("spec.strategy: must be Recreate or have rollingUpdate.maxSurge 0 "
-                    "(two controllers must never run at once)")
     for i, c in enumerate(dig(spec, "template", "spec", "containers") or []):
+        errs += identity_errors(c, "spec.template.spec.containers[%d]" % i)
         if probe_path(c, "livenessProbe") != "/healthz":
             errs.append("spec.template.spec.containers[%d].livenessProbe: must GET /healthz" % i)
         if probe_path(c, "readinessProbe") != "/readyz":

@@ -16,7 +16,8 @@ Checks (one "FAIL ..." line each, exit 1):
 Then writes OUTDIR/spacekeeper.yaml (the ConfigMap's config, provider URLs pointed at SIM_URL,
 apiKeyFile at OUTDIR/<the same file name>, listen at LISTEN, connectListen on a free loopback
 port, connectTokenFile at OUTDIR/connect-token, written) and OUTDIR/args (the container
-args, one per line, with the config path and the MongoDB URI of this run).
+args, one per line, with the config path and the MongoDB URI of this run, the pod name
+smoke-0 and the pod IP 127.0.0.1).
 """
 import base64
 import os
@@ -150,6 +151,7 @@ def write_local(config, args, outdir, sim_url, listen, uri):
         for a in args:
             if a.startswith("--config="):
                 a = "--config=" + cfg
+            a = a.replace("$(POD_NAME)", "smoke-0").replace("$(POD_IP)", "127.0.0.1")
             f.write(a.replace("$(SPACEKEEPER_MONGODB_URI)", uri) + "\n")
 
 

@@ -606,6 +606,34 @@ START_TEST(test_claims)
 }
 END_TEST
 
+/* A lease's write claim left by a replica that died in a renew is given up
+ * after 10 s (not the 30 s of a UserSpace's), so its shard is not wedged for
+ * longer than the lease; a younger one still blocks. */
+START_TEST(test_lease_claims)
+{
+	sk_store *s = open_store();
+	sk_userspace *v1 = create(s, "alice", "alice", "a"), *out = NULL;
+	sk_lease l = { 0 };
+	sk_error err = { 0 };
+
+	ck_assert_int_eq(sk_store_lease_acquire(s, "shard-00", "a", 15000, &l, &err), 0);
+	insert_claim("lease/shard-00", l.version, sk_now_ms() - 2000);
+	ck_assert_int_eq(sk_store_lease_renew(s, "shard-00", "a", NULL, &err), SK_ECONFLICT);
+	ck_assert_msg(strstr(err.message, "another write") != NULL, "message: %s", err.message);
+	sk_lease_dispose(&l);
+	ck_assert_int_eq(sk_store_lease_acquire(s, "shard-01", "a", 15000, &l, &err), 0);
+	insert_claim("lease/shard-01", l.version, sk_now_ms() - 15000);
+	ck_assert_msg(sk_store_lease_renew(s, "shard-01", "a", NULL, &err) == 0, "%s", err.message);
+	/* a UserSpace's claim of the same age still holds */
+	insert_claim("alice", v1->meta.resource_version, sk_now_ms() - 15000);
+	set_template(v1, "x");
+	ck_assert_int_eq(sk_store_update(s, v1, &out, &err), SK_ECONFLICT);
+	sk_lease_dispose(&l);
+	sk_userspace_free(v1);
+	close_store(s);
+}
+END_TEST
+
 START_TEST(test_list_selector)
 {
 	sk_store *s = open_store();
@@ -915,6 +943,7 @@ sk_suite_store(void)
 	tcase_add_test(tc, test_indexes_idempotent);
 	tcase_add_test(tc, test_unreachable_server);
 	tcase_add_test(tc, test_bad_uri);
+	tcase_add_test(tc, test_lease_claims);
 	tcase_add_test(tc, test_server_goes_away);
 	suite_add_tcase(s, tc);
 	return s;

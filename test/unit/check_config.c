@@ -542,6 +542,16 @@ static const struct {
 	        "--mongodb-uri", "must start with mongodb://" },
 	{ "mongodb: {database: 'a.b'}\n", "mongodb.database", { .database = "a.b" }, "--database",
 	        "MongoDB database name" },
+	{ "controller: {shards: 0}\n", "controller.shards", { .shards = "0" }, "--shards",
+	        "must be between 1 and 4096" },
+	{ "controller: {identity: 'a b'}\n", "controller.identity", { .identity = "a b" }, "--id",
+	        "[A-Za-z0-9._-]" },
+	{ "controller: {leaseDuration: 1ms}\n", "controller.leaseDuration",
+	        { .lease_duration = "1ms" }, "--lease-duration", "must be between 500ms and 1h" },
+	{ "controller: {retryPeriod: often}\n", "controller.retryPeriod",
+	        { .retry_period = "often" }, "--retry-period", "must be a duration" },
+	{ "controller: {advertiseAddress: nowhere}\n", "controller.advertiseAddress",
+	        { .advertise_address = "nowhere" }, "--advertise-address", "HOST:PORT" },
 };
 
 static void
@@ -597,6 +607,49 @@ START_TEST(bad_env_names_the_variable)
 }
 END_TEST
 
+/* Replicas: client-go's lease timings and 64 shards by default; the file
+ * and the flags set them; retryPeriod < renewDeadline < leaseDuration. */
+START_TEST(replica_settings)
+{
+	sk_config_sources src = { 0 };
+	sk_controller_config *c;
+	sk_errlist errs = { 0 };
+	sk_error err;
+
+	fake_env_uri = NULL;
+	c = resolve_ok(&src);
+	ck_assert_int_eq(c->shards, 64);
+	ck_assert_str_eq(c->identity, "");
+	ck_assert_int_eq(c->lease_duration_ms, 15000);
+	ck_assert_int_eq(c->renew_deadline_ms, 10000);
+	ck_assert_int_eq(c->retry_period_ms, 2000);
+	ck_assert_str_eq(c->advertise_address, "");
+	sk_config_free(c);
+	src.config_path = sk_test_write_file("rep.yaml",
+	        HEAD P0 "    apiKeyEnv: K\ncontroller: {shards: 12, identity: pod-0, "
+	                "leaseDuration: 4s, renewDeadline: 3s, retryPeriod: 500ms, "
+	                "advertiseAddress: 'pod-0.keeper:9090'}\n");
+	src.shards = "24";
+	c = resolve_ok(&src);
+	ck_assert_int_eq(c->shards, 24); /* the flag wins */
+	ck_assert_str_eq(c->identity, "pod-0");
+	ck_assert_int_eq(c->lease_duration_ms, 4000);
+	ck_assert_int_eq(c->renew_deadline_ms, 3000);
+	ck_assert_int_eq(c->retry_period_ms, 500);
+	ck_assert_str_eq(c->advertise_address, "pod-0.keeper:9090");
+	sk_config_free(c);
+	src.renew_deadline = "4s"; /* not shorter than the lease */
+	src.retry_period = "5s";
+	c = (sk_controller_config *)1;
+	src.getenv = fake_getenv;
+	ck_assert_int_eq(sk_config_resolve(&src, &c, &errs, &err), SK_EINVALID);
+	ck_assert_ptr_null(c);
+	assert_error(&errs, "controller.renewDeadline", "shorter than controller.leaseDuration");
+	assert_error(&errs, "controller.retryPeriod", "shorter than controller.renewDeadline");
+	sk_errlist_dispose(&errs);
+}
+END_TEST
+
 Suite *
 sk_suite_config(void)
 {
@@ -626,6 +679,7 @@ sk_suite_config(void)
 	tcase_add_test(tc, key_from_file);
 	tcase_add_test(tc, key_never_in_errors);
 	tcase_add_test(tc, key_file_mode_warning);
+	tcase_add_test(tc, replica_settings);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -507,6 +507,97 @@ START_TEST(test_reconcile_object_creates_once)
 }
 END_TEST
 
+/* ---- fencing (sk_reconcile_env.may_act) ---- */
+
+/* Says yes *arg times (a lease that is lost after that), then no. */
+static bool
+allow_n(void *arg, const char *user_id)
+{
+	int *left = arg;
+
+	ck_assert_str_eq(user_id, "alice");
+	return (*left)-- > 0;
+}
+
+/* No right to act from the start: no provider call, no status write, no
+ * event, and a transient outcome (the key is retried, by the new holder). */
+START_TEST(test_fenced_does_nothing)
+{
+	fixture x;
+	sk_plan_result plan;
+	sk_userspace *us, *now;
+	sk_error err = { 0 };
+	int left = 0;
+
+	setup(&x);
+	us = create_alice(&x);
+	x.env.may_act = allow_n;
+	x.env.may_act_arg = &left;
+	create_plan(&plan);
+	ck_assert_int_eq(sk_execute(&x.env, us, &plan, NULL, &err), SK_EUNAVAILABLE);
+	ck_assert(sk_reconcile_is_transient(SK_EUNAVAILABLE));
+	ck_assert_ptr_nonnull(strstr(err.message, "fenced"));
+	ck_assert_str_eq(calls(&x), "");
+	now = stored(&x);
+	ck_assert_int_eq(now->meta.resource_version, us->meta.resource_version);
+	ck_assert(!has_event(&x, "CreateFailed"));
+	sk_userspace_free(now);
+	sk_userspace_free(us);
+	sk_plan_result_dispose(&plan);
+	teardown(&x);
+}
+END_TEST
+
+/* The lease is lost between the check before CREATE and the Creating mark
+ * written before the provider call: nothing is created or written. */
+START_TEST(test_fenced_mid_run)
+{
+	fixture x;
+	sk_plan_result plan;
+	sk_userspace *us, *now;
+	sk_error err = { 0 };
+	int left = 1;
+
+	setup(&x);
+	us = create_alice(&x);
+	x.env.may_act = allow_n;
+	x.env.may_act_arg = &left;
+	create_plan(&plan);
+	ck_assert_int_eq(sk_execute(&x.env, us, &plan, NULL, &err), SK_EUNAVAILABLE);
+	ck_assert_int_eq(x.f.n_creates, 0);
+	now = stored(&x);
+	ck_assert_int_eq(now->meta.resource_version, us->meta.resource_version);
+	ck_assert_ptr_null(now->status.sandbox_id);
+	sk_userspace_free(now);
+	sk_userspace_free(us);
+	sk_plan_result_dispose(&plan);
+	teardown(&x);
+}
+END_TEST
+
+/* A valid lease all along: the hook changes nothing. */
+START_TEST(test_may_act_allows)
+{
+	fixture x;
+	sk_plan_result plan;
+	sk_userspace *us;
+	sk_error err = { 0 };
+	int left = 100;
+
+	setup(&x);
+	us = create_alice(&x);
+	x.env.may_act = allow_n;
+	x.env.may_act_arg = &left;
+	create_plan(&plan);
+	ck_assert_msg(sk_execute(&x.env, us, &plan, NULL, &err) == 0, "%s", err.message);
+	ck_assert_str_eq(calls(&x), "create;");
+	ck_assert_int_lt(left, 100); /* it was asked */
+	sk_userspace_free(us);
+	sk_plan_result_dispose(&plan);
+	teardown(&x);
+}
+END_TEST
+
 Suite *
 sk_suite_execute(void)
 {
@@ -520,6 +611,9 @@ sk_suite_execute(void)
 	tcase_add_test(tc, test_status_conflict);
 	tcase_add_test(tc, test_remove_finalizer);
 	tcase_add_test(tc, test_reconcile_object_creates_once);
+	tcase_add_test(tc, test_fenced_does_nothing);
+	tcase_add_test(tc, test_fenced_mid_run);
+	tcase_add_test(tc, test_may_act_allows);
 	suite_add_tcase(s, tc);
 	return s;
 }

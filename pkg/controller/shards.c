@@ -1,0 +1,480 @@
+/*
+ * shards: replicas share the spaces by leases in the store (issue 11).
+ *
+ * Spaces fall into c->cfg->shards shards by a stable hash of spec.userID
+ * (sk_ctl_shard_of). Each replica holds a lease "shard-NN" on some of them
+ * and a lease "member-ID" that says it is alive; every retry period it
+ * lists the leases, renews its own, counts the live members, releases what
+ * it holds beyond its share (ceil(shards / live members)) and takes free,
+ * released or expired shards up to it. The holder string of every lease is
+ * "ID@ADDRESS" (ADDRESS: where its connect API answers), so a replica
+ * forwards a connect to the holder of the user's shard.
+ *
+ * Fencing: a replica may act on a user only while it holds the user's
+ * shard and its last renew started less than renewDeadline ago (monotonic
+ * clock, so a process stopped for longer than that finds its right gone
+ * when it resumes); the lease itself lasts leaseDuration from the renew,
+ * so the margin is leaseDuration - renewDeadline.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "controller_int.h"
+
+#define MEMBER_PREFIX "member-"
+#define SHARD_PREFIX "shard-"
+
+typedef struct shard_state {
+	bool held;
+	int64_t renewed; /* monotonic ms at the start of the last successful renew */
+	char *holder; /* the holder as last listed ("" none) */
+} shard_state;
+
+struct sk_ctl_shards {
+	pthread_mutex_t mu; /* guards everything below */
+	int n;
+	shard_state *s;
+	char *holder; /* this replica's "ID@ADDRESS" */
+	size_t live; /* live members at the last tick */
+	pthread_t thread;
+	bool running;
+	bool all; /* --once: no leases, every shard is ours */
+};
+
+int
+sk_ctl_shard_of(const char *user_id, int n)
+{
+	uint32_t h = 2166136261u; /* FNV-1a: stable across builds and hosts */
+
+	for (const unsigned char *p = (const unsigned char *)(user_id ? user_id : ""); *p; p++)
+		h = (h ^ *p) * 16777619u;
+	return n > 0 ? (int)(h % (uint32_t)n) : 0;
+}
+
+static void
+shard_name(int i, char *buf, size_t len)
+{
+	snprintf(buf, len, SHARD_PREFIX "%02d", i);
+}
+
+/* "host:port" others reach this replica's connect API at: the advertised
+ * address, else the connect listener's (the host name for 0.0.0.0; the bound
+ * port, as HTTP listens before the first shard round). */
+static char *
+own_address(sk_controller *c)
+{
+	const char *adv = c->cfg->advertise_address, *l = c->cfg->connect_listen;
+	char host[256] = "";
+	const char *colon;
+	int port;
+
+	if (adv && adv[0])
+		return sk_strdup(adv);
+	if (!l || !l[0])
+		return sk_strdup("");
+	colon = strrchr(l, ':');
+	port = sk_ctl_guard_port(c) ? sk_ctl_guard_port(c) : atoi(colon ? colon + 1 : "0");
+	if (port == 0)
+		return sk_strdup("");
+	snprintf(host, sizeof(host), "%.*s", (int)(colon ? colon - l : 0), l);
+	if (host[0] == '\0' || strcmp(host, "0.0.0.0") == 0)
+		if (gethostname(host, sizeof(host) - 1) != 0)
+			snprintf(host, sizeof(host), "127.0.0.1");
+	return sk_asprintf("%s:%d", host, port);
+}
+
+void
+sk_ctl_shards_init(sk_controller *c)
+{
+	sk_ctl_shards *sh = sk_calloc(1, sizeof(*sh));
+
+	pthread_mutex_init(&sh->mu, NULL);
+	sh->n = c->cfg->shards > 0 ? c->cfg->shards : 1;
+	sh->s = sk_calloc((size_t)sh->n, sizeof(*sh->s));
+	for (int i = 0; i < sh->n; i++)
+		sh->s[i].holder = sk_strdup("");
+	c->shards = sh;
+}
+
+void
+sk_ctl_shards_dispose(sk_controller *c)
+{
+	sk_ctl_shards *sh = c->shards;
+
+	if (!sh)
+		return;
+	for (int i = 0; i < sh->n; i++)
+		free(sh->s[i].holder);
+	free(sh->s);
+	free(sh->holder);
+	pthread_mutex_destroy(&sh->mu);
+	free(sh);
+	c->shards = NULL;
+}
+
+const char *
+sk_ctl_identity(sk_controller *c)
+{
+	return c->identity;
+}
+
+/* Held, and renewed within the renew deadline (mu held). */
+static bool
+valid_locked(sk_controller *c, const shard_state *st, int64_t mono)
+{
+	return st->held && mono < st->renewed + c->cfg->renew_deadline_ms;
+}
+
+bool
+sk_ctl_shard_valid(sk_controller *c, int shard)
+{
+	sk_ctl_shards *sh = c->shards;
+	bool ok;
+
+	pthread_mutex_lock(&sh->mu);
+	ok = sh->all ||
+	        (shard >= 0 && shard < sh->n && valid_locked(c, &sh->s[shard], sk_monotonic_ms()));
+	pthread_mutex_unlock(&sh->mu);
+	return ok;
+}
+
+bool
+sk_ctl_may_act(sk_controller *c, const char *user_id)
+{
+	return sk_ctl_shard_valid(c, sk_ctl_shard_of(user_id, c->shards->n));
+}
+
+bool
+sk_ctl_may_act_cb(void *arg, const char *user_id)
+{
+	return sk_ctl_may_act(arg, user_id);
+}
+
+void
+sk_ctl_shards_all(sk_controller *c)
+{
+	pthread_mutex_lock(&c->shards->mu);
+	c->shards->all = true;
+	pthread_mutex_unlock(&c->shards->mu);
+}
+
+char *
+sk_ctl_shard_holder_address(sk_controller *c, const char *user_id)
+{
+	sk_ctl_shards *sh = c->shards;
+	int i = sk_ctl_shard_of(user_id, sh->n);
+	const char *at;
+	char *addr = NULL;
+
+	pthread_mutex_lock(&sh->mu);
+	at = strrchr(sh->s[i].holder, '@');
+	if (at && at[1] && strcmp(sh->s[i].holder, sh->holder ? sh->holder : "") != 0)
+		addr = sk_strdup(at + 1);
+	pthread_mutex_unlock(&sh->mu);
+	return addr;
+}
+
+/* ---- one round ---- */
+
+static bool
+live(const sk_lease *l, int64_t now)
+{
+	return l->holder[0] != '\0' && l->renew_ms + l->duration_ms > now;
+}
+
+/* Live members in the list (this replica counts even before its record). */
+static size_t
+count_members(const sk_lease_list *ll, const char *self, int64_t now)
+{
+	size_t n = 0;
+	bool seen = false;
+
+	for (size_t i = 0; i < ll->len; i++) {
+		const sk_lease *l = &ll->items[i];
+		if (strncmp(l->name, MEMBER_PREFIX, strlen(MEMBER_PREFIX)) != 0 || !live(l, now))
+			continue;
+		n++;
+		seen = seen || strcmp(l->holder, self) == 0;
+	}
+	return seen ? n : n + 1;
+}
+
+static const sk_lease *
+find_lease(const sk_lease_list *ll, const char *name)
+{
+	for (size_t i = 0; i < ll->len; i++)
+		if (strcmp(ll->items[i].name, name) == 0)
+			return &ll->items[i];
+	return NULL;
+}
+
+static void
+note_holders(sk_controller *c, const sk_lease_list *ll, int64_t now)
+{
+	sk_ctl_shards *sh = c->shards;
+	char name[32];
+
+	pthread_mutex_lock(&sh->mu);
+	for (int i = 0; i < sh->n; i++) {
+		const sk_lease *l;
+		shard_name(i, name, sizeof(name));
+		l = find_lease(ll, name);
+		free(sh->s[i].holder);
+		sh->s[i].holder = sk_strdup(l && live(l, now) ? l->holder : "");
+	}
+	pthread_mutex_unlock(&sh->mu);
+}
+
+static void
+set_held(sk_controller *c, int i, bool held, int64_t renewed)
+{
+	sk_ctl_shards *sh = c->shards;
+
+	pthread_mutex_lock(&sh->mu);
+	sh->s[i].held = held;
+	if (held) {
+		sh->s[i].renewed = renewed;
+		free(sh->s[i].holder);
+		sh->s[i].holder = sk_strdup(sh->holder);
+	}
+	pthread_mutex_unlock(&sh->mu);
+}
+
+static bool
+is_held(sk_controller *c, int i)
+{
+	bool h;
+
+	pthread_mutex_lock(&c->shards->mu);
+	h = c->shards->s[i].held;
+	pthread_mutex_unlock(&c->shards->mu);
+	return h;
+}
+
+static int64_t
+renewed_at(sk_controller *c, int i)
+{
+	int64_t r;
+
+	pthread_mutex_lock(&c->shards->mu);
+	r = c->shards->s[i].renewed;
+	pthread_mutex_unlock(&c->shards->mu);
+	return r;
+}
+
+/* Renews a held shard; drops it when another took it, or when no renew
+ * succeeded within the renew deadline. */
+static void
+renew_shard(sk_controller *c, int i, int64_t t0)
+{
+	char name[32];
+	sk_error err = { 0 };
+	int rc;
+
+	shard_name(i, name, sizeof(name));
+	rc = sk_store_lease_acquire(
+	        c->store, name, c->shards->holder, c->cfg->lease_duration_ms, NULL, &err);
+	if (rc == 0) {
+		set_held(c, i, true, t0);
+		return;
+	}
+	sk_metrics_add(c->metrics, SK_CTL_METRIC_RENEW_FAILURES, NULL, 1);
+	if (rc == SK_ECONFLICT || t0 >= renewed_at(c, i) + c->cfg->renew_deadline_ms) {
+		set_held(c, i, false, 0);
+		sk_ctl_log(
+		        c, SK_LOG_WARN, "shard lost", "shard=%s error=\"%s\"", name, err.message);
+	}
+}
+
+static void
+release_shard(sk_controller *c, int i)
+{
+	char name[32];
+	sk_error err = { 0 };
+
+	shard_name(i, name, sizeof(name));
+	set_held(c, i, false, 0); /* stop acting first, then let it go */
+	if (sk_store_lease_release(c->store, name, c->shards->holder, &err) != 0)
+		sk_ctl_log(c, SK_LOG_DEBUG, "shard release failed", "shard=%s error=\"%s\"", name,
+		        err.message);
+	else
+		sk_ctl_log(c, SK_LOG_INFO, "shard released", "shard=%s", name);
+}
+
+/* Takes a shard the list shows free, released or expired. */
+static bool
+take_shard(sk_controller *c, const sk_lease_list *ll, int i, int64_t t0, int64_t now)
+{
+	char name[32];
+	const sk_lease *l;
+	sk_error err = { 0 };
+
+	shard_name(i, name, sizeof(name));
+	l = find_lease(ll, name);
+	if (l && live(l, now) && strcmp(l->holder, c->shards->holder) != 0)
+		return false;
+	if (sk_store_lease_acquire(c->store, name, c->shards->holder, c->cfg->lease_duration_ms,
+	            NULL, &err) != 0) {
+		sk_ctl_log(c, SK_LOG_INFO, "shard not taken", "shard=%s error=\"%s\"", name,
+		        err.message);
+		return false;
+	}
+	set_held(c, i, true, t0);
+	sk_ctl_log(c, SK_LOG_INFO, "shard acquired", "shard=%s previous=%s", name,
+	        l && l->holder[0] ? l->holder : "-");
+	return true;
+}
+
+static int
+held_count(sk_controller *c)
+{
+	int n = 0;
+
+	for (int i = 0; i < c->shards->n; i++)
+		n += is_held(c, i) ? 1 : 0;
+	return n;
+}
+
+/* Renews the member record, then every held shard; false when the store
+ * did not answer the list. */
+static bool
+renew_all(sk_controller *c, sk_lease_list *ll, int64_t t0)
+{
+	char *member = sk_asprintf(MEMBER_PREFIX "%s", c->identity);
+	sk_error err = { 0 };
+	int rc = sk_store_lease_list(c->store, ll, &err);
+
+	if (rc == 0)
+		rc = sk_store_lease_acquire(
+		        c->store, member, c->shards->holder, c->cfg->lease_duration_ms, NULL, &err);
+	free(member);
+	/* Each shard every renewDeadline/2 (client-go renews every retry
+	 * period): a lease write is five operations on FerretDB, and this
+	 * still leaves two or more tries before the deadline. */
+	for (int i = 0; i < c->shards->n; i++)
+		if (is_held(c, i) && t0 - renewed_at(c, i) >= c->cfg->renew_deadline_ms / 2)
+			renew_shard(c, i, t0);
+	if (rc != 0)
+		sk_ctl_log(c, SK_LOG_WARN, "leases not read", "error=\"%s\"", err.message);
+	return rc == 0;
+}
+
+static void
+shard_metrics(sk_controller *c, int held)
+{
+	char l[64], name[32];
+
+	sk_metrics_set(c->metrics, SK_CTL_METRIC_SHARDS_HELD, NULL, held);
+	sk_metrics_set(c->metrics, SK_CTL_METRIC_SHARDS_TOTAL, NULL, c->shards->n);
+	for (int i = 0; i < c->shards->n; i++) {
+		shard_name(i, name, sizeof(name));
+		snprintf(l, sizeof(l), "name=\"%s\"", name);
+		sk_metrics_set(c->metrics, SK_CTL_METRIC_MASTER_STATUS, l,
+		        sk_ctl_shard_valid(c, i) ? 1 : 0);
+	}
+}
+
+int
+sk_ctl_shards_tick(sk_controller *c)
+{
+	sk_ctl_shards *sh = c->shards;
+	sk_lease_list ll = { 0 };
+	int64_t t0 = sk_monotonic_ms(), now = sk_now_ms();
+	int held, target, gained = 0;
+	size_t members;
+
+	if (!renew_all(c, &ll, t0)) {
+		shard_metrics(c, held_count(c));
+		return 0;
+	}
+	note_holders(c, &ll, now);
+	members = count_members(&ll, sh->holder, now);
+	target = (int)((sh->n + (int)members - 1) / (int)members);
+	held = held_count(c);
+	for (int i = sh->n - 1; i >= 0 && held > target; i--)
+		if (is_held(c, i)) {
+			release_shard(c, i);
+			held--;
+		}
+	/* Start at a point of our own, so joining replicas try different shards. */
+	for (int k = 0, o = sk_ctl_shard_of(sh->holder, sh->n); k < sh->n && held < target; k++) {
+		int i = (o + k) % sh->n;
+		if (!is_held(c, i) && take_shard(c, &ll, i, t0, now)) {
+			held++;
+			gained++;
+		}
+	}
+	pthread_mutex_lock(&sh->mu);
+	sh->live = members;
+	pthread_mutex_unlock(&sh->mu);
+	shard_metrics(c, held);
+	sk_lease_list_dispose(&ll);
+	return gained;
+}
+
+/* ---- the lease thread ---- */
+
+static void *
+shards_main(void *arg)
+{
+	sk_controller *c = arg;
+
+	while (!sk_ctl_stopping(c)) {
+		int64_t next = sk_monotonic_ms() + c->cfg->retry_period_ms;
+		if (sk_ctl_shards_tick(c) > 0)
+			sk_ctl_observe_soon(c); /* a fresh list, then the new keys */
+		pthread_mutex_lock(&c->mu);
+		while (!sk_ctl_stopping(c) && sk_monotonic_ms() < next)
+			sk_cond_wait_ms(&c->cond, &c->mu, next - sk_monotonic_ms());
+		pthread_mutex_unlock(&c->mu);
+	}
+	return NULL;
+}
+
+void
+sk_ctl_shards_prepare(sk_controller *c)
+{
+	char *addr = own_address(c);
+
+	free(c->shards->holder);
+	c->shards->holder =
+	        addr[0] ? sk_asprintf("%s@%s", c->identity, addr) : sk_strdup(c->identity);
+	free(addr);
+}
+
+int
+sk_ctl_shards_start(sk_controller *c, sk_error *err)
+{
+	if (pthread_create(&c->shards->thread, NULL, shards_main, c) != 0)
+		return sk_error_set(err, SK_ERROR, "controller: cannot start the lease thread");
+	c->shards->running = true;
+	return 0;
+}
+
+/* Joins the thread, then gives every held shard and the member record up,
+ * so the others take them at once instead of after expiry. */
+void
+sk_ctl_shards_stop(sk_controller *c)
+{
+	sk_ctl_shards *sh = c->shards;
+	char *member;
+	sk_error err = { 0 };
+
+	if (!sh || !sh->running)
+		return;
+	pthread_join(sh->thread, NULL);
+	sh->running = false;
+	for (int i = 0; i < sh->n; i++)
+		if (is_held(c, i))
+			release_shard(c, i);
+	member = sk_asprintf(MEMBER_PREFIX "%s", c->identity);
+	sk_store_lease_release(c->store, member, sh->holder, &err);
+	free(member);
+}
+
+size_t
+sk_ctl_shards_held(sk_controller *c)
+{
+	return (size_t)held_count(c);
+}
