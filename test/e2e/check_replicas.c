@@ -37,7 +37,8 @@ static pid_t sim_pid;
 
 typedef struct replica {
 	pid_t pid;
-	int port;
+	int port; /* metrics and health */
+	int connect_port; /* the connect API */
 	char cfg[600];
 	char log[700];
 } replica;
@@ -249,15 +250,17 @@ write_config(replica *r, int i)
 	char yaml[2048], name[32];
 
 	r->port = sk_test_free_port();
+	r->connect_port = sk_test_free_port();
 	snprintf(yaml, sizeof(yaml),
 	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
 	        "providers:\n  - name: default\n    type: e2b\n    apiURL: %s\n"
 	        "    sandboxURL: %s\n    apiKeyEnv: E2B_API_KEY\n    requestTimeout: 5s\n"
 	        "    sandboxTimeout: 1h\n"
 	        "controller:\n  workers: 8\n  resyncPeriod: %ds\n  listen: 127.0.0.1:%d\n"
+	        "  connectListen: 127.0.0.1:%d\n"
 	        "  identity: replica-%d\n  shards: %d\n  leaseDuration: %ds\n"
 	        "  renewDeadline: 3s\n  retryPeriod: 500ms\n",
-	        sim_url, sim_url, RESYNC_S, r->port, i, SHARDS, LEASE_S);
+	        sim_url, sim_url, RESYNC_S, r->port, r->connect_port, i, SHARDS, LEASE_S);
 	snprintf(name, sizeof(name), "replica-%d.yaml", i);
 	snprintf(r->cfg, sizeof(r->cfg), "%s", sk_test_write_file(name, yaml));
 }
@@ -547,8 +550,8 @@ connect_via(const replica *r, const char *user, long *status)
 	char url[256], *text = NULL;
 	json_t *v;
 
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/%s/sandbox?timeout=20s", r->port,
-	        user);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/%s/sandbox?timeout=20s",
+	        r->connect_port, user);
 	*status = http("GET", url, &text);
 	v = json_loads(text ? text : "", 0, NULL);
 	free(text);
