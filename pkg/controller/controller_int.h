@@ -163,6 +163,9 @@ bool sk_ctl_may_act_cb(void *arg, const char *user_id); /* arg: the controller *
  * when it is free or ours. */
 char *sk_ctl_shard_holder_address(sk_controller *c, const char *user_id);
 size_t sk_ctl_shards_held(sk_controller *c);
+/* /readyz: how many shards were free at the last round while this replica
+ * holds none (0 when it holds some, or under --once). */
+size_t sk_ctl_shards_free_unheld(sk_controller *c);
 const char *sk_ctl_identity(sk_controller *c);
 
 /* http.c: the main listener (controller.listen), then the connect

@@ -94,13 +94,17 @@ static void
 readyz(sk_controller *c, reply *r)
 {
 	int64_t silent = store_silent_ms(c);
+	size_t n_free;
 	char msg[128];
 
 	if (!sk_controller_ready(c)) {
-		reply_text(r, 503, "informer not synced\n");
+		reply_text(r, 503, "not started (informer sync, first shard round, workers)\n");
 	} else if (silent > c->cfg->store_unavailable_after_ms) {
 		snprintf(msg, sizeof(msg), "store unreachable for %llds\n",
 		        (long long)(silent / 1000));
+		reply_text(r, 503, msg);
+	} else if ((n_free = sk_ctl_shards_free_unheld(c)) > 0) {
+		snprintf(msg, sizeof(msg), "no shard held while %zu are free\n", n_free);
 		reply_text(r, 503, msg);
 	} else {
 		reply_text(r, 200, "ok\n");

@@ -478,3 +478,19 @@ sk_ctl_shards_held(sk_controller *c)
 {
 	return (size_t)held_count(c);
 }
+
+size_t
+sk_ctl_shards_free_unheld(sk_controller *c)
+{
+	sk_ctl_shards *sh = c->shards;
+	size_t n_free = 0;
+
+	if (!sh || sh->all || held_count(c) > 0)
+		return 0;
+	pthread_mutex_lock(&sh->mu);
+	for (int i = 0; i < sh->n; i++)
+		if (!sh->s[i].held && (!sh->s[i].holder || sh->s[i].holder[0] == '\0'))
+			n_free++;
+	pthread_mutex_unlock(&sh->mu);
+	return n_free;
+}
