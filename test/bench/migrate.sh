@@ -166,4 +166,18 @@ for s in "$src_sim" "$dst_sim"; do
 		exit 1
 	}
 done
+# Before the second apply, the first move's tail (the sources' deletion and
+# its status writes) is done: an apply racing it fails with a conflict.
+t0=$(date +%s.%N)
+until [ "$(curl -s "$dst_sim/_sim/sandboxes" | json 'd.filter(s=>s.state==="running").length')" -ge "$n" ] &&
+	[ "$(curl -s "$src_sim/_sim/sandboxes" | json 'd.filter(s=>s.state==="running"||s.state==="paused").length')" = 0 ]; do
+	bench_keeper_alive
+	if [ "$(calc "$(date +%s.%N) - $t0 > 120")" = 1 ]; then
+		echo "bench: the sources on e2b are not all deleted after 120s" >&2
+		exit 1
+	fi
+	sleep 0.5
+done
+bench_wait_ready "$n" "$t0" 120
+sleep 2
 move e2b "migrate (+${files_ms}ms per file request)"
