@@ -453,6 +453,8 @@ sk_http_json(sk_http *h, const sk_http_request *req, long *status, json_t **json
 
 /* ---- streamed bodies (workspace files) ---- */
 
+#define SK_HTTP_STREAM_BUF (256 * 1024)
+
 /* A 2xx body goes to the sink; any other is kept (capped) for the message. */
 static size_t
 on_stream_body(char *data, size_t size, size_t nmemb, void *payload)
@@ -498,6 +500,11 @@ setup_stream(sk_http *h, const sk_http_request *req, sk_http_stream *st)
 	curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)0);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_stream_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, st);
+	/* Large blocks: fewer recv/send calls, callbacks, ring wake-ups and
+	 * hash updates per byte (the defaults are 16 KiB down, 64 KiB up);
+	 * curl_easy_reset puts them back for the small API calls. */
+	curl_easy_setopt(c, CURLOPT_BUFFERSIZE, (long)SK_HTTP_STREAM_BUF);
+	curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, (long)SK_HTTP_STREAM_BUF);
 	if (st->source && st->mime_name) {
 		curl_mimepart *part;
 		st->mime = curl_mime_init(c);

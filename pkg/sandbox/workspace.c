@@ -264,11 +264,12 @@ pipe_put(void *payload, const void *buf, size_t n)
 		if (k > rp->cap - tail)
 			k = rp->cap - tail;
 		memcpy(rp->ring + tail, b, k);
+		if (rp->len == 0) /* only an empty ring has a reader waiting */
+			pthread_cond_broadcast(&rp->cv);
 		rp->len += k;
 		rp->got += k;
 		b += k;
 		n -= k;
-		pthread_cond_broadcast(&rp->cv);
 	}
 	rp->aborted = n > 0; /* closed: the upload ended before the file did */
 	pthread_mutex_unlock(&rp->mu);
@@ -291,10 +292,11 @@ pipe_get(void *payload, void *buf, size_t n)
 		if (m > rp->cap - rp->head)
 			m = rp->cap - rp->head;
 		memcpy(buf, rp->ring + rp->head, m);
+		if (rp->len == rp->cap) /* only a full ring has a writer waiting */
+			pthread_cond_broadcast(&rp->cv);
 		rp->head = (rp->head + m) % rp->cap;
 		rp->len -= m;
 		k = (int64_t)m;
-		pthread_cond_broadcast(&rp->cv);
 	}
 	pthread_mutex_unlock(&rp->mu);
 	return k;
