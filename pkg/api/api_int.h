@@ -67,4 +67,14 @@ bool sk_valid_label_value(const char *s);
  * JSON value a plain YAML scalar means (string when nothing else fits). */
 json_t *sk_yaml_plain_scalar(const char *s, size_t len);
 
+/* config.c: a config with every setting at its default and no provider. */
+sk_controller_config *sk_config_blank(void);
+
+/* settings.c: the table of settings that flags, the environment and a
+ * context can set too; config.c decodes the file's sections through it. */
+size_t sk_config_setting_count(void);
+const char *sk_config_setting_path(size_t i);
+/* Checks v against setting i and stores it in out; false with why filled. */
+bool sk_config_setting_set(size_t i, json_t *v, sk_controller_config *out, char *why, size_t n);
+
 #endif

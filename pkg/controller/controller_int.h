@@ -285,4 +285,9 @@ void sk_ctl_metrics_userspaces(sk_metrics *m, sk_informer *inf);
 bool sk_ctl_wait_reconciled(sk_controller *c, const char *name, uint64_t gen0, int64_t deadline);
 uint64_t sk_ctl_gen(sk_controller *c);
 
+/* worker.c: the worker threads (one provider client per provider each). */
+int sk_ctl_workers_start(sk_controller *c, sk_error *err);
+/* After the threads were joined. */
+void sk_ctl_workers_free(sk_controller *c);
+
 #endif
