@@ -67,16 +67,7 @@ observe_metric(mx *x, const char *what, int64_t n)
 static int
 mwrite(mx *x, const sk_userspace_status *st, sk_error *err)
 {
-	sk_userspace *out = NULL;
-	int rc = sk_store_write_status(x->env->store, x->cur, st, &out, err);
-
-	if (rc == 0 && out != NULL) {
-		sk_userspace_free(x->cur);
-		x->cur = out;
-	} else {
-		sk_userspace_free(out);
-	}
-	return rc;
+	return sk_reconcile_write_status(x->env->store, &x->cur, st, err);
 }
 
 /* The stored status with status.migration replaced by m (and phase, when not NONE). */
@@ -234,23 +225,31 @@ wake_source(mx *x, sk_error *err)
 	return rc;
 }
 
-/* The options of a copy or verify; paths is a copy of spec.workspace.paths
- * (a progress write replaces x->cur during the copy), caller disposes. */
-static void
-copy_options(mx *x, sk_copy_options *o, sk_strlist *paths, int64_t *max)
+/* Wakes the source and fills the options of a copy or verify; rep is zeroed;
+ * paths is a copy of spec.workspace.paths (a progress write replaces x->cur
+ * during the copy), caller disposes. */
+static int
+copy_begin(mx *x, sk_copy_options *o, sk_copy_report *rep, sk_strlist *paths, sk_error *err)
 {
-	const sk_userspace_spec *s = &x->cur->spec;
+	const sk_userspace_spec *s;
+	int64_t max = 0;
+	int rc;
 
+	memset(rep, 0, sizeof(*rep));
+	rc = wake_source(x, err);
+	if (rc != 0)
+		return rc;
+	s = &x->cur->spec;
 	memset(o, 0, sizeof(*o));
 	sk_strlist_copy(paths, &s->workspace_paths);
 	o->paths = (const char *const *)paths->items;
 	o->npaths = paths->len;
-	*max = 0;
 	if (s->max_bytes != NULL)
-		sk_quantity_parse(s->max_bytes, max);
-	o->max_bytes = (uint64_t)*max;
+		sk_quantity_parse(s->max_bytes, &max);
+	o->max_bytes = (uint64_t)max;
 	o->chunk_bytes = x->env->copy_chunk_bytes;
 	o->attempts = x->env->copy_attempts;
+	return 0;
 }
 
 static void
@@ -289,13 +288,10 @@ copy_step(mx *x, sk_error *err)
 	sk_copy_report rep;
 	sk_migration_status m;
 	sk_strlist paths = { 0 };
-	int64_t max;
-	int rc = wake_source(x, err);
+	int rc = copy_begin(x, &o, &rep, &paths, err);
 
-	memset(&rep, 0, sizeof(rep));
 	if (rc != 0)
 		return rc;
-	copy_options(x, &o, &paths, &max);
 	x->last_progress_ms = sk_monotonic_ms();
 	rc = sk_workspace_copy(
 	        x->src, &x->ob->source_sb, x->dst, &x->ob->target_sb, &o, progress, x, &rep, err);
@@ -327,13 +323,10 @@ verify_step(mx *x, sk_error *err)
 	sk_copy_report rep;
 	sk_migration_status m;
 	sk_strlist paths = { 0 };
-	int64_t max;
-	int rc = wake_source(x, err);
+	int rc = copy_begin(x, &o, &rep, &paths, err);
 
-	memset(&rep, 0, sizeof(rep));
 	if (rc != 0)
 		return rc;
-	copy_options(x, &o, &paths, &max);
 	rc = sk_workspace_verify(
 	        x->src, &x->ob->source_sb, x->dst, &x->ob->target_sb, &o, &rep, err);
 	if (rc == SK_ECONFLICT && rep.mismatch != NULL)
