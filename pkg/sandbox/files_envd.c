@@ -129,18 +129,11 @@ sk_envd_read_file(sk_provider *p, const sk_sandbox *sb, const char *path, sk_fil
 	char *q = sk_http_escape(&p->http, path), *url_path = sk_asprintf("/files?path=%s", q);
 	sk_http_request r = { .method = "GET", .path = "/files" };
 	sk_http_stream st = { .sink = sink, .sink_payload = payload };
-	sk_http_response resp;
 	sk_envd_target t;
 	int rc;
 
 	sk_envd_init(p, sb, url_path, &t);
-	r.url = t.url;
-	r.headers = t.headers;
-	rc = sk_http_stream_do(&p->http, &r, &st, &resp, err);
-	if (rc == SK_OK) {
-		rc = sk_http_classify(&p->http, &r, &resp, err);
-		sk_http_response_dispose(&resp);
-	}
+	rc = sk_envd_stream(p, &r, &t, &st, err);
 	sk_envd_dispose(&t);
 	free(url_path);
 	free(q);
@@ -156,19 +149,12 @@ upload(sk_provider *p, const sk_sandbox *sb, const sk_file_entry *e, sk_file_sou
 	char *q = sk_http_escape(&p->http, e->path), *url_path = sk_asprintf("/files?path=%s", q);
 	sk_http_request r = { .method = "POST", .path = "/files" };
 	sk_http_stream st = { .source = source, .source_payload = payload, .size = e->size };
-	sk_http_response resp;
 	sk_envd_target t;
 	int rc;
 
 	sk_envd_init(p, sb, url_path, &t);
 	sk_envd_add_header(&t, "Content-Type: application/octet-stream");
-	r.url = t.url;
-	r.headers = t.headers;
-	rc = sk_http_stream_do(&p->http, &r, &st, &resp, err);
-	if (rc == SK_OK) {
-		rc = sk_http_classify(&p->http, &r, &resp, err);
-		sk_http_response_dispose(&resp);
-	}
+	rc = sk_envd_stream(p, &r, &t, &st, err);
 	sk_envd_dispose(&t);
 	free(url_path);
 	free(q);
