@@ -39,19 +39,26 @@ static void mevent(mx *x, const char *type, const char *reason, const char *fmt,
         __attribute__((format(printf, 4, 5)));
 
 static void
-mevent(mx *x, const char *type, const char *reason, const char *fmt, ...)
+vmevent(mx *x, const char *type, const char *reason, const char *fmt, va_list ap)
 {
 	char msg[1024];
 	sk_error e;
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	sk_error_clear(&e);
 	sk_store_event(x->env->store, x->cur->meta.name, x->cur->meta.uid, type, reason, msg, &e);
 	if (x->env->log != NULL)
 		x->env->log(SK_LOG_INFO, "migration", msg, x->env->log_payload);
+}
+
+static void
+mevent(mx *x, const char *type, const char *reason, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmevent(x, type, reason, fmt, ap);
+	va_end(ap);
 }
 
 static void
@@ -87,6 +94,28 @@ write_migration(mx *x, const sk_migration_status *m, sk_phase phase, sk_error *e
 		st.phase = phase;
 	rc = mwrite(x, &st, err);
 	sk_userspace_status_dispose(&st);
+	return rc;
+}
+
+/* A step done: m (disposed here) moves to next at x->now, the event is
+ * recorded, then the status is written (phase Migrating). */
+static int advance(mx *x, sk_migration_status *m, sk_migration_phase next, sk_error *err,
+        const char *reason, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static int
+advance(mx *x, sk_migration_status *m, sk_migration_phase next, sk_error *err, const char *reason,
+        const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	m->phase = next;
+	m->step_ms = x->now;
+	va_start(ap, fmt);
+	vmevent(x, "Normal", reason, fmt, ap);
+	va_end(ap);
+	rc = write_migration(x, m, SK_PHASE_MIGRATING, err);
+	sk_migration_dispose(m);
 	return rc;
 }
 
@@ -195,13 +224,9 @@ create_target(mx *x, sk_error *err)
 		sk_migration_copy(&m, &us->status.migration);
 		free(m.target.sandbox_id);
 		m.target.sandbox_id = sk_strdup(sb.id);
-		m.phase = SK_MIG_COPYING;
-		m.step_ms = x->now;
-		mevent(x, "Normal", SK_REASON_MIGRATION_TARGET_CREATED,
+		rc = advance(x, &m, SK_MIG_COPYING, err, SK_REASON_MIGRATION_TARGET_CREATED,
 		        "migration: created target sandbox %s at provider %s (template %s)", sb.id,
 		        m.target.provider, req.template_id);
-		rc = write_migration(x, &m, SK_PHASE_MIGRATING, err);
-		sk_migration_dispose(&m);
 	}
 	sk_sandbox_dispose(&sb);
 	sk_kvlist_dispose(&meta);
@@ -300,16 +325,12 @@ copy_step(mx *x, sk_error *err)
 	if (rc == 0) {
 		sk_migration_copy(&m, &x->cur->status.migration);
 		counts_from(&m, &rep);
-		m.phase = SK_MIG_VERIFYING;
-		m.step_ms = x->now;
-		mevent(x, "Normal", SK_REASON_MIGRATION_COPIED,
+		observe_metric(x, "bytes", (int64_t)rep.bytes_done);
+		rc = advance(x, &m, SK_MIG_VERIFYING, err, SK_REASON_MIGRATION_COPIED,
 		        "migration: copied %llu files, %llu bytes to %s (%zu special files "
 		        "skipped)",
 		        (unsigned long long)rep.files_done, (unsigned long long)rep.bytes_done,
 		        m.target.sandbox_id, rep.skipped.len);
-		observe_metric(x, "bytes", (int64_t)rep.bytes_done);
-		rc = write_migration(x, &m, SK_PHASE_MIGRATING, err);
-		sk_migration_dispose(&m);
 	}
 	sk_copy_report_free(&rep);
 	sk_strlist_dispose(&paths);
@@ -333,14 +354,10 @@ verify_step(mx *x, sk_error *err)
 		rc = sk_error_set(err, SK_ETERMINAL, "verify: %s", rep.mismatch);
 	if (rc == 0) {
 		sk_migration_copy(&m, &x->cur->status.migration);
-		m.phase = SK_MIG_SWITCHING;
-		m.step_ms = x->now;
-		mevent(x, "Normal", SK_REASON_MIGRATION_VERIFIED,
+		rc = advance(x, &m, SK_MIG_SWITCHING, err, SK_REASON_MIGRATION_VERIFIED,
 		        "migration: %llu files, %llu bytes identical at %s (SHA-256)",
 		        (unsigned long long)rep.files_total, (unsigned long long)rep.bytes_total,
 		        m.target.sandbox_id);
-		rc = write_migration(x, &m, SK_PHASE_MIGRATING, err);
-		sk_migration_dispose(&m);
 	}
 	sk_copy_report_free(&rep);
 	sk_strlist_dispose(&paths);
