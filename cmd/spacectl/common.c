@@ -332,3 +332,23 @@ sk_cli_same_desired(const sk_userspace *a, const sk_userspace *b)
 	        sk_kvlist_equal(&a->meta.annotations, &b->meta.annotations) &&
 	        sk_userspace_spec_equal(&a->spec, &b->spec);
 }
+
+int
+sk_cli_list_selected(
+        sk_store *st, const sk_cli_help *h, const char *selector_text, sk_userspace_list *out)
+{
+	sk_selector *sel = NULL;
+	sk_error err;
+	int rc;
+
+	sk_error_clear(&err);
+	if (selector_text && sk_selector_parse(selector_text, &sel, &err) != 0)
+		return sk_cli_usage_error(h, "-l: %s", err.message);
+	rc = sk_store_list(st, sel, out, &err);
+	sk_selector_free(sel);
+	if (rc != 0) {
+		sk_cli_errorf("%s", err.message);
+		return sk_cli_exit_code(rc);
+	}
+	return SK_EXIT_OK;
+}

@@ -183,19 +183,10 @@ delete_matching(sk_store *st, delete_opts *o)
 {
 	sk_userspace_list list = { NULL, 0, 0 };
 	sk_cli_strv names = { NULL, 0 };
-	sk_selector *sel = NULL;
-	sk_error err;
-	int rc;
+	int rc = sk_cli_list_selected(st, &help, o->selector_text, &list);
 
-	sk_error_clear(&err);
-	if (o->selector_text && sk_selector_parse(o->selector_text, &sel, &err) != 0)
-		return sk_cli_usage_error(&help, "-l: %s", err.message);
-	rc = sk_store_list(st, sel, &list, &err);
-	sk_selector_free(sel);
-	if (rc != 0) {
-		sk_cli_errorf("%s", err.message);
-		return sk_cli_exit_code(rc);
-	}
+	if (rc != SK_EXIT_OK)
+		return rc;
 	for (size_t i = 0; i < list.len; i++)
 		sk_cli_strv_push(&names, list.items[i]->meta.name);
 	o->ignore_not_found = true;

@@ -111,6 +111,10 @@ int sk_cli_exit_code(int code);
 
 /* Opens the store with the global flags; prints the error and returns its exit code. */
 int sk_cli_store_open(sk_store **out);
+/* The objects matching -l SELECTOR (NULL: all) into out; a bad selector is a
+ * usage error of h. Returns SK_EXIT_OK or the exit code (error printed). */
+int sk_cli_list_selected(
+        sk_store *st, const sk_cli_help *h, const char *selector_text, sk_userspace_list *out);
 /* Loads --config PATH (NULL: the defaults), printing every error; returns an SK_EXIT_* code. */
 int sk_cli_load_config(const char *path, sk_controller_config **cfg);
 

@@ -57,6 +57,10 @@ bool sk_check_duration(
 bool sk_duration_syntax_ok(const char *s);
 /* Integer value of a JSON integer or an integral real. */
 bool sk_json_int(json_t *v, int64_t *out);
+/* o[key] = v, when v is not NULL (codec.c). */
+void sk_json_set_str(json_t *o, const char *key, const char *v);
+/* o[key] = ms as RFC 3339, when ms is not 0 (codec.c). */
+void sk_json_set_time(json_t *o, const char *key, int64_t ms);
 
 /* Kubernetes label rules. */
 bool sk_valid_dns_subdomain(const char *s);

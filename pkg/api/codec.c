@@ -7,15 +7,15 @@
 
 /* ---- encode ---- */
 
-static void
-set_str(json_t *o, const char *key, const char *v)
+void
+sk_json_set_str(json_t *o, const char *key, const char *v)
 {
 	if (v != NULL)
 		json_object_set_new(o, key, json_string(v));
 }
 
-static void
-set_time(json_t *o, const char *key, int64_t ms)
+void
+sk_json_set_time(json_t *o, const char *key, int64_t ms)
 {
 	char buf[64];
 
@@ -30,18 +30,18 @@ meta_to_json(const sk_object_meta *m)
 {
 	json_t *o = json_object();
 
-	set_str(o, "name", m->name);
+	sk_json_set_str(o, "name", m->name);
 	if (m->labels.len > 0)
 		json_object_set_new(o, "labels", sk_kvlist_to_json(&m->labels));
 	if (m->annotations.len > 0)
 		json_object_set_new(o, "annotations", sk_kvlist_to_json(&m->annotations));
-	set_str(o, "uid", m->uid);
+	sk_json_set_str(o, "uid", m->uid);
 	if (m->generation != 0)
 		json_object_set_new(o, "generation", json_integer(m->generation));
 	if (m->resource_version != 0)
 		json_object_set_new(o, "resourceVersion", json_integer(m->resource_version));
-	set_time(o, "creationTimestamp", m->creation_ms);
-	set_time(o, "deletionTimestamp", m->deletion_ms);
+	sk_json_set_time(o, "creationTimestamp", m->creation_ms);
+	sk_json_set_time(o, "deletionTimestamp", m->deletion_ms);
 	if (m->n_finalizers > 0) {
 		json_t *a = json_array();
 		for (size_t i = 0; i < m->n_finalizers; i++)
@@ -125,11 +125,11 @@ condition_to_json(const sk_condition *c)
 {
 	json_t *o = json_object();
 
-	set_str(o, "type", c->type);
-	set_str(o, "status", c->status);
-	set_str(o, "reason", c->reason);
-	set_str(o, "message", c->message);
-	set_time(o, "lastTransitionTime", c->last_transition_ms);
+	sk_json_set_str(o, "type", c->type);
+	sk_json_set_str(o, "status", c->status);
+	sk_json_set_str(o, "reason", c->reason);
+	sk_json_set_str(o, "message", c->message);
+	sk_json_set_time(o, "lastTransitionTime", c->last_transition_ms);
 	if (c->observed_generation != 0)
 		json_object_set_new(o, "observedGeneration", json_integer(c->observed_generation));
 	return o;
@@ -140,10 +140,10 @@ drift_to_json(const sk_drift *d)
 {
 	json_t *o = json_object();
 
-	set_str(o, "type", d->type);
-	set_str(o, "sandboxID", d->sandbox_id);
-	set_time(o, "since", d->since_ms);
-	set_str(o, "detail", d->detail);
+	sk_json_set_str(o, "type", d->type);
+	sk_json_set_str(o, "sandboxID", d->sandbox_id);
+	sk_json_set_time(o, "since", d->since_ms);
+	sk_json_set_str(o, "detail", d->detail);
 	return o;
 }
 
@@ -154,7 +154,7 @@ sk_userspace_status_to_json(const sk_userspace_status *st)
 
 	if (st->phase != SK_PHASE_NONE)
 		json_object_set_new(o, "phase", json_string(sk_phase_name(st->phase)));
-	set_str(o, "sandboxID", st->sandbox_id);
+	sk_json_set_str(o, "sandboxID", st->sandbox_id);
 	if (st->observed_generation != 0)
 		json_object_set_new(o, "observedGeneration", json_integer(st->observed_generation));
 	if (st->n_conditions > 0) {
@@ -169,10 +169,10 @@ sk_userspace_status_to_json(const sk_userspace_status *st)
 			json_array_append_new(a, drift_to_json(&st->drift[i]));
 		json_object_set_new(o, "drift", a);
 	}
-	set_str(o, "message", st->message);
-	set_time(o, "lastReconcileTime", st->last_reconcile_ms);
-	set_time(o, "lastActivityTime", st->last_activity_ms);
-	set_str(o, "provider", st->provider);
+	sk_json_set_str(o, "message", st->message);
+	sk_json_set_time(o, "lastReconcileTime", st->last_reconcile_ms);
+	sk_json_set_time(o, "lastActivityTime", st->last_activity_ms);
+	sk_json_set_str(o, "provider", st->provider);
 	if (st->migration.phase != SK_MIG_NONE)
 		json_object_set_new(o, "migration", sk_migration_to_json(&st->migration));
 	return o;

@@ -176,32 +176,14 @@ sk_migration_equal(const sk_migration_status *a, const sk_migration_status *b)
 	        str_eq(a->reason, b->reason);
 }
 
-static void
-set_str(json_t *o, const char *key, const char *v)
-{
-	if (v != NULL)
-		json_object_set_new(o, key, json_string(v));
-}
-
-static void
-set_time(json_t *o, const char *key, int64_t ms)
-{
-	char buf[64];
-
-	if (ms == 0)
-		return;
-	sk_time_format(ms, buf, sizeof(buf));
-	json_object_set_new(o, key, json_string(buf));
-}
-
 static json_t *
 end_to_json(const sk_migration_end *e)
 {
 	json_t *o = json_object();
 
-	set_str(o, "provider", e->provider);
-	set_str(o, "template", e->template_id);
-	set_str(o, "sandboxID", e->sandbox_id);
+	sk_json_set_str(o, "provider", e->provider);
+	sk_json_set_str(o, "template", e->template_id);
+	sk_json_set_str(o, "sandboxID", e->sandbox_id);
 	return o;
 }
 
@@ -220,10 +202,10 @@ sk_migration_to_json(const sk_migration_status *m)
 	json_object_set_new(o, "filesTotal", json_integer(m->files_total));
 	json_object_set_new(o, "bytesDone", json_integer(m->bytes_done));
 	json_object_set_new(o, "bytesTotal", json_integer(m->bytes_total));
-	set_time(o, "startTime", m->start_ms);
-	set_time(o, "stepTime", m->step_ms);
-	set_str(o, "trigger", m->trigger);
-	set_str(o, "reason", m->reason);
+	sk_json_set_time(o, "startTime", m->start_ms);
+	sk_json_set_time(o, "stepTime", m->step_ms);
+	sk_json_set_str(o, "trigger", m->trigger);
+	sk_json_set_str(o, "reason", m->reason);
 	return o;
 }
 

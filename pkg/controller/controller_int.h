@@ -122,6 +122,9 @@ void sk_ctl_log(sk_controller *c, sk_log_level lvl, const char *msg, const char 
         __attribute__((format(printf, 4, 5)));
 /* Index of a provider by name, -1 when not configured. */
 int sk_ctl_provider_index(sk_controller *c, const char *name);
+/* The one segment between prefix and suffix of a URL path, e.g.
+ * "/spaces/NAME" or "/v1/userspaces/NAME/connect" -> NAME (caller frees), else NULL. */
+char *sk_ctl_path_segment(const char *url, const char *prefix, const char *suffix);
 
 /* observe.c */
 void sk_ctl_views_init(sk_controller *c);

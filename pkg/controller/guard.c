@@ -165,19 +165,6 @@ timeout_arg(struct MHD_Connection *conn, int64_t *ms, sk_http_reply *r)
 	return true;
 }
 
-/* "/v1/userspaces/NAME/connect" -> NAME (caller frees), else NULL. */
-static char *
-path_segment(const char *url, const char *prefix, const char *suffix)
-{
-	size_t pl = strlen(prefix), sl = strlen(suffix), ul = strlen(url);
-
-	if (ul <= pl + sl || strncmp(url, prefix, pl) != 0 || strcmp(url + ul - sl, suffix) != 0)
-		return NULL;
-	if (memchr(url + pl, '/', ul - pl - sl))
-		return NULL;
-	return sk_strndup(url + pl, ul - pl - sl);
-}
-
 /* Who sent a connect: another replica, and the caller's Authorization. */
 static sk_ctl_origin
 origin_of(struct MHD_Connection *conn)
@@ -198,16 +185,16 @@ route(call *q, const char *method, const char *url)
 	char *arg;
 
 	q->from = origin_of(q->conn);
-	if ((arg = path_segment(url, "/v1/userspaces/", "/connect")) != NULL) {
+	if ((arg = sk_ctl_path_segment(url, "/v1/userspaces/", "/connect")) != NULL) {
 		q->kind = CALL_CONNECT;
 		if (strcmp(method, "POST") != 0)
 			sk_ctl_reply_error(&q->r, 405, "MethodNotAllowed", "use POST");
-	} else if ((arg = path_segment(url, "/v1/users/", "/sandbox")) != NULL) {
+	} else if ((arg = sk_ctl_path_segment(url, "/v1/users/", "/sandbox")) != NULL) {
 		/* GET may create or resume: HEAD, a read, must not. */
 		q->kind = CALL_USER;
 		if (strcmp(method, "GET") != 0)
 			sk_ctl_reply_error(&q->r, 405, "MethodNotAllowed", "use GET");
-	} else if ((arg = path_segment(url, "/v1/users/", "/activity")) != NULL) {
+	} else if ((arg = sk_ctl_path_segment(url, "/v1/users/", "/activity")) != NULL) {
 		if (strcmp(method, "POST") != 0)
 			sk_ctl_reply_error(&q->r, 405, "MethodNotAllowed", "use POST");
 		else

@@ -36,9 +36,8 @@ reply_text(reply *r, unsigned int status, const char *text)
 	r->type = "text/plain; charset=utf-8";
 }
 
-/* "/spaces/NAME" -> NAME (caller frees), else NULL. */
-static char *
-path_segment(const char *url, const char *prefix, const char *suffix)
+char *
+sk_ctl_path_segment(const char *url, const char *prefix, const char *suffix)
 {
 	size_t pl = strlen(prefix), sl = strlen(suffix), ul = strlen(url);
 
@@ -131,7 +130,7 @@ route(sk_controller *c, const char *method, const char *url, reply *r)
 		r->type = "text/plain; version=0.0.4; charset=utf-8";
 	} else if (get && strcmp(url, "/") == 0) {
 		sk_ctl_page_index(c, r);
-	} else if (get && (arg = path_segment(url, "/spaces/", "")) != NULL) {
+	} else if (get && (arg = sk_ctl_path_segment(url, "/spaces/", "")) != NULL) {
 		sk_ctl_page_space(c, arg, r);
 		free(arg);
 	} else if (strncmp(url, "/v1/", 4) == 0) {

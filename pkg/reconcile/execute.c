@@ -109,23 +109,31 @@ fence(sk_xctx *x, const char *what, sk_error *err)
 	        x->cur->spec.user_id ? x->cur->spec.user_id : "");
 }
 
-static int
-write_once(sk_xctx *x, const sk_userspace_status *st, sk_error *err)
+/* CAS write of st over *cur; on success *cur is replaced by the stored object. */
+int
+sk_reconcile_write_status(
+        sk_store *store, sk_userspace **cur, const sk_userspace_status *st, sk_error *err)
 {
 	sk_userspace *out = NULL;
-	int rc = fence(x, "status write", err);
-
-	if (rc != 0)
-		return rc;
-	rc = sk_store_write_status(x->env->store, x->cur, st, &out, err);
+	int rc = sk_store_write_status(store, *cur, st, &out, err);
 
 	if (rc == 0 && out != NULL) {
-		sk_userspace_free(x->cur);
-		x->cur = out;
+		sk_userspace_free(*cur);
+		*cur = out;
 	} else {
 		sk_userspace_free(out);
 	}
 	return rc;
+}
+
+static int
+write_once(sk_xctx *x, const sk_userspace_status *st, sk_error *err)
+{
+	int rc = fence(x, "status write", err);
+
+	if (rc != 0)
+		return rc;
+	return sk_reconcile_write_status(x->env->store, &x->cur, st, err);
 }
 
 /* CAS write; on a conflict re-reads and retries once when the stored status

@@ -39,19 +39,26 @@ static void mevent(mx *x, const char *type, const char *reason, const char *fmt,
         __attribute__((format(printf, 4, 5)));
 
 static void
-mevent(mx *x, const char *type, const char *reason, const char *fmt, ...)
+vmevent(mx *x, const char *type, const char *reason, const char *fmt, va_list ap)
 {
 	char msg[1024];
 	sk_error e;
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	sk_error_clear(&e);
 	sk_store_event(x->env->store, x->cur->meta.name, x->cur->meta.uid, type, reason, msg, &e);
 	if (x->env->log != NULL)
 		x->env->log(SK_LOG_INFO, "migration", msg, x->env->log_payload);
+}
+
+static void
+mevent(mx *x, const char *type, const char *reason, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmevent(x, type, reason, fmt, ap);
+	va_end(ap);
 }
 
 static void
@@ -67,16 +74,7 @@ observe_metric(mx *x, const char *what, int64_t n)
 static int
 mwrite(mx *x, const sk_userspace_status *st, sk_error *err)
 {
-	sk_userspace *out = NULL;
-	int rc = sk_store_write_status(x->env->store, x->cur, st, &out, err);
-
-	if (rc == 0 && out != NULL) {
-		sk_userspace_free(x->cur);
-		x->cur = out;
-	} else {
-		sk_userspace_free(out);
-	}
-	return rc;
+	return sk_reconcile_write_status(x->env->store, &x->cur, st, err);
 }
 
 /* The stored status with status.migration replaced by m (and phase, when not NONE). */
@@ -96,6 +94,28 @@ write_migration(mx *x, const sk_migration_status *m, sk_phase phase, sk_error *e
 		st.phase = phase;
 	rc = mwrite(x, &st, err);
 	sk_userspace_status_dispose(&st);
+	return rc;
+}
+
+/* A step done: m (disposed here) moves to next at x->now, the event is
+ * recorded, then the status is written (phase Migrating). */
+static int advance(mx *x, sk_migration_status *m, sk_migration_phase next, sk_error *err,
+        const char *reason, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static int
+advance(mx *x, sk_migration_status *m, sk_migration_phase next, sk_error *err, const char *reason,
+        const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	m->phase = next;
+	m->step_ms = x->now;
+	va_start(ap, fmt);
+	vmevent(x, "Normal", reason, fmt, ap);
+	va_end(ap);
+	rc = write_migration(x, m, SK_PHASE_MIGRATING, err);
+	sk_migration_dispose(m);
 	return rc;
 }
 
@@ -204,13 +224,9 @@ create_target(mx *x, sk_error *err)
 		sk_migration_copy(&m, &us->status.migration);
 		free(m.target.sandbox_id);
 		m.target.sandbox_id = sk_strdup(sb.id);
-		m.phase = SK_MIG_COPYING;
-		m.step_ms = x->now;
-		mevent(x, "Normal", SK_REASON_MIGRATION_TARGET_CREATED,
+		rc = advance(x, &m, SK_MIG_COPYING, err, SK_REASON_MIGRATION_TARGET_CREATED,
 		        "migration: created target sandbox %s at provider %s (template %s)", sb.id,
 		        m.target.provider, req.template_id);
-		rc = write_migration(x, &m, SK_PHASE_MIGRATING, err);
-		sk_migration_dispose(&m);
 	}
 	sk_sandbox_dispose(&sb);
 	sk_kvlist_dispose(&meta);
@@ -234,23 +250,31 @@ wake_source(mx *x, sk_error *err)
 	return rc;
 }
 
-/* The options of a copy or verify; paths is a copy of spec.workspace.paths
- * (a progress write replaces x->cur during the copy), caller disposes. */
-static void
-copy_options(mx *x, sk_copy_options *o, sk_strlist *paths, int64_t *max)
+/* Wakes the source and fills the options of a copy or verify; rep is zeroed;
+ * paths is a copy of spec.workspace.paths (a progress write replaces x->cur
+ * during the copy), caller disposes. */
+static int
+copy_begin(mx *x, sk_copy_options *o, sk_copy_report *rep, sk_strlist *paths, sk_error *err)
 {
-	const sk_userspace_spec *s = &x->cur->spec;
+	const sk_userspace_spec *s;
+	int64_t max = 0;
+	int rc;
 
+	memset(rep, 0, sizeof(*rep));
+	rc = wake_source(x, err);
+	if (rc != 0)
+		return rc;
+	s = &x->cur->spec;
 	memset(o, 0, sizeof(*o));
 	sk_strlist_copy(paths, &s->workspace_paths);
 	o->paths = (const char *const *)paths->items;
 	o->npaths = paths->len;
-	*max = 0;
 	if (s->max_bytes != NULL)
-		sk_quantity_parse(s->max_bytes, max);
-	o->max_bytes = (uint64_t)*max;
+		sk_quantity_parse(s->max_bytes, &max);
+	o->max_bytes = (uint64_t)max;
 	o->chunk_bytes = x->env->copy_chunk_bytes;
 	o->attempts = x->env->copy_attempts;
+	return 0;
 }
 
 static void
@@ -289,13 +313,10 @@ copy_step(mx *x, sk_error *err)
 	sk_copy_report rep;
 	sk_migration_status m;
 	sk_strlist paths = { 0 };
-	int64_t max;
-	int rc = wake_source(x, err);
+	int rc = copy_begin(x, &o, &rep, &paths, err);
 
-	memset(&rep, 0, sizeof(rep));
 	if (rc != 0)
 		return rc;
-	copy_options(x, &o, &paths, &max);
 	x->last_progress_ms = sk_monotonic_ms();
 	rc = sk_workspace_copy(
 	        x->src, &x->ob->source_sb, x->dst, &x->ob->target_sb, &o, progress, x, &rep, err);
@@ -304,16 +325,12 @@ copy_step(mx *x, sk_error *err)
 	if (rc == 0) {
 		sk_migration_copy(&m, &x->cur->status.migration);
 		counts_from(&m, &rep);
-		m.phase = SK_MIG_VERIFYING;
-		m.step_ms = x->now;
-		mevent(x, "Normal", SK_REASON_MIGRATION_COPIED,
+		observe_metric(x, "bytes", (int64_t)rep.bytes_done);
+		rc = advance(x, &m, SK_MIG_VERIFYING, err, SK_REASON_MIGRATION_COPIED,
 		        "migration: copied %llu files, %llu bytes to %s (%zu special files "
 		        "skipped)",
 		        (unsigned long long)rep.files_done, (unsigned long long)rep.bytes_done,
 		        m.target.sandbox_id, rep.skipped.len);
-		observe_metric(x, "bytes", (int64_t)rep.bytes_done);
-		rc = write_migration(x, &m, SK_PHASE_MIGRATING, err);
-		sk_migration_dispose(&m);
 	}
 	sk_copy_report_free(&rep);
 	sk_strlist_dispose(&paths);
@@ -327,27 +344,20 @@ verify_step(mx *x, sk_error *err)
 	sk_copy_report rep;
 	sk_migration_status m;
 	sk_strlist paths = { 0 };
-	int64_t max;
-	int rc = wake_source(x, err);
+	int rc = copy_begin(x, &o, &rep, &paths, err);
 
-	memset(&rep, 0, sizeof(rep));
 	if (rc != 0)
 		return rc;
-	copy_options(x, &o, &paths, &max);
 	rc = sk_workspace_verify(
 	        x->src, &x->ob->source_sb, x->dst, &x->ob->target_sb, &o, &rep, err);
 	if (rc == SK_ECONFLICT && rep.mismatch != NULL)
 		rc = sk_error_set(err, SK_ETERMINAL, "verify: %s", rep.mismatch);
 	if (rc == 0) {
 		sk_migration_copy(&m, &x->cur->status.migration);
-		m.phase = SK_MIG_SWITCHING;
-		m.step_ms = x->now;
-		mevent(x, "Normal", SK_REASON_MIGRATION_VERIFIED,
+		rc = advance(x, &m, SK_MIG_SWITCHING, err, SK_REASON_MIGRATION_VERIFIED,
 		        "migration: %llu files, %llu bytes identical at %s (SHA-256)",
 		        (unsigned long long)rep.files_total, (unsigned long long)rep.bytes_total,
 		        m.target.sandbox_id);
-		rc = write_migration(x, &m, SK_PHASE_MIGRATING, err);
-		sk_migration_dispose(&m);
 	}
 	sk_copy_report_free(&rep);
 	sk_strlist_dispose(&paths);

@@ -47,5 +47,9 @@ void sk_plan_finish(sk_pctx *c);
 void sk_plan_set_binding(sk_pctx *c, const char *id);
 
 bool sk_str_eq(const char *a, const char *b);
+/* CAS write of st over *cur (sk_store_write_status); on success *cur is
+ * replaced by the stored object. */
+int sk_reconcile_write_status(
+        sk_store *store, sk_userspace **cur, const sk_userspace_status *st, sk_error *err);
 
 #endif

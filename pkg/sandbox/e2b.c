@@ -446,6 +446,23 @@ sk_envd_dispose(sk_envd_target *t)
 	t->url = NULL;
 }
 
+int
+sk_envd_stream(sk_provider *p, sk_http_request *r, const sk_envd_target *t, sk_http_stream *st,
+        sk_error *err)
+{
+	sk_http_response resp;
+	int rc;
+
+	r->url = t->url;
+	r->headers = t->headers;
+	rc = sk_http_stream_do(&p->http, r, st, &resp, err);
+	if (rc == SK_OK) {
+		rc = sk_http_classify(&p->http, r, &resp, err);
+		sk_http_response_dispose(&resp);
+	}
+	return rc;
+}
+
 int64_t
 sk_envd_timeout(const sk_provider *p)
 {

@@ -149,7 +149,6 @@ sk_envd_run(sk_provider *p, const sk_sandbox *sb, const char *cmd, const char *a
 	reader rd = { &req, 0 };
 	sk_http_request r = { .method = "POST", .path = "/process.Process/Start" };
 	sk_http_stream st = { .sink = collect, .sink_payload = &answer, .source = read_buf };
-	sk_http_response resp;
 	sk_envd_target t;
 	int rc;
 
@@ -159,13 +158,7 @@ sk_envd_run(sk_provider *p, const sk_sandbox *sb, const char *cmd, const char *a
 	sk_envd_init(p, sb, r.path, &t);
 	sk_envd_add_header(&t, "Content-Type: application/connect+json");
 	sk_envd_add_header(&t, "Authorization: Basic dXNlcjo="); /* user "user" */
-	r.url = t.url;
-	r.headers = t.headers;
-	rc = sk_http_stream_do(&p->http, &r, &st, &resp, err);
-	if (rc == SK_OK) {
-		rc = sk_http_classify(&p->http, &r, &resp, err);
-		sk_http_response_dispose(&resp);
-	}
+	rc = sk_envd_stream(p, &r, &t, &st, err);
 	if (rc == SK_OK)
 		rc = run_result(&answer, cmd, arg2 ? arg2 : arg1, err);
 	sk_envd_dispose(&t);

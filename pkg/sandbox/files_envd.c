@@ -122,29 +122,33 @@ sk_envd_list_files(
 
 /* ---- GET /files ---- */
 
-int
-sk_envd_read_file(sk_provider *p, const sk_sandbox *sb, const char *path, sk_file_sink_fn sink,
-        void *payload, sk_error *err)
+/* METHOD /files?path=PATH streaming st; header: an extra header line or NULL. */
+static int
+files_stream(sk_provider *p, const sk_sandbox *sb, const char *method, const char *path,
+        const char *header, sk_http_stream *st, sk_error *err)
 {
 	char *q = sk_http_escape(&p->http, path), *url_path = sk_asprintf("/files?path=%s", q);
-	sk_http_request r = { .method = "GET", .path = "/files" };
-	sk_http_stream st = { .sink = sink, .sink_payload = payload };
-	sk_http_response resp;
+	sk_http_request r = { .method = method, .path = "/files" };
 	sk_envd_target t;
 	int rc;
 
 	sk_envd_init(p, sb, url_path, &t);
-	r.url = t.url;
-	r.headers = t.headers;
-	rc = sk_http_stream_do(&p->http, &r, &st, &resp, err);
-	if (rc == SK_OK) {
-		rc = sk_http_classify(&p->http, &r, &resp, err);
-		sk_http_response_dispose(&resp);
-	}
+	if (header != NULL)
+		sk_envd_add_header(&t, header);
+	rc = sk_envd_stream(p, &r, &t, st, err);
 	sk_envd_dispose(&t);
 	free(url_path);
 	free(q);
 	return rc;
+}
+
+int
+sk_envd_read_file(sk_provider *p, const sk_sandbox *sb, const char *path, sk_file_sink_fn sink,
+        void *payload, sk_error *err)
+{
+	sk_http_stream st = { .sink = sink, .sink_payload = payload };
+
+	return files_stream(p, sb, "GET", path, NULL, &st, err);
 }
 
 /* ---- writes ---- */
@@ -153,26 +157,10 @@ static int
 upload(sk_provider *p, const sk_sandbox *sb, const sk_file_entry *e, sk_file_source_fn source,
         void *payload, sk_error *err)
 {
-	char *q = sk_http_escape(&p->http, e->path), *url_path = sk_asprintf("/files?path=%s", q);
-	sk_http_request r = { .method = "POST", .path = "/files" };
 	sk_http_stream st = { .source = source, .source_payload = payload, .size = e->size };
-	sk_http_response resp;
-	sk_envd_target t;
-	int rc;
 
-	sk_envd_init(p, sb, url_path, &t);
-	sk_envd_add_header(&t, "Content-Type: application/octet-stream");
-	r.url = t.url;
-	r.headers = t.headers;
-	rc = sk_http_stream_do(&p->http, &r, &st, &resp, err);
-	if (rc == SK_OK) {
-		rc = sk_http_classify(&p->http, &r, &resp, err);
-		sk_http_response_dispose(&resp);
-	}
-	sk_envd_dispose(&t);
-	free(url_path);
-	free(q);
-	return rc;
+	return files_stream(
+	        p, sb, "POST", e->path, "Content-Type: application/octet-stream", &st, err);
 }
 
 /* MakeDir; *existed when it was there already (already_exists). */

@@ -146,6 +146,9 @@ void sk_envd_init(sk_provider *p, const sk_sandbox *sb, const char *path, sk_env
 void sk_envd_dispose(sk_envd_target *t);
 /* Adds a header line (borrowed) to one of the free slots. */
 void sk_envd_add_header(sk_envd_target *t, const char *line);
+/* Sends r (url and headers from t) streaming st; the classified outcome. */
+int sk_envd_stream(sk_provider *p, sk_http_request *r, const sk_envd_target *t, sk_http_stream *st,
+        sk_error *err);
 /* envd answers sooner than API calls or it is in trouble (a hung envd is the symptom). */
 int64_t sk_envd_timeout(const sk_provider *p);
 /* Workspace files through envd (files_envd.c), shared by e2b and cube. */

@@ -367,55 +367,67 @@ done:
 	return rc;
 }
 
+/* One try of a file's transfer; retried while transient (c->attempts in all). */
+typedef int (*try_fn)(copy_ctx *c, const sk_file_entry *e, void *arg);
+
 static int
-copy_piped(copy_ctx *c, const sk_file_entry *e, char *ring)
+with_retry(copy_ctx *c, const sk_file_entry *e, try_fn fn, void *arg)
 {
 	int rc = SK_OK;
 
 	for (int a = 1; a <= c->attempts; a++) {
-		rc = pipe_copy(c, e, ring);
+		rc = fn(c, e, arg);
 		if (!transient(rc))
 			break;
 		if (a < c->attempts)
 			backoff(c->err, a);
 	}
 	return rc;
+}
+
+static int
+pipe_try(copy_ctx *c, const sk_file_entry *e, void *ring)
+{
+	return pipe_copy(c, e, ring);
+}
+
+static int
+copy_piped(copy_ctx *c, const sk_file_entry *e, char *ring)
+{
+	return with_retry(c, e, pipe_try, ring);
 }
 
 /* ---- copy ---- */
 
 static int
+read_try(copy_ctx *c, const sk_file_entry *e, void *arg)
+{
+	spool *s = arg;
+
+	spool_reset(s, false);
+	return sk_sandbox_read_file(c->src, c->src_sb, e->path, spool_sink, s, c->err);
+}
+
+static int
 read_into(copy_ctx *c, const sk_file_entry *e, spool *s)
 {
-	int rc = SK_OK;
+	return with_retry(c, e, read_try, s);
+}
 
-	for (int a = 1; a <= c->attempts; a++) {
-		spool_reset(s, false);
-		rc = sk_sandbox_read_file(c->src, c->src_sb, e->path, spool_sink, s, c->err);
-		if (!transient(rc))
-			break;
-		if (a < c->attempts)
-			backoff(c->err, a);
-	}
-	return rc;
+static int
+write_try(copy_ctx *c, const sk_file_entry *e, void *arg)
+{
+	spool *s = arg;
+
+	if (s)
+		spool_reset(s, true);
+	return sk_sandbox_write_file(c->dst, c->dst_sb, e, s ? spool_source : NULL, s, c->err);
 }
 
 static int
 write_with_retry(copy_ctx *c, const sk_file_entry *e, spool *s)
 {
-	int rc = SK_OK;
-
-	for (int a = 1; a <= c->attempts; a++) {
-		if (s)
-			spool_reset(s, true);
-		rc = sk_sandbox_write_file(
-		        c->dst, c->dst_sb, e, s ? spool_source : NULL, s, c->err);
-		if (!transient(rc))
-			break;
-		if (a < c->attempts)
-			backoff(c->err, a);
-	}
-	return rc;
+	return with_retry(c, e, write_try, s);
 }
 
 static int

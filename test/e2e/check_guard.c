@@ -2,14 +2,16 @@
  * End-to-end tests of the guarded connect API (issue 11 item 3, issue 10
  * item 17): its own listener, bearer token, TLS, the cap on waiting
  * connects, liveness under half-open connections and 10,000 concurrent
- * connects, and /readyz while the store is down. Real binaries: FerretDB,
- * sandboxsim, spacekeeper, spacectl.
+ * connects, /readyz while the store is down and while no shard is held
+ * but one is free (a lease claim that never expires blocks it). Real
+ * binaries: FerretDB, sandboxsim, spacekeeper, spacectl.
  */
 #include <arpa/inet.h>
 #include <check.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <mongoc/mongoc.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -216,9 +218,10 @@ token_file(mode_t mode)
 	return path;
 }
 
-/* spacekeeper with extra controller settings (YAML lines, indented two). */
+/* spacekeeper with extra controller settings (YAML lines, indented two),
+ * listening; keeper_start also waits until it is ready. */
 static void
-keeper_start(const char *controller_extra)
+keeper_launch(const char *controller_extra)
 {
 	char yaml[4096], cfg[600];
 	const char *env[] = { DUMMY_KEY, NULL };
@@ -240,6 +243,12 @@ keeper_start(const char *controller_extra)
 	track_pid(keeper_pid);
 	ck_assert_msg(sk_test_wait_port(main_port, 20000) && sk_test_wait_port(connect_port, 20000),
 	        "spacekeeper did not listen (%s)", keeper_log);
+}
+
+static void
+keeper_start(const char *controller_extra)
+{
+	keeper_launch(controller_extra);
 	ck_assert_msg(
 	        eventually_status(main_port, "/readyz", 200, 60), "not ready (%s)", keeper_log);
 }
@@ -692,6 +701,96 @@ START_TEST(test_store_outage)
 }
 END_TEST
 
+/* ---- /readyz while no shard is held and some are free ---- */
+
+/* The /readyz body (status in *status). Caller frees. */
+static char *
+readyz_body(long *status)
+{
+	char url[128];
+	req r = { 0 };
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", main_port);
+	*status = http_do(url, &r);
+	free(r.headers);
+	return r.out ? r.out : sk_strdup("");
+}
+
+static mongoc_collection_t *
+collection(mongoc_client_t *client, const char *name)
+{
+	return mongoc_client_get_collection(client, db, name);
+}
+
+/* shard-00 released (holder ""), at version 1, and a claim on that version
+ * that never expires (taken a day from now): every lease write over it
+ * conflicts, so the replica sees the shard free and cannot take it. */
+static void
+plant_unwritable_shard(mongoc_client_t *client)
+{
+	mongoc_collection_t *leases = collection(client, "leases"), *claims;
+	bson_t *lease = BCON_NEW("_id", BCON_UTF8("shard-00"), "holder", BCON_UTF8(""),
+	        "acquireTime", BCON_DATE_TIME(0), "renewTime", BCON_DATE_TIME(0), "durationMs",
+	        BCON_INT64(4000), "version", BCON_INT64(1));
+	bson_t *claim = BCON_NEW("_id", BCON_UTF8("lease/shard-00/1"), "at",
+	        BCON_DATE_TIME(sk_now_ms() + 24 * 3600 * 1000));
+	bson_error_t berr;
+
+	claims = collection(client, "claims");
+	ck_assert_msg(
+	        mongoc_collection_insert_one(leases, lease, NULL, NULL, &berr), "%s", berr.message);
+	ck_assert_msg(
+	        mongoc_collection_insert_one(claims, claim, NULL, NULL, &berr), "%s", berr.message);
+	bson_destroy(lease);
+	bson_destroy(claim);
+	mongoc_collection_destroy(leases);
+	mongoc_collection_destroy(claims);
+}
+
+/* A started replica that holds no shard while one is free is not ready
+ * (503 with the count), and is once it could take it. */
+START_TEST(test_not_ready_while_shards_free)
+{
+	mongoc_client_t *client = mongoc_client_new(mongo_uri);
+	mongoc_collection_t *claims;
+	bson_t *filter;
+	bson_error_t berr;
+	char *body = NULL;
+	long st = 0;
+	bool seen = false;
+
+	plant_unwritable_shard(client);
+	keeper_launch("  shards: 1\n  leaseDuration: 4s\n  renewDeadline: 3s\n"
+	              "  retryPeriod: 300ms\n");
+	for (int i = 0; i < 300 && !seen; i++) {
+		free(body);
+		body = readyz_body(&st);
+		seen = st == 503 && strstr(body, "no shard held while 1 are free") != NULL;
+		if (!seen)
+			usleep(100 * 1000);
+	}
+	ck_assert_msg(seen, "/readyz: %ld %s (%s)", st, body, keeper_log);
+	/* still so after several lease rounds: the claim does not expire */
+	sleep(2);
+	free(body);
+	body = readyz_body(&st);
+	ck_assert_msg(st == 503 && strstr(body, "no shard held while 1 are free") != NULL,
+	        "/readyz: %ld %s", st, body);
+	free(body);
+	claims = collection(client, "claims");
+	filter = BCON_NEW("_id", BCON_UTF8("lease/shard-00/1"));
+	ck_assert_msg(mongoc_collection_delete_one(claims, filter, NULL, NULL, &berr), "%s",
+	        berr.message);
+	bson_destroy(filter);
+	mongoc_collection_destroy(claims);
+	mongoc_client_destroy(client);
+	ck_assert_msg(eventually_status(main_port, "/readyz", 200, 30), "not ready once free (%s)",
+	        keeper_log);
+	ck_assert_int_eq(sk_test_stop(keeper_pid, false), 0);
+	keeper_pid = 0;
+}
+END_TEST
+
 Suite *
 sk_suite_guard(void)
 {
@@ -710,6 +809,7 @@ sk_suite_guard(void)
 	tcase_add_test(tc, test_tls);
 	tcase_add_test(tc, test_waiting_cap);
 	tcase_add_test(tc, test_store_outage);
+	tcase_add_test(tc, test_not_ready_while_shards_free);
 	tcase_add_test(load, test_starvation);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, load);

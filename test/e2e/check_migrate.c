@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../testutil.h"
+#include "reconcile/reconcile.h"
 #include "sandbox/sandbox.h"
 #include "store/store.h"
 
@@ -609,6 +610,45 @@ START_TEST(test_rollout_restart_template)
 }
 END_TEST
 
+/* spacectl plan for a space whose spec.provider changed (the controller
+ * stopped, so nothing moves meanwhile): the migration and its steps, the
+ * current one marked. */
+START_TEST(test_plan_shows_migration)
+{
+	const char *plan[] = { "plan", "--config", cfg_path, "alice", NULL };
+	const char *steps[] = { "wait until idle for spec.migration.whenIdleFor",
+		"create the target sandbox", "copy spec.workspace.paths",
+		"verify (file count, bytes, SHA-256 per file)", "switch the binding to the target",
+		"pause the source; delete it after keepSourceFor" };
+	char *src = NULL, *out = NULL, *at = NULL, head[256];
+	int marked = 0;
+
+	apply_space("e2b", "base", NULL);
+	src = wait_bound("e2b", 60);
+	ck_assert_int_eq(sk_test_stop(keeper_pid, false), 0);
+	keeper_pid = 0;
+	apply_space("cube", "base", NULL);
+	ck_assert_int_eq(spacectl(plan, &out), 0);
+	snprintf(head, sizeof(head), "    migration (%s): e2b/base %s -> cube/base, keep source ",
+	        SK_TRIGGER_PROVIDER, src);
+	at = strstr(out, head);
+	ck_assert_msg(at != NULL, "no \"%s\" in:\n%s", head, out);
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		char cur[160], other[160];
+		snprintf(cur, sizeof(cur), "\n      -> %s\n", steps[i]);
+		snprintf(other, sizeof(other), "\n         %s\n", steps[i]);
+		ck_assert_msg(strstr(at, cur) || strstr(at, other), "no step \"%s\" in:\n%s",
+		        steps[i], out);
+		marked += strstr(at, cur) != NULL;
+		/* in order */
+		at = strstr(at, steps[i]);
+	}
+	ck_assert_msg(marked == 1, "%d steps marked current in:\n%s", marked, out);
+	free(out);
+	free(src);
+}
+END_TEST
+
 Suite *
 sk_suite_migrate_e2e(void)
 {
@@ -621,6 +661,7 @@ sk_suite_migrate_e2e(void)
 	tcase_add_test(tc, test_abort_on_504);
 	tcase_add_test(tc, test_sigkill_during_copy);
 	tcase_add_test(tc, test_rollout_restart_template);
+	tcase_add_test(tc, test_plan_shows_migration);
 	suite_add_tcase(s, tc);
 	return s;
 }
