@@ -16,7 +16,6 @@
 
 #define SK_IDENTITY_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
 
-
 typedef enum cfg_kind {
 	CFG_URI,
 	CFG_DATABASE,
