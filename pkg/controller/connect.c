@@ -10,10 +10,14 @@
  * Every connect is activity; renewing the deadline and persisting
  * lastActivityTime happen off the request path, in a queued reconcile.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "controller_int.h"
+
+/* How long a heartbeat waits for a controller that is still starting. */
+#define ACTIVITY_START_WAIT_MS 5000
 
 void
 sk_ctl_reply_json(sk_http_reply *r, unsigned int status, json_t *obj)
@@ -193,6 +197,30 @@ wait_ready(
 	free(key);
 }
 
+/* A connect that arrives while the controller is still starting (informer
+ * sync, first shard round) waits for it within its own timeout: before,
+ * the user's space is not known yet and its shard not taken, and an
+ * answer then (404, or 503 for a free shard) would be wrong. false: *r is
+ * the answer (503, with Retry-After). */
+static bool
+started_within(sk_controller *c, int64_t deadline, sk_http_reply *r)
+{
+	while (!atomic_load(&c->started)) {
+		if (sk_ctl_stopping(c)) {
+			sk_ctl_reply_error(r, 503, "ShuttingDown", "the controller is stopping");
+			return false;
+		}
+		if (sk_monotonic_ms() >= deadline) {
+			snprintf(r->retry_after, sizeof(r->retry_after), "1");
+			sk_ctl_reply_error(
+			        r, 503, "Starting", "the controller has not finished starting");
+			return false;
+		}
+		sk_sleep_ms(20);
+	}
+	return true;
+}
+
 /* Another replica holds the user's shard: its answer (true), else false. */
 static bool
 forwarded(sk_controller *c, const sk_userspace *us, int64_t timeout_ms, const sk_ctl_origin *from,
@@ -219,9 +247,13 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, const sk_
 	sk_plan_options o;
 	sk_ctl_keeper k;
 	const char *path = "fast";
-	int rc = load(c, name, &us, &err);
+	int rc;
 
-	if (rc != 0) {
+	if (!started_within(c, deadline, r)) {
+		count_connect(c, "none", r->status, t0);
+		return;
+	}
+	if ((rc = load(c, name, &us, &err)) != 0) {
 		sk_ctl_reply_error(r, rc == SK_ENOTFOUND ? 404 : 503,
 		        rc == SK_ENOTFOUND ? "NotFound" : "StoreUnavailable", err.message);
 		count_connect(c, "none", r->status, t0);
@@ -262,9 +294,13 @@ sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms,
         const sk_ctl_origin *from, sk_http_reply *r)
 {
 	double t0 = sk_metrics_now();
-	char *name = sk_informer_name_for_user(c->inf, user_id);
+	char *name;
 
-	if (name == NULL) {
+	if (!started_within(c, sk_monotonic_ms() + timeout_ms, r)) {
+		count_connect(c, "none", r->status, t0);
+		return;
+	}
+	if ((name = sk_informer_name_for_user(c->inf, user_id)) == NULL) {
 		sk_ctl_reply_error(r, 404, "NotFound", "no UserSpace has this userID");
 		count_connect(c, "none", 404, t0);
 		return;
@@ -276,7 +312,7 @@ sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms,
 void
 sk_ctl_activity(sk_controller *c, const char *user_id, const sk_ctl_origin *from, sk_http_reply *r)
 {
-	char *name = sk_informer_name_for_user(c->inf, user_id);
+	char *name = NULL;
 	int64_t now = sk_now_ms();
 	sk_userspace *us = NULL;
 	sk_connect_decision d;
@@ -285,6 +321,9 @@ sk_ctl_activity(sk_controller *c, const char *user_id, const sk_ctl_origin *from
 	char *path;
 	bool fwd;
 
+	if (!started_within(c, sk_monotonic_ms() + ACTIVITY_START_WAIT_MS, r))
+		return;
+	name = sk_informer_name_for_user(c->inf, user_id);
 	if (name == NULL || sk_informer_get(c->inf, name, &us) != 0) {
 		sk_ctl_reply_error(r, 404, "NotFound", "no UserSpace has this userID");
 		free(name);

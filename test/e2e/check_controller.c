@@ -379,6 +379,21 @@ write_config(const char *provider_extra)
 	snprintf(cfg_path, sizeof(cfg_path), "%s", sk_test_write_file("config.yaml", yaml));
 }
 
+/* /readyz 200: started (informer synced, first shard round, workers up),
+ * as a Kubernetes readiness probe waits for it. HTTP listens before that. */
+static void
+keeper_wait_ready(const char *log)
+{
+	char url[128];
+	int64_t deadline = sk_monotonic_ms() + 30000;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", keeper_port);
+	while (http("GET", url, NULL, NULL) != 200) {
+		ck_assert_msg(sk_monotonic_ms() < deadline, "spacekeeper not ready (%s)", log);
+		sk_sleep_ms(50);
+	}
+}
+
 static void
 keeper_start(void)
 {
@@ -392,6 +407,7 @@ keeper_start(void)
 	track_pid(keeper_pid);
 	ck_assert_msg(
 	        sk_test_wait_port(keeper_port, 20000), "spacekeeper did not listen (%s)", log);
+	keeper_wait_ready(log);
 }
 
 static void
@@ -1281,6 +1297,42 @@ END_TEST
 
 /* ---- the daemon: HTTP, --once, signals ---- */
 
+/* A connect that arrives while the controller is still starting (its first
+ * provider list takes 2 s here, before the first shard round and the
+ * workers) is answered within its timeout, not with a 503 for a shard not
+ * taken yet. (connect.c also waits out the informer's first sync, a window
+ * too short to hit on purpose here.) */
+START_TEST(test_connect_during_start_waits)
+{
+	const char *env[] = { DUMMY_KEY, NULL };
+	const char *argv[] = { "spacekeeper", "--config", cfg_path, "--mongodb-uri", mongo_uri,
+		"--database", db, "--poll", "200ms", NULL };
+	char url[256], log[700], ready[128];
+	json_t *v;
+	long st;
+
+	apply_yaml("early.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: early\nspec:\n  userID: early-user\n");
+	sim_post("/_sim/faults", "{\"latency\": {\"list\": {\"fixed_ms\": 2000}}}");
+	snprintf(log, sizeof(log), "%s/spacekeeper-%s-%d.log", sk_test_tmpdir(), db, ++keeper_runs);
+	keeper_pid = sk_test_spawn(argv, env, log);
+	track_pid(keeper_pid);
+	ck_assert_msg(
+	        sk_test_wait_port(keeper_port, 20000), "spacekeeper did not listen (%s)", log);
+	snprintf(ready, sizeof(ready), "http://127.0.0.1:%d/readyz", keeper_port);
+	ck_assert_int_eq(http("GET", ready, NULL, NULL), 503); /* still listing */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/early-user/sandbox?timeout=30s",
+	        connect_port);
+	v = http_json("GET", url, NULL, &st);
+	ck_assert_msg(st == 200, "connect during start: %ld (%s)", st, log);
+	ck_assert(json_is_true(json_object_get(v, "ready")));
+	json_decref(v);
+	sim_post("/_sim/faults", "{\"latency\": {\"list\": null}}");
+	keeper_stop_checked();
+}
+END_TEST
+
 START_TEST(test_http_endpoints_and_connect)
 {
 	char url[256], *body = NULL;
@@ -1531,6 +1583,7 @@ sk_suite_controller(void)
 	tcase_add_test(fault, test_j_429_storm);
 	tcase_add_test(fault, test_i_ferretdb_restart);
 	tcase_add_test(daemon, test_http_endpoints_and_connect);
+	tcase_add_test(daemon, test_connect_during_start_waits);
 	tcase_add_test(daemon, test_status_page);
 	tcase_add_test(daemon, test_idle_sleep_and_wake);
 	tcase_add_test(daemon, test_env_after_create_and_resume);
