@@ -1,4 +1,5 @@
 /* Test helpers: processes, ports, a shared FerretDB, temp files. */
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -431,4 +432,29 @@ sk_test_ferretdb_start(char *uri, size_t len)
 	snprintf(
 	        dir, sizeof(dir), "%s/ferretdb-%d-%d", sk_test_tmpdir(), (int)getpid(), ++instance);
 	return ferretdb_start_fresh(dir, uri, len);
+}
+
+long
+sk_test_post_json(const char *base_url, const char *path, const char *json)
+{
+	CURL *c = curl_easy_init();
+	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+	FILE *devnull = fopen("/dev/null", "w");
+	char url[256];
+	long status = 0;
+
+	snprintf(url, sizeof(url), "%s%s", base_url, path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, json);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, devnull);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	else
+		status = -1;
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	fclose(devnull);
+	return status;
 }

@@ -65,5 +65,8 @@ const char *sk_test_write_file(const char *name, const char *content);
 /* A sandboxsim on a free port: returns the pid and fills base_url ("http://127.0.0.1:P").
  * extra_args NULL-terminated or NULL. */
 pid_t sk_test_sim_start(const char *const *extra_args, char *base_url, size_t len);
+/* POSTs a JSON document to base_url + path (a simulator's admin API, within
+ * 5 s); returns the HTTP status, -1 when no answer came. */
+long sk_test_post_json(const char *base_url, const char *path, const char *json);
 
 #endif

@@ -99,23 +99,7 @@ collect(char *data, size_t size, size_t n, void *userp)
 static long
 admin_post(const sim *s, const char *path, const char *json)
 {
-	CURL *c = curl_easy_init();
-	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-	FILE *devnull = fopen("/dev/null", "w");
-	char url[256];
-	long status = 0;
-
-	snprintf(url, sizeof(url), "%s%s", s->url, path);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, json);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, devnull);
-	ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
-	fclose(devnull);
-	return status;
+	return sk_test_post_json(s->url, path, json);
 }
 
 /* A secure sandbox (envd wants X-Access-Token), created with a raw POST. */

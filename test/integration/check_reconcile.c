@@ -40,24 +40,7 @@ setup(fixture *f)
 static long
 sim_post(fixture *f, const char *path, const char *json)
 {
-	CURL *c = curl_easy_init();
-	char url[256];
-	long status = 0;
-	FILE *devnull = fopen("/dev/null", "w");
-	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-
-	snprintf(url, sizeof(url), "%s%s", f->url, path);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, json);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, devnull);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
-	ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
-	fclose(devnull);
-	return status;
+	return sk_test_post_json(f->url, path, json);
 }
 
 /* The user's managed sandboxes as the controller would list them. */
