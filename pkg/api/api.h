@@ -270,6 +270,10 @@ typedef struct sk_sandbox {
 void sk_sandbox_dispose(sk_sandbox *sb);
 void sk_sandbox_free(sk_sandbox *sb);
 void sk_sandbox_copy(sk_sandbox *dst, const sk_sandbox *src);
+/* The sandbox as a JSON object and back (a shared provider list is stored
+ * so). The envd access token is left out: it is a secret. */
+json_t *sk_sandbox_to_json(const sk_sandbox *sb);
+int sk_sandbox_from_json(const json_t *j, sk_sandbox *out, sk_error *err);
 
 typedef struct sk_sandbox_list {
 	sk_sandbox *items;

@@ -70,3 +70,77 @@ sk_sandbox_list_dispose(sk_sandbox_list *l)
 	l->items = NULL;
 	l->len = 0;
 }
+
+/* ---- JSON: the form a shared provider list is stored in ---- */
+
+static sk_sandbox_state
+state_of_name(const char *name)
+{
+	static const sk_sandbox_state all[] = { SK_SANDBOX_RUNNING, SK_SANDBOX_PAUSED,
+		SK_SANDBOX_TRANSITIONAL, SK_SANDBOX_GONE };
+
+	for (size_t i = 0; name && i < sizeof(all) / sizeof(all[0]); i++)
+		if (strcmp(name, sk_sandbox_state_name(all[i])) == 0)
+			return all[i];
+	return SK_SANDBOX_UNKNOWN;
+}
+
+static void
+set_text(json_t *o, const char *key, const char *v)
+{
+	if (v != NULL)
+		json_object_set_new(o, key, json_string(v));
+}
+
+json_t *
+sk_sandbox_to_json(const sk_sandbox *sb)
+{
+	json_t *o = json_object(), *md = json_object();
+
+	set_text(o, "id", sb->id);
+	set_text(o, "templateID", sb->template_id);
+	set_text(o, "alias", sb->alias);
+	set_text(o, "state", sk_sandbox_state_name(sb->state));
+	json_object_set_new(o, "startedMs", json_integer(sb->started_ms));
+	json_object_set_new(o, "endMs", json_integer(sb->end_ms));
+	json_object_set_new(o, "cpuCount", json_integer(sb->cpu_count));
+	json_object_set_new(o, "memoryMB", json_integer(sb->memory_mb));
+	for (size_t i = 0; i < sb->metadata.len; i++)
+		json_object_set_new(
+		        md, sb->metadata.items[i].key, json_string(sb->metadata.items[i].value));
+	json_object_set_new(o, "metadata", md);
+	set_text(o, "domain", sb->domain);
+	return o;
+}
+
+static char *
+get_text(const json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	return v ? sk_strdup(v) : NULL;
+}
+
+int
+sk_sandbox_from_json(const json_t *j, sk_sandbox *out, sk_error *err)
+{
+	const json_t *md = json_object_get(j, "metadata");
+	const char *key;
+	json_t *v;
+
+	memset(out, 0, sizeof(*out));
+	if (!json_is_object(j) || !json_is_string(json_object_get(j, "id")))
+		return sk_error_set(err, SK_EINVALID, "sandbox: want an object with an id");
+	out->id = get_text(j, "id");
+	out->template_id = get_text(j, "templateID");
+	out->alias = get_text(j, "alias");
+	out->state = state_of_name(json_string_value(json_object_get(j, "state")));
+	out->started_ms = json_integer_value(json_object_get(j, "startedMs"));
+	out->end_ms = json_integer_value(json_object_get(j, "endMs"));
+	out->cpu_count = (int)json_integer_value(json_object_get(j, "cpuCount"));
+	out->memory_mb = (int)json_integer_value(json_object_get(j, "memoryMB"));
+	json_object_foreach((json_t *)md, key, v) if (json_is_string(v))
+	        sk_kvlist_set(&out->metadata, key, json_string_value(v));
+	out->domain = get_text(j, "domain");
+	return 0;
+}

@@ -267,7 +267,7 @@ start_parts(sk_controller *c, sk_error *err)
 		        "informer: no list of UserSpaces within %ds", SK_CONTROLLER_SYNC_MS / 1000);
 	sk_ctl_shards_prepare(c);
 	sk_ctl_shards_tick(c); /* the shards to start with */
-	sk_ctl_observe_all(c);
+	sk_ctl_observe_all(c, true);
 	pthread_mutex_lock(&c->mu);
 	c->running = !c->stopping;
 	pthread_mutex_unlock(&c->mu);
@@ -445,7 +445,7 @@ sk_controller_run_once(sk_controller *c, int64_t settle_ms, int64_t timeout_ms, 
 	        (rc = sk_informer_relist(c->inf, err)) != 0)
 		return rc;
 	sk_ctl_shards_all(c); /* one pass over everything, no leases */
-	sk_ctl_observe_all(c);
+	sk_ctl_observe_all(c, true);
 	pthread_mutex_lock(&c->mu);
 	c->running = true;
 	c->once = true;

@@ -38,6 +38,7 @@ typedef struct sk_prov_view {
 	bool valid; /* the last list succeeded */
 	int64_t listed_ms; /* wall clock when that list started */
 	size_t n_sandboxes;
+	int64_t looked_mono; /* monotonic ms of this replica's last own list (0: none) */
 	sk_kvlist orphan_seen; /* sandbox id -> first-seen ms (sk_plan_orphans) */
 } sk_prov_view;
 
@@ -129,8 +130,10 @@ char *sk_ctl_path_segment(const char *url, const char *prefix, const char *suffi
 /* observe.c */
 void sk_ctl_views_init(sk_controller *c);
 void sk_ctl_views_dispose(sk_controller *c);
-/* One pass over every provider: list, group, orphans; then enqueue every key. */
-void sk_ctl_observe_all(sk_controller *c);
+/* One look at every provider (our own list when due or forced, else the
+ * shared one when newer: see share.c); when a view was renewed, every key
+ * of the held shards is enqueued. Returns how long to wait for the next. */
+int64_t sk_ctl_observe_all(sk_controller *c, bool force);
 int sk_ctl_observer_start(sk_controller *c, sk_error *err);
 void sk_ctl_observer_stop(sk_controller *c);
 /* Fills view with a copy of the user's listed sandboxes (caller disposes list). */
@@ -139,6 +142,28 @@ void sk_ctl_list_view(
 
 /* observe.c: asks the observer thread for a pass now. */
 void sk_ctl_observe_soon(sk_controller *c);
+/* observe.c: user_id -> that user's sandboxes (sk_sandbox_list*, GONE left
+ * out), moved out of all. */
+sk_strmap *sk_ctl_group_by_user(sk_sandbox_list *all);
+
+/* share.c: one provider list for every replica (see share.c). */
+typedef struct sk_ctl_shared_list {
+	int64_t listed_ms; /* when the shared list started */
+	size_t total; /* sandboxes it saw, every shard */
+	sk_sandbox_list sandboxes; /* those of the shards this replica holds */
+} sk_ctl_shared_list;
+void sk_ctl_share_declare(sk_controller *c);
+/* This replica lists the providers itself: it holds every shard or shard 0. */
+bool sk_ctl_share_lists_self(sk_controller *c);
+/* ... and stores its lists for the others: shard 0, not every shard. */
+bool sk_ctl_share_publishes(sk_controller *c);
+void sk_ctl_share_publish(
+        sk_controller *c, int prov, const sk_sandbox_list *all, int64_t listed_ms, int64_t took_ms);
+/* 1: out holds the shared list of the held shards (newer than have_ms, or
+ * any when force); 0: none newer; -1: none fresh, or it could not be read
+ * (the caller lists for itself). */
+int sk_ctl_share_read(
+        sk_controller *c, int prov, int64_t have_ms, bool force, sk_ctl_shared_list *out);
 
 /* shards.c: replicas share the spaces by shard leases (see shards.c). */
 #define SK_CTL_METRIC_SHARDS_HELD "spacekeeper_shards_held"
@@ -166,6 +191,10 @@ bool sk_ctl_may_act_cb(void *arg, const char *user_id); /* arg: the controller *
  * when it is free or ours. */
 char *sk_ctl_shard_holder_address(sk_controller *c, const char *user_id);
 size_t sk_ctl_shards_held(sk_controller *c);
+/* The shards held, ascending, into out (room for cfg->shards); their number. */
+size_t sk_ctl_shards_held_list(sk_controller *c, int *out);
+/* Every shard is this replica's (one replica, or --once). */
+bool sk_ctl_shards_own_all(sk_controller *c);
 /* /readyz: how many shards were free at the last round while this replica
  * holds none (0 when it holds some, or under --once). */
 size_t sk_ctl_shards_free_unheld(sk_controller *c);

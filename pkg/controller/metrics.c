@@ -277,9 +277,12 @@ sk_ctl_metrics_declare(sk_controller *c)
 	        "Polls of the store by the informer");
 	sk_metrics_declare(m, SK_CTL_METRIC_STORE_ERRORS, SK_METRIC_COUNTER,
 	        "Failed store calls by call site: ping (the /readyz probe), informer (list and "
-	        "poll), reconcile (status writes, events and reads of a reconcile)");
+	        "poll), reconcile (status writes, events and reads of a reconcile), share (the "
+	        "shared provider list)");
 	sk_metrics_add(m, SK_CTL_METRIC_STORE_ERRORS, "op=\"ping\"", 0);
 	sk_metrics_add(m, SK_CTL_METRIC_STORE_ERRORS, "op=\"reconcile\"", 0);
+	sk_metrics_add(m, SK_CTL_METRIC_STORE_ERRORS, "op=\"share\"", 0);
+	sk_ctl_share_declare(c);
 	sk_metrics_set(m, SK_CTL_METRIC_STORE_ERRORS, "op=\"informer\"", 0);
 	declare_drift(m);
 	sk_metrics_declare(m, SK_CTL_METRIC_MIGRATIONS, SK_METRIC_COUNTER,

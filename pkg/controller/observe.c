@@ -5,7 +5,8 @@
  * (sk_plan_orphans: reported, killed only with deleteOrphans after the
  * grace), and every UserSpace key is enqueued (level-triggered resync). A
  * stop abandons a list in progress (the clients abort at once) and enqueues
- * nothing.
+ * nothing. With replicas, only the holder of shard 0 lists and the others
+ * read its shared list (share.c).
  */
 #include <malloc.h>
 #include <stdlib.h>
@@ -13,6 +14,9 @@
 #include <time.h>
 
 #include "controller_int.h"
+
+/* The longest wait between two reads of the shared list. */
+#define SHARED_POLL_MAX_MS 5000
 
 static void
 list_free_cb(void *p)
@@ -67,10 +71,9 @@ list_move_in(sk_sandbox_list *l, sk_sandbox *sb)
 	memset(sb, 0, sizeof(*sb));
 }
 
-/* user_id -> that user's managed sandboxes (GONE ones left out), moved out
- * of `all` (no copies: with 10,000 sandboxes a copy is ~10 MB more at peak). */
-static sk_strmap *
-group_by_user(sk_sandbox_list *all)
+/* No copies: with 10,000 sandboxes a copy is ~10 MB more at peak. */
+sk_strmap *
+sk_ctl_group_by_user(sk_sandbox_list *all)
 {
 	sk_strmap *m = sk_strmap_new(list_free_cb);
 
@@ -155,14 +158,44 @@ handle_orphans(sk_controller *c, int i, const sk_sandbox_list *all, int64_t now)
 	sk_orphan_list_dispose(&ol);
 }
 
+/* Replaces provider i's view; fresh NULL: the look failed, the old view
+ * stays but is marked invalid. */
 static void
-observe_provider(sk_controller *c, int i)
+install_view(sk_controller *c, int i, sk_strmap *fresh, int64_t listed_ms, size_t n)
+{
+	sk_strmap *old = NULL;
+
+	pthread_mutex_lock(&c->obs_mu);
+	if (fresh != NULL) {
+		old = c->views[i].by_user;
+		c->views[i].by_user = fresh;
+		c->views[i].listed_ms = listed_ms;
+		c->views[i].n_sandboxes = n;
+	}
+	c->views[i].valid = fresh != NULL;
+	pthread_mutex_unlock(&c->obs_mu);
+	sk_strmap_free(old);
+}
+
+static void
+set_observed(sk_controller *c, const char *prov, size_t n)
+{
+	char l[160];
+
+	snprintf(l, sizeof(l), "provider=\"%s\"", prov);
+	sk_metrics_set(c->metrics, "spacekeeper_observed_sandboxes", l, (double)n);
+}
+
+/* This replica's own list of provider i (and, as the holder of shard 0, its
+ * orphans and the shared list). */
+static void
+list_provider(sk_controller *c, int i)
 {
 	const char *prov = c->cfg->providers[i].name;
 	sk_kvlist match = { 0 };
 	sk_sandbox_list all = { 0 };
 	sk_error err = { 0 };
-	sk_strmap *old = NULL, *fresh = NULL;
+	sk_strmap *fresh = NULL;
 	int64_t t = sk_now_ms();
 	char l[160];
 	int rc;
@@ -173,23 +206,16 @@ observe_provider(sk_controller *c, int i)
 	        l, sizeof(l), "provider=\"%s\",result=\"%s\"", prov, rc == 0 ? "success" : "error");
 	sk_metrics_add(c->metrics, "spacekeeper_provider_list_total", l, 1);
 	if (rc == 0) {
-		snprintf(l, sizeof(l), "provider=\"%s\"", prov);
-		sk_metrics_set(c->metrics, "spacekeeper_observed_sandboxes", l, (double)all.len);
+		set_observed(c, prov, all.len);
 		handle_orphans(c, i, &all, t);
+		if (sk_ctl_share_publishes(c))
+			sk_ctl_share_publish(c, i, &all, t, sk_now_ms() - t);
 		sk_ctl_log(c, SK_LOG_DEBUG, "provider listed", "provider=%s sandboxes=%zu", prov,
 		        all.len);
-		fresh = group_by_user(&all); /* empties the items of all */
+		fresh = sk_ctl_group_by_user(&all); /* empties the items of all */
 	}
-	pthread_mutex_lock(&c->obs_mu);
-	if (rc == 0) {
-		old = c->views[i].by_user;
-		c->views[i].by_user = fresh;
-		c->views[i].listed_ms = t;
-		c->views[i].n_sandboxes = all.len;
-	}
-	c->views[i].valid = rc == 0;
-	pthread_mutex_unlock(&c->obs_mu);
-	sk_strmap_free(old);
+	install_view(c, i, fresh, t, all.len);
+	c->views[i].looked_mono = sk_monotonic_ms();
 	if (rc != 0 && sk_ctl_stopping(c))
 		sk_ctl_log(c, SK_LOG_INFO, "provider list abandoned", "provider=%s error=\"%s\"",
 		        prov, err.message);
@@ -198,6 +224,76 @@ observe_provider(sk_controller *c, int i)
 		        err.message);
 	sk_sandbox_list_dispose(&all);
 	sk_kvlist_dispose(&match);
+}
+
+/* The list another replica shared (share.c): 1 when the view was replaced,
+ * 0 when nothing newer was there, -1 when none fresh could be read. */
+static int
+read_shared(sk_controller *c, int i, bool force)
+{
+	sk_ctl_shared_list sl;
+	int64_t have;
+	int rc;
+
+	pthread_mutex_lock(&c->obs_mu);
+	have = c->views[i].valid ? c->views[i].listed_ms : 0;
+	pthread_mutex_unlock(&c->obs_mu);
+	rc = sk_ctl_share_read(c, i, have, force, &sl);
+	if (rc == 1) {
+		set_observed(c, c->cfg->providers[i].name, sl.total);
+		install_view(c, i, sk_ctl_group_by_user(&sl.sandboxes), sl.listed_ms, sl.total);
+		sk_sandbox_list_dispose(&sl.sandboxes);
+	}
+	return rc;
+}
+
+static int64_t
+resync_period(sk_controller *c)
+{
+	return c->cfg->resync_ms > 0 ? c->cfg->resync_ms : 30000;
+}
+
+/* How long until this replica's own list of provider i is due (<= 0: now). */
+static int64_t
+list_due_in(sk_controller *c, int i)
+{
+	int64_t last = c->views[i].looked_mono;
+
+	return last == 0 ? 0 : last + resync_period(c) - sk_monotonic_ms();
+}
+
+/* One look at provider i: the shared list, else (or as the lister) our own
+ * when due. true when its view was renewed. */
+static bool
+look_at(sk_controller *c, int i, bool force)
+{
+	if (!sk_ctl_share_lists_self(c)) {
+		int rc = read_shared(c, i, force);
+		if (rc >= 0)
+			return rc == 1;
+	}
+	if (!force && list_due_in(c, i) > 0)
+		return false;
+	list_provider(c, i);
+	return true;
+}
+
+/* How long the observer sleeps: until our own next list is due, or (while
+ * another replica lists) a quarter period, at most SHARED_POLL_MAX_MS, to
+ * pick its shared list up soon after it is written. */
+static int64_t
+next_look_in(sk_controller *c)
+{
+	int64_t wait = resync_period(c);
+
+	if (!sk_ctl_share_lists_self(c)) /* a missing shared list is noticed there too */
+		return wait / 4 > SHARED_POLL_MAX_MS ? SHARED_POLL_MAX_MS : wait / 4;
+	for (size_t i = 0; i < c->n_prov; i++) {
+		int64_t due = list_due_in(c, (int)i);
+		if (due < wait)
+			wait = due;
+	}
+	return wait < 0 ? 0 : wait;
 }
 
 typedef struct owned_names {
@@ -217,24 +313,29 @@ collect_owned(const sk_informer_entry *e, void *payload)
 	o->names[o->len++] = sk_strdup(e->name);
 }
 
-void
-sk_ctl_observe_all(sk_controller *c)
+int64_t
+sk_ctl_observe_all(sk_controller *c, bool force)
 {
 	owned_names o = { c, NULL, 0 };
+	bool renewed = false;
 
 	for (size_t i = 0; i < c->n_prov && !sk_ctl_stopping(c); i++)
-		observe_provider(c, (int)i);
+		renewed = look_at(c, (int)i, force) || renewed;
 	if (sk_ctl_stopping(c)) /* no new work: the list was abandoned */
-		return;
-	/* The keys of the shards this replica holds. Keys whose own requeue
-	 * falls within the next period are left to it. */
-	sk_informer_foreach(c->inf, collect_owned, &o);
-	for (size_t i = 0; i < o.len; i++)
-		sk_workqueue_add_resync(c->q, o.names[i], c->cfg->resync_ms);
-	sk_informer_names_free(o.names, o.len);
-	/* A pass replaces every list and many cached objects: free pages inside
-	 * the heap go back to the system instead of staying resident. */
-	malloc_trim(0);
+		return 0;
+	if (renewed) {
+		/* The keys of the shards this replica holds. Keys whose own
+		 * requeue falls within the next period are left to it. */
+		sk_informer_foreach(c->inf, collect_owned, &o);
+		for (size_t i = 0; i < o.len; i++)
+			sk_workqueue_add_resync(c->q, o.names[i], c->cfg->resync_ms);
+		sk_informer_names_free(o.names, o.len);
+		/* A pass replaces every list and many cached objects: free
+		 * pages inside the heap go back to the system instead of
+		 * staying resident. */
+		malloc_trim(0);
+	}
+	return next_look_in(c);
 }
 
 void
@@ -261,9 +362,9 @@ sk_ctl_list_view(
 
 /* ---- the resync thread ---- */
 
-/* Sleeps ms unless stopped; false once stopping. */
+/* Sleeps ms unless stopped or asked for a pass (*asked); false once stopping. */
 static bool
-observer_sleep(sk_controller *c, int64_t ms)
+observer_sleep(sk_controller *c, int64_t ms, bool *asked)
 {
 	int64_t deadline = sk_monotonic_ms() + ms;
 	bool go;
@@ -271,7 +372,7 @@ observer_sleep(sk_controller *c, int64_t ms)
 	pthread_mutex_lock(&c->mu);
 	while (!sk_ctl_stopping(c) && !atomic_load(&c->observe_now) && sk_monotonic_ms() < deadline)
 		sk_cond_wait_ms(&c->cond, &c->mu, 200);
-	atomic_store(&c->observe_now, false);
+	*asked = atomic_exchange(&c->observe_now, false);
 	go = !sk_ctl_stopping(c);
 	pthread_mutex_unlock(&c->mu);
 	return go;
@@ -290,10 +391,11 @@ static void *
 observer_main(void *arg)
 {
 	sk_controller *c = arg;
-	int64_t period = c->cfg->resync_ms > 0 ? c->cfg->resync_ms : 30000;
+	int64_t wait = next_look_in(c);
+	bool asked;
 
-	while (observer_sleep(c, period))
-		sk_ctl_observe_all(c);
+	while (observer_sleep(c, wait, &asked))
+		wait = sk_ctl_observe_all(c, asked);
 	return NULL;
 }
 

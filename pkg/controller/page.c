@@ -377,6 +377,16 @@ provider_table(sk_controller *c, sk_buf *b, const sk_userspace *us)
 		        b, "<p class=\"bad\">spec.provider names no configured provider.</p>");
 		return;
 	}
+	if (!sk_ctl_share_lists_self(c) && !sk_ctl_may_act(c, us->spec.user_id)) {
+		char *holder = sk_ctl_shard_holder_address(c, us->spec.user_id);
+		sk_buf_printf(b, "<p>Another replica (");
+		html(b, holder ? holder : "none yet");
+		sk_buf_printf(b,
+		        ") holds this space's shard: its sandboxes are in that "
+		        "replica's share of the list, not in this one's.</p>");
+		free(holder);
+		return;
+	}
 	sk_ctl_list_view(c, prov, us->spec.user_id, &listed, &view);
 	sk_buf_printf(b, "<p>The last list of ");
 	html(b, c->cfg->providers[prov].name);

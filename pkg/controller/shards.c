@@ -494,3 +494,23 @@ sk_ctl_shards_free_unheld(sk_controller *c)
 	pthread_mutex_unlock(&sh->mu);
 	return n_free;
 }
+
+size_t
+sk_ctl_shards_held_list(sk_controller *c, int *out)
+{
+	sk_ctl_shards *sh = c->shards;
+	size_t n = 0;
+
+	pthread_mutex_lock(&sh->mu);
+	for (int i = 0; i < sh->n; i++)
+		if (sh->all || sh->s[i].held)
+			out[n++] = i;
+	pthread_mutex_unlock(&sh->mu);
+	return n;
+}
+
+bool
+sk_ctl_shards_own_all(sk_controller *c)
+{
+	return c->shards->all || held_count(c) == c->shards->n;
+}

@@ -23,6 +23,7 @@ typedef struct sk_memstore {
 	sk_lease *leases;
 	size_t n_leases;
 	sk_apply_record_list records; /* bodies as stored: JSON */
+	sk_observation_list observations;
 	int64_t last_version; /* the last resourceVersion or lease version given */
 } sk_memstore;
 
@@ -591,6 +592,73 @@ mem_record_remove(sk_store *s, const char *id, sk_error *err)
 	return rc;
 }
 
+/* ---- shared provider lists ---- */
+
+static void
+observation_dispose(sk_observation *o)
+{
+	free(o->id);
+	free(o->writer);
+	json_decref(o->body);
+}
+
+static sk_observation *
+observation_find(sk_memstore *m, const char *id)
+{
+	for (size_t i = 0; i < m->observations.len; i++)
+		if (strcmp(m->observations.items[i].id, id) == 0)
+			return &m->observations.items[i];
+	return NULL;
+}
+
+static int
+mem_observation_put(sk_store *s, const char *id, int64_t listed_ms, const char *writer,
+        const char *body, sk_error *err)
+{
+	sk_memstore *m = mem_of(s);
+	sk_observation o, *cur;
+	int rc = sk_observation_set(&o, id, listed_ms, writer, body, err);
+
+	if (rc != 0)
+		return rc;
+	lock(m);
+	cur = observation_find(m, id);
+	if (cur != NULL && cur->listed_ms >= listed_ms) {
+		rc = sk_observation_stale(id, err);
+		observation_dispose(&o);
+	} else if (cur != NULL) {
+		observation_dispose(cur);
+		*cur = o;
+	} else {
+		m->observations.items = sk_realloc(m->observations.items,
+		        (m->observations.len + 1) * sizeof(*m->observations.items));
+		m->observations.items[m->observations.len++] = o;
+	}
+	unlock(m);
+	return rc;
+}
+
+static int
+mem_observation_get(
+        sk_store *s, const char *const *ids, size_t n, sk_observation_list *out, sk_error *err)
+{
+	sk_memstore *m = mem_of(s);
+
+	lock(m);
+	out->items = sk_calloc(n + 1, sizeof(*out->items));
+	for (size_t i = 0; i < n; i++) {
+		const sk_observation *o = observation_find(m, ids[i]);
+		if (o == NULL)
+			continue;
+		out->items[out->len].id = sk_strdup(o->id);
+		out->items[out->len].listed_ms = o->listed_ms;
+		out->items[out->len].writer = sk_strdup(o->writer);
+		out->items[out->len++].body = json_deep_copy(o->body);
+	}
+	unlock(m);
+	return 0;
+}
+
 /* ---- the store ---- */
 
 static void
@@ -604,6 +672,7 @@ clear(sk_memstore *m)
 	sk_lease_list_dispose(&leases);
 	sk_userspace_list_dispose(&objs);
 	sk_apply_record_list_dispose(&m->records);
+	sk_observation_list_dispose(&m->observations);
 	m->events = NULL;
 	m->leases = NULL;
 	m->objs = NULL;
@@ -659,6 +728,8 @@ const sk_store_backend_ops sk_store_memory_ops = {
 	.record_put = mem_record_put,
 	.record_list = mem_record_list,
 	.record_remove = mem_record_remove,
+	.observation_put = mem_observation_put,
+	.observation_get = mem_observation_get,
 	.drop = mem_drop,
 };
 

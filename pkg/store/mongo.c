@@ -387,5 +387,7 @@ const sk_store_backend_ops sk_store_mongo_ops = {
 	.record_put = sk_mongo_record_put,
 	.record_list = sk_mongo_record_list,
 	.record_remove = sk_mongo_record_remove,
+	.observation_put = sk_mongo_observation_put,
+	.observation_get = sk_mongo_observation_get,
 	.drop = mongo_drop,
 };

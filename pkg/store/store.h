@@ -233,6 +233,36 @@ int sk_store_record_list(sk_store *s, sk_apply_record_list *out, sk_error *err);
 /* SK_ENOTFOUND when absent. */
 int sk_store_record_remove(sk_store *s, const char *id, sk_error *err);
 
+/* ---- shared provider lists ----
+ * One replica lists a provider and stores what it saw for the others
+ * (pkg/controller/observe.c), in parts: one per shard of users and one that
+ * says the pass is complete. A part is replaced only by one from a newer
+ * list, so a replica that wakes with an old list cannot overwrite a fresh
+ * one. At most SK_STORE_RECORD_MAX_BYTES of JSON text per part. MongoDB:
+ * collection "observations". */
+typedef struct sk_observation {
+	char *id;
+	int64_t listed_ms; /* when the list it comes from started (the writer's clock) */
+	char *writer; /* the replica that wrote it */
+	json_t *body; /* an object; owned */
+} sk_observation;
+
+typedef struct sk_observation_list {
+	sk_observation *items;
+	size_t len;
+} sk_observation_list;
+void sk_observation_list_dispose(sk_observation_list *l);
+
+/* Writes part id, unless a part with that id from a list started at
+ * listed_ms or later is stored: SK_ECONFLICT then (nothing written).
+ * SK_EINVALID when body is not an object or is too large. */
+int sk_store_observation_put(sk_store *s, const char *id, int64_t listed_ms, const char *writer,
+        const json_t *body, sk_error *err);
+/* The stored parts among ids[0..n) in the order of ids; missing ones are
+ * left out. */
+int sk_store_observation_get(
+        sk_store *s, const char *const *ids, size_t n, sk_observation_list *out, sk_error *err);
+
 /* Drops the database (tests only). */
 int sk_store_drop(sk_store *s, sk_error *err);
 

@@ -517,6 +517,83 @@ creating_on(const replica *r)
 	return found;
 }
 
+/* ---- one provider list ---- */
+
+#define LIST_OK "spacekeeper_provider_list_total{provider=\"default\",result=\"success\"}"
+#define SHARED_READ                                                                                \
+	"spacekeeper_shared_list_total{provider=\"default\",op=\"read\",result=\"success\"}"
+
+/* A counter of a replica, 0 when the series is not there yet. */
+static double
+counter(const replica *r, const char *series)
+{
+	double v = metric(r, series);
+
+	return v < 0 ? 0 : v;
+}
+
+/* GET /v2/sandboxes requests (every page) the simulator answered since its
+ * stats were reset. */
+static int
+sim_list_requests(void)
+{
+	char url[256], *text = NULL;
+	json_t *v;
+	int n = 0;
+	const char *code;
+	json_t *count;
+
+	snprintf(url, sizeof(url), "%s/_sim/stats", sim_url);
+	http("GET", url, &text);
+	v = json_loads(text ? text : "", 0, NULL);
+	free(text);
+	json_object_foreach(json_object_get(json_object_get(v, "requests"), "list"), code, count)
+	        n += (int)json_integer_value(count);
+	json_decref(v);
+	return n;
+}
+
+/* Over WINDOW_S, the live replicas of mask list the provider once per
+ * resync between them: the holder of shard 0 lists, the others read its
+ * shared list and list nothing. */
+#define WINDOW_S (5 * RESYNC_S)
+static void
+assert_one_lister(unsigned mask)
+{
+	double lists0[N_REPLICAS], reads0[N_REPLICAS];
+	int listers = 0, sim_lists, lists = 0;
+	char url[256], *text = NULL;
+
+	for (int i = 0; i < N_REPLICAS; i++)
+		if (mask & (1u << i)) {
+			lists0[i] = counter(&reps[i], LIST_OK);
+			reads0[i] = counter(&reps[i], SHARED_READ);
+		}
+	snprintf(url, sizeof(url), "%s/_sim/stats/reset", sim_url);
+	http("POST", url, &text);
+	free(text);
+	sleep(WINDOW_S);
+	sim_lists = sim_list_requests();
+	printf("replicas: provider lists in %ds (resync %ds):", WINDOW_S, RESYNC_S);
+	for (int i = 0; i < N_REPLICAS; i++) {
+		int dl, dr;
+		if (!(mask & (1u << i)))
+			continue;
+		dl = (int)(counter(&reps[i], LIST_OK) - lists0[i]);
+		dr = (int)(counter(&reps[i], SHARED_READ) - reads0[i]);
+		printf(" replica-%d listed %d, read %d shared;", i, dl, dr);
+		listers += dl > 0;
+		lists += dl;
+		if (dl == 0) /* a reader: it picked up every shared list, about */
+			ck_assert_int_ge(dr, WINDOW_S / RESYNC_S - 2);
+	}
+	printf(" simulator answered %d list requests\n", sim_lists);
+	ck_assert_int_eq(listers, 1);
+	ck_assert_int_le(lists, WINDOW_S / RESYNC_S + 1);
+	/* every list is a page or two of 360 sandboxes: no other replica listed */
+	ck_assert_int_le(sim_lists, lists * 4);
+}
+
 /* ---- connect ---- */
 
 /* The shard of a userID, as the controller computes it (FNV-1a). */
@@ -652,6 +729,9 @@ START_TEST(test_replicas_share_take_over_and_fence)
 	ck_assert_msg(converge("r", 360, 60), "not one each after replica-3 joined");
 	count_one_each("r", 360, &dups);
 	ck_assert_int_eq(dups, 0);
+
+	/* One list for the three live replicas. */
+	assert_one_lister(0xb);
 
 	/* A connect through a non-holder answers the same as the holder. */
 	assert_same_connect(0xb, "r007");

@@ -6,7 +6,7 @@
  * over one index), so the two backends run the same table of tests:
  * compare-and-swap conflicts, generation and resourceVersion rules, userID
  * uniqueness, finalizers and deletion, list-since, selectors, events
- * aggregation, leases and apply records.
+ * aggregation, leases, apply records and shared provider lists.
  */
 #include <check.h>
 #include <pthread.h>
@@ -716,6 +716,55 @@ START_TEST(test_apply_records)
 }
 END_TEST
 
+/* Shared provider lists: a part is replaced only by one from a newer list
+ * (an old writer waking up loses), read back by ids in their order, the
+ * missing ones left out. */
+START_TEST(test_observations)
+{
+	sk_store *s = open_backend(_i);
+	sk_observation_list l = { 0 };
+	sk_error err = { 0 };
+	json_t *b1 = json_pack("{s:[{s:s, s:{s:s}}]}", "sandboxes", "id", "i-1", "metadata",
+	        "user.id.$x", "alice");
+	json_t *b2 = json_pack("{s:[]}", "sandboxes");
+	const char *ids[] = { "e2b:shard-02", "e2b:shard-09", "e2b:shard-01" };
+
+	ck_assert_msg(sk_store_observation_put(s, "e2b:shard-01", 1000, "a", b1, &err) == 0, "%s",
+	        err.message);
+	ck_assert_msg(sk_store_observation_put(s, "e2b:shard-02", 1000, "a", b2, &err) == 0, "%s",
+	        err.message);
+	/* the same list again, and an older one: refused, nothing written */
+	ck_assert_int_eq(
+	        sk_store_observation_put(s, "e2b:shard-01", 1000, "b", b2, &err), SK_ECONFLICT);
+	ck_assert_int_eq(
+	        sk_store_observation_put(s, "e2b:shard-01", 999, "b", b2, &err), SK_ECONFLICT);
+	ck_assert_int_eq(sk_store_observation_put(s, "", 2000, "b", b2, &err), SK_EINVALID);
+	ck_assert_int_eq(
+	        sk_store_observation_put(s, "x", 2000, "b", json_object_get(b1, "sandboxes"), &err),
+	        SK_EINVALID);
+	ck_assert_msg(sk_store_observation_get(s, ids, 3, &l, &err) == 0, "%s", err.message);
+	ck_assert_uint_eq(l.len, 2);
+	ck_assert_str_eq(l.items[0].id, "e2b:shard-02");
+	ck_assert_str_eq(l.items[1].id, "e2b:shard-01");
+	ck_assert_int_eq(l.items[1].listed_ms, 1000);
+	ck_assert_str_eq(l.items[1].writer, "a");
+	ck_assert_msg(json_equal(l.items[1].body, b1), "body changed on the way");
+	sk_observation_list_dispose(&l);
+	/* a newer list replaces it */
+	ck_assert_msg(sk_store_observation_put(s, "e2b:shard-01", 2000, "b", b2, &err) == 0, "%s",
+	        err.message);
+	ck_assert_msg(sk_store_observation_get(s, ids + 2, 1, &l, &err) == 0, "%s", err.message);
+	ck_assert_uint_eq(l.len, 1);
+	ck_assert_int_eq(l.items[0].listed_ms, 2000);
+	ck_assert_str_eq(l.items[0].writer, "b");
+	ck_assert_msg(json_equal(l.items[0].body, b2), "not replaced");
+	sk_observation_list_dispose(&l);
+	json_decref(b1);
+	json_decref(b2);
+	close_backend(s);
+}
+END_TEST
+
 static void
 add_contract(Suite *s, int backend)
 {
@@ -724,7 +773,7 @@ add_contract(Suite *s, int backend)
 		test_generation_rules, test_finalizers_and_deletion,
 		test_finalizer_removed_before_deletion, test_list_since,
 		test_list_selector_and_scan, test_events_aggregate, test_events_keyed_by_uid,
-		test_lease_rules, test_lease_one_holder, test_apply_records };
+		test_lease_rules, test_lease_one_holder, test_apply_records, test_observations };
 	TCase *tc = tcase_create("contract");
 
 	tcase_set_timeout(tc, 60);

@@ -96,6 +96,50 @@ START_TEST(test_state_names)
 }
 END_TEST
 
+/* The JSON form keeps every field but the envd access token, and reads back. */
+START_TEST(test_json_round_trip)
+{
+	sk_sandbox src, back;
+	sk_error err = { 0 };
+	json_t *j;
+
+	fill(&src, "i-3");
+	src.end_ms = 99;
+	j = sk_sandbox_to_json(&src);
+	ck_assert_ptr_null(json_object_get(j, "envdAccessToken"));
+	ck_assert_str_eq(json_string_value(json_object_get(j, "state")), "paused");
+	ck_assert_int_eq(sk_sandbox_from_json(j, &back, &err), 0);
+	ck_assert_str_eq(back.id, "i-3");
+	ck_assert_str_eq(back.template_id, "base");
+	ck_assert_str_eq(back.alias, "alias");
+	ck_assert_str_eq(back.domain, "example.test");
+	ck_assert_ptr_null(back.envd_access_token);
+	ck_assert_int_eq(back.state, SK_SANDBOX_PAUSED);
+	ck_assert_int_eq(back.started_ms, 1234);
+	ck_assert_int_eq(back.end_ms, 99);
+	ck_assert_int_eq(back.cpu_count, 2);
+	ck_assert_int_eq(back.memory_mb, 512);
+	ck_assert_str_eq(sk_kvlist_get(&back.metadata, SK_META_USER_ID), "alice");
+	ck_assert_str_eq(sk_kvlist_get(&back.metadata, SK_META_MANAGED_BY), SK_MANAGED_BY_VALUE);
+	sk_sandbox_dispose(&back);
+	json_decref(j);
+	sk_sandbox_dispose(&src);
+}
+END_TEST
+
+START_TEST(test_json_refuses_no_id)
+{
+	sk_sandbox back;
+	sk_error err = { 0 };
+	json_t *j = json_pack("{s:s}", "state", "running");
+
+	ck_assert_int_eq(sk_sandbox_from_json(j, &back, &err), SK_EINVALID);
+	ck_assert_ptr_null(back.id);
+	json_decref(j);
+	ck_assert_int_eq(sk_sandbox_from_json(NULL, &back, &err), SK_EINVALID);
+}
+END_TEST
+
 Suite *
 sk_suite_api_sandbox(void)
 {
@@ -106,6 +150,8 @@ sk_suite_api_sandbox(void)
 	tcase_add_test(tc, test_copy_of_nulls);
 	tcase_add_test(tc, test_list_dispose);
 	tcase_add_test(tc, test_state_names);
+	tcase_add_test(tc, test_json_round_trip);
+	tcase_add_test(tc, test_json_refuses_no_id);
 	suite_add_tcase(s, tc);
 	return s;
 }
