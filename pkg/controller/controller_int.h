@@ -217,6 +217,8 @@ int sk_ctl_guard_start(sk_controller *c, sk_error *err);
 /* Waits for the connects in progress (they end on stop), then closes. */
 void sk_ctl_guard_stop(sk_controller *c);
 int sk_ctl_guard_port(sk_controller *c);
+/* "sha256//BASE64" of the connect certificate's public key; NULL without TLS. */
+const char *sk_ctl_guard_pin(sk_controller *c);
 
 /* spaces.c: the in-memory state of each space between reconciles. */
 typedef struct sk_ctl_keeper {
@@ -266,7 +268,11 @@ void sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_
 void sk_ctl_activity(
         sk_controller *c, const char *user_id, const sk_ctl_origin *from, sk_http_reply *r);
 
-/* forward.c: POSTs path to the replica at addr and copies its answer. */
+/* forward.c: the public key pin of a PEM certificate (libcurl's
+ * "sha256//BASE64"; NULL when it holds none). */
+char *sk_ctl_forward_pin(const char *pem, size_t len);
+/* forward.c: POSTs path to the replica at addr and copies its answer
+ * (HTTPS pinned to our certificate's key when connect TLS is on). */
 void sk_ctl_forward(sk_controller *c, const char *addr, const char *path, int64_t timeout_ms,
         const sk_ctl_origin *from, sk_http_reply *r);
 /* When another replica holds the user's shard: forwards there (or answers

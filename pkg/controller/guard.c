@@ -47,6 +47,7 @@ struct sk_ctl_guard {
 	bool has_token;
 	unsigned char token_sha[32];
 	char *cert, *key; /* PEM, while serving TLS */
+	char *pin; /* the cert's public key pin, for forwards (forward.c) */
 	size_t key_len;
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
@@ -395,6 +396,10 @@ load_secrets(sk_controller *c, struct sk_ctl_guard *g, sk_error *err)
 	if ((rc = read_pem(cfg->connect_tls_cert_file, "controller.connectTLSCertFile", &g->cert,
 	             &n, err)) != 0)
 		return rc;
+	if ((g->pin = sk_ctl_forward_pin(g->cert, n)) == NULL)
+		return sk_error_set(err, SK_EINVALID,
+		        "controller.connectTLSCertFile %s: no PEM certificate with a public key",
+		        cfg->connect_tls_cert_file);
 	return read_pem(cfg->connect_tls_key_file, "controller.connectTLSKeyFile", &g->key,
 	        &g->key_len, err);
 }
@@ -408,6 +413,7 @@ guard_free(struct sk_ctl_guard *g)
 		memset(g->key, 0, g->key_len);
 	free(g->key);
 	free(g->cert);
+	free(g->pin);
 	memset(g->token_sha, 0, sizeof(g->token_sha));
 	pthread_mutex_destroy(&g->mu);
 	pthread_cond_destroy(&g->cond);
@@ -517,4 +523,10 @@ int
 sk_ctl_guard_port(sk_controller *c)
 {
 	return c->guard ? c->guard->port : 0;
+}
+
+const char *
+sk_ctl_guard_pin(sk_controller *c)
+{
+	return c->guard ? c->guard->pin : NULL;
 }

@@ -99,8 +99,8 @@ put_part(sk_controller *c, const char *prov, int shard, json_t *body, int64_t li
 		return false;
 	if (rc != 0) {
 		sk_ctl_store_error(c, "share");
-		sk_ctl_log(c, SK_LOG_WARN, "shared list not written", "provider=%s part=%s error=\"%s\"",
-		        prov, id, err.message);
+		sk_ctl_log(c, SK_LOG_WARN, "shared list not written",
+		        "provider=%s part=%s error=\"%s\"", prov, id, err.message);
 		count(c, prov, "publish", "error");
 		return false;
 	}
@@ -155,8 +155,10 @@ decode_part(const sk_observation *part, sk_sandbox_list *out)
 
 	if (!json_is_array(arr))
 		return false;
-	out->items = sk_realloc(out->items, (out->len + json_array_size(arr) + 1) * sizeof(*out->items));
-	json_array_foreach (arr, i, v) {
+	out->items =
+	        sk_realloc(out->items, (out->len + json_array_size(arr) + 1) * sizeof(*out->items));
+	json_array_foreach(arr, i, v)
+	{
 		sk_error err = { 0 };
 		if (sk_sandbox_from_json(v, &out->items[out->len], &err) != 0)
 			return false;
@@ -167,8 +169,7 @@ decode_part(const sk_observation *part, sk_sandbox_list *out)
 
 /* The parts of the held shards, all from the pass's list or a newer one. */
 static int
-read_parts(sk_controller *c, const char *prov, int64_t pass_ms, sk_sandbox_list *out,
-        sk_error *err)
+read_parts(sk_controller *c, const char *prov, int64_t pass_ms, sk_sandbox_list *out, sk_error *err)
 {
 	int *held = sk_calloc((size_t)c->cfg->shards + 1, sizeof(*held));
 	size_t n = sk_ctl_shards_held_list(c, held);
@@ -196,8 +197,7 @@ read_parts(sk_controller *c, const char *prov, int64_t pass_ms, sk_sandbox_list 
 }
 
 int
-sk_ctl_share_read(
-        sk_controller *c, int prov, int64_t have_ms, bool force, sk_ctl_shared_list *out)
+sk_ctl_share_read(sk_controller *c, int prov, int64_t have_ms, bool force, sk_ctl_shared_list *out)
 {
 	const char *name = c->cfg->providers[prov].name;
 	char id[160];

@@ -17,8 +17,8 @@ sk_mongo_observation_put(sk_store *store, const char *id, int64_t listed_ms, con
 {
 	sk_mongo *s = sk_mongo_of(store);
 	sk_store_conn c = { 0 };
-	bson_t *filter = BCON_NEW("_id", BCON_UTF8(id), "listedTime", "{", "$lt",
-	        BCON_DATE_TIME(listed_ms), "}");
+	bson_t *filter = BCON_NEW(
+	        "_id", BCON_UTF8(id), "listedTime", "{", "$lt", BCON_DATE_TIME(listed_ms), "}");
 	bson_t *doc = BCON_NEW("_id", BCON_UTF8(id), "listedTime", BCON_DATE_TIME(listed_ms),
 	        "writer", BCON_UTF8(writer), "body", BCON_UTF8(body));
 	bson_t *opts = BCON_NEW("upsert", BCON_BOOL(true));
@@ -27,8 +27,9 @@ sk_mongo_observation_put(sk_store *store, const char *id, int64_t listed_ms, con
 
 	sk_store_conn_open(s, &c, SK_COLL_OBSERVATIONS);
 	if (!mongoc_collection_replace_one(c.coll, filter, doc, opts, NULL, &berr))
-		rc = sk_store_is_duplicate(&berr) ? sk_observation_stale(id, err)
-		                                  : sk_store_fail(s, &berr, "write observation", err);
+		rc = sk_store_is_duplicate(&berr)
+		        ? sk_observation_stale(id, err)
+		        : sk_store_fail(s, &berr, "write observation", err);
 	sk_store_conn_close(s, &c);
 	bson_destroy(opts);
 	bson_destroy(doc);
@@ -79,8 +80,8 @@ order_by_ids(sk_observation_list *out, const char *const *ids, size_t n)
 }
 
 int
-sk_mongo_observation_get(sk_store *store, const char *const *ids, size_t n,
-        sk_observation_list *out, sk_error *err)
+sk_mongo_observation_get(
+        sk_store *store, const char *const *ids, size_t n, sk_observation_list *out, sk_error *err)
 {
 	sk_mongo *s = sk_mongo_of(store);
 	sk_store_conn c = { 0 };

@@ -28,8 +28,8 @@ sk_observation_set(sk_observation *o, const char *id, int64_t listed_ms, const c
 
 	if (!json_is_object(v)) {
 		json_decref(v);
-		return sk_error_set(err, SK_EINVALID, "observation \"%s\": body is not a JSON object",
-		        id);
+		return sk_error_set(
+		        err, SK_EINVALID, "observation \"%s\": body is not a JSON object", id);
 	}
 	o->id = sk_strdup(id);
 	o->listed_ms = listed_ms;
@@ -61,7 +61,8 @@ sk_store_observation_put(sk_store *s, const char *id, int64_t listed_ms, const c
 	int rc = check_id(id, err);
 
 	if (rc == 0 && !json_is_object(body))
-		rc = sk_error_set(err, SK_EINVALID, "observation \"%s\": body must be an object", id);
+		rc = sk_error_set(
+		        err, SK_EINVALID, "observation \"%s\": body must be an object", id);
 	if (rc == 0)
 		text = json_dumps(body, JSON_COMPACT);
 	if (rc == 0 && (text == NULL || strlen(text) > SK_STORE_RECORD_MAX_BYTES))
@@ -74,8 +75,8 @@ sk_store_observation_put(sk_store *s, const char *id, int64_t listed_ms, const c
 }
 
 int
-sk_store_observation_get(sk_store *s, const char *const *ids, size_t n,
-        sk_observation_list *out, sk_error *err)
+sk_store_observation_get(
+        sk_store *s, const char *const *ids, size_t n, sk_observation_list *out, sk_error *err)
 {
 	int rc = 0;
 
