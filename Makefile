@@ -5,7 +5,7 @@
 #   make fmt-check    clang-format against .clang-format
 #   make verify-deps  includes follow the layering; the planner links alone
 #   make bench-sim    simulator throughput and memory
-#   make bench        controller convergence and "day of use" benchmarks
+#   make bench        convergence, "day of use", migration and replicas benchmarks
 #   make demo         the embedded-defaults demo (README)
 
 CC ?= cc
@@ -162,6 +162,7 @@ bench: deps
 	@./test/bench/bench.sh
 	@./test/bench/dayofuse.sh
 	@./test/bench/migrate.sh
+	@./test/bench/replicas.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory all

@@ -83,7 +83,8 @@ arrays_by_shard(const sk_sandbox_list *all, int n)
 
 /* Writes one part; false when the fence stops it or the store fails. */
 static bool
-put_part(sk_controller *c, const char *prov, int shard, json_t *body, int64_t listed_ms)
+put_part(sk_controller *c, const char *prov, int shard, json_t *body, int64_t listed_ms,
+        size_t *bytes)
 {
 	sk_error err = { 0 };
 	char id[160];
@@ -94,6 +95,7 @@ put_part(sk_controller *c, const char *prov, int shard, json_t *body, int64_t li
 		return false;
 	}
 	part_id(prov, shard, id, sizeof(id));
+	*bytes += json_dumpb(body, NULL, 0, JSON_COMPACT);
 	rc = sk_store_observation_put(c->store, id, listed_ms, c->identity, body, &err);
 	if (rc == SK_ECONFLICT) /* a newer list is there: ours is not wanted */
 		return false;
@@ -114,12 +116,14 @@ sk_ctl_share_publish(
 	const char *name = c->cfg->providers[prov].name;
 	int n = c->cfg->shards;
 	json_t **parts = arrays_by_shard(all, n);
+	int64_t t0 = sk_monotonic_ms();
+	size_t bytes = 0;
 	json_t *pass;
 	bool ok = true;
 
 	for (int s = 0; s < n; s++) {
 		json_t *body = json_pack("{s:o}", "sandboxes", parts[s]);
-		ok = ok && put_part(c, name, s, body, listed_ms);
+		ok = ok && put_part(c, name, s, body, listed_ms, &bytes);
 		json_decref(body);
 	}
 	free(parts);
@@ -127,8 +131,12 @@ sk_ctl_share_publish(
 		return;
 	pass = json_pack("{s:i,s:I,s:I}", "shards", n, "sandboxes", (json_int_t)all->len,
 	        "durationMs", (json_int_t)took_ms);
-	if (put_part(c, name, -1, pass, listed_ms))
+	if (put_part(c, name, -1, pass, listed_ms, &bytes)) {
 		count(c, name, "publish", "success");
+		sk_ctl_log(c, SK_LOG_DEBUG, "shared list published",
+		        "provider=%s sandboxes=%zu parts=%d bytes=%zu took_ms=%lld", name, all->len,
+		        n + 1, bytes, (long long)(sk_monotonic_ms() - t0));
+	}
 	json_decref(pass);
 }
 
@@ -204,6 +212,7 @@ sk_ctl_share_read(sk_controller *c, int prov, int64_t have_ms, bool force, sk_ct
 	const char *ids[1] = { id };
 	sk_observation_list pass = { 0 };
 	sk_error err = { 0 };
+	int64_t t0 = sk_monotonic_ms();
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -229,5 +238,8 @@ sk_ctl_share_read(sk_controller *c, int prov, int64_t have_ms, bool force, sk_ct
 		return -1;
 	}
 	count(c, name, "read", "success");
+	sk_ctl_log(c, SK_LOG_DEBUG, "shared list read",
+	        "provider=%s sandboxes=%zu of=%zu took_ms=%lld", name, out->sandboxes.len,
+	        out->total, (long long)(sk_monotonic_ms() - t0));
 	return 1;
 }

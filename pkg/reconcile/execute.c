@@ -151,9 +151,13 @@ write_status(sk_xctx *x, const sk_userspace_status *st, sk_error *err)
 		return rc;
 	if (!sk_str_eq(fresh->meta.uid, x->cur->meta.uid) ||
 	        !sk_userspace_status_equal(&fresh->status, &x->cur->status)) {
-		sk_userspace_free(fresh);
+		/* The caller gets the object as stored (*updated): a copy it
+		 * cached from before that write would conflict again, every
+		 * retry, until its cache caught up. */
+		sk_userspace_free(x->cur);
+		x->cur = fresh;
 		return sk_error_set(err, SK_ECONFLICT,
-		        "status of %s changed concurrently; not overwriting", x->cur->meta.name);
+		        "status of %s changed concurrently; not overwriting", fresh->meta.name);
 	}
 	sk_userspace_free(x->cur); /* the edited spec and metadata go on as stored */
 	x->cur = fresh;
