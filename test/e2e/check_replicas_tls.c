@@ -64,8 +64,8 @@ tls_lines(const tls_files *t, char *buf, size_t len)
 	snprintf(token, sizeof(token), "%s", sk_test_write_file("token", TOKEN "\n"));
 	ck_assert_int_eq(chmod(token, 0600), 0);
 	snprintf(buf, len,
-	        "  connectTokenFile: %s\n  connectTLSCertFile: %s\n  connectTLSKeyFile: %s\n", token,
-	        t->cert, t->key);
+	        "  connectTokenFile: %s\n  connectTLSCertFile: %s\n  connectTLSKeyFile: %s\n",
+	        token, t->cert, t->key);
 }
 
 static void
@@ -238,8 +238,8 @@ assert_pin_refused(int holder, int via, const char *ca)
 	        st, str(v, "reason"), str(v, "message"));
 	ck_assert_str_eq(str(v, "reason"), "ForwardFailed");
 	msg = strstr(str(v, "message"), "): ");
-	ck_assert_msg(msg && strstr(msg, "pinned public key"), "not the pin: %s",
-	        str(v, "message"));
+	ck_assert_msg(
+	        msg && strstr(msg, "pinned public key"), "not the pin: %s", str(v, "message"));
 	ck_assert_double_eq(rl_metric_sum(&rl.reps[via], FORWARD_502), failed + 1);
 	ck_assert_double_eq(rl_metric_sum(&rl.reps[holder], CONNECTS), seen);
 	printf("replicas_tls: connect %s via replica-%d, holder replica-%d has another key: %ld %s "

@@ -23,8 +23,7 @@ collect(char *p, size_t size, size_t n, void *arg)
 }
 
 long
-rl_http_auth(const char *method, const char *url, const char *token, const char *cacert,
-        char **out)
+rl_http_auth(const char *method, const char *url, const char *token, const char *cacert, char **out)
 {
 	CURL *h = curl_easy_init();
 	struct curl_slist *hdr = NULL;

@@ -54,8 +54,8 @@ void rl_start(int i, const char *extra);
  * rl_http_auth adds `Authorization: Bearer TOKEN` (token not NULL) and
  * trusts the CA file cacert for https (not NULL). *out: the body. */
 long rl_http(const char *method, const char *url, char **out);
-long rl_http_auth(const char *method, const char *url, const char *token, const char *cacert,
-        char **out);
+long rl_http_auth(
+        const char *method, const char *url, const char *token, const char *cacert, char **out);
 
 /* A sample of a replica's /metrics (-1 when absent or no answer); the sum of
  * every sample of a family (0 when none); the shards it holds. */
