@@ -9,7 +9,6 @@
  * answers what the holder answers.
  */
 #include <check.h>
-#include <curl/curl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,68 +18,16 @@
 #include <unistd.h>
 
 #include "../testutil.h"
+#include "replicas_testlib.h"
 #include "util/util.h"
 
 Suite *sk_suite_replicas(void);
 
-#define DUMMY_KEY "E2B_API_KEY=e2b_0000000000000000000000000000000000000000"
 #define N_REPLICAS 4
 #define SHARDS 24
-#define LEASE_S 4
-#define RESYNC_S 2
+#define LEASE_S RL_LEASE_S
+#define RESYNC_S RL_RESYNC_S
 #define LEASE_CLAIM_S 10 /* pkg/store/mongo_cas.c SK_LEASE_CLAIM_EXPIRY_MS */
-
-static char db[64];
-static char mongo_uri[128];
-static char sim_url[128];
-static pid_t sim_pid;
-
-typedef struct replica {
-	pid_t pid;
-	int port; /* metrics and health */
-	int connect_port; /* the connect API */
-	char cfg[600];
-	char log[700];
-} replica;
-static replica reps[N_REPLICAS];
-
-static unsigned shard_of(const char *user);
-
-/* ---- HTTP ---- */
-
-static size_t
-collect(char *p, size_t size, size_t n, void *arg)
-{
-	sk_buf_append(arg, p, size * n);
-	return size * n;
-}
-
-static long
-http(const char *method, const char *url, char **out)
-{
-	CURL *h = curl_easy_init();
-	struct curl_slist *hdr = NULL;
-	sk_buf b = SK_BUF_INIT(64 << 20);
-	long status = 0;
-
-	hdr = curl_slist_append(hdr, "X-API-Key: e2b_0000000000000000000000000000000000000000");
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-	if (strcmp(method, "POST") == 0)
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
-	if (curl_easy_perform(h) == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
-	sk_buf_append(&b, "", 0);
-	*out = sk_buf_detach(&b);
-	sk_buf_dispose(&b);
-	return status;
-}
 
 static json_t *
 sim_sandboxes(void)
@@ -88,46 +35,12 @@ sim_sandboxes(void)
 	char url[256], *text = NULL;
 	json_t *v;
 
-	snprintf(url, sizeof(url), "%s/_sim/sandboxes", sim_url);
-	http("GET", url, &text);
+	snprintf(url, sizeof(url), "%s/_sim/sandboxes", rl.sim_url);
+	rl_http("GET", url, &text);
 	v = json_loads(text ? text : "", 0, NULL);
 	free(text);
 	ck_assert_msg(json_is_array(v), "GET /_sim/sandboxes");
 	return v;
-}
-
-/* The objects as spacectl lists them: name -> status.sandboxID of the
- * Ready ones. */
-static json_t *
-ready_bindings(void)
-{
-	const char *argv[] = { "spacectl", "--mongodb-uri", mongo_uri, "--database", db, "get",
-		"userspaces", "-o", "json", NULL };
-	char *out = NULL;
-	json_t *v, *items, *it, *m = json_object(), *c;
-	size_t i, k;
-
-	ck_assert_int_eq(sk_test_run(argv, NULL, NULL, &out, NULL, 120), 0);
-	v = json_loads(out ? out : "", 0, NULL);
-	free(out);
-	items = json_object_get(v, "items");
-	json_array_foreach(items, i, it)
-	{
-		json_t *st = json_object_get(it, "status");
-		json_array_foreach(json_object_get(st, "conditions"), k, c)
-		{
-			if (strcmp(json_string_value(json_object_get(c, "type")), "Ready") == 0 &&
-			        strcmp(json_string_value(json_object_get(c, "status")), "True") ==
-			                0 &&
-			        json_is_string(json_object_get(st, "sandboxID")))
-				json_object_set(m,
-				        json_string_value(json_object_get(
-				                json_object_get(it, "metadata"), "name")),
-				        json_object_get(st, "sandboxID"));
-		}
-	}
-	json_decref(v);
-	return m;
 }
 
 /* Users "r000".."r<n-1>": how many have exactly one live (running or
@@ -176,194 +89,12 @@ count_one_each(const char *prefix, int n, int *dups)
 	return count_one_each_bound(prefix, n, NULL, dups);
 }
 
-/* A gauge of a replica's /metrics (-1 when it does not answer). */
-static double
-metric(const replica *r, const char *series)
-{
-	char url[128], *text = NULL, *p;
-	double v = -1;
-
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", r->port);
-	if (http("GET", url, &text) == 200) {
-		size_t len = strlen(series);
-		for (p = text; (p = strstr(p, series)) != NULL; p += len)
-			if ((p == text || p[-1] == '\n') && p[len] == ' ') {
-				v = strtod(p + len + 1, NULL);
-				break;
-			}
-	}
-	free(text);
-	return v;
-}
-
-static int
-held(const replica *r)
-{
-	return (int)metric(r, "spacekeeper_shards_held");
-}
-
-/* ---- processes ---- */
-
-/* A failed assertion ends the forked test without its teardown: every
- * child is recorded, and the suite's unchecked teardown (in the runner)
- * kills what is left. */
-static void
-track_pid(pid_t pid)
-{
-	char path[600];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/replica-pids", sk_test_tmpdir());
-	if ((f = fopen(path, "a")) != NULL) {
-		fprintf(f, "%d\n", (int)pid);
-		fclose(f);
-	}
-}
-
-static void
-kill_leftovers(void)
-{
-	char path[600], cmd[64], exe[256];
-	FILE *f;
-	int pid;
-
-	snprintf(path, sizeof(path), "%s/replica-pids", sk_test_tmpdir());
-	if ((f = fopen(path, "r")) == NULL)
-		return;
-	while (fscanf(f, "%d", &pid) == 1) {
-		ssize_t n;
-		snprintf(cmd, sizeof(cmd), "/proc/%d/exe", pid);
-		n = readlink(cmd, exe, sizeof(exe) - 1);
-		exe[n > 0 ? n : 0] = '\0';
-		if (pid > 0 && (strstr(exe, "spacekeeper") || strstr(exe, "sandboxsim"))) {
-			kill(pid, SIGCONT);
-			kill(pid, SIGKILL);
-		}
-	}
-	fclose(f);
-	unlink(path);
-}
-
-static void
-write_config(replica *r, int i)
-{
-	char yaml[2048], name[32];
-
-	r->port = sk_test_free_port();
-	r->connect_port = sk_test_free_port();
-	snprintf(yaml, sizeof(yaml),
-	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
-	        "providers:\n  - name: default\n    type: e2b\n    apiURL: %s\n"
-	        "    sandboxURL: %s\n    apiKeyEnv: E2B_API_KEY\n    requestTimeout: 5s\n"
-	        "    sandboxTimeout: 1h\n"
-	        "controller:\n  workers: 8\n  resyncPeriod: %ds\n  listen: 127.0.0.1:%d\n"
-	        "  connectListen: 127.0.0.1:%d\n"
-	        "  identity: replica-%d\n  shards: %d\n  leaseDuration: %ds\n"
-	        "  renewDeadline: 3s\n  retryPeriod: 500ms\n",
-	        sim_url, sim_url, RESYNC_S, r->port, r->connect_port, i, SHARDS, LEASE_S);
-	snprintf(name, sizeof(name), "replica-%d.yaml", i);
-	snprintf(r->cfg, sizeof(r->cfg), "%s", sk_test_write_file(name, yaml));
-}
-
-static void
-start(int i)
-{
-	const char *env[] = { DUMMY_KEY, NULL };
-	replica *r = &reps[i];
-	const char *argv[] = { "spacekeeper", "--config", r->cfg, "--mongodb-uri", mongo_uri,
-		"--database", db, "--poll", "200ms", NULL };
-
-	write_config(r, i);
-	snprintf(r->log, sizeof(r->log), "%s/replica-%s-%d.log", sk_test_tmpdir(), db, i);
-	r->pid = sk_test_spawn(argv, env, r->log);
-	track_pid(r->pid);
-	ck_assert_msg(
-	        sk_test_wait_port(r->port, 20000), "replica %d did not listen (%s)", i, r->log);
-}
-
-static void
-apply_users(const char *prefix, int from, int to)
-{
-	sk_buf b = SK_BUF_INIT(16 << 20);
-	const char *path;
-	char p[600];
-
-	for (int i = from; i < to; i++)
-		sk_buf_printf(&b,
-		        "---\napiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
-		        "metadata:\n  name: %s%03d\nspec:\n  userID: %s%03d\n",
-		        prefix, i, prefix, i);
-	path = sk_test_write_file("users.yaml", b.data);
-	snprintf(p, sizeof(p), "%s", path);
-	{
-		const char *argv[] = { "spacectl", "--mongodb-uri", mongo_uri, "--database", db,
-			"apply", "-f", p, NULL };
-		ck_assert_int_eq(sk_test_run(argv, NULL, NULL, NULL, NULL, 120), 0);
-	}
-	sk_buf_dispose(&b);
-}
-
 static void
 setup(void)
 {
 	const char *args[] = { "--latency", "2ms", NULL };
 
-	setvbuf(stdout, NULL, _IONBF, 0); /* the split is printed even when a check fails */
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	snprintf(db, sizeof(db), "%s", sk_test_unique_db());
-	snprintf(mongo_uri, sizeof(mongo_uri), "%s", sk_test_mongodb_uri());
-	sim_pid = sk_test_sim_start(args, sim_url, sizeof(sim_url));
-	track_pid(sim_pid);
-	memset(reps, 0, sizeof(reps));
-}
-
-static void
-teardown(void)
-{
-	for (int i = 0; i < N_REPLICAS; i++)
-		if (reps[i].pid > 0) {
-			kill(reps[i].pid, SIGCONT);
-			sk_test_stop(reps[i].pid, true);
-		}
-	if (sim_pid > 0)
-		sk_test_stop(sim_pid, true);
-	curl_global_cleanup();
-}
-
-/* Waits until the live replicas (mask) hold every shard between them, each
- * at least min, within timeout_s from t0 (monotonic ms); prints the split
- * and the time it took. */
-static bool
-split_settled(unsigned mask, int min, int64_t t0, int timeout_s, const char *when)
-{
-	for (;;) {
-		int sum = 0, lo = SHARDS, h[N_REPLICAS] = { 0 };
-		int64_t dt = sk_monotonic_ms() - t0;
-		for (int i = 0; i < N_REPLICAS; i++) {
-			if (!(mask & (1u << i)))
-				continue;
-			h[i] = held(&reps[i]);
-			sum += h[i];
-			lo = h[i] < lo ? h[i] : lo;
-		}
-		if (sum == SHARDS && lo >= min) {
-			printf("replicas: shard split %s:", when);
-			for (int i = 0; i < N_REPLICAS; i++)
-				if (mask & (1u << i))
-					printf(" replica-%d=%d", i, h[i]);
-			printf(" (of %d, after %.1fs)\n", SHARDS, (double)dt / 1000.0);
-			return true;
-		}
-		if (dt > timeout_s * 1000) {
-			printf("replicas: no split %s after %.1fs:", when, (double)dt / 1000.0);
-			for (int i = 0; i < N_REPLICAS; i++)
-				if (mask & (1u << i))
-					printf(" replica-%d=%d", i, h[i]);
-			printf("\n");
-			return false;
-		}
-		usleep(250000);
-	}
+	rl_setup("replicas", SHARDS, args);
 }
 
 static bool
@@ -373,7 +104,7 @@ converge(const char *prefix, int n, int timeout_s)
 
 	/* Every object Ready and bound to its user's only live sandbox. */
 	for (int t = 0; t < timeout_s; t++) {
-		json_t *bound = ready_bindings();
+		json_t *bound = rl_ready_bindings();
 		bool ok = count_one_each_bound(prefix, n, bound, &dups) == n && dups == 0;
 		json_decref(bound);
 		if (ok)
@@ -393,7 +124,7 @@ file_size(const char *path)
 
 /* The log of a replica from offset on. */
 static char *
-log_since(const replica *r, off_t off)
+log_since(const rl_replica *r, off_t off)
 {
 	FILE *f = fopen(r->log, "r");
 	off_t end = file_size(r->log);
@@ -430,7 +161,7 @@ log_value(const char *line, const char *key, char *out, size_t len)
  * and each is followed by a fenced stop of the same space: no call starts
  * and nothing is written on the stale lease. */
 static void
-assert_no_stale_action(const replica *r, off_t off, int *in_flight, int *fenced)
+assert_no_stale_action(const rl_replica *r, off_t off, int *in_flight, int *fenced)
 {
 	char *text = log_since(r, off), *end = strstr(text, "msg=\"shard acquired\"");
 	char name[128], want[160];
@@ -459,38 +190,27 @@ assert_no_stale_action(const replica *r, off_t off, int *in_flight, int *fenced)
 	free(text);
 }
 
+/* Sets the simulator's faults (a JSON document), or clears them (NULL). */
 static void
-sim_faults(const char *method, const char *body)
+sim_faults(const char *body)
 {
 	char url[256], *out = NULL;
-	CURL *h = curl_easy_init();
-	long st = 0;
+	long st;
 
-	snprintf(url, sizeof(url), "%s/_sim/faults", sim_url);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
-	{
-		sk_buf b = SK_BUF_INIT(1 << 20);
-		curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-		if (curl_easy_perform(h) == CURLE_OK)
-			curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
-		out = sk_buf_detach(&b);
-		sk_buf_dispose(&b);
-	}
-	curl_easy_cleanup(h);
+	snprintf(url, sizeof(url), "%s/_sim/faults", rl.sim_url);
+	st = body ? sk_test_post_json(rl.sim_url, "/_sim/faults", body)
+	          : rl_http("DELETE", url, &out);
 	free(out);
-	ck_assert_msg(st >= 200 && st < 300, "%s /_sim/faults: %ld", method, st);
+	ck_assert_msg(st >= 200 && st < 300, "%s /_sim/faults: %ld", body ? "POST" : "DELETE", st);
 }
 
 /* Whether a space of a shard replica r holds is marked Creating (the mark
  * is written just before the provider's create call). */
 static bool
-creating_on(const replica *r)
+creating_on(const rl_replica *r)
 {
-	const char *argv[] = { "spacectl", "--mongodb-uri", mongo_uri, "--database", db, "get",
-		"userspaces", "-o", "json", NULL };
+	const char *argv[] = { "spacectl", "--mongodb-uri", rl.mongo_uri, "--database", rl.db,
+		"get", "userspaces", "-o", "json", NULL };
 	char *out = NULL, series[96];
 	json_t *v, *it;
 	bool mine[SHARDS], found = false;
@@ -499,7 +219,7 @@ creating_on(const replica *r)
 	for (unsigned k = 0; k < SHARDS; k++) {
 		snprintf(series, sizeof(series),
 		        "spacekeeper_leader_election_master_status{name=\"shard-%02u\"}", k);
-		mine[k] = metric(r, series) == 1;
+		mine[k] = rl_metric(r, series) == 1;
 	}
 	ck_assert_int_eq(sk_test_run(argv, NULL, NULL, &out, NULL, 120), 0);
 	v = json_loads(out ? out : "", 0, NULL);
@@ -510,7 +230,7 @@ creating_on(const replica *r)
 		        json_string_value(json_object_get(json_object_get(it, "spec"), "userID"));
 		const char *phase =
 		        json_string_value(json_object_get(json_object_get(it, "status"), "phase"));
-		if (user && phase && strcmp(phase, "Creating") == 0 && mine[shard_of(user)])
+		if (user && phase && strcmp(phase, "Creating") == 0 && mine[rl_shard_of(user)])
 			found = true;
 	}
 	json_decref(v);
@@ -525,9 +245,9 @@ creating_on(const replica *r)
 
 /* A counter of a replica, 0 when the series is not there yet. */
 static double
-counter(const replica *r, const char *series)
+counter(const rl_replica *r, const char *series)
 {
-	double v = metric(r, series);
+	double v = rl_metric(r, series);
 
 	return v < 0 ? 0 : v;
 }
@@ -543,8 +263,8 @@ sim_list_requests(void)
 	const char *code;
 	json_t *count;
 
-	snprintf(url, sizeof(url), "%s/_sim/stats", sim_url);
-	http("GET", url, &text);
+	snprintf(url, sizeof(url), "%s/_sim/stats", rl.sim_url);
+	rl_http("GET", url, &text);
 	v = json_loads(text ? text : "", 0, NULL);
 	free(text);
 	json_object_foreach(json_object_get(json_object_get(v, "requests"), "list"), code, count)
@@ -566,11 +286,11 @@ assert_one_lister(unsigned mask)
 
 	for (int i = 0; i < N_REPLICAS; i++)
 		if (mask & (1u << i)) {
-			lists0[i] = counter(&reps[i], LIST_OK);
-			reads0[i] = counter(&reps[i], SHARED_READ);
+			lists0[i] = counter(&rl.reps[i], LIST_OK);
+			reads0[i] = counter(&rl.reps[i], SHARED_READ);
 		}
-	snprintf(url, sizeof(url), "%s/_sim/stats/reset", sim_url);
-	http("POST", url, &text);
+	snprintf(url, sizeof(url), "%s/_sim/stats/reset", rl.sim_url);
+	rl_http("POST", url, &text);
 	free(text);
 	sleep(WINDOW_S);
 	sim_lists = sim_list_requests();
@@ -579,8 +299,8 @@ assert_one_lister(unsigned mask)
 		int dl, dr;
 		if (!(mask & (1u << i)))
 			continue;
-		dl = (int)(counter(&reps[i], LIST_OK) - lists0[i]);
-		dr = (int)(counter(&reps[i], SHARED_READ) - reads0[i]);
+		dl = (int)(counter(&rl.reps[i], LIST_OK) - lists0[i]);
+		dr = (int)(counter(&rl.reps[i], SHARED_READ) - reads0[i]);
 		printf(" replica-%d listed %d, read %d shared;", i, dl, dr);
 		listers += dl > 0;
 		lists += dl;
@@ -596,40 +316,15 @@ assert_one_lister(unsigned mask)
 
 /* ---- connect ---- */
 
-/* The shard of a userID, as the controller computes it (FNV-1a). */
-static unsigned
-shard_of(const char *user)
-{
-	uint32_t h = 2166136261u;
-
-	for (const unsigned char *p = (const unsigned char *)user; *p; p++)
-		h = (h ^ *p) * 16777619u;
-	return h % SHARDS;
-}
-
-/* The replica (index) holding the shard of user (from master status). */
-static int
-holder_of(unsigned mask, const char *user)
-{
-	char series[96];
-
-	snprintf(series, sizeof(series),
-	        "spacekeeper_leader_election_master_status{name=\"shard-%02u\"}", shard_of(user));
-	for (int i = 0; i < N_REPLICAS; i++)
-		if ((mask & (1u << i)) && metric(&reps[i], series) == 1)
-			return i;
-	return -1;
-}
-
 static json_t *
-connect_via(const replica *r, const char *user, long *status)
+connect_via(const rl_replica *r, const char *user, long *status)
 {
 	char url[256], *text = NULL;
 	json_t *v;
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/%s/sandbox?timeout=20s",
 	        r->connect_port, user);
-	*status = http("GET", url, &text);
+	*status = rl_http("GET", url, &text);
 	v = json_loads(text ? text : "", 0, NULL);
 	free(text);
 	return v;
@@ -638,7 +333,7 @@ connect_via(const replica *r, const char *user, long *status)
 static void
 assert_same_connect(unsigned mask, const char *user)
 {
-	int holder = holder_of(mask, user), other = -1;
+	int holder = rl_holder_of(mask, user), other = -1;
 	long s1, s2;
 	json_t *a, *b;
 	const char *fields[] = { "name", "userID", "sandboxID", "state", "envdURL" };
@@ -647,8 +342,8 @@ assert_same_connect(unsigned mask, const char *user)
 	for (int i = 0; i < N_REPLICAS && other < 0; i++)
 		if ((mask & (1u << i)) && i != holder)
 			other = i;
-	a = connect_via(&reps[holder], user, &s1);
-	b = connect_via(&reps[other], user, &s2);
+	a = connect_via(&rl.reps[holder], user, &s1);
+	b = connect_via(&rl.reps[other], user, &s2);
 	ck_assert_int_eq(s1, 200);
 	ck_assert_int_eq(s2, s1);
 	for (size_t k = 0; k < sizeof(fields) / sizeof(fields[0]); k++)
@@ -656,8 +351,8 @@ assert_same_connect(unsigned mask, const char *user)
 		        json_equal(json_object_get(a, fields[k]), json_object_get(b, fields[k])),
 		        "%s differs between holder and non-holder", fields[k]);
 	ck_assert(json_is_true(json_object_get(b, "ready")));
-	ck_assert_double_ge(
-	        metric(&reps[other], "spacekeeper_connect_total{path=\"forward\",code=\"200\"}"),
+	ck_assert_double_ge(rl_metric(&rl.reps[other],
+	                            "spacekeeper_connect_total{path=\"forward\",code=\"200\"}"),
 	        1);
 	printf("replicas: connect %s via holder replica-%d and replica-%d: %s %s\n", user, holder,
 	        other, json_string_value(json_object_get(b, "sandboxID")),
@@ -676,19 +371,19 @@ START_TEST(test_replicas_share_take_over_and_fence)
 	off_t off;
 
 	for (int i = 0; i < 3; i++)
-		start(i);
-	ck_assert_msg(split_settled(0x7, SHARDS / 3 - 1, sk_monotonic_ms(), 30, "at start"),
+		rl_start(i, NULL);
+	ck_assert_msg(rl_split_settled(0x7, SHARDS / 3 - 1, sk_monotonic_ms(), 30, "at start"),
 	        "no even split");
-	apply_users("r", 0, 300);
+	rl_apply_users("r", 0, 300);
 	/* Mid-convergence: kill replica 2 without warning. */
 	for (int t = 0; t < 600 && count_one_each("r", 300, &dups) < 100; t++)
 		usleep(100000);
 	t0 = sk_monotonic_ms();
-	sk_test_stop(reps[2].pid, true);
-	reps[2].pid = 0;
+	sk_test_stop(rl.reps[2].pid, true);
+	rl.reps[2].pid = 0;
 	/* Within the lease (or, when it died in the middle of a renew, the 10 s
 	 * a lease write's claim guards its version) plus a resync. */
-	ck_assert_msg(split_settled(0x3, 1, t0, LEASE_CLAIM_S + RESYNC_S + 2,
+	ck_assert_msg(rl_split_settled(0x3, 1, t0, LEASE_CLAIM_S + RESYNC_S + 2,
 	                      "after SIGKILL of replica-2"),
 	        "replica-2's shards not taken over within lease + resync");
 	ck_assert_msg(converge("r", 300, 120), "300 spaces did not converge");
@@ -697,25 +392,25 @@ START_TEST(test_replicas_share_take_over_and_fence)
 
 	/* SIGSTOP replica 1 while its workers wait for slow creates, for longer
 	 * than the lease. */
-	sim_faults("POST", "{\"latency\": {\"create\": {\"fixed_ms\": 1500}}}");
-	apply_users("r", 300, 360);
+	sim_faults("{\"latency\": {\"create\": {\"fixed_ms\": 1500}}}");
+	rl_apply_users("r", 300, 360);
 	for (int t = 0; t < 300 && !busy; t++)
-		busy = creating_on(&reps[1]); /* one of its workers waits in a create */
+		busy = creating_on(&rl.reps[1]); /* one of its workers waits in a create */
 	ck_assert_msg(busy, "replica-1 never started a create");
 	usleep(200000);
 	t0 = sk_monotonic_ms();
-	ck_assert_int_eq(kill(reps[1].pid, SIGSTOP), 0);
+	ck_assert_int_eq(kill(rl.reps[1].pid, SIGSTOP), 0);
 	sleep(LEASE_S + 2);
-	sim_faults("DELETE", "");
-	ck_assert_msg(split_settled(0x1, SHARDS, t0, LEASE_S + 4, "while replica-1 is stopped"),
+	sim_faults(NULL);
+	ck_assert_msg(rl_split_settled(0x1, SHARDS, t0, LEASE_S + 4, "while replica-1 is stopped"),
 	        "replica-0 did not take the stopped replica's shards");
-	off = file_size(reps[1].log);
-	ck_assert_int_eq(kill(reps[1].pid, SIGCONT), 0);
-	ck_assert_msg(split_settled(0x3, SHARDS / 2 - 1, sk_monotonic_ms(), 20,
+	off = file_size(rl.reps[1].log);
+	ck_assert_int_eq(kill(rl.reps[1].pid, SIGCONT), 0);
+	ck_assert_msg(rl_split_settled(0x3, SHARDS / 2 - 1, sk_monotonic_ms(), 20,
 	                      "after SIGCONT of replica-1"),
 	        "replica-1 did not take its share back");
 	ck_assert_msg(converge("r", 360, 120), "360 spaces did not converge");
-	assert_no_stale_action(&reps[1], off, &in_flight, &fenced);
+	assert_no_stale_action(&rl.reps[1], off, &in_flight, &fenced);
 	printf("replicas: replica-1 after SIGCONT: %d calls in flight at SIGSTOP returned, "
 	       "%d fenced stops, no call on a stale lease\n",
 	        in_flight, fenced);
@@ -723,8 +418,8 @@ START_TEST(test_replicas_share_take_over_and_fence)
 
 	/* A fourth joins and takes a share. */
 	t0 = sk_monotonic_ms();
-	start(3);
-	ck_assert_msg(split_settled(0xb, SHARDS / 3 - 1, t0, 20, "after replica-3 joined"),
+	rl_start(3, NULL);
+	ck_assert_msg(rl_split_settled(0xb, SHARDS / 3 - 1, t0, 20, "after replica-3 joined"),
 	        "replica-3 took no share");
 	ck_assert_msg(converge("r", 360, 60), "not one each after replica-3 joined");
 	count_one_each("r", 360, &dups);
@@ -737,9 +432,9 @@ START_TEST(test_replicas_share_take_over_and_fence)
 	assert_same_connect(0xb, "r007");
 	assert_same_connect(0xb, "r123");
 	for (int i = 0; i < N_REPLICAS; i++)
-		if (reps[i].pid > 0) {
-			ck_assert_int_eq(sk_test_stop(reps[i].pid, false), 0);
-			reps[i].pid = 0;
+		if (rl.reps[i].pid > 0) {
+			ck_assert_int_eq(sk_test_stop(rl.reps[i].pid, false), 0);
+			rl.reps[i].pid = 0;
 		}
 }
 END_TEST
@@ -750,8 +445,8 @@ sk_suite_replicas(void)
 	Suite *s = suite_create("replicas");
 	TCase *tc = tcase_create("replicas");
 
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_unchecked_fixture(tc, NULL, kill_leftovers);
+	tcase_add_checked_fixture(tc, setup, rl_teardown);
+	tcase_add_unchecked_fixture(tc, NULL, rl_kill_leftovers);
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_replicas_share_take_over_and_fence);
 	suite_add_tcase(s, tc);

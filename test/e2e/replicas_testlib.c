@@ -1,0 +1,362 @@
+/* Helpers of the replica end-to-end tests: start replicas, read their metrics and split. */
+#include <check.h>
+#include <curl/curl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../testutil.h"
+#include "replicas_testlib.h"
+#include "util/util.h"
+
+rl_world rl;
+
+/* ---- HTTP ---- */
+
+static size_t
+collect(char *p, size_t size, size_t n, void *arg)
+{
+	sk_buf_append(arg, p, size * n);
+	return size * n;
+}
+
+long
+rl_http_auth(const char *method, const char *url, const char *token, const char *cacert, char **out)
+{
+	CURL *h = curl_easy_init();
+	struct curl_slist *hdr = NULL;
+	sk_buf b = SK_BUF_INIT(64 << 20);
+	char auth[256];
+	long status = 0;
+
+	hdr = curl_slist_append(hdr, "X-API-Key: " RL_DUMMY_KEY);
+	if (token) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+		hdr = curl_slist_append(hdr, auth);
+	}
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	if (cacert)
+		curl_easy_setopt(h, CURLOPT_CAINFO, cacert);
+	if (strcmp(method, "POST") == 0)
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
+	if (curl_easy_perform(h) == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(h);
+	sk_buf_append(&b, "", 0);
+	*out = sk_buf_detach(&b);
+	sk_buf_dispose(&b);
+	return status;
+}
+
+long
+rl_http(const char *method, const char *url, char **out)
+{
+	return rl_http_auth(method, url, NULL, NULL, out);
+}
+
+/* ---- metrics ---- */
+
+double
+rl_metric(const rl_replica *r, const char *series)
+{
+	char url[128], *text = NULL, *p;
+	double v = -1;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", r->port);
+	if (rl_http("GET", url, &text) == 200) {
+		size_t len = strlen(series);
+		for (p = text; (p = strstr(p, series)) != NULL; p += len)
+			if ((p == text || p[-1] == '\n') && p[len] == ' ') {
+				v = strtod(p + len + 1, NULL);
+				break;
+			}
+	}
+	free(text);
+	return v;
+}
+
+double
+rl_metric_sum(const rl_replica *r, const char *family)
+{
+	char url[128], *text = NULL, *p;
+	size_t len = strlen(family);
+	double sum = 0;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", r->port);
+	if (rl_http("GET", url, &text) == 200)
+		for (p = text; (p = strstr(p, family)) != NULL; p += len) {
+			char *sp;
+			if ((p != text && p[-1] != '\n') || (p[len] != '{' && p[len] != ' '))
+				continue;
+			if ((sp = strchr(p + len, ' ')) != NULL && sp < strchrnul(p, '\n'))
+				sum += strtod(sp + 1, NULL);
+		}
+	free(text);
+	return sum;
+}
+
+int
+rl_held(const rl_replica *r)
+{
+	return (int)rl_metric(r, "spacekeeper_shards_held");
+}
+
+/* ---- processes ---- */
+
+/* A failed assertion ends the forked test without its teardown: every
+ * child is recorded, and the suite's unchecked teardown (in the runner)
+ * kills what is left. */
+void
+rl_track_pid(pid_t pid)
+{
+	char path[600];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/replica-pids", sk_test_tmpdir());
+	if ((f = fopen(path, "a")) != NULL) {
+		fprintf(f, "%d\n", (int)pid);
+		fclose(f);
+	}
+}
+
+void
+rl_kill_leftovers(void)
+{
+	char path[600], cmd[64], exe[256];
+	FILE *f;
+	int pid;
+
+	snprintf(path, sizeof(path), "%s/replica-pids", sk_test_tmpdir());
+	if ((f = fopen(path, "r")) == NULL)
+		return;
+	while (fscanf(f, "%d", &pid) == 1) {
+		ssize_t n;
+		snprintf(cmd, sizeof(cmd), "/proc/%d/exe", pid);
+		n = readlink(cmd, exe, sizeof(exe) - 1);
+		exe[n > 0 ? n : 0] = '\0';
+		if (pid > 0 && (strstr(exe, "spacekeeper") || strstr(exe, "sandboxsim"))) {
+			kill(pid, SIGCONT);
+			kill(pid, SIGKILL);
+		}
+	}
+	fclose(f);
+	unlink(path);
+}
+
+static void
+write_config(rl_replica *r, int i, const char *extra)
+{
+	char yaml[4096], name[32];
+
+	r->port = sk_test_free_port();
+	r->connect_port = sk_test_free_port();
+	snprintf(yaml, sizeof(yaml),
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
+	        "providers:\n  - name: default\n    type: e2b\n    apiURL: %s\n"
+	        "    sandboxURL: %s\n    apiKeyEnv: E2B_API_KEY\n    requestTimeout: 5s\n"
+	        "    sandboxTimeout: 1h\n"
+	        "controller:\n  workers: 8\n  resyncPeriod: %ds\n  listen: 127.0.0.1:%d\n"
+	        "  connectListen: 127.0.0.1:%d\n"
+	        "  identity: replica-%d\n  shards: %d\n  leaseDuration: %ds\n"
+	        "  renewDeadline: 3s\n  retryPeriod: 500ms\n%s",
+	        rl.sim_url, rl.sim_url, RL_RESYNC_S, r->port, r->connect_port, i, rl.shards,
+	        RL_LEASE_S, extra ? extra : "");
+	snprintf(name, sizeof(name), "replica-%d.yaml", i);
+	snprintf(r->cfg, sizeof(r->cfg), "%s", sk_test_write_file(name, yaml));
+}
+
+void
+rl_start(int i, const char *extra)
+{
+	const char *env[] = { "E2B_API_KEY=" RL_DUMMY_KEY, NULL };
+	rl_replica *r = &rl.reps[i];
+	const char *argv[] = { "spacekeeper", "--config", r->cfg, "--mongodb-uri", rl.mongo_uri,
+		"--database", rl.db, "--poll", "200ms", NULL };
+
+	ck_assert_int_lt(i, RL_MAX_REPLICAS);
+	write_config(r, i, extra);
+	snprintf(r->log, sizeof(r->log), "%s/replica-%s-%d.log", sk_test_tmpdir(), rl.db, i);
+	r->pid = sk_test_spawn(argv, env, r->log);
+	rl_track_pid(r->pid);
+	ck_assert_msg(
+	        sk_test_wait_port(r->port, 20000), "replica %d did not listen (%s)", i, r->log);
+}
+
+void
+rl_setup(const char *tag, int shards, const char *const *sim_args)
+{
+	setvbuf(stdout, NULL, _IONBF, 0); /* the split is printed even when a check fails */
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	memset(&rl, 0, sizeof(rl));
+	rl.tag = tag;
+	rl.shards = shards;
+	snprintf(rl.db, sizeof(rl.db), "%s", sk_test_unique_db());
+	snprintf(rl.mongo_uri, sizeof(rl.mongo_uri), "%s", sk_test_mongodb_uri());
+	rl.sim_pid = sk_test_sim_start(sim_args, rl.sim_url, sizeof(rl.sim_url));
+	rl_track_pid(rl.sim_pid);
+}
+
+void
+rl_teardown(void)
+{
+	for (int i = 0; i < RL_MAX_REPLICAS; i++)
+		if (rl.reps[i].pid > 0) {
+			kill(rl.reps[i].pid, SIGCONT);
+			sk_test_stop(rl.reps[i].pid, true);
+			rl.reps[i].pid = 0;
+		}
+	if (rl.sim_pid > 0)
+		sk_test_stop(rl.sim_pid, true);
+	rl.sim_pid = 0;
+	curl_global_cleanup();
+}
+
+/* ---- the split ---- */
+
+static void
+print_split(unsigned mask, const int *h)
+{
+	for (int i = 0; i < RL_MAX_REPLICAS; i++)
+		if (mask & (1u << i))
+			printf(" replica-%d=%d", i, h[i]);
+}
+
+bool
+rl_split_settled(unsigned mask, int min, int64_t t0, int timeout_s, const char *when)
+{
+	for (;;) {
+		int sum = 0, lo = rl.shards, h[RL_MAX_REPLICAS] = { 0 };
+		int64_t dt = sk_monotonic_ms() - t0;
+		for (int i = 0; i < RL_MAX_REPLICAS; i++) {
+			if (!(mask & (1u << i)))
+				continue;
+			h[i] = rl_held(&rl.reps[i]);
+			sum += h[i];
+			lo = h[i] < lo ? h[i] : lo;
+		}
+		if (sum == rl.shards && lo >= min) {
+			printf("%s: shard split %s:", rl.tag, when);
+			print_split(mask, h);
+			printf(" (of %d, after %.1fs)\n", rl.shards, (double)dt / 1000.0);
+			return true;
+		}
+		if (dt > timeout_s * 1000) {
+			printf("%s: no split %s after %.1fs:", rl.tag, when, (double)dt / 1000.0);
+			print_split(mask, h);
+			printf("\n");
+			return false;
+		}
+		usleep(250000);
+	}
+}
+
+unsigned
+rl_shard_of(const char *user)
+{
+	uint32_t h = 2166136261u;
+
+	for (const unsigned char *p = (const unsigned char *)user; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	return h % (unsigned)rl.shards;
+}
+
+int
+rl_holder_of(unsigned mask, const char *user)
+{
+	char series[96];
+
+	snprintf(series, sizeof(series),
+	        "spacekeeper_leader_election_master_status{name=\"shard-%02u\"}",
+	        rl_shard_of(user));
+	for (int i = 0; i < RL_MAX_REPLICAS; i++)
+		if ((mask & (1u << i)) && rl_metric(&rl.reps[i], series) == 1)
+			return i;
+	return -1;
+}
+
+/* ---- UserSpaces ---- */
+
+static void
+apply_yaml(const char *yaml)
+{
+	char p[600];
+	const char *argv[] = { "spacectl", "--mongodb-uri", rl.mongo_uri, "--database", rl.db,
+		"apply", "-f", p, NULL };
+
+	snprintf(p, sizeof(p), "%s", sk_test_write_file("users.yaml", yaml));
+	ck_assert_int_eq(sk_test_run(argv, NULL, NULL, NULL, NULL, 120), 0);
+}
+
+static void
+add_user(sk_buf *b, const char *name)
+{
+	sk_buf_printf(b,
+	        "---\napiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: %s\nspec:\n  userID: %s\n",
+	        name, name);
+}
+
+void
+rl_apply_users(const char *prefix, int from, int to)
+{
+	sk_buf b = SK_BUF_INIT(16 << 20);
+	char name[64];
+
+	for (int i = from; i < to; i++) {
+		snprintf(name, sizeof(name), "%s%03d", prefix, i);
+		add_user(&b, name);
+	}
+	apply_yaml(b.data);
+	sk_buf_dispose(&b);
+}
+
+void
+rl_apply_names(const char *const *names, size_t n)
+{
+	sk_buf b = SK_BUF_INIT(16 << 20);
+
+	for (size_t i = 0; i < n; i++)
+		add_user(&b, names[i]);
+	apply_yaml(b.data);
+	sk_buf_dispose(&b);
+}
+
+json_t *
+rl_ready_bindings(void)
+{
+	const char *argv[] = { "spacectl", "--mongodb-uri", rl.mongo_uri, "--database", rl.db,
+		"get", "userspaces", "-o", "json", NULL };
+	char *out = NULL;
+	json_t *v, *items, *it, *m = json_object(), *c;
+	size_t i, k;
+
+	ck_assert_int_eq(sk_test_run(argv, NULL, NULL, &out, NULL, 120), 0);
+	v = json_loads(out ? out : "", 0, NULL);
+	free(out);
+	items = json_object_get(v, "items");
+	json_array_foreach(items, i, it)
+	{
+		json_t *st = json_object_get(it, "status");
+		json_array_foreach(json_object_get(st, "conditions"), k, c)
+		{
+			if (strcmp(json_string_value(json_object_get(c, "type")), "Ready") == 0 &&
+			        strcmp(json_string_value(json_object_get(c, "status")), "True") ==
+			                0 &&
+			        json_is_string(json_object_get(st, "sandboxID")))
+				json_object_set(m,
+				        json_string_value(json_object_get(
+				                json_object_get(it, "metadata"), "name")),
+				        json_object_get(st, "sandboxID"));
+		}
+	}
+	json_decref(v);
+	return m;
+}
