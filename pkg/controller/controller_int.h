@@ -158,7 +158,7 @@ bool sk_ctl_share_lists_self(sk_controller *c);
 /* ... and stores its lists for the others: shard 0, not every shard. */
 bool sk_ctl_share_publishes(sk_controller *c);
 void sk_ctl_share_publish(
-        sk_controller *c, int prov, const sk_sandbox_list *all, int64_t listed_ms, int64_t took_ms);
+        sk_controller *c, int prov, const sk_sandbox_list *all, int64_t listed_ms);
 /* 1: out holds the shared list of the held shards (newer than have_ms, or
  * any when force); 0: none newer; -1: none fresh, or it could not be read
  * (the caller lists for itself). */

@@ -209,7 +209,7 @@ list_provider(sk_controller *c, int i)
 		set_observed(c, prov, all.len);
 		handle_orphans(c, i, &all, t);
 		if (sk_ctl_share_publishes(c))
-			sk_ctl_share_publish(c, i, &all, t, sk_now_ms() - t);
+			sk_ctl_share_publish(c, i, &all, t);
 		sk_ctl_log(c, SK_LOG_DEBUG, "provider listed", "provider=%s sandboxes=%zu", prov,
 		        all.len);
 		fresh = sk_ctl_group_by_user(&all); /* empties the items of all */

@@ -23,7 +23,9 @@ typedef struct sk_memstore {
 	sk_lease *leases;
 	size_t n_leases;
 	sk_apply_record_list records; /* bodies as stored: JSON */
-	sk_observation_list observations;
+	struct mem_part *parts; /* shared lists' parts */
+	size_t n_parts;
+	sk_observation_list heads;
 	int64_t last_version; /* the last resourceVersion or lease version given */
 } sk_memstore;
 
@@ -594,67 +596,153 @@ mem_record_remove(sk_store *s, const char *id, sk_error *err)
 
 /* ---- shared provider lists ---- */
 
+typedef struct mem_part {
+	char *group;
+	sk_observation o;
+} mem_part;
+
 static void
-observation_dispose(sk_observation *o)
+parts_clear(sk_memstore *m)
 {
-	free(o->id);
-	free(o->writer);
-	json_decref(o->body);
+	for (size_t i = 0; i < m->n_parts; i++) {
+		free(m->parts[i].group);
+		sk_observation_dispose(&m->parts[i].o);
+	}
+	free(m->parts);
+	m->parts = NULL;
+	m->n_parts = 0;
 }
 
-static sk_observation *
-observation_find(sk_memstore *m, const char *id)
+static mem_part *
+part_find(sk_memstore *m, const char *group, const char *part, int64_t listed_ms)
 {
-	for (size_t i = 0; i < m->observations.len; i++)
-		if (strcmp(m->observations.items[i].id, id) == 0)
-			return &m->observations.items[i];
+	for (size_t i = 0; i < m->n_parts; i++) {
+		mem_part *p = &m->parts[i];
+		if (p->o.listed_ms == listed_ms && strcmp(p->group, group) == 0 &&
+		        strcmp(p->o.id, part) == 0)
+			return p;
+	}
 	return NULL;
 }
 
 static int
-mem_observation_put(sk_store *s, const char *id, int64_t listed_ms, const char *writer,
-        const char *body, sk_error *err)
+mem_observation_put(sk_store *s, const char *group, const char *part, int64_t listed_ms,
+        const char *writer, const char *body, sk_error *err)
 {
 	sk_memstore *m = mem_of(s);
-	sk_observation o, *cur;
-	int rc = sk_observation_set(&o, id, listed_ms, writer, body, err);
+	mem_part p = { 0 };
+	int rc = sk_observation_set(&p.o, part, listed_ms, writer, body, err);
 
 	if (rc != 0)
 		return rc;
 	lock(m);
-	cur = observation_find(m, id);
-	if (cur != NULL && cur->listed_ms >= listed_ms) {
-		rc = sk_observation_stale(id, err);
-		observation_dispose(&o);
-	} else if (cur != NULL) {
-		observation_dispose(cur);
-		*cur = o;
+	if (part_find(m, group, part, listed_ms) != NULL) {
+		rc = sk_observation_exists(group, part, listed_ms, err);
+		sk_observation_dispose(&p.o);
 	} else {
-		m->observations.items = sk_realloc(m->observations.items,
-		        (m->observations.len + 1) * sizeof(*m->observations.items));
-		m->observations.items[m->observations.len++] = o;
+		p.group = sk_strdup(group);
+		m->parts = sk_realloc(m->parts, (m->n_parts + 1) * sizeof(*m->parts));
+		m->parts[m->n_parts++] = p;
 	}
 	unlock(m);
 	return rc;
 }
 
+static void
+observation_copy(sk_observation *dst, const sk_observation *src)
+{
+	dst->id = sk_strdup(src->id);
+	dst->listed_ms = src->listed_ms;
+	dst->writer = sk_strdup(src->writer);
+	dst->body = json_deep_copy(src->body);
+}
+
 static int
-mem_observation_get(
-        sk_store *s, const char *const *ids, size_t n, sk_observation_list *out, sk_error *err)
+mem_observation_get(sk_store *s, const char *group, int64_t listed_ms, const char *const *parts,
+        size_t n, sk_observation_list *out, sk_error *err)
 {
 	sk_memstore *m = mem_of(s);
 
 	lock(m);
 	out->items = sk_calloc(n + 1, sizeof(*out->items));
 	for (size_t i = 0; i < n; i++) {
-		const sk_observation *o = observation_find(m, ids[i]);
-		if (o == NULL)
-			continue;
-		out->items[out->len].id = sk_strdup(o->id);
-		out->items[out->len].listed_ms = o->listed_ms;
-		out->items[out->len].writer = sk_strdup(o->writer);
-		out->items[out->len++].body = json_deep_copy(o->body);
+		const mem_part *p = part_find(m, group, parts[i], listed_ms);
+		if (p != NULL)
+			observation_copy(&out->items[out->len++], &p->o);
 	}
+	unlock(m);
+	return 0;
+}
+
+static sk_observation *
+head_find(sk_memstore *m, const char *group)
+{
+	for (size_t i = 0; i < m->heads.len; i++)
+		if (strcmp(m->heads.items[i].id, group) == 0)
+			return &m->heads.items[i];
+	return NULL;
+}
+
+static int
+mem_observation_head_put(sk_store *s, const char *group, int64_t listed_ms, const char *writer,
+        const char *body, sk_error *err)
+{
+	sk_memstore *m = mem_of(s);
+	sk_observation h, *cur;
+	int rc = sk_observation_set(&h, group, listed_ms, writer, body, err);
+
+	if (rc != 0)
+		return rc;
+	lock(m);
+	cur = head_find(m, group);
+	if (cur != NULL && cur->listed_ms >= listed_ms) {
+		rc = sk_observation_stale(group, err);
+		sk_observation_dispose(&h);
+	} else if (cur != NULL) {
+		sk_observation_dispose(cur);
+		*cur = h;
+	} else {
+		m->heads.items =
+		        sk_realloc(m->heads.items, (m->heads.len + 1) * sizeof(*m->heads.items));
+		m->heads.items[m->heads.len++] = h;
+	}
+	unlock(m);
+	return rc;
+}
+
+static int
+mem_observation_head_get(sk_store *s, const char *group, sk_observation *out, sk_error *err)
+{
+	sk_memstore *m = mem_of(s);
+	const sk_observation *h;
+	int rc = 0;
+
+	lock(m);
+	if ((h = head_find(m, group)) != NULL)
+		observation_copy(out, h);
+	else
+		rc = sk_error_set(err, SK_ENOTFOUND, "observation head %s not found", group);
+	unlock(m);
+	return rc;
+}
+
+static int
+mem_observation_prune(sk_store *s, const char *group, int64_t before_ms, sk_error *err)
+{
+	sk_memstore *m = mem_of(s);
+	size_t kept = 0;
+
+	lock(m);
+	for (size_t i = 0; i < m->n_parts; i++) {
+		mem_part *p = &m->parts[i];
+		if (p->o.listed_ms < before_ms && strcmp(p->group, group) == 0) {
+			free(p->group);
+			sk_observation_dispose(&p->o);
+		} else {
+			m->parts[kept++] = *p;
+		}
+	}
+	m->n_parts = kept;
 	unlock(m);
 	return 0;
 }
@@ -672,7 +760,8 @@ clear(sk_memstore *m)
 	sk_lease_list_dispose(&leases);
 	sk_userspace_list_dispose(&objs);
 	sk_apply_record_list_dispose(&m->records);
-	sk_observation_list_dispose(&m->observations);
+	parts_clear(m);
+	sk_observation_list_dispose(&m->heads);
 	m->events = NULL;
 	m->leases = NULL;
 	m->objs = NULL;
@@ -730,6 +819,9 @@ const sk_store_backend_ops sk_store_memory_ops = {
 	.record_remove = mem_record_remove,
 	.observation_put = mem_observation_put,
 	.observation_get = mem_observation_get,
+	.observation_head_put = mem_observation_head_put,
+	.observation_head_get = mem_observation_head_get,
+	.observation_prune = mem_observation_prune,
 	.drop = mem_drop,
 };
 

@@ -389,5 +389,8 @@ const sk_store_backend_ops sk_store_mongo_ops = {
 	.record_remove = sk_mongo_record_remove,
 	.observation_put = sk_mongo_observation_put,
 	.observation_get = sk_mongo_observation_get,
+	.observation_head_put = sk_mongo_observation_head_put,
+	.observation_head_get = sk_mongo_observation_head_get,
+	.observation_prune = sk_mongo_observation_prune,
 	.drop = mongo_drop,
 };

@@ -15,7 +15,8 @@
 #define SK_COLL_CLAIMS "claims"
 #define SK_COLL_LEASES "leases"
 #define SK_COLL_APPLIES "applies" /* apply records (mongo_record.c) */
-#define SK_COLL_OBSERVATIONS "observations" /* shared provider lists (mongo_observation.c) */
+#define SK_COLL_OBSERVATIONS "observations" /* shared lists' parts (mongo_observation.c) */
+#define SK_COLL_OBSERVATION_HEADS "observation_heads" /* and their heads */
 #define SK_LEASE_CLAIM_PREFIX "lease/" /* claims of leases: "lease/NAME/V" */
 #define SK_INDEX_USER_ID "spec_userID_unique"
 #define SK_EVENT_TTL_S 3600
@@ -112,9 +113,14 @@ int sk_mongo_record_put(
         sk_store *s, const char *id, int64_t create_ms, const char *body, sk_error *err);
 int sk_mongo_record_list(sk_store *s, sk_apply_record_list *out, sk_error *err);
 int sk_mongo_record_remove(sk_store *s, const char *id, sk_error *err);
-int sk_mongo_observation_put(sk_store *s, const char *id, int64_t listed_ms, const char *writer,
-        const char *body, sk_error *err);
-int sk_mongo_observation_get(
-        sk_store *s, const char *const *ids, size_t n, sk_observation_list *out, sk_error *err);
+int sk_mongo_observation_put(sk_store *s, const char *group, const char *part, int64_t listed_ms,
+        const char *writer, const char *body, sk_error *err);
+int sk_mongo_observation_get(sk_store *s, const char *group, int64_t listed_ms,
+        const char *const *parts, size_t n, sk_observation_list *out, sk_error *err);
+int sk_mongo_observation_head_put(sk_store *s, const char *group, int64_t listed_ms,
+        const char *writer, const char *body, sk_error *err);
+int sk_mongo_observation_head_get(
+        sk_store *s, const char *group, sk_observation *out, sk_error *err);
+int sk_mongo_observation_prune(sk_store *s, const char *group, int64_t before_ms, sk_error *err);
 
 #endif

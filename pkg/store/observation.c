@@ -1,20 +1,28 @@
 /* store/observation: shared provider lists (store.h), the part both
- * backends share: arguments, the JSON text of a body and the list. */
+ * backends share: arguments, the JSON text of a body and the lists. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "store_int.h"
 
 void
+sk_observation_dispose(sk_observation *o)
+{
+	if (o == NULL)
+		return;
+	free(o->id);
+	free(o->writer);
+	json_decref(o->body);
+	memset(o, 0, sizeof(*o));
+}
+
+void
 sk_observation_list_dispose(sk_observation_list *l)
 {
 	if (l == NULL)
 		return;
-	for (size_t i = 0; i < l->len; i++) {
-		free(l->items[i].id);
-		free(l->items[i].writer);
-		json_decref(l->items[i].body);
-	}
+	for (size_t i = 0; i < l->len; i++)
+		sk_observation_dispose(&l->items[i]);
 	free(l->items);
 	memset(l, 0, sizeof(*l));
 }
@@ -39,49 +47,111 @@ sk_observation_set(sk_observation *o, const char *id, int64_t listed_ms, const c
 }
 
 int
-sk_observation_stale(const char *id, sk_error *err)
+sk_observation_exists(const char *group, const char *part, int64_t listed_ms, sk_error *err)
 {
-	return sk_error_set(err, SK_ECONFLICT,
-	        "observation \"%s\": a part from a newer or the same list is stored", id);
-}
-
-static int
-check_id(const char *id, sk_error *err)
-{
-	if (id == NULL || *id == '\0' || strlen(id) > 256)
-		return sk_error_set(err, SK_EINVALID, "observation: id must be 1-256 characters");
-	return 0;
+	return sk_error_set(err, SK_EEXISTS, "observation %s/%s of the list at %lld is stored",
+	        group, part, (long long)listed_ms);
 }
 
 int
-sk_store_observation_put(sk_store *s, const char *id, int64_t listed_ms, const char *writer,
-        const json_t *body, sk_error *err)
+sk_observation_stale(const char *group, sk_error *err)
+{
+	return sk_error_set(err, SK_ECONFLICT,
+	        "observation head %s: a list started as late or later is current", group);
+}
+
+/* Group and part names: 1-128 characters without '/' (the MongoDB backend
+ * joins them with it into one _id). */
+static int
+check_name(const char *what, const char *name, sk_error *err)
+{
+	if (name == NULL || *name == '\0' || strlen(name) > 128 || strchr(name, '/') != NULL)
+		return sk_error_set(err, SK_EINVALID,
+		        "observation: %s must be 1-128 characters without '/'", what);
+	return 0;
+}
+
+/* The body as compact JSON text, or NULL and err. */
+static char *
+body_text(const char *name, const json_t *body, sk_error *err)
+{
+	char *text;
+
+	if (!json_is_object(body)) {
+		sk_error_set(err, SK_EINVALID, "observation %s: body must be an object", name);
+		return NULL;
+	}
+	text = json_dumps(body, JSON_COMPACT);
+	if (text == NULL || strlen(text) > SK_STORE_RECORD_MAX_BYTES) {
+		free(text);
+		sk_error_set(err, SK_EINVALID, "observation %s: larger than %d bytes", name,
+		        SK_STORE_RECORD_MAX_BYTES);
+		return NULL;
+	}
+	return text;
+}
+
+int
+sk_store_observation_put(sk_store *s, const char *group, const char *part, int64_t listed_ms,
+        const char *writer, const json_t *body, sk_error *err)
 {
 	char *text = NULL;
-	int rc = check_id(id, err);
+	int rc = check_name("group", group, err);
 
-	if (rc == 0 && !json_is_object(body))
-		rc = sk_error_set(
-		        err, SK_EINVALID, "observation \"%s\": body must be an object", id);
 	if (rc == 0)
-		text = json_dumps(body, JSON_COMPACT);
-	if (rc == 0 && (text == NULL || strlen(text) > SK_STORE_RECORD_MAX_BYTES))
-		rc = sk_error_set(err, SK_EINVALID, "observation \"%s\": larger than %d bytes", id,
-		        SK_STORE_RECORD_MAX_BYTES);
+		rc = check_name("part", part, err);
+	if (rc == 0 && (text = body_text(part, body, err)) == NULL)
+		rc = err->code;
 	if (rc == 0)
-		rc = s->ops->observation_put(s, id, listed_ms, writer ? writer : "", text, err);
+		rc = s->ops->observation_put(
+		        s, group, part, listed_ms, writer ? writer : "", text, err);
 	free(text);
 	return rc;
 }
 
 int
-sk_store_observation_get(
-        sk_store *s, const char *const *ids, size_t n, sk_observation_list *out, sk_error *err)
+sk_store_observation_get(sk_store *s, const char *group, int64_t listed_ms,
+        const char *const *parts, size_t n, sk_observation_list *out, sk_error *err)
 {
-	int rc = 0;
+	int rc = check_name("group", group, err);
 
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < n && rc == 0; i++)
-		rc = check_id(ids[i], err);
-	return rc != 0 || n == 0 ? rc : s->ops->observation_get(s, ids, n, out, err);
+		rc = check_name("part", parts[i], err);
+	if (rc != 0 || n == 0)
+		return rc;
+	return s->ops->observation_get(s, group, listed_ms, parts, n, out, err);
+}
+
+int
+sk_store_observation_head_put(sk_store *s, const char *group, int64_t listed_ms, const char *writer,
+        const json_t *body, sk_error *err)
+{
+	char *text = NULL;
+	int rc = check_name("group", group, err);
+
+	if (rc == 0 && (text = body_text(group, body, err)) == NULL)
+		rc = err->code;
+	if (rc == 0)
+		rc = s->ops->observation_head_put(
+		        s, group, listed_ms, writer ? writer : "", text, err);
+	free(text);
+	return rc;
+}
+
+int
+sk_store_observation_head_get(sk_store *s, const char *group, sk_observation *out, sk_error *err)
+{
+	int rc = check_name("group", group, err);
+
+	memset(out, 0, sizeof(*out));
+	return rc != 0 ? rc : s->ops->observation_head_get(s, group, out, err);
+}
+
+int
+sk_store_observation_prune(sk_store *s, const char *group, int64_t before_ms, sk_error *err)
+{
+	int rc = check_name("group", group, err);
+
+	return rc != 0 ? rc : s->ops->observation_prune(s, group, before_ms, err);
 }

@@ -235,17 +235,23 @@ int sk_store_record_remove(sk_store *s, const char *id, sk_error *err);
 
 /* ---- shared provider lists ----
  * One replica lists a provider and stores what it saw for the others
- * (pkg/controller/observe.c), in parts: one per shard of users and one that
- * says the pass is complete. A part is replaced only by one from a newer
- * list, so a replica that wakes with an old list cannot overwrite a fresh
- * one. At most SK_STORE_RECORD_MAX_BYTES of JSON text per part. MongoDB:
- * collection "observations". */
+ * (pkg/controller/share.c). A list is a group (the provider) of parts (one
+ * per shard of users), each written once under the time the list started,
+ * and then the group's head, which names that time: readers take the head,
+ * then the parts of the list it names. A head is replaced only by a newer
+ * list's, so a writer that wakes with an old list cannot put it back; the
+ * writer prunes the parts of lists older than the one before. Parts are
+ * insert-only because FerretDB scans a collection for every update: with
+ * 64 parts, replacing them in place cost 64 scans of every list per pass.
+ * MongoDB: collections "observations" (parts) and "observation_heads".
+ * At most SK_STORE_RECORD_MAX_BYTES of JSON text per part or head. */
 typedef struct sk_observation {
-	char *id;
-	int64_t listed_ms; /* when the list it comes from started (the writer's clock) */
+	char *id; /* the part, or the group for a head */
+	int64_t listed_ms; /* when the list started (the writer's clock) */
 	char *writer; /* the replica that wrote it */
 	json_t *body; /* an object; owned */
 } sk_observation;
+void sk_observation_dispose(sk_observation *o); /* NULL-safe */
 
 typedef struct sk_observation_list {
 	sk_observation *items;
@@ -253,15 +259,23 @@ typedef struct sk_observation_list {
 } sk_observation_list;
 void sk_observation_list_dispose(sk_observation_list *l);
 
-/* Writes part id, unless a part with that id from a list started at
- * listed_ms or later is stored: SK_ECONFLICT then (nothing written).
- * SK_EINVALID when body is not an object or is too large. */
-int sk_store_observation_put(sk_store *s, const char *id, int64_t listed_ms, const char *writer,
-        const json_t *body, sk_error *err);
-/* The stored parts among ids[0..n) in the order of ids; missing ones are
- * left out. */
-int sk_store_observation_get(
-        sk_store *s, const char *const *ids, size_t n, sk_observation_list *out, sk_error *err);
+/* Writes part `part` of group's list started at listed_ms; SK_EEXISTS when
+ * that part of that list is stored. SK_EINVALID: a bad name or body. */
+int sk_store_observation_put(sk_store *s, const char *group, const char *part, int64_t listed_ms,
+        const char *writer, const json_t *body, sk_error *err);
+/* The parts parts[0..n) of group's list started at listed_ms, in that
+ * order; missing ones are left out. */
+int sk_store_observation_get(sk_store *s, const char *group, int64_t listed_ms,
+        const char *const *parts, size_t n, sk_observation_list *out, sk_error *err);
+/* Names group's list started at listed_ms as its current one, unless the
+ * head names a list started then or later: SK_ECONFLICT (nothing written). */
+int sk_store_observation_head_put(sk_store *s, const char *group, int64_t listed_ms,
+        const char *writer, const json_t *body, sk_error *err);
+/* SK_ENOTFOUND when group has no head. */
+int sk_store_observation_head_get(
+        sk_store *s, const char *group, sk_observation *out, sk_error *err);
+/* Removes group's parts of lists started before before_ms. */
+int sk_store_observation_prune(sk_store *s, const char *group, int64_t before_ms, sk_error *err);
 
 /* Drops the database (tests only). */
 int sk_store_drop(sk_store *s, sk_error *err);

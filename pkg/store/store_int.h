@@ -50,11 +50,17 @@ typedef struct sk_store_backend_ops {
 	        sk_store *s, const char *id, int64_t create_ms, const char *body, sk_error *err);
 	int (*record_list)(sk_store *s, sk_apply_record_list *out, sk_error *err);
 	int (*record_remove)(sk_store *s, const char *id, sk_error *err);
-	/* Shared provider lists: body is JSON text (checked by store.c). */
-	int (*observation_put)(sk_store *s, const char *id, int64_t listed_ms, const char *writer,
-	        const char *body, sk_error *err);
-	int (*observation_get)(sk_store *s, const char *const *ids, size_t n,
-	        sk_observation_list *out, sk_error *err);
+	/* Shared provider lists: names and bodies checked by observation.c,
+	 * bodies as JSON text. */
+	int (*observation_put)(sk_store *s, const char *group, const char *part, int64_t listed_ms,
+	        const char *writer, const char *body, sk_error *err);
+	int (*observation_get)(sk_store *s, const char *group, int64_t listed_ms,
+	        const char *const *parts, size_t n, sk_observation_list *out, sk_error *err);
+	int (*observation_head_put)(sk_store *s, const char *group, int64_t listed_ms,
+	        const char *writer, const char *body, sk_error *err);
+	int (*observation_head_get)(
+	        sk_store *s, const char *group, sk_observation *out, sk_error *err);
+	int (*observation_prune)(sk_store *s, const char *group, int64_t before_ms, sk_error *err);
 	int (*drop)(sk_store *s, sk_error *err);
 } sk_store_backend_ops;
 
@@ -103,11 +109,13 @@ void sk_event_dispose(sk_event *ev); /* the strings of one event */
  * a JSON object. */
 int sk_apply_record_set(
         sk_apply_record *r, const char *id, int64_t create_ms, const char *body, sk_error *err);
-/* observation.c: one part from its stored parts; SK_EINVALID when body is
- * not a JSON object. The refusal of a part older than the stored one. */
+/* observation.c: one part or head from its stored fields; SK_EINVALID when
+ * body is not a JSON object. The refusals of a part stored already and of a
+ * head older than the stored one. */
 int sk_observation_set(sk_observation *o, const char *id, int64_t listed_ms, const char *writer,
         const char *body, sk_error *err);
-int sk_observation_stale(const char *id, sk_error *err);
+int sk_observation_exists(const char *group, const char *part, int64_t listed_ms, sk_error *err);
+int sk_observation_stale(const char *group, sk_error *err);
 
 /* ---- codec.c: the UserSpace as the stored document (labels,
  * annotations, spec.env and spec.metadata as [{k, v}] arrays; store-owned

@@ -716,49 +716,77 @@ START_TEST(test_apply_records)
 }
 END_TEST
 
-/* Shared provider lists: a part is replaced only by one from a newer list
- * (an old writer waking up loses), read back by ids in their order, the
- * missing ones left out. */
+/* Shared provider lists: parts written once per list and read back by
+ * list in the order asked (missing ones left out); the head names the
+ * current list and only a newer list replaces it (an old writer waking up
+ * loses); prune removes the parts of older lists of that group only. */
 START_TEST(test_observations)
 {
 	sk_store *s = open_backend(_i);
 	sk_observation_list l = { 0 };
+	sk_observation h = { 0 };
 	sk_error err = { 0 };
 	json_t *b1 = json_pack("{s:[{s:s, s:{s:s}}]}", "sandboxes", "id", "i-1", "metadata",
 	        "user.id.$x", "alice");
 	json_t *b2 = json_pack("{s:[]}", "sandboxes");
-	const char *ids[] = { "e2b:shard-02", "e2b:shard-09", "e2b:shard-01" };
+	json_t *head = json_pack("{s:i}", "shards", 2);
+	const char *parts[] = { "shard-02", "shard-09", "shard-01" };
 
-	ck_assert_msg(sk_store_observation_put(s, "e2b:shard-01", 1000, "a", b1, &err) == 0, "%s",
-	        err.message);
-	ck_assert_msg(sk_store_observation_put(s, "e2b:shard-02", 1000, "a", b2, &err) == 0, "%s",
-	        err.message);
-	/* the same list again, and an older one: refused, nothing written */
+	ck_assert_msg(sk_store_observation_put(s, "e2b", "shard-01", 1000, "a", b1, &err) == 0,
+	        "%s", err.message);
+	ck_assert_msg(sk_store_observation_put(s, "e2b", "shard-02", 1000, "a", b2, &err) == 0,
+	        "%s", err.message);
+	ck_assert_msg(sk_store_observation_put(s, "e2b", "shard-01", 2000, "b", b2, &err) == 0,
+	        "%s", err.message);
+	ck_assert_msg(sk_store_observation_put(s, "cube", "shard-01", 500, "b", b2, &err) == 0,
+	        "%s", err.message);
 	ck_assert_int_eq(
-	        sk_store_observation_put(s, "e2b:shard-01", 1000, "b", b2, &err), SK_ECONFLICT);
+	        sk_store_observation_put(s, "e2b", "shard-01", 1000, "b", b2, &err), SK_EEXISTS);
+	ck_assert_int_eq(sk_store_observation_put(s, "e2b", "", 3000, "b", b2, &err), SK_EINVALID);
 	ck_assert_int_eq(
-	        sk_store_observation_put(s, "e2b:shard-01", 999, "b", b2, &err), SK_ECONFLICT);
-	ck_assert_int_eq(sk_store_observation_put(s, "", 2000, "b", b2, &err), SK_EINVALID);
-	ck_assert_int_eq(
-	        sk_store_observation_put(s, "x", 2000, "b", json_object_get(b1, "sandboxes"), &err),
+	        sk_store_observation_put(s, "e/2b", "p", 3000, "b", b2, &err), SK_EINVALID);
+	ck_assert_int_eq(sk_store_observation_put(
+	                         s, "e2b", "x", 3000, "b", json_object_get(b1, "sandboxes"), &err),
 	        SK_EINVALID);
-	ck_assert_msg(sk_store_observation_get(s, ids, 3, &l, &err) == 0, "%s", err.message);
+	/* the list at 1000, in the order asked */
+	ck_assert_msg(sk_store_observation_get(s, "e2b", 1000, parts, 3, &l, &err) == 0, "%s",
+	        err.message);
 	ck_assert_uint_eq(l.len, 2);
-	ck_assert_str_eq(l.items[0].id, "e2b:shard-02");
-	ck_assert_str_eq(l.items[1].id, "e2b:shard-01");
+	ck_assert_str_eq(l.items[0].id, "shard-02");
+	ck_assert_str_eq(l.items[1].id, "shard-01");
 	ck_assert_int_eq(l.items[1].listed_ms, 1000);
 	ck_assert_str_eq(l.items[1].writer, "a");
 	ck_assert_msg(json_equal(l.items[1].body, b1), "body changed on the way");
 	sk_observation_list_dispose(&l);
-	/* a newer list replaces it */
-	ck_assert_msg(sk_store_observation_put(s, "e2b:shard-01", 2000, "b", b2, &err) == 0, "%s",
+	/* the head: absent, then set, then refused for an older or equal list */
+	ck_assert_int_eq(sk_store_observation_head_get(s, "e2b", &h, &err), SK_ENOTFOUND);
+	ck_assert_msg(sk_store_observation_head_put(s, "e2b", 2000, "b", head, &err) == 0, "%s",
 	        err.message);
-	ck_assert_msg(sk_store_observation_get(s, ids + 2, 1, &l, &err) == 0, "%s", err.message);
-	ck_assert_uint_eq(l.len, 1);
-	ck_assert_int_eq(l.items[0].listed_ms, 2000);
-	ck_assert_str_eq(l.items[0].writer, "b");
-	ck_assert_msg(json_equal(l.items[0].body, b2), "not replaced");
+	ck_assert_int_eq(
+	        sk_store_observation_head_put(s, "e2b", 1000, "a", head, &err), SK_ECONFLICT);
+	ck_assert_int_eq(
+	        sk_store_observation_head_put(s, "e2b", 2000, "a", head, &err), SK_ECONFLICT);
+	ck_assert_msg(sk_store_observation_head_get(s, "e2b", &h, &err) == 0, "%s", err.message);
+	ck_assert_str_eq(h.id, "e2b");
+	ck_assert_int_eq(h.listed_ms, 2000);
+	ck_assert_str_eq(h.writer, "b");
+	ck_assert_msg(json_equal(h.body, head), "head body changed on the way");
+	sk_observation_dispose(&h);
+	/* prune: e2b's lists before 2000 go, its 2000 and cube's stay */
+	ck_assert_msg(sk_store_observation_prune(s, "e2b", 2000, &err) == 0, "%s", err.message);
+	ck_assert_msg(sk_store_observation_get(s, "e2b", 1000, parts, 3, &l, &err) == 0, "%s",
+	        err.message);
+	ck_assert_uint_eq(l.len, 0);
 	sk_observation_list_dispose(&l);
+	ck_assert_msg(sk_store_observation_get(s, "e2b", 2000, parts + 2, 1, &l, &err) == 0, "%s",
+	        err.message);
+	ck_assert_uint_eq(l.len, 1);
+	sk_observation_list_dispose(&l);
+	ck_assert_msg(sk_store_observation_get(s, "cube", 500, parts + 2, 1, &l, &err) == 0, "%s",
+	        err.message);
+	ck_assert_uint_eq(l.len, 1);
+	sk_observation_list_dispose(&l);
+	json_decref(head);
 	json_decref(b1);
 	json_decref(b2);
 	close_backend(s);
