@@ -18,6 +18,7 @@ struct sk_informer {
 	sk_strmap *objects; /* name -> sk_packed_userspace* (owned) */
 	sk_strmap *users; /* spec.userID -> name (owned string) */
 	int64_t last_rv;
+	int64_t read_wall_ms; /* wall clock at the start of the last good read, 0: none */
 	bool synced;
 	bool running;
 	bool stop;
@@ -211,9 +212,11 @@ scan_one(sk_packed_userspace *p, void *arg)
 /* Counts a scan and fires its callbacks: on an error too, for the objects
  * taken before it (a later list would not see them as changes). */
 static void
-scan_finish(sk_informer *inf, scan_ctx *x, int rc)
+scan_finish(sk_informer *inf, scan_ctx *x, int rc, int64_t started_wall_ms)
 {
 	pthread_mutex_lock(&inf->mu);
+	if (rc == 0)
+		inf->read_wall_ms = started_wall_ms;
 	if (rc != 0)
 		inf->stats.errors++;
 	else if (x->present) {
@@ -230,11 +233,12 @@ int
 sk_informer_relist(sk_informer *inf, sk_error *err)
 {
 	scan_ctx x = { inf, { 0 }, sk_strmap_new(NULL) };
+	int64_t started = sk_now_ms();
 	int rc = sk_store_scan_packed(inf->opts.store, -1, scan_one, &x, err);
 
 	/* Handlers see the listed objects before anyone is told the cache has
 	 * synced (client-go's HasSynced contract). */
-	scan_finish(inf, &x, rc);
+	scan_finish(inf, &x, rc, started);
 	sk_strmap_free(x.present);
 	if (rc != 0)
 		return rc;
@@ -269,14 +273,22 @@ int
 sk_informer_poll(sk_informer *inf, sk_error *err)
 {
 	scan_ctx x = { inf, { 0 }, NULL };
-	int64_t since;
+	int64_t since, read_wall, started = sk_now_ms();
 	int rc;
 
 	pthread_mutex_lock(&inf->mu);
 	since = inf->last_rv - inf->opts.lookback;
+	read_wall = inf->read_wall_ms;
 	pthread_mutex_unlock(&inf->mu);
+	/* Every write that can have landed since the last read: another
+	 * process's versions may trail ours by more than the look-back. */
+	if (read_wall > 0) {
+		int64_t floor = sk_store_rv_floor(inf->opts.store, read_wall - SK_INFORMER_LATE_MS);
+		if (floor < since)
+			since = floor;
+	}
 	rc = sk_store_scan_packed(inf->opts.store, since < 0 ? 0 : since, scan_one, &x, err);
-	scan_finish(inf, &x, rc);
+	scan_finish(inf, &x, rc, started);
 	return rc;
 }
 

@@ -6,7 +6,11 @@
  * resourceVersion before they commit, so a write with a lower version can
  * land after one with a higher version; the look-back window re-reads the
  * recent versions and each object is accepted only when its version is
- * newer than the cached one. A periodic full relist also catches objects
+ * newer than the cached one. Other processes (replicas, spacectl) take
+ * versions from their own clocks, which can trail ours by far more than
+ * the look-back after a burst of writes, so a poll also re-reads every
+ * version a write made since SK_INFORMER_LATE_MS before the last read can
+ * have (sk_store_rv_floor). A periodic full relist also catches objects
  * removed from the store (they vanish from the cache with a change callback).
  *
  * The cache keeps each object packed (one compact allocation, see
@@ -20,6 +24,10 @@
 #include "../store/store.h"
 
 typedef struct sk_informer sk_informer;
+
+/* A write is read by the next poll when it committed at most this long
+ * after its version was taken (and the hosts' clocks agree within it). */
+#define SK_INFORMER_LATE_MS 10000
 
 /* Called from the informer thread (never with a lock held) for an object
  * that appeared, changed (newer resourceVersion) or disappeared. */

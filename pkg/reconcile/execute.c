@@ -39,6 +39,10 @@ typedef struct sk_xctx {
 	 * A write of conditions or lastActivityTime alone does not move it. */
 	bool changed_provider;
 	bool fenced; /* may_act said no: nothing more is called or written */
+	/* A write found the stored status changed by someone else: the object
+	 * as stored then, handed to the caller instead of cur (whose cache may
+	 * have missed that write: retrying from it would conflict again). */
+	sk_userspace *conflicted;
 } sk_xctx;
 
 static void xlog(const sk_xctx *x, sk_log_level lvl, const char *msg, const char *fmt, ...)
@@ -151,11 +155,8 @@ write_status(sk_xctx *x, const sk_userspace_status *st, sk_error *err)
 		return rc;
 	if (!sk_str_eq(fresh->meta.uid, x->cur->meta.uid) ||
 	        !sk_userspace_status_equal(&fresh->status, &x->cur->status)) {
-		/* The caller gets the object as stored (*updated): a copy it
-		 * cached from before that write would conflict again, every
-		 * retry, until its cache caught up. */
-		sk_userspace_free(x->cur);
-		x->cur = fresh;
+		sk_userspace_free(x->conflicted);
+		x->conflicted = fresh;
 		return sk_error_set(err, SK_ECONFLICT,
 		        "status of %s changed concurrently; not overwriting", fresh->meta.name);
 	}
@@ -506,11 +507,15 @@ execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_user
 		rc = write_if_changed(&x, err);
 	if (x.fenced)
 		rc = SK_EUNAVAILABLE;
-	if (updated != NULL) {
+	if (updated != NULL && rc == SK_ECONFLICT && x.conflicted != NULL) {
+		*updated = x.conflicted;
+		x.conflicted = NULL;
+	} else if (updated != NULL) {
 		*updated = x.removed ? NULL : x.cur;
 		if (!x.removed)
 			x.cur = NULL;
 	}
+	sk_userspace_free(x.conflicted);
 	sk_userspace_free(x.cur);
 	sk_userspace_status_dispose(&x.st);
 	free(x.created);

@@ -779,6 +779,12 @@ mem_drop(sk_store *s, sk_error *err)
 	return 0;
 }
 
+static int64_t
+mem_rv_floor(sk_store *s, int64_t wall_ms)
+{
+	return INT64_MAX; /* a counter: the look-back alone is exact in one process */
+}
+
 static int
 mem_ping(sk_store *s, sk_error *err)
 {
@@ -822,6 +828,7 @@ const sk_store_backend_ops sk_store_memory_ops = {
 	.observation_head_put = mem_observation_head_put,
 	.observation_head_get = mem_observation_head_get,
 	.observation_prune = mem_observation_prune,
+	.rv_floor = mem_rv_floor,
 	.drop = mem_drop,
 };
 

@@ -392,5 +392,6 @@ const sk_store_backend_ops sk_store_mongo_ops = {
 	.observation_head_put = sk_mongo_observation_head_put,
 	.observation_head_get = sk_mongo_observation_head_get,
 	.observation_prune = sk_mongo_observation_prune,
+	.rv_floor = sk_store_mongo_rv_floor,
 	.drop = mongo_drop,
 };

@@ -26,7 +26,10 @@
  *     with a look-back of 256 versions, and a tick of 10 ms makes that window
  *     at least 2.56 s of wall time (the clock runs ahead of the wall only when
  *     a store writes faster than one version per tick, and then the window is
- *     256 of its writes, as with a counter).
+ *     256 of its writes, as with a counter). Another process's clock may
+ *     trail a bursting writer's by far more, but no version is below its
+ *     writer's wall tick, so the informer also re-reads from the tick of its
+ *     last read minus a margin (sk_store_rv_floor).
  *   - a claim whose holder moved the object off V is left in place (it can
  *     never be needed again: versions only grow, and verify() still checks
  *     the object) and swept in batches once older than SK_CLAIM_EXPIRY_MS;
@@ -115,6 +118,12 @@ highest_stored(sk_mongo *s, mongoc_client_t *client, int64_t *out, sk_error *err
 	bson_destroy(&filter);
 	mongoc_collection_destroy(coll);
 	return rc;
+}
+
+int64_t
+sk_store_mongo_rv_floor(sk_store *store, int64_t wall_ms)
+{
+	return wall_ms / SK_RV_UNIT_MS;
 }
 
 int

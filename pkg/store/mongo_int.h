@@ -66,6 +66,8 @@ int64_t sk_mongo_reply_count(const bson_t *reply, const char *field);
 /* mongo_cas.c: the next resourceVersion for a write over version `expected`
  * (0 for a create): greater than expected and than every version this store
  * wrote or saw (a hybrid logical clock, see mongo_cas.c). */
+/* The lowest version a write made at wall_ms or later can get (store.h). */
+int64_t sk_store_mongo_rv_floor(sk_store *s, int64_t wall_ms);
 int sk_store_next_rv(
         sk_mongo *s, mongoc_client_t *client, int64_t expected, int64_t *out, sk_error *err);
 /* Advances the store's clock past a resourceVersion read from the server. */

@@ -107,6 +107,12 @@ sk_store_list_since(sk_store *s, int64_t since, sk_userspace_list *out, sk_error
 	return s->ops->list_since(s, since, out, err);
 }
 
+int64_t
+sk_store_rv_floor(sk_store *s, int64_t wall_ms)
+{
+	return s->ops->rv_floor(s, wall_ms);
+}
+
 int
 sk_store_scan_packed(sk_store *s, int64_t since, sk_store_packed_fn fn, void *arg, sk_error *err)
 {

@@ -277,6 +277,12 @@ int sk_store_observation_head_get(
 /* Removes group's parts of lists started before before_ms. */
 int sk_store_observation_prune(sk_store *s, const char *group, int64_t before_ms, sk_error *err);
 
+/* The lowest resourceVersion a write made at wall time wall_ms or later can
+ * get, from any process (MongoDB: versions never fall behind the writer's
+ * clock); INT64_MAX when versions do not follow a clock (memory: one
+ * process's counter). */
+int64_t sk_store_rv_floor(sk_store *s, int64_t wall_ms);
+
 /* Drops the database (tests only). */
 int sk_store_drop(sk_store *s, sk_error *err);
 

@@ -61,6 +61,7 @@ typedef struct sk_store_backend_ops {
 	int (*observation_head_get)(
 	        sk_store *s, const char *group, sk_observation *out, sk_error *err);
 	int (*observation_prune)(sk_store *s, const char *group, int64_t before_ms, sk_error *err);
+	int64_t (*rv_floor)(sk_store *s, int64_t wall_ms);
 	int (*drop)(sk_store *s, sk_error *err);
 } sk_store_backend_ops;
 

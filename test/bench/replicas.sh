@@ -3,7 +3,8 @@
 # UserSpaces (default 5000), starts sandboxsim (LATENCY_MS per call) and
 # REPLICAS spacekeeper processes (default 3) against one FerretDB with
 # SHARDS shards (default 64), waits until every object is Ready, then
-# watches WINDOW resync periods (default 3) of steady state and prints: the
+# watches WINDOW resync periods (default 3) of steady state and prints: how
+# many Ready objects each replica's cache counts 10 s after the store did, the
 # provider list requests the simulator answered (one replica's worth, not
 # REPLICAS'), what each replica did (own lists, shared lists read, the time a
 # read took), what publishing cost the holder of shard 0 (bytes, time), and
@@ -61,21 +62,35 @@ replica_metric() {
 	port=${ports[$1]} metric_sum "$2" "${3:-}"
 }
 
+# Ready as stored (spacectl), not a replica's gauge: a replica's informer
+# counts every object, the ones other replicas reconcile too, and may lag
+# their writes.
+ready_stored() {
+	"$bin/spacectl" --mongodb-uri "$uri" get userspaces -o json |
+		json "d.items.filter(u=>((u.status||{}).conditions||[]).some(c=>c.type==='Ready'&&c.status==='True')).length"
+}
 t0=$(date +%s.%N)
 while :; do
-	# every replica's informer sees every object; Ready comes from whichever holds it
-	ready=$(replica_metric 0 spacekeeper_userspaces 'ready="true"')
+	ready=$(ready_stored)
 	[ "$ready" -ge "$n" ] && break
 	for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null || { echo "bench: a replica died" >&2; exit 1; }; done
 	if [ "$(calc "$(date +%s.%N) - $t0 > $timeout_s")" = 1 ]; then
 		echo "bench: only $ready/$n Ready after ${timeout_s}s" >&2
 		exit 1
 	fi
-	sleep 0.5
+	sleep 1
 done
 converge=$(calc "$(date +%s.%N) - $t0")
 
-sleep 2
+# Every replica's informer holds every object: CACHE_WAIT s (default 10)
+# after the store, each should count them all Ready (another replica's
+# writes reach it by poll).
+cache_wait=${CACHE_WAIT:-10}
+sleep "$cache_wait"
+cached=()
+for r in $(seq 0 $((replicas - 1))); do
+	cached+=("$(replica_metric "$r" spacekeeper_userspaces 'ready="true"')")
+done
 curl -s -XPOST "$sim/_sim/stats/reset" >/dev/null
 lists0=() reads0=() marks=()
 for r in $(seq 0 $((replicas - 1))); do
@@ -104,8 +119,8 @@ for r in $(seq 0 $((replicas - 1))); do
 	d=$(calc "$(replica_metric "$r" spacekeeper_shared_list_total 'op="read",result="success"') - ${reads0[$r]}")
 	held=$(replica_metric "$r" spacekeeper_shards_held)
 	rss=$(awk '/VmRSS/ {print $2}' "/proc/${pids[$r]}/status")
-	printf '  replica-%d: %2d shards, listed %d, read %d shared (%s ms each), RSS %.1f MB' \
-		"$r" "$held" "$l" "$d" "$(log_avg "$r" "shared list read" took_ms)" "$(calc "$rss / 1024")"
+	printf '  replica-%d: %2d shards, %d Ready in its cache %d s after the store, listed %d, read %d shared (%s ms each), RSS %.1f MB' \
+		"$r" "$held" "${cached[$r]}" "$cache_wait" "$l" "$d" "$(log_avg "$r" "shared list read" took_ms)" "$(calc "$rss / 1024")"
 	if [ "$l" -gt 0 ]; then
 		printf ', published %s bytes in %s ms per pass' \
 			"$(log_avg "$r" "shared list published" bytes)" "$(log_avg "$r" "shared list published" took_ms)"

@@ -1,5 +1,6 @@
 /* Integration tests for pkg/informer against a real FerretDB. */
 #include <check.h>
+#include <mongoc/mongoc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 Suite *sk_suite_informer(void);
 
 static sk_store *store;
+static char db[64];
 
 /* Change callbacks, counted per name. */
 static pthread_mutex_t seen_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -53,7 +55,8 @@ setup(void)
 	sk_error err = { 0 };
 
 	o.uri = sk_test_mongodb_uri();
-	o.database = sk_test_unique_db();
+	snprintf(db, sizeof(db), "%s", sk_test_unique_db());
+	o.database = db;
 	ck_assert_msg(sk_store_open(&store, &o, &err) == 0, "store: %s", err.message);
 	seen = sk_strmap_new(free);
 }
@@ -233,6 +236,76 @@ START_TEST(test_status_write_seen)
 }
 END_TEST
 
+/* Sets the stored resourceVersion of name to rv behind the store's back,
+ * as a writer whose clock ran ahead in a burst would have left it. */
+static void
+raw_set_rv(const char *name, int64_t rv)
+{
+	mongoc_client_t *client = mongoc_client_new(sk_test_mongodb_uri());
+	mongoc_collection_t *coll = mongoc_client_get_collection(client, db, "userspaces");
+	bson_t *filter = BCON_NEW("metadata.name", BCON_UTF8(name));
+	bson_t *update = BCON_NEW("$set", "{", "metadata.resourceVersion", BCON_INT64(rv), "}");
+	bson_error_t berr;
+
+	ck_assert_msg(mongoc_collection_update_one(coll, filter, update, NULL, NULL, &berr), "%s",
+	        berr.message);
+	bson_destroy(update);
+	bson_destroy(filter);
+	mongoc_collection_destroy(coll);
+	mongoc_client_destroy(client);
+}
+
+static bool
+dave_running(sk_informer *inf, const char *arg)
+{
+	sk_userspace *us = NULL;
+	bool ok = sk_informer_get(inf, "dave", &us) == 0 && us->status.phase == SK_PHASE_RUNNING;
+
+	(void)arg;
+	sk_userspace_free(us);
+	return ok;
+}
+
+/* Another process writes with a clock far behind the versions the informer
+ * has seen (a replica whose clock did not run ahead in a burst, while ours
+ * did): its write is below last_rv - lookback, and the poll still reads it
+ * (the look-back alone missed it until the next relist). */
+START_TEST(test_writer_behind_seen)
+{
+	sk_store_options o = SK_STORE_OPTIONS_INIT;
+	sk_store *other = NULL;
+	sk_informer *inf;
+	sk_userspace *cur = NULL, *next = NULL;
+	sk_userspace_status st = { 0 };
+	sk_error err = { 0 };
+
+	o.uri = sk_test_mongodb_uri();
+	o.database = db;
+	ck_assert_msg(sk_store_open(&other, &o, &err) == 0, "store: %s", err.message);
+	create("dave", "u-dave");
+	/* other's first write seeds its clock from the stored versions: now */
+	ck_assert_int_eq(sk_store_get(other, "dave", &next, &err), 0);
+	st.phase = SK_PHASE_CREATING;
+	ck_assert_msg(sk_store_write_status(other, next, &st, &cur, &err) == 0, "%s", err.message);
+	sk_userspace_free(next);
+	create("ahead", "u-ahead");
+	raw_set_rv("ahead", sk_now_ms() / 10 + 100000); /* 1000 s ahead of the wall */
+	inf = start_informer(100, 600000);
+	ck_assert_int_ge(sk_informer_last_rv(inf), sk_now_ms() / 10 + 90000);
+	st.phase = SK_PHASE_RUNNING;
+	st.sandbox_id = "isim2";
+	ck_assert_msg(sk_store_write_status(other, cur, &st, &next, &err) == 0, "%s", err.message);
+	ck_assert_int_lt(next->meta.resource_version, sk_informer_last_rv(inf) - 256);
+	ck_assert_msg(eventually(dave_running, inf, NULL, 3000),
+	        "a write at version %lld below the look-back was not read",
+	        (long long)next->meta.resource_version);
+	sk_userspace_free(cur);
+	sk_userspace_free(next);
+	sk_informer_free(inf);
+	sk_store_close(other);
+}
+END_TEST
+
 START_TEST(test_lookback_does_not_refire)
 {
 	sk_informer_options o = SK_INFORMER_OPTIONS_INIT;
@@ -382,6 +455,7 @@ sk_suite_informer(void)
 	tcase_add_test(tc, test_create_update_delete_seen);
 	tcase_add_test(tc, test_status_write_seen);
 	tcase_add_test(tc, test_lookback_does_not_refire);
+	tcase_add_test(tc, test_writer_behind_seen);
 	tcase_add_test(tc, test_status_only_skipped);
 	tcase_add_test(tc, test_observe_written_copy);
 	tcase_add_test(tc, test_poll_pause);
