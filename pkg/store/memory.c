@@ -5,35 +5,14 @@
  * store. The rules are the MongoDB backend's (object.c, lease.c): a
  * resourceVersion bump on every write (a counter), generation on spec
  * changes, spec.userID unique, finalizers, events aggregated by object, type
- * and reason, leases swapped by version.
+ * and reason, leases swapped by version. Shared provider lists are in
+ * memory_observation.c.
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "store_int.h"
-
-typedef struct sk_memstore {
-	sk_store base; /* first: an sk_store * is an sk_memstore * */
-	pthread_mutex_t mu;
-	sk_userspace **objs; /* in creation order */
-	size_t n_objs;
-	sk_event *events;
-	size_t n_events;
-	sk_lease *leases;
-	size_t n_leases;
-	sk_apply_record_list records; /* bodies as stored: JSON */
-	struct mem_part *parts; /* shared lists' parts */
-	size_t n_parts;
-	sk_observation_list heads;
-	int64_t last_version; /* the last resourceVersion or lease version given */
-} sk_memstore;
-
-static sk_memstore *
-mem_of(sk_store *s)
-{
-	return (sk_memstore *)(void *)s;
-}
+#include "memory_int.h"
 
 static void
 lock(sk_memstore *m)
@@ -116,7 +95,7 @@ at_version(sk_memstore *m, const char *name, int64_t expected, sk_userspace ***s
 static int
 mem_get(sk_store *s, const char *name, sk_userspace **out, sk_error *err)
 {
-	sk_memstore *m = mem_of(s);
+	sk_memstore *m = sk_mem_of(s);
 	sk_userspace **slot;
 	int rc = 0;
 
@@ -173,14 +152,14 @@ collect(sk_memstore *m, int64_t since, const sk_selector *sel,
 static int
 mem_list(sk_store *s, const sk_selector *sel, sk_userspace_list *out, sk_error *err)
 {
-	collect(mem_of(s), INT64_MIN, sel, by_name, out);
+	collect(sk_mem_of(s), INT64_MIN, sel, by_name, out);
 	return 0;
 }
 
 static int
 mem_list_since(sk_store *s, int64_t since, sk_userspace_list *out, sk_error *err)
 {
-	collect(mem_of(s), since, NULL, by_version, out);
+	collect(sk_mem_of(s), since, NULL, by_version, out);
 	return 0;
 }
 
@@ -190,7 +169,7 @@ mem_scan_packed(sk_store *s, int64_t since, sk_store_packed_fn fn, void *arg, sk
 	sk_userspace_list l = { 0 };
 	int rc = 0;
 
-	collect(mem_of(s), since < 0 ? INT64_MIN : since, NULL, since < 0 ? by_name : by_version,
+	collect(sk_mem_of(s), since < 0 ? INT64_MIN : since, NULL, since < 0 ? by_name : by_version,
 	        &l);
 	for (size_t i = 0; i < l.len && rc == 0; i++) {
 		sk_packed_userspace *p = sk_store_pack(l.items[i], err);
@@ -206,7 +185,7 @@ mem_scan_packed(sk_store *s, int64_t since, sk_store_packed_fn fn, void *arg, sk
 static int
 mem_create(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *err)
 {
-	sk_memstore *m = mem_of(s);
+	sk_memstore *m = sk_mem_of(s);
 	const char *holder;
 	int rc = 0;
 
@@ -229,7 +208,7 @@ mem_create(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *er
 static int
 mem_update(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *err)
 {
-	sk_memstore *m = mem_of(s);
+	sk_memstore *m = sk_mem_of(s);
 	sk_userspace **slot, *next = NULL;
 	const char *holder;
 	int rc;
@@ -256,7 +235,7 @@ static int
 mem_write_status(sk_store *s, const sk_userspace *base, const sk_userspace_status *status,
         sk_userspace **out, sk_error *err)
 {
-	sk_memstore *m = mem_of(s);
+	sk_memstore *m = sk_mem_of(s);
 	sk_userspace **slot, *next;
 	int rc;
 
@@ -276,7 +255,7 @@ mem_write_status(sk_store *s, const sk_userspace *base, const sk_userspace_statu
 static int
 mem_mark_deleted(sk_store *s, const char *name, sk_error *err)
 {
-	sk_memstore *m = mem_of(s);
+	sk_memstore *m = sk_mem_of(s);
 	sk_userspace **slot, *next;
 	int rc = 0;
 
@@ -299,7 +278,7 @@ static int
 mem_remove_finalizer(sk_store *s, const char *name, int64_t resource_version, const char *finalizer,
         sk_error *err)
 {
-	sk_memstore *m = mem_of(s);
+	sk_memstore *m = sk_mem_of(s);
 	sk_userspace **slot, *next;
 	int rc;
 
@@ -322,7 +301,7 @@ mem_remove_finalizer(sk_store *s, const char *name, int64_t resource_version, co
 static int
 mem_remove(sk_store *s, const char *name, sk_error *err)
 {
-	sk_memstore *m = mem_of(s);
+	sk_memstore *m = sk_mem_of(s);
 	sk_userspace **slot;
 	int rc = 0;
 
@@ -367,7 +346,7 @@ static int
 mem_event(sk_store *s, const char *object, const char *uid, const char *type, const char *reason,
         const char *message, sk_error *err)
 {
-	sk_memstore *m = mem_of(s);
+	sk_memstore *m = sk_mem_of(s);
 	int64_t now = sk_now_ms();
 	sk_event *ev;
 
@@ -414,7 +393,7 @@ static int
 mem_events(sk_store *s, const char *object, const char *uid, size_t limit, sk_event_list *out,
         sk_error *err)
 {
-	sk_memstore *m = mem_of(s);
+	sk_memstore *m = sk_mem_of(s);
 	size_t keep;
 
 	lock(m);
@@ -454,7 +433,7 @@ find_lease(sk_memstore *m, const char *name)
 static int
 mem_lease_get(sk_store *s, const char *name, sk_lease *out, sk_error *err)
 {
-	sk_memstore *m = mem_of(s);
+	sk_memstore *m = sk_mem_of(s);
 	sk_lease *l;
 	int rc = 0;
 
@@ -471,7 +450,7 @@ mem_lease_get(sk_store *s, const char *name, sk_lease *out, sk_error *err)
 static int
 mem_lease_swap(sk_store *s, const sk_lease *cur, sk_lease *next, sk_error *err)
 {
-	sk_memstore *m = mem_of(s);
+	sk_memstore *m = sk_mem_of(s);
 	sk_lease *l;
 	int rc = 0;
 
@@ -505,7 +484,7 @@ lease_by_name(const void *a, const void *b)
 static int
 mem_lease_list(sk_store *s, sk_lease_list *out, sk_error *err)
 {
-	sk_memstore *m = mem_of(s);
+	sk_memstore *m = sk_mem_of(s);
 
 	lock(m);
 	out->items = sk_calloc(m->n_leases + 1, sizeof(*out->items));
@@ -531,7 +510,7 @@ record_index(sk_memstore *m, const char *id)
 static int
 mem_record_put(sk_store *s, const char *id, int64_t create_ms, const char *body, sk_error *err)
 {
-	sk_memstore *m = mem_of(s);
+	sk_memstore *m = sk_mem_of(s);
 	sk_apply_record r;
 	int rc = sk_apply_record_set(&r, id, create_ms, body, err);
 
@@ -560,7 +539,7 @@ record_by_id(const void *a, const void *b)
 static int
 mem_record_list(sk_store *s, sk_apply_record_list *out, sk_error *err)
 {
-	sk_memstore *m = mem_of(s);
+	sk_memstore *m = sk_mem_of(s);
 
 	lock(m);
 	out->items = sk_calloc(m->records.len + 1, sizeof(*out->items));
@@ -579,7 +558,7 @@ mem_record_list(sk_store *s, sk_apply_record_list *out, sk_error *err)
 static int
 mem_record_remove(sk_store *s, const char *id, sk_error *err)
 {
-	sk_memstore *m = mem_of(s);
+	sk_memstore *m = sk_mem_of(s);
 	int i, rc = 0;
 
 	lock(m);
@@ -592,159 +571,6 @@ mem_record_remove(sk_store *s, const char *id, sk_error *err)
 	}
 	unlock(m);
 	return rc;
-}
-
-/* ---- shared provider lists ---- */
-
-typedef struct mem_part {
-	char *group;
-	sk_observation o;
-} mem_part;
-
-static void
-parts_clear(sk_memstore *m)
-{
-	for (size_t i = 0; i < m->n_parts; i++) {
-		free(m->parts[i].group);
-		sk_observation_dispose(&m->parts[i].o);
-	}
-	free(m->parts);
-	m->parts = NULL;
-	m->n_parts = 0;
-}
-
-static mem_part *
-part_find(sk_memstore *m, const char *group, const char *part, int64_t listed_ms)
-{
-	for (size_t i = 0; i < m->n_parts; i++) {
-		mem_part *p = &m->parts[i];
-		if (p->o.listed_ms == listed_ms && strcmp(p->group, group) == 0 &&
-		        strcmp(p->o.id, part) == 0)
-			return p;
-	}
-	return NULL;
-}
-
-static int
-mem_observation_put(sk_store *s, const char *group, const char *part, int64_t listed_ms,
-        const char *writer, const char *body, sk_error *err)
-{
-	sk_memstore *m = mem_of(s);
-	mem_part p = { 0 };
-	int rc = sk_observation_set(&p.o, part, listed_ms, writer, body, err);
-
-	if (rc != 0)
-		return rc;
-	lock(m);
-	if (part_find(m, group, part, listed_ms) != NULL) {
-		rc = sk_observation_exists(group, part, listed_ms, err);
-		sk_observation_dispose(&p.o);
-	} else {
-		p.group = sk_strdup(group);
-		m->parts = sk_realloc(m->parts, (m->n_parts + 1) * sizeof(*m->parts));
-		m->parts[m->n_parts++] = p;
-	}
-	unlock(m);
-	return rc;
-}
-
-static void
-observation_copy(sk_observation *dst, const sk_observation *src)
-{
-	dst->id = sk_strdup(src->id);
-	dst->listed_ms = src->listed_ms;
-	dst->writer = sk_strdup(src->writer);
-	dst->body = json_deep_copy(src->body);
-}
-
-static int
-mem_observation_get(sk_store *s, const char *group, int64_t listed_ms, const char *const *parts,
-        size_t n, sk_observation_list *out, sk_error *err)
-{
-	sk_memstore *m = mem_of(s);
-
-	lock(m);
-	out->items = sk_calloc(n + 1, sizeof(*out->items));
-	for (size_t i = 0; i < n; i++) {
-		const mem_part *p = part_find(m, group, parts[i], listed_ms);
-		if (p != NULL)
-			observation_copy(&out->items[out->len++], &p->o);
-	}
-	unlock(m);
-	return 0;
-}
-
-static sk_observation *
-head_find(sk_memstore *m, const char *group)
-{
-	for (size_t i = 0; i < m->heads.len; i++)
-		if (strcmp(m->heads.items[i].id, group) == 0)
-			return &m->heads.items[i];
-	return NULL;
-}
-
-static int
-mem_observation_head_put(sk_store *s, const char *group, int64_t listed_ms, const char *writer,
-        const char *body, sk_error *err)
-{
-	sk_memstore *m = mem_of(s);
-	sk_observation h, *cur;
-	int rc = sk_observation_set(&h, group, listed_ms, writer, body, err);
-
-	if (rc != 0)
-		return rc;
-	lock(m);
-	cur = head_find(m, group);
-	if (cur != NULL && cur->listed_ms >= listed_ms) {
-		rc = sk_observation_stale(group, err);
-		sk_observation_dispose(&h);
-	} else if (cur != NULL) {
-		sk_observation_dispose(cur);
-		*cur = h;
-	} else {
-		m->heads.items =
-		        sk_realloc(m->heads.items, (m->heads.len + 1) * sizeof(*m->heads.items));
-		m->heads.items[m->heads.len++] = h;
-	}
-	unlock(m);
-	return rc;
-}
-
-static int
-mem_observation_head_get(sk_store *s, const char *group, sk_observation *out, sk_error *err)
-{
-	sk_memstore *m = mem_of(s);
-	const sk_observation *h;
-	int rc = 0;
-
-	lock(m);
-	if ((h = head_find(m, group)) != NULL)
-		observation_copy(out, h);
-	else
-		rc = sk_error_set(err, SK_ENOTFOUND, "observation head %s not found", group);
-	unlock(m);
-	return rc;
-}
-
-static int
-mem_observation_prune(sk_store *s, const char *group, int64_t before_ms, sk_error *err)
-{
-	sk_memstore *m = mem_of(s);
-	size_t kept = 0;
-
-	lock(m);
-	for (size_t i = 0; i < m->n_parts; i++) {
-		mem_part *p = &m->parts[i];
-		if (p->o.listed_ms < before_ms && strcmp(p->group, group) == 0) {
-			free(p->group);
-			sk_observation_dispose(&p->o);
-		} else {
-			m->parts[kept++] = *p;
-		}
-	}
-	m->n_parts = kept;
-	unlock(m);
-	return 0;
 }
 
 /* ---- the store ---- */
@@ -760,8 +586,7 @@ clear(sk_memstore *m)
 	sk_lease_list_dispose(&leases);
 	sk_userspace_list_dispose(&objs);
 	sk_apply_record_list_dispose(&m->records);
-	parts_clear(m);
-	sk_observation_list_dispose(&m->heads);
+	sk_mem_observations_clear(m);
 	m->events = NULL;
 	m->leases = NULL;
 	m->objs = NULL;
@@ -771,7 +596,7 @@ clear(sk_memstore *m)
 static int
 mem_drop(sk_store *s, sk_error *err)
 {
-	sk_memstore *m = mem_of(s);
+	sk_memstore *m = sk_mem_of(s);
 
 	lock(m);
 	clear(m);
@@ -794,7 +619,7 @@ mem_ping(sk_store *s, sk_error *err)
 static void
 mem_close(sk_store *s)
 {
-	sk_memstore *m = mem_of(s);
+	sk_memstore *m = sk_mem_of(s);
 
 	clear(m);
 	pthread_mutex_destroy(&m->mu);
@@ -823,11 +648,11 @@ const sk_store_backend_ops sk_store_memory_ops = {
 	.record_put = mem_record_put,
 	.record_list = mem_record_list,
 	.record_remove = mem_record_remove,
-	.observation_put = mem_observation_put,
-	.observation_get = mem_observation_get,
-	.observation_head_put = mem_observation_head_put,
-	.observation_head_get = mem_observation_head_get,
-	.observation_prune = mem_observation_prune,
+	.observation_put = sk_mem_observation_put,
+	.observation_get = sk_mem_observation_get,
+	.observation_head_put = sk_mem_observation_head_put,
+	.observation_head_get = sk_mem_observation_head_get,
+	.observation_prune = sk_mem_observation_prune,
 	.rv_floor = mem_rv_floor,
 	.drop = mem_drop,
 };
