@@ -14,18 +14,6 @@
 
 #include "memory_int.h"
 
-static void
-lock(sk_memstore *m)
-{
-	pthread_mutex_lock(&m->mu);
-}
-
-static void
-unlock(sk_memstore *m)
-{
-	pthread_mutex_unlock(&m->mu);
-}
-
 /* The object named `name`, or NULL. */
 static sk_userspace **
 find(sk_memstore *m, const char *name)
@@ -99,13 +87,13 @@ mem_get(sk_store *s, const char *name, sk_userspace **out, sk_error *err)
 	sk_userspace **slot;
 	int rc = 0;
 
-	lock(m);
+	sk_mem_lock(m);
 	slot = find(m, name);
 	if (slot != NULL)
 		*out = copy_out(*slot);
 	else
 		rc = sk_store_not_found(name, err);
-	unlock(m);
+	sk_mem_unlock(m);
 	return rc;
 }
 
@@ -134,7 +122,7 @@ static void
 collect(sk_memstore *m, int64_t since, const sk_selector *sel,
         int (*cmp)(const void *, const void *), sk_userspace_list *out)
 {
-	lock(m);
+	sk_mem_lock(m);
 	out->items = sk_calloc(m->n_objs + 1, sizeof(*out->items));
 	for (size_t i = 0; i < m->n_objs; i++) {
 		const sk_userspace *o = m->objs[i];
@@ -145,7 +133,7 @@ collect(sk_memstore *m, int64_t since, const sk_selector *sel,
 		if (sel == NULL || sk_selector_matches(sel, &o->meta.labels))
 			out->items[out->len++] = copy_out(o);
 	}
-	unlock(m);
+	sk_mem_unlock(m);
 	qsort(out->items, out->len, sizeof(*out->items), cmp);
 }
 
@@ -189,7 +177,7 @@ mem_create(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *er
 	const char *holder;
 	int rc = 0;
 
-	lock(m);
+	sk_mem_lock(m);
 	holder = user_id_holder(m, us->spec.user_id, us->meta.name);
 	if (find(m, us->meta.name) != NULL)
 		rc = sk_error_set(
@@ -201,7 +189,7 @@ mem_create(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *er
 		m->objs[m->n_objs] = NULL;
 		put(m, &m->objs[m->n_objs++], sk_store_new_object(us), out);
 	}
-	unlock(m);
+	sk_mem_unlock(m);
 	return rc;
 }
 
@@ -213,7 +201,7 @@ mem_update(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *er
 	const char *holder;
 	int rc;
 
-	lock(m);
+	sk_mem_lock(m);
 	rc = at_version(m, us->meta.name, us->meta.resource_version, &slot, err);
 	if (rc == 0)
 		next = sk_store_updated_object(*slot, us);
@@ -226,7 +214,7 @@ mem_update(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *er
 		put(m, slot, next, out);
 		next = NULL;
 	}
-	unlock(m);
+	sk_mem_unlock(m);
 	sk_userspace_free(next);
 	return rc;
 }
@@ -239,7 +227,7 @@ mem_write_status(sk_store *s, const sk_userspace *base, const sk_userspace_statu
 	sk_userspace **slot, *next;
 	int rc;
 
-	lock(m);
+	sk_mem_lock(m);
 	rc = at_version(m, base->meta.name, base->meta.resource_version, &slot, err);
 	if (rc == 0) {
 		next = sk_store_with_status(*slot, status);
@@ -248,7 +236,7 @@ mem_write_status(sk_store *s, const sk_userspace *base, const sk_userspace_statu
 		else
 			put(m, slot, next, out);
 	}
-	unlock(m);
+	sk_mem_unlock(m);
 	return rc;
 }
 
@@ -259,7 +247,7 @@ mem_mark_deleted(sk_store *s, const char *name, sk_error *err)
 	sk_userspace **slot, *next;
 	int rc = 0;
 
-	lock(m);
+	sk_mem_lock(m);
 	slot = find(m, name);
 	if (slot == NULL) {
 		rc = sk_store_not_found(name, err);
@@ -270,7 +258,7 @@ mem_mark_deleted(sk_store *s, const char *name, sk_error *err)
 		next->meta.deletion_ms = sk_now_ms();
 		put(m, slot, next, NULL);
 	}
-	unlock(m);
+	sk_mem_unlock(m);
 	return rc;
 }
 
@@ -282,7 +270,7 @@ mem_remove_finalizer(sk_store *s, const char *name, int64_t resource_version, co
 	sk_userspace **slot, *next;
 	int rc;
 
-	lock(m);
+	sk_mem_lock(m);
 	rc = at_version(m, name, resource_version, &slot, err);
 	if (rc == 0 && sk_userspace_has_finalizer(*slot, finalizer)) {
 		next = sk_userspace_dup(*slot);
@@ -294,7 +282,7 @@ mem_remove_finalizer(sk_store *s, const char *name, int64_t resource_version, co
 			put(m, slot, next, NULL);
 		}
 	}
-	unlock(m);
+	sk_mem_unlock(m);
 	return rc;
 }
 
@@ -305,13 +293,13 @@ mem_remove(sk_store *s, const char *name, sk_error *err)
 	sk_userspace **slot;
 	int rc = 0;
 
-	lock(m);
+	sk_mem_lock(m);
 	slot = find(m, name);
 	if (slot != NULL)
 		unlink_obj(m, slot);
 	else
 		rc = sk_store_not_found(name, err);
-	unlock(m);
+	sk_mem_unlock(m);
 	return rc;
 }
 
@@ -350,7 +338,7 @@ mem_event(sk_store *s, const char *object, const char *uid, const char *type, co
 	int64_t now = sk_now_ms();
 	sk_event *ev;
 
-	lock(m);
+	sk_mem_lock(m);
 	ev = find_event(m, object, uid, type, reason);
 	if (ev == NULL) {
 		m->events = sk_realloc(m->events, (m->n_events + 1) * sizeof(*m->events));
@@ -367,7 +355,7 @@ mem_event(sk_store *s, const char *object, const char *uid, const char *type, co
 	ev->last_ms = now;
 	free(ev->message);
 	ev->message = sk_strdup(message ? message : "");
-	unlock(m);
+	sk_mem_unlock(m);
 	return 0;
 }
 
@@ -396,7 +384,7 @@ mem_events(sk_store *s, const char *object, const char *uid, size_t limit, sk_ev
 	sk_memstore *m = sk_mem_of(s);
 	size_t keep;
 
-	lock(m);
+	sk_mem_lock(m);
 	out->items = sk_calloc(m->n_events + 1, sizeof(*out->items));
 	for (size_t i = 0; i < m->n_events; i++) {
 		const sk_event *ev = &m->events[i];
@@ -404,7 +392,7 @@ mem_events(sk_store *s, const char *object, const char *uid, size_t limit, sk_ev
 		        (uid == NULL || strcmp(ev->uid, uid) == 0))
 			event_copy(&out->items[out->len++], &m->events[i]);
 	}
-	unlock(m);
+	sk_mem_unlock(m);
 	qsort(out->items, out->len, sizeof(*out->items), newest_first);
 	keep = limit > 0 && limit < out->len ? limit : out->len;
 	for (size_t i = keep; i < out->len; i++)
@@ -437,13 +425,13 @@ mem_lease_get(sk_store *s, const char *name, sk_lease *out, sk_error *err)
 	sk_lease *l;
 	int rc = 0;
 
-	lock(m);
+	sk_mem_lock(m);
 	l = find_lease(m, name);
 	if (l != NULL)
 		sk_lease_copy(out, l);
 	else
 		rc = sk_error_set(err, SK_ENOTFOUND, "lease \"%s\" not found", name);
-	unlock(m);
+	sk_mem_unlock(m);
 	return rc;
 }
 
@@ -454,7 +442,7 @@ mem_lease_swap(sk_store *s, const sk_lease *cur, sk_lease *next, sk_error *err)
 	sk_lease *l;
 	int rc = 0;
 
-	lock(m);
+	sk_mem_lock(m);
 	l = find_lease(m, next->name);
 	if (l != NULL && (cur == NULL || l->version != cur->version))
 		rc = sk_error_set(err, SK_ECONFLICT,
@@ -471,7 +459,7 @@ mem_lease_swap(sk_store *s, const sk_lease *cur, sk_lease *next, sk_error *err)
 		sk_lease_dispose(l);
 		sk_lease_copy(l, next);
 	}
-	unlock(m);
+	sk_mem_unlock(m);
 	return rc;
 }
 
@@ -486,11 +474,11 @@ mem_lease_list(sk_store *s, sk_lease_list *out, sk_error *err)
 {
 	sk_memstore *m = sk_mem_of(s);
 
-	lock(m);
+	sk_mem_lock(m);
 	out->items = sk_calloc(m->n_leases + 1, sizeof(*out->items));
 	for (size_t i = 0; i < m->n_leases; i++)
 		sk_lease_copy(&out->items[out->len++], &m->leases[i]);
-	unlock(m);
+	sk_mem_unlock(m);
 	qsort(out->items, out->len, sizeof(*out->items), lease_by_name);
 	return 0;
 }
@@ -516,7 +504,7 @@ mem_record_put(sk_store *s, const char *id, int64_t create_ms, const char *body,
 
 	if (rc != 0)
 		return rc;
-	lock(m);
+	sk_mem_lock(m);
 	if (record_index(m, id) >= 0) {
 		rc = sk_error_set(err, SK_EEXISTS, "apply record \"%s\" already exists", id);
 		free(r.id);
@@ -526,7 +514,7 @@ mem_record_put(sk_store *s, const char *id, int64_t create_ms, const char *body,
 		        m->records.items, (m->records.len + 1) * sizeof(*m->records.items));
 		m->records.items[m->records.len++] = r;
 	}
-	unlock(m);
+	sk_mem_unlock(m);
 	return rc;
 }
 
@@ -541,7 +529,7 @@ mem_record_list(sk_store *s, sk_apply_record_list *out, sk_error *err)
 {
 	sk_memstore *m = sk_mem_of(s);
 
-	lock(m);
+	sk_mem_lock(m);
 	out->items = sk_calloc(m->records.len + 1, sizeof(*out->items));
 	for (size_t i = 0; i < m->records.len; i++) {
 		const sk_apply_record *r = &m->records.items[i];
@@ -550,7 +538,7 @@ mem_record_list(sk_store *s, sk_apply_record_list *out, sk_error *err)
 		out->items[i].body = json_deep_copy(r->body);
 	}
 	out->len = m->records.len;
-	unlock(m);
+	sk_mem_unlock(m);
 	qsort(out->items, out->len, sizeof(*out->items), record_by_id);
 	return 0;
 }
@@ -561,7 +549,7 @@ mem_record_remove(sk_store *s, const char *id, sk_error *err)
 	sk_memstore *m = sk_mem_of(s);
 	int i, rc = 0;
 
-	lock(m);
+	sk_mem_lock(m);
 	if ((i = record_index(m, id)) < 0) {
 		rc = sk_error_set(err, SK_ENOTFOUND, "apply record \"%s\" not found", id);
 	} else {
@@ -569,7 +557,7 @@ mem_record_remove(sk_store *s, const char *id, sk_error *err)
 		json_decref(m->records.items[i].body);
 		m->records.items[i] = m->records.items[--m->records.len];
 	}
-	unlock(m);
+	sk_mem_unlock(m);
 	return rc;
 }
 
@@ -598,9 +586,9 @@ mem_drop(sk_store *s, sk_error *err)
 {
 	sk_memstore *m = sk_mem_of(s);
 
-	lock(m);
+	sk_mem_lock(m);
 	clear(m);
-	unlock(m);
+	sk_mem_unlock(m);
 	return 0;
 }
 

@@ -36,6 +36,18 @@ sk_mem_of(sk_store *s)
 	return (sk_memstore *)(void *)s;
 }
 
+static inline void
+sk_mem_lock(sk_memstore *m)
+{
+	pthread_mutex_lock(&m->mu);
+}
+
+static inline void
+sk_mem_unlock(sk_memstore *m)
+{
+	pthread_mutex_unlock(&m->mu);
+}
+
 /* memory_observation.c: the shared-list ops, and freeing them at close. */
 void sk_mem_observations_clear(sk_memstore *m);
 int sk_mem_observation_put(sk_store *s, const char *group, const char *part, int64_t listed_ms,

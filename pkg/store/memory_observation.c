@@ -8,18 +8,6 @@
 
 #include "memory_int.h"
 
-static void
-lock(sk_memstore *m)
-{
-	pthread_mutex_lock(&m->mu);
-}
-
-static void
-unlock(sk_memstore *m)
-{
-	pthread_mutex_unlock(&m->mu);
-}
-
 void
 sk_mem_observations_clear(sk_memstore *m)
 {
@@ -55,7 +43,7 @@ sk_mem_observation_put(sk_store *s, const char *group, const char *part, int64_t
 
 	if (rc != 0)
 		return rc;
-	lock(m);
+	sk_mem_lock(m);
 	if (part_find(m, group, part, listed_ms) != NULL) {
 		rc = sk_observation_exists(group, part, listed_ms, err);
 		sk_observation_dispose(&p.o);
@@ -64,7 +52,7 @@ sk_mem_observation_put(sk_store *s, const char *group, const char *part, int64_t
 		m->parts = sk_realloc(m->parts, (m->n_parts + 1) * sizeof(*m->parts));
 		m->parts[m->n_parts++] = p;
 	}
-	unlock(m);
+	sk_mem_unlock(m);
 	return rc;
 }
 
@@ -83,14 +71,14 @@ sk_mem_observation_get(sk_store *s, const char *group, int64_t listed_ms, const 
 {
 	sk_memstore *m = sk_mem_of(s);
 
-	lock(m);
+	sk_mem_lock(m);
 	out->items = sk_calloc(n + 1, sizeof(*out->items));
 	for (size_t i = 0; i < n; i++) {
 		const sk_mem_part *p = part_find(m, group, parts[i], listed_ms);
 		if (p != NULL)
 			observation_copy(&out->items[out->len++], &p->o);
 	}
-	unlock(m);
+	sk_mem_unlock(m);
 	return 0;
 }
 
@@ -113,7 +101,7 @@ sk_mem_observation_head_put(sk_store *s, const char *group, int64_t listed_ms, c
 
 	if (rc != 0)
 		return rc;
-	lock(m);
+	sk_mem_lock(m);
 	cur = head_find(m, group);
 	if (cur != NULL && cur->listed_ms >= listed_ms) {
 		rc = sk_observation_stale(group, err);
@@ -126,7 +114,7 @@ sk_mem_observation_head_put(sk_store *s, const char *group, int64_t listed_ms, c
 		        sk_realloc(m->heads.items, (m->heads.len + 1) * sizeof(*m->heads.items));
 		m->heads.items[m->heads.len++] = h;
 	}
-	unlock(m);
+	sk_mem_unlock(m);
 	return rc;
 }
 
@@ -137,12 +125,12 @@ sk_mem_observation_head_get(sk_store *s, const char *group, sk_observation *out,
 	const sk_observation *h;
 	int rc = 0;
 
-	lock(m);
+	sk_mem_lock(m);
 	if ((h = head_find(m, group)) != NULL)
 		observation_copy(out, h);
 	else
 		rc = sk_error_set(err, SK_ENOTFOUND, "observation head %s not found", group);
-	unlock(m);
+	sk_mem_unlock(m);
 	return rc;
 }
 
@@ -152,7 +140,7 @@ sk_mem_observation_prune(sk_store *s, const char *group, int64_t before_ms, sk_e
 	sk_memstore *m = sk_mem_of(s);
 	size_t kept = 0;
 
-	lock(m);
+	sk_mem_lock(m);
 	for (size_t i = 0; i < m->n_parts; i++) {
 		sk_mem_part *p = &m->parts[i];
 		if (p->o.listed_ms < before_ms && strcmp(p->group, group) == 0) {
@@ -163,6 +151,6 @@ sk_mem_observation_prune(sk_store *s, const char *group, int64_t before_ms, sk_e
 		}
 	}
 	m->n_parts = kept;
-	unlock(m);
+	sk_mem_unlock(m);
 	return 0;
 }

@@ -31,14 +31,12 @@ int
 sk_observation_set(sk_observation *o, const char *id, int64_t listed_ms, const char *writer,
         const char *body, sk_error *err)
 {
-	json_error_t jerr;
-	json_t *v = json_loads(body, 0, &jerr);
+	char what[200];
+	json_t *v;
 
-	if (!json_is_object(v)) {
-		json_decref(v);
-		return sk_error_set(
-		        err, SK_EINVALID, "observation \"%s\": body is not a JSON object", id);
-	}
+	snprintf(what, sizeof(what), "observation %s", id);
+	if ((v = sk_store_body_parse(what, body, err)) == NULL)
+		return err->code;
 	o->id = sk_strdup(id);
 	o->listed_ms = listed_ms;
 	o->writer = sk_strdup(writer ? writer : "");
@@ -71,24 +69,13 @@ check_name(const char *what, const char *name, sk_error *err)
 	return 0;
 }
 
-/* The body as compact JSON text, or NULL and err. */
 static char *
 body_text(const char *name, const json_t *body, sk_error *err)
 {
-	char *text;
+	char what[200];
 
-	if (!json_is_object(body)) {
-		sk_error_set(err, SK_EINVALID, "observation %s: body must be an object", name);
-		return NULL;
-	}
-	text = json_dumps(body, JSON_COMPACT);
-	if (text == NULL || strlen(text) > SK_STORE_RECORD_MAX_BYTES) {
-		free(text);
-		sk_error_set(err, SK_EINVALID, "observation %s: larger than %d bytes", name,
-		        SK_STORE_RECORD_MAX_BYTES);
-		return NULL;
-	}
-	return text;
+	snprintf(what, sizeof(what), "observation %s", name);
+	return sk_store_body_text(what, body, err);
 }
 
 int

@@ -106,6 +106,11 @@ int sk_store_lease_next(const sk_lease *cur, sk_lease_op op, const char *name, c
         int64_t duration_ms, int64_t now_ms, sk_lease *next, sk_error *err);
 void sk_lease_copy(sk_lease *dst, const sk_lease *src);
 void sk_event_dispose(sk_event *ev); /* the strings of one event */
+/* record.c: a body as stored: compact JSON text of an object, at most
+ * SK_STORE_RECORD_MAX_BYTES (else NULL and err, what naming the thing);
+ * and back (NULL and err when the text is not an object). */
+char *sk_store_body_text(const char *what, const json_t *body, sk_error *err);
+json_t *sk_store_body_parse(const char *what, const char *text, sk_error *err);
 /* record.c: one record from its stored parts; SK_EINVALID when body is not
  * a JSON object. */
 int sk_apply_record_set(
