@@ -207,9 +207,9 @@ drift_table(sk_controller *c, sk_buf *b)
 {
 	drift_rows d = { b, sk_now_ms(), NULL, NULL, 0 };
 
-	pthread_mutex_lock(&c->drift_mu);
-	sk_strmap_foreach(c->drift, collect_drift, &d);
-	pthread_mutex_unlock(&c->drift_mu);
+	pthread_mutex_lock(&c->spaces.mu);
+	sk_strmap_foreach(c->spaces.drift, collect_drift, &d);
+	pthread_mutex_unlock(&c->spaces.mu);
 	sk_buf_printf(b, "<h2>Drift</h2>");
 	if (d.len == 0)
 		sk_buf_printf(b, "<p class=\"ok\">No drift.</p>");
@@ -272,8 +272,8 @@ sk_ctl_page_index(sk_controller *c, sk_http_reply *r)
 	                                       : "<span class=\"bad\">not synced</span>");
 	phases_table(&b, &rows);
 	drift_table(c, &b);
-	timeline_chart(&b, "Reconcile time", c->tl_reconcile);
-	timeline_chart(&b, "Connect latency", c->tl_connect);
+	timeline_chart(&b, "Reconcile time", c->http.tl_reconcile);
+	timeline_chart(&b, "Connect latency", c->http.tl_connect);
 	spaces_table(&b, &rows);
 	for (size_t i = 0; i < rows.len; i++) {
 		free(rows.items[i].name);

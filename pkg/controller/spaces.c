@@ -38,27 +38,49 @@ mem_free(void *v)
 void
 sk_ctl_spaces_init(sk_controller *c)
 {
-	pthread_mutex_init(&c->spaces_mu, NULL);
-	c->spaces = sk_strmap_new(mem_free);
+	sk_ctl_spaces *s = &c->spaces;
+
+	pthread_mutex_init(&s->mu, NULL);
+	sk_cond_init_monotonic(&s->done);
+	s->mem = sk_strmap_new(mem_free);
+	s->drift = sk_strmap_new(free);
+	s->done_gen = sk_strmap_new(free);
+	s->failed = sk_strmap_new(NULL);
+	s->written_rv = sk_strmap_new(free);
 }
 
 void
 sk_ctl_spaces_dispose(sk_controller *c)
 {
-	sk_strmap_free(c->spaces);
-	c->spaces = NULL;
-	pthread_mutex_destroy(&c->spaces_mu);
+	sk_ctl_spaces *s = &c->spaces;
+
+	sk_strmap_free(s->mem);
+	sk_strmap_free(s->drift);
+	sk_strmap_free(s->done_gen);
+	sk_strmap_free(s->failed);
+	sk_strmap_free(s->written_rv);
+	pthread_cond_destroy(&s->done);
+	pthread_mutex_destroy(&s->mu);
+	memset(s, 0, sizeof(*s));
 }
 
-/* Under spaces_mu. */
+void
+sk_ctl_spaces_wake(sk_controller *c)
+{
+	pthread_mutex_lock(&c->spaces.mu);
+	pthread_cond_broadcast(&c->spaces.done);
+	pthread_mutex_unlock(&c->spaces.mu);
+}
+
+/* Under spaces.mu. */
 static space_mem *
 mem_of(sk_controller *c, const char *name)
 {
-	space_mem *m = sk_strmap_get(c->spaces, name);
+	space_mem *m = sk_strmap_get(c->spaces.mem, name);
 
 	if (m == NULL) {
 		m = sk_calloc(1, sizeof(*m));
-		sk_strmap_put(c->spaces, name, m);
+		sk_strmap_put(c->spaces.mem, name, m);
 	}
 	return m;
 }
@@ -66,28 +88,28 @@ mem_of(sk_controller *c, const char *name)
 void
 sk_ctl_space_touch(sk_controller *c, const char *name, int64_t now_ms)
 {
-	pthread_mutex_lock(&c->spaces_mu);
+	pthread_mutex_lock(&c->spaces.mu);
 	space_mem *m = mem_of(c, name);
 	if (now_ms > m->activity_ms)
 		m->activity_ms = now_ms;
-	pthread_mutex_unlock(&c->spaces_mu);
+	pthread_mutex_unlock(&c->spaces.mu);
 }
 
 void
 sk_ctl_space_request(sk_controller *c, const char *name, bool wake, bool replace_now)
 {
-	pthread_mutex_lock(&c->spaces_mu);
+	pthread_mutex_lock(&c->spaces.mu);
 	space_mem *m = mem_of(c, name);
 	m->wake = m->wake || wake;
 	m->replace_now = m->replace_now || replace_now;
-	pthread_mutex_unlock(&c->spaces_mu);
+	pthread_mutex_unlock(&c->spaces.mu);
 }
 
 void
 sk_ctl_space_take(sk_controller *c, const char *name, sk_reconcile_env *env)
 {
-	pthread_mutex_lock(&c->spaces_mu);
-	space_mem *m = sk_strmap_get(c->spaces, name);
+	pthread_mutex_lock(&c->spaces.mu);
+	space_mem *m = sk_strmap_get(c->spaces.mem, name);
 	if (m != NULL) {
 		env->activity_ms = m->activity_ms;
 		env->wake = m->wake;
@@ -95,13 +117,13 @@ sk_ctl_space_take(sk_controller *c, const char *name, sk_reconcile_env *env)
 		m->wake = false;
 		m->replace_now = false;
 	}
-	pthread_mutex_unlock(&c->spaces_mu);
+	pthread_mutex_unlock(&c->spaces.mu);
 }
 
 void
 sk_ctl_space_note(sk_controller *c, const char *name, const sk_reconcile_report *r, bool ok)
 {
-	pthread_mutex_lock(&c->spaces_mu);
+	pthread_mutex_lock(&c->spaces.mu);
 	space_mem *m = mem_of(c, name);
 	free(m->keeper_id);
 	m->keeper_id = sk_strdup(r->keeper_id);
@@ -114,15 +136,15 @@ sk_ctl_space_note(sk_controller *c, const char *name, const sk_reconcile_report 
 		m->replaced_id = sk_strdup(r->replaced_id);
 		m->replaced_ms = r->replaced_ms;
 	}
-	pthread_mutex_unlock(&c->spaces_mu);
+	pthread_mutex_unlock(&c->spaces.mu);
 }
 
 void
 sk_ctl_space_forget(sk_controller *c, const char *name)
 {
-	pthread_mutex_lock(&c->spaces_mu);
-	sk_strmap_remove(c->spaces, name);
-	pthread_mutex_unlock(&c->spaces_mu);
+	pthread_mutex_lock(&c->spaces.mu);
+	sk_strmap_remove(c->spaces.mem, name);
+	pthread_mutex_unlock(&c->spaces.mu);
 }
 
 bool
@@ -131,8 +153,8 @@ sk_ctl_space_keeper(sk_controller *c, const char *name, sk_ctl_keeper *out)
 	bool found;
 
 	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&c->spaces_mu);
-	space_mem *m = sk_strmap_get(c->spaces, name);
+	pthread_mutex_lock(&c->spaces.mu);
+	space_mem *m = sk_strmap_get(c->spaces.mem, name);
 	found = m != NULL;
 	if (found) {
 		snprintf(out->id, sizeof(out->id), "%s", m->keeper_id ? m->keeper_id : "");
@@ -144,7 +166,7 @@ sk_ctl_space_keeper(sk_controller *c, const char *name, sk_ctl_keeper *out)
 		out->mem.end_ms = m->end_ms;
 		out->replaced_ms = m->replaced_ms;
 	}
-	pthread_mutex_unlock(&c->spaces_mu);
+	pthread_mutex_unlock(&c->spaces.mu);
 	out->mem.sandbox_id = out->id[0] ? out->id : NULL;
 	return found;
 }

@@ -20,10 +20,21 @@ sk_ctl_gen(sk_controller *c)
 {
 	uint64_t g;
 
-	pthread_mutex_lock(&c->mu);
-	g = c->gen;
-	pthread_mutex_unlock(&c->mu);
+	pthread_mutex_lock(&c->spaces.mu);
+	g = c->spaces.gen;
+	pthread_mutex_unlock(&c->spaces.mu);
 	return g;
+}
+
+size_t
+sk_ctl_spaces_failed(sk_controller *c)
+{
+	size_t n;
+
+	pthread_mutex_lock(&c->spaces.mu);
+	n = sk_strmap_len(c->spaces.failed);
+	pthread_mutex_unlock(&c->spaces.mu);
+	return n;
 }
 
 static void
@@ -31,15 +42,15 @@ mark_reconciled(sk_controller *c, const char *name, bool failed)
 {
 	uint64_t *g = sk_malloc(sizeof(*g));
 
-	pthread_mutex_lock(&c->mu);
-	*g = ++c->gen;
-	sk_strmap_put(c->done_gen, name, g);
+	pthread_mutex_lock(&c->spaces.mu);
+	*g = ++c->spaces.gen;
+	sk_strmap_put(c->spaces.done_gen, name, g);
 	if (failed)
-		sk_strmap_put(c->failed, name, NULL);
+		sk_strmap_put(c->spaces.failed, name, NULL);
 	else
-		sk_strmap_remove(c->failed, name);
-	pthread_cond_broadcast(&c->cond);
-	pthread_mutex_unlock(&c->mu);
+		sk_strmap_remove(c->spaces.failed, name);
+	pthread_cond_broadcast(&c->spaces.done);
+	pthread_mutex_unlock(&c->spaces.mu);
 }
 
 bool
@@ -47,9 +58,9 @@ sk_ctl_wait_reconciled(sk_controller *c, const char *name, uint64_t gen0, int64_
 {
 	bool ok = false;
 
-	pthread_mutex_lock(&c->mu);
+	pthread_mutex_lock(&c->spaces.mu);
 	for (;;) {
-		uint64_t *g = sk_strmap_get(c->done_gen, name);
+		uint64_t *g = sk_strmap_get(c->spaces.done_gen, name);
 		int64_t left = deadline - sk_monotonic_ms();
 		if (g && *g > gen0) {
 			ok = true;
@@ -57,9 +68,9 @@ sk_ctl_wait_reconciled(sk_controller *c, const char *name, uint64_t gen0, int64_
 		}
 		if (sk_ctl_stopping(c) || left <= 0)
 			break;
-		sk_cond_wait_ms(&c->cond, &c->mu, left < 100 ? left : 100);
+		sk_cond_wait_ms(&c->spaces.done, &c->spaces.mu, left < 100 ? left : 100);
 	}
-	pthread_mutex_unlock(&c->mu);
+	pthread_mutex_unlock(&c->spaces.mu);
 	return ok;
 }
 
@@ -97,7 +108,7 @@ handle_result(
 
 	sk_metrics_observe(
 	        c->metrics, "controller_runtime_reconcile_time_seconds", l, (double)dt / 1000.0);
-	sk_timeline_observe(c->tl_reconcile, sk_now_ms(), (double)dt / 1000.0);
+	sk_timeline_observe(c->http.tl_reconcile, sk_now_ms(), (double)dt / 1000.0);
 	if (rc == 0) {
 		sk_workqueue_forget(c->q, key);
 		/* --once: a key the planner only revisits at resync, in a steady
@@ -172,10 +183,10 @@ written_rv(sk_controller *c, const char *name)
 {
 	int64_t *v, rv;
 
-	pthread_mutex_lock(&c->mu);
-	v = sk_strmap_get(c->written_rv, name);
+	pthread_mutex_lock(&c->spaces.mu);
+	v = sk_strmap_get(c->spaces.written_rv, name);
 	rv = v ? *v : 0;
-	pthread_mutex_unlock(&c->mu);
+	pthread_mutex_unlock(&c->spaces.mu);
 	return rv;
 }
 
@@ -187,9 +198,9 @@ note_written(sk_controller *c, const char *name, const sk_userspace *updated)
 	/* Removed (finalizer gone): never trust a cached copy of it again. */
 	v = sk_malloc(sizeof(*v));
 	*v = updated ? updated->meta.resource_version : INT64_MAX;
-	pthread_mutex_lock(&c->mu);
-	sk_strmap_put(c->written_rv, name, v);
-	pthread_mutex_unlock(&c->mu);
+	pthread_mutex_lock(&c->spaces.mu);
+	sk_strmap_put(c->spaces.written_rv, name, v);
+	pthread_mutex_unlock(&c->spaces.mu);
 }
 
 /* The object of a key: the informer's copy when it has seen our last
