@@ -230,7 +230,7 @@ provider_orphans(const sk_provider_config *pc, const sk_userspace_list *l, orpha
 
 	sk_error_clear(&err);
 	if ((rc = sk_provider_new(pc, &p, &err)) != SK_OK) {
-		sk_cli_errorf("provider %s: %s", pc->name, err.message);
+		sk_cli_errorf("%s", err.message); /* it names the provider */
 		return rc == SK_ETRANSIENT ? SK_EXIT_UNAVAILABLE : DRIFT_ERROR;
 	}
 	sk_kvlist_set(&match, SK_META_MANAGED_BY, SK_MANAGED_BY_VALUE);

@@ -573,7 +573,8 @@ int sk_config_resolve(
 size_t sk_config_check_flags(const sk_config_sources *src, sk_errlist *errs);
 void sk_config_free(sk_controller_config *c);
 const sk_provider_config *sk_config_provider(const sk_controller_config *c, const char *name);
-/* Reads the key from the named file or variable. Caller frees. NULL + err when missing. */
+/* Reads the key from the named file or variable. Caller frees. NULL + err
+ * (naming the provider) when missing or unreadable. */
 char *sk_provider_api_key(const sk_provider_config *p, sk_error *err);
 /* True, with a message in msg, when the provider's apiKeyFile can be read or
  * written by group or others (as ssh warns about keys); the key is still

@@ -121,13 +121,8 @@ open_parts(sk_controller *c, sk_error *err)
 		lo.burst = pc->burst;
 		lo.max_in_flight = pc->max_in_flight;
 		c->limiters[i] = sk_limiter_new(&lo);
-		if ((rc = sk_provider_new(pc, &c->views.clients[i], err)) != 0) {
-			char named[128];
-			snprintf(named, sizeof(named), "provider %s:", pc->name);
-			if (strncmp(err->message, named, strlen(named)) != 0)
-				sk_error_prefix(err, "provider %s", pc->name);
-			return rc;
-		}
+		if ((rc = sk_provider_new(pc, &c->views.clients[i], err)) != 0)
+			return rc; /* err names the provider */
 		sk_ctl_watch_provider(c, c->views.clients[i]);
 		sk_provider_set_abort(c->views.clients[i], sk_ctl_abort_now, c);
 	}

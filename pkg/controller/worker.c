@@ -126,9 +126,9 @@ handle_result(
 	}
 	count_result(c, "error");
 	sk_metrics_add(c->metrics, "controller_runtime_reconcile_errors_total", l, 1);
-	if (rc == SK_EUNAVAILABLE && strstr(err->message, "MongoDB") != NULL)
+	if (rc == SK_EUNAVAILABLE && err->domain == SK_EDOMAIN_DATABASE)
 		sk_ctl_store_error(c, "reconcile"); /* a status write, event or read failed */
-	if (sk_reconcile_is_transient(rc)) {
+	if (sk_error_is_transient(rc)) {
 		int64_t d = sk_workqueue_add_rate_limited(c->q, key);
 		if (err->retry_after_ms > d)
 			sk_workqueue_add_after(c->q, key, err->retry_after_ms);
@@ -270,8 +270,8 @@ worker_process(sk_worker *w, const char *key)
 		rc = sk_limiter_acquire(c->limiters[prov], -1, &c->stopping);
 	if (rc != 0) {
 		if (!sk_ctl_stopping(c))
-			handle_result(c, key, sk_reconcile_is_transient(rc) ? rc : SK_EUNAVAILABLE,
-			        0, &err, 0);
+			handle_result(c, key, sk_error_is_transient(rc) ? rc : SK_EUNAVAILABLE, 0,
+			        &err, 0);
 		goto done;
 	}
 	sk_ctl_list_view(c, prov, us->spec.user_id, &listed, &view);

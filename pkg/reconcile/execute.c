@@ -5,7 +5,7 @@
  * retries once only when nobody else changed the status meanwhile (a spec
  * edit), so a concurrent status writer is never silently overwritten.
  * Where it stopped (sk_outcome) is mapped onto the status by the planner's
- * sk_plan_failure; transient or terminal is sk_reconcile_is_transient's call.
+ * sk_plan_failure; transient or terminal is sk_error_retry's call (util).
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -469,7 +469,7 @@ static void
 record_failure(sk_xctx *x, const sk_action *a, int rc, sk_error *err)
 {
 	sk_outcome o = { rc, a, x->created != NULL, err->http_status, NULL };
-	bool transient = sk_reconcile_is_transient(rc);
+	bool transient = sk_error_is_transient(rc);
 	const char *reason = sk_failure_reason(a->type);
 	sk_error e2;
 

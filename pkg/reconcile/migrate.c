@@ -493,7 +493,7 @@ static bool
 aborts(const sk_migration_plan *plan, int rc)
 {
 	switch (plan->step) {
-	case SK_MSTEP_CREATE_TARGET: return !sk_reconcile_is_transient(rc);
+	case SK_MSTEP_CREATE_TARGET: return !sk_error_is_transient(rc);
 	case SK_MSTEP_COPY:
 	case SK_MSTEP_VERIFY: return rc != SK_ECONFLICT;
 	default: return false;

@@ -98,13 +98,6 @@
 #define SK_TRIGGER_TEMPLATE "TemplateChanged"
 #define SK_TRIGGER_ROLLOUT "RolloutRestart"
 
-/* ---- failures: the one classification (execute, controller and HTTP ask here) ---- */
-
-/* Transient: retry with backoff (unavailable, timeout, 408/429/5xx, a lost
- * compare-and-swap, a sandbox that vanished under an action: the next
- * observation re-plans). Everything else is terminal: retried only at resync. */
-bool sk_reconcile_is_transient(int code);
-
 /* ---- options ---- */
 
 typedef struct sk_plan_options {

@@ -171,6 +171,7 @@ sk_provider_new(const sk_provider_config *cfg, sk_provider **out, sk_error *err)
 	        cfg->request_timeout_ms, cfg->insecure_skip_tls_verify, err);
 	wipe_free(key);
 	if (rc != SK_OK) {
+		sk_error_prefix(err, "provider %s", cfg->name);
 		sk_provider_free(p);
 		return rc;
 	}

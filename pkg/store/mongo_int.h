@@ -58,7 +58,8 @@ void sk_store_conn_open(sk_mongo *s, sk_store_conn *c, const char *collection);
 void sk_store_conn_close(sk_mongo *s, sk_store_conn *c);
 
 /* Classifies a libmongoc error into an SK_E* code and fills err with
- * "what: message" (or "cannot reach MongoDB at URI: message"). */
+ * "what: message" (or "cannot reach MongoDB at URI: message"), its domain
+ * SK_EDOMAIN_DATABASE. */
 int sk_store_fail(const sk_mongo *s, const bson_error_t *e, const char *what, sk_error *err);
 bool sk_store_is_duplicate(const bson_error_t *e);
 int64_t sk_mongo_reply_count(const bson_t *reply, const char *field);
