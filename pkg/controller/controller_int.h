@@ -4,8 +4,9 @@
  * changes after start:
  *
  *   spaces_int.h  spaces and activity: what is remembered of each space
- *                 between reconciles (keeper, activity, requests, drift,
- *                 reconciles finished); sk_ctl_spaces, lock spaces.mu.
+ *                 between reconciles (keeper, activity, requests, drift;
+ *                 lock spaces.mu) and the reconciles finished, which
+ *                 connects wait on (lock spaces.done_mu); sk_ctl_spaces.
  *   views_int.h   views of the provider: each provider's last list grouped
  *                 by user (own or shared between replicas), the observer
  *                 thread; sk_ctl_views, lock views.mu.

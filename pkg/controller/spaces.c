@@ -41,12 +41,13 @@ sk_ctl_spaces_init(sk_controller *c)
 	sk_ctl_spaces *s = &c->spaces;
 
 	pthread_mutex_init(&s->mu, NULL);
-	sk_cond_init_monotonic(&s->done);
 	s->mem = sk_strmap_new(mem_free);
 	s->drift = sk_strmap_new(free);
+	s->written_rv = sk_strmap_new(free);
+	pthread_mutex_init(&s->done_mu, NULL);
+	sk_cond_init_monotonic(&s->done);
 	s->done_gen = sk_strmap_new(free);
 	s->failed = sk_strmap_new(NULL);
-	s->written_rv = sk_strmap_new(free);
 }
 
 void
@@ -56,20 +57,21 @@ sk_ctl_spaces_dispose(sk_controller *c)
 
 	sk_strmap_free(s->mem);
 	sk_strmap_free(s->drift);
+	sk_strmap_free(s->written_rv);
+	pthread_mutex_destroy(&s->mu);
 	sk_strmap_free(s->done_gen);
 	sk_strmap_free(s->failed);
-	sk_strmap_free(s->written_rv);
 	pthread_cond_destroy(&s->done);
-	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->done_mu);
 	memset(s, 0, sizeof(*s));
 }
 
 void
 sk_ctl_spaces_wake(sk_controller *c)
 {
-	pthread_mutex_lock(&c->spaces.mu);
+	pthread_mutex_lock(&c->spaces.done_mu);
 	pthread_cond_broadcast(&c->spaces.done);
-	pthread_mutex_unlock(&c->spaces.mu);
+	pthread_mutex_unlock(&c->spaces.done_mu);
 }
 
 /* Under spaces.mu. */

@@ -1,17 +1,20 @@
 /*
  * spaces_int: spaces and activity, private to pkg/controller. What the
  * controller remembers of each space (by name) between reconciles, in
- * memory only, all under one lock, spaces.mu:
+ * memory only. Under spaces.mu:
  *   mem         spaces.c: the keeper the last reconcile saw (the connect
  *               fast path), the last activity, the requests a connect left
  *               for the next reconcile (wake, replace);
  *   drift       metrics.c: the drift each space's last reconcile left (the
  *               drift gauges; page.c lists it);
- *   gen, done_gen, failed, written_rv
- *               worker.c: reconciles finished, and per space the last one's
- *               number, whether it failed (--once), the resourceVersion
- *               our writes left (a cached copy older than it is not used).
- * A waiter on a reconcile (a connect) sleeps on spaces.done.
+ *   written_rv  worker.c: the resourceVersion our writes left (a cached
+ *               copy older than it is not used).
+ * Under spaces.done_mu, apart so that connects waiting on reconciles (woken
+ * by every one that finishes) never hold up the connect fast path's mu:
+ *   gen, done_gen, failed
+ *               worker.c: reconciles finished, and per space the last
+ *               one's number and whether it failed (--once); a waiter
+ *               sleeps on spaces.done.
  */
 #ifndef SK_CONTROLLER_SPACES_INT_H
 #define SK_CONTROLLER_SPACES_INT_H
@@ -27,18 +30,19 @@
 #define SK_CTL_DRIFT_TYPES 6
 
 typedef struct sk_ctl_spaces {
-	pthread_mutex_t mu; /* guards everything below */
-	pthread_cond_t done; /* a reconcile finished, or the stop (monotonic clock) */
+	pthread_mutex_t mu; /* guards mem, drift, written_rv */
 	sk_strmap *mem; /* name -> what is remembered of the space (spaces.c) */
 	sk_strmap *drift; /* name -> int64_t[SK_CTL_DRIFT_TYPES]: since_ms of each drift type
 	                     its last reconcile left (0: none); only spaces with drift */
+	sk_strmap *written_rv; /* name -> int64_t* resourceVersion after our last writes */
+	pthread_mutex_t done_mu; /* guards gen, done_gen, failed */
+	pthread_cond_t done; /* with done_mu: a reconcile finished, or the stop (monotonic) */
 	uint64_t gen; /* reconciles finished */
 	sk_strmap *done_gen; /* name -> uint64_t* gen of its last reconcile */
 	sk_strmap *failed; /* names whose last reconcile failed */
-	sk_strmap *written_rv; /* name -> int64_t* resourceVersion after our last writes */
 } sk_ctl_spaces;
 
-/* spaces.c: every map of the part, and its lock. */
+/* spaces.c: every map of the part, and its locks. */
 void sk_ctl_spaces_init(sk_controller *c);
 void sk_ctl_spaces_dispose(sk_controller *c);
 /* spaces.c: wakes every waiter on a reconcile (the stop). */

@@ -20,9 +20,9 @@ sk_ctl_gen(sk_controller *c)
 {
 	uint64_t g;
 
-	pthread_mutex_lock(&c->spaces.mu);
+	pthread_mutex_lock(&c->spaces.done_mu);
 	g = c->spaces.gen;
-	pthread_mutex_unlock(&c->spaces.mu);
+	pthread_mutex_unlock(&c->spaces.done_mu);
 	return g;
 }
 
@@ -31,9 +31,9 @@ sk_ctl_spaces_failed(sk_controller *c)
 {
 	size_t n;
 
-	pthread_mutex_lock(&c->spaces.mu);
+	pthread_mutex_lock(&c->spaces.done_mu);
 	n = sk_strmap_len(c->spaces.failed);
-	pthread_mutex_unlock(&c->spaces.mu);
+	pthread_mutex_unlock(&c->spaces.done_mu);
 	return n;
 }
 
@@ -42,7 +42,7 @@ mark_reconciled(sk_controller *c, const char *name, bool failed)
 {
 	uint64_t *g = sk_malloc(sizeof(*g));
 
-	pthread_mutex_lock(&c->spaces.mu);
+	pthread_mutex_lock(&c->spaces.done_mu);
 	*g = ++c->spaces.gen;
 	sk_strmap_put(c->spaces.done_gen, name, g);
 	if (failed)
@@ -50,7 +50,7 @@ mark_reconciled(sk_controller *c, const char *name, bool failed)
 	else
 		sk_strmap_remove(c->spaces.failed, name);
 	pthread_cond_broadcast(&c->spaces.done);
-	pthread_mutex_unlock(&c->spaces.mu);
+	pthread_mutex_unlock(&c->spaces.done_mu);
 }
 
 bool
@@ -58,7 +58,7 @@ sk_ctl_wait_reconciled(sk_controller *c, const char *name, uint64_t gen0, int64_
 {
 	bool ok = false;
 
-	pthread_mutex_lock(&c->spaces.mu);
+	pthread_mutex_lock(&c->spaces.done_mu);
 	for (;;) {
 		uint64_t *g = sk_strmap_get(c->spaces.done_gen, name);
 		int64_t left = deadline - sk_monotonic_ms();
@@ -68,9 +68,9 @@ sk_ctl_wait_reconciled(sk_controller *c, const char *name, uint64_t gen0, int64_
 		}
 		if (sk_ctl_stopping(c) || left <= 0)
 			break;
-		sk_cond_wait_ms(&c->spaces.done, &c->spaces.mu, left < 100 ? left : 100);
+		sk_cond_wait_ms(&c->spaces.done, &c->spaces.done_mu, left < 100 ? left : 100);
 	}
-	pthread_mutex_unlock(&c->spaces.mu);
+	pthread_mutex_unlock(&c->spaces.done_mu);
 	return ok;
 }
 
