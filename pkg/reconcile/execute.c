@@ -666,7 +666,8 @@ follow_up(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *store
 }
 
 /*
- * After a create or a resume the keeper's data plane is probed at once, in a
+ * 2. The round, and 3. its follow-up when it handed its status on. After a
+ * create or a resume the keeper's data plane is probed at once, in a
  * follow-up round, and the binding is written together with what the probe
  * found: one status write instead of two, and no requeue in between. The
  * follow-up observes the round's own answers (the created sandbox, the
@@ -674,8 +675,42 @@ follow_up(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *store
  * Creating mark was written before the create, and a crash before the
  * follow-up's write is resolved like any unfinished create.
  */
-static int regular_object(const sk_reconcile_env *env, const sk_userspace *us,
-        const sk_list_view *list, int64_t *requeue_after_ms, sk_userspace **updated, sk_error *err);
+static int
+round_and_follow_up(const sk_reconcile_env *env, const sk_userspace *us, const sk_list_view *list,
+        int64_t *requeue_after_ms, sk_userspace **updated, sk_error *err)
+{
+	sk_provider *p = env->provider;
+	sk_followup fu;
+	sk_userspace *mid = NULL;
+	sk_error local;
+	int64_t requeue = 0;
+	int rc;
+
+	if (err == NULL)
+		err = &local;
+	if (updated != NULL)
+		*updated = NULL;
+	if (env->provider_for != NULL) {
+		sk_provider *named = env->provider_for(sk_bound_provider(us), env->provider_arg);
+		if (named != NULL)
+			p = named;
+	}
+	memset(&fu, 0, sizeof(fu));
+	sk_observed_init(&fu.seen);
+	rc = round_once(env, p, us, us, ROUND_FIRST, list, &fu, &requeue, &mid, err);
+	if (rc == 0 && fu.armed && mid != NULL)
+		rc = follow_up(env, p, mid, &fu, &requeue, updated, err);
+	else if (updated != NULL) {
+		*updated = mid;
+		mid = NULL;
+	}
+	sk_userspace_free(mid);
+	sk_observed_dispose(&fu.seen);
+	sk_userspace_status_dispose(&fu.next);
+	if (requeue_after_ms != NULL)
+		*requeue_after_ms = requeue;
+	return rc;
+}
 
 /* The migration steps one reconcile runs at most: the first and up to six
  * more (create the target, copy, verify, switch, and room to spare). */
@@ -731,10 +766,10 @@ sk_reconcile_object(const sk_reconcile_env *env, const sk_userspace *us, const s
 	if (err == NULL)
 		err = &local;
 	if (!sk_migration_active(&us->status.migration))
-		return regular_object(env, us, list, requeue_after_ms, updated, err);
+		return round_and_follow_up(env, us, list, requeue_after_ms, updated, err);
 	rc = migration_steps(env, us, &normal, &mreq, &after, err);
 	if (rc == 0 && normal && after != NULL) {
-		rc = regular_object(env, after, list, &req, updated, err);
+		rc = round_and_follow_up(env, after, list, &req, updated, err);
 		if (req > 0 && (mreq <= 0 || req < mreq))
 			mreq = req;
 		sk_userspace_free(after);
@@ -745,43 +780,6 @@ sk_reconcile_object(const sk_reconcile_env *env, const sk_userspace *us, const s
 	}
 	if (requeue_after_ms != NULL)
 		*requeue_after_ms = mreq;
-	return rc;
-}
-
-static int
-regular_object(const sk_reconcile_env *env, const sk_userspace *us, const sk_list_view *list,
-        int64_t *requeue_after_ms, sk_userspace **updated, sk_error *err)
-{
-	sk_provider *p = env->provider;
-	sk_followup fu;
-	sk_userspace *mid = NULL;
-	sk_error local;
-	int64_t requeue = 0;
-	int rc;
-
-	if (err == NULL)
-		err = &local;
-	if (updated != NULL)
-		*updated = NULL;
-	if (env->provider_for != NULL) {
-		sk_provider *named = env->provider_for(sk_bound_provider(us), env->provider_arg);
-		if (named != NULL)
-			p = named;
-	}
-	memset(&fu, 0, sizeof(fu));
-	sk_observed_init(&fu.seen);
-	rc = round_once(env, p, us, us, ROUND_FIRST, list, &fu, &requeue, &mid, err);
-	if (rc == 0 && fu.armed && mid != NULL)
-		rc = follow_up(env, p, mid, &fu, &requeue, updated, err);
-	else if (updated != NULL) {
-		*updated = mid;
-		mid = NULL;
-	}
-	sk_userspace_free(mid);
-	sk_observed_dispose(&fu.seen);
-	sk_userspace_status_dispose(&fu.next);
-	if (requeue_after_ms != NULL)
-		*requeue_after_ms = requeue;
 	return rc;
 }
 

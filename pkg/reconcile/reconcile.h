@@ -499,7 +499,8 @@ int sk_reconcile(const sk_reconcile_env *env, const char *name, const sk_list_vi
 /* observe -> plan -> execute of a given copy (e.g. the informer's cache):
  * every status write is compare-and-swap on us's resourceVersion, so a stale
  * copy ends in SK_ECONFLICT, never in an overwrite. *updated (may be NULL)
- * gets the object after the run's writes, NULL when it was removed. */
+ * gets the object after the run's writes, NULL when it was removed. In
+ * order (execute.c): an active migration's steps, the round, its follow-up. */
 int sk_reconcile_object(const sk_reconcile_env *env, const sk_userspace *us,
         const sk_list_view *list, int64_t *requeue_after_ms, sk_userspace **updated, sk_error *err);
 
