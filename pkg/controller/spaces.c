@@ -4,6 +4,7 @@
  * path), the last activity (a connect or heartbeat; persisted by the
  * planner at most once per idleTimeout/4), and the requests a connect left
  * for the next reconcile (wake an Idle keeper, replace an unreachable one).
+ * Also the set-up of the whole part (spaces_int.h: its maps and locks).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -1,8 +1,10 @@
 /*
- * controller/worker: the worker threads that pop keys and call sk_reconcile
- * (with the fencing hook and one provider client per provider each), and
- * what a result does: requeue after, backoff, forget, the counts the
- * connect API and --once wait on.
+ * controller/worker: the worker threads that pop keys and call
+ * sk_reconcile_object on the informer's copy (or the store's, when the
+ * cache has not seen our last write), with the fencing hook and one
+ * provider client per provider each; and what a result does: requeue
+ * after, backoff, forget, the counts the connect API and --once wait on
+ * (spaces.done_mu, spaces_int.h).
  */
 #include <stdarg.h>
 #include <stdio.h>
