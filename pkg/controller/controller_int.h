@@ -3,9 +3,9 @@
  * by concern; each part has its own header, and its own lock for what
  * changes after start:
  *
- *   spaces_int.h  spaces and activity: what is remembered of each space
- *                 between reconciles (keeper, activity, requests, drift;
- *                 lock spaces.mu) and the reconciles finished, which
+ *   spaces_int.h  spaces and activity: one record per space (keeper,
+ *                 activity, requests, drift, our last write; lock
+ *                 spaces.mu) and each space's last reconcile, which
  *                 connects wait on (lock spaces.done_mu); sk_ctl_spaces.
  *   views_int.h   views of the provider: each provider's last list grouped
  *                 by user (own or shared between replicas), the observer

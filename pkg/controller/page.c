@@ -191,14 +191,14 @@ typedef struct drift_rows {
 } drift_rows;
 
 static void
-collect_drift(const char *key, void *value, void *payload)
+collect_drift(const char *name, const int64_t *since, void *payload)
 {
 	drift_rows *d = payload;
 
 	d->names = sk_realloc(d->names, (d->len + 1) * sizeof(*d->names));
 	d->since = sk_realloc(d->since, (d->len + 1) * sizeof(*d->since));
-	d->names[d->len] = sk_strdup(key);
-	memcpy(d->since[d->len], value, sizeof(*d->since));
+	d->names[d->len] = sk_strdup(name);
+	memcpy(d->since[d->len], since, sizeof(*d->since));
 	d->len++;
 }
 
@@ -207,9 +207,7 @@ drift_table(sk_controller *c, sk_buf *b)
 {
 	drift_rows d = { b, sk_now_ms(), NULL, NULL, 0 };
 
-	pthread_mutex_lock(&c->spaces.mu);
-	sk_strmap_foreach(c->spaces.drift, collect_drift, &d);
-	pthread_mutex_unlock(&c->spaces.mu);
+	sk_ctl_spaces_drift(c, collect_drift, &d);
 	sk_buf_printf(b, "<h2>Drift</h2>");
 	if (d.len == 0)
 		sk_buf_printf(b, "<p class=\"ok\">No drift.</p>");

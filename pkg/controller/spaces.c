@@ -11,7 +11,11 @@
 
 #include "controller_int.h"
 
-typedef struct space_mem {
+/* What is remembered of one space. Kept while the controller runs (a
+ * deleted space's written_rv must outlive it); forget clears the memory the
+ * connect path reads. */
+typedef struct space_record {
+	bool known; /* the fields up to replaced_ms were set since the last forget */
 	char *keeper_id;
 	bool running;
 	bool healthy;
@@ -22,17 +26,30 @@ typedef struct space_mem {
 	bool replace_now;
 	char *replaced_id;
 	int64_t replaced_ms;
-} space_mem;
+	bool drifting; /* drift_since holds the drift its last reconcile left */
+	int64_t drift_since[SK_CTL_DRIFT_TYPES]; /* per type, 0: none */
+	int64_t written_rv; /* resourceVersion after our last writes, 0: none */
+} space_record;
 
 static void
-mem_free(void *v)
+mem_clear(space_record *m)
 {
-	space_mem *m = v;
+	free(m->keeper_id);
+	free(m->replaced_id);
+	m->keeper_id = NULL;
+	m->replaced_id = NULL;
+	m->known = m->running = m->healthy = m->wake = m->replace_now = false;
+	m->seen_ms = m->end_ms = m->activity_ms = m->replaced_ms = 0;
+}
+
+static void
+record_free(void *v)
+{
+	space_record *m = v;
 
 	if (m == NULL)
 		return;
-	free(m->keeper_id);
-	free(m->replaced_id);
+	mem_clear(m);
 	free(m);
 }
 
@@ -42,13 +59,10 @@ sk_ctl_spaces_init(sk_controller *c)
 	sk_ctl_spaces *s = &c->spaces;
 
 	pthread_mutex_init(&s->mu, NULL);
-	s->mem = sk_strmap_new(mem_free);
-	s->drift = sk_strmap_new(free);
-	s->written_rv = sk_strmap_new(free);
+	s->by_name = sk_strmap_new(record_free);
 	pthread_mutex_init(&s->done_mu, NULL);
 	sk_cond_init_monotonic(&s->done);
-	s->done_gen = sk_strmap_new(free);
-	s->failed = sk_strmap_new(NULL);
+	s->finished = sk_strmap_new(free);
 }
 
 void
@@ -56,12 +70,9 @@ sk_ctl_spaces_dispose(sk_controller *c)
 {
 	sk_ctl_spaces *s = &c->spaces;
 
-	sk_strmap_free(s->mem);
-	sk_strmap_free(s->drift);
-	sk_strmap_free(s->written_rv);
+	sk_strmap_free(s->by_name);
 	pthread_mutex_destroy(&s->mu);
-	sk_strmap_free(s->done_gen);
-	sk_strmap_free(s->failed);
+	sk_strmap_free(s->finished);
 	pthread_cond_destroy(&s->done);
 	pthread_mutex_destroy(&s->done_mu);
 	memset(s, 0, sizeof(*s));
@@ -75,24 +86,43 @@ sk_ctl_spaces_wake(sk_controller *c)
 	pthread_mutex_unlock(&c->spaces.done_mu);
 }
 
-/* Under spaces.mu. */
-static space_mem *
-mem_of(sk_controller *c, const char *name)
+/* The space's record, made when missing (under spaces.mu). */
+static space_record *
+record_of(sk_controller *c, const char *name)
 {
-	space_mem *m = sk_strmap_get(c->spaces.mem, name);
+	space_record *m = sk_strmap_get(c->spaces.by_name, name);
 
 	if (m == NULL) {
 		m = sk_calloc(1, sizeof(*m));
-		sk_strmap_put(c->spaces.mem, name, m);
+		sk_strmap_put(c->spaces.by_name, name, m);
 	}
 	return m;
+}
+
+/* ... about to hold what the connect path reads (under spaces.mu). */
+static space_record *
+mem_of(sk_controller *c, const char *name)
+{
+	space_record *m = record_of(c, name);
+
+	m->known = true;
+	return m;
+}
+
+/* The record when it holds what the connect path reads, else NULL. */
+static space_record *
+known(sk_controller *c, const char *name)
+{
+	space_record *m = sk_strmap_get(c->spaces.by_name, name);
+
+	return m != NULL && m->known ? m : NULL;
 }
 
 void
 sk_ctl_space_touch(sk_controller *c, const char *name, int64_t now_ms)
 {
 	pthread_mutex_lock(&c->spaces.mu);
-	space_mem *m = mem_of(c, name);
+	space_record *m = mem_of(c, name);
 	if (now_ms > m->activity_ms)
 		m->activity_ms = now_ms;
 	pthread_mutex_unlock(&c->spaces.mu);
@@ -102,7 +132,7 @@ void
 sk_ctl_space_request(sk_controller *c, const char *name, bool wake, bool replace_now)
 {
 	pthread_mutex_lock(&c->spaces.mu);
-	space_mem *m = mem_of(c, name);
+	space_record *m = mem_of(c, name);
 	m->wake = m->wake || wake;
 	m->replace_now = m->replace_now || replace_now;
 	pthread_mutex_unlock(&c->spaces.mu);
@@ -112,7 +142,7 @@ void
 sk_ctl_space_take(sk_controller *c, const char *name, sk_reconcile_env *env)
 {
 	pthread_mutex_lock(&c->spaces.mu);
-	space_mem *m = sk_strmap_get(c->spaces.mem, name);
+	space_record *m = known(c, name);
 	if (m != NULL) {
 		env->activity_ms = m->activity_ms;
 		env->wake = m->wake;
@@ -127,7 +157,7 @@ void
 sk_ctl_space_note(sk_controller *c, const char *name, const sk_reconcile_report *r, bool ok)
 {
 	pthread_mutex_lock(&c->spaces.mu);
-	space_mem *m = mem_of(c, name);
+	space_record *m = mem_of(c, name);
 	free(m->keeper_id);
 	m->keeper_id = sk_strdup(r->keeper_id);
 	m->running = r->running;
@@ -146,7 +176,9 @@ void
 sk_ctl_space_forget(sk_controller *c, const char *name)
 {
 	pthread_mutex_lock(&c->spaces.mu);
-	sk_strmap_remove(c->spaces.mem, name);
+	space_record *m = sk_strmap_get(c->spaces.by_name, name);
+	if (m != NULL)
+		mem_clear(m);
 	pthread_mutex_unlock(&c->spaces.mu);
 }
 
@@ -157,7 +189,7 @@ sk_ctl_space_keeper(sk_controller *c, const char *name, sk_ctl_keeper *out)
 
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&c->spaces.mu);
-	space_mem *m = sk_strmap_get(c->spaces.mem, name);
+	space_record *m = known(c, name);
 	found = m != NULL;
 	if (found) {
 		snprintf(out->id, sizeof(out->id), "%s", m->keeper_id ? m->keeper_id : "");
@@ -172,4 +204,62 @@ sk_ctl_space_keeper(sk_controller *c, const char *name, sk_ctl_keeper *out)
 	pthread_mutex_unlock(&c->spaces.mu);
 	out->mem.sandbox_id = out->id[0] ? out->id : NULL;
 	return found;
+}
+
+void
+sk_ctl_space_set_drift(sk_controller *c, const char *name, const int64_t *since)
+{
+	pthread_mutex_lock(&c->spaces.mu);
+	space_record *m = since ? record_of(c, name) : sk_strmap_get(c->spaces.by_name, name);
+	if (m != NULL) {
+		m->drifting = since != NULL;
+		for (size_t t = 0; t < SK_CTL_DRIFT_TYPES; t++)
+			m->drift_since[t] = since ? since[t] : 0;
+	}
+	pthread_mutex_unlock(&c->spaces.mu);
+}
+
+typedef struct drift_walk {
+	sk_ctl_drift_fn fn;
+	void *payload;
+} drift_walk;
+
+static void
+walk_drift(const char *name, void *value, void *payload)
+{
+	const space_record *m = value;
+	drift_walk *w = payload;
+
+	if (m->drifting)
+		w->fn(name, m->drift_since, w->payload);
+}
+
+void
+sk_ctl_spaces_drift(sk_controller *c, sk_ctl_drift_fn fn, void *payload)
+{
+	drift_walk w = { fn, payload };
+
+	pthread_mutex_lock(&c->spaces.mu);
+	sk_strmap_foreach(c->spaces.by_name, walk_drift, &w);
+	pthread_mutex_unlock(&c->spaces.mu);
+}
+
+int64_t
+sk_ctl_space_written_rv(sk_controller *c, const char *name)
+{
+	int64_t rv;
+
+	pthread_mutex_lock(&c->spaces.mu);
+	space_record *m = sk_strmap_get(c->spaces.by_name, name);
+	rv = m ? m->written_rv : 0;
+	pthread_mutex_unlock(&c->spaces.mu);
+	return rv;
+}
+
+void
+sk_ctl_space_set_written_rv(sk_controller *c, const char *name, int64_t rv)
+{
+	pthread_mutex_lock(&c->spaces.mu);
+	record_of(c, name)->written_rv = rv;
+	pthread_mutex_unlock(&c->spaces.mu);
 }

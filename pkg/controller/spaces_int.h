@@ -1,20 +1,19 @@
 /*
  * spaces_int: spaces and activity, private to pkg/controller. What the
  * controller remembers of each space (by name) between reconciles, in
- * memory only. Under spaces.mu:
- *   mem         spaces.c: the keeper the last reconcile saw (the connect
- *               fast path), the last activity, the requests a connect left
- *               for the next reconcile (wake, replace);
- *   drift       metrics.c: the drift each space's last reconcile left (the
- *               drift gauges; page.c lists it);
- *   written_rv  worker.c: the resourceVersion our writes left (a cached
- *               copy older than it is not used).
- * Under spaces.done_mu, apart so that connects waiting on reconciles (woken
- * by every one that finishes) never hold up the connect fast path's mu:
- *   gen, done_gen, failed
- *               worker.c: reconciles finished, and per space the last
- *               one's number and whether it failed (--once); a waiter
- *               sleeps on spaces.done.
+ * memory only, in two maps:
+ *   by_name   spaces.c, under spaces.mu: one record per space: the keeper
+ *             the last reconcile saw (the connect fast path), the last
+ *             activity, the requests a connect left for the next reconcile
+ *             (wake, replace), the drift the last reconcile left (the drift
+ *             gauges of metrics.c, the page's list), the resourceVersion
+ *             our writes left (worker.c: a cached copy older than it is
+ *             not used);
+ *   finished  worker.c, under spaces.done_mu, apart so that connects
+ *             waiting on reconciles (woken by every one that finishes,
+ *             sleeping on spaces.done) never hold up the connect fast path:
+ *             each space's last reconcile (its number, whether it failed),
+ *             the count of reconciles finished and of spaces failed.
  */
 #ifndef SK_CONTROLLER_SPACES_INT_H
 #define SK_CONTROLLER_SPACES_INT_H
@@ -29,17 +28,20 @@
 /* The drift types counted per space ("Missing", ...: sk_ctl_drift_type). */
 #define SK_CTL_DRIFT_TYPES 6
 
+/* The last reconcile of one space (finished). */
+typedef struct sk_ctl_done {
+	uint64_t gen; /* its number among all finished */
+	bool failed;
+} sk_ctl_done;
+
 typedef struct sk_ctl_spaces {
-	pthread_mutex_t mu; /* guards mem, drift, written_rv */
-	sk_strmap *mem; /* name -> what is remembered of the space (spaces.c) */
-	sk_strmap *drift; /* name -> int64_t[SK_CTL_DRIFT_TYPES]: since_ms of each drift type
-	                     its last reconcile left (0: none); only spaces with drift */
-	sk_strmap *written_rv; /* name -> int64_t* resourceVersion after our last writes */
-	pthread_mutex_t done_mu; /* guards gen, done_gen, failed */
+	pthread_mutex_t mu; /* guards by_name */
+	sk_strmap *by_name; /* name -> its record (spaces.c) */
+	pthread_mutex_t done_mu; /* guards gen, finished, n_failed */
 	pthread_cond_t done; /* with done_mu: a reconcile finished, or the stop (monotonic) */
 	uint64_t gen; /* reconciles finished */
-	sk_strmap *done_gen; /* name -> uint64_t* gen of its last reconcile */
-	sk_strmap *failed; /* names whose last reconcile failed */
+	sk_strmap *finished; /* name -> sk_ctl_done* */
+	size_t n_failed; /* spaces whose last reconcile failed */
 } sk_ctl_spaces;
 
 /* spaces.c: every map of the part, and its locks. */
@@ -66,6 +68,14 @@ void sk_ctl_space_note(sk_controller *c, const char *name, const sk_reconcile_re
 void sk_ctl_space_forget(sk_controller *c, const char *name);
 /* false: nothing remembered (out zeroed). */
 bool sk_ctl_space_keeper(sk_controller *c, const char *name, sk_ctl_keeper *out);
+/* The drift the last reconcile left, since_ms per type (NULL: none). */
+void sk_ctl_space_set_drift(sk_controller *c, const char *name, const int64_t *since);
+/* fn for each space with drift, under spaces.mu (fn locks nothing). */
+typedef void (*sk_ctl_drift_fn)(const char *name, const int64_t *since, void *payload);
+void sk_ctl_spaces_drift(sk_controller *c, sk_ctl_drift_fn fn, void *payload);
+/* The resourceVersion our last writes to name left (0: none known). */
+int64_t sk_ctl_space_written_rv(sk_controller *c, const char *name);
+void sk_ctl_space_set_written_rv(sk_controller *c, const char *name, int64_t rv);
 
 /* metrics.c: spacekeeper_drift_spaces{type} and
  * spacekeeper_drift_oldest_seconds{type}, from the drift each space's last

@@ -34,7 +34,7 @@ sk_ctl_spaces_failed(sk_controller *c)
 	size_t n;
 
 	pthread_mutex_lock(&c->spaces.done_mu);
-	n = sk_strmap_len(c->spaces.failed);
+	n = c->spaces.n_failed;
 	pthread_mutex_unlock(&c->spaces.done_mu);
 	return n;
 }
@@ -42,15 +42,17 @@ sk_ctl_spaces_failed(sk_controller *c)
 static void
 mark_reconciled(sk_controller *c, const char *name, bool failed)
 {
-	uint64_t *g = sk_malloc(sizeof(*g));
+	sk_ctl_done *d;
 
 	pthread_mutex_lock(&c->spaces.done_mu);
-	*g = ++c->spaces.gen;
-	sk_strmap_put(c->spaces.done_gen, name, g);
-	if (failed)
-		sk_strmap_put(c->spaces.failed, name, NULL);
-	else
-		sk_strmap_remove(c->spaces.failed, name);
+	if ((d = sk_strmap_get(c->spaces.finished, name)) == NULL) {
+		d = sk_calloc(1, sizeof(*d));
+		sk_strmap_put(c->spaces.finished, name, d);
+	}
+	d->gen = ++c->spaces.gen;
+	if (failed != d->failed)
+		c->spaces.n_failed = failed ? c->spaces.n_failed + 1 : c->spaces.n_failed - 1;
+	d->failed = failed;
 	pthread_cond_broadcast(&c->spaces.done);
 	pthread_mutex_unlock(&c->spaces.done_mu);
 }
@@ -62,9 +64,9 @@ sk_ctl_wait_reconciled(sk_controller *c, const char *name, uint64_t gen0, int64_
 
 	pthread_mutex_lock(&c->spaces.done_mu);
 	for (;;) {
-		uint64_t *g = sk_strmap_get(c->spaces.done_gen, name);
+		const sk_ctl_done *d = sk_strmap_get(c->spaces.finished, name);
 		int64_t left = deadline - sk_monotonic_ms();
-		if (g && *g > gen0) {
+		if (d && d->gen > gen0) {
 			ok = true;
 			break;
 		}
@@ -179,30 +181,11 @@ provider_for(const char *name, void *arg)
 	return i < 0 ? NULL : w->clients[i];
 }
 
-/* The resourceVersion our last writes to name left (0: none known). */
-static int64_t
-written_rv(sk_controller *c, const char *name)
-{
-	int64_t *v, rv;
-
-	pthread_mutex_lock(&c->spaces.mu);
-	v = sk_strmap_get(c->spaces.written_rv, name);
-	rv = v ? *v : 0;
-	pthread_mutex_unlock(&c->spaces.mu);
-	return rv;
-}
-
 static void
 note_written(sk_controller *c, const char *name, const sk_userspace *updated)
 {
-	int64_t *v;
-
 	/* Removed (finalizer gone): never trust a cached copy of it again. */
-	v = sk_malloc(sizeof(*v));
-	*v = updated ? updated->meta.resource_version : INT64_MAX;
-	pthread_mutex_lock(&c->spaces.mu);
-	sk_strmap_put(c->spaces.written_rv, name, v);
-	pthread_mutex_unlock(&c->spaces.mu);
+	sk_ctl_space_set_written_rv(c, name, updated ? updated->meta.resource_version : INT64_MAX);
 }
 
 /* The object of a key: the informer's copy when it has seen our last
@@ -214,7 +197,7 @@ key_object(sk_controller *c, const char *key, sk_userspace **us, sk_error *err)
 {
 	int rc = sk_informer_get(c->inf, key, us);
 
-	if (rc == 0 && (*us)->meta.resource_version >= written_rv(c, key))
+	if (rc == 0 && (*us)->meta.resource_version >= sk_ctl_space_written_rv(c, key))
 		return 0;
 	sk_userspace_free(*us);
 	*us = NULL;
