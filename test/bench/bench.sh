@@ -50,6 +50,7 @@ t1=$(date +%s.%N)
 db_c1=$(cpu_ticks "$db_pid")
 sim_c1=$(cpu_ticks "$sim_pid")
 keeper_c1=$(cpu_ticks "$keeper_pid")
+inf_c1=$(thread_cpu_ticks "$keeper_pid" sk-informer)
 converge=$(calc "$t1 - $t0")
 stats=$(curl -s "$sim/_sim/stats")
 
@@ -104,6 +105,8 @@ printf '  controller peak RSS (VmHWM)      %8.1f MB\n' "$(calc "$hwm / 1024")"
 printf '  last Ready transition (database) %8.2f s  (detection lag %.2f s)\n' \
 	"$(calc "$last_ready - $t0")" "$(calc "$t1 - $last_ready")"
 printf '  controller CPU (convergence)     %8s s\n' "$(calc "$keeper_c1 / $clk")"
+printf '  informer CPU (convergence)       %8s s  (%.3f ms per object)\n' \
+	"$(calc "$inf_c1 / $clk")" "$(calc "$inf_c1 * 1000 / $clk / $n")"
 printf '  FerretDB CPU (convergence)       %8s s\n' "$(calc "($db_c1 - $db_c0) / $clk")"
 printf '  sandboxsim CPU (convergence)     %8s s\n' "$(calc "($sim_c1 - $sim_c0) / $clk")"
 echo "  calls per user by endpoint (convergence):"

@@ -32,6 +32,17 @@ cpu_ticks() {
 	sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
 }
 
+# thread_cpu_ticks PID COMM: utime + stime of the threads of PID named COMM
+# (pthread_setname_np), in clock ticks; 0 when none.
+thread_cpu_ticks() {
+	local t s=0
+	for t in /proc/"$1"/task/*; do
+		[ "$(cat "$t/comm" 2>/dev/null)" = "$2" ] || continue
+		s=$((s + $(sed 's/.*) //' "$t/stat" | awk '{ print $12 + $13 }')))
+	done
+	echo "$s"
+}
+
 # bench_start_db: FerretDB in $tmp/ferretdb; sets uri and db_pid. With
 # FERRETDB_DEBUG_ADDR set, its Prometheus metrics answer there.
 bench_start_db() {
