@@ -32,13 +32,14 @@ cpu_ticks() {
 	sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
 }
 
-# thread_cpu_ticks PID COMM: utime + stime of the threads of PID named COMM
-# (pthread_setname_np), in clock ticks; 0 when none.
-thread_cpu_ticks() {
+# thread_cpu_ns PID COMM: the CPU time of the threads of PID named COMM
+# (pthread_setname_np), in nanoseconds (schedstat: clock ticks are 10 ms,
+# too coarse for one thread); 0 when none.
+thread_cpu_ns() {
 	local t s=0
 	for t in /proc/"$1"/task/*; do
 		[ "$(cat "$t/comm" 2>/dev/null)" = "$2" ] || continue
-		s=$((s + $(sed 's/.*) //' "$t/stat" | awk '{ print $12 + $13 }')))
+		s=$((s + $(awk '{ print $1 }' "$t/schedstat")))
 	done
 	echo "$s"
 }
