@@ -55,6 +55,15 @@ sk_strndup(const char *s, size_t n)
 	return d;
 }
 
+void
+sk_wipe_free(char *s)
+{
+	if (s) {
+		explicit_bzero(s, strlen(s)); /* a memset before free may be dropped */
+		free(s);
+	}
+}
+
 char *
 sk_asprintf(const char *fmt, ...)
 {
