@@ -12,7 +12,7 @@ void
 sk_plan_options_init(sk_plan_options *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->sandbox_timeout_ms = 3600 * 1000;
+	o->sandbox_timeout_ms = sk_default_sandbox_timeout_ms;
 	o->resume_grace_ms = 20 * 1000;
 	o->create_grace_ms = 35 * 1000;
 	o->resync_ms = 30 * 1000;
@@ -149,6 +149,24 @@ sk_reconcile_sandbox_metadata(const sk_userspace *us, sk_kvlist *out)
 	meta_set(out, SK_META_USERSPACE, us->meta.name);
 	meta_set(out, SK_META_USERSPACE_UID, us->meta.uid);
 	sk_kvlist_set(out, SK_META_MANAGED_BY, SK_MANAGED_BY_VALUE);
+}
+
+void
+sk_reconcile_create_request(const sk_userspace *us, const sk_plan_options *opts, sk_kvlist *meta,
+        sk_create_request *req)
+{
+	const sk_userspace_spec *s = &us->spec;
+
+	sk_reconcile_sandbox_metadata(us, meta);
+	memset(req, 0, sizeof(*req));
+	req->template_id = sk_spec_template(s->template_id);
+	req->timeout_ms = sk_plan_ttl(us, opts);
+	req->auto_pause = s->on_timeout == SK_ON_TIMEOUT_PAUSE;
+	req->auto_resume = s->auto_resume;
+	req->cpu_count = s->cpu_count;
+	req->memory_mb = s->memory_mb;
+	req->metadata = meta;
+	req->env = &s->env;
 }
 
 /* ---- actions ---- */

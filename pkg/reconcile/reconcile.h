@@ -204,6 +204,12 @@ int sk_observe(sk_provider *p, const sk_userspace *us, const sk_list_view *list,
 char *sk_reconcile_meta_value(const char *s);
 /* The metadata every created sandbox carries (spec.metadata + the managed keys). */
 void sk_reconcile_sandbox_metadata(const sk_userspace *us, sk_kvlist *out);
+/* The create request of a sandbox for us, from its spec: the one builder of
+ * the planner's CREATE and of a migration's target. Adds the metadata of
+ * sk_reconcile_sandbox_metadata to meta (the caller's); req borrows meta and
+ * the strings and env of us. */
+void sk_reconcile_create_request(const sk_userspace *us, const sk_plan_options *opts,
+        sk_kvlist *meta, sk_create_request *req);
 
 /* ---- plan ---- */
 
