@@ -283,30 +283,3 @@ sk_action_describe(const sk_action *a, sk_buf *out)
 		break;
 	}
 }
-
-void
-sk_plan_describe(const sk_plan_result *r, sk_buf *out)
-{
-	char d[32];
-	const char *phase = sk_phase_name(r->next.phase);
-
-	if (r->n_actions == 0)
-		sk_buf_printf(out, "no actions\n");
-	for (size_t i = 0; i < r->n_actions; i++) {
-		sk_buf_printf(out, "%zu. ", i + 1);
-		sk_action_describe(&r->actions[i], out);
-		sk_buf_printf(out, "\n");
-	}
-	sk_buf_printf(out, "phase: %s\n", phase[0] ? phase : "-");
-	for (size_t i = 0; i < r->next.n_drift; i++)
-		sk_buf_printf(out, "drift: %s %s %s\n", r->next.drift[i].type,
-		        r->next.drift[i].sandbox_id ? r->next.drift[i].sandbox_id : "-",
-		        r->next.drift[i].detail ? r->next.drift[i].detail : "");
-	if (r->wait_message != NULL)
-		sk_buf_printf(out, "waiting: %s\n", r->wait_message);
-	if (r->follow_up)
-		sk_buf_printf(
-		        out, "then: probe the started sandbox, plan again, write status once\n");
-	sk_duration_format(r->requeue_after_ms, d, sizeof(d));
-	sk_buf_printf(out, "requeue after: %s\n", d);
-}

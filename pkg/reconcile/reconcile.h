@@ -283,8 +283,6 @@ const char *sk_kill_reason_name(sk_kill_reason r); /* "Duplicate", "Replace", ..
 bool sk_action_is_mutating(const sk_action *a); /* CREATE CONNECT PAUSE KILL INIT_ENV */
 /* One line: "create sandbox (template base, timeout 1h)", "kill i123 (Duplicate)". */
 void sk_action_describe(const sk_action *a, sk_buf *out);
-/* Every action, one per line, then the next phase and requeue. */
-void sk_plan_describe(const sk_plan_result *r, sk_buf *out);
 
 /* ---- outcomes: what an executed plan leaves in the status (pure) ---- */
 
