@@ -484,14 +484,13 @@ done:
 	return rc;
 }
 
-/* Writes status over `cur` (the stored object, its version claimed):
- * nothing when it is unchanged (*out is a copy of cur), else the next
- * version (*out). */
+/* Writes next (cur with the new status, sk_store_with_status) under the
+ * claim on cur's version; next NULL (the status is unchanged): nothing,
+ * *out is a copy of cur. Takes next. */
 static int
-commit_status(sk_mongo *s, sk_store_conn *c, const sk_userspace *cur,
-        const sk_userspace_status *status, char **claim, sk_userspace **out, sk_error *err)
+commit_status(sk_mongo *s, sk_store_conn *c, const sk_userspace *cur, sk_userspace *next,
+        char **claim, sk_userspace **out, sk_error *err)
 {
-	sk_userspace *next = sk_store_with_status(cur, status);
 	int rc = 0;
 
 	if (next == NULL)
@@ -519,7 +518,7 @@ update_status(sk_mongo *s, const char *name, int64_t resource_version,
 	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
 	rc = load_claimed(s, &c, name, resource_version, &claim, &cur, err);
 	if (rc == 0)
-		rc = commit_status(s, &c, cur, status, &claim, out, err);
+		rc = commit_status(s, &c, cur, sk_store_with_status(cur, status), &claim, out, err);
 	release_claim(s, &c, claim);
 	sk_store_conn_close(s, &c);
 	sk_userspace_free(cur);
@@ -532,20 +531,26 @@ sk_mongo_write_status(sk_store *store, const sk_userspace *base, const sk_usersp
 {
 	sk_mongo *s = sk_mongo_of(store);
 	sk_store_conn c = { 0 };
+	sk_userspace *next;
 	char *claim = NULL;
 	int rc;
 
 	if (!sk_store_copy_fresh(base->meta.read_ms))
 		return update_status(
 		        s, base->meta.name, base->meta.resource_version, status, out, err);
-	if (sk_userspace_status_equal(&base->status, status)) {
+	/* The one "did the status change?" of this write: unchanged writes
+	 * nothing and takes no claim. */
+	next = sk_store_with_status(base, status);
+	if (next == NULL) {
 		*out = sk_userspace_dup(base);
 		return 0;
 	}
 	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
 	rc = claim_version(s, &c, base->meta.name, base->meta.resource_version, &claim, err);
 	if (rc == 0)
-		rc = commit_status(s, &c, base, status, &claim, out, err);
+		rc = commit_status(s, &c, base, next, &claim, out, err);
+	else
+		sk_userspace_free(next);
 	release_claim(s, &c, claim);
 	sk_store_conn_close(s, &c);
 	return rc;
