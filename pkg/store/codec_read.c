@@ -300,9 +300,18 @@ typedef struct member {
 	size_t offset;
 } member;
 
-#define STR(k, T, m) { k, M_STR, offsetof(T, m) }
-#define INT(k, T, m) { k, M_INT, offsetof(T, m) }
-#define TIME(k, T, m) { k, M_TIME, offsetof(T, m) }
+#define STR(k, T, m)                                                                               \
+	{                                                                                          \
+		k, M_STR, offsetof(T, m)                                                           \
+	}
+#define INT(k, T, m)                                                                               \
+	{                                                                                          \
+		k, M_INT, offsetof(T, m)                                                           \
+	}
+#define TIME(k, T, m)                                                                              \
+	{                                                                                          \
+		k, M_TIME, offsetof(T, m)                                                          \
+	}
 
 static const member condition_members[] = {
 	STR("type", sk_condition, type),
@@ -360,8 +369,7 @@ r_member(rd *r, const bson_iter_t *it, const member *members, void *out)
  * *items (size bytes each); other elements are skipped, as the general path
  * skips them. An array given twice goes to the general path. */
 static void
-r_array(rd *r, const bson_iter_t *it, const member *members, void **items, size_t *n,
-        size_t size)
+r_array(rd *r, const bson_iter_t *it, const member *members, void **items, size_t *n, size_t size)
 {
 	bson_iter_t arr, doc;
 	uint32_t count = 0;
@@ -458,7 +466,7 @@ static bool
 r_owned(const bson_iter_t *it, sk_object_meta *m, owned_seen *seen)
 {
 	const char *key = bson_iter_key(it);
-	bool *first = strcmp(key, "uid") == 0       ? &seen->uid
+	bool *first = strcmp(key, "uid") == 0           ? &seen->uid
 	        : strcmp(key, "generation") == 0        ? &seen->generation
 	        : strcmp(key, "resourceVersion") == 0   ? &seen->rv
 	        : strcmp(key, "creationTimestamp") == 0 ? &seen->created
