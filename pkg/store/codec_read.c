@@ -300,44 +300,31 @@ typedef struct member {
 	size_t offset;
 } member;
 
-#define STR(k, T, m)                                                                               \
-	{                                                                                          \
-		k, M_STR, offsetof(T, m)                                                           \
-	}
-#define INT(k, T, m)                                                                               \
-	{                                                                                          \
-		k, M_INT, offsetof(T, m)                                                           \
-	}
-#define TIME(k, T, m)                                                                              \
-	{                                                                                          \
-		k, M_TIME, offsetof(T, m)                                                          \
-	}
-
 static const member condition_members[] = {
-	STR("type", sk_condition, type),
-	STR("status", sk_condition, status),
-	STR("reason", sk_condition, reason),
-	STR("message", sk_condition, message),
-	TIME("lastTransitionTime", sk_condition, last_transition_ms),
-	INT("observedGeneration", sk_condition, observed_generation),
+	{ "type", M_STR, offsetof(sk_condition, type) },
+	{ "status", M_STR, offsetof(sk_condition, status) },
+	{ "reason", M_STR, offsetof(sk_condition, reason) },
+	{ "message", M_STR, offsetof(sk_condition, message) },
+	{ "lastTransitionTime", M_TIME, offsetof(sk_condition, last_transition_ms) },
+	{ "observedGeneration", M_INT, offsetof(sk_condition, observed_generation) },
 	{ NULL, M_STR, 0 },
 };
 
 static const member drift_members[] = {
-	STR("type", sk_drift, type),
-	STR("sandboxID", sk_drift, sandbox_id),
-	TIME("since", sk_drift, since_ms),
-	STR("detail", sk_drift, detail),
+	{ "type", M_STR, offsetof(sk_drift, type) },
+	{ "sandboxID", M_STR, offsetof(sk_drift, sandbox_id) },
+	{ "since", M_TIME, offsetof(sk_drift, since_ms) },
+	{ "detail", M_STR, offsetof(sk_drift, detail) },
 	{ NULL, M_STR, 0 },
 };
 
 static const member status_members[] = {
-	STR("sandboxID", sk_userspace_status, sandbox_id),
-	INT("observedGeneration", sk_userspace_status, observed_generation),
-	STR("message", sk_userspace_status, message),
-	TIME("lastReconcileTime", sk_userspace_status, last_reconcile_ms),
-	TIME("lastActivityTime", sk_userspace_status, last_activity_ms),
-	STR("provider", sk_userspace_status, provider),
+	{ "sandboxID", M_STR, offsetof(sk_userspace_status, sandbox_id) },
+	{ "observedGeneration", M_INT, offsetof(sk_userspace_status, observed_generation) },
+	{ "message", M_STR, offsetof(sk_userspace_status, message) },
+	{ "lastReconcileTime", M_TIME, offsetof(sk_userspace_status, last_reconcile_ms) },
+	{ "lastActivityTime", M_TIME, offsetof(sk_userspace_status, last_activity_ms) },
+	{ "provider", M_STR, offsetof(sk_userspace_status, provider) },
 	{ NULL, M_STR, 0 },
 };
 

@@ -109,14 +109,16 @@ END_TEST
  * general path does, the same object or the same error. */
 static const char *const foreign[] = {
 	/* a number type the codec never writes */
-	"{\"metadata\":{\"name\":\"a\"},\"spec\":{\"userID\":\"a\",\"resources\":{\"cpuCount\":2.0}}}",
+	"{\"metadata\":{\"name\":\"a\"},\"spec\":{\"userID\":\"a\",\"resources\":{\"cpuCount\":2.0}"
+	"}}",
 	/* a map as an object, not [{k, v}] */
 	"{\"metadata\":{\"name\":\"a\",\"labels\":{\"team\":\"x\"}},\"spec\":{\"userID\":\"a\"}}",
 	/* values the decoder rejects */
 	"{\"metadata\":{\"name\":\"a\"},\"spec\":{\"userID\":\"a\",\"mode\":\"Asleep\"}}",
 	"{\"metadata\":{\"name\":\"a\"},\"spec\":{\"userID\":\"a\",\"lifecycle\":"
 	"{\"idleTimeout\":\"soon\"}}}",
-	"{\"metadata\":{\"name\":\"a\"},\"spec\":{\"userID\":\"a\"},\"status\":{\"phase\":\"Odd\"}}",
+	"{\"metadata\":{\"name\":\"a\"},\"spec\":{\"userID\":\"a\"},\"status\":{\"phase\":\"Odd\"}"
+	"}",
 	"{\"metadata\":{\"name\":\"a\"},\"spec\":{\"userID\":7}}",
 	"{\"metadata\":{},\"spec\":{\"userID\":\"a\"}}",
 	"{\"metadata\":{\"name\":\"a\"},\"spec\":null}",
