@@ -439,52 +439,61 @@ commit(sk_mongo *s, sk_store_conn *c, wr *w, bool reread, sk_error *err)
 	return rc;
 }
 
-/* write, update: the caller's labels, annotations and spec over the stored
- * object; nothing written when nothing changed (*out: the stored object). */
+/* The claimed write of w, re-read under the claim, on a connection of its
+ * own; frees what w holds after. */
+static int
+claimed_reread(sk_mongo *s, wr *w, sk_claim_step write, sk_error *err)
+{
+	sk_store_conn c = { 0 };
+	int rc;
+
+	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
+	rc = claimed(s, &c, w, true, write, err);
+	sk_store_conn_close(s, &c);
+	sk_userspace_free(w->cur);
+	sk_userspace_free(w->next);
+	return rc;
+}
+
+/* next (the stored object changed) over the claimed version; NULL: nothing
+ * changed, nothing written, *out is the stored object. */
+static int
+write_changed(sk_mongo *s, sk_store_conn *c, wr *w, sk_userspace *next, sk_error *err)
+{
+	w->next = next;
+	if (next != NULL)
+		return write_next(s, c, w, err);
+	*w->out = w->cur;
+	w->cur = NULL;
+	return 0;
+}
+
+/* write, update: the caller's labels, annotations and spec over the stored object. */
 static int
 write_update(sk_mongo *s, sk_store_conn *c, void *arg, sk_error *err)
 {
 	wr *w = arg;
 
-	w->next = sk_store_updated_object(w->cur, w->us);
-	if (w->next != NULL)
-		return write_next(s, c, w, err);
-	*w->out = w->cur;
-	w->cur = NULL;
-	return 0;
+	return write_changed(s, c, w, sk_store_updated_object(w->cur, w->us), err);
 }
 
 int
 sk_mongo_update(sk_store *store, const sk_userspace *us, sk_userspace **out, sk_error *err)
 {
-	sk_mongo *s = sk_mongo_of(store);
-	sk_store_conn c = { 0 };
 	wr w = {
 		.name = us->meta.name, .expected = us->meta.resource_version, .us = us, .out = out
 	};
-	int rc;
 
-	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
-	rc = claimed(s, &c, &w, true, write_update, err);
-	sk_store_conn_close(s, &c);
-	sk_userspace_free(w.cur);
-	sk_userspace_free(w.next);
-	return rc;
+	return claimed_reread(sk_mongo_of(store), &w, write_update, err);
 }
 
-/* write, a status write over the stored object (read again under the
- * claim): nothing when the status is unchanged (*out: a copy). */
+/* write, a status write over the stored object (read again under the claim). */
 static int
 write_status_over(sk_mongo *s, sk_store_conn *c, void *arg, sk_error *err)
 {
 	wr *w = arg;
 
-	w->next = sk_store_with_status(w->cur, w->status);
-	if (w->next != NULL)
-		return write_next(s, c, w, err);
-	*w->out = w->cur;
-	w->cur = NULL;
-	return 0;
+	return write_changed(s, c, w, sk_store_with_status(w->cur, w->status), err);
 }
 
 int
@@ -510,14 +519,10 @@ sk_mongo_write_status(sk_store *store, const sk_userspace *base, const sk_usersp
 			return 0;
 		}
 	}
+	if (!fresh)
+		return claimed_reread(s, &w, write_status_over, err);
 	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
-	if (fresh) /* written over without a re-read (mongo_cas.c) */
-		rc = commit(s, &c, &w, false, err);
-	else {
-		rc = claimed(s, &c, &w, true, write_status_over, err);
-		sk_userspace_free(w.cur);
-		sk_userspace_free(w.next);
-	}
+	rc = commit(s, &c, &w, false, err); /* no re-read: a fresh copy (mongo_cas.c) */
 	sk_store_conn_close(s, &c);
 	return rc;
 }
@@ -594,17 +599,9 @@ int
 sk_mongo_remove_finalizer(sk_store *store, const char *name, int64_t resource_version,
         const char *finalizer, sk_error *err)
 {
-	sk_mongo *s = sk_mongo_of(store);
-	sk_store_conn c = { 0 };
 	wr w = { .name = name, .expected = resource_version, .finalizer = finalizer };
-	int rc;
 
-	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
-	rc = claimed(s, &c, &w, true, write_without_finalizer, err);
-	sk_store_conn_close(s, &c);
-	sk_userspace_free(w.cur);
-	sk_userspace_free(w.next);
-	return rc;
+	return claimed_reread(sk_mongo_of(store), &w, write_without_finalizer, err);
 }
 
 /* One attempt of sk_store_remove against the version just read. */
