@@ -506,23 +506,20 @@ sk_mongo_write_status(sk_store *store, const sk_userspace *base, const sk_usersp
 		.expected = base->meta.resource_version,
 		.status = status,
 		.out = out };
-	bool fresh = sk_store_copy_fresh(base->meta.read_ms);
 	int rc;
 
 	*out = NULL;
-	if (fresh) {
-		/* The one "did the status change?" of this write: unchanged writes
-		 * nothing and takes no claim. */
-		w.next = sk_store_with_status(base, status);
-		if (w.next == NULL) {
-			*out = sk_userspace_dup(base);
-			return 0;
-		}
-	}
-	if (!fresh)
+	if (!sk_store_copy_fresh(base->meta.read_ms))
 		return claimed_reread(s, &w, write_status_over, err);
+	/* A fresh copy: written over without a re-read (mongo_cas.c), and the
+	 * one "did the status change?" of this write asked before any claim. */
+	w.next = sk_store_with_status(base, status);
+	if (w.next == NULL) {
+		*out = sk_userspace_dup(base);
+		return 0;
+	}
 	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
-	rc = commit(s, &c, &w, false, err); /* no re-read: a fresh copy (mongo_cas.c) */
+	rc = commit(s, &c, &w, false, err);
 	sk_store_conn_close(s, &c);
 	return rc;
 }
