@@ -12,7 +12,11 @@
  *                actions, the next status, and the requeue delay.
  *   sk_execute   runs the actions through the provider and the store, writes
  *                status with compare-and-swap, records events, classifies failures.
- *   sk_reconcile get -> observe -> plan -> execute: the call a worker makes.
+ *   sk_reconcile_object  observe -> plan -> execute of a copy the caller
+ *                holds (the informer's), the migration round (sk_migrate_round)
+ *                first when one is active: the call a worker makes
+ *                (controller/worker.c).
+ *   sk_reconcile get by name, then sk_reconcile_object (the integration tests).
  *
  * Crash safety of create (rule 1, "a list is not proof of absence"):
  * before every create the executor writes status {phase: Creating,
