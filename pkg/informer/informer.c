@@ -444,17 +444,6 @@ sk_informer_name_for_user(sk_informer *inf, const char *user_id)
 	return name;
 }
 
-char **
-sk_informer_names(sk_informer *inf, size_t *n_out)
-{
-	char **v;
-
-	pthread_mutex_lock(&inf->mu);
-	v = sk_strmap_keys(inf->objects, n_out);
-	pthread_mutex_unlock(&inf->mu);
-	return v;
-}
-
 void
 sk_informer_names_free(char **names, size_t n)
 {

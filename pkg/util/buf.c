@@ -216,20 +216,6 @@ random_bytes(unsigned char *out, size_t n)
 }
 
 void
-sk_random_alnum(char *buf, size_t n)
-{
-	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-	unsigned char raw[256];
-
-	if (n > sizeof(raw))
-		n = sizeof(raw);
-	random_bytes(raw, n);
-	for (size_t i = 0; i < n; i++)
-		buf[i] = alphabet[raw[i] % 36];
-	buf[n] = '\0';
-}
-
-void
 sk_uuid4(char out[37])
 {
 	unsigned char r[16];

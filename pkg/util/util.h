@@ -103,8 +103,7 @@ char *sk_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * it. NULL-safe. */
 void sk_wipe_free(char *s);
 
-/* Random hex / lowercase alnum identifiers (thread-safe, from /dev/urandom). */
-void sk_random_alnum(char *buf, size_t n); /* n chars + NUL written */
+/* A random version-4 UUID (thread-safe, from /dev/urandom). */
 void sk_uuid4(char out[37]);
 
 /* Loggers are injected: library code never prints. */
