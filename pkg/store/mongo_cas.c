@@ -204,10 +204,11 @@ sweep_claims(sk_mongo *s, mongoc_collection_t *coll)
 }
 
 /* Claims version `base` of the object (kind, name) for one writer:
- * SK_ECONFLICT when another writer holds it. *claim goes to release. */
+ * SK_ECONFLICT when another writer holds it. *out (the claim's id) goes
+ * to release. */
 static int
 claim(sk_mongo *s, mongoc_client_t *client, const sk_claim_kind *kind, const char *name,
-        int64_t base, char **claim, sk_error *err)
+        int64_t base, char **out, sk_error *err)
 {
 	mongoc_collection_t *coll =
 	        mongoc_client_get_collection(client, s->database, SK_COLL_CLAIMS);
@@ -228,7 +229,7 @@ claim(sk_mongo *s, mongoc_client_t *client, const sk_claim_kind *kind, const cha
 		sweep_claims(s, coll);
 	mongoc_collection_destroy(coll);
 	if (rc == 0)
-		*claim = id;
+		*out = id;
 	else
 		free(id);
 	return rc;
