@@ -340,6 +340,11 @@ extern const size_t sk_spec_n_fields;
 
 /* The row of a JSON path ("spec.mode"); NULL when none. */
 const sk_field *sk_spec_field(const char *path);
+/* A template, or spec.template's default in the table when NULL ("base"). */
+const char *sk_spec_template(const char *template_id);
+/* The provider TTL set on create and connect when a provider's sandboxTimeout
+ * is unset (1 h); the one default outside sk_spec_fields, kept beside it. */
+extern const int64_t sk_default_sandbox_timeout_ms;
 /* ENUM: the name of a C value (NULL when none) and the value of a name. */
 const char *sk_field_enum_name(const sk_field *f, int value);
 bool sk_field_enum_value(const sk_field *f, const char *name, int *out);

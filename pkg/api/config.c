@@ -176,7 +176,7 @@ provider_defaults(sk_provider_config *p)
 	p->qps = 200;
 	p->burst = 400;
 	p->request_timeout_ms = 30000;
-	p->sandbox_timeout_ms = 3600000;
+	p->sandbox_timeout_ms = sk_default_sandbox_timeout_ms;
 	p->orphan_grace_ms = 600000;
 }
 

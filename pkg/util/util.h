@@ -122,9 +122,11 @@ void *sk_realloc(void *p, size_t n);
 char *sk_strdup(const char *s); /* NULL-safe: NULL -> NULL */
 char *sk_strndup(const char *s, size_t n);
 char *sk_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Zeroes a secret string (a key, a token, a body with env values), then frees
+ * it. NULL-safe. */
+void sk_wipe_free(char *s);
 
-/* Random hex / lowercase alnum identifiers (thread-safe, from /dev/urandom). */
-void sk_random_alnum(char *buf, size_t n); /* n chars + NUL written */
+/* A random version-4 UUID (thread-safe, from /dev/urandom). */
 void sk_uuid4(char out[37]);
 
 /* Loggers are injected: library code never prints. */
