@@ -6,7 +6,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "spacectl.h"
 
@@ -23,35 +22,6 @@ static const sk_cli_help help = {
 	"  spacectl completion bash >/etc/bash_completion.d/spacectl\n"
 	"  spacectl completion zsh >\"${fpath[1]}/_spacectl\"\n",
 };
-
-/* What a command prints for --help, captured through a temporary file. */
-static char *
-help_text(const sk_cli_command *cmd)
-{
-	char *argv[] = { (char *)cmd->name, "--help", NULL };
-	FILE *tmp = tmpfile();
-	sk_buf b = SK_BUF_INIT(0);
-	char chunk[4096];
-	int saved;
-	size_t n;
-
-	if (tmp == NULL)
-		return sk_strdup("");
-	fflush(stdout);
-	saved = dup(STDOUT_FILENO);
-	dup2(fileno(tmp), STDOUT_FILENO);
-	optind = 0;
-	cmd->fn(2, argv);
-	fflush(stdout);
-	dup2(saved, STDOUT_FILENO);
-	close(saved);
-	rewind(tmp);
-	while ((n = fread(chunk, 1, sizeof(chunk), tmp)) > 0)
-		sk_buf_append(&b, chunk, n);
-	fclose(tmp);
-	sk_buf_append(&b, "", 1);
-	return sk_buf_detach(&b);
-}
 
 /* Appends flag to out unless it is there already. */
 static void
@@ -115,7 +85,7 @@ print_cases(void)
 	const sk_cli_command *cmds = sk_cli_commands(&n);
 
 	for (size_t i = 0; i < n; i++) {
-		char *text = help_text(&cmds[i]);
+		char *text = sk_cli_help_of(&cmds[i], NULL);
 		sk_buf flags = SK_BUF_INIT(0);
 		flags_of(text, &flags);
 		printf("\t%s) flags=\"%s\" ;;\n", cmds[i].name, flags.data ? flags.data : "");
