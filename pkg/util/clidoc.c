@@ -203,7 +203,8 @@ read_section(doc *d, const char *who, char **lines, size_t n, sk_error *err)
 		for (size_t i = 0; i < pt->nrows; i++) {
 			if (pt->rows[i].term[0] == '-' && !flag_term_ok(pt->rows[i].term))
 				return sk_error_set(err, SK_EINVALID,
-				        "%s: flag row \"%s\" needs two spaces before its description",
+				        "%s: flag row \"%s\" needs two spaces before its "
+				        "description",
 				        who, pt->rows[i].term);
 		}
 		return SK_OK;
@@ -211,7 +212,8 @@ read_section(doc *d, const char *who, char **lines, size_t n, sk_error *err)
 	drop_rows(pt);
 	if (must_be_rows(pt->title))
 		return sk_error_set(err, SK_EINVALID,
-		        "%s: section \"%s\" is not rows of \"  TERM  DESCRIPTION\"", who, pt->title);
+		        "%s: section \"%s\" is not rows of \"  TERM  DESCRIPTION\"", who,
+		        pt->title);
 	pt->kind = PART_VERBATIM;
 	read_verbatim(pt, lines + 1, n - 1);
 	return SK_OK;
@@ -312,12 +314,58 @@ documented(const doc *docs, size_t ndocs, const char *flag)
 		for (size_t i = 0; i < docs[k].n; i++) {
 			const part *pt = &docs[k].parts[i];
 			for (size_t r = 0; pt->kind == PART_ROWS && r < pt->nrows; r++) {
-				if (pt->rows[r].term[0] == '-' && term_names(pt->rows[r].term, flag))
+				if (pt->rows[r].term[0] == '-' &&
+				        term_names(pt->rows[r].term, flag))
 					return true;
 			}
 		}
 	}
 	return false;
+}
+
+/* Whether the flag word w ("--all", "-f", "--for=COND", "-o,") is one the
+ * command accepts. */
+static bool
+accepted(const sk_clidoc_page *p, const char *w, size_t n)
+{
+	size_t len = strcspn(w, ",=");
+
+	len = len < n ? len : n;
+	if (len == 2 && w[1] != '-')
+		return p->shortopts && strchr(p->shortopts, w[1]) != NULL && w[1] != ':';
+	for (size_t i = 0; len > 2 && p->opts[i].name; i++) {
+		if (strlen(p->opts[i].name) == len - 2 &&
+		        strncmp(p->opts[i].name, w + 2, len - 2) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Every flag a flag row names is accepted (a help that lists a flag the
+ * command refuses is as wrong as one that hides a flag). */
+static int
+check_rows_accepted(const sk_clidoc_page *p, const char *who, const doc *d, sk_error *err)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		const part *pt = &d->parts[i];
+		for (size_t r = 0; pt->kind == PART_ROWS && r < pt->nrows; r++) {
+			const char *w = pt->rows[r].term;
+			while (w[0] == '-' && *w) {
+				size_t n = strcspn(w, " ");
+				if (w[0] == '-' && !accepted(p, w, n))
+					return sk_error_set(err, SK_EINVALID,
+					        "%s: its help names %.*s, which it does not accept",
+					        who, (int)strcspn(w, " ,="), w);
+				w += n;
+				w += strspn(w, " ");
+				while (*w && *w != '-') { /* the argument */
+					w += strcspn(w, " ");
+					w += strspn(w, " ");
+				}
+			}
+		}
+	}
+	return SK_OK;
 }
 
 static int
@@ -329,7 +377,8 @@ check_flags(const sk_clidoc_page *p, const char *who, const doc *docs, sk_error 
 		snprintf(flag, sizeof(flag), "--%s", p->opts[i].name);
 		if (!documented(docs, 2, flag))
 			return sk_error_set(err, SK_EINVALID,
-			        "%s: %s is accepted but no flag row of its help names it", who, flag);
+			        "%s: %s is accepted but no flag row of its help names it", who,
+			        flag);
 	}
 	for (const char *s = p->shortopts ? p->shortopts : ""; *s; s++) {
 		if (*s == ':' || *s == '+' || *s == '-')
@@ -337,9 +386,14 @@ check_flags(const sk_clidoc_page *p, const char *who, const doc *docs, sk_error 
 		snprintf(flag, sizeof(flag), "-%c", *s);
 		if (!documented(docs, 2, flag))
 			return sk_error_set(err, SK_EINVALID,
-			        "%s: %s is accepted but no flag row of its help names it", who, flag);
+			        "%s: %s is accepted but no flag row of its help names it", who,
+			        flag);
 	}
-	return SK_OK;
+	if (p->opts == NULL)
+		return SK_OK;
+	if (check_rows_accepted(p, who, &docs[0], err) != SK_OK)
+		return err->code;
+	return check_rows_accepted(p, who, &docs[1], err);
 }
 
 /* ---- man(7) ---- */

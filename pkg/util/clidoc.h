@@ -57,15 +57,13 @@ typedef enum sk_clidoc_format {
 /* Parses p's text and appends the page to out. SK_EINVALID (err names the
  * page and the problem) when the text breaks the format above, or when a
  * flag p->opts or p->shortopts accepts is named by no flag row. */
-int sk_clidoc_render(
-        const sk_clidoc_page *p, sk_clidoc_format fmt, sk_buf *out, sk_error *err);
+int sk_clidoc_render(const sk_clidoc_page *p, sk_clidoc_format fmt, sk_buf *out, sk_error *err);
 
 /* The page's name into out: "spacectl" or "spacectl-apply". */
 void sk_clidoc_page_name(const sk_clidoc_page *p, char *out, size_t n);
 
 /* Renders p into DIR/NAME.md or DIR/NAME.1. SK_EINVALID as render, SK_EIO. */
-int sk_clidoc_write(
-        const sk_clidoc_page *p, sk_clidoc_format fmt, const char *dir, sk_error *err);
+int sk_clidoc_write(const sk_clidoc_page *p, sk_clidoc_format fmt, const char *dir, sk_error *err);
 /* Writes text to DIR/FILE, ending with exactly one newline. SK_EIO. */
 int sk_clidoc_write_file(const char *dir, const char *file, const sk_buf *text, sk_error *err);
 /* "markdown" or "man". SK_EINVALID otherwise. */

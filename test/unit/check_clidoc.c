@@ -83,7 +83,8 @@ START_TEST(test_man_sections)
 	ck_assert_msg(man != NULL, "%s", msg);
 	ck_assert_ptr_nonnull(strstr(man, ".TH \"SPACECTL\\-THING\" 1 \"" SK_CLIDOC_DATE "\""));
 	ck_assert_ptr_nonnull(strstr(man, ".SH NAME\nspacectl\\-thing \\- does a thing\n"));
-	ck_assert_ptr_nonnull(strstr(man, ".SH SYNOPSIS\n.nf\nspacectl thing \\-f path ...\n.fi\n"));
+	ck_assert_ptr_nonnull(
+	        strstr(man, ".SH SYNOPSIS\n.nf\nspacectl thing \\-f path ...\n.fi\n"));
 	/* a row per flag, its continuation joined; escapes for - . and \ */
 	ck_assert_ptr_nonnull(strstr(man, ".TP\n\\fB\\-f, \\-\\-filename PATH\\fR\na file"));
 	ck_assert_ptr_nonnull(
@@ -93,8 +94,10 @@ START_TEST(test_man_sections)
 	ck_assert(in_order(man, ".SH DESCRIPTION", "More prose after the flags."));
 	ck_assert(in_order(man, "More prose after the flags.", ".SH \"OPTIONS\""));
 	ck_assert(in_order(man, ".SH \"OPTIONS\"", ".SH \"GLOBAL OPTIONS\""));
-	ck_assert(in_order(man, ".SH \"GLOBAL OPTIONS\"", ".SH EXIT STATUS\n0 done; 1 failure;\n2"));
-	ck_assert(in_order(man, ".SH EXIT STATUS", ".SH ENVIRONMENT\n.TP\n\\fBSPACEKEEPER_MONGODB_URI"));
+	ck_assert(
+	        in_order(man, ".SH \"GLOBAL OPTIONS\"", ".SH EXIT STATUS\n0 done; 1 failure;\n2"));
+	ck_assert(in_order(
+	        man, ".SH EXIT STATUS", ".SH ENVIRONMENT\n.TP\n\\fBSPACEKEEPER_MONGODB_URI"));
 	ck_assert(in_order(man, ".SH ENVIRONMENT",
 	        ".SH \"EXAMPLES\"\n.RS 4\n.nf\nspacectl thing \\-f a.yaml\n"));
 	ck_assert(in_order(man, ".SH \"EXAMPLES\"", ".SH SEE ALSO\n.BR spacectl (1)\n"));
@@ -116,8 +119,10 @@ START_TEST(test_markdown_sections)
 	ck_assert_ptr_nonnull(strstr(md, "## Synopsis\n\n```\nspacectl thing -f path ...\n```"));
 	ck_assert_ptr_nonnull(strstr(md, "Some \\*.yaml files"));
 	ck_assert_ptr_nonnull(strstr(md, "- `-f, --filename PATH`: a file (repeatable)\n"));
-	ck_assert_ptr_nonnull(strstr(md, "- `--dry-run`: print what would change, write nothing\n"));
-	ck_assert_ptr_nonnull(strstr(md, "## Global flags\n\n- `--database NAME`: database name\n"));
+	ck_assert_ptr_nonnull(
+	        strstr(md, "- `--dry-run`: print what would change, write nothing\n"));
+	ck_assert_ptr_nonnull(
+	        strstr(md, "## Global flags\n\n- `--database NAME`: database name\n"));
 	ck_assert_ptr_nonnull(strstr(md, "## Exit codes\n\n0 done; 1 failure;\n2 usage.\n"));
 	ck_assert_ptr_nonnull(strstr(md, "- `SPACEKEEPER_MONGODB_URI`: the URI\n"));
 	ck_assert_ptr_nonnull(strstr(md, "## Examples\n\n```sh\nspacectl thing -f a.yaml\n"));
@@ -158,6 +163,26 @@ START_TEST(test_undocumented_flag)
 }
 END_TEST
 
+/* A flag row that names a flag the command refuses fails the page too
+ * (spacectl wait listed the global --context and refused it). */
+START_TEST(test_row_not_accepted)
+{
+	static const struct option no_database[] = { { "filename", required_argument, NULL, 'f' },
+		{ "dry-run", no_argument, NULL, 1 }, { "help", no_argument, NULL, 'h' }, { 0 } };
+	sk_clidoc_page p = page(TEXT, no_database, "f:h");
+	char msg[256] = "";
+	char *out = render(&p, SK_CLIDOC_MAN, msg, sizeof(msg));
+
+	ck_assert_ptr_null(out);
+	ck_assert_ptr_nonnull(strstr(msg, "spacectl thing: its help names --database, which it"));
+	/* a short flag the rows name but getopt refuses */
+	p = page(TEXT, OPTS, "h");
+	out = render(&p, SK_CLIDOC_MAN, msg, sizeof(msg));
+	ck_assert_ptr_null(out);
+	ck_assert_ptr_nonnull(strstr(msg, "names -f, which it does not accept"));
+}
+END_TEST
+
 /* Text that breaks the format is refused, naming the page and the row. */
 START_TEST(test_bad_rows)
 {
@@ -190,7 +215,8 @@ START_TEST(test_verbatim)
 	char *md = render(&p, SK_CLIDOC_MARKDOWN, msg, sizeof(msg));
 
 	ck_assert_msg(md != NULL, "%s", msg);
-	ck_assert_ptr_nonnull(strstr(md, "## Document\n\n```\n{\"a\": {\"b\": 1},\n \"c\": 2}\n```"));
+	ck_assert_ptr_nonnull(
+	        strstr(md, "## Document\n\n```\n{\"a\": {\"b\": 1},\n \"c\": 2}\n```"));
 	free(md);
 }
 END_TEST
@@ -214,6 +240,7 @@ sk_suite_clidoc(void)
 	tcase_add_test(tc, test_man_sections);
 	tcase_add_test(tc, test_markdown_sections);
 	tcase_add_test(tc, test_undocumented_flag);
+	tcase_add_test(tc, test_row_not_accepted);
 	tcase_add_test(tc, test_bad_rows);
 	tcase_add_test(tc, test_verbatim);
 	tcase_add_test(tc, test_usage_lines);
