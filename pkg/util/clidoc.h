@@ -55,8 +55,9 @@ typedef enum sk_clidoc_format {
 } sk_clidoc_format;
 
 /* Parses p's text and appends the page to out. SK_EINVALID (err names the
- * page and the problem) when the text breaks the format above, or when a
- * flag p->opts or p->shortopts accepts is named by no flag row. */
+ * page and the problem) when the text breaks the format above, when a flag
+ * p->opts or p->shortopts accepts is named by no flag row, or (p->opts set)
+ * when a flag row names a flag they do not accept. */
 int sk_clidoc_render(const sk_clidoc_page *p, sk_clidoc_format fmt, sk_buf *out, sk_error *err);
 
 /* The page's name into out: "spacectl" or "spacectl-apply". */
