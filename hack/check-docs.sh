@@ -2,12 +2,14 @@
 # The command-line reference (docs/cli/*.md, docs/man/*.1) is generated from
 # each binary's --help (`PROG __gen-docs markdown|man DIR`, pkg/util/clidoc.h).
 #   hack/check-docs.sh              the pages are current, the man pages pass
-#                                   mandoc -Tlint and render with man -l, and
-#                                   every long flag in an option table of cmd/
-#                                   is named in its program's pages
+#                                   mandoc -Tlint and render with man -l, each
+#                                   spacectl page names every flag its command
+#                                   accepts, and every long flag in an option
+#                                   table of cmd/ is named in its program's pages
 #   hack/check-docs.sh --write      regenerate them (make docs)
 #   hack/check-docs.sh --self-test  show that the check catches an edited,
-#                                   missing or extra page and a lint error
+#                                   missing or extra page, a page without one
+#                                   of its flags and a lint error
 # env: SK_BIN_DIR (default bin/), SK_DOCS_DIR (default docs/, for the self-test)
 set -euo pipefail
 
@@ -59,6 +61,20 @@ flags_named() {
 	done
 }
 
+# Each spacectl command's page names every flag the command accepts: the
+# completion script lists them from the option table the command parses with.
+flags_per_page() {
+	local cmd flags f page
+	while read -r cmd flags; do
+		page=$1/cli/spacectl-$cmd.md
+		[ -f "$page" ] || fail "spacectl $cmd has no page ${page#"$root"/}"
+		for f in $flags; do
+			grep -qE -- "^- \`([^\`]* )?$f[ ,=\`]" "$page" ||
+				fail "${page#"$root"/} names no $f, a flag spacectl $cmd accepts"
+		done
+	done < <("$bin/spacectl" completion bash | sed -n 's/^\t\([a-z]*\)) flags="\(.*\)" ;;$/\1 \2/p')
+}
+
 check() {
 	local dir=$1 tmp
 	tmp=$(mktemp -d)
@@ -71,6 +87,7 @@ check() {
 	fi
 	lint "$dir/man"
 	flags_named "$dir"
+	flags_per_page "$dir"
 }
 
 write() {
@@ -114,6 +131,15 @@ self_test() {
 	expect_caught 'sed -i "s/^Prints/Writes/" man/spacectl-version.1' "run make docs"
 	expect_caught 'rm cli/spacectl-wait.md' "run make docs"
 	expect_caught 'cp cli/spacectl-get.md cli/spacectl-gone.md' "run make docs"
+	# the flag check on its own: a page without one of its flags' rows
+	copy=$(mktemp -d)
+	cp -r "$docs/cli" "$copy/"
+	sed -i '/`--dry-run`/d' "$copy/cli/spacectl-apply.md"
+	if (flags_per_page "$copy") 2>/dev/null; then
+		rm -rf "$copy"
+		fail "self-test: the flag check passed a page without --dry-run"
+	fi
+	rm -rf "$copy"
 	# lint on its own: a page with an unknown macro
 	copy=$(mktemp -d)
 	printf '.TH X 1 2026-12-01\n.SH NAME\nx \\- y\n.XX bogus\n' >"$copy/x.1"
@@ -122,7 +148,7 @@ self_test() {
 		fail "self-test: mandoc -Tlint passed a page with an unknown macro"
 	fi
 	rm -rf "$copy"
-	echo "check-docs self-test: an edited, changed, missing and extra page and a lint error are caught"
+	echo "check-docs self-test: an edited, changed, missing and extra page, a page without a flag and a lint error are caught"
 }
 
 case "${1:-}" in
