@@ -258,7 +258,7 @@ is_title(char **lines, size_t n)
 	        strncmp(lines[0], "Exit codes:", 11) != 0;
 }
 
-/* Parses text into d; copy is the text's lines, each NUL-terminated. */
+/* Parses text into d, paragraph by paragraph (blank lines between). */
 static int
 parse_text(doc *d, const char *who, const char *text, sk_error *err)
 {
@@ -398,8 +398,8 @@ check_flags(const sk_clidoc_page *p, const char *who, const doc *docs, sk_error 
 
 /* ---- man(7) ---- */
 
-/* Appends s escaped for roff text; at_line_start: a leading . or ' is
- * protected. */
+/* Appends s escaped for roff text: backslashes, minus signs, and a . or '
+ * that starts a line (a request otherwise). */
 static void
 man_text(sk_buf *o, const char *s, size_t len)
 {
