@@ -4,6 +4,8 @@
 #   make SANITIZE=1   the sanitizer build, in build/san/bin
 #   make fmt-check    clang-format against .clang-format
 #   make verify-deps  includes follow the layering; the planner links alone
+#   make docs         the CLI reference (docs/cli/*.md, docs/man/*.1) from each --help
+#   make verify-docs  those pages are current and lint-clean (make test runs it too)
 #   make bench-sim    simulator throughput and memory
 #   make bench        convergence, "day of use", migration and replicas benchmarks
 #   make demo         the embedded-defaults demo (README)
@@ -49,7 +51,7 @@ TEST_BINS := $(TEST_KINDS:%=$(OUT)/test/%_tests)
 TOOLS := $(OUT)/tools/mongoping $(OUT)/tools/loadgen $(OUT)/tools/connectload
 
 .PHONY: all test check test-unit test-integration test-e2e test-conformance tests \
-	fmt fmt-check clean deps bench bench-sim demo verify-deps
+	fmt fmt-check clean deps bench bench-sim demo verify-deps docs verify-docs
 all: $(CMD_BINS)
 
 $(OUT)/%.o: %.c
@@ -121,6 +123,15 @@ check: tests verify-deps
 verify-deps: $(LIB_OBJS)
 	@./hack/verify-deps.sh --self-test $(OUT)
 	@./hack/verify-deps.sh $(OUT)
+
+# The command-line reference: PROG __gen-docs markdown|man DIR for each binary
+# (hack/check-docs.sh); make test fails when the committed pages are stale.
+docs: $(CMD_BINS)
+	@SK_BIN_DIR=$(abspath $(BIN)) ./hack/check-docs.sh --write
+
+verify-docs: $(CMD_BINS)
+	@SK_BIN_DIR=$(abspath $(BIN)) ./hack/check-docs.sh --self-test
+	@SK_BIN_DIR=$(abspath $(BIN)) ./hack/check-docs.sh
 
 test-unit test-integration test-e2e: test-%: tests
 	@$(TEST_ENV) $(OUT)/test/$*_tests

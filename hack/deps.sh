@@ -3,7 +3,8 @@
 # a second run checks and returns quickly.
 #   - Debian packages (compiler toolchain libraries, Check, pkg-config; prometheus
 #     for promtool, which checks /metrics and the alert rules in make test, and
-#     chromium, which renders the status page headless in make test)
+#     chromium, which renders the status page headless in make test; mandoc and man-db,
+#     which lint and render the generated man pages, hack/check-docs.sh)
 #   - FerretDB (pinned), built with `go install`, at .deps/bin/ferretdb
 #   - the official e2b and Daytona SDKs, ajv and yaml (pinned) from npm, in .deps/node for the
 #     conformance test
@@ -25,7 +26,7 @@ YAML_VERSION=2.9.1
 
 apt_packages=(build-essential pkg-config libcurl4-openssl-dev libyaml-dev
 	libjansson-dev libmongoc-dev libbson-dev check libmicrohttpd-dev libgnutls28-dev
-	clang-format diffutils curl prometheus chromium openssl)
+	clang-format diffutils curl prometheus chromium openssl mandoc man-db)
 
 log() { printf 'deps: %s\n' "$*" >&2; }
 

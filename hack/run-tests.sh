@@ -36,6 +36,8 @@ run crd node "$root/test/conformance/crd_schema.mjs"
 # the API server's answers on the inputs of issue 10, against the CRD and spacectl
 run parity node "$root/test/conformance/parity.mjs"
 run deploy "$root/test/deploy/check.sh"
+# docs/cli and docs/man are what the binaries' --help says (make docs), mandoc-lint clean
+run docs bash -c '"$1" --self-test && "$1"' - "$root/hack/check-docs.sh"
 
 echo
 [ ${#failed_names[@]} -gt 0 ] && echo "failed suites: ${failed_names[*]}"
