@@ -533,6 +533,9 @@ typedef struct sk_config_context {
 	const char *source; /* the file it came from, for errors */
 	const char *mongodb_uri;
 	const char *database;
+	/* a ControllerConfig file: spacectl's providers when --config is not
+	 * given (sandboxes, plan, drift --orphans); not a layer of the resolve */
+	const char *controller_config;
 } sk_config_context;
 
 #define SK_CONFIG_SHARDS_MAX 4096
