@@ -13,7 +13,7 @@
 #include "store/store.h"
 #include "util/util.h"
 
-/* Exit codes (README "Exit codes"); scripts rely on them. */
+/* Exit codes (docs/spacectl.md, "Exit codes"); scripts rely on them. */
 #define SK_EXIT_OK 0
 #define SK_EXIT_FAIL 1 /* invalid input, conflict, not found; diff: differences */
 #define SK_EXIT_USAGE 2 /* bad flags or arguments; diff: any error */

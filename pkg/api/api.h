@@ -496,7 +496,7 @@ typedef struct sk_controller_config {
 	int workers; /* default 8 */
 	int64_t resync_ms; /* default 30s */
 	char *listen; /* default 127.0.0.1:9090: /healthz /readyz /metrics, status page */
-	/* The connect API's own listener (README "Securing the connect API"). */
+	/* The connect API's own listener (docs/operations.md, "Securing the connect API"). */
 	char *connect_listen; /* default 127.0.0.1:9091; "" switches the connect API off */
 	char *connect_token_file; /* path of the bearer token, never the token */
 	bool connect_insecure; /* allow no token on a non-loopback connectListen */
