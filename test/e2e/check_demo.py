@@ -12,7 +12,8 @@ again, that its scratch directory is removed and that nothing listens on the
 simulator's, the controller's and FerretDB's ports.
 
 usage: test/e2e/check_demo.py
-env: SK_BIN_DIR (default bin/), SK_ROOT
+env: SK_BIN_DIR (default bin/), SK_ROOT; SK_TEST_KEEP_TMP=1 keeps the demo's log and
+     context file (printed)
 Exit 0 when every check passes; 1 otherwise, naming each failed check.
 """
 import os
@@ -161,7 +162,10 @@ def main():
         logf.close()
         if failures:
             print("demo log:\n" + open(logpath).read()[-4000:])
-        subprocess.run(["rm", "-rf", tmp])
+        if os.environ.get("SK_TEST_KEEP_TMP"):
+            print(f"(kept {tmp})")
+        else:
+            subprocess.run(["rm", "-rf", tmp])
     print(f"demo: {len(failures)} check(s) failed")
     return 1 if failures else 0
 
