@@ -19,7 +19,8 @@ SK_README_WATCH_S seconds, default 12). Every plain ``` block that starts
 with `usage: spacectl CMD` or `usage: spacekeeper` must also be the start of
 that command's help, blanks aside. Every relative link of these files must
 name a file that exists and, with #anchor into a Markdown file, one of its
-headings.
+headings; every path, source file name and snake_case identifier in inline
+code must exist in the tree (so the architecture they describe is the code's).
 
 usage: test/e2e/check_readme.py [FILE.md ...]   (default README.md docs/*.md)
 env: SK_BIN_DIR, SK_TOOLS_DIR; SK_README_SETUP=NAME runs only the blocks of that setup;
@@ -431,15 +432,16 @@ LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^\s*```")
 
 
-def prose_lines(path):
-    """(line number, text) of the lines outside code blocks, inline code removed."""
+def prose_lines(path, keep_code=False):
+    """(line number, text) of the lines outside code blocks, inline code removed
+    unless keep_code."""
     inside = False
     for n, line in enumerate(open(path, encoding="utf-8").read().split("\n"), 1):
         if FENCE.match(line):
             inside = not inside
             continue
         if not inside:
-            yield n, re.sub(r"`[^`]*`", "", line)
+            yield n, line if keep_code else re.sub(r"`[^`]*`", "", line)
 
 
 def slug(heading):
@@ -479,12 +481,59 @@ def check_links(path):
     return bad
 
 
+# ---- names: the files and identifiers the docs name exist ----
+
+SOURCE_DIRS = ("pkg", "cmd", "test", "hack", "manifests", "crds")
+SOURCE_EXT = (".c", ".h", ".sh", ".py", ".mjs", ".yaml", ".yml", ".json")
+
+
+def source_index():
+    """(the text of the sources, the base names of the repository's files)"""
+    text, names = [], set()
+    for top in SOURCE_DIRS:
+        for sub, _, files in os.walk(os.path.join(ROOT, top)):
+            for f in files:
+                names.add(f)
+                if f.endswith(SOURCE_EXT):
+                    text.append(open(os.path.join(sub, f), encoding="utf-8",
+                                     errors="replace").read())
+    for f in os.listdir(ROOT):
+        names.add(f)
+    text.append(open(os.path.join(ROOT, "Makefile"), encoding="utf-8").read())
+    return "\n".join(text), names
+
+
+def check_names(path, index):
+    """Inline code that names a repository path (pkg/..., test/...), a source file
+    (worker.c) or a snake_case identifier (sk_observe, may_act) must name one that
+    exists: the architecture the docs describe is the code's."""
+    text, names = index
+    bad = 0
+    for n, line in prose_lines(path, keep_code=True):
+        for tok in re.findall(r"`([^`]+)`", line):
+            why = None
+            if re.fullmatch(r"(pkg|cmd|test|hack|manifests|crds|docs)/[\w./-]+", tok):
+                if "*" not in tok and not os.path.exists(os.path.join(ROOT, tok)):
+                    why = "no such file"
+            elif re.fullmatch(r"[\w-]+\.(c|h|sh|py|mjs)", tok):
+                if tok not in names and not os.path.exists(os.path.join("/usr/include", tok)):
+                    why = "no file of this name"
+            elif re.fullmatch(r"[a-z][a-z0-9]*(_[a-z0-9]+)+", tok) and tok not in text:
+                why = "not in the sources"
+            if why:
+                bad += 1
+                print(f"{rel(path)}:{n}: `{tok}`: {why}")
+    return bad
+
+
 def main():
     files = doc_files(sys.argv[1:])
     blocks = [(f, *b) for f in files for b in marked_blocks(f)]
     usages = sum(len(usage_blocks(f)) for f in files)
     usage_bad = sum(check_usages(f) for f in files)
     link_bad = sum(check_links(f) for f in files)
+    index = source_index()
+    name_bad = sum(check_names(f, index) for f in files)
     only = os.environ.get("SK_README_SETUP")  # run only the blocks of one setup
     if only:
         blocks = [b for b in blocks if b[1] == only]
@@ -502,8 +551,9 @@ def main():
             print("  got (normalised):")
             print("\n".join("    " + l for l in act) or "    (nothing)")
     print(f"readme: {len(files)} file(s), {len(blocks)} block(s), {bad} command(s) differ; "
-          f"{usages} usage synopses, {usage_bad} differ; {link_bad} broken link(s)")
-    return 1 if bad or usage_bad or link_bad or not blocks else 0
+          f"{usages} usage synopses, {usage_bad} differ; {link_bad} broken link(s); "
+          f"{name_bad} name(s) not in the tree")
+    return 1 if bad or usage_bad or link_bad or name_bad or not blocks else 0
 
 
 if __name__ == "__main__":
