@@ -50,7 +50,7 @@ TEST_COMMON := test/runner.c test/testutil.c
 TEST_BINS := $(TEST_KINDS:%=$(OUT)/test/%_tests)
 TOOLS := $(OUT)/tools/mongoping $(OUT)/tools/loadgen $(OUT)/tools/connectload
 
-.PHONY: all test check test-unit test-integration test-e2e test-conformance tests \
+.PHONY: all test check test-unit test-integration test-e2e test-readme test-demo test-conformance tests \
 	fmt fmt-check clean deps bench bench-sim demo verify-deps docs verify-docs
 all: $(CMD_BINS)
 
@@ -135,6 +135,11 @@ verify-docs: $(CMD_BINS)
 
 test-unit test-integration test-e2e: test-%: tests
 	@$(TEST_ENV) $(OUT)/test/$*_tests
+
+# The examples of README.md and docs/*.md (SK_README_SETUP=NAME: one setup),
+# and make demo's spacectl context (test/e2e/check_readme.py, check_demo.py).
+test-readme test-demo: test-%: $(CMD_BINS) $(TOOLS)
+	@$(TEST_ENV) python3 test/e2e/check_$*.py
 
 test-conformance: tests
 	@$(TEST_ENV) node test/conformance/e2b_sdk.mjs

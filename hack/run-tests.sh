@@ -24,8 +24,11 @@ run() {
 run unit "$dir/unit_tests"
 SK_TEST_NEEDS_MONGO=1 run integration "$dir/integration_tests"
 SK_TEST_NEEDS_MONGO=1 run e2e "$dir/e2e_tests"
-# the README's marked examples, run and compared (test/e2e/check_readme.py)
+# the marked examples of README.md and docs/*.md, run and compared; usage blocks
+# against --help; relative links (test/e2e/check_readme.py)
 run readme python3 "$root/test/e2e/check_readme.py"
+# make demo's spacectl context: get, sandboxes and plan through it; nothing left after
+run demo python3 "$root/test/e2e/check_demo.py"
 if [ -f "$root/test/conformance/e2b_sdk.mjs" ]; then
 	run conformance node "$root/test/conformance/e2b_sdk.mjs"
 fi

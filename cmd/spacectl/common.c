@@ -165,10 +165,11 @@ sk_cli_userspace_json(const sk_userspace *us)
 	return v;
 }
 
-/* The ControllerConfig (path NULL: the defaults) under the global flags and
- * the environment (pkg/api sk_config_resolve); prints errors. */
+/* The ControllerConfig (path NULL: the context's controllerConfig when
+ * with_context_config, else the defaults) under the global flags, the
+ * environment and the context (pkg/api sk_config_resolve); prints errors. */
 static int
-resolve_config(const char *path, sk_controller_config **cfg)
+resolve_config(const char *path, bool with_context_config, sk_controller_config **cfg)
 {
 	sk_config_sources src = {
 		.config_path = path, .mongodb_uri = sk_cli.mongodb_uri, .database = sk_cli.database
@@ -186,6 +187,8 @@ resolve_config(const char *path, sk_controller_config **cfg)
 		return rc;
 	}
 	src.context = ctx.name ? &ctx : NULL;
+	if (path == NULL && with_context_config && ctx.controller_config)
+		src.config_path = ctx.controller_config;
 	rc = sk_config_resolve(&src, cfg, &errs, &err);
 	json_decref(ctx_file);
 	if (rc != SK_OK) {
@@ -209,7 +212,7 @@ sk_cli_store_open(sk_store **out)
 
 	/* The URI and database of the config the command loaded (plan), else
 	 * of the flags, the environment and the defaults. */
-	if (sk_cli.config == NULL && (rc = resolve_config(NULL, &cfg)) != SK_EXIT_OK)
+	if (sk_cli.config == NULL && (rc = resolve_config(NULL, false, &cfg)) != SK_EXIT_OK)
 		return rc;
 	sk_error_clear(&err);
 	opts.uri = sk_cli.config ? sk_cli.config->mongodb_uri : cfg->mongodb_uri;
@@ -328,13 +331,13 @@ sk_cli_desired_json(const sk_userspace *us)
 	return root;
 }
 
-/* The ControllerConfig at path, or the defaults when path is NULL, under the
- * global flags and the environment; prints errors. Later store opens use
- * its MongoDB settings. */
+/* The ControllerConfig at path, or when path is NULL the current context's
+ * controllerConfig, or the defaults, under the global flags, the environment
+ * and the context; prints errors. Later store opens use its MongoDB settings. */
 int
 sk_cli_load_config(const char *path, sk_controller_config **cfg)
 {
-	int rc = resolve_config(path, cfg);
+	int rc = resolve_config(path, true, cfg);
 
 	if (rc == SK_EXIT_OK)
 		sk_cli.config = *cfg;

@@ -13,7 +13,7 @@
 #include "store/store.h"
 #include "util/util.h"
 
-/* Exit codes (README "Exit codes"); scripts rely on them. */
+/* Exit codes (docs/spacectl.md, "Exit codes"); scripts rely on them. */
 #define SK_EXIT_OK 0
 #define SK_EXIT_FAIL 1 /* invalid input, conflict, not found; diff: differences */
 #define SK_EXIT_USAGE 2 /* bad flags or arguments; diff: any error */
@@ -138,7 +138,8 @@ int sk_cli_store_open(sk_store **out);
  * usage error of h. Returns SK_EXIT_OK or the exit code (error printed). */
 int sk_cli_list_selected(
         sk_store *st, const sk_cli_help *h, const char *selector_text, sk_userspace_list *out);
-/* Loads --config PATH (NULL: the defaults), printing every error; returns an SK_EXIT_* code. */
+/* Loads --config PATH (NULL: the context's controllerConfig, else the defaults),
+ * printing every error; returns an SK_EXIT_* code. */
 int sk_cli_load_config(const char *path, sk_controller_config **cfg);
 
 /* An object as -o json|yaml prints it: metadata.resourceVersion is a string,

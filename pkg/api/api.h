@@ -501,7 +501,7 @@ typedef struct sk_controller_config {
 	int workers; /* default 8 */
 	int64_t resync_ms; /* default 30s */
 	char *listen; /* default 127.0.0.1:9090: /healthz /readyz /metrics, status page */
-	/* The connect API's own listener (README "Securing the connect API"). */
+	/* The connect API's own listener (docs/operations.md, "Securing the connect API"). */
 	char *connect_listen; /* default 127.0.0.1:9091; "" switches the connect API off */
 	char *connect_token_file; /* path of the bearer token, never the token */
 	bool connect_insecure; /* allow no token on a non-loopback connectListen */
@@ -538,6 +538,9 @@ typedef struct sk_config_context {
 	const char *source; /* the file it came from, for errors */
 	const char *mongodb_uri;
 	const char *database;
+	/* a ControllerConfig file: spacectl's providers when --config is not
+	 * given (sandboxes, plan, drift --orphans); not a layer of the resolve */
+	const char *controller_config;
 } sk_config_context;
 
 #define SK_CONFIG_SHARDS_MAX 4096
