@@ -48,7 +48,7 @@ TEST_COMMON := test/runner.c test/testutil.c
 TEST_BINS := $(TEST_KINDS:%=$(OUT)/test/%_tests)
 TOOLS := $(OUT)/tools/mongoping $(OUT)/tools/loadgen $(OUT)/tools/connectload
 
-.PHONY: all test check test-unit test-integration test-e2e test-conformance tests \
+.PHONY: all test check test-unit test-integration test-e2e test-conformance test-client tests \
 	fmt fmt-check clean deps bench bench-sim demo verify-deps
 all: $(CMD_BINS)
 
@@ -127,6 +127,10 @@ test-unit test-integration test-e2e: test-%: tests
 
 test-conformance: tests
 	@$(TEST_ENV) node test/conformance/e2b_sdk.mjs
+
+# The Python client suite (test/client/run.sh; pytest from .deps/pyclient).
+test-client: tests
+	@$(TEST_ENV) ./test/client/run.sh
 
 # The offline checks of manifests/deploy, the Containerfile and the systemd unit
 # (test/deploy/check.sh; make check runs it too).

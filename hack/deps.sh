@@ -10,6 +10,9 @@
 #   - kustomize (pinned, go install) into .deps/bin and kubernetes-validate (pinned, with its
 #     dependencies, test/deploy/requirements.txt) into a venv at .deps/python, for the
 #     manifest check (test/deploy/check.sh)
+#   - the e2b Python SDK, pytest, jsonschema and openapi-spec-validator (pinned, with their
+#     dependencies, test/client/requirements.txt) into a venv at .deps/pyclient, for the
+#     Python client suite (test/client) and the application benchmark
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -122,5 +125,17 @@ if ! cmp -s "$pyreq" "$deps/python/requirements.txt"; then
 	"$deps/python/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$pyreq"
 	"$deps/python/bin/pip" check --disable-pip-version-check >/dev/null
 	cp "$pyreq" "$deps/python/requirements.txt"
+fi
+# The Python client suite (test/client): the e2b SDK, pytest and the schema validators,
+# pinned, in a venv at .deps/pyclient.
+pycreq="$root/test/client/requirements.txt"
+if ! cmp -s "$pycreq" "$deps/pyclient/requirements.txt"; then
+	command -v python3 >/dev/null || { log "python3 is required for the client suite"; exit 1; }
+	log "installing the e2b SDK and pytest into .deps/pyclient"
+	rm -rf "$deps/pyclient"
+	python3 -m venv "$deps/pyclient"
+	"$deps/pyclient/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$pycreq"
+	"$deps/pyclient/bin/pip" check --disable-pip-version-check >/dev/null
+	cp "$pycreq" "$deps/pyclient/requirements.txt"
 fi
 log "all dependencies present"

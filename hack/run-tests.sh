@@ -36,6 +36,9 @@ run crd node "$root/test/conformance/crd_schema.mjs"
 # the API server's answers on the inputs of issue 10, against the CRD and spacectl
 run parity node "$root/test/conformance/parity.mjs"
 run deploy "$root/test/deploy/check.sh"
+# the Python client (clients/python) with the e2b SDK against the real binaries, and
+# every answer it receives against docs/connect-api.openapi.yaml (test/client)
+run client "$root/test/client/run.sh"
 
 echo
 [ ${#failed_names[@]} -gt 0 ] && echo "failed suites: ${failed_names[*]}"
