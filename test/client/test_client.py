@@ -54,7 +54,11 @@ def test_sandbox_runs_commands_and_files(client, user):
     sbx.files.write("/home/user/notes/today.txt", "written for " + user)
     assert sbx.files.read("/home/user/notes/today.txt") == "written for " + user
     assert sbx.files.exists("/home/user/notes")
+    assert sbx.commands.run("true").exit_code == 0
     # a failing command is the command's failure, raised as the SDK raises it
+    with pytest.raises(e2b.CommandExitException) as e:
+        sbx.commands.run("false")
+    assert e.value.exit_code == 1
     with pytest.raises(e2b.CommandExitException):
         sbx.commands.run("no-such-command")
 
@@ -86,6 +90,15 @@ def test_attach_on_fast_path_makes_no_control_plane_call(world, client, user):
     assert calls(stats, CONTROL_PLANE) == 0, stats
     assert stats.get("process") == {"200": 1}, stats
     print(f"attach on the fast path: {attach_ms:.2f} ms, 0 control-plane calls")
+
+
+def test_each_request_gets_its_own_sandbox_object(client, user):
+    """The SDK's HTTP clients are reused between answers naming the same sandbox;
+    the objects (and their answers) are not shared."""
+    a, b = client.sandbox(user), client.sandbox(user)
+    assert a is not b and a.answer is not b.answer
+    assert a.sandbox_id == b.sandbox_id
+    assert a.commands.run("echo a").stdout == "a\n" and b.commands.run("echo b").stdout == "b\n"
 
 
 def test_sdk_control_plane_methods_are_refused(client, user):
