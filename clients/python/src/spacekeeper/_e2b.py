@@ -16,6 +16,7 @@ or whose connection dropped after it was sent, may have run: never retried.
 from __future__ import annotations
 
 import asyncio
+import copy
 import re
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
@@ -257,6 +258,14 @@ class SpacekeeperSandbox(e2b.Sandbox):
 
     def _sk_base(self) -> Any:
         return _SyncView(self)
+
+    def _sk_fork(self, answer: SandboxAnswer) -> "SpacekeeperSandbox":
+        """A copy for another answer naming the same sandbox: it shares the SDK's
+        HTTP clients (thread-safe) and re-attaches on its own."""
+        c = copy.copy(self)
+        c._sk_answer = answer
+        c._sk_lock = threading.Lock()
+        return c
 
     def _sk_call(self, fn: Callable[[], Any]) -> Any:
         gen = self._sk_generation

@@ -6,6 +6,7 @@ the SDK is asked for (``pip install 'spacekeeper[e2b]'``).
 
 from __future__ import annotations
 
+import collections
 import email.utils
 import http.client
 import logging
@@ -46,6 +47,8 @@ _DEFAULT_RETRY_S = 0.5
 _DEFAULT_HEARTBEAT_S = 15.0
 _MIN_HEARTBEAT_S = 0.5
 _MAX_HEARTBEAT_S = 60.0
+# SDK sandboxes kept for reuse (one per user's current sandbox).
+_SDK_CACHE = 4096
 
 
 def _retry_after(v: Optional[str]) -> Optional[float]:
@@ -122,6 +125,11 @@ class Client:
         self._stats = _Stats()
         self._last: Dict[str, SandboxAnswer] = {}
         self._last_lock = threading.Lock()
+        # SDK sandboxes by what they were built from: the SDK builds six HTTP
+        # clients per Sandbox (a third of a millisecond); an answer naming the
+        # same sandbox, URL, headers and token gets a copy of the one built.
+        self._sdk: "collections.OrderedDict[tuple, Any]" = collections.OrderedDict()
+        self._sdk_lock = threading.Lock()
 
     # ---- plumbing ----
 
@@ -317,9 +325,25 @@ class Client:
             if sdk:
                 raise
             return answer
-        if async_:
+        if async_:  # its HTTP clients belong to one event loop: never shared
             return _e2b.SpacekeeperAsyncSandbox(answer, self)
-        return _e2b.SpacekeeperSandbox(answer, self)
+        key = (
+            answer.sandbox_id,
+            answer.envd_url,
+            tuple(sorted(answer.headers.items())),
+            answer.envd_version,
+        )
+        with self._sdk_lock:
+            base = self._sdk.get(key)
+            if base is not None:
+                self._sdk.move_to_end(key)
+        if base is None:
+            base = _e2b.SpacekeeperSandbox(answer, self)
+            with self._sdk_lock:
+                self._sdk[key] = base
+                while len(self._sdk) > _SDK_CACHE:
+                    self._sdk.popitem(last=False)
+        return base._sk_fork(answer)
 
 
 class Busy:
