@@ -167,6 +167,7 @@ bench: deps
 	@./test/bench/dayofuse.sh
 	@./test/bench/migrate.sh
 	@./test/bench/replicas.sh
+	@./test/bench/application.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory all
