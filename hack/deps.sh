@@ -6,7 +6,7 @@
 #     chromium, which renders the status page headless in make test)
 #   - FerretDB (pinned), built with `go install`, at .deps/bin/ferretdb
 #   - the official e2b and Daytona SDKs, ajv and yaml (pinned) from npm, in .deps/node for the
-#     conformance test
+#     conformance test; typescript and @types/node (pinned) for the TypeScript client's test
 #   - kustomize (pinned, go install) into .deps/bin and kubernetes-validate (pinned, with its
 #     dependencies, test/deploy/requirements.txt) into a venv at .deps/python, for the
 #     manifest check (test/deploy/check.sh)
@@ -25,6 +25,9 @@ E2B_SDK_VERSION=2.51.0
 DAYTONA_SDK_VERSION=0.218.0
 AJV_VERSION=8.20.0
 YAML_VERSION=2.9.1
+# The TypeScript client (clients/typescript) is compiled by its test with these.
+TYPESCRIPT_VERSION=5.9.3
+TYPES_NODE_VERSION=20.19.43
 
 apt_packages=(build-essential pkg-config libcurl4-openssl-dev libyaml-dev
 	libjansson-dev libmongoc-dev libbson-dev check libmicrohttpd-dev libgnutls28-dev
@@ -90,7 +93,8 @@ if ! ferretdb_current; then
 fi
 
 # npm packages for the conformance tests (e2b SDK, CRD schema check), pinned.
-npm_packages=("e2b@$E2B_SDK_VERSION" "@daytonaio/sdk@$DAYTONA_SDK_VERSION" "ajv@$AJV_VERSION" "yaml@$YAML_VERSION")
+npm_packages=("e2b@$E2B_SDK_VERSION" "@daytonaio/sdk@$DAYTONA_SDK_VERSION" "ajv@$AJV_VERSION" "yaml@$YAML_VERSION"
+	"typescript@$TYPESCRIPT_VERSION" "@types/node@$TYPES_NODE_VERSION")
 npm_missing=()
 for spec in "${npm_packages[@]}"; do
 	name=${spec%@*}

@@ -39,6 +39,8 @@ run deploy "$root/test/deploy/check.sh"
 # the Python client (clients/python) with the e2b SDK against the real binaries, and
 # every answer it receives against docs/connect-api.openapi.yaml (test/client)
 run client "$root/test/client/run.sh"
+# the TypeScript client (clients/typescript) with the e2b JS SDK, node's test runner
+run client-ts node --test "$root/test/client/typescript.test.mjs"
 
 echo
 [ ${#failed_names[@]} -gt 0 ] && echo "failed suites: ${failed_names[*]}"
