@@ -6,6 +6,7 @@ import ast
 import datetime as dt
 import os
 import sys
+import time
 
 import pytest
 from world import ROOT
@@ -111,3 +112,41 @@ def test_core_imports_the_standard_library_only():
 def test_example_is_ten_lines():
     lines = open(os.path.join(PKG, "example.py"), encoding="utf-8").read().splitlines()
     assert len(lines) <= 10
+
+
+@pytest.mark.no_openapi
+def test_pool_replaces_connections_the_server_closed():
+    """A keep-alive connection closed by the server while idle (as the connect
+    listener does after 10 s) is replaced, never surfaced as an error."""
+    import http.server
+    import threading
+
+    from spacekeeper import _http
+
+    class H(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):
+            if self.path == "/slow":
+                time.sleep(0.3)  # four at once: four connections in the pool
+            self.send_response(204)
+            self.end_headers()
+            self.close_connection = True  # closed without a word, as after an idle timeout
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        pool = _http.Pool(f"http://127.0.0.1:{srv.server_address[1]}")
+        ts = [threading.Thread(target=pool.request, args=("GET", "/slow", {}, 5)) for _ in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        assert len(pool._idle) == 4  # kept: the answers did not say close
+        for _ in range(5):  # every idle one is closed at the server: never an error
+            assert pool.request("GET", "/", {}, 5).status == 204
+    finally:
+        srv.shutdown()

@@ -7,12 +7,15 @@ import json
 import socket
 import ssl
 import threading
+import time
 import urllib.parse
 from typing import Any, Dict, List, Optional, Tuple
 
 # A reused connection the server closed while it sat idle (the connect
 # listener closes clients silent for 10 s) fails like this before any answer;
-# such a request is sent again once on a fresh connection.
+# such a request is sent again once on a fresh connection. Connections idle
+# longer than _IDLE_S are not reused at all.
+_IDLE_S = 5.0
 _STALE = (
     http.client.RemoteDisconnected,
     http.client.BadStatusLine,
@@ -56,7 +59,7 @@ class Pool:
         self.prefix = u.path.rstrip("/")
         self.ssl_context = ssl_context
         self.max_idle = max_idle
-        self._idle: List[http.client.HTTPConnection] = []
+        self._idle: List[Tuple[http.client.HTTPConnection, float]] = []
         self._lock = threading.Lock()
         self._closed = False
 
@@ -66,20 +69,30 @@ class Pool:
             return http.client.HTTPSConnection(self.host, self.port, timeout=timeout, context=ctx)
         return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
 
-    def _take(self, timeout: float) -> Tuple[http.client.HTTPConnection, bool]:
+    def _take(self, timeout: float, fresh: bool) -> Tuple[http.client.HTTPConnection, bool]:
+        stale = []
+        conn = None
+        now = time.monotonic()
         with self._lock:
-            if self._idle:
-                conn = self._idle.pop()
-                if conn.sock is not None:
-                    conn.sock.settimeout(timeout)
-                conn.timeout = timeout
-                return conn, True
-        return self._new(timeout), False
+            while self._idle and not fresh:
+                c, since = self._idle.pop()
+                if now - since < _IDLE_S:
+                    conn = c
+                    break
+                stale.append(c)
+        for c in stale:
+            c.close()
+        if conn is None:
+            return self._new(timeout), False
+        if conn.sock is not None:
+            conn.sock.settimeout(timeout)
+        conn.timeout = timeout
+        return conn, True
 
     def _give(self, conn: http.client.HTTPConnection) -> None:
         with self._lock:
             if not self._closed and len(self._idle) < self.max_idle:
-                self._idle.append(conn)
+                self._idle.append((conn, time.monotonic()))
                 return
         conn.close()
 
@@ -95,7 +108,7 @@ class Pool:
         Raises OSError / http.client.HTTPException when no answer came.
         """
         for attempt in (0, 1):
-            conn, reused = self._take(timeout)
+            conn, reused = self._take(timeout, fresh=attempt > 0)
             try:
                 conn.request(method, self.prefix + path, headers=headers)
                 r = conn.getresponse()
@@ -120,7 +133,7 @@ class Pool:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
-        for c in idle:
+        for c, _ in idle:
             c.close()
 
 
