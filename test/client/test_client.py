@@ -158,6 +158,39 @@ def test_answer_carries_envd_token_and_version(world, client, user):
     assert sim is not None
 
 
+def test_secure_sandbox_through_the_controller(world, client):
+    """A secure sandbox the controller adopted: its token comes in the answer and
+    the SDK sandbox sends it; without it envd refuses."""
+    user = "secure" + str(os.getpid())
+    orphans = _metric(world, "spacekeeper_orphan_sandboxes")
+    made = world.sim_call("POST", "/sandboxes", {
+        "templateID": "base", "timeout": 600, "secure": True, "autoPause": True,
+        "metadata": {"user_id": user, "userspace": user, "managed_by": "spacekeeper"},
+    }, headers={"X-API-Key": PROVIDER_KEY})
+    # adopted only once the controller's list has seen it (a resync), else the
+    # UserSpace would get a sandbox of its own
+    wait_for(lambda: _metric(world, "spacekeeper_orphan_sandboxes") > orphans, 30,
+             "the controller lists the secure sandbox")
+    world.apply(user, idle="10m")
+    world.wait_ready(user)
+    a = client.connect(user)
+    if "envdVersion" not in a.raw:
+        pytest.skip("the controller does not hand out envdVersion/envdAccessToken yet "
+                    "(issue 20 item 1, branch wt/platform)")
+    wait_for(lambda: client.connect(user).envd_access_token is not None, 30,
+             "the token in the answer")
+    sbx = client.sandbox(user)
+    assert sbx.sandbox_id == made["sandboxID"]
+    assert sbx.answer.envd_access_token == made["envdAccessToken"]
+    assert sbx.commands.run("echo secure").stdout == "secure\n"
+    sbx.files.write("/home/user/s.txt", "s")
+    assert sbx.files.read("/home/user/s.txt") == "s"
+    bare = dict(sbx.answer.raw)
+    del bare["envdAccessToken"]
+    with pytest.raises(e2b.AuthenticationException):
+        client.attach(SandboxAnswer.from_json(bare)).commands.run("echo x")
+
+
 # ---- the connect API's errors ----
 
 
@@ -263,12 +296,18 @@ def test_too_many_connects_is_retried(world, client):
         world.sim_clear_faults()
 
 
-def _waiting(world):
+def _metric(world, name):
+    """The sum of a metric's series on the controller's /metrics."""
+    total = 0.0
     with urllib.request.urlopen(f"http://127.0.0.1:{world.http_port}/metrics", timeout=5) as r:
         for line in r.read().decode().splitlines():
-            if line.startswith("spacekeeper_connect_waiting"):
-                return float(line.split()[-1])
-    return 0
+            if line.startswith(name + " ") or line.startswith(name + "{"):
+                total += float(line.split()[-1])
+    return total
+
+
+def _waiting(world):
+    return _metric(world, "spacekeeper_connect_waiting")
 
 
 # ---- keeping a space awake ----
