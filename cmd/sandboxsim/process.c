@@ -259,8 +259,8 @@ static int
 unsupported(sk_buf *err)
 {
 	sk_buf_printf(err,
-	        "bash: line 1: sandboxsim evaluates only echo, env, printenv and "
-	        "mkdir, ln, chmod, readlink, mkfifo, rm\n");
+	        "bash: line 1: sandboxsim evaluates only echo, env, printenv, true, false "
+	        "and mkdir, ln, chmod, readlink, mkfifo, rm\n");
 	return 127;
 }
 
