@@ -394,7 +394,8 @@ export function connectionLevel(e: unknown): boolean {
 function build(sdk: E2bModule, a: SandboxAnswer): any {
   return new sdk.Sandbox({
     sandboxId: a.sandboxID,
-    envdVersion: a.envdVersion ?? '0.2.0',
+    // unknown (a controller before issue 20): what the SDK itself assumes then
+    envdVersion: a.envdVersion ?? '99.99.99',
     envdAccessToken: a.envdAccessToken,
     sandboxUrl: a.envdURL,
     apiKey: undefined,
