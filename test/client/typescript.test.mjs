@@ -1,6 +1,8 @@
 // The TypeScript client (clients/typescript) against the real spacekeeper, FerretDB
 // and sandboxsim, with the official e2b JS SDK (pinned in hack/deps.sh, .deps/node).
-// Compiles the client with the pinned tsc first. Run: node --test test/client/typescript.test.mjs
+// Compiles the client with the pinned tsc first; every answer the client receives (200 and
+// errors) is validated against docs/connect-api.openapi.yaml (ajv, draft 2020-12) at the end.
+// Run: node --test test/client/typescript.test.mjs
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -15,6 +17,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 const deps = path.join(root, '.deps', 'node');
 const require = createRequire(path.join(deps, 'package.json'));
 const e2b = require('e2b');
+const Ajv2020 = require('ajv/dist/2020').default;
+const YAML = require('yaml');
 const bin = path.resolve(root, process.env.SK_BIN_DIR || 'bin');
 const CONTROL = ['create', 'get', 'list', 'list_v1', 'kill', 'pause', 'connect', 'resume', 'timeout', 'refreshes'];
 const ENVD = ['health', 'envd', 'init', 'process', 'files', 'filesystem'];
@@ -67,11 +71,58 @@ function apply(name, extra = '') {
   return name;
 }
 
+// ---- every answer against the OpenAPI document ----
+const answers = []; // [method, path, status, body]
+function record(Client) {
+  const call = Client.prototype.call;
+  Client.prototype.call = async function (method, p, ...rest) {
+    try {
+      const r = await call.call(this, method, p, ...rest);
+      answers.push([method, p, r.status, r.body]);
+      return r;
+    } catch (e) {
+      if (e.status) answers.push([method, p, e.status, JSON.stringify(e.body)]);
+      throw e;
+    }
+  };
+}
+
+function validateAnswers() {
+  const doc = YAML.parse(readFileSync(path.join(root, 'docs', 'connect-api.openapi.yaml'), 'utf8'));
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  ajv.addSchema({ ...doc, $id: 'https://spacekeeper.dev/connect-api.json' });
+  const resolve = (ref) => ref.slice(2).split('/').reduce((n, k) => n[k.replaceAll('~1', '/')], doc);
+  const routes = Object.entries(doc.paths).map(([tpl, item]) => [
+    new RegExp(`^${tpl.replace(/\{[^}]+\}/g, '[^/]+')}$`), tpl, item]);
+  const seen = new Set();
+  for (const [method, full, status, body] of answers) {
+    const p = full.split('?')[0];
+    const route = routes.find(([rx]) => rx.test(p));
+    let resp;
+    if (!route) {
+      assert.equal(status, 404, `${method} ${p}: ${status} from an undocumented route`);
+      resp = resolve('#/components/responses/NotFound');
+    } else {
+      const op = route[2][method.toLowerCase()];
+      resp = op ? op.responses[String(status)] : resolve('#/components/responses/MethodNotAllowed');
+      assert.ok(resp, `${method} ${route[1]}: status ${status} is not documented`);
+      if (resp.$ref) resp = resolve(resp.$ref);
+    }
+    seen.add(status);
+    if (!resp.content) continue;
+    const ref = resp.content['application/json'].schema.$ref;
+    const validate = ajv.getSchema(`https://spacekeeper.dev/connect-api.json${ref}`);
+    assert.ok(validate(JSON.parse(body)), `${method} ${p} ${status}: ${ajv.errorsText(validate.errors)}: ${body}`);
+  }
+  return seen;
+}
+
 before(async () => {
   const out = path.join(dir, 'dist');
   execFileSync(path.join(deps, 'node_modules', '.bin', 'tsc'), ['-p', path.join(root, 'clients', 'typescript'),
     '--typeRoots', path.join(deps, 'node_modules', '@types'), '--types', 'node', '--outDir', out]);
   sk = await import(pathToFileURL(path.join(out, 'index.js')).href);
+  record(sk.Client);
   env.SPACEKEEPER_MONGODB_URI = execFileSync(path.join(root, 'hack', 'ferretdb.sh'), ['start', fdb], { env })
     .toString().trim();
   const simLog = startLogged('sandboxsim', [path.join(bin, 'sandboxsim'), '--listen', '127.0.0.1:0']);
@@ -224,4 +275,10 @@ t('a failed envd call is reported and retried once on the replacement', async (c
   } finally {
     await simCall('DELETE', '/_sim/faults');
   }
+});
+
+t('every answer received validates against the OpenAPI document', () => {
+  assert.ok(answers.length >= 10, `only ${answers.length} answers`);
+  const seen = validateAnswers();
+  for (const status of [200, 204, 401, 404]) assert.ok(seen.has(status), `no ${status} seen: ${[...seen]}`);
 });
