@@ -145,9 +145,10 @@ def world():
     try:
         yield w
     finally:
-        w.close(failed=bool(_failed))
-        if _failed:
+        reports = w.close(failed=bool(_failed))
+        if _failed or reports:
             print(f"\nclient suite: logs kept in {KEEP}", file=sys.stderr)
+    assert not reports, "sanitizer reports in the programs' logs:\n" + "\n".join(reports[:20])
 
 
 @pytest.fixture(scope="session")

@@ -141,8 +141,9 @@ class World:
         except (urllib.error.URLError, OSError):
             return False
 
-    def close(self, failed: bool = False) -> None:
-        """Stops everything; with failed=True the logs are kept (copied to keep_dir)."""
+    def close(self, failed: bool = False) -> List[str]:
+        """Stops everything; with failed=True the logs are kept (copied to keep_dir).
+        Returns the sanitizer reports found in the programs' logs (an ASan build)."""
         for p in self.procs:
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
@@ -155,12 +156,22 @@ class World:
         if getattr(self, "fdb", None):
             subprocess.run([os.path.join(ROOT, "hack/ferretdb.sh"), "clean", self.fdb],
                            env=self.env, capture_output=True)
+        reports = []
+        for name in ("spacekeeper.log", "sandboxsim.log"):
+            path = os.path.join(self.dir, name)
+            if os.path.exists(path):
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    reports += [f"{name}: {line.strip()}" for line in f
+                                if "ERROR: AddressSanitizer" in line
+                                or "ERROR: LeakSanitizer" in line or "runtime error:" in line]
+        failed = failed or bool(reports)
         if failed and self.keep_dir:
             os.makedirs(self.keep_dir, exist_ok=True)
             for f in os.listdir(self.dir):
                 if f.endswith(".log") or f == "config.yaml":
                     shutil.copy(os.path.join(self.dir, f), self.keep_dir)
         shutil.rmtree(self.dir, ignore_errors=True)
+        return reports
 
     # ---- spaces ----
 
