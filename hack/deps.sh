@@ -93,8 +93,8 @@ if ! ferretdb_current; then
 fi
 
 # npm packages for the conformance tests (e2b SDK, CRD schema check), pinned.
-npm_packages=("e2b@$E2B_SDK_VERSION" "@daytonaio/sdk@$DAYTONA_SDK_VERSION" "ajv@$AJV_VERSION" "yaml@$YAML_VERSION"
-	"typescript@$TYPESCRIPT_VERSION" "@types/node@$TYPES_NODE_VERSION")
+# One line: test/e2e/check_setup_scripts.c reads the list with sed.
+npm_packages=("e2b@$E2B_SDK_VERSION" "@daytonaio/sdk@$DAYTONA_SDK_VERSION" "ajv@$AJV_VERSION" "yaml@$YAML_VERSION" "typescript@$TYPESCRIPT_VERSION" "@types/node@$TYPES_NODE_VERSION")
 npm_missing=()
 for spec in "${npm_packages[@]}"; do
 	name=${spec%@*}
