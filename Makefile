@@ -50,8 +50,8 @@ TEST_COMMON := test/runner.c test/testutil.c
 TEST_BINS := $(TEST_KINDS:%=$(OUT)/test/%_tests)
 TOOLS := $(OUT)/tools/mongoping $(OUT)/tools/loadgen $(OUT)/tools/connectload
 
-.PHONY: all test check test-unit test-integration test-e2e test-readme test-demo test-conformance tests \
-	fmt fmt-check clean deps bench bench-sim demo verify-deps docs verify-docs
+.PHONY: all test check test-unit test-integration test-e2e test-readme test-demo test-conformance \
+	test-client tests fmt fmt-check clean deps bench bench-sim demo verify-deps docs verify-docs
 all: $(CMD_BINS)
 
 $(OUT)/%.o: %.c
@@ -144,6 +144,10 @@ test-readme test-demo: test-%: $(CMD_BINS) $(TOOLS)
 test-conformance: tests
 	@$(TEST_ENV) node test/conformance/e2b_sdk.mjs
 
+# The Python client suite (test/client/run.sh; pytest from .deps/pyclient).
+test-client: tests
+	@$(TEST_ENV) ./test/client/run.sh
+
 # The offline checks of manifests/deploy, the Containerfile and the systemd unit
 # (test/deploy/check.sh; make check runs it too).
 test-deploy: $(CMD_BINS) $(TOOLS)
@@ -179,6 +183,7 @@ bench: deps
 	@./test/bench/dayofuse.sh
 	@./test/bench/migrate.sh
 	@./test/bench/replicas.sh
+	@./test/bench/application.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory all

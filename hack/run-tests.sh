@@ -41,6 +41,11 @@ run parity node "$root/test/conformance/parity.mjs"
 run deploy "$root/test/deploy/check.sh"
 # docs/cli and docs/man are what the binaries' --help says (make docs), mandoc-lint clean
 run docs bash -c '"$1" --self-test && "$1"' - "$root/hack/check-docs.sh"
+# the Python client (clients/python) with the e2b SDK against the real binaries, and
+# every answer it receives against docs/connect-api.openapi.yaml (test/client)
+run client "$root/test/client/run.sh"
+# the TypeScript client (clients/typescript) with the e2b JS SDK, node's test runner
+run client-ts node --test "$root/test/client/typescript.test.mjs"
 
 echo
 [ ${#failed_names[@]} -gt 0 ] && echo "failed suites: ${failed_names[*]}"
