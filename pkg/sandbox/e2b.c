@@ -75,6 +75,7 @@ sk_e2b_decode(const json_t *j, sk_sandbox *out, sk_sandbox_state dflt, sk_error 
 	decode_metadata(json_object_get(j, "metadata"), &out->metadata);
 	out->domain = sk_strdup(jstr(j, "domain"));
 	out->envd_access_token = sk_strdup(jstr(j, "envdAccessToken"));
+	out->envd_version = sk_strdup(jstr(j, "envdVersion"));
 	return SK_OK;
 }
 
