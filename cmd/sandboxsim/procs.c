@@ -213,7 +213,8 @@ void
 sim_proc_signal(sim *s, sim_req *r, const char *id)
 {
 	json_t *doc = json_loadb(r->body ? r->body : "", r->body_len, 0, NULL);
-	json_int_t pid = json_integer_value(json_object_get(json_object_get(doc, "process"), "pid"));
+	json_int_t pid =
+	        json_integer_value(json_object_get(json_object_get(doc, "process"), "pid"));
 	sim_proc *p;
 	bool found = false;
 
@@ -229,7 +230,8 @@ sim_proc_signal(sim *s, sim_req *r, const char *id)
 		sim_reply_json(s, r, 200, json_object());
 	else
 		sim_reply_json(s, r, 404,
-		        json_pack("{s:s,s:s}", "code", "not_found", "message", "process not found"));
+		        json_pack(
+		                "{s:s,s:s}", "code", "not_found", "message", "process not found"));
 }
 
 void

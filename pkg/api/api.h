@@ -141,6 +141,7 @@ typedef struct sk_userspace_spec {
 #define SK_COND_DATAPLANE "DataPlaneHealthy"
 #define SK_COND_DRIFTED "Drifted"
 #define SK_COND_MIGRATED "Migrated" /* present once a migration was recorded */
+#define SK_COND_BUSY "Busy" /* present once running processes kept the space awake */
 
 typedef struct sk_condition {
 	char *type;

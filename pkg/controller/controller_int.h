@@ -226,6 +226,11 @@ typedef struct sk_ctl_keeper {
 	char id[128];
 	char replaced_id[128]; /* the sandbox the last Replace killed, "" none */
 	int64_t replaced_ms;
+	/* of mem.sandbox_id, as the provider's answers said: "" unknown. The
+	 * token is a secret: wipe the copy after use (explicit_bzero). */
+	char envd_token[512];
+	char envd_version[64];
+	int64_t deadline_ms; /* the deadline spacekeeper set, 0 unknown */
 } sk_ctl_keeper;
 void sk_ctl_spaces_init(sk_controller *c);
 void sk_ctl_spaces_dispose(sk_controller *c);
@@ -233,8 +238,10 @@ void sk_ctl_spaces_dispose(sk_controller *c);
 void sk_ctl_space_touch(sk_controller *c, const char *name, int64_t now_ms);
 /* Asks the next reconcile to wake the Idle keeper / replace the unreachable one. */
 void sk_ctl_space_request(sk_controller *c, const char *name, bool wake, bool replace_now);
-/* Copies the activity and the requests into env (the requests are consumed). */
+/* Copies the activity, the requests (consumed) and what is known of the
+ * keeper (env->known: copies, sk_ctl_space_known_dispose) into env. */
 void sk_ctl_space_take(sk_controller *c, const char *name, sk_reconcile_env *env);
+void sk_ctl_space_known_dispose(sk_reconcile_env *env);
 /* What a reconcile saw (ok: it succeeded). */
 void sk_ctl_space_note(sk_controller *c, const char *name, const sk_reconcile_report *r, bool ok);
 void sk_ctl_space_forget(sk_controller *c, const char *name);
@@ -260,9 +267,13 @@ typedef struct sk_ctl_origin {
 	const char *authorization;
 } sk_ctl_origin;
 #define SK_CTL_FORWARDED_HEADER "X-Spacekeeper-Forwarded-By"
-void sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms,
+/* fresh (?fresh=1, POST /v1/users/ID/unhealthy): the application saw the
+ * data plane fail: no answer from memory; a reconcile probes the keeper
+ * now (and, under remediation Replace, replaces an unreachable one at
+ * once) and the answer is what it found. */
+void sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, bool fresh,
         const sk_ctl_origin *from, sk_http_reply *r);
-void sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms,
+void sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms, bool fresh,
         const sk_ctl_origin *from, sk_http_reply *r);
 /* POST /v1/users/ID/activity: a heartbeat, 204. */
 void sk_ctl_activity(

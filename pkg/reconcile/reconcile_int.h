@@ -25,6 +25,9 @@ typedef struct sk_pctx {
 	bool hold; /* spacekeeper.dev/paused: report only */
 	int64_t requeue; /* 0: resync */
 	sk_cond_decision cond[SK_C_COUNT];
+	/* The Busy condition (lifecycle.busy): status NULL keeps the previous
+	 * one as it is (or none). */
+	sk_cond_decision busy;
 } sk_pctx;
 
 sk_action *sk_plan_push(sk_pctx *c, sk_action_type type, const char *sandbox_id);

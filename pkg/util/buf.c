@@ -55,6 +55,15 @@ sk_strndup(const char *s, size_t n)
 	return d;
 }
 
+void
+sk_secret_free(char *s)
+{
+	if (s == NULL)
+		return;
+	explicit_bzero(s, strlen(s));
+	free(s);
+}
+
 char *
 sk_asprintf(const char *fmt, ...)
 {

@@ -97,6 +97,8 @@ void *sk_malloc(size_t n);
 void *sk_calloc(size_t n, size_t size);
 void *sk_realloc(void *p, size_t n);
 char *sk_strdup(const char *s); /* NULL-safe: NULL -> NULL */
+/* Overwrites a secret string (a token) with zeros, then frees it; NULL-safe. */
+void sk_secret_free(char *s);
 char *sk_strndup(const char *s, size_t n);
 char *sk_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
