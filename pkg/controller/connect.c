@@ -328,6 +328,8 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, bool fres
 	sk_connect_decide(us, &k.mem, now, &o, &d);
 	if (fresh && fresh_reconciles(&d))
 		d.verdict = SK_CONNECT_REPLACE; /* probe now; replace at once if unreachable */
+	else if (d.verdict == SK_CONNECT_READY && !k.detail_seen)
+		d.verdict = SK_CONNECT_RECONCILE; /* its envd token is not known yet: read it */
 	switch (d.verdict) {
 	case SK_CONNECT_READY:
 		reply_ready(c, r, us, &k, path);

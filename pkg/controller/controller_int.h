@@ -231,6 +231,7 @@ typedef struct sk_ctl_keeper {
 	char envd_token[512];
 	char envd_version[64];
 	int64_t deadline_ms; /* the deadline spacekeeper set, 0 unknown */
+	bool detail_seen; /* a create, connect or get answer of it was seen */
 } sk_ctl_keeper;
 void sk_ctl_spaces_init(sk_controller *c);
 void sk_ctl_spaces_dispose(sk_controller *c);

@@ -184,6 +184,7 @@ sk_ctl_space_keeper(sk_controller *c, const char *name, sk_ctl_keeper *out)
 		snprintf(out->envd_version, sizeof(out->envd_version), "%s",
 		        m->envd_version ? m->envd_version : "");
 		out->deadline_ms = m->deadline_ms;
+		out->detail_seen = m->detail_seen;
 	}
 	pthread_mutex_unlock(&c->spaces_mu);
 	out->mem.sandbox_id = out->id[0] ? out->id : NULL;

@@ -226,8 +226,9 @@ typedef struct sk_keeper_known {
 	int64_t deadline_ms; /* 0: unknown */
 	int64_t deadline_set_ms;
 	bool detail_seen; /* a create, connect or get answer of sandbox_id was seen */
-	/* Read the bound keeper once (GET) when it runs and no answer of it was
-	 * seen: a list has no envd token or version (the controller sets it). */
+	/* Read the bound keeper once (GET) when it runs, no answer of it was
+	 * seen and there was activity: a list has no envd token (the
+	 * controller sets it). */
 	bool fetch_detail;
 } sk_keeper_known;
 

@@ -643,7 +643,8 @@ START_TEST(test_busy_keeps_awake)
 	t0 = sk_monotonic_ms();
 	/* busy: Ignore sleeps at its idle timeout, mid-command */
 	while (!phase_is("lazy", "Idle")) {
-		ck_assert_msg(sk_monotonic_ms() - t0 < 25000, "lazy not Idle 25 s into its command");
+		ck_assert_msg(
+		        sk_monotonic_ms() - t0 < 25000, "lazy not Idle 25 s into its command");
 		sk_sleep_ms(250);
 	}
 	ck_assert_msg(sk_monotonic_ms() - t0 < 25000, "lazy slept too late");
