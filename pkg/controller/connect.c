@@ -197,6 +197,7 @@ wait_ready(sk_controller *c, sk_userspace **us, const char *path, int64_t deadli
 	sk_error err = { 0 };
 	sk_ctl_keeper k;
 	sk_plan_options o;
+	int detail_tries = 0;
 
 	sk_ctl_plan_options(c, *us, &o);
 	sk_workqueue_add_priority(c->q, key);
@@ -215,8 +216,12 @@ wait_ready(sk_controller *c, sk_userspace **us, const char *path, int64_t deadli
 			}
 			sk_ctl_space_keeper(c, key, &k);
 			sk_connect_decide(*us, &k.mem, sk_now_ms(), &o, &d);
-			if (k.mem.seen_ms < since_ms) {
-				/* a reconcile that started before the report: not its answer */
+			if (k.mem.seen_ms < since_ms ||
+			        (d.verdict == SK_CONNECT_READY && !k.detail_seen &&
+			                detail_tries++ < 2)) {
+				/* a reconcile that started before the report, or before this
+				 * connect's activity (so it did not read the keeper's envd
+				 * token): not its answer */
 				d.verdict = SK_CONNECT_RECONCILE;
 				sk_workqueue_add_priority(c->q, key);
 			}

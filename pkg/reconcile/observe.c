@@ -183,10 +183,11 @@ confirm_unhealthy(sk_provider *p, const sk_userspace *us, sk_observed *o, bool g
  * from an earlier answer (a list carries neither), else one GET when it
  * runs, no answer of it was seen (e.g. a controller restarted) and a user
  * came for it (activity_ms: a connect or heartbeat since this controller
- * started), so a restart costs a GET per returning user, not per space. */
+ * started) or its envd is about to be asked for its processes (the token
+ * is needed), so a restart costs a GET per returning user, not per space. */
 static bool
-fill_known(sk_provider *p, const sk_userspace *us, const sk_keeper_known *known,
-        int64_t activity_ms, sk_observed *o, bool got)
+fill_known(sk_provider *p, const sk_userspace *us, const sk_plan_options *opts,
+        const sk_keeper_known *known, int64_t activity_ms, sk_observed *o, bool got)
 {
 	sk_sandbox *k = find_id(o, us->status.sandbox_id);
 
@@ -199,7 +200,8 @@ fill_known(sk_provider *p, const sk_userspace *us, const sk_keeper_known *known,
 			k->envd_version = sk_strdup(known->envd_version);
 	}
 	if (known == NULL || !known->fetch_detail || got || k->state != SK_SANDBOX_RUNNING ||
-	        us->meta.deletion_ms != 0 || activity_ms <= 0 ||
+	        us->meta.deletion_ms != 0 ||
+	        (activity_ms <= 0 && !sk_plan_busy_check(us, k, activity_ms, sk_now_ms(), opts)) ||
 	        (known->detail_seen && sk_str_eq(known->sandbox_id, k->id)))
 		return false;
 	get_bound(p, us->status.sandbox_id, o);
@@ -261,7 +263,7 @@ sk_observe_known(sk_provider *p, const sk_userspace *us, const sk_list_view *lis
 	if (deleting ||
 	        (bound == NULL && us->status.phase == SK_PHASE_CREATING && out->sandboxes.len == 0))
 		lookup_user(p, us, out);
-	if (bound != NULL && fill_known(p, us, known, activity_ms, out, got))
+	if (bound != NULL && fill_known(p, us, opts, known, activity_ms, out, got))
 		got = true;
 	if (!deleting && opts->probe && us->spec.mode == SK_MODE_RUNNING &&
 	        !sk_plan_quiet(us, activity_ms, sk_now_ms())) {

@@ -504,7 +504,7 @@ command_join(command *c)
 /* Creates a secure sandbox at the simulator for user (tagged as ours, so
  * the controller adopts it); *token gets its envd access token. */
 static char *
-sim_secure_sandbox(const char *user, char **token)
+sim_secure_sandbox(const char *user, int timeout_s, char **token)
 {
 	char url[300], body[512];
 	json_t *v;
@@ -513,10 +513,10 @@ sim_secure_sandbox(const char *user, char **token)
 
 	snprintf(url, sizeof(url), "%s/sandboxes", sim_url);
 	snprintf(body, sizeof(body),
-	        "{\"templateID\":\"base\",\"timeout\":600,\"secure\":true,\"autoPause\":true,"
+	        "{\"templateID\":\"base\",\"timeout\":%d,\"secure\":true,\"autoPause\":true,"
 	        "\"metadata\":{\"user_id\":\"%s\",\"userspace\":\"%s\",\"managed_by\":"
 	        "\"spacekeeper\"}}",
-	        user, user);
+	        timeout_s, user, user);
 	v = http_json("POST", url, body, &st);
 	ck_assert_msg(st == 201 || st == 200, "sim create: %ld", st);
 	id = sk_strdup(jstr(v, "sandboxID"));
@@ -572,7 +572,7 @@ START_TEST(test_answer_fields_and_token)
 	json_t *v, *sb;
 	command c;
 
-	id = sim_secure_sandbox("sec", &token);
+	id = sim_secure_sandbox("sec", 600, &token);
 	apply_yaml("apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
 	           "metadata:\n  name: sec\nspec:\n  userID: sec\n"
 	           "  lifecycle:\n    idleTimeout: 10m\n"
@@ -624,8 +624,11 @@ START_TEST(test_busy_keeps_awake)
 	command busy, ignored;
 	json_t *a, *b, *sb;
 	int64_t t0, ended, idle_at = 0;
-	char *st;
+	char *st, *token, *id;
 
+	/* busy's keeper is a secure sandbox (adopted): envd's process list
+	 * needs its token, which no provider list carries */
+	id = sim_secure_sandbox("busy", 10, &token);
 	apply_yaml("apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
 	           "metadata:\n  name: busy\nspec:\n  userID: busy\n"
 	           "  lifecycle:\n    idleTimeout: 10s\n"
@@ -635,6 +638,8 @@ START_TEST(test_busy_keeps_awake)
 	keeper_start();
 	a = connect_ok("busy");
 	b = connect_ok("lazy");
+	ck_assert_str_eq(jstr(a, "sandboxID"), id);
+	ck_assert_str_eq(jstr(a, "envdAccessToken"), token);
 	/* a 40 s command each, started through envd; no connect or heartbeat after */
 	command_target(&busy, a, "sleep 40");
 	command_target(&ignored, b, "sleep 40");
@@ -687,6 +692,8 @@ START_TEST(test_busy_keeps_awake)
 	        (long long)(idle_at - ended));
 	json_decref(a);
 	json_decref(b);
+	free(token);
+	free(id);
 }
 END_TEST
 
