@@ -598,6 +598,28 @@ START_TEST(test_answer_fields_and_token)
 	ck_assert_msg(strncmp(jstr(sb, "endAt"), jstr(v, "deadline"), 16) == 0,
 	        "deadline %s, provider endAt %s", jstr(v, "deadline"), jstr(sb, "endAt"));
 	json_decref(sb);
+	/* the fast path: no control-plane call per attach, the token included */
+	sim_post("/_sim/stats/reset", "{}");
+	for (int i = 0; i < 20; i++) {
+		json_t *f = connect_ok("sec");
+		ck_assert_str_eq(jstr(f, "path"), "fast");
+		ck_assert_str_eq(jstr(f, "envdAccessToken"), token);
+		json_decref(f);
+	}
+	{
+		char url[300];
+		json_t *stats, *reqs;
+		snprintf(url, sizeof(url), "%s/_sim/stats", sim_url);
+		stats = http_json("GET", url, NULL, NULL);
+		reqs = json_object_get(stats, "requests");
+		ck_assert_ptr_nonnull(stats);
+		for (const char *const *ep = (const char *const[]){ "create", "get", "connect",
+		             "resume", "timeout", "refreshes", NULL };
+		        *ep; ep++)
+			ck_assert_msg(json_object_get(reqs, *ep) == NULL,
+			        "%s calls during 20 fast connects", *ep);
+		json_decref(stats);
+	}
 	/* what the answer holds is enough to run a command (token included) */
 	command_target(&c, v, "echo attached");
 	command_start(&c);
