@@ -4,6 +4,8 @@
 #   make SANITIZE=1   the sanitizer build, in build/san/bin
 #   make fmt-check    clang-format against .clang-format
 #   make verify-deps  includes follow the layering; the planner links alone
+#   make docs         the CLI reference (docs/cli/*.md, docs/man/*.1) from each --help
+#   make verify-docs  those pages are current and lint-clean (make test runs it too)
 #   make bench-sim    simulator throughput and memory
 #   make bench        convergence, "day of use", migration and replicas benchmarks
 #   make demo         the embedded-defaults demo (README)
@@ -48,8 +50,8 @@ TEST_COMMON := test/runner.c test/testutil.c
 TEST_BINS := $(TEST_KINDS:%=$(OUT)/test/%_tests)
 TOOLS := $(OUT)/tools/mongoping $(OUT)/tools/loadgen $(OUT)/tools/connectload
 
-.PHONY: all test check test-unit test-integration test-e2e test-conformance tests \
-	fmt fmt-check clean deps bench bench-sim demo verify-deps
+.PHONY: all test check test-unit test-integration test-e2e test-readme test-demo test-conformance \
+	test-client tests fmt fmt-check clean deps bench bench-sim demo verify-deps docs verify-docs
 all: $(CMD_BINS)
 
 $(OUT)/%.o: %.c
@@ -122,11 +124,29 @@ verify-deps: $(LIB_OBJS)
 	@./hack/verify-deps.sh --self-test $(OUT)
 	@./hack/verify-deps.sh $(OUT)
 
+# The command-line reference: PROG __gen-docs markdown|man DIR for each binary
+# (hack/check-docs.sh); make test fails when the committed pages are stale.
+docs: $(CMD_BINS)
+	@SK_BIN_DIR=$(abspath $(BIN)) ./hack/check-docs.sh --write
+
+verify-docs: $(CMD_BINS)
+	@SK_BIN_DIR=$(abspath $(BIN)) ./hack/check-docs.sh --self-test
+	@SK_BIN_DIR=$(abspath $(BIN)) ./hack/check-docs.sh
+
 test-unit test-integration test-e2e: test-%: tests
 	@$(TEST_ENV) $(OUT)/test/$*_tests
 
+# The examples of README.md and docs/*.md (SK_README_SETUP=NAME: one setup),
+# and make demo's spacectl context (test/e2e/check_readme.py, check_demo.py).
+test-readme test-demo: test-%: $(CMD_BINS) $(TOOLS)
+	@$(TEST_ENV) python3 test/e2e/check_$*.py
+
 test-conformance: tests
 	@$(TEST_ENV) node test/conformance/e2b_sdk.mjs
+
+# The Python client suite (test/client/run.sh; pytest from .deps/pyclient).
+test-client: tests
+	@$(TEST_ENV) ./test/client/run.sh
 
 # The offline checks of manifests/deploy, the Containerfile and the systemd unit
 # (test/deploy/check.sh; make check runs it too).
@@ -163,6 +183,7 @@ bench: deps
 	@./test/bench/dayofuse.sh
 	@./test/bench/migrate.sh
 	@./test/bench/replicas.sh
+	@./test/bench/application.sh
 
 demo: deps
 	@$(MAKE) --no-print-directory all

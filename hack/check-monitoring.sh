@@ -8,7 +8,8 @@
 #   - every metric name in the dashboard's queries and in the rules (names
 #     under spacekeeper_, controller_runtime_, workqueue_, process_) is a
 #     series of the scrape, and the check itself reports a name that is not;
-#   - every alert has its runbook line in the README.
+#   - every alert has its runbook section in docs/operations.md, and its
+#     runbook annotation links there.
 #   hack/check-monitoring.sh METRICS.txt
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -75,8 +76,14 @@ check_names "manifests/monitoring/alerts.yaml" <"$mon/alerts.yaml"
 [ "$(echo 'rate(spacekeeper_no_such_metric_total[5m])' | unknown_names)" = spacekeeper_no_such_metric_total ] ||
 	fail "the name check does not report spacekeeper_no_such_metric_total"
 
+# Every alert has its runbook: a "### NAME" section of docs/operations.md that
+# its runbook annotation links to.
+ops=$root/docs/operations.md
 for alert in $(sed -n 's/^[[:space:]]*- alert:[[:space:]]*\([A-Za-z0-9]*\).*/\1/p' "$mon/alerts.yaml"); do
-	grep -q "^- \*\*$alert\*\*" "$root/README.md" || fail "README.md: no runbook line \"- **$alert**\" (section Alerts)"
+	grep -q "^### $alert\$" "$ops" || fail "docs/operations.md: no runbook section \"### $alert\" (Alerts and runbooks)"
+	anchor=docs/operations.md#$(tr '[:upper:]' '[:lower:]' <<<"$alert")
+	grep -A12 -- "- alert: $alert\$" "$mon/alerts.yaml" | grep -q "runbook: \"$anchor\"" ||
+		fail "alerts.yaml: $alert has no runbook annotation \"$anchor\""
 done
 
 [ "$failures" -eq 0 ] || exit 1

@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # The spacekeeper demo (make demo): FerretDB, sandboxsim and spacekeeper on
 # loopback, the example UserSpaces applied, and a live table while they
-# converge. Ctrl-C stops everything this script started and removes its
-# scratch directory.
+# converge. It writes a spacectl context "demo" (the demo's MongoDB URI and a
+# ControllerConfig naming its sandboxsim and a key file) into the file spacectl
+# reads and makes it current, as kind and minikube do with kubeconfig, so that
+# plain `spacectl get us`, `spacectl sandboxes` and `spacectl plan` work
+# against the demo. Ctrl-C stops everything this script started, removes the
+# context (the previous current context is current again) and its scratch
+# directory.
 #   DEMO_SECONDS=N   run non-interactively for N seconds, then clean up and exit
+#   DEMO_CONTEXT=NAME  the context's name (default demo; "" writes none)
+#   SPACECTL_CONFIG=FILE  the context file (default ~/.config/spacectl/config.yaml)
 #   SK_BIN_DIR=DIR   binaries to use (default: bin/, as built by `make all`)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,6 +20,10 @@ seconds=${DEMO_SECONDS:-}
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/spacekeeper-demo.XXXXXX")
 sim_pid=
 keeper_pid=
+context=${DEMO_CONTEXT-demo}
+context_written=
+context_prev=
+context_file_existed=
 
 cleanup() {
 	local rc=$?
@@ -26,11 +37,77 @@ cleanup() {
 		wait "$sim_pid" 2>/dev/null || true
 	fi
 	"$root/hack/ferretdb.sh" stop "$scratch/ferretdb" >/dev/null 2>&1 || true
+	context_remove
 	rm -rf "$scratch"
 	echo
 	echo "demo stopped; nothing left running."
 	exit "$rc"
 }
+# spacectl against the demo's database, whatever the user's current context
+# says (an empty context file: no context, so no other database name).
+ctl() {
+	SPACECTL_CONFIG="$scratch/no-contexts.yaml" "$bin/spacectl" --mongodb-uri "$uri" \
+		--database spacekeeper "$@"
+}
+
+# spacectl config on the user's context file
+ctl_config() {
+	"$bin/spacectl" config "$@"
+}
+
+# Writes the context (after the examples are applied: a context that exists
+# names a ready world) and remembers what was current before.
+context_write() {
+	[ -n "$context" ] || return 0
+	local file
+	file=$(context_file)
+	[ -e "$file" ] && context_file_existed=1
+	context_prev=$(ctl_config current-context 2>/dev/null || true)
+	[ "$context_prev" = "$context" ] && context_prev=
+	if ! ctl_config set-context "$context" --mongodb-uri "$uri" --database spacekeeper \
+		--controller-config "$scratch/config.yaml" --current >/dev/null; then
+		echo "demo: no spacectl context written (above); pass --mongodb-uri $uri" >&2
+		return 0
+	fi
+	context_written=1
+	echo "==> spacectl context \"$context\" written to $file and made current"
+	if [ -n "$context_prev" ]; then
+		echo "    (\"$context_prev\" is current again when the demo stops)"
+	fi
+	if [ -n "${SPACEKEEPER_MONGODB_URI:-}" ]; then
+		echo "    note: \$SPACEKEEPER_MONGODB_URI is set and wins over the context: unset it"
+	fi
+}
+
+# Removes the context; the previous current context comes back when the demo's
+# is still the current one. A file the demo created and left empty goes too.
+context_remove() {
+	[ -n "$context_written" ] || return 0
+	local cur file
+	file=$(context_file)
+	cur=$(ctl_config current-context 2>/dev/null || true)
+	ctl_config delete-context "$context" >/dev/null 2>&1 || true
+	if [ "$cur" = "$context" ] && [ -n "$context_prev" ]; then
+		ctl_config use-context "$context_prev" >/dev/null 2>&1 || true
+	fi
+	if [ -z "$context_file_existed" ] &&
+		! ctl_config get-contexts 2>/dev/null | grep -q .; then
+		rm -f "$file"
+	fi
+	echo "spacectl context \"$context\" removed from $file."
+}
+
+# The file spacectl reads its contexts from (as cmd/spacectl/config.c decides).
+context_file() {
+	if [ -n "${SPACECTL_CONFIG:-}" ]; then
+		echo "$SPACECTL_CONFIG"
+	elif [ -n "${XDG_CONFIG_HOME:-}" ]; then
+		echo "$XDG_CONFIG_HOME/spacectl/config.yaml"
+	else
+		echo "$HOME/.config/spacectl/config.yaml"
+	fi
+}
+
 trap cleanup EXIT
 trap 'exit 0' INT TERM
 
@@ -47,9 +124,15 @@ sim_pid=$!
 sim_url=$(log_wait "$scratch/sandboxsim.log" "$SIM_LISTENING" "$sim_pid") || { echo "demo: sandboxsim did not start" >&2; cat "$scratch/sandboxsim.log" >&2; exit 1; }
 echo "    $sim_url"
 
-sed "s#http://127.0.0.1:3000#$sim_url#g" "$root/manifests/config/demo.yaml" >"$scratch/config.yaml"
-# Only for the demo: sandboxsim accepts any e2b_<hex> key.
-export E2B_API_KEY=e2b_0000000000000000000000000000000000000000
+# The demo's ControllerConfig: manifests/config/demo.yaml with this run's
+# simulator and database, and the key in a file (mode 0600) instead of
+# $E2B_API_KEY, so that spacectl finds it through the context. Only for the
+# demo: sandboxsim accepts any e2b_<hex> key.
+(umask 077 && echo e2b_0000000000000000000000000000000000000000 >"$scratch/e2b-api-key")
+sed -e "s#http://127.0.0.1:3000#$sim_url#g" -e "s#mongodb://127.0.0.1:27017#$uri#" \
+	-e "s#apiKeyEnv: E2B_API_KEY#apiKeyFile: $scratch/e2b-api-key#" \
+	"$root/manifests/config/demo.yaml" >"$scratch/config.yaml"
+unset E2B_API_KEY
 echo "==> starting spacekeeper"
 "$bin/spacekeeper" --config "$scratch/config.yaml" --mongodb-uri "$uri" \
 	--listen 127.0.0.1:0 --connect-listen 127.0.0.1:0 --resync 5s --poll 500ms >"$scratch/spacekeeper.log" 2>&1 &
@@ -60,11 +143,12 @@ echo "    status page http://127.0.0.1:$keeper_port/ (metrics at /metrics)"
 echo "    connect API http://127.0.0.1:$connect_port/v1/ (its own listener)"
 
 echo "==> applying manifests/examples/"
-"$bin/spacectl" --mongodb-uri "$uri" apply -f "$root/manifests/examples/"
+ctl apply -f "$root/manifests/examples/"
+context_write
 sleep 1
 
 table() {
-	"$bin/spacectl" --mongodb-uri "$uri" get userspaces 2>&1 || true
+	ctl get userspaces 2>&1 || true
 }
 
 show_for() {
@@ -91,20 +175,22 @@ if [ -n "$seconds" ]; then
 	show_for "$seconds"
 	echo
 	echo "sandboxes at the simulator:"
-	"$bin/spacectl" sandboxes --config "$scratch/config.yaml" || true
+	ctl sandboxes --config "$scratch/config.yaml" || true
 	exit 0
 fi
 
 show_for 20
 cat <<EOF
 
-Everything is still running. In another terminal, try:
+Everything is still running. In another terminal (spacectl uses the context
+"${context:-<none: run with --mongodb-uri $uri>}": MongoDB $uri, providers of $scratch/config.yaml), try:
 
-  export SPACEKEEPER_MONGODB_URI=$uri
-  $bin/spacectl get userspaces -o wide
-  $bin/spacectl describe userspace alice
-  $bin/spacectl events
-  E2B_API_KEY=$E2B_API_KEY $bin/spacectl sandboxes --config $scratch/config.yaml
+  export PATH=$bin:\$PATH
+  spacectl get userspaces -o wide
+  spacectl describe userspace alice
+  spacectl events
+  spacectl sandboxes
+  spacectl plan
   curl -s -XPOST http://127.0.0.1:$connect_port/v1/userspaces/alice/connect
   curl -s http://127.0.0.1:$keeper_port/metrics | grep reconcile_total
   open http://127.0.0.1:$keeper_port/ in a browser: spaces by phase, drift, each space

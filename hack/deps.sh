@@ -3,13 +3,17 @@
 # a second run checks and returns quickly.
 #   - Debian packages (compiler toolchain libraries, Check, pkg-config; prometheus
 #     for promtool, which checks /metrics and the alert rules in make test, and
-#     chromium, which renders the status page headless in make test)
+#     chromium, which renders the status page headless in make test; mandoc and man-db,
+#     which lint and render the generated man pages, hack/check-docs.sh)
 #   - FerretDB (pinned), built with `go install`, at .deps/bin/ferretdb
 #   - the official e2b and Daytona SDKs, ajv and yaml (pinned) from npm, in .deps/node for the
-#     conformance test
+#     conformance test; typescript and @types/node (pinned) for the TypeScript client's test
 #   - kustomize (pinned, go install) into .deps/bin and kubernetes-validate (pinned, with its
 #     dependencies, test/deploy/requirements.txt) into a venv at .deps/python, for the
 #     manifest check (test/deploy/check.sh)
+#   - the e2b Python SDK, pytest, jsonschema and openapi-spec-validator (pinned, with their
+#     dependencies, test/client/requirements.txt) into a venv at .deps/pyclient, for the
+#     Python client suite (test/client) and the application benchmark
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,10 +26,13 @@ E2B_SDK_VERSION=2.51.0
 DAYTONA_SDK_VERSION=0.218.0
 AJV_VERSION=8.20.0
 YAML_VERSION=2.9.1
+# The TypeScript client (clients/typescript) is compiled by its test with these.
+TYPESCRIPT_VERSION=5.9.3
+TYPES_NODE_VERSION=20.19.43
 
 apt_packages=(build-essential pkg-config libcurl4-openssl-dev libyaml-dev
 	libjansson-dev libmongoc-dev libbson-dev check libmicrohttpd-dev libgnutls28-dev
-	clang-format diffutils curl prometheus chromium openssl)
+	clang-format diffutils curl prometheus chromium openssl mandoc man-db)
 
 log() { printf 'deps: %s\n' "$*" >&2; }
 
@@ -87,7 +94,8 @@ if ! ferretdb_current; then
 fi
 
 # npm packages for the conformance tests (e2b SDK, CRD schema check), pinned.
-npm_packages=("e2b@$E2B_SDK_VERSION" "@daytonaio/sdk@$DAYTONA_SDK_VERSION" "ajv@$AJV_VERSION" "yaml@$YAML_VERSION")
+# One line: test/e2e/check_setup_scripts.c reads the list with sed.
+npm_packages=("e2b@$E2B_SDK_VERSION" "@daytonaio/sdk@$DAYTONA_SDK_VERSION" "ajv@$AJV_VERSION" "yaml@$YAML_VERSION" "typescript@$TYPESCRIPT_VERSION" "@types/node@$TYPES_NODE_VERSION")
 npm_missing=()
 for spec in "${npm_packages[@]}"; do
 	name=${spec%@*}
@@ -122,5 +130,17 @@ if ! cmp -s "$pyreq" "$deps/python/requirements.txt"; then
 	"$deps/python/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$pyreq"
 	"$deps/python/bin/pip" check --disable-pip-version-check >/dev/null
 	cp "$pyreq" "$deps/python/requirements.txt"
+fi
+# The Python client suite (test/client): the e2b SDK, pytest and the schema validators,
+# pinned, in a venv at .deps/pyclient.
+pycreq="$root/test/client/requirements.txt"
+if ! cmp -s "$pycreq" "$deps/pyclient/requirements.txt"; then
+	command -v python3 >/dev/null || { log "python3 is required for the client suite"; exit 1; }
+	log "installing the e2b SDK and pytest into .deps/pyclient"
+	rm -rf "$deps/pyclient"
+	python3 -m venv "$deps/pyclient"
+	"$deps/pyclient/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$pycreq"
+	"$deps/pyclient/bin/pip" check --disable-pip-version-check >/dev/null
+	cp "$pycreq" "$deps/pyclient/requirements.txt"
 fi
 log "all dependencies present"

@@ -416,6 +416,8 @@ sk_test_global_teardown(void)
 	if (ferretdb_pid > 0)
 		sk_test_stop(ferretdb_pid, false);
 	sk_store_global_cleanup();
+	if (tmpdir[0] && getenv("SK_TEST_KEEP_TMP") != NULL)
+		fprintf(stderr, "SK_TEST_KEEP_TMP: kept %s\n", tmpdir);
 	if (tmpdir[0] && getenv("SK_TEST_KEEP_TMP") == NULL) {
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
 		if (system(cmd) != 0)

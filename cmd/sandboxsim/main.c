@@ -11,13 +11,20 @@
 #include <time.h>
 
 #include "sim.h"
+#include "util/clidoc.h"
 
-static const char usage[] =
-        "usage: sandboxsim --listen HOST:PORT [options]\n"
-        "\n"
+/* The help: --help prints it, `sandboxsim __gen-docs FORMAT DIR` renders it
+ * as the reference pages (pkg/util/clidoc.h says the format). */
+static const char usage_lines[] =
+        "sandboxsim --listen HOST:PORT [--flavor e2b|cube|daytona] [--api-key KEY]\n"
+        "           [--latency DUR] [--seed N] [--faults FILE.json] [--domain NAME] "
+        "[--preload N]\n"
+        "           [--daytona-minute DUR]";
+
+static const char help_text[] =
         "An E2B-compatible sandbox API (and envd GET /health) on one listener.\n"
         "\n"
-        "options:\n"
+        "Flags:\n"
         "  --listen HOST:PORT   address to serve on (PORT 0 picks one)\n"
         "  --flavor NAME        e2b (default) | cube | daytona\n"
         "  --api-key KEY        require this key (X-API-Key; Cube also Bearer; Daytona\n"
@@ -30,22 +37,23 @@ static const char usage[] =
         "                       cube: cube.app)\n"
         "  --preload N          create N running sandboxes (metadata user_id=u<i>,\n"
         "                       managed_by=spacekeeper) at start, for benchmarks\n"
-        "  --daytona-minute DUR length of a Daytona auto-stop minute (default 60s;\n"
+        "  --daytona-minute DUR  length of a Daytona auto-stop minute (default 60s;\n"
         "                       tests use e.g. 1s)\n"
-        "  --help               this text\n"
+        "  -h, --help           this text\n"
         "\n"
-        "data plane (envd), routed by E2b-Sandbox-Id/E2b-Sandbox-Port headers or Host\n"
-        "{port}-{id}.{domain}: GET /health (204 running, 502 otherwise), POST /init\n"
+        "The data plane (envd), routed by E2b-Sandbox-Id/E2b-Sandbox-Port headers or\n"
+        "Host {port}-{id}.{domain}: GET /health (204 running, 502 otherwise), POST /init\n"
         "(merges envVars into the sandbox-wide env), GET /envs, and\n"
         "POST /process.Process/Start (Connect, JSON codec) evaluating echo, env and\n"
         "printenv; anything else exits 127. A resume drops the create-time envVars:\n"
         "only what /init set survives (the login-shell env defect).\n"
         "\n"
-        "admin (no key): GET|POST|DELETE /_sim/faults, GET /_sim/sandboxes,\n"
+        "The admin API (no key): GET|POST|DELETE /_sim/faults, GET /_sim/sandboxes,\n"
         "POST /_sim/sandboxes/{id}/kill|pause, POST /_sim/reset, GET /_sim/stats,\n"
         "POST /_sim/stats/reset.\n"
         "\n"
-        "fault document (POST merges per key; null removes an entry):\n"
+        "The fault document (POST merges per key; null removes an entry):\n"
+        "\n"
         "  {\"latency\": {\"<endpoint>|*\": {\"fixed_ms\": 100, \"jitter_ms\": 50}},\n"
         "   \"errors\": {\"<endpoint>|*\": {\"rate\": 0.5, \"status\": 429,\n"
         "                                \"retry_after_s\": 2, \"count\": 3}},\n"
@@ -53,10 +61,31 @@ static const char usage[] =
         "   \"overload\": {\"max_inflight\": 8, \"retry_after_s\": 2},\n"
         "   \"bodies\": {\"<endpoint>|*\": {\"mode\": \"truncate|garbage|oversize\",\n"
         "                                \"size_mb\": 16, \"count\": 1}}}\n"
-        "  endpoints: create get list list_v1 kill pause connect resume timeout\n"
-        "  refreshes start stop archive labels autostop api_health health envd init\n"
-        "  process;\n"
-        "  \"*\" = every control-plane endpoint. list_empty_s -1 = until cleared.\n";
+        "\n"
+        "Its endpoints: create get list list_v1 kill pause connect resume timeout\n"
+        "refreshes start stop archive labels autostop api_health health envd init\n"
+        "process; \"*\" = every control-plane endpoint. list_empty_s -1 = until cleared.\n"
+        "\n"
+        "Exit codes: 0 stopped by SIGTERM or SIGINT (or --help); 1 could not serve\n"
+        "(the listener); 2 usage, or an invalid --faults document.\n";
+
+#define SHORT_OPTS "h"
+
+static const struct option longopts[] = { { "listen", 1, NULL, 'l' }, { "flavor", 1, NULL, 'f' },
+	{ "api-key", 1, NULL, 'k' }, { "latency", 1, NULL, 'L' }, { "seed", 1, NULL, 's' },
+	{ "faults", 1, NULL, 'F' }, { "domain", 1, NULL, 'd' }, { "preload", 1, NULL, 'p' },
+	{ "daytona-minute", 1, NULL, 'm' }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 } };
+
+/* Prints the usage lines, and with full the whole help. */
+static void
+usage(FILE *f, bool full)
+{
+	sk_buf b = SK_BUF_INIT(0);
+
+	sk_clidoc_usage(usage_lines, &b);
+	fprintf(f, "%s%s%s", b.data, full ? "\n" : "", full ? help_text : "");
+	sk_buf_dispose(&b);
+}
 
 struct opts {
 	char host[64];
@@ -100,22 +129,17 @@ parse_flavor(const char *arg)
 static int
 bad(const char *what, const char *arg)
 {
-	fprintf(stderr, "sandboxsim: invalid %s: %s\n%s", what, arg, usage);
+	fprintf(stderr, "sandboxsim: invalid %s: %s\n", what, arg);
+	usage(stderr, false);
 	return 2;
 }
 
 static int
 parse_args(int argc, char **argv, sim *s, struct opts *o)
 {
-	static const struct option longopts[] = { { "listen", 1, NULL, 'l' },
-		{ "flavor", 1, NULL, 'f' }, { "api-key", 1, NULL, 'k' },
-		{ "latency", 1, NULL, 'L' }, { "seed", 1, NULL, 's' }, { "faults", 1, NULL, 'F' },
-		{ "domain", 1, NULL, 'd' }, { "preload", 1, NULL, 'p' },
-		{ "daytona-minute", 1, NULL, 'm' }, { "help", 0, NULL, 'h' },
-		{ NULL, 0, NULL, 0 } };
 	int c;
 
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, SHORT_OPTS, longopts, NULL)) != -1) {
 		switch (c) {
 		case 'l':
 			if (parse_listen(optarg, o) != 0)
@@ -138,14 +162,15 @@ parse_args(int argc, char **argv, sim *s, struct opts *o)
 			if (sk_duration_parse(optarg, &s->minute_ms) != 0 || s->minute_ms <= 0)
 				return bad("--daytona-minute", optarg);
 			break;
-		case 'h': fputs(usage, stdout); return 1;
-		default: fputs(usage, stderr); return 2;
+		case 'h': usage(stdout, true); return 1;
+		default: usage(stderr, false); return 2;
 		}
 	}
 	if (optind < argc)
 		return bad("argument", argv[optind]);
 	if (o->host[0] == '\0') {
-		fprintf(stderr, "sandboxsim: --listen is required\n%s", usage);
+		fprintf(stderr, "sandboxsim: --listen is required\n");
+		usage(stderr, false);
 		return 2;
 	}
 	return 0;
@@ -170,6 +195,29 @@ load_faults(sim *s, const char *path)
 	return rc;
 }
 
+/* sandboxsim __gen-docs markdown|man DIR (hidden; make docs). */
+static int
+gen_docs(int argc, char **argv)
+{
+	static const char *const see[] = { "spacekeeper", "spacectl" };
+	sk_clidoc_page p = { "sandboxsim", NULL,
+		"an E2B-compatible sandbox provider on loopback, with fault injection", usage_lines,
+		help_text, NULL, NULL, longopts, SHORT_OPTS, NULL, 0, see, 2 };
+	sk_clidoc_format fmt;
+	sk_error err;
+
+	if (argc != 4 || sk_clidoc_format_parse(argv[2], &fmt) != SK_OK) {
+		fprintf(stderr, "usage: sandboxsim __gen-docs markdown|man DIR\n");
+		return 2;
+	}
+	sk_error_clear(&err);
+	if (sk_clidoc_write(&p, fmt, argv[3], &err) != SK_OK) {
+		fprintf(stderr, "sandboxsim: %s\n", err.message);
+		return 1;
+	}
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -178,6 +226,8 @@ main(int argc, char **argv)
 	sigset_t set;
 	int rc;
 
+	if (argc > 1 && strcmp(argv[1], "__gen-docs") == 0)
+		return gen_docs(argc, argv);
 	s.flavor = SIM_E2B;
 	s.minute_ms = 60000;
 	s.seed = (uint64_t)time(NULL) * 2654435761u;

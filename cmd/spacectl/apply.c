@@ -333,9 +333,11 @@ rollback(apply_ctx *c, size_t upto)
 		do {
 			sk_error_clear(&err);
 			rc = undo_item(c, it, &err);
-			if (rc != 0 && sk_error_is_transient(rc) && sk_monotonic_ms() < deadline)
+			if (rc != 0 && sk_error_retry(rc) == SK_RETRY_SAME &&
+			        sk_monotonic_ms() < deadline)
 				usleep(200 * 1000);
-		} while (rc != 0 && sk_error_is_transient(rc) && sk_monotonic_ms() < deadline);
+		} while (rc != 0 && sk_error_retry(rc) == SK_RETRY_SAME &&
+		        sk_monotonic_ms() < deadline);
 		if (rc != 0) {
 			sk_cli_errorf("rollback: userspace/%s could not be restored: %s",
 			        it->want->meta.name, err.message);

@@ -2,10 +2,15 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "spacectl.h"
+#include "util/clidoc.h"
 
 sk_cli_globals sk_cli = { NULL, NULL, 3000, NULL, NULL };
+
+/* Set while sk_cli_help_of runs a command's --help: what it showed. */
+static sk_cli_seen *seen_now;
 
 void
 sk_cli_errorf(const char *fmt, ...)
@@ -44,20 +49,16 @@ sk_cli_exit_code(int code)
 void
 sk_cli_print_help(const sk_cli_help *h, FILE *f)
 {
-	const char *p = h->usage, *nl;
-	bool first = true;
+	sk_buf b = SK_BUF_INIT(0);
 
 	/* Several usage lines line up under the first, as in style(9). */
-	while (*p) {
-		nl = strchr(p, '\n');
-		if (nl == NULL)
-			nl = p + strlen(p);
-		fprintf(f, "%s%.*s\n", first ? "usage: " : "       ", (int)(nl - p), p);
-		first = false;
-		p = *nl ? nl + 1 : nl;
-	}
+	sk_clidoc_usage(h->usage, &b);
+	fputs(b.data, f);
+	sk_buf_dispose(&b);
 	if (f == stdout && h->text)
 		fprintf(f, "\n%s\n%s", h->text, SK_CLI_GLOBAL_HELP);
+	if (f == stdout && seen_now)
+		seen_now->help = h;
 }
 
 int
@@ -81,7 +82,43 @@ int
 sk_cli_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts)
 {
 	opterr = 0;
+	if (seen_now && seen_now->opts == NULL) {
+		seen_now->opts = longopts;
+		seen_now->shortopts = shortopts;
+	}
 	return getopt_long(argc, argv, shortopts, longopts, NULL);
+}
+
+char *
+sk_cli_help_of(const sk_cli_command *cmd, sk_cli_seen *seen)
+{
+	char *argv[] = { (char *)cmd->name, "--help", NULL };
+	FILE *tmp = tmpfile();
+	sk_buf b = SK_BUF_INIT(0);
+	char chunk[4096];
+	int saved;
+	size_t n;
+
+	if (seen)
+		memset(seen, 0, sizeof(*seen));
+	if (tmp == NULL)
+		return sk_strdup("");
+	fflush(stdout);
+	saved = dup(STDOUT_FILENO);
+	dup2(fileno(tmp), STDOUT_FILENO);
+	optind = 0;
+	seen_now = seen;
+	cmd->fn(2, argv);
+	seen_now = NULL;
+	fflush(stdout);
+	dup2(saved, STDOUT_FILENO);
+	close(saved);
+	rewind(tmp);
+	while ((n = fread(chunk, 1, sizeof(chunk), tmp)) > 0)
+		sk_buf_append(&b, chunk, n);
+	fclose(tmp);
+	sk_buf_append(&b, "", 1);
+	return sk_buf_detach(&b);
 }
 
 static int
@@ -128,10 +165,11 @@ sk_cli_userspace_json(const sk_userspace *us)
 	return v;
 }
 
-/* The ControllerConfig (path NULL: the defaults) under the global flags and
- * the environment (pkg/api sk_config_resolve); prints errors. */
+/* The ControllerConfig (path NULL: the context's controllerConfig when
+ * with_context_config, else the defaults) under the global flags, the
+ * environment and the context (pkg/api sk_config_resolve); prints errors. */
 static int
-resolve_config(const char *path, sk_controller_config **cfg)
+resolve_config(const char *path, bool with_context_config, sk_controller_config **cfg)
 {
 	sk_config_sources src = {
 		.config_path = path, .mongodb_uri = sk_cli.mongodb_uri, .database = sk_cli.database
@@ -149,6 +187,8 @@ resolve_config(const char *path, sk_controller_config **cfg)
 		return rc;
 	}
 	src.context = ctx.name ? &ctx : NULL;
+	if (path == NULL && with_context_config && ctx.controller_config)
+		src.config_path = ctx.controller_config;
 	rc = sk_config_resolve(&src, cfg, &errs, &err);
 	json_decref(ctx_file);
 	if (rc != SK_OK) {
@@ -172,7 +212,7 @@ sk_cli_store_open(sk_store **out)
 
 	/* The URI and database of the config the command loaded (plan), else
 	 * of the flags, the environment and the defaults. */
-	if (sk_cli.config == NULL && (rc = resolve_config(NULL, &cfg)) != SK_EXIT_OK)
+	if (sk_cli.config == NULL && (rc = resolve_config(NULL, false, &cfg)) != SK_EXIT_OK)
 		return rc;
 	sk_error_clear(&err);
 	opts.uri = sk_cli.config ? sk_cli.config->mongodb_uri : cfg->mongodb_uri;
@@ -291,13 +331,13 @@ sk_cli_desired_json(const sk_userspace *us)
 	return root;
 }
 
-/* The ControllerConfig at path, or the defaults when path is NULL, under the
- * global flags and the environment; prints errors. Later store opens use
- * its MongoDB settings. */
+/* The ControllerConfig at path, or when path is NULL the current context's
+ * controllerConfig, or the defaults, under the global flags, the environment
+ * and the context; prints errors. Later store opens use its MongoDB settings. */
 int
 sk_cli_load_config(const char *path, sk_controller_config **cfg)
 {
-	int rc = resolve_config(path, cfg);
+	int rc = resolve_config(path, true, cfg);
 
 	if (rc == SK_EXIT_OK)
 		sk_cli.config = *cfg;

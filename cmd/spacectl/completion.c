@@ -1,12 +1,11 @@
 /*
  * spacectl completion: a static bash or zsh completion script generated from
  * the command table (sk_cli_commands): the commands, each command's flags
- * (read from its own --help, so they cannot drift), and UserSpace names from
- * `spacectl get userspaces -o name` at completion time.
+ * (the option table it parses with, so they cannot drift), and UserSpace
+ * names from `spacectl get userspaces -o name` at completion time.
  */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "spacectl.h"
 
@@ -24,90 +23,8 @@ static const sk_cli_help help = {
 	"  spacectl completion zsh >\"${fpath[1]}/_spacectl\"\n",
 };
 
-/* What a command prints for --help, captured through a temporary file. */
-static char *
-help_text(const sk_cli_command *cmd)
-{
-	char *argv[] = { (char *)cmd->name, "--help", NULL };
-	FILE *tmp = tmpfile();
-	sk_buf b = SK_BUF_INIT(0);
-	char chunk[4096];
-	int saved;
-	size_t n;
-
-	if (tmp == NULL)
-		return sk_strdup("");
-	fflush(stdout);
-	saved = dup(STDOUT_FILENO);
-	dup2(fileno(tmp), STDOUT_FILENO);
-	optind = 0;
-	cmd->fn(2, argv);
-	fflush(stdout);
-	dup2(saved, STDOUT_FILENO);
-	close(saved);
-	rewind(tmp);
-	while ((n = fread(chunk, 1, sizeof(chunk), tmp)) > 0)
-		sk_buf_append(&b, chunk, n);
-	fclose(tmp);
-	sk_buf_append(&b, "", 1);
-	return sk_buf_detach(&b);
-}
-
-/* Appends flag to out unless it is there already. */
-static void
-add_flag(sk_buf *out, const char *text, size_t n)
-{
-	char flag[64];
-	const char *q = out->data;
-
-	if (n >= sizeof(flag))
-		return;
-	memcpy(flag, text, n);
-	flag[n] = '\0';
-	while (q && (q = strstr(q, flag)) != NULL) {
-		if ((q == out->data || q[-1] == ' ') && (q[n] == ' ' || q[n] == '\0'))
-			return;
-		q += n;
-	}
-	sk_buf_printf(out, "%s%s", out->len ? " " : "", flag);
-}
-
-/* Whether the "--" at p names a flag: in the usage (before the first blank
- * line), in brackets, or first on its line ("  -o, --output", "      --all");
- * not a word of the prose ("EDITOR=\"code --wait\""). */
-static bool
-is_flag_at(const char *line, const char *p, bool in_usage)
-{
-	const char *q = line + strspn(line, " ");
-
-	if (in_usage || (p > line && p[-1] == '['))
-		return true;
-	if (q[0] == '-' && q[1] != '-' && q[2] == ',' && q[3] == ' ')
-		q += 4;
-	return q == p;
-}
-
-/* The --long flags in a help text, each once, space-separated into out. */
-static void
-flags_of(const char *text, sk_buf *out)
-{
-	bool in_usage = true;
-
-	for (const char *line = text; *line;) {
-		const char *eol = strchr(line, '\n'), *p = line;
-		size_t len = eol ? (size_t)(eol - line) : strlen(line);
-		if (len == 0)
-			in_usage = false;
-		while ((p = strstr(p, "--")) != NULL && p < line + len) {
-			size_t n = 2 + strspn(p + 2, "abcdefghijklmnopqrstuvwxyz-");
-			if (n > 2 && is_flag_at(line, p, in_usage))
-				add_flag(out, p, n);
-			p += n;
-		}
-		line += len + (eol ? 1 : 0);
-	}
-}
-
+/* Each command's case: its --long flags, from the option table it parses
+ * with (seen by running its --help, as the reference pages are). */
 static void
 print_cases(void)
 {
@@ -115,12 +32,12 @@ print_cases(void)
 	const sk_cli_command *cmds = sk_cli_commands(&n);
 
 	for (size_t i = 0; i < n; i++) {
-		char *text = help_text(&cmds[i]);
-		sk_buf flags = SK_BUF_INIT(0);
-		flags_of(text, &flags);
-		printf("\t%s) flags=\"%s\" ;;\n", cmds[i].name, flags.data ? flags.data : "");
-		sk_buf_dispose(&flags);
-		free(text);
+		sk_cli_seen seen;
+		free(sk_cli_help_of(&cmds[i], &seen));
+		printf("\t%s) flags=\"", cmds[i].name);
+		for (size_t k = 0; seen.opts && seen.opts[k].name; k++)
+			printf("%s--%s", k ? " " : "", seen.opts[k].name);
+		printf("\" ;;\n");
 	}
 }
 

@@ -1,6 +1,8 @@
 /*
  * spacectl config: named contexts, like kubeconfig. A context names a
- * database (mongodbURI, database); the file says which one is current.
+ * database (mongodbURI, database) and, optionally, the ControllerConfig
+ * whose providers sandboxes, plan and drift --orphans use without --config
+ * (controllerConfig: make demo writes one); the file says which is current.
  * The file is $SPACECTL_CONFIG, else $XDG_CONFIG_HOME/spacectl/config.yaml,
  * else ~/.config/spacectl/config.yaml:
  *
@@ -10,6 +12,8 @@
  *   contexts:
  *   - name: prod
  *     context: {mongodbURI: "mongodb://db.prod:27017", database: spacekeeper}
+ *   - name: demo
+ *     context: {mongodbURI: "mongodb://127.0.0.1:40123", controllerConfig: /tmp/x/config.yaml}
  *
  * The selected context (--context NAME, else current-context) is a layer of
  * pkg/api sk_config_resolve: flags > environment > context > defaults.
@@ -28,25 +32,35 @@ static const sk_cli_help help = {
 	"spacectl config get-contexts\n"
 	"spacectl config current-context\n"
 	"spacectl config use-context NAME\n"
-	"spacectl config set-context NAME [--mongodb-uri uri] [--database name] [--current]\n"
+	"spacectl config set-context NAME [--mongodb-uri uri] [--database name]\n"
+	"                            [--controller-config file] [--current]\n"
 	"spacectl config delete-context NAME\n"
 	"spacectl config view [--raw]",
 	"Manages named contexts, as kubectl config does with kubeconfig: each context\n"
-	"names a MongoDB URI and a database, and current-context says which one\n"
-	"commands use. The file is $SPACECTL_CONFIG, else\n"
+	"names a MongoDB URI and a database (and, optionally, a ControllerConfig whose\n"
+	"providers sandboxes, plan and drift --orphans use without --config), and\n"
+	"current-context says which one commands use. The file is $SPACECTL_CONFIG, else\n"
 	"$XDG_CONFIG_HOME/spacectl/config.yaml, else ~/.config/spacectl/config.yaml;\n"
 	"set-context creates it (mode 0600). Every command takes --context NAME to use\n"
 	"another context once. Precedence: flags, then $SPACEKEEPER_MONGODB_URI, then\n"
 	"the context, then the defaults.\n"
 	"\n"
 	"Subcommands:\n"
-	"  get-contexts        list the contexts (* marks the current one)\n"
-	"  current-context     print the current context's name\n"
-	"  use-context NAME    make NAME the current context\n"
-	"  set-context NAME    create or change NAME: --mongodb-uri and --database set\n"
-	"                      its fields, --current also makes it current\n"
-	"  delete-context NAME remove NAME\n"
-	"  view                print the file; passwords in URIs are hidden unless --raw\n"
+	"  get-contexts         list the contexts (* marks the current one)\n"
+	"  current-context      print the current context's name\n"
+	"  use-context NAME     make NAME the current context\n"
+	"  set-context NAME     create or change NAME: --mongodb-uri, --database and\n"
+	"                       --controller-config set its fields, --current also\n"
+	"                       makes it current\n"
+	"  delete-context NAME  remove NAME\n"
+	"  view                 print the file; passwords in URIs are hidden unless --raw\n"
+	"\n"
+	"Flags:\n"
+	"      --controller-config FILE\n"
+	"                       set-context: the ControllerConfig whose providers\n"
+	"                       sandboxes, plan and drift use\n"
+	"      --current        set-context: also make the context the current one\n"
+	"      --raw            view: show the passwords in URIs\n"
 	"\n"
 	"Exit codes: 0 done; 1 no such context, invalid file or value; 2 usage.\n"
 	"\n"
@@ -124,7 +138,7 @@ static void
 check_context(const sk_doc *d, json_t *c, size_t i, json_t *seen, sk_errlist *errs)
 {
 	static const char *const keys[] = { "name", "context", NULL };
-	static const char *const fields[] = { "mongodbURI", "database", NULL };
+	static const char *const fields[] = { "mongodbURI", "database", "controllerConfig", NULL };
 	const char *name = json_string_value(json_object_get(c, "name"));
 	json_t *body = json_object_get(c, "context");
 	char path[128];
@@ -144,7 +158,8 @@ check_context(const sk_doc *d, json_t *c, size_t i, json_t *seen, sk_errlist *er
 		json_object_set_new(seen, name, json_true());
 	snprintf(path, sizeof(path), "contexts[%zu].context", i);
 	if (body && !json_is_object(body))
-		ctx_error(errs, d, path, "must be an object {mongodbURI, database}");
+		ctx_error(errs, d, path,
+		        "must be an object {mongodbURI, database, controllerConfig}");
 	else if (body)
 		check_strings(d, body, path, fields, errs);
 }
@@ -265,6 +280,7 @@ sk_cli_current_context(sk_config_context *out, json_t **keep)
 	out->source = path;
 	out->mongodb_uri = ctx_field(c, "mongodbURI");
 	out->database = ctx_field(c, "database");
+	out->controller_config = ctx_field(c, "controllerConfig");
 	return SK_EXIT_OK;
 }
 
@@ -430,7 +446,7 @@ check_values(void)
 }
 
 static int
-set_context(json_t *root, const char *name, bool make_current)
+set_context(json_t *root, const char *name, bool make_current, const char *controller_config)
 {
 	json_t *c = ctx_find(root, name), *body;
 	bool created = c == NULL;
@@ -453,6 +469,8 @@ set_context(json_t *root, const char *name, bool make_current)
 		json_object_set_new(body, "mongodbURI", json_string(sk_cli.mongodb_uri));
 	if (sk_cli.database)
 		json_object_set_new(body, "database", json_string(sk_cli.database));
+	if (controller_config)
+		json_object_set_new(body, "controllerConfig", json_string(controller_config));
 	if (make_current)
 		json_object_set_new(root, "current-context", json_string(name));
 	if (ctx_save(root) != SK_EXIT_OK)
@@ -513,11 +531,17 @@ view(json_t *root, bool raw)
 	return rc;
 }
 
-enum { OPT_CURRENT = SK_OPT_FIRST_CMD, OPT_RAW };
+enum { OPT_CURRENT = SK_OPT_FIRST_CMD, OPT_RAW, OPT_CONTROLLER_CONFIG };
+
+/* The subcommand's flags. */
+typedef struct config_flags {
+	bool current, raw;
+	const char *controller_config; /* --controller-config */
+} config_flags;
 
 /* The subcommand's words after the flags: SUB [NAME]. */
 static int
-run(const char *sub, char **args, int n, bool current, bool raw)
+run(const char *sub, char **args, int n, const config_flags *f)
 {
 	bool named = strcmp(sub, "use-context") == 0 || strcmp(sub, "set-context") == 0 ||
 	        strcmp(sub, "delete-context") == 0;
@@ -537,11 +561,11 @@ run(const char *sub, char **args, int n, bool current, bool raw)
 	else if (strcmp(sub, "use-context") == 0)
 		rc = use_context(root, args[0]);
 	else if (strcmp(sub, "set-context") == 0)
-		rc = set_context(root, args[0], current);
+		rc = set_context(root, args[0], f->current, f->controller_config);
 	else if (strcmp(sub, "delete-context") == 0)
 		rc = delete_context(root, args[0]);
 	else
-		rc = view(root, raw);
+		rc = view(root, f->raw);
 	json_decref(root);
 	return rc;
 }
@@ -552,17 +576,22 @@ sk_cmd_config(int argc, char **argv)
 	static const char *const subs[] = { "get-contexts", "current-context", "use-context",
 		"set-context", "delete-context", "view" };
 	static const struct option opts[] = { { "current", no_argument, NULL, OPT_CURRENT },
-		{ "raw", no_argument, NULL, OPT_RAW }, SK_CLI_GLOBAL_OPTIONS, { 0 } };
+		{ "raw", no_argument, NULL, OPT_RAW },
+		{ "controller-config", required_argument, NULL, OPT_CONTROLLER_CONFIG },
+		SK_CLI_GLOBAL_OPTIONS, { 0 } };
 	const size_t nsubs = sizeof(subs) / sizeof(subs[0]);
-	bool current = false, raw = false, known = false;
+	config_flags f = { false, false, NULL };
+	bool known = false;
 	const char *sub, *s;
 	int ch, rc;
 
 	while ((ch = sk_cli_getopt(argc, argv, ":h", opts)) != -1) {
 		if (ch == OPT_CURRENT)
-			current = true;
+			f.current = true;
 		else if (ch == OPT_RAW)
-			raw = true;
+			f.raw = true;
+		else if (ch == OPT_CONTROLLER_CONFIG)
+			f.controller_config = optarg;
 		else if ((rc = sk_cli_opt(&help, ch, argv)) != SK_CLI_CONTINUE)
 			return rc;
 	}
@@ -577,5 +606,7 @@ sk_cmd_config(int argc, char **argv)
 		return sk_cli_usage_error(&help, "unknown subcommand \"%s\"%s%s%s", sub,
 		        s ? "; did you mean \"" : "", s ? s : "", s ? "\"?" : "");
 	}
-	return run(sub, argv + optind, argc - optind, current, raw);
+	if (f.controller_config && strcmp(sub, "set-context") != 0)
+		return sk_cli_usage_error(&help, "--controller-config is a flag of set-context");
+	return run(sub, argv + optind, argc - optind, &f);
 }

@@ -31,7 +31,9 @@ static const sk_cli_help help = {
 	"                         \"orphans\": [{\"provider\", \"sandboxID\", \"userID\"}]}\n"
 	"  -l, --selector SEL    only the UserSpaces matching this label selector\n"
 	"  --config FILE         a ControllerConfig: list orphans at its providers\n"
-	"  --orphans             list orphans at the default provider (as sandboxes does)\n"
+	"  --orphans             list orphans at the providers sandboxes uses without\n"
+	"                        --config (the context's controllerConfig, else the\n"
+	"                        default provider)\n"
 	"\n"
 	"Exit codes: 0 no drift (\"No drift.\" on stderr); 1 drift found; 2 or more\n"
 	"on an error (2 usage, 3 database or provider unavailable).\n"
@@ -230,7 +232,7 @@ provider_orphans(const sk_provider_config *pc, const sk_userspace_list *l, orpha
 
 	sk_error_clear(&err);
 	if ((rc = sk_provider_new(pc, &p, &err)) != SK_OK) {
-		sk_cli_errorf("provider %s: %s", pc->name, err.message);
+		sk_cli_errorf("%s", err.message); /* it names the provider */
 		return rc == SK_ETRANSIENT ? SK_EXIT_UNAVAILABLE : DRIFT_ERROR;
 	}
 	sk_kvlist_set(&match, SK_META_MANAGED_BY, SK_MANAGED_BY_VALUE);

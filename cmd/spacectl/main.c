@@ -45,29 +45,51 @@ sk_cli_commands(size_t *n)
 	return commands;
 }
 
+const char sk_cli_top_usage[] =
+        "spacectl [--mongodb-uri uri] [--database name] [--timeout duration]\n"
+        "         [--context name]\n"
+        "         command [flags] [args]\n"
+        "spacectl help [command]";
+
+/* The flags before the command name (global flags and --version). */
+const struct option sk_cli_top_options[] = { SK_CLI_GLOBAL_OPTIONS,
+	{ "version", no_argument, NULL, 'V' }, { 0 } };
+
+char *
+sk_cli_top_text(void)
+{
+	sk_buf b = SK_BUF_INIT(0);
+
+	sk_buf_printf(&b,
+	        "spacectl manages UserSpace objects (one resident sandbox per user) in "
+	        "MongoDB.\n\nCommands:\n");
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		sk_buf_printf(&b, "  %-11s %s\n", commands[i].name, commands[i].summary);
+	sk_buf_printf(&b,
+	        "\nFlags:\n"
+	        "      --version      print the version (as spacectl version does)\n"
+	        "\nExit codes: %s\n"
+	        "\nRun 'spacectl COMMAND --help' for the flags of a command.\n",
+	        SK_CLI_EXIT_CODES);
+	return sk_buf_detach(&b);
+}
+
 static void
 print_usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: spacectl [--mongodb-uri uri] [--database name] [--timeout duration]\n"
-	        "                [--context name]\n"
-	        "                command [flags] [args]\n"
-	        "       spacectl help [command]\n");
+	const sk_cli_help top = { "", sk_cli_top_usage, NULL };
+
+	sk_cli_print_help(&top, f);
 }
 
 static void
 print_help(void)
 {
-	print_usage(stdout);
-	printf("\nspacectl manages UserSpace objects (one resident sandbox per user) in "
-	       "MongoDB.\n\n"
-	       "Commands:\n");
-	for (size_t i = 0; i < NCOMMANDS; i++)
-		printf("  %-10s %s\n", commands[i].name, commands[i].summary);
-	printf("\nExit codes: 0 success; 1 failure (invalid input, conflict, not found; diff: "
-	       "differences);\n2 usage error (diff: any error); 3 database unavailable.\n\n"
-	       "%s\nRun 'spacectl COMMAND --help' for the flags of a command.\n",
-	        SK_CLI_GLOBAL_HELP);
+	char *text = sk_cli_top_text();
+	const sk_cli_help top = { "", sk_cli_top_usage, text };
+
+	sk_cli_print_help(&top, stdout);
+	free(text);
 }
 
 static const sk_cli_command *
@@ -102,11 +124,9 @@ parse_leading_globals(int argc, char **argv, int *i)
 {
 	static const sk_cli_help top = { "", "spacectl [global flags] command [flags] [args]",
 		NULL };
-	static const struct option opts[] = { SK_CLI_GLOBAL_OPTIONS,
-		{ "version", no_argument, NULL, 'V' }, { 0 } };
 	int ch, rc;
 
-	while ((ch = sk_cli_getopt(argc, argv, "+:h", opts)) != -1) {
+	while ((ch = sk_cli_getopt(argc, argv, "+:h", sk_cli_top_options)) != -1) {
 		if (ch == 'h') {
 			print_help();
 			return SK_EXIT_OK;
@@ -146,6 +166,8 @@ run(int argc, char **argv)
 		fprintf(stderr, "Run 'spacectl --help' for the list of commands.\n");
 		return SK_EXIT_USAGE;
 	}
+	if (strcmp(argv[i], "__gen-docs") == 0) /* hidden: make docs */
+		return sk_cli_gen_docs(argc - i, argv + i);
 	if (strcmp(argv[i], "help") == 0) {
 		char *hv[] = { argv[i + 1], "--help", NULL };
 		if (i + 1 >= argc) {

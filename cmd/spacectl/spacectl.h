@@ -13,11 +13,16 @@
 #include "store/store.h"
 #include "util/util.h"
 
-/* Exit codes (README "Exit codes"); scripts rely on them. */
+/* Exit codes (docs/spacectl.md, "Exit codes"); scripts rely on them. */
 #define SK_EXIT_OK 0
 #define SK_EXIT_FAIL 1 /* invalid input, conflict, not found; diff: differences */
 #define SK_EXIT_USAGE 2 /* bad flags or arguments; diff: any error */
 #define SK_EXIT_UNAVAILABLE 3 /* database or provider unavailable */
+/* What they mean, for spacectl --help and the pages of commands without their own. */
+#define SK_CLI_EXIT_CODES                                                                          \
+	"0 success; 1 failure (invalid input, conflict, not found; diff:\n"                        \
+	"differences); 2 usage error (diff: any error); 3 database or provider\n"                  \
+	"unavailable, or timed out."
 
 /* ---- commands (one line each in main.c's table) ---- */
 int sk_cmd_apply(int argc, char **argv);
@@ -41,7 +46,7 @@ int sk_cmd_explain(int argc, char **argv);
 int sk_cmd_completion(int argc, char **argv);
 int sk_cmd_config(int argc, char **argv);
 
-/* The command table (main.c), for completion. */
+/* The command table (main.c): --help, completion and the reference pages. */
 typedef struct sk_cli_command {
 	const char *name;
 	int (*fn)(int argc, char **argv);
@@ -77,12 +82,12 @@ enum {
 /* clang-format on */
 #define SK_CLI_GLOBAL_HELP                                                                         \
 	"Global flags:\n"                                                                          \
-	"  --mongodb-uri URI  MongoDB URI (env SPACEKEEPER_MONGODB_URI,\n"                         \
-	"                     default mongodb://127.0.0.1:27017)\n"                                \
-	"  --database NAME    database name (default spacekeeper)\n"                               \
-	"  --context NAME     use this context of spacectl config (default current-context)\n"     \
-	"  --timeout DURATION give up on an unreachable database after this long (default 3s)\n"   \
-	"  -h, --help         print this help\n"
+	"  --mongodb-uri URI    MongoDB URI (env SPACEKEEPER_MONGODB_URI,\n"                       \
+	"                       default mongodb://127.0.0.1:27017)\n"                              \
+	"  --database NAME      database name (default spacekeeper)\n"                             \
+	"  --context NAME       use this context of spacectl config (default current-context)\n"   \
+	"  --timeout DURATION   give up on an unreachable database after this long (default 3s)\n" \
+	"  -h, --help           print this help\n"
 
 /* What --help prints for one command. */
 typedef struct sk_cli_help {
@@ -103,6 +108,24 @@ int sk_cli_usage_error(const sk_cli_help *h, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
 void sk_cli_print_help(const sk_cli_help *h, FILE *f);
 
+/* What a command's --help shows, as data (docs.c): the help it printed and
+ * the option table it parsed with. */
+typedef struct sk_cli_seen {
+	const sk_cli_help *help;
+	const struct option *opts;
+	const char *shortopts;
+} sk_cli_seen;
+/* Runs cmd --help with stdout captured; returns what it printed (caller
+ * frees) and, when seen is not NULL, fills it. */
+char *sk_cli_help_of(const sk_cli_command *cmd, sk_cli_seen *seen);
+/* The hidden command __gen-docs markdown|man DIR (docs.c): the reference pages. */
+int sk_cli_gen_docs(int argc, char **argv);
+/* spacectl's own help (main.c): the usage lines, the flags before the
+ * command, and the text (commands, exit codes; caller frees). */
+extern const char sk_cli_top_usage[];
+extern const struct option sk_cli_top_options[];
+char *sk_cli_top_text(void);
+
 /* "spacectl: message" on stderr. */
 void sk_cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sk_cli_warnf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -115,7 +138,8 @@ int sk_cli_store_open(sk_store **out);
  * usage error of h. Returns SK_EXIT_OK or the exit code (error printed). */
 int sk_cli_list_selected(
         sk_store *st, const sk_cli_help *h, const char *selector_text, sk_userspace_list *out);
-/* Loads --config PATH (NULL: the defaults), printing every error; returns an SK_EXIT_* code. */
+/* Loads --config PATH (NULL: the context's controllerConfig, else the defaults),
+ * printing every error; returns an SK_EXIT_* code. */
 int sk_cli_load_config(const char *path, sk_controller_config **cfg);
 
 /* An object as -o json|yaml prints it: metadata.resourceVersion is a string,

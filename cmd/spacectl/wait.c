@@ -378,6 +378,7 @@ parse_args(wait_ctx *c, int argc, char **argv)
 		{ "timeout", required_argument, NULL, OPT_WAIT_TIMEOUT },
 		{ "mongodb-uri", required_argument, NULL, SK_OPT_MONGODB_URI },
 		{ "database", required_argument, NULL, SK_OPT_DATABASE },
+		{ "context", required_argument, NULL, SK_OPT_CONTEXT },
 		{ "help", no_argument, NULL, 'h' }, { 0 } };
 	const char *for_text = NULL;
 	int ch, rc;

@@ -19,6 +19,7 @@
 #include "controller/controller.h"
 #include "spacekeeper.h"
 #include "store/store.h"
+#include "util/clidoc.h"
 #include "util/version.h"
 
 typedef struct flags {
@@ -29,63 +30,79 @@ typedef struct flags {
 	sk_log_config log;
 } flags;
 
+/* The help: --help prints it, `spacekeeper __gen-docs FORMAT DIR` renders it
+ * as the reference pages (pkg/util/clidoc.h says the format). */
+static const char usage_lines[] =
+        "spacekeeper [--config FILE] [--mongodb-uri URI] [--database NAME]\n"
+        "            [--workers N] [--resync DURATION] [--listen HOST:PORT]\n"
+        "            [--connect-listen HOST:PORT] [--connect-token-file FILE]\n"
+        "            [--connect-insecure] [--connect-tls-cert-file FILE\n"
+        "            --connect-tls-key-file FILE] [--connect-max-waiting N]\n"
+        "            [--connect-max-connections N] [--connect-max-per-ip N]\n"
+        "            [--store-unavailable-after DURATION]\n"
+        "            [--shards N] [--id ID] [--advertise-address HOST:PORT]\n"
+        "            [--lease-duration D] [--renew-deadline D] [--retry-period D]\n"
+        "            [--poll DURATION] [--log-format text|json]\n"
+        "            [--log-level debug|info|warn|error] [--once [--once-timeout D]]";
+
+static const char help_text[] =
+        "The spacekeeper controller: keeps one resident sandbox per UserSpace.\n"
+        "\n"
+        "Flags:\n"
+        "  -c, --config FILE    ControllerConfig YAML (default: built-in defaults)\n"
+        "  --mongodb-uri URI    MongoDB URI (env SPACEKEEPER_MONGODB_URI)\n"
+        "  --database NAME      database name (default spacekeeper)\n"
+        "  --workers N          concurrent reconciles, 1..1024 (default 8)\n"
+        "  --resync DURATION    provider list + full resync period (default 30s)\n"
+        "  --listen HOST:PORT   /healthz /readyz /metrics and the status page\n"
+        "                       (default 127.0.0.1:9090; \"\" disables)\n"
+        "  --connect-listen HOST:PORT  the connect API (/v1/...) alone\n"
+        "                       (default 127.0.0.1:9091; \"\" disables)\n"
+        "  --connect-token-file FILE   bearer token the connect API requires\n"
+        "  --connect-insecure   allow a non-loopback connect listener without a token\n"
+        "  --connect-tls-cert-file FILE, --connect-tls-key-file FILE\n"
+        "                       serve the connect API over HTTPS (PEM)\n"
+        "  --connect-max-waiting N      connects in progress at once (default 1024;\n"
+        "                       beyond: 429 with Retry-After)\n"
+        "  --connect-max-connections N  open connect connections (default 16384)\n"
+        "  --connect-max-per-ip N       per client address (default 0: no cap)\n"
+        "  --store-unavailable-after D  /readyz 503 once the database has not\n"
+        "                       answered for D (default 30s)\n"
+        "  --shards N           shards of users that replicas share, 1..4096 (default 64)\n"
+        "  --id ID              this replica's identity (default HOSTNAME-PID)\n"
+        "  --advertise-address HOST:PORT  where other replicas forward connects\n"
+        "                       (default the --connect-listen address)\n"
+        "  --lease-duration D   shard lease duration (default 15s)\n"
+        "  --renew-deadline D   stop acting when not renewed within D (default 10s)\n"
+        "  --retry-period D     lease renew and balance period (default 2s)\n"
+        "  --poll DURATION      store poll interval of the informer (default 1s)\n"
+        "  --log-format FORMAT  text (key=value) or json, one line per event\n"
+        "  --log-level LEVEL    debug, info (default), warn, error\n"
+        "  --once               one full pass, then exit (0 when every reconcile "
+        "succeeded)\n"
+        "  --once-timeout D     give up the --once pass after D (default 5m)\n"
+        "  -h, --help           print this help\n"
+        "  --version            print the version\n"
+        "\n"
+        "Each setting comes from its flag, else the environment, else the file,\n"
+        "else the default; all are checked by the file's rules.\n"
+        "\n"
+        "Exit codes: 0 stopped cleanly (SIGTERM or SIGINT), --once: every reconcile\n"
+        "succeeded; 1 --once: some reconcile failed; 64 usage; 69 database unavailable\n"
+        "(at start or during --once) or the controller could not start; 78 invalid\n"
+        "config (the file, $SPACEKEEPER_MONGODB_URI, a provider); 128+N a second\n"
+        "signal N forced the exit during the graceful stop.\n";
+
+#define SHORT_OPTS "c:h"
+
 static void
 usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: spacekeeper [--config FILE] [--mongodb-uri URI] [--database NAME]\n"
-	        "                   [--workers N] [--resync DURATION] [--listen HOST:PORT]\n"
-	        "                   [--connect-listen HOST:PORT] [--connect-token-file FILE]\n"
-	        "                   [--connect-insecure] [--connect-tls-cert-file FILE\n"
-	        "                   --connect-tls-key-file FILE] [--connect-max-waiting N]\n"
-	        "                   [--connect-max-connections N] [--connect-max-per-ip N]\n"
-	        "                   [--store-unavailable-after DURATION]\n"
-	        "                   [--shards N] [--id ID] [--advertise-address HOST:PORT]\n"
-	        "                   [--lease-duration D] [--renew-deadline D] [--retry-period D]\n"
-	        "                   [--poll DURATION] [--log-format text|json]\n"
-	        "                   [--log-level debug|info|warn|error] [--once [--once-timeout "
-	        "D]]\n"
-	        "\n"
-	        "The spacekeeper controller: keeps one resident sandbox per UserSpace.\n"
-	        "\n"
-	        "  --config FILE        ControllerConfig YAML (default: built-in defaults)\n"
-	        "  --mongodb-uri URI    MongoDB URI (env SPACEKEEPER_MONGODB_URI)\n"
-	        "  --database NAME      database name (default spacekeeper)\n"
-	        "  --workers N          concurrent reconciles, 1..1024 (default 8)\n"
-	        "  --resync DURATION    provider list + full resync period (default 30s)\n"
-	        "  --listen HOST:PORT   /healthz /readyz /metrics and the status page\n"
-	        "                       (default 127.0.0.1:9090; \"\" disables)\n"
-	        "  --connect-listen HOST:PORT  the connect API (/v1/...) alone\n"
-	        "                       (default 127.0.0.1:9091; \"\" disables)\n"
-	        "  --connect-token-file FILE   bearer token the connect API requires\n"
-	        "  --connect-insecure   allow a non-loopback connect listener without a token\n"
-	        "  --connect-tls-cert-file FILE, --connect-tls-key-file FILE\n"
-	        "                       serve the connect API over HTTPS (PEM)\n"
-	        "  --connect-max-waiting N      connects in progress at once (default 1024;\n"
-	        "                       beyond: 429 with Retry-After)\n"
-	        "  --connect-max-connections N  open connect connections (default 16384)\n"
-	        "  --connect-max-per-ip N       per client address (default 0: no cap)\n"
-	        "  --store-unavailable-after D  /readyz 503 once the database has not\n"
-	        "                       answered for D (default 30s)\n"
-	        "  --shards N           shards of users that replicas share, 1..4096 (default 64)\n"
-	        "  --id ID              this replica's identity (default HOSTNAME-PID)\n"
-	        "  --advertise-address HOST:PORT  where other replicas forward connects\n"
-	        "                       (default the --connect-listen address)\n"
-	        "  --lease-duration D   shard lease duration (default 15s)\n"
-	        "  --renew-deadline D   stop acting when not renewed within D (default 10s)\n"
-	        "  --retry-period D     lease renew and balance period (default 2s)\n"
-	        "  --poll DURATION      store poll interval of the informer (default 1s)\n"
-	        "  --log-format FORMAT  text (key=value) or json, one line per event\n"
-	        "  --log-level LEVEL    debug, info (default), warn, error\n"
-	        "  --once               one full pass, then exit (0 when every reconcile "
-	        "succeeded)\n"
-	        "  --once-timeout D     give up the --once pass after D (default 5m)\n"
-	        "  --help, --version\n"
-	        "\n"
-	        "Each setting comes from its flag, else the environment, else the file,\n"
-	        "else the default; all are checked by the file's rules.\n"
-	        "Exit codes: 0 ok; 1 --once: some reconcile failed; 64 usage; 69 database\n"
-	        "unavailable (--once); 78 invalid config.\n");
+	sk_buf b = SK_BUF_INIT(0);
+
+	sk_clidoc_usage(usage_lines, &b);
+	fprintf(f, "%s\n%s", b.data, help_text);
+	sk_buf_dispose(&b);
 }
 
 static int
@@ -218,7 +235,7 @@ parse_flags(int argc, char **argv, flags *f)
 	f->log.level = SK_LOG_INFO;
 	f->once_timeout_ms = 300000;
 	opterr = 1;
-	while ((opt = getopt_long(argc, argv, "c:h", long_opts, NULL)) != -1)
+	while ((opt = getopt_long(argc, argv, SHORT_OPTS, long_opts, NULL)) != -1)
 		if ((rc = parse_one(opt, optarg, f)) != 0)
 			return rc;
 	if (optind < argc) {
@@ -399,12 +416,51 @@ run(const flags *f, sk_controller_config *cfg)
 	return rc;
 }
 
+/* spacekeeper __gen-docs markdown|man DIR (hidden; make docs): the page of
+ * this --help and this option table. */
+static int
+gen_docs(int argc, char **argv)
+{
+	static const sk_clidoc_env env[] = {
+		{ "SPACEKEEPER_MONGODB_URI",
+		        "The MongoDB URI when --mongodb-uri is not given; it wins over the file." },
+		{ "E2B_API_KEY",
+		        "The key of the default provider (without --config), and of a configured "
+		        "provider whose apiKeyEnv names it (each provider names its own "
+		        "variable)." },
+		{ "MALLOC_ARENA_MAX",
+		        "glibc's malloc arenas; when unset, spacekeeper uses 2 (less memory with "
+		        "many workers)." },
+	};
+	static const char *const see[] = { "spacectl", "sandboxsim" };
+	sk_clidoc_page p = { "spacekeeper", NULL,
+		"the controller that keeps one resident sandbox per user", usage_lines, help_text,
+		NULL, NULL, long_opts, SHORT_OPTS, env, sizeof(env) / sizeof(env[0]), see, 2 };
+	sk_clidoc_format fmt;
+	sk_error err;
+
+	if (argc != 4 || sk_clidoc_format_parse(argv[2], &fmt) != SK_OK) {
+		fprintf(stderr, "usage: spacekeeper __gen-docs markdown|man DIR\n");
+		return EX_USAGE;
+	}
+	sk_error_clear(&err);
+	if (sk_clidoc_write(&p, fmt, argv[3], &err) != SK_OK) {
+		fprintf(stderr, "spacekeeper: %s\n", err.message);
+		return 1;
+	}
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
 	flags f;
 	sk_controller_config *cfg = NULL;
-	int rc = parse_flags(argc, argv, &f);
+	int rc;
+
+	if (argc > 1 && strcmp(argv[1], "__gen-docs") == 0)
+		return gen_docs(argc, argv);
+	rc = parse_flags(argc, argv, &f);
 
 	if (rc != 0)
 		return rc < 0 ? 0 : rc;

@@ -346,6 +346,11 @@ extern const size_t sk_spec_n_fields;
 
 /* The row of a JSON path ("spec.mode"); NULL when none. */
 const sk_field *sk_spec_field(const char *path);
+/* A template, or spec.template's default in the table when NULL ("base"). */
+const char *sk_spec_template(const char *template_id);
+/* The provider TTL set on create and connect when a provider's sandboxTimeout
+ * is unset (1 h); the one default outside sk_spec_fields, kept beside it. */
+extern const int64_t sk_default_sandbox_timeout_ms;
 /* ENUM: the name of a C value (NULL when none) and the value of a name. */
 const char *sk_field_enum_name(const sk_field *f, int value);
 bool sk_field_enum_value(const sk_field *f, const char *name, int *out);
@@ -502,7 +507,7 @@ typedef struct sk_controller_config {
 	int workers; /* default 8 */
 	int64_t resync_ms; /* default 30s */
 	char *listen; /* default 127.0.0.1:9090: /healthz /readyz /metrics, status page */
-	/* The connect API's own listener (README "Securing the connect API"). */
+	/* The connect API's own listener (docs/operations.md, "Securing the connect API"). */
 	char *connect_listen; /* default 127.0.0.1:9091; "" switches the connect API off */
 	char *connect_token_file; /* path of the bearer token, never the token */
 	bool connect_insecure; /* allow no token on a non-loopback connectListen */
@@ -539,6 +544,9 @@ typedef struct sk_config_context {
 	const char *source; /* the file it came from, for errors */
 	const char *mongodb_uri;
 	const char *database;
+	/* a ControllerConfig file: spacectl's providers when --config is not
+	 * given (sandboxes, plan, drift --orphans); not a layer of the resolve */
+	const char *controller_config;
 } sk_config_context;
 
 #define SK_CONFIG_SHARDS_MAX 4096
@@ -579,7 +587,8 @@ int sk_config_resolve(
 size_t sk_config_check_flags(const sk_config_sources *src, sk_errlist *errs);
 void sk_config_free(sk_controller_config *c);
 const sk_provider_config *sk_config_provider(const sk_controller_config *c, const char *name);
-/* Reads the key from the named file or variable. Caller frees. NULL + err when missing. */
+/* Reads the key from the named file or variable. Caller frees. NULL + err
+ * (naming the provider) when missing or unreadable. */
 char *sk_provider_api_key(const sk_provider_config *p, sk_error *err);
 /* True, with a message in msg, when the provider's apiKeyFile can be read or
  * written by group or others (as ssh warns about keys); the key is still

@@ -176,7 +176,7 @@ provider_defaults(sk_provider_config *p)
 	p->qps = 200;
 	p->burst = 400;
 	p->request_timeout_ms = 30000;
-	p->sandbox_timeout_ms = 3600000;
+	p->sandbox_timeout_ms = sk_default_sandbox_timeout_ms;
 	p->orphan_grace_ms = 600000;
 }
 
@@ -576,9 +576,14 @@ char *
 sk_provider_api_key(const sk_provider_config *p, sk_error *err)
 {
 	const char *v;
+	char *key;
 
-	if (p->api_key_file)
-		return key_from_file(p->api_key_file, "API key file", err);
+	if (p->api_key_file) {
+		key = key_from_file(p->api_key_file, "API key file", err);
+		if (key == NULL)
+			sk_error_prefix(err, "provider %s", p->name ? p->name : "?");
+		return key;
+	}
 	if (p->api_key_env == NULL) {
 		sk_error_set(err, SK_EINVALID, "provider %s: no apiKeyEnv or apiKeyFile",
 		        p->name ? p->name : "?");

@@ -357,6 +357,8 @@ const sk_field sk_spec_fields[] = {
 
 const size_t sk_spec_n_fields = sizeof(sk_spec_fields) / sizeof(sk_spec_fields[0]);
 
+const int64_t sk_default_sandbox_timeout_ms = HOUR_MS;
+
 /* test/unit/check_schema.c checks that the rows tile the struct; a member
  * that fits in padding would slip through, so the size is pinned here too:
  * a new member needs a row above, then this size. */
@@ -374,6 +376,12 @@ sk_spec_field(const char *path)
 			return &sk_spec_fields[i];
 	}
 	return NULL;
+}
+
+const char *
+sk_spec_template(const char *template_id)
+{
+	return template_id != NULL ? template_id : sk_spec_field("spec.template")->def;
 }
 
 const char *

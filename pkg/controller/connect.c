@@ -54,7 +54,7 @@ count_connect(sk_controller *c, const char *path, unsigned int status, double t0
 
 	snprintf(l, sizeof(l), "path=\"%s\"", path);
 	sk_metrics_observe(c->metrics, SK_CTL_METRIC_CONNECT_DURATION, l, dt);
-	sk_timeline_observe(c->tl_connect, sk_now_ms(), dt);
+	sk_timeline_observe(c->http.tl_connect, sk_now_ms(), dt);
 	snprintf(l, sizeof(l), "path=\"%s\",code=\"%u\"", path, status);
 	sk_metrics_add(c->metrics, SK_CTL_METRIC_CONNECTS, l, 1);
 }

@@ -113,7 +113,7 @@ open_parts(sk_controller *c, sk_error *err)
 	if ((rc = sk_informer_new(&c->inf, &io, err)) != 0)
 		return rc;
 	c->limiters = sk_calloc(c->n_prov + 1, sizeof(*c->limiters));
-	c->obs_clients = sk_calloc(c->n_prov + 1, sizeof(*c->obs_clients));
+	c->views.clients = sk_calloc(c->n_prov + 1, sizeof(*c->views.clients));
 	for (size_t i = 0; i < c->n_prov; i++) {
 		const sk_provider_config *pc = &c->cfg->providers[i];
 		sk_limiter_options lo = SK_LIMITER_OPTIONS_INIT;
@@ -121,15 +121,10 @@ open_parts(sk_controller *c, sk_error *err)
 		lo.burst = pc->burst;
 		lo.max_in_flight = pc->max_in_flight;
 		c->limiters[i] = sk_limiter_new(&lo);
-		if ((rc = sk_provider_new(pc, &c->obs_clients[i], err)) != 0) {
-			char named[128];
-			snprintf(named, sizeof(named), "provider %s:", pc->name);
-			if (strncmp(err->message, named, strlen(named)) != 0)
-				sk_error_prefix(err, "provider %s", pc->name);
-			return rc;
-		}
-		sk_ctl_watch_provider(c, c->obs_clients[i]);
-		sk_provider_set_abort(c->obs_clients[i], sk_ctl_abort_now, c);
+		if ((rc = sk_provider_new(pc, &c->views.clients[i], err)) != 0)
+			return rc; /* err names the provider */
+		sk_ctl_watch_provider(c, c->views.clients[i]);
+		sk_provider_set_abort(c->views.clients[i], sk_ctl_abort_now, c);
 	}
 	return 0;
 }
@@ -157,19 +152,15 @@ sk_controller_new(sk_controller **out, const sk_controller_options *opts, sk_err
 	c->identity = c->cfg->identity && c->cfg->identity[0]
 	        ? sk_strdup(c->cfg->identity)
 	        : sk_asprintf("spacekeeper-%d", (int)getpid());
-	atomic_init(&c->observe_now, false);
 	atomic_init(&c->started, false);
 	sk_ctl_shards_init(c);
 	c->n_prov = c->cfg->n_providers;
 	c->n_workers = c->cfg->workers > 0 ? c->cfg->workers : 1;
 	pthread_mutex_init(&c->mu, NULL);
-	pthread_mutex_init(&c->obs_mu, NULL);
-	pthread_mutex_init(&c->render_mu, NULL);
-	pthread_mutex_init(&c->drift_mu, NULL);
-	c->drift = sk_strmap_new(free);
-	c->tl_reconcile = sk_timeline_new();
-	c->tl_connect = sk_timeline_new();
-	sk_cond_init_monotonic(&c->cond);
+	sk_cond_init_monotonic(&c->wake);
+	pthread_mutex_init(&c->http.render_mu, NULL);
+	c->http.tl_reconcile = sk_timeline_new();
+	c->http.tl_connect = sk_timeline_new();
 	atomic_init(&c->stopping, false);
 	atomic_init(&c->stop_deadline_ms, 0);
 	atomic_init(&c->abandoned, 0);
@@ -177,9 +168,6 @@ sk_controller_new(sk_controller **out, const sk_controller_options *opts, sk_err
 	qo.observe = sk_ctl_observe_queue;
 	qo.observe_payload = c->metrics;
 	c->q = sk_workqueue_new(&qo);
-	c->done_gen = sk_strmap_new(free);
-	c->failed = sk_strmap_new(NULL);
-	c->written_rv = sk_strmap_new(free);
 	sk_ctl_views_init(c);
 	sk_ctl_spaces_init(c);
 	sk_ctl_metrics_declare(c);
@@ -201,28 +189,22 @@ sk_controller_free(sk_controller *c)
 	sk_informer_free(c->inf);
 	for (size_t i = 0; c->limiters && i < c->n_prov; i++)
 		sk_limiter_free(c->limiters[i]);
-	for (size_t i = 0; c->obs_clients && i < c->n_prov; i++)
-		sk_provider_free(c->obs_clients[i]);
+	for (size_t i = 0; c->views.clients && i < c->n_prov; i++)
+		sk_provider_free(c->views.clients[i]);
 	free(c->limiters);
-	free(c->obs_clients);
+	free(c->views.clients);
 	sk_ctl_views_dispose(c);
 	sk_ctl_spaces_dispose(c);
 	sk_store_close(c->store);
 	sk_workqueue_free(c->q);
 	sk_metrics_free(c->metrics);
-	sk_strmap_free(c->done_gen);
-	sk_strmap_free(c->failed);
-	sk_strmap_free(c->written_rv);
 	pthread_mutex_destroy(&c->mu);
-	pthread_mutex_destroy(&c->obs_mu);
-	pthread_mutex_destroy(&c->render_mu);
-	pthread_mutex_destroy(&c->drift_mu);
-	sk_strmap_free(c->drift);
-	sk_timeline_free(c->tl_reconcile);
-	sk_timeline_free(c->tl_connect);
+	pthread_cond_destroy(&c->wake);
+	pthread_mutex_destroy(&c->http.render_mu);
+	sk_timeline_free(c->http.tl_reconcile);
+	sk_timeline_free(c->http.tl_connect);
 	sk_ctl_shards_dispose(c);
 	free(c->identity);
-	pthread_cond_destroy(&c->cond);
 	free(c);
 }
 
@@ -286,7 +268,7 @@ log_started(sk_controller *c)
 	sk_ctl_log(c, SK_LOG_INFO, "controller started",
 	        "workers=%d providers=%zu userspaces=%zu http_port=%d connect_port=%d id=%s "
 	        "shards_held=%zu/%d",
-	        c->n_workers, c->n_prov, sk_informer_len(c->inf), c->http_port,
+	        c->n_workers, c->n_prov, sk_informer_len(c->inf), c->http.port,
 	        sk_ctl_guard_port(c), c->identity, sk_ctl_shards_held(c), c->cfg->shards);
 }
 
@@ -394,8 +376,9 @@ sk_controller_stop(sk_controller *c)
 	if (first)
 		atomic_store(&c->stop_deadline_ms, sk_monotonic_ms() + SK_CONTROLLER_STOP_GRACE_MS);
 	atomic_store(&c->stopping, true);
-	pthread_cond_broadcast(&c->cond);
+	pthread_cond_broadcast(&c->wake);
 	pthread_mutex_unlock(&c->mu);
+	sk_ctl_spaces_wake(c); /* connects waiting on a reconcile */
 	/* No new work from here: workers stop taking keys at once. */
 	sk_workqueue_shutdown(c->q);
 	started = first && (was || c->boot_running);
@@ -416,7 +399,8 @@ sk_controller_stop(sk_controller *c)
 	sk_ctl_shards_stop(c); /* in-flight reconciles are done: hand the shards over */
 	if (started)
 		sk_ctl_log(c, SK_LOG_INFO, "controller stopped", "reconciles=%llu abandoned=%llu",
-		        (unsigned long long)c->gen, (unsigned long long)atomic_load(&c->abandoned));
+		        (unsigned long long)sk_ctl_gen(c),
+		        (unsigned long long)atomic_load(&c->abandoned));
 }
 
 /* ---- --once ---- */
@@ -462,9 +446,7 @@ sk_controller_run_once(sk_controller *c, int64_t settle_ms, int64_t timeout_ms, 
 		sk_sleep_ms(100);
 		settled = queue_settled(c, settle_ms) ? settled + 1 : 0;
 	}
-	pthread_mutex_lock(&c->mu);
-	n_failed = sk_strmap_len(c->failed);
-	pthread_mutex_unlock(&c->mu);
+	n_failed = sk_ctl_spaces_failed(c);
 	if (n_failed > 0)
 		rc = sk_error_set(
 		        err, SK_ERROR, "once: %zu UserSpace(s) failed to reconcile", n_failed);
@@ -482,7 +464,7 @@ sk_controller_ready(sk_controller *c)
 int
 sk_controller_http_port(sk_controller *c)
 {
-	return c->http_port;
+	return c->http.port;
 }
 
 int

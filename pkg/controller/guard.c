@@ -243,7 +243,7 @@ call_main(void *arg)
 {
 	call *q = arg;
 	sk_controller *c = q->c;
-	struct sk_ctl_guard *g = c->guard;
+	struct sk_ctl_guard *g = c->http.guard;
 
 	if (q->kind == CALL_CONNECT)
 		sk_ctl_connect(c, q->arg, q->ms, q->fresh, &q->from, &q->r);
@@ -264,7 +264,7 @@ call_main(void *arg)
 static bool
 take_slot(call *q)
 {
-	struct sk_ctl_guard *g = q->c->guard;
+	struct sk_ctl_guard *g = q->c->http.guard;
 	bool ok;
 
 	pthread_mutex_lock(&g->mu);
@@ -291,7 +291,7 @@ take_slot(call *q)
 static bool
 start_call(call *q)
 {
-	struct sk_ctl_guard *g = q->c->guard;
+	struct sk_ctl_guard *g = q->c->http.guard;
 	pthread_attr_t attr;
 	pthread_t th;
 	int rc;
@@ -357,7 +357,7 @@ handler(void *cls, struct MHD_Connection *conn, const char *url, const char *met
 		*upload_data_size = 0;
 		return q->body > GUARD_BODY_MAX ? reject_body(q) : MHD_YES;
 	}
-	if (!authorized(c->guard, conn)) {
+	if (!authorized(c->http.guard, conn)) {
 		count_rejected(c, "unauthorized");
 		q->unauthorized = true;
 		sk_ctl_reply_error(&q->r, 401, "Unauthorized",
@@ -505,9 +505,9 @@ sk_ctl_guard_start(sk_controller *c, sk_error *err)
 		return rc;
 	}
 	declare_metrics(c->metrics);
-	c->guard = g;
+	c->http.guard = g;
 	if ((g->d = daemon_start(c, g, &sa)) == NULL) {
-		c->guard = NULL;
+		c->http.guard = NULL;
 		guard_free(g);
 		return sk_error_set(err, SK_EUNAVAILABLE,
 		        "controller.connectListen %s: cannot serve (address in use, or a bad TLS "
@@ -526,7 +526,7 @@ sk_ctl_guard_start(sk_controller *c, sk_error *err)
 void
 sk_ctl_guard_stop(sk_controller *c)
 {
-	struct sk_ctl_guard *g = c->guard;
+	struct sk_ctl_guard *g = c->http.guard;
 
 	if (g == NULL)
 		return;
@@ -537,18 +537,18 @@ sk_ctl_guard_stop(sk_controller *c)
 		pthread_cond_wait(&g->cond, &g->mu);
 	pthread_mutex_unlock(&g->mu);
 	MHD_stop_daemon(g->d);
-	c->guard = NULL;
+	c->http.guard = NULL;
 	guard_free(g);
 }
 
 int
 sk_ctl_guard_port(sk_controller *c)
 {
-	return c->guard ? c->guard->port : 0;
+	return c->http.guard ? c->http.guard->port : 0;
 }
 
 const char *
 sk_ctl_guard_pin(sk_controller *c)
 {
-	return c->guard ? c->guard->pin : NULL;
+	return c->http.guard ? c->http.guard->pin : NULL;
 }

@@ -70,7 +70,7 @@ probe_main(void *arg)
 	while (!sk_ctl_stopping(c)) {
 		sk_error err = { 0 };
 		if (sk_store_ping(c->store, &err) == 0)
-			atomic_store(&c->store_ok_ms, sk_monotonic_ms());
+			atomic_store(&c->http.store_ok_ms, sk_monotonic_ms());
 		else if (!sk_ctl_stopping(c))
 			sk_ctl_store_error(c, "ping");
 		for (int64_t t = 0; t < every && !sk_ctl_stopping(c); t += 50)
@@ -84,7 +84,7 @@ probe_main(void *arg)
 static int64_t
 store_silent_ms(sk_controller *c)
 {
-	int64_t ok = atomic_load(&c->store_ok_ms);
+	int64_t ok = atomic_load(&c->http.store_ok_ms);
 
 	return ok > 0 ? sk_monotonic_ms() - ok : 0;
 }
@@ -214,8 +214,8 @@ main_start(sk_controller *c, sk_error *err)
 	if (!d)
 		return sk_error_set(err, SK_EUNAVAILABLE, "listen %s: cannot bind", c->cfg->listen);
 	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-	c->http_port = info ? info->port : ntohs(sa.sin_port);
-	c->httpd = d;
+	c->http.port = info ? info->port : ntohs(sa.sin_port);
+	c->http.daemon = d;
 	return 0;
 }
 
@@ -231,8 +231,8 @@ sk_ctl_http_start(sk_controller *c, sk_error *err)
 		sk_ctl_http_stop(c);
 		return rc;
 	}
-	if (pthread_create(&c->store_probe, NULL, probe_main, c) == 0)
-		c->store_probe_running = true;
+	if (pthread_create(&c->http.probe, NULL, probe_main, c) == 0)
+		c->http.probe_running = true;
 	return 0;
 }
 
@@ -240,12 +240,12 @@ void
 sk_ctl_http_stop(sk_controller *c)
 {
 	sk_ctl_guard_stop(c);
-	if (c->httpd) {
-		MHD_stop_daemon(c->httpd);
-		c->httpd = NULL;
+	if (c->http.daemon) {
+		MHD_stop_daemon(c->http.daemon);
+		c->http.daemon = NULL;
 	}
-	if (c->store_probe_running) {
-		pthread_join(c->store_probe, NULL);
-		c->store_probe_running = false;
+	if (c->http.probe_running) {
+		pthread_join(c->http.probe, NULL);
+		c->http.probe_running = false;
 	}
 }

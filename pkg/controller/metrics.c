@@ -175,7 +175,7 @@ declare_drift(sk_metrics *m)
 void
 sk_ctl_note_drift(sk_controller *c, const char *name, const sk_userspace *us)
 {
-	int64_t since[SK_CTL_DRIFT_TYPES] = { 0 }, *v;
+	int64_t since[SK_CTL_DRIFT_TYPES] = { 0 };
 	bool any = false;
 
 	for (size_t i = 0; us && i < us->status.n_drift; i++) {
@@ -188,15 +188,7 @@ sk_ctl_note_drift(sk_controller *c, const char *name, const sk_userspace *us)
 			any = true;
 		}
 	}
-	pthread_mutex_lock(&c->drift_mu);
-	if (any) {
-		v = sk_malloc(sizeof(since));
-		memcpy(v, since, sizeof(since));
-		sk_strmap_put(c->drift, name, v);
-	} else {
-		sk_strmap_remove(c->drift, name);
-	}
-	pthread_mutex_unlock(&c->drift_mu);
+	sk_ctl_space_set_drift(c, name, any ? since : NULL);
 }
 
 typedef struct drift_acc {
@@ -205,12 +197,11 @@ typedef struct drift_acc {
 } drift_acc;
 
 static void
-add_drift(const char *key, void *value, void *payload)
+add_drift(const char *name, const int64_t *since, void *payload)
 {
-	const int64_t *since = value;
 	drift_acc *a = payload;
 
-	(void)key;
+	(void)name;
 	for (size_t t = 0; t < SK_CTL_DRIFT_TYPES; t++) {
 		if (since[t] == 0)
 			continue;
@@ -227,9 +218,7 @@ render_drift(sk_controller *c)
 	int64_t now = sk_now_ms();
 	char l[64];
 
-	pthread_mutex_lock(&c->drift_mu);
-	sk_strmap_foreach(c->drift, add_drift, &a);
-	pthread_mutex_unlock(&c->drift_mu);
+	sk_ctl_spaces_drift(c, add_drift, &a);
 	for (size_t t = 0; t < SK_CTL_DRIFT_TYPES; t++) {
 		snprintf(l, sizeof(l), "type=\"%s\"", drift_types[t]);
 		sk_metrics_set(c->metrics, "spacekeeper_drift_spaces", l, (double)a.n[t]);
@@ -366,7 +355,7 @@ sk_controller_render_metrics(sk_controller *c, sk_buf *out)
 	sk_informer_stats is;
 	sk_metrics *m = c->metrics;
 
-	pthread_mutex_lock(&c->render_mu);
+	pthread_mutex_lock(&c->http.render_mu);
 	sk_workqueue_get_stats(c->q, &st);
 	sk_metrics_set(m, "workqueue_depth", WQ_LABELS, (double)st.depth);
 	sk_metrics_set(m, "workqueue_adds_total", WQ_LABELS, (double)st.adds_total);
@@ -387,5 +376,5 @@ sk_controller_render_metrics(sk_controller *c, sk_buf *out)
 	sk_ctl_metrics_userspaces(m, c->inf);
 	sk_metrics_collect_process(m, NULL);
 	sk_metrics_render(m, out);
-	pthread_mutex_unlock(&c->render_mu);
+	pthread_mutex_unlock(&c->http.render_mu);
 }

@@ -191,14 +191,14 @@ typedef struct drift_rows {
 } drift_rows;
 
 static void
-collect_drift(const char *key, void *value, void *payload)
+collect_drift(const char *name, const int64_t *since, void *payload)
 {
 	drift_rows *d = payload;
 
 	d->names = sk_realloc(d->names, (d->len + 1) * sizeof(*d->names));
 	d->since = sk_realloc(d->since, (d->len + 1) * sizeof(*d->since));
-	d->names[d->len] = sk_strdup(key);
-	memcpy(d->since[d->len], value, sizeof(*d->since));
+	d->names[d->len] = sk_strdup(name);
+	memcpy(d->since[d->len], since, sizeof(*d->since));
 	d->len++;
 }
 
@@ -207,9 +207,7 @@ drift_table(sk_controller *c, sk_buf *b)
 {
 	drift_rows d = { b, sk_now_ms(), NULL, NULL, 0 };
 
-	pthread_mutex_lock(&c->drift_mu);
-	sk_strmap_foreach(c->drift, collect_drift, &d);
-	pthread_mutex_unlock(&c->drift_mu);
+	sk_ctl_spaces_drift(c, collect_drift, &d);
 	sk_buf_printf(b, "<h2>Drift</h2>");
 	if (d.len == 0)
 		sk_buf_printf(b, "<p class=\"ok\">No drift.</p>");
@@ -272,8 +270,8 @@ sk_ctl_page_index(sk_controller *c, sk_http_reply *r)
 	                                       : "<span class=\"bad\">not synced</span>");
 	phases_table(&b, &rows);
 	drift_table(c, &b);
-	timeline_chart(&b, "Reconcile time", c->tl_reconcile);
-	timeline_chart(&b, "Connect latency", c->tl_connect);
+	timeline_chart(&b, "Reconcile time", c->http.tl_reconcile);
+	timeline_chart(&b, "Connect latency", c->http.tl_connect);
 	spaces_table(&b, &rows);
 	for (size_t i = 0; i < rows.len; i++) {
 		free(rows.items[i].name);

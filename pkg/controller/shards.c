@@ -25,23 +25,6 @@
 #define MEMBER_PREFIX "member-"
 #define SHARD_PREFIX "shard-"
 
-typedef struct shard_state {
-	bool held;
-	int64_t renewed; /* monotonic ms at the start of the last successful renew */
-	char *holder; /* the holder as last listed ("" none) */
-} shard_state;
-
-struct sk_ctl_shards {
-	pthread_mutex_t mu; /* guards everything below */
-	int n;
-	shard_state *s;
-	char *holder; /* this replica's "ID@ADDRESS" */
-	size_t live; /* live members at the last tick */
-	pthread_t thread;
-	bool running;
-	bool all; /* --once: no leases, every shard is ours */
-};
-
 int
 sk_ctl_shard_of(const char *user_id, int n)
 {
@@ -121,7 +104,7 @@ sk_ctl_identity(sk_controller *c)
 
 /* Held, and renewed within the renew deadline (mu held). */
 static bool
-valid_locked(sk_controller *c, const shard_state *st, int64_t mono)
+valid_locked(sk_controller *c, const sk_ctl_shard *st, int64_t mono)
 {
 	return st->held && mono < st->renewed + c->cfg->renew_deadline_ms;
 }
@@ -426,7 +409,7 @@ shards_main(void *arg)
 			sk_ctl_observe_soon(c); /* a fresh list, then the new keys */
 		pthread_mutex_lock(&c->mu);
 		while (!sk_ctl_stopping(c) && sk_monotonic_ms() < next)
-			sk_cond_wait_ms(&c->cond, &c->mu, next - sk_monotonic_ms());
+			sk_cond_wait_ms(&c->wake, &c->mu, next - sk_monotonic_ms());
 		pthread_mutex_unlock(&c->mu);
 	}
 	return NULL;

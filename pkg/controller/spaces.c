@@ -3,18 +3,23 @@
  * in memory only: the keeper its last reconcile saw (for the connect fast
  * path), the last activity (a connect or heartbeat; persisted by the
  * planner at most once per idleTimeout/4), the requests a connect left
- * for the next reconcile (wake an Idle keeper, replace an unreachable one,
- * probe it now), and what the provider's answers said of the keeper beyond
- * its lists: envd's version and access token (a secret: wiped when
- * dropped, only ever handed to a connect answer and the keeper's own envd
- * calls) and the deadline spacekeeper set on it.
+ * for the next reconcile (wake an Idle keeper, replace an unreachable one),
+ * and what the provider's answers said of the keeper beyond its lists:
+ * envd's version and access token (a secret: wiped when dropped, only ever
+ * handed to a connect answer and the keeper's own envd calls) and the
+ * deadline spacekeeper set on it.
+ * Also the set-up of the whole part (spaces_int.h: its maps and locks).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "controller_int.h"
 
-typedef struct space_mem {
+/* What is remembered of one space. Kept while the controller runs (a
+ * deleted space's written_rv must outlive it); forget clears the memory the
+ * connect path reads. */
+typedef struct space_record {
+	bool known; /* the fields up to replaced_ms were set since the last forget */
 	char *keeper_id;
 	bool running;
 	bool healthy;
@@ -30,75 +35,128 @@ typedef struct space_mem {
 	bool detail_seen;
 	int64_t deadline_ms;
 	int64_t deadline_set_ms;
-} space_mem;
+	bool drifting; /* drift_since holds the drift its last reconcile left */
+	int64_t drift_since[SK_CTL_DRIFT_TYPES]; /* per type, 0: none */
+	int64_t written_rv; /* resourceVersion after our last writes, 0: none */
+} space_record;
 
 static void
-mem_free(void *v)
+mem_clear(space_record *m)
 {
-	space_mem *m = v;
+	free(m->keeper_id);
+	free(m->replaced_id);
+	sk_wipe_free(m->envd_token);
+	free(m->envd_version);
+	m->keeper_id = NULL;
+	m->replaced_id = NULL;
+	m->envd_token = m->envd_version = NULL;
+	m->known = m->running = m->healthy = m->wake = m->replace_now = false;
+	m->detail_seen = false;
+	m->seen_ms = m->end_ms = m->activity_ms = m->replaced_ms = 0;
+	m->deadline_ms = m->deadline_set_ms = 0;
+}
+
+static void
+record_free(void *v)
+{
+	space_record *m = v;
 
 	if (m == NULL)
 		return;
-	free(m->keeper_id);
-	free(m->replaced_id);
-	sk_secret_free(m->envd_token);
-	free(m->envd_version);
+	mem_clear(m);
 	free(m);
 }
 
 void
 sk_ctl_spaces_init(sk_controller *c)
 {
-	pthread_mutex_init(&c->spaces_mu, NULL);
-	c->spaces = sk_strmap_new(mem_free);
+	sk_ctl_spaces *s = &c->spaces;
+
+	pthread_mutex_init(&s->mu, NULL);
+	s->by_name = sk_strmap_new(record_free);
+	pthread_mutex_init(&s->done_mu, NULL);
+	sk_cond_init_monotonic(&s->done);
+	s->finished = sk_strmap_new(free);
 }
 
 void
 sk_ctl_spaces_dispose(sk_controller *c)
 {
-	sk_strmap_free(c->spaces);
-	c->spaces = NULL;
-	pthread_mutex_destroy(&c->spaces_mu);
+	sk_ctl_spaces *s = &c->spaces;
+
+	sk_strmap_free(s->by_name);
+	pthread_mutex_destroy(&s->mu);
+	sk_strmap_free(s->finished);
+	pthread_cond_destroy(&s->done);
+	pthread_mutex_destroy(&s->done_mu);
+	memset(s, 0, sizeof(*s));
 }
 
-/* Under spaces_mu. */
-static space_mem *
-mem_of(sk_controller *c, const char *name)
+void
+sk_ctl_spaces_wake(sk_controller *c)
 {
-	space_mem *m = sk_strmap_get(c->spaces, name);
+	pthread_mutex_lock(&c->spaces.done_mu);
+	pthread_cond_broadcast(&c->spaces.done);
+	pthread_mutex_unlock(&c->spaces.done_mu);
+}
+
+/* The space's record, made when missing (under spaces.mu). */
+static space_record *
+record_of(sk_controller *c, const char *name)
+{
+	space_record *m = sk_strmap_get(c->spaces.by_name, name);
 
 	if (m == NULL) {
 		m = sk_calloc(1, sizeof(*m));
-		sk_strmap_put(c->spaces, name, m);
+		sk_strmap_put(c->spaces.by_name, name, m);
 	}
 	return m;
+}
+
+/* ... about to hold what the connect path reads (under spaces.mu). */
+static space_record *
+mem_of(sk_controller *c, const char *name)
+{
+	space_record *m = record_of(c, name);
+
+	m->known = true;
+	return m;
+}
+
+/* The record when it holds what the connect path reads, else NULL. */
+static space_record *
+known(sk_controller *c, const char *name)
+{
+	space_record *m = sk_strmap_get(c->spaces.by_name, name);
+
+	return m != NULL && m->known ? m : NULL;
 }
 
 void
 sk_ctl_space_touch(sk_controller *c, const char *name, int64_t now_ms)
 {
-	pthread_mutex_lock(&c->spaces_mu);
-	space_mem *m = mem_of(c, name);
+	pthread_mutex_lock(&c->spaces.mu);
+	space_record *m = mem_of(c, name);
 	if (now_ms > m->activity_ms)
 		m->activity_ms = now_ms;
-	pthread_mutex_unlock(&c->spaces_mu);
+	pthread_mutex_unlock(&c->spaces.mu);
 }
 
 void
 sk_ctl_space_request(sk_controller *c, const char *name, bool wake, bool replace_now)
 {
-	pthread_mutex_lock(&c->spaces_mu);
-	space_mem *m = mem_of(c, name);
+	pthread_mutex_lock(&c->spaces.mu);
+	space_record *m = mem_of(c, name);
 	m->wake = m->wake || wake;
 	m->replace_now = m->replace_now || replace_now;
-	pthread_mutex_unlock(&c->spaces_mu);
+	pthread_mutex_unlock(&c->spaces.mu);
 }
 
 void
 sk_ctl_space_take(sk_controller *c, const char *name, sk_reconcile_env *env)
 {
-	pthread_mutex_lock(&c->spaces_mu);
-	space_mem *m = sk_strmap_get(c->spaces, name);
+	pthread_mutex_lock(&c->spaces.mu);
+	space_record *m = known(c, name);
 	if (m != NULL) {
 		env->activity_ms = m->activity_ms;
 		env->wake = m->wake;
@@ -113,14 +171,14 @@ sk_ctl_space_take(sk_controller *c, const char *name, sk_reconcile_env *env)
 		env->known.deadline_set_ms = m->deadline_set_ms;
 	}
 	env->known.fetch_detail = true;
-	pthread_mutex_unlock(&c->spaces_mu);
+	pthread_mutex_unlock(&c->spaces.mu);
 }
 
 void
 sk_ctl_space_known_dispose(sk_reconcile_env *env)
 {
 	free((char *)env->known.sandbox_id);
-	sk_secret_free((char *)env->known.envd_access_token);
+	sk_wipe_free((char *)env->known.envd_access_token);
 	free((char *)env->known.envd_version);
 	memset(&env->known, 0, sizeof(env->known));
 }
@@ -128,8 +186,8 @@ sk_ctl_space_known_dispose(sk_reconcile_env *env)
 void
 sk_ctl_space_note(sk_controller *c, const char *name, const sk_reconcile_report *r, bool ok)
 {
-	pthread_mutex_lock(&c->spaces_mu);
-	space_mem *m = mem_of(c, name);
+	pthread_mutex_lock(&c->spaces.mu);
+	space_record *m = mem_of(c, name);
 	free(m->keeper_id);
 	m->keeper_id = sk_strdup(r->keeper_id);
 	m->running = r->running;
@@ -137,7 +195,7 @@ sk_ctl_space_note(sk_controller *c, const char *name, const sk_reconcile_report 
 	m->seen_ms = r->seen_ms;
 	m->end_ms = r->end_ms;
 	if (ok || r->detail_seen) {
-		sk_secret_free(m->envd_token);
+		sk_wipe_free(m->envd_token);
 		free(m->envd_version);
 		m->envd_token = sk_strdup(r->envd_access_token);
 		m->envd_version = sk_strdup(r->envd_version);
@@ -150,15 +208,17 @@ sk_ctl_space_note(sk_controller *c, const char *name, const sk_reconcile_report 
 		m->replaced_id = sk_strdup(r->replaced_id);
 		m->replaced_ms = r->replaced_ms;
 	}
-	pthread_mutex_unlock(&c->spaces_mu);
+	pthread_mutex_unlock(&c->spaces.mu);
 }
 
 void
 sk_ctl_space_forget(sk_controller *c, const char *name)
 {
-	pthread_mutex_lock(&c->spaces_mu);
-	sk_strmap_remove(c->spaces, name);
-	pthread_mutex_unlock(&c->spaces_mu);
+	pthread_mutex_lock(&c->spaces.mu);
+	space_record *m = sk_strmap_get(c->spaces.by_name, name);
+	if (m != NULL)
+		mem_clear(m);
+	pthread_mutex_unlock(&c->spaces.mu);
 }
 
 bool
@@ -167,8 +227,8 @@ sk_ctl_space_keeper(sk_controller *c, const char *name, sk_ctl_keeper *out)
 	bool found;
 
 	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&c->spaces_mu);
-	space_mem *m = sk_strmap_get(c->spaces, name);
+	pthread_mutex_lock(&c->spaces.mu);
+	space_record *m = known(c, name);
 	found = m != NULL;
 	if (found) {
 		snprintf(out->id, sizeof(out->id), "%s", m->keeper_id ? m->keeper_id : "");
@@ -186,7 +246,65 @@ sk_ctl_space_keeper(sk_controller *c, const char *name, sk_ctl_keeper *out)
 		out->deadline_ms = m->deadline_ms;
 		out->detail_seen = m->detail_seen;
 	}
-	pthread_mutex_unlock(&c->spaces_mu);
+	pthread_mutex_unlock(&c->spaces.mu);
 	out->mem.sandbox_id = out->id[0] ? out->id : NULL;
 	return found;
+}
+
+void
+sk_ctl_space_set_drift(sk_controller *c, const char *name, const int64_t *since)
+{
+	pthread_mutex_lock(&c->spaces.mu);
+	space_record *m = since ? record_of(c, name) : sk_strmap_get(c->spaces.by_name, name);
+	if (m != NULL) {
+		m->drifting = since != NULL;
+		for (size_t t = 0; t < SK_CTL_DRIFT_TYPES; t++)
+			m->drift_since[t] = since ? since[t] : 0;
+	}
+	pthread_mutex_unlock(&c->spaces.mu);
+}
+
+typedef struct drift_walk {
+	sk_ctl_drift_fn fn;
+	void *payload;
+} drift_walk;
+
+static void
+walk_drift(const char *name, void *value, void *payload)
+{
+	const space_record *m = value;
+	drift_walk *w = payload;
+
+	if (m->drifting)
+		w->fn(name, m->drift_since, w->payload);
+}
+
+void
+sk_ctl_spaces_drift(sk_controller *c, sk_ctl_drift_fn fn, void *payload)
+{
+	drift_walk w = { fn, payload };
+
+	pthread_mutex_lock(&c->spaces.mu);
+	sk_strmap_foreach(c->spaces.by_name, walk_drift, &w);
+	pthread_mutex_unlock(&c->spaces.mu);
+}
+
+int64_t
+sk_ctl_space_written_rv(sk_controller *c, const char *name)
+{
+	int64_t rv;
+
+	pthread_mutex_lock(&c->spaces.mu);
+	space_record *m = sk_strmap_get(c->spaces.by_name, name);
+	rv = m ? m->written_rv : 0;
+	pthread_mutex_unlock(&c->spaces.mu);
+	return rv;
+}
+
+void
+sk_ctl_space_set_written_rv(sk_controller *c, const char *name, int64_t rv)
+{
+	pthread_mutex_lock(&c->spaces.mu);
+	record_of(c, name)->written_rv = rv;
+	pthread_mutex_unlock(&c->spaces.mu);
 }

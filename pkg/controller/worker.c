@@ -1,8 +1,10 @@
 /*
- * controller/worker: the worker threads that pop keys and call sk_reconcile
- * (with the fencing hook and one provider client per provider each), and
- * what a result does: requeue after, backoff, forget, the counts the
- * connect API and --once wait on.
+ * controller/worker: the worker threads that pop keys and call
+ * sk_reconcile_object on the informer's copy (or the store's, when the
+ * cache has not seen our last write), with the fencing hook and one
+ * provider client per provider each; and what a result does: requeue
+ * after, backoff, forget, the counts the connect API and --once wait on
+ * (spaces.done_mu, spaces_int.h).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,26 +22,39 @@ sk_ctl_gen(sk_controller *c)
 {
 	uint64_t g;
 
-	pthread_mutex_lock(&c->mu);
-	g = c->gen;
-	pthread_mutex_unlock(&c->mu);
+	pthread_mutex_lock(&c->spaces.done_mu);
+	g = c->spaces.gen;
+	pthread_mutex_unlock(&c->spaces.done_mu);
 	return g;
+}
+
+size_t
+sk_ctl_spaces_failed(sk_controller *c)
+{
+	size_t n;
+
+	pthread_mutex_lock(&c->spaces.done_mu);
+	n = c->spaces.n_failed;
+	pthread_mutex_unlock(&c->spaces.done_mu);
+	return n;
 }
 
 static void
 mark_reconciled(sk_controller *c, const char *name, bool failed)
 {
-	uint64_t *g = sk_malloc(sizeof(*g));
+	sk_ctl_done *d;
 
-	pthread_mutex_lock(&c->mu);
-	*g = ++c->gen;
-	sk_strmap_put(c->done_gen, name, g);
-	if (failed)
-		sk_strmap_put(c->failed, name, NULL);
-	else
-		sk_strmap_remove(c->failed, name);
-	pthread_cond_broadcast(&c->cond);
-	pthread_mutex_unlock(&c->mu);
+	pthread_mutex_lock(&c->spaces.done_mu);
+	if ((d = sk_strmap_get(c->spaces.finished, name)) == NULL) {
+		d = sk_calloc(1, sizeof(*d));
+		sk_strmap_put(c->spaces.finished, name, d);
+	}
+	d->gen = ++c->spaces.gen;
+	if (failed != d->failed)
+		c->spaces.n_failed = failed ? c->spaces.n_failed + 1 : c->spaces.n_failed - 1;
+	d->failed = failed;
+	pthread_cond_broadcast(&c->spaces.done);
+	pthread_mutex_unlock(&c->spaces.done_mu);
 }
 
 bool
@@ -47,19 +62,19 @@ sk_ctl_wait_reconciled(sk_controller *c, const char *name, uint64_t gen0, int64_
 {
 	bool ok = false;
 
-	pthread_mutex_lock(&c->mu);
+	pthread_mutex_lock(&c->spaces.done_mu);
 	for (;;) {
-		uint64_t *g = sk_strmap_get(c->done_gen, name);
+		const sk_ctl_done *d = sk_strmap_get(c->spaces.finished, name);
 		int64_t left = deadline - sk_monotonic_ms();
-		if (g && *g > gen0) {
+		if (d && d->gen > gen0) {
 			ok = true;
 			break;
 		}
 		if (sk_ctl_stopping(c) || left <= 0)
 			break;
-		sk_cond_wait_ms(&c->cond, &c->mu, left < 100 ? left : 100);
+		sk_cond_wait_ms(&c->spaces.done, &c->spaces.done_mu, left < 100 ? left : 100);
 	}
-	pthread_mutex_unlock(&c->mu);
+	pthread_mutex_unlock(&c->spaces.done_mu);
 	return ok;
 }
 
@@ -97,7 +112,7 @@ handle_result(
 
 	sk_metrics_observe(
 	        c->metrics, "controller_runtime_reconcile_time_seconds", l, (double)dt / 1000.0);
-	sk_timeline_observe(c->tl_reconcile, sk_now_ms(), (double)dt / 1000.0);
+	sk_timeline_observe(c->http.tl_reconcile, sk_now_ms(), (double)dt / 1000.0);
 	if (rc == 0) {
 		sk_workqueue_forget(c->q, key);
 		/* --once: a key the planner only revisits at resync, in a steady
@@ -115,9 +130,9 @@ handle_result(
 	}
 	count_result(c, "error");
 	sk_metrics_add(c->metrics, "controller_runtime_reconcile_errors_total", l, 1);
-	if (rc == SK_EUNAVAILABLE && strstr(err->message, "MongoDB") != NULL)
+	if (rc == SK_EUNAVAILABLE && err->domain == SK_EDOMAIN_DATABASE)
 		sk_ctl_store_error(c, "reconcile"); /* a status write, event or read failed */
-	if (sk_reconcile_is_transient(rc)) {
+	if (sk_error_is_transient(rc)) {
 		int64_t d = sk_workqueue_add_rate_limited(c->q, key);
 		if (err->retry_after_ms > d)
 			sk_workqueue_add_after(c->q, key, err->retry_after_ms);
@@ -166,30 +181,11 @@ provider_for(const char *name, void *arg)
 	return i < 0 ? NULL : w->clients[i];
 }
 
-/* The resourceVersion our last writes to name left (0: none known). */
-static int64_t
-written_rv(sk_controller *c, const char *name)
-{
-	int64_t *v, rv;
-
-	pthread_mutex_lock(&c->mu);
-	v = sk_strmap_get(c->written_rv, name);
-	rv = v ? *v : 0;
-	pthread_mutex_unlock(&c->mu);
-	return rv;
-}
-
 static void
 note_written(sk_controller *c, const char *name, const sk_userspace *updated)
 {
-	int64_t *v;
-
 	/* Removed (finalizer gone): never trust a cached copy of it again. */
-	v = sk_malloc(sizeof(*v));
-	*v = updated ? updated->meta.resource_version : INT64_MAX;
-	pthread_mutex_lock(&c->mu);
-	sk_strmap_put(c->written_rv, name, v);
-	pthread_mutex_unlock(&c->mu);
+	sk_ctl_space_set_written_rv(c, name, updated ? updated->meta.resource_version : INT64_MAX);
 }
 
 /* The object of a key: the informer's copy when it has seen our last
@@ -201,7 +197,7 @@ key_object(sk_controller *c, const char *key, sk_userspace **us, sk_error *err)
 {
 	int rc = sk_informer_get(c->inf, key, us);
 
-	if (rc == 0 && (*us)->meta.resource_version >= written_rv(c, key))
+	if (rc == 0 && (*us)->meta.resource_version >= sk_ctl_space_written_rv(c, key))
 		return 0;
 	sk_userspace_free(*us);
 	*us = NULL;
@@ -259,8 +255,8 @@ worker_process(sk_worker *w, const char *key)
 		rc = sk_limiter_acquire(c->limiters[prov], -1, &c->stopping);
 	if (rc != 0) {
 		if (!sk_ctl_stopping(c))
-			handle_result(c, key, sk_reconcile_is_transient(rc) ? rc : SK_EUNAVAILABLE,
-			        0, &err, 0);
+			handle_result(c, key, sk_error_is_transient(rc) ? rc : SK_EUNAVAILABLE, 0,
+			        &err, 0);
 		goto done;
 	}
 	sk_ctl_list_view(c, prov, us->spec.user_id, &listed, &view);

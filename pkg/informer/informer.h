@@ -85,8 +85,7 @@ bool sk_informer_wait_synced(sk_informer *inf, int64_t timeout_ms);
 
 /* A deep copy of the cached object: 0, or SK_ENOTFOUND. */
 int sk_informer_get(sk_informer *inf, const char *name, sk_userspace **out);
-/* Every cached name, sorted (free with sk_informer_names_free). */
-char **sk_informer_names(sk_informer *inf, size_t *n_out);
+/* Frees n names and their vector (names collected from the cache). */
 void sk_informer_names_free(char **names, size_t n);
 /* Whether some cached UserSpace has spec.userID == user_id. */
 bool sk_informer_has_user(sk_informer *inf, const char *user_id);

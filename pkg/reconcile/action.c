@@ -12,7 +12,7 @@ void
 sk_plan_options_init(sk_plan_options *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->sandbox_timeout_ms = 3600 * 1000;
+	o->sandbox_timeout_ms = sk_default_sandbox_timeout_ms;
 	o->resume_grace_ms = 20 * 1000;
 	o->create_grace_ms = 35 * 1000;
 	o->resync_ms = 30 * 1000;
@@ -152,6 +152,24 @@ sk_reconcile_sandbox_metadata(const sk_userspace *us, sk_kvlist *out)
 	sk_kvlist_set(out, SK_META_MANAGED_BY, SK_MANAGED_BY_VALUE);
 }
 
+void
+sk_reconcile_create_request(const sk_userspace *us, const sk_plan_options *opts, sk_kvlist *meta,
+        sk_create_request *req)
+{
+	const sk_userspace_spec *s = &us->spec;
+
+	sk_reconcile_sandbox_metadata(us, meta);
+	memset(req, 0, sizeof(*req));
+	req->template_id = sk_spec_template(s->template_id);
+	req->timeout_ms = sk_plan_ttl(us, opts);
+	req->auto_pause = s->on_timeout == SK_ON_TIMEOUT_PAUSE;
+	req->auto_resume = s->auto_resume;
+	req->cpu_count = s->cpu_count;
+	req->memory_mb = s->memory_mb;
+	req->metadata = meta;
+	req->env = &s->env;
+}
+
 /* ---- actions ---- */
 
 static void
@@ -265,31 +283,4 @@ sk_action_describe(const sk_action *a, sk_buf *out)
 		sk_buf_printf(out, "re-assert env of %s (%zu variables)", target(a), a->env.len);
 		break;
 	}
-}
-
-void
-sk_plan_describe(const sk_plan_result *r, sk_buf *out)
-{
-	char d[32];
-	const char *phase = sk_phase_name(r->next.phase);
-
-	if (r->n_actions == 0)
-		sk_buf_printf(out, "no actions\n");
-	for (size_t i = 0; i < r->n_actions; i++) {
-		sk_buf_printf(out, "%zu. ", i + 1);
-		sk_action_describe(&r->actions[i], out);
-		sk_buf_printf(out, "\n");
-	}
-	sk_buf_printf(out, "phase: %s\n", phase[0] ? phase : "-");
-	for (size_t i = 0; i < r->next.n_drift; i++)
-		sk_buf_printf(out, "drift: %s %s %s\n", r->next.drift[i].type,
-		        r->next.drift[i].sandbox_id ? r->next.drift[i].sandbox_id : "-",
-		        r->next.drift[i].detail ? r->next.drift[i].detail : "");
-	if (r->wait_message != NULL)
-		sk_buf_printf(out, "waiting: %s\n", r->wait_message);
-	if (r->follow_up)
-		sk_buf_printf(
-		        out, "then: probe the started sandbox, plan again, write status once\n");
-	sk_duration_format(r->requeue_after_ms, d, sizeof(d));
-	sk_buf_printf(out, "requeue after: %s\n", d);
 }

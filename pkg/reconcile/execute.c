@@ -5,7 +5,7 @@
  * retries once only when nobody else changed the status meanwhile (a spec
  * edit), so a concurrent status writer is never silently overwritten.
  * Where it stopped (sk_outcome) is mapped onto the status by the planner's
- * sk_plan_failure; transient or terminal is sk_reconcile_is_transient's call.
+ * sk_plan_failure; transient or terminal is sk_error_retry's call (util).
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -13,8 +13,43 @@
 
 #include "reconcile_int.h"
 
-/* What a round that starts the keeper hands to its follow-up round (see
- * sk_reconcile_object). */
+/*
+ * One reconcile of an object (sk_reconcile_object) is a sequence:
+ *   1. the migration steps: while a migration is active, its steps run one
+ *      after another as long as each moves it on (migration_steps);
+ *   2. the round: observe, plan, execute (ROUND_FIRST; sk_execute alone
+ *      runs ROUND_ONLY);
+ *   3. the follow-up: when the round started the keeper, a second round
+ *      probes it at once and writes the status (ROUND_FOLLOW_UP).
+ * When a round's status is written is decided in one place, when_written.
+ */
+typedef enum round_kind {
+	ROUND_ONLY, /* sk_execute: one round, nothing handed on */
+	ROUND_FIRST, /* the regular round: may hand its status to the follow-up */
+	ROUND_FOLLOW_UP, /* plans from the handed-on status, writes it */
+} round_kind;
+
+typedef enum status_write {
+	WRITE_IF_CHANGED, /* now, when it differs from the stored status */
+	WRITE_ALWAYS, /* now, even unchanged: the handed-on status was never stored */
+	HAND_ON, /* not now: the follow-up writes it with what its probe finds */
+} status_write;
+
+/* When a round's status is written: the one place that decides. The round
+ * that started the keeper (its plan asks for a follow-up) hands the status
+ * on, unless an action failed: a failure is written now, and no follow-up
+ * runs. The follow-up writes what it was handed, changed or not. */
+static status_write
+when_written(round_kind kind, const sk_plan_result *plan, bool failed)
+{
+	if (kind == ROUND_FOLLOW_UP)
+		return WRITE_ALWAYS;
+	if (kind == ROUND_FIRST && plan->follow_up && !failed)
+		return HAND_ON;
+	return WRITE_IF_CHANGED;
+}
+
+/* What a round that starts the keeper hands to its follow-up round. */
 typedef struct sk_followup {
 	sk_observed seen; /* the round's sandboxes, updated with what it started */
 	sk_userspace_status next; /* the status it left unwritten */
@@ -31,8 +66,10 @@ typedef struct sk_xctx {
 	char *created; /* sandbox made by this run's CREATE */
 	bool removed; /* finalizer removed: the object may be gone */
 	int64_t now;
-	sk_followup *fu; /* follow-up mode: the status is handed on, not written */
-	bool force_write; /* write even when unchanged (a handed-on status) */
+	round_kind kind;
+	const sk_plan_result *plan;
+	bool failed; /* an action failed (record_failure) */
+	sk_followup *fu; /* when the status may be handed on: the round's answers */
 	/* An action changed what the provider's list shows (create, resume,
 	 * pause, kill, deadline): lastReconcileTime moves, so the next rounds
 	 * trust a direct GET over a list older than that (observe's list_stale).
@@ -165,15 +202,17 @@ write_status(sk_xctx *x, const sk_userspace_status *st, sk_error *err)
 	return write_once(x, st, err);
 }
 
+/* The round's status, written or handed on as when_written says. */
 static int
 write_if_changed(sk_xctx *x, sk_error *err)
 {
-	if (x->removed || (!x->force_write && status_same(&x->st, &x->cur->status)))
+	status_write w = when_written(x->kind, x->plan, x->failed);
+
+	if (x->removed || (w != WRITE_ALWAYS && status_same(&x->st, &x->cur->status)))
 		return 0;
 	if (x->changed_provider && (x->st.phase != SK_PHASE_CREATING || x->st.sandbox_id != NULL))
 		x->st.last_reconcile_ms = x->now;
-	if (x->fu != NULL) {
-		/* Handed to the follow-up round, which writes it (forced). */
+	if (w == HAND_ON) {
 		sk_userspace_status_dispose(&x->fu->next);
 		sk_userspace_status_copy(&x->fu->next, &x->st);
 		x->fu->armed = true;
@@ -226,7 +265,7 @@ note_deadline(sk_xctx *x, const char *id, int64_t timeout_ms, const sk_sandbox *
 	if (!sk_str_eq(r->set_id, id)) {
 		free(r->set_id);
 		r->set_id = sk_strdup(id);
-		sk_secret_free(r->set_token);
+		sk_wipe_free(r->set_token);
 		free(r->set_version);
 		r->set_token = r->set_version = NULL;
 		r->set_seen = false;
@@ -234,7 +273,7 @@ note_deadline(sk_xctx *x, const char *id, int64_t timeout_ms, const sk_sandbox *
 	r->set_deadline_ms = timeout_ms > 0 ? now + timeout_ms : 0;
 	r->set_at_ms = now;
 	if (sb != NULL) {
-		sk_secret_free(r->set_token);
+		sk_wipe_free(r->set_token);
 		free(r->set_version);
 		r->set_token = sk_strdup(sb->envd_access_token);
 		r->set_version = sk_strdup(sb->envd_version);
@@ -466,11 +505,11 @@ static void
 record_failure(sk_xctx *x, const sk_action *a, int rc, sk_error *err)
 {
 	sk_outcome o = { rc, a, x->created != NULL, err->http_status, NULL };
-	bool transient = sk_reconcile_is_transient(rc);
+	bool transient = sk_error_is_transient(rc);
 	const char *reason = sk_failure_reason(a->type);
 	sk_error e2;
 
-	x->fu = NULL; /* no follow-up round: the failure is written now */
+	x->failed = true; /* written now (when_written) */
 	sk_error_prefix(err, "%s", sk_action_type_name(a->type));
 	o.message = err->message;
 	xlog(x, transient ? SK_LOG_WARN : SK_LOG_ERROR, "action failed",
@@ -487,13 +526,13 @@ record_failure(sk_xctx *x, const sk_action *a, int rc, sk_error *err)
 		write_if_changed(x, &e2);
 }
 
-/* sk_execute, plus the follow-up mode: with `fu`, the status is handed on
- * in fu->next instead of written (*updated stays the stored object) and the
- * sandboxes the plan started are noted in fu->seen; `force_write` writes the
- * status even when unchanged. */
+/* Runs plan's actions over us (planned: what it was made from). With fu
+ * (the status may be handed on), the status goes to fu->next instead of the
+ * store (*updated stays the stored object) and the sandboxes the plan
+ * started are noted in fu->seen. */
 static int
 execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_userspace *planned,
-        const sk_observed *ob, const sk_plan_result *plan, sk_followup *fu, bool force_write,
+        const sk_observed *ob, const sk_plan_result *plan, round_kind kind, sk_followup *fu,
         sk_userspace **updated, sk_error *err)
 {
 	sk_xctx x;
@@ -505,7 +544,8 @@ execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_user
 	sk_error_clear(err);
 	memset(&x, 0, sizeof(x));
 	x.fu = fu;
-	x.force_write = force_write;
+	x.kind = kind;
+	x.plan = plan;
 	x.env = env;
 	x.planned = planned;
 	x.ob = ob;
@@ -562,7 +602,7 @@ int
 sk_execute(const sk_reconcile_env *env, const sk_userspace *us, const sk_plan_result *plan,
         sk_userspace **updated, sk_error *err)
 {
-	return execute_round(env, us, us, NULL, plan, NULL, false, updated, err);
+	return execute_round(env, us, us, NULL, plan, ROUND_ONLY, NULL, updated, err);
 }
 
 static void
@@ -603,7 +643,7 @@ report_envd(
 		                                             : (same ? k->envd_version : NULL);
 		seen = same && k->detail_seen;
 	}
-	sk_secret_free(r->envd_access_token);
+	sk_wipe_free(r->envd_access_token);
 	free(r->envd_version);
 	r->envd_access_token = sk_strdup(tok);
 	r->envd_version = sk_strdup(ver);
@@ -672,11 +712,11 @@ report_keeper(
 /* One observe -> plan -> execute round. `planned` is observed and planned
  * for; `stored` (the object as stored) is what the status is written over:
  * the same object, except in the follow-up round, whose status was handed
- * on and never stored (so it is written even when unchanged: force_write).
- * With `fu`, a plan that asks for a follow-up hands its status on. */
+ * on and never stored. A ROUND_FIRST whose status is handed on collects
+ * what the follow-up needs in fu. */
 static int
 round_once(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *planned,
-        const sk_userspace *stored, bool force_write, const sk_list_view *list, sk_followup *fu,
+        const sk_userspace *stored, round_kind kind, const sk_list_view *list, sk_followup *fu,
         int64_t *requeue, sk_userspace **updated, sk_error *err)
 {
 	sk_observed ob;
@@ -689,13 +729,13 @@ round_once(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *plan
 	ob.wake = env->wake;
 	ob.replace_now = env->replace_now;
 	sk_plan(planned, &ob, now, &env->opts, &plan);
-	if (!plan.follow_up)
+	if (when_written(kind, &plan, false) != HAND_ON)
 		fu = NULL;
 	for (size_t i = 0; fu != NULL && i < ob.sandboxes.len; i++)
 		sk_observed_add(&fu->seen, &ob.sandboxes.items[i]);
 	if (fu != NULL)
 		fu->seen.list_valid = ob.list_valid;
-	rc = execute_round(env, stored, planned, &ob, &plan, fu, force_write, updated, err);
+	rc = execute_round(env, stored, planned, &ob, &plan, kind, fu, updated, err);
 	if (rc == 0 && plan.wait_code != 0)
 		rc = sk_error_set(err, plan.wait_code, "%s", plan.wait_message);
 	if (fu == NULL || !fu->armed)
@@ -720,7 +760,8 @@ follow_up(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *store
 	after.for_user = &fu->seen.sandboxes;
 	after.valid = fu->seen.list_valid;
 	after.listed_ms = env->now ? env->now() : sk_now_ms();
-	rc = round_once(env, p, planned, stored, true, &after, NULL, requeue, updated, err);
+	rc = round_once(
+	        env, p, planned, stored, ROUND_FOLLOW_UP, &after, NULL, requeue, updated, err);
 	sk_userspace_free(planned);
 	if (rc != 0 && updated != NULL) {
 		/* Keep no copy whose status may not be the stored one. */
@@ -731,7 +772,8 @@ follow_up(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *store
 }
 
 /*
- * After a create or a resume the keeper's data plane is probed at once, in a
+ * 2. The round, and 3. its follow-up when it handed its status on. After a
+ * create or a resume the keeper's data plane is probed at once, in a
  * follow-up round, and the binding is written together with what the probe
  * found: one status write instead of two, and no requeue in between. The
  * follow-up observes the round's own answers (the created sandbox, the
@@ -739,55 +781,8 @@ follow_up(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *store
  * Creating mark was written before the create, and a crash before the
  * follow-up's write is resolved like any unfinished create.
  */
-static int regular_object(const sk_reconcile_env *env, const sk_userspace *us,
-        const sk_list_view *list, int64_t *requeue_after_ms, sk_userspace **updated, sk_error *err);
-
-/* An active migration's round first; the regular round after it when the
- * migration leaves the space to it (waiting for idle, retiring the source). */
-int
-sk_reconcile_object(const sk_reconcile_env *env, const sk_userspace *us, const sk_list_view *list,
-        int64_t *requeue_after_ms, sk_userspace **updated, sk_error *err)
-{
-	sk_userspace *after = NULL;
-	int64_t mreq = 0, req = 0;
-	bool normal = true;
-	sk_error local;
-	int rc;
-
-	if (err == NULL)
-		err = &local;
-	if (!sk_migration_active(&us->status.migration))
-		return regular_object(env, us, list, requeue_after_ms, updated, err);
-	rc = sk_migrate_round(env, us, &normal, &mreq, &after, err);
-	/* A step done leads to the next at once (create, copy, verify, switch):
-	 * no requeue between them. */
-	for (int i = 0; i < 6 && rc == 0 && !normal && after != NULL &&
-	        sk_migration_active(&after->status.migration) &&
-	        !sk_migration_equal(&after->status.migration, &us->status.migration);
-	        i++) {
-		sk_userspace *prev = after;
-		rc = sk_migrate_round(env, prev, &normal, &mreq, &after, err);
-		if (sk_migration_equal(&after->status.migration, &prev->status.migration))
-			i = 6; /* waiting: stop */
-		sk_userspace_free(prev);
-	}
-	if (rc == 0 && normal && after != NULL) {
-		rc = regular_object(env, after, list, &req, updated, err);
-		if (req > 0 && (mreq <= 0 || req < mreq))
-			mreq = req;
-		sk_userspace_free(after);
-	} else if (updated != NULL) {
-		*updated = after;
-	} else {
-		sk_userspace_free(after);
-	}
-	if (requeue_after_ms != NULL)
-		*requeue_after_ms = mreq;
-	return rc;
-}
-
 static int
-regular_object(const sk_reconcile_env *env, const sk_userspace *us, const sk_list_view *list,
+round_and_follow_up(const sk_reconcile_env *env, const sk_userspace *us, const sk_list_view *list,
         int64_t *requeue_after_ms, sk_userspace **updated, sk_error *err)
 {
 	sk_provider *p = env->provider;
@@ -808,7 +803,7 @@ regular_object(const sk_reconcile_env *env, const sk_userspace *us, const sk_lis
 	}
 	memset(&fu, 0, sizeof(fu));
 	sk_observed_init(&fu.seen);
-	rc = round_once(env, p, us, us, false, list, &fu, &requeue, &mid, err);
+	rc = round_once(env, p, us, us, ROUND_FIRST, list, &fu, &requeue, &mid, err);
 	if (rc == 0 && fu.armed && mid != NULL)
 		rc = follow_up(env, p, mid, &fu, &requeue, updated, err);
 	else if (updated != NULL) {
@@ -823,6 +818,77 @@ regular_object(const sk_reconcile_env *env, const sk_userspace *us, const sk_lis
 	return rc;
 }
 
+/* The migration steps one reconcile runs at most: the first and up to six
+ * more (create the target, copy, verify, switch, and room to spare). */
+#define MIGRATION_STEPS_MAX 7
+
+/* The step that made `after` from `before` moved the migration on: it is
+ * still active, and neither where the step found it (a waiting step) nor
+ * back where the reconcile found it (`found`). */
+static bool
+moved_on(const sk_userspace *found, const sk_userspace *before, const sk_userspace *after)
+{
+	const sk_migration_status *m = &after->status.migration;
+
+	return sk_migration_active(m) && !sk_migration_equal(m, &found->status.migration) &&
+	        !sk_migration_equal(m, &before->status.migration);
+}
+
+/* 1. The migration steps: a step done leads to the next at once (create,
+ * copy, verify, switch), with no requeue between them, until one fails,
+ * waits, ends the migration, leaves the space to the regular round
+ * (*normal), or MIGRATION_STEPS_MAX ran. *after: the object after the last. */
+static int
+migration_steps(const sk_reconcile_env *env, const sk_userspace *us, bool *normal, int64_t *requeue,
+        sk_userspace **after, sk_error *err)
+{
+	sk_userspace *before = NULL;
+	int rc = sk_migrate_round(env, us, normal, requeue, after, err);
+
+	for (int n = 1; n < MIGRATION_STEPS_MAX && rc == 0 && !*normal &&
+	        moved_on(us, before ? before : us, *after);
+	        n++) {
+		sk_userspace_free(before);
+		before = *after;
+		rc = sk_migrate_round(env, before, normal, requeue, after, err);
+	}
+	sk_userspace_free(before);
+	return rc;
+}
+
+/* An active migration's steps first; the round (and its follow-up) after
+ * them when the migration leaves the space to it (waiting for idle,
+ * retiring the source). */
+int
+sk_reconcile_object(const sk_reconcile_env *env, const sk_userspace *us, const sk_list_view *list,
+        int64_t *requeue_after_ms, sk_userspace **updated, sk_error *err)
+{
+	sk_userspace *after = NULL;
+	int64_t mreq = 0, req = 0;
+	bool normal = true;
+	sk_error local;
+	int rc;
+
+	if (err == NULL)
+		err = &local;
+	if (!sk_migration_active(&us->status.migration))
+		return round_and_follow_up(env, us, list, requeue_after_ms, updated, err);
+	rc = migration_steps(env, us, &normal, &mreq, &after, err);
+	if (rc == 0 && normal && after != NULL) {
+		rc = round_and_follow_up(env, after, list, &req, updated, err);
+		if (req > 0 && (mreq <= 0 || req < mreq))
+			mreq = req;
+		sk_userspace_free(after);
+	} else if (updated != NULL) {
+		*updated = after;
+	} else {
+		sk_userspace_free(after);
+	}
+	if (requeue_after_ms != NULL)
+		*requeue_after_ms = mreq;
+	return rc;
+}
+
 void
 sk_reconcile_report_dispose(sk_reconcile_report *r)
 {
@@ -830,10 +896,10 @@ sk_reconcile_report_dispose(sk_reconcile_report *r)
 		return;
 	free(r->keeper_id);
 	free(r->replaced_id);
-	sk_secret_free(r->envd_access_token);
+	sk_wipe_free(r->envd_access_token);
 	free(r->envd_version);
 	free(r->set_id);
-	sk_secret_free(r->set_token);
+	sk_wipe_free(r->set_token);
 	free(r->set_version);
 	memset(r, 0, sizeof(*r));
 }

@@ -198,7 +198,6 @@ static int
 create_target(mx *x, sk_error *err)
 {
 	const sk_userspace *us = x->cur;
-	const sk_userspace_spec *s = &us->spec;
 	sk_migration_status m;
 	sk_create_request req;
 	sk_kvlist meta = { 0 };
@@ -208,17 +207,8 @@ create_target(mx *x, sk_error *err)
 
 	memset(&sb, 0, sizeof(sb));
 	snprintf(mark, sizeof(mark), "%lld", (long long)us->status.migration.start_ms);
-	sk_reconcile_sandbox_metadata(us, &meta);
+	sk_reconcile_create_request(us, &x->env->opts, &meta, &req);
 	sk_kvlist_set(&meta, SK_META_MIGRATION, mark);
-	memset(&req, 0, sizeof(req));
-	req.template_id = s->template_id ? s->template_id : "base";
-	req.timeout_ms = sk_plan_ttl(us, &x->env->opts);
-	req.auto_pause = s->on_timeout == SK_ON_TIMEOUT_PAUSE;
-	req.auto_resume = s->auto_resume;
-	req.cpu_count = s->cpu_count;
-	req.memory_mb = s->memory_mb;
-	req.metadata = &meta;
-	req.env = &s->env;
 	rc = sk_sandbox_create(x->dst, &req, &sb, err);
 	if (rc == 0) {
 		sk_migration_copy(&m, &us->status.migration);
@@ -493,7 +483,7 @@ static bool
 aborts(const sk_migration_plan *plan, int rc)
 {
 	switch (plan->step) {
-	case SK_MSTEP_CREATE_TARGET: return !sk_reconcile_is_transient(rc);
+	case SK_MSTEP_CREATE_TARGET: return !sk_error_is_transient(rc);
 	case SK_MSTEP_COPY:
 	case SK_MSTEP_VERIFY: return rc != SK_ECONFLICT;
 	default: return false;

@@ -1,27 +1,14 @@
 /*
  * reconcile/outcome: the pure decisions around a plan that the executor,
  * the controller and the HTTP layer used to make on their own: what a
- * failure means (transient or terminal, its reason, the status it leaves),
+ * failure leaves (its reason, the status; transient or terminal is
+ * sk_error_retry's call, in util),
  * when a --once pass may stop, and how a connect is answered.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "reconcile_int.h"
-
-bool
-sk_reconcile_is_transient(int code)
-{
-	switch (code) {
-	case SK_EUNAVAILABLE:
-	case SK_ETIMEOUT:
-	case SK_ETRANSIENT:
-	case SK_ECONFLICT: /* a lost compare-and-swap: read again and retry */
-	case SK_ENOTFOUND: /* vanished under an action: the next observation re-plans */
-		return true;
-	default: return false;
-	}
-}
 
 int64_t
 sk_plan_ttl(const sk_userspace *us, const sk_plan_options *opts)
@@ -114,7 +101,7 @@ void
 sk_plan_failure(const sk_userspace *us, const sk_outcome *o, int64_t now, sk_userspace_status *st)
 {
 	const sk_action *a = o->failed;
-	bool transient = sk_reconcile_is_transient(o->code);
+	bool transient = sk_error_is_transient(o->code);
 	const char *reason = a ? sk_failure_reason(a->type) : SK_REASON_NO_PROVIDER;
 	const char *msg = o->message ? o->message : "";
 	int64_t gen = us->meta.generation;

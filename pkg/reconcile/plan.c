@@ -174,18 +174,18 @@ push_init_env(sk_pctx *c, const char *id)
 static void
 push_create(sk_pctx *c)
 {
-	const sk_userspace_spec *s = &c->us->spec;
 	sk_action *a = sk_plan_push(c, SK_ACTION_CREATE, NULL);
+	sk_create_request req;
 
-	a->template_id = sk_strdup(s->template_id ? s->template_id : "base");
-	a->timeout_ms = sk_plan_ttl(c->us, c->o);
-	a->auto_pause = s->on_timeout == SK_ON_TIMEOUT_PAUSE;
-	a->auto_resume = s->auto_resume;
-	a->cpu_count = s->cpu_count;
-	a->memory_mb = s->memory_mb;
-	sk_reconcile_sandbox_metadata(c->us, &a->metadata);
-	for (size_t i = 0; i < s->env.len; i++)
-		sk_kvlist_set(&a->env, s->env.items[i].key, s->env.items[i].value);
+	sk_reconcile_create_request(c->us, c->o, &a->metadata, &req);
+	a->template_id = sk_strdup(req.template_id);
+	a->timeout_ms = req.timeout_ms;
+	a->auto_pause = req.auto_pause;
+	a->auto_resume = req.auto_resume;
+	a->cpu_count = req.cpu_count;
+	a->memory_mb = req.memory_mb;
+	for (size_t i = 0; i < req.env->len; i++)
+		sk_kvlist_set(&a->env, req.env->items[i].key, req.env->items[i].value);
 	if (!c->o->probe)
 		push_init_env(c, NULL);
 	sk_plan_push(c, SK_ACTION_BIND, NULL);

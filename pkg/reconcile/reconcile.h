@@ -12,7 +12,11 @@
  *                actions, the next status, and the requeue delay.
  *   sk_execute   runs the actions through the provider and the store, writes
  *                status with compare-and-swap, records events, classifies failures.
- *   sk_reconcile get -> observe -> plan -> execute: the call a worker makes.
+ *   sk_reconcile_object  observe -> plan -> execute of a copy the caller
+ *                holds (the informer's), the migration round (sk_migrate_round)
+ *                first when one is active: the call a worker makes
+ *                (controller/worker.c).
+ *   sk_reconcile get by name, then sk_reconcile_object (the integration tests).
  *
  * Crash safety of create (rule 1, "a list is not proof of absence"):
  * before every create the executor writes status {phase: Creating,
@@ -105,13 +109,6 @@
 #define SK_TRIGGER_PROVIDER "ProviderChanged"
 #define SK_TRIGGER_TEMPLATE "TemplateChanged"
 #define SK_TRIGGER_ROLLOUT "RolloutRestart"
-
-/* ---- failures: the one classification (execute, controller and HTTP ask here) ---- */
-
-/* Transient: retry with backoff (unavailable, timeout, 408/429/5xx, a lost
- * compare-and-swap, a sandbox that vanished under an action: the next
- * observation re-plans). Everything else is terminal: retried only at resync. */
-bool sk_reconcile_is_transient(int code);
 
 /* ---- options ---- */
 
@@ -250,6 +247,12 @@ int sk_observe_known(sk_provider *p, const sk_userspace *us, const sk_list_view 
 char *sk_reconcile_meta_value(const char *s);
 /* The metadata every created sandbox carries (spec.metadata + the managed keys). */
 void sk_reconcile_sandbox_metadata(const sk_userspace *us, sk_kvlist *out);
+/* The create request of a sandbox for us, from its spec: the one builder of
+ * the planner's CREATE and of a migration's target. Adds the metadata of
+ * sk_reconcile_sandbox_metadata to meta (the caller's); req borrows meta and
+ * the strings and env of us. */
+void sk_reconcile_create_request(const sk_userspace *us, const sk_plan_options *opts,
+        sk_kvlist *meta, sk_create_request *req);
 
 /* ---- plan ---- */
 
@@ -323,8 +326,6 @@ const char *sk_kill_reason_name(sk_kill_reason r); /* "Duplicate", "Replace", ..
 bool sk_action_is_mutating(const sk_action *a); /* CREATE CONNECT PAUSE KILL INIT_ENV */
 /* One line: "create sandbox (template base, timeout 1h)", "kill i123 (Duplicate)". */
 void sk_action_describe(const sk_action *a, sk_buf *out);
-/* Every action, one per line, then the next phase and requeue. */
-void sk_plan_describe(const sk_plan_result *r, sk_buf *out);
 
 /* ---- outcomes: what an executed plan leaves in the status (pure) ---- */
 
@@ -578,7 +579,8 @@ int sk_reconcile(const sk_reconcile_env *env, const char *name, const sk_list_vi
 /* observe -> plan -> execute of a given copy (e.g. the informer's cache):
  * every status write is compare-and-swap on us's resourceVersion, so a stale
  * copy ends in SK_ECONFLICT, never in an overwrite. *updated (may be NULL)
- * gets the object after the run's writes, NULL when it was removed. */
+ * gets the object after the run's writes, NULL when it was removed. In
+ * order (execute.c): an active migration's steps, the round, its follow-up. */
 int sk_reconcile_object(const sk_reconcile_env *env, const sk_userspace *us,
         const sk_list_view *list, int64_t *requeue_after_ms, sk_userspace **updated, sk_error *err);
 

@@ -15,28 +15,31 @@
 /* GET /sandbox takes limit <= 200. */
 #define SK_DAYTONA_PAGE 200
 
-static sk_sandbox_state
-daytona_state(const char *s)
-{
-	static const char *const transitional[] = { "creating", "restoring", "starting", "stopping",
-		"archiving", "pulling_snapshot", "building_snapshot", "pending_build", "destroying",
-		"resizing", "snapshotting", "forking", "pausing", "resuming", NULL };
-	static const char *const gone[] = { "destroyed", "error", "build_failed", NULL };
-
-	if (s == NULL)
-		return SK_SANDBOX_UNKNOWN;
-	if (strcmp(s, "started") == 0)
-		return SK_SANDBOX_RUNNING;
-	if (strcmp(s, "stopped") == 0 || strcmp(s, "archived") == 0 || strcmp(s, "paused") == 0)
-		return SK_SANDBOX_PAUSED;
-	for (size_t i = 0; transitional[i]; i++)
-		if (strcmp(s, transitional[i]) == 0)
-			return SK_SANDBOX_TRANSITIONAL;
-	for (size_t i = 0; gone[i]; i++)
-		if (strcmp(s, gone[i]) == 0)
-			return SK_SANDBOX_GONE;
-	return SK_SANDBOX_UNKNOWN;
-}
+/* Daytona's state strings (sk_sandbox_state_parse). */
+static const sk_state_name daytona_states[] = {
+	{ "started", SK_SANDBOX_RUNNING },
+	{ "stopped", SK_SANDBOX_PAUSED },
+	{ "archived", SK_SANDBOX_PAUSED },
+	{ "paused", SK_SANDBOX_PAUSED },
+	{ "creating", SK_SANDBOX_TRANSITIONAL },
+	{ "restoring", SK_SANDBOX_TRANSITIONAL },
+	{ "starting", SK_SANDBOX_TRANSITIONAL },
+	{ "stopping", SK_SANDBOX_TRANSITIONAL },
+	{ "archiving", SK_SANDBOX_TRANSITIONAL },
+	{ "pulling_snapshot", SK_SANDBOX_TRANSITIONAL },
+	{ "building_snapshot", SK_SANDBOX_TRANSITIONAL },
+	{ "pending_build", SK_SANDBOX_TRANSITIONAL },
+	{ "destroying", SK_SANDBOX_TRANSITIONAL },
+	{ "resizing", SK_SANDBOX_TRANSITIONAL },
+	{ "snapshotting", SK_SANDBOX_TRANSITIONAL },
+	{ "forking", SK_SANDBOX_TRANSITIONAL },
+	{ "pausing", SK_SANDBOX_TRANSITIONAL },
+	{ "resuming", SK_SANDBOX_TRANSITIONAL },
+	{ "destroyed", SK_SANDBOX_GONE },
+	{ "error", SK_SANDBOX_GONE },
+	{ "build_failed", SK_SANDBOX_GONE },
+	{ NULL, SK_SANDBOX_UNKNOWN },
+};
 
 static const char *
 jstr(const json_t *o, const char *key)
@@ -75,7 +78,7 @@ decode(const json_t *j, sk_sandbox *out, sk_error *err)
 	out->id = sk_strdup(id);
 	out->template_id = sk_strdup(jstr(j, "snapshot"));
 	out->alias = sk_strdup(jstr(j, "name"));
-	out->state = daytona_state(jstr(j, "state"));
+	out->state = sk_sandbox_state_parse(daytona_states, jstr(j, "state"));
 	if (jstr(j, "createdAt"))
 		sk_time_parse(jstr(j, "createdAt"), &out->started_ms);
 	set_end(j, out);

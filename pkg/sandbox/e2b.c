@@ -67,7 +67,7 @@ sk_e2b_decode(const json_t *j, sk_sandbox *out, sk_sandbox_state dflt, sk_error 
 	out->template_id = sk_strdup(jstr(j, "templateID"));
 	out->alias = sk_strdup(jstr(j, "alias"));
 	state = jstr(j, "state");
-	out->state = state ? sk_sandbox_state_parse(state) : dflt;
+	out->state = state ? sk_sandbox_state_parse(sk_e2b_states, state) : dflt;
 	out->started_ms = jtime(j, "startedAt");
 	out->end_ms = jtime(j, "endAt");
 	out->cpu_count = (int)json_integer_value(json_object_get(j, "cpuCount"));
@@ -96,8 +96,7 @@ sk_e2b_create_seconds(sk_provider *p, const sk_create_request *req, long timeout
 	char *text = NULL;
 	int rc;
 
-	json_object_set_new(
-	        body, "templateID", json_string(req->template_id ? req->template_id : "base"));
+	json_object_set_new(body, "templateID", json_string(sk_spec_template(req->template_id)));
 	json_object_set_new(body, "timeout", json_integer(timeout_s));
 	json_object_set_new(body, "autoPause", json_boolean(req->auto_pause));
 	json_object_set_new(body, "autoResume",
@@ -135,7 +134,8 @@ sk_e2b_create(sk_provider *p, const sk_create_request *req, sk_sandbox *out, sk_
 {
 	int64_t t = req->timeout_ms > 0 ? req->timeout_ms : p->cfg.sandbox_timeout_ms;
 
-	return sk_e2b_create_seconds(p, req, sk_e2b_seconds(t > 0 ? t : 3600000), out, err);
+	return sk_e2b_create_seconds(
+	        p, req, sk_e2b_seconds(t > 0 ? t : sk_default_sandbox_timeout_ms), out, err);
 }
 
 int
@@ -503,15 +503,6 @@ sk_e2b_probe_health(
 	return rc;
 }
 
-static void
-wipe_free(char *s)
-{
-	if (s) {
-		memset(s, 0, strlen(s));
-		free(s);
-	}
-}
-
 /* {"envVars": {...}, "accessToken": ...}: envd replaces its token with the
  * body's, so a secure sandbox gets its own token back (never cleared). */
 static char *
@@ -552,7 +543,7 @@ sk_e2b_init_env(sk_provider *p, const sk_sandbox *sb, const sk_kvlist *env, sk_e
 			sk_error_set(err, rc, "POST /init: HTTP %ld", resp.status);
 		sk_http_response_dispose(&resp);
 	}
-	wipe_free((char *)r.body);
+	sk_wipe_free((char *)r.body);
 	sk_envd_dispose(&t);
 	return rc;
 }

@@ -46,10 +46,7 @@ sk_http_dispose(sk_http *h)
 	if (h->curl)
 		curl_easy_cleanup(h->curl);
 	free(h->base_url);
-	if (h->auth_header) {
-		memset(h->auth_header, 0, strlen(h->auth_header));
-		free(h->auth_header);
-	}
+	sk_wipe_free(h->auth_header);
 	memset(h, 0, sizeof(*h));
 }
 

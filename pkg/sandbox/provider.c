@@ -10,25 +10,29 @@
 #include "sandbox_int.h"
 
 /* E2B and CubeSandbox state strings (Cube adds transients). */
-sk_sandbox_state
-sk_sandbox_state_parse(const char *s)
-{
-	static const char *const transitional[] = { "pausing", "resuming", "starting", "stopping",
-		"creating", "snapshotting", NULL };
-	static const char *const gone[] = { "terminated", "killed", "killing", "deleted", NULL };
+const sk_state_name sk_e2b_states[] = {
+	{ "running", SK_SANDBOX_RUNNING },
+	{ "paused", SK_SANDBOX_PAUSED },
+	{ "pausing", SK_SANDBOX_TRANSITIONAL },
+	{ "resuming", SK_SANDBOX_TRANSITIONAL },
+	{ "starting", SK_SANDBOX_TRANSITIONAL },
+	{ "stopping", SK_SANDBOX_TRANSITIONAL },
+	{ "creating", SK_SANDBOX_TRANSITIONAL },
+	{ "snapshotting", SK_SANDBOX_TRANSITIONAL },
+	{ "terminated", SK_SANDBOX_GONE },
+	{ "killed", SK_SANDBOX_GONE },
+	{ "killing", SK_SANDBOX_GONE },
+	{ "deleted", SK_SANDBOX_GONE },
+	{ NULL, SK_SANDBOX_UNKNOWN },
+};
 
-	if (s == NULL)
-		return SK_SANDBOX_UNKNOWN;
-	if (strcmp(s, "running") == 0)
-		return SK_SANDBOX_RUNNING;
-	if (strcmp(s, "paused") == 0)
-		return SK_SANDBOX_PAUSED;
-	for (size_t i = 0; transitional[i]; i++)
-		if (strcmp(s, transitional[i]) == 0)
-			return SK_SANDBOX_TRANSITIONAL;
-	for (size_t i = 0; gone[i]; i++)
-		if (strcmp(s, gone[i]) == 0)
-			return SK_SANDBOX_GONE;
+sk_sandbox_state
+sk_sandbox_state_parse(const sk_state_name *names, const char *s)
+{
+	for (size_t i = 0; s != NULL && names[i].name != NULL; i++) {
+		if (strcmp(s, names[i].name) == 0)
+			return names[i].state;
+	}
 	return SK_SANDBOX_UNKNOWN;
 }
 
@@ -137,15 +141,6 @@ ops_for(sk_provider_type t)
 	return NULL;
 }
 
-static void
-wipe_free(char *s)
-{
-	if (s) {
-		memset(s, 0, strlen(s));
-		free(s);
-	}
-}
-
 int
 sk_provider_new(const sk_provider_config *cfg, sk_provider **out, sk_error *err)
 {
@@ -169,8 +164,9 @@ sk_provider_new(const sk_provider_config *cfg, sk_provider **out, sk_error *err)
 	rc = sk_http_init(&p->http, cfg->api_url,
 	        cfg->type == SK_PROVIDER_DAYTONA ? "Authorization: Bearer " : "X-API-Key: ", key,
 	        cfg->request_timeout_ms, cfg->insecure_skip_tls_verify, err);
-	wipe_free(key);
+	sk_wipe_free(key);
 	if (rc != SK_OK) {
+		sk_error_prefix(err, "provider %s", cfg->name);
 		sk_provider_free(p);
 		return rc;
 	}

@@ -91,7 +91,8 @@ extern const sk_provider_ops sk_provider_cube;
 extern const sk_provider_ops sk_provider_daytona;
 
 /* A client for one provider entry of the config. The API key is read from the
- * entry's file or variable (never logged). */
+ * entry's file or variable (never logged). Every error names the provider
+ * ("provider NAME: ..."). */
 int sk_provider_new(const sk_provider_config *cfg, sk_provider **out, sk_error *err);
 void sk_provider_free(sk_provider *p);
 /* A provider over custom ops (a test double): no HTTP client, no config

@@ -105,8 +105,14 @@ struct sk_provider {
 	char *toolbox_url; /* daytona: the toolbox proxy URL, asked once */
 };
 
-/* Shared decoding. */
-sk_sandbox_state sk_sandbox_state_parse(const char *s);
+/* Shared decoding. A backend's state strings: a table ended by a NULL name;
+ * a string not in it (or NULL) is SK_SANDBOX_UNKNOWN. */
+typedef struct sk_state_name {
+	const char *name;
+	sk_sandbox_state state;
+} sk_state_name;
+extern const sk_state_name sk_e2b_states[]; /* E2B and CubeSandbox */
+sk_sandbox_state sk_sandbox_state_parse(const sk_state_name *names, const char *s);
 int sk_e2b_decode(const json_t *j, sk_sandbox *out, sk_sandbox_state dflt, sk_error *err);
 bool sk_sandbox_metadata_matches(const sk_kvlist *meta, const sk_kvlist *match);
 /* Sorts by id and drops repeated ids (lists whose pages shift between calls). */

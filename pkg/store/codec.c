@@ -272,74 +272,6 @@ done:
 	return doc;
 }
 
-static int64_t
-doc_int64(const bson_t *doc, const char *path)
-{
-	bson_iter_t it, v;
-
-	if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &v) &&
-	        (BSON_ITER_HOLDS_INT32(&v) || BSON_ITER_HOLDS_INT64(&v) ||
-	                BSON_ITER_HOLDS_DOUBLE(&v)))
-		return bson_iter_as_int64(&v);
-	return 0;
-}
-
-static int64_t
-doc_date(const bson_t *doc, const char *path)
-{
-	bson_iter_t it, v;
-
-	if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &v) &&
-	        BSON_ITER_HOLDS_DATE_TIME(&v))
-		return bson_iter_date_time(&v);
-	return 0;
-}
-
-static char *
-doc_string(const bson_t *doc, const char *path)
-{
-	bson_iter_t it, v;
-
-	if (bson_iter_init(&it, doc) && bson_iter_find_descendant(&it, path, &v) &&
-	        BSON_ITER_HOLDS_UTF8(&v))
-		return sk_strdup(bson_iter_utf8(&v, NULL));
-	return NULL;
-}
-
-static void
-read_finalizers(const bson_t *doc, sk_object_meta *m)
-{
-	bson_iter_t it, arr;
-
-	for (size_t i = 0; i < m->n_finalizers; i++)
-		free(m->finalizers[i]);
-	free(m->finalizers);
-	m->finalizers = NULL;
-	m->n_finalizers = 0;
-	if (!bson_iter_init(&it, doc) ||
-	        !bson_iter_find_descendant(&it, "metadata.finalizers", &arr) ||
-	        !BSON_ITER_HOLDS_ARRAY(&arr) || !bson_iter_recurse(&arr, &it))
-		return;
-	while (bson_iter_next(&it)) {
-		if (!BSON_ITER_HOLDS_UTF8(&it))
-			continue;
-		m->finalizers = sk_realloc(m->finalizers, (m->n_finalizers + 1) * sizeof(char *));
-		m->finalizers[m->n_finalizers++] = sk_strdup(bson_iter_utf8(&it, NULL));
-	}
-}
-
-static void
-read_owned_fields(const bson_t *doc, sk_object_meta *m)
-{
-	free(m->uid);
-	m->uid = doc_string(doc, "metadata.uid");
-	m->generation = doc_int64(doc, "metadata.generation");
-	m->resource_version = doc_int64(doc, "metadata.resourceVersion");
-	m->creation_ms = doc_date(doc, "metadata.creationTimestamp");
-	m->deletion_ms = doc_date(doc, "metadata.deletionTimestamp");
-	read_finalizers(doc, m);
-}
-
 static json_t *iter_to_json(bson_iter_t *it, bool array);
 
 /* One value as jansson, without the extended-JSON text round trip: the
@@ -392,8 +324,9 @@ iter_to_json(bson_iter_t *it, bool array)
 	return out;
 }
 
-int
-sk_store_userspace_from_doc(const bson_t *doc, sk_userspace **out, sk_error *err)
+/* The general path: the document as jansson, then sk_userspace_decode. */
+static int
+from_doc_general(const bson_t *doc, sk_userspace **out, sk_error *err)
 {
 	bson_iter_t it;
 	json_t *root = bson_iter_init(&it, doc) ? iter_to_json(&it, false) : NULL;
@@ -414,8 +347,22 @@ sk_store_userspace_from_doc(const bson_t *doc, sk_userspace **out, sk_error *err
 		sk_error_prefix(err, "stored userspace");
 		goto done;
 	}
-	read_owned_fields(doc, &(*out)->meta);
+	sk_store_read_owned_fields(doc, &(*out)->meta);
 done:
 	json_decref(root);
 	return rc;
+}
+
+int
+sk_store_userspace_from_doc(const bson_t *doc, sk_userspace **out, sk_error *err)
+{
+	if (sk_store_userspace_read(doc, out) == 0)
+		return 0;
+	return from_doc_general(doc, out, err);
+}
+
+int
+sk_store_userspace_from_doc_general(const bson_t *doc, sk_userspace **out, sk_error *err)
+{
+	return from_doc_general(doc, out, err);
 }

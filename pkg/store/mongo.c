@@ -67,6 +67,20 @@ sk_store_is_duplicate(const bson_error_t *e)
 	        strstr(e->message, "UNIQUE constraint failed") != NULL;
 }
 
+/* err as code, its domain the database (callers count database failures
+ * by it, never by the message). */
+static int
+fail_as(const sk_mongo *s, const bson_error_t *e, int code, const char *what, sk_error *err)
+{
+	if (code == SK_EUNAVAILABLE)
+		sk_error_set(err, code, "cannot reach MongoDB at %s: %s", s->uri_shown, e->message);
+	else
+		sk_error_set(err, code, "%s: %s", what, e->message);
+	if (err != NULL)
+		err->domain = SK_EDOMAIN_DATABASE;
+	return code;
+}
+
 static int
 classify(const bson_error_t *e)
 {
@@ -103,12 +117,7 @@ classify(const bson_error_t *e)
 int
 sk_store_fail(const sk_mongo *s, const bson_error_t *e, const char *what, sk_error *err)
 {
-	int code = classify(e);
-
-	if (code == SK_EUNAVAILABLE)
-		return sk_error_set(
-		        err, code, "cannot reach MongoDB at %s: %s", s->uri_shown, e->message);
-	return sk_error_set(err, code, "%s: %s", what, e->message);
+	return fail_as(s, e, classify(e), what, err);
 }
 
 void
@@ -197,8 +206,7 @@ ping(sk_mongo *s, sk_error *err)
 		return 0;
 	/* Whatever went wrong, a failed ping means the server is not usable. */
 	if (classify(&berr) == SK_ERROR)
-		return sk_error_set(err, SK_EUNAVAILABLE, "cannot reach MongoDB at %s: %s",
-		        s->uri_shown, berr.message);
+		return fail_as(s, &berr, SK_EUNAVAILABLE, "ping", err);
 	return sk_store_fail(s, &berr, "ping", err);
 }
 

@@ -48,6 +48,8 @@
  *     and the claiming process stay under 20 s.
  * Leases (mongo_lease.c) use the same claims, keyed "lease/NAME/V", always
  * with the re-read (no fresh-copy shortcut).
+ * Every write of both goes through sk_store_claimed: claim, verify, write,
+ * then retire or delete the claim; what differs is its sk_claim_kind.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -61,12 +63,14 @@
 #define SK_CLAIM_SWEEP_MS 10000 /* at most one sweep of old claims per store this often */
 #define SK_CLAIM_USE_MS 5000 /* a claim is written under only this long after it was taken */
 #define SK_COPY_FRESH_MS 5000 /* a copy this recent is written over without a re-read */
+
+const sk_claim_kind sk_claim_userspace = { "userspace", "resourceVersion", "", SK_CLAIM_EXPIRY_MS };
 /* A lease claim is abandoned sooner: lease writes always re-read under the
  * claim and write within SK_CLAIM_USE_MS of taking it, so after twice that
  * no writer is left (unless a request stayed in flight over 5 s), and a
  * replica killed in the middle of a renew must not keep its shard from the
  * others for 30 s, longer than the lease itself. */
-#define SK_LEASE_CLAIM_EXPIRY_MS (2 * SK_CLAIM_USE_MS)
+const sk_claim_kind sk_claim_lease = { "lease", "version", "lease/", 2 * SK_CLAIM_USE_MS };
 
 bool
 sk_store_claim_usable(int64_t claim_ms)
@@ -199,48 +203,41 @@ sweep_claims(sk_mongo *s, mongoc_collection_t *coll)
 	bson_destroy(filter);
 }
 
-static void
-claim_conflict(const char *key, int64_t base, sk_error *err)
-{
-	bool lease = strncmp(key, SK_LEASE_CLAIM_PREFIX, strlen(SK_LEASE_CLAIM_PREFIX)) == 0;
-
-	sk_error_set(err, SK_ECONFLICT,
-	        "%s \"%s\": the object has been modified; please apply your changes to the "
-	        "latest version (expected %s %lld, another write to it is in progress)",
-	        lease ? "lease" : "userspace", lease ? key + strlen(SK_LEASE_CLAIM_PREFIX) : key,
-	        lease ? "version" : "resourceVersion", (long long)base);
-}
-
-int
-sk_store_claim(sk_mongo *s, mongoc_client_t *client, const char *key, int64_t base, char **claim,
-        sk_error *err)
+/* Claims version `base` of the object (kind, name) for one writer:
+ * SK_ECONFLICT when another writer holds it. *out (the claim's id) goes
+ * to release. */
+static int
+claim(sk_mongo *s, mongoc_client_t *client, const sk_claim_kind *kind, const char *name,
+        int64_t base, char **out, sk_error *err)
 {
 	mongoc_collection_t *coll =
 	        mongoc_client_get_collection(client, s->database, SK_COLL_CLAIMS);
-	char *id = sk_asprintf("%s/%lld", key, (long long)base);
-	bool lease = strncmp(key, SK_LEASE_CLAIM_PREFIX, strlen(SK_LEASE_CLAIM_PREFIX)) == 0;
+	char *id = sk_asprintf("%s%s/%lld", kind->prefix, name, (long long)base);
 	bson_error_t berr;
 	int rc = insert_claim(coll, id, &berr);
 
-	if (rc == SK_ECONFLICT &&
-	        expire_claim(coll, id, lease ? SK_LEASE_CLAIM_EXPIRY_MS : SK_CLAIM_EXPIRY_MS))
+	if (rc == SK_ECONFLICT && expire_claim(coll, id, kind->abandoned_ms))
 		rc = insert_claim(coll, id, &berr);
 	if (rc == SK_ECONFLICT)
-		claim_conflict(key, base, err);
+		sk_error_set(err, SK_ECONFLICT,
+		        "%s \"%s\": the object has been modified; please apply your changes to "
+		        "the latest version (expected %s %lld, another write to it is in progress)",
+		        kind->noun, name, kind->version, (long long)base);
 	else if (rc != 0)
 		rc = sk_store_fail(s, &berr, "claim userspace version", err);
 	else
 		sweep_claims(s, coll);
 	mongoc_collection_destroy(coll);
 	if (rc == 0)
-		*claim = id;
+		*out = id;
 	else
 		free(id);
 	return rc;
 }
 
-void
-sk_store_release(sk_mongo *s, mongoc_client_t *client, char *claim)
+/* Deletes the claim (its holder surely wrote nothing). */
+static void
+release(sk_mongo *s, mongoc_client_t *client, char *claim)
 {
 	mongoc_collection_t *coll;
 	bson_t *filter;
@@ -255,9 +252,25 @@ sk_store_release(sk_mongo *s, mongoc_client_t *client, char *claim)
 	free(claim);
 }
 
-void
-sk_store_retire(char **claim)
+int
+sk_store_claimed(sk_mongo *s, sk_store_conn *c, const sk_claimed_write *w, sk_error *err)
 {
-	free(*claim);
-	*claim = NULL;
+	char *id = NULL;
+	int rc;
+
+	c->claim_ms = sk_monotonic_ms();
+	c->written = false;
+	rc = claim(s, c->client, w->kind, w->name, w->expected, &id, err);
+	if (rc == SK_ECONFLICT && w->lost != NULL)
+		rc = w->lost(s, c, w->arg, err);
+	if (rc == 0 && w->verify != NULL)
+		rc = w->verify(s, c, w->arg, err);
+	if (rc == 0)
+		rc = w->write(s, c, w->arg, err);
+	if (c->written || c->unsure) { /* the object moved off the version, or may have */
+		free(id);
+		id = NULL;
+	}
+	release(s, c->client, id);
+	return rc;
 }

@@ -17,7 +17,6 @@
 #define SK_COLL_APPLIES "applies" /* apply records (mongo_record.c) */
 #define SK_COLL_OBSERVATIONS "observations" /* shared lists' parts (mongo_observation.c) */
 #define SK_COLL_OBSERVATION_HEADS "observation_heads" /* and their heads */
-#define SK_LEASE_CLAIM_PREFIX "lease/" /* claims of leases: "lease/NAME/V" */
 #define SK_INDEX_USER_ID "spec_userID_unique"
 #define SK_EVENT_TTL_S 3600
 #define SK_DUPLICATE_KEY 11000
@@ -51,6 +50,7 @@ typedef struct sk_store_conn {
 	mongoc_client_t *client;
 	mongoc_collection_t *coll;
 	int64_t claim_ms; /* monotonic time just before the claim was taken; 0 none */
+	bool written; /* the write under the claim happened */
 	bool unsure; /* a write failed without saying whether it happened */
 } sk_store_conn;
 
@@ -58,7 +58,8 @@ void sk_store_conn_open(sk_mongo *s, sk_store_conn *c, const char *collection);
 void sk_store_conn_close(sk_mongo *s, sk_store_conn *c);
 
 /* Classifies a libmongoc error into an SK_E* code and fills err with
- * "what: message" (or "cannot reach MongoDB at URI: message"). */
+ * "what: message" (or "cannot reach MongoDB at URI: message"), its domain
+ * SK_EDOMAIN_DATABASE. */
 int sk_store_fail(const sk_mongo *s, const bson_error_t *e, const char *what, sk_error *err);
 bool sk_store_is_duplicate(const bson_error_t *e);
 int64_t sk_mongo_reply_count(const bson_t *reply, const char *field);
@@ -72,15 +73,34 @@ int sk_store_next_rv(
         sk_mongo *s, mongoc_client_t *client, int64_t expected, int64_t *out, sk_error *err);
 /* Advances the store's clock past a resourceVersion read from the server. */
 void sk_store_rv_observe(sk_mongo *s, int64_t rv);
-/* Claims version `base` of the object keyed `key` (a UserSpace name, or
- * "lease/NAME") for one writer; SK_ECONFLICT when another writer holds it.
- * *claim is released (and freed) by sk_store_release. */
-int sk_store_claim(sk_mongo *s, mongoc_client_t *client, const char *key, int64_t base,
-        char **claim, sk_error *err);
-void sk_store_release(sk_mongo *s, mongoc_client_t *client, char *claim);
-/* For a claim whose holder moved the object off its version: frees *claim
- * and leaves the claim document to the batched sweep (see mongo_cas.c). */
-void sk_store_retire(char **claim);
+/* What differs between the kinds of objects written under claims: their
+ * names in messages, the prefix of their claim ids, and when a claim found
+ * in place was abandoned by a writer that died (then taken over). */
+typedef struct sk_claim_kind {
+	const char *noun; /* "userspace", "lease" */
+	const char *version; /* "resourceVersion", "version" */
+	const char *prefix; /* of the claim ids: "", "lease/" (SK_LEASE_CLAIM_PREFIX) */
+	int64_t abandoned_ms;
+} sk_claim_kind;
+extern const sk_claim_kind sk_claim_userspace, sk_claim_lease;
+
+/* A step of a claimed write; arg is the caller's. */
+typedef int (*sk_claim_step)(sk_mongo *s, sk_store_conn *c, void *arg, sk_error *err);
+
+/* One write over version `expected` of `name` (mongo_cas.c): claim the
+ * version, then verify (the object is still at it; NULL: a fresh copy is
+ * written over without a re-read), then write. When another holds the
+ * claim, lost (NULL: none) may say why. The claim is retired (kept for
+ * the sweep) once the write happened or may have (c->written, c->unsure;
+ * the one retire rule), else deleted at once. */
+typedef struct sk_claimed_write {
+	const sk_claim_kind *kind;
+	const char *name;
+	int64_t expected;
+	sk_claim_step lost, verify, write;
+	void *arg;
+} sk_claimed_write;
+int sk_store_claimed(sk_mongo *s, sk_store_conn *c, const sk_claimed_write *w, sk_error *err);
 /* Whether a claim taken at claim_ms (monotonic) is still young enough to
  * write under, and whether a copy read at read_ms is recent enough to write
  * over without reading the object again (see mongo_cas.c). */

@@ -146,14 +146,21 @@ insert(sk_mongo *s, sk_store_conn *c, sk_lease *next, sk_error *err)
 	return rc;
 }
 
-/* Still at version `expected`, and the claim young enough to write under. */
+/* A swap from cur to next (sk_store_claimed's arg). */
+typedef struct lease_swap {
+	const sk_lease *cur;
+	sk_lease *next;
+} lease_swap;
+
+/* Still at version cur->version, and the claim young enough to write under. */
 static int
-verify(sk_mongo *s, sk_store_conn *c, const char *name, int64_t expected, sk_error *err)
+verify(sk_mongo *s, sk_store_conn *c, void *arg, sk_error *err)
 {
+	const char *name = ((lease_swap *)arg)->cur->name;
 	sk_lease now;
 	int rc = load(s, c, name, &now, err);
 
-	if (rc == 0 && now.version != expected)
+	if (rc == 0 && now.version != ((lease_swap *)arg)->cur->version)
 		rc = taken(name, err);
 	if (rc == 0 && !sk_store_claim_usable(c->claim_ms))
 		rc = sk_error_set(err, SK_ECONFLICT,
@@ -170,7 +177,9 @@ replace(sk_mongo *s, sk_store_conn *c, const sk_lease *next, sk_error *err)
 	bson_error_t berr;
 	int rc = 0;
 
-	if (!mongoc_collection_replace_one(c->coll, filter, doc, NULL, NULL, &berr)) {
+	if (mongoc_collection_replace_one(c->coll, filter, doc, NULL, NULL, &berr)) {
+		c->written = true;
+	} else {
 		rc = sk_store_fail(s, &berr, "write lease", err);
 		c->unsure = true;
 	}
@@ -179,27 +188,25 @@ replace(sk_mongo *s, sk_store_conn *c, const sk_lease *next, sk_error *err)
 	return rc;
 }
 
+/* The next version over the verified one. */
+static int
+write_next(sk_mongo *s, sk_store_conn *c, void *arg, sk_error *err)
+{
+	lease_swap *w = arg;
+	int rc = sk_store_next_rv(s, c->client, w->cur->version, &w->next->version, err);
+
+	return rc == 0 ? replace(s, c, w->next, err) : rc;
+}
+
 /* Over version cur->version: claim it, check it, write the next version. */
 static int
 swap(sk_mongo *s, sk_store_conn *c, const sk_lease *cur, sk_lease *next, sk_error *err)
 {
-	char *key = sk_asprintf("%s%s", SK_LEASE_CLAIM_PREFIX, cur->name);
-	char *claim = NULL;
-	int rc;
+	lease_swap w = { cur, next };
+	sk_claimed_write cw = { &sk_claim_lease, cur->name, cur->version, NULL, verify, write_next,
+		&w };
 
-	c->claim_ms = sk_monotonic_ms();
-	rc = sk_store_claim(s, c->client, key, cur->version, &claim, err);
-	if (rc == 0)
-		rc = verify(s, c, cur->name, cur->version, err);
-	if (rc == 0)
-		rc = sk_store_next_rv(s, c->client, cur->version, &next->version, err);
-	if (rc == 0)
-		rc = replace(s, c, next, err);
-	if (rc == 0 || c->unsure)
-		sk_store_retire(&claim); /* the version moved (or may have): keep the claim */
-	sk_store_release(s, c->client, claim);
-	free(key);
-	return rc;
+	return sk_store_claimed(s, c, &cw, err);
 }
 
 int

@@ -63,51 +63,62 @@ load(sk_mongo *s, sk_store_conn *c, const char *name, sk_userspace **out, sk_err
 	return rc;
 }
 
-/* SK_ENOTFOUND when gone, SK_ECONFLICT when no longer at version `expected`. */
-static int
-verify(sk_mongo *s, sk_store_conn *c, const char *name, int64_t expected, sk_error *err)
-{
-	sk_userspace *now = NULL;
-	int rc = load(s, c, name, &now, err);
+/* One write under a claim on version `expected` of `name` (the arg of
+ * sk_store_claimed's steps): the stored object read under the claim, and
+ * what the write needs. */
+typedef struct wr {
+	const char *name;
+	int64_t expected;
+	sk_userspace *cur; /* verify: the stored object (owned) */
+	sk_userspace *next; /* the object to write (owned) */
+	const sk_userspace *us; /* update: the caller's object */
+	const sk_userspace_status *status; /* status writes */
+	const char *finalizer; /* remove_finalizer */
+	sk_userspace **out; /* the object as written (or as stored when unchanged) */
+} wr;
 
-	if (rc == 0 && now->meta.resource_version != expected)
-		rc = sk_store_conflict(name, expected, now->meta.resource_version, err);
-	sk_userspace_free(now);
-	return rc;
-}
-
-/* Claims version `expected` of `name` (mongo_cas.c). When another claim holds it,
- * says why: the object is gone, moved past `expected` (a stale writer; the
- * claim left by the write that moved it), or a write is in progress. */
+/* lost: the claim is another's; says why: the object is gone, moved past
+ * `expected` (a stale writer; the claim left by the write that moved it),
+ * or a write is in progress. */
 static int
-claim_version(sk_mongo *s, sk_store_conn *c, const char *name, int64_t expected, char **claim,
-        sk_error *err)
+claim_lost(sk_mongo *s, sk_store_conn *c, void *arg, sk_error *err)
 {
+	wr *w = arg;
 	sk_userspace *now = NULL;
 	sk_error e2;
-	int rc;
+	int rc = SK_ECONFLICT;
 
-	c->claim_ms = sk_monotonic_ms();
-	rc = sk_store_claim(s, c->client, name, expected, claim, err);
-
-	if (rc != SK_ECONFLICT)
-		return rc;
 	sk_error_clear(&e2);
-	if (load(s, c, name, &now, &e2) == SK_ENOTFOUND)
-		rc = sk_store_not_found(name, err);
-	else if (now != NULL && now->meta.resource_version != expected)
-		rc = sk_store_conflict(name, expected, now->meta.resource_version, err);
+	if (load(s, c, w->name, &now, &e2) == SK_ENOTFOUND)
+		rc = sk_store_not_found(w->name, err);
+	else if (now != NULL && now->meta.resource_version != w->expected)
+		rc = sk_store_conflict(w->name, w->expected, now->meta.resource_version, err);
 	sk_userspace_free(now);
 	return rc;
 }
 
-/* Releases a claim, unless a write under it may have happened (mongo_cas.c). */
-static void
-release_claim(sk_mongo *s, sk_store_conn *c, char *claim)
+/* verify: reads the object under the claim into w->cur; SK_ENOTFOUND when
+ * gone, SK_ECONFLICT when no longer at version `expected`. */
+static int
+load_verified(sk_mongo *s, sk_store_conn *c, void *arg, sk_error *err)
 {
-	if (c->unsure)
-		sk_store_retire(&claim);
-	sk_store_release(s, c->client, claim);
+	wr *w = arg;
+	int rc = load(s, c, w->name, &w->cur, err);
+
+	if (rc == 0 && w->cur->meta.resource_version != w->expected)
+		rc = sk_store_conflict(w->name, w->expected, w->cur->meta.resource_version, err);
+	return rc;
+}
+
+/* The claimed write of w, with the re-read under the claim or (a fresh
+ * copy, mongo_cas.c) without it. */
+static int
+claimed(sk_mongo *s, sk_store_conn *c, wr *w, bool reread, sk_claim_step write, sk_error *err)
+{
+	sk_claimed_write cw = { &sk_claim_userspace, w->name, w->expected, claim_lost,
+		reread ? load_verified : NULL, write, w };
+
+	return sk_store_claimed(s, c, &cw, err);
 }
 
 /* Before a write under a claim: SK_ECONFLICT (transient) when the claim is
@@ -155,11 +166,10 @@ replace(sk_mongo *s, sk_store_conn *c, sk_userspace *next, sk_error *err)
 	rc = claim_still_usable(c, next->meta.name, err);
 	if (rc != 0)
 		goto done;
-	if (mongoc_collection_replace_one(c->coll, filter, doc, NULL, &reply, &berr))
-		rc = sk_mongo_reply_count(&reply, "matchedCount") == 1
-		        ? 0
-		        : sk_store_not_found(next->meta.name, err);
-	else if (sk_store_is_duplicate(&berr))
+	if (mongoc_collection_replace_one(c->coll, filter, doc, NULL, &reply, &berr)) {
+		c->written = sk_mongo_reply_count(&reply, "matchedCount") == 1;
+		rc = c->written ? 0 : sk_store_not_found(next->meta.name, err);
+	} else if (sk_store_is_duplicate(&berr))
 		rc = user_id_taken(s, c, next, err);
 	else {
 		rc = sk_store_fail(s, &berr, "update userspace", err);
@@ -184,11 +194,10 @@ delete_doc(sk_mongo *s, sk_store_conn *c, const char *name, sk_error *err)
 
 	if (rc != 0)
 		goto done;
-	if (mongoc_collection_delete_one(c->coll, filter, NULL, &reply, &berr))
-		rc = sk_mongo_reply_count(&reply, "deletedCount") == 1
-		        ? 0
-		        : sk_store_not_found(name, err);
-	else {
+	if (mongoc_collection_delete_one(c->coll, filter, NULL, &reply, &berr)) {
+		c->written = sk_mongo_reply_count(&reply, "deletedCount") == 1;
+		rc = c->written ? 0 : sk_store_not_found(name, err);
+	} else {
 		rc = sk_store_fail(s, &berr, "delete userspace", err);
 		c->unsure = true;
 	}
@@ -198,20 +207,20 @@ done:
 	return rc;
 }
 
+static int
+write_delete(sk_mongo *s, sk_store_conn *c, void *arg, sk_error *err)
+{
+	return delete_doc(s, c, ((wr *)arg)->name, err);
+}
+
 /* Deletes the document when its resourceVersion is still `expected`. */
 static int
 delete_cas(sk_mongo *s, sk_store_conn *c, const char *name, int64_t expected, sk_error *err)
 {
-	char *claim = NULL;
-	int rc = claim_version(s, c, name, expected, &claim, err);
+	wr w = { .name = name, .expected = expected };
+	int rc = claimed(s, c, &w, true, write_delete, err);
 
-	if (rc == 0)
-		rc = verify(s, c, name, expected, err);
-	if (rc == 0)
-		rc = delete_doc(s, c, name, err);
-	if (rc == 0)
-		sk_store_retire(&claim);
-	release_claim(s, c, claim);
+	sk_userspace_free(w.cur);
 	return rc;
 }
 
@@ -402,128 +411,89 @@ sk_mongo_scan_packed(
 	return rc;
 }
 
-/* Claims version `expected`, takes the next resourceVersion and writes
- * next over it (see mongo_cas.c for why the claim). */
+/* w->next as the next version over the claimed one (then *w->out when
+ * asked; w->next is taken either way). */
 static int
-commit(sk_mongo *s, sk_store_conn *c, sk_userspace *next, int64_t expected, sk_error *err)
+write_next(sk_mongo *s, sk_store_conn *c, void *arg, sk_error *err)
 {
-	char *claim = NULL;
-	int rc = claim_version(s, c, next->meta.name, expected, &claim, err);
+	wr *w = arg;
+	int rc = sk_store_next_rv(s, c->client, w->expected, &w->next->meta.resource_version, err);
 
 	if (rc == 0)
-		rc = verify(s, c, next->meta.name, expected, err);
-	if (rc == 0)
-		rc = sk_store_next_rv(s, c->client, expected, &next->meta.resource_version, err);
-	if (rc == 0)
-		rc = replace(s, c, next, err);
-	if (rc == 0)
-		sk_store_retire(&claim);
-	release_claim(s, c, claim);
+		rc = replace(s, c, w->next, err);
+	if (rc == 0 && w->out != NULL) {
+		*w->out = w->next;
+		w->next = NULL;
+	}
 	return rc;
 }
 
-/* Claims version `expected` of `name` and loads it: SK_ECONFLICT when the
- * stored object is at another version. The caller releases *claim. */
+/* A write whose next is known before the claim (a copy read a moment ago). */
 static int
-load_claimed(sk_mongo *s, sk_store_conn *c, const char *name, int64_t expected, char **claim,
-        sk_userspace **cur, sk_error *err)
+commit(sk_mongo *s, sk_store_conn *c, wr *w, bool reread, sk_error *err)
 {
-	int rc = claim_version(s, c, name, expected, claim, err);
+	int rc = claimed(s, c, w, reread, write_next, err);
 
-	if (rc == 0)
-		rc = load(s, c, name, cur, err);
-	if (rc == 0 && (*cur)->meta.resource_version != expected)
-		rc = sk_store_conflict(name, expected, (*cur)->meta.resource_version, err);
+	sk_userspace_free(w->cur);
+	sk_userspace_free(w->next);
 	return rc;
 }
 
-/* Writes next under a claim taken by load_claimed; once the object moved
- * off the claimed version the claim is retired, not deleted (mongo_cas.c). */
+/* The claimed write of w, re-read under the claim, on a connection of its
+ * own; frees what w holds after. */
 static int
-commit_claimed(sk_mongo *s, sk_store_conn *c, sk_userspace *next, char **claim, sk_error *err)
+claimed_reread(sk_mongo *s, wr *w, sk_claim_step write, sk_error *err)
 {
-	int64_t expected = next->meta.resource_version;
-	int rc = sk_store_next_rv(s, c->client, expected, &next->meta.resource_version, err);
+	sk_store_conn c = { 0 };
+	int rc;
 
-	if (rc == 0)
-		rc = replace(s, c, next, err);
-	if (rc == 0)
-		sk_store_retire(claim);
+	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
+	rc = claimed(s, &c, w, true, write, err);
+	sk_store_conn_close(s, &c);
+	sk_userspace_free(w->cur);
+	sk_userspace_free(w->next);
 	return rc;
+}
+
+/* next (the stored object changed) over the claimed version; NULL: nothing
+ * changed, nothing written, *out is the stored object. */
+static int
+write_changed(sk_mongo *s, sk_store_conn *c, wr *w, sk_userspace *next, sk_error *err)
+{
+	w->next = next;
+	if (next != NULL)
+		return write_next(s, c, w, err);
+	*w->out = w->cur;
+	w->cur = NULL;
+	return 0;
+}
+
+/* write, update: the caller's labels, annotations and spec over the stored object. */
+static int
+write_update(sk_mongo *s, sk_store_conn *c, void *arg, sk_error *err)
+{
+	wr *w = arg;
+
+	return write_changed(s, c, w, sk_store_updated_object(w->cur, w->us), err);
 }
 
 int
 sk_mongo_update(sk_store *store, const sk_userspace *us, sk_userspace **out, sk_error *err)
 {
-	sk_mongo *s = sk_mongo_of(store);
-	sk_store_conn c = { 0 };
-	sk_userspace *cur = NULL, *next = NULL;
-	char *claim = NULL;
-	int rc;
+	wr w = {
+		.name = us->meta.name, .expected = us->meta.resource_version, .us = us, .out = out
+	};
 
-	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
-	rc = load_claimed(s, &c, us->meta.name, us->meta.resource_version, &claim, &cur, err);
-	if (rc != 0)
-		goto done;
-	next = sk_store_updated_object(cur, us);
-	if (next == NULL) {
-		*out = cur; /* nothing changed: nothing written */
-		cur = NULL;
-		goto done;
-	}
-	rc = commit_claimed(s, &c, next, &claim, err);
-	if (rc == 0) {
-		*out = next;
-		next = NULL;
-	}
-done:
-	release_claim(s, &c, claim);
-	sk_store_conn_close(s, &c);
-	sk_userspace_free(cur);
-	sk_userspace_free(next);
-	return rc;
+	return claimed_reread(sk_mongo_of(store), &w, write_update, err);
 }
 
-/* Writes status over `cur` (the stored object, its version claimed):
- * nothing when it is unchanged (*out is a copy of cur), else the next
- * version (*out). */
+/* write, a status write over the stored object (read again under the claim). */
 static int
-commit_status(sk_mongo *s, sk_store_conn *c, const sk_userspace *cur,
-        const sk_userspace_status *status, char **claim, sk_userspace **out, sk_error *err)
+write_status_over(sk_mongo *s, sk_store_conn *c, void *arg, sk_error *err)
 {
-	sk_userspace *next = sk_store_with_status(cur, status);
-	int rc = 0;
+	wr *w = arg;
 
-	if (next == NULL)
-		next = sk_userspace_dup(cur);
-	else
-		rc = commit_claimed(s, c, next, claim, err);
-	if (rc == 0)
-		*out = next;
-	else
-		sk_userspace_free(next);
-	return rc;
-}
-
-/* The status write over the stored object (read again, under the claim). */
-static int
-update_status(sk_mongo *s, const char *name, int64_t resource_version,
-        const sk_userspace_status *status, sk_userspace **out, sk_error *err)
-{
-	sk_store_conn c = { 0 };
-	sk_userspace *cur = NULL;
-	char *claim = NULL;
-	int rc;
-
-	*out = NULL;
-	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
-	rc = load_claimed(s, &c, name, resource_version, &claim, &cur, err);
-	if (rc == 0)
-		rc = commit_status(s, &c, cur, status, &claim, out, err);
-	release_claim(s, &c, claim);
-	sk_store_conn_close(s, &c);
-	sk_userspace_free(cur);
-	return rc;
+	return write_changed(s, c, w, sk_store_with_status(w->cur, w->status), err);
 }
 
 int
@@ -532,21 +502,24 @@ sk_mongo_write_status(sk_store *store, const sk_userspace *base, const sk_usersp
 {
 	sk_mongo *s = sk_mongo_of(store);
 	sk_store_conn c = { 0 };
-	char *claim = NULL;
+	wr w = { .name = base->meta.name,
+		.expected = base->meta.resource_version,
+		.status = status,
+		.out = out };
 	int rc;
 
+	*out = NULL;
 	if (!sk_store_copy_fresh(base->meta.read_ms))
-		return update_status(
-		        s, base->meta.name, base->meta.resource_version, status, out, err);
-	if (sk_userspace_status_equal(&base->status, status)) {
+		return claimed_reread(s, &w, write_status_over, err);
+	/* A fresh copy: written over without a re-read (mongo_cas.c), and the
+	 * one "did the status change?" of this write asked before any claim. */
+	w.next = sk_store_with_status(base, status);
+	if (w.next == NULL) {
 		*out = sk_userspace_dup(base);
 		return 0;
 	}
 	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
-	rc = claim_version(s, &c, base->meta.name, base->meta.resource_version, &claim, err);
-	if (rc == 0)
-		rc = commit_status(s, &c, base, status, &claim, out, err);
-	release_claim(s, &c, claim);
+	rc = commit(s, &c, &w, false, err);
 	sk_store_conn_close(s, &c);
 	return rc;
 }
@@ -557,16 +530,18 @@ mark_once(sk_mongo *s, sk_store_conn *c, const char *name, sk_error *err)
 {
 	sk_userspace *cur = NULL;
 	int rc = load(s, c, name, &cur, err);
+	wr w = { .name = name };
 
 	if (rc != 0)
 		return rc;
+	w.expected = cur->meta.resource_version;
 	if (cur->meta.n_finalizers == 0) {
-		rc = delete_cas(s, c, name, cur->meta.resource_version, err);
+		rc = delete_cas(s, c, name, w.expected, err);
 	} else if (cur->meta.deletion_ms == 0) {
-		int64_t expected = cur->meta.resource_version;
-
 		cur->meta.deletion_ms = sk_now_ms();
-		rc = commit(s, c, cur, expected, err);
+		w.next = cur;
+		cur = NULL;
+		rc = commit(s, c, &w, true, err);
 	}
 	sk_userspace_free(cur);
 	return rc;
@@ -600,33 +575,30 @@ sk_mongo_mark_deleted(sk_store *store, const char *name, sk_error *err)
 	return retry_conflicts(s, name, mark_once, err);
 }
 
+/* write, remove_finalizer: the stored object without it; deleted when it
+ * was the last and deletion was asked; nothing when it is not there. */
+static int
+write_without_finalizer(sk_mongo *s, sk_store_conn *c, void *arg, sk_error *err)
+{
+	wr *w = arg;
+
+	if (!sk_userspace_has_finalizer(w->cur, w->finalizer))
+		return 0;
+	sk_store_drop_finalizer(&w->cur->meta, w->finalizer);
+	if (w->cur->meta.n_finalizers == 0 && w->cur->meta.deletion_ms != 0)
+		return delete_doc(s, c, w->name, err);
+	w->next = w->cur;
+	w->cur = NULL;
+	return write_next(s, c, w, err);
+}
+
 int
 sk_mongo_remove_finalizer(sk_store *store, const char *name, int64_t resource_version,
         const char *finalizer, sk_error *err)
 {
-	sk_mongo *s = sk_mongo_of(store);
-	sk_store_conn c = { 0 };
-	sk_userspace *cur = NULL;
-	char *claim = NULL;
-	int rc;
+	wr w = { .name = name, .expected = resource_version, .finalizer = finalizer };
 
-	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
-	rc = load_claimed(s, &c, name, resource_version, &claim, &cur, err);
-	if (rc != 0 || !sk_userspace_has_finalizer(cur, finalizer))
-		goto done;
-	sk_store_drop_finalizer(&cur->meta, finalizer);
-	if (cur->meta.n_finalizers == 0 && cur->meta.deletion_ms != 0) {
-		rc = delete_doc(s, &c, name, err);
-		if (rc == 0)
-			sk_store_retire(&claim);
-	} else {
-		rc = commit_claimed(s, &c, cur, &claim, err);
-	}
-done:
-	release_claim(s, &c, claim);
-	sk_store_conn_close(s, &c);
-	sk_userspace_free(cur);
-	return rc;
+	return claimed_reread(sk_mongo_of(store), &w, write_without_finalizer, err);
 }
 
 /* One attempt of sk_store_remove against the version just read. */

@@ -129,6 +129,15 @@ int sk_observation_stale(const char *group, sk_error *err);
  * timestamps). */
 bson_t *sk_store_doc_from_userspace(const sk_userspace *us, sk_error *err);
 int sk_store_userspace_from_doc(const bson_t *doc, sk_userspace **out, sk_error *err);
+/* codec_read.c: the document straight into the struct, for what the codec
+ * writes; SK_EINVALID (nothing decided) when the general path must read it.
+ * sk_store_userspace_from_doc tries it first; the general path alone is
+ * sk_store_userspace_from_doc_general (tests hold the two to one result). */
+int sk_store_userspace_read(const bson_t *doc, sk_userspace **out);
+int sk_store_userspace_from_doc_general(const bson_t *doc, sk_userspace **out, sk_error *err);
+/* Sets uid, generation, resourceVersion, the timestamps and finalizers of m
+ * from the document's typed metadata. */
+void sk_store_read_owned_fields(const bson_t *doc, sk_object_meta *m);
 
 /* packed.c: decodes a stored document and packs it. */
 sk_packed_userspace *sk_store_pack_doc(const bson_t *doc, int64_t read_ms, sk_error *err);

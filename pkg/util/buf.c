@@ -56,12 +56,12 @@ sk_strndup(const char *s, size_t n)
 }
 
 void
-sk_secret_free(char *s)
+sk_wipe_free(char *s)
 {
-	if (s == NULL)
-		return;
-	explicit_bzero(s, strlen(s));
-	free(s);
+	if (s) {
+		explicit_bzero(s, strlen(s)); /* a memset before free may be dropped */
+		free(s);
+	}
 }
 
 char *
@@ -213,20 +213,6 @@ random_bytes(unsigned char *out, size_t n)
 	}
 	for (; got < n; got++)
 		out[got] = (unsigned char)rand();
-}
-
-void
-sk_random_alnum(char *buf, size_t n)
-{
-	static const char alphabet[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-	unsigned char raw[256];
-
-	if (n > sizeof(raw))
-		n = sizeof(raw);
-	random_bytes(raw, n);
-	for (size_t i = 0; i < n; i++)
-		buf[i] = alphabet[raw[i] % 36];
-	buf[n] = '\0';
 }
 
 void

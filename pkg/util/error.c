@@ -12,6 +12,7 @@ sk_error_set(sk_error *err, int code, const char *fmt, ...)
 	if (err == NULL)
 		return code;
 	err->code = code;
+	err->domain = SK_EDOMAIN_NONE;
 	va_start(ap, fmt);
 	vsnprintf(err->message, sizeof(err->message), fmt, ap);
 	va_end(ap);
@@ -69,8 +70,21 @@ sk_strerror(int code)
 	}
 }
 
+sk_retry
+sk_error_retry(int code)
+{
+	switch (code) {
+	case SK_EUNAVAILABLE:
+	case SK_ETIMEOUT:
+	case SK_ETRANSIENT: return SK_RETRY_SAME;
+	case SK_ECONFLICT:
+	case SK_ENOTFOUND: return SK_RETRY_REREAD;
+	default: return SK_RETRY_NEVER;
+	}
+}
+
 bool
 sk_error_is_transient(int code)
 {
-	return code == SK_EUNAVAILABLE || code == SK_ETIMEOUT || code == SK_ETRANSIENT;
+	return sk_error_retry(code) != SK_RETRY_NEVER;
 }

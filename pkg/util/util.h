@@ -35,8 +35,15 @@ enum {
 #define SK_ERROR_MSG_MAX 1024
 
 /* Details of a failure, filled by the callee, owned by the caller. */
+/* Where a failure came from, when a caller must tell (never parse the message). */
+typedef enum sk_error_domain {
+	SK_EDOMAIN_NONE = 0,
+	SK_EDOMAIN_DATABASE, /* the store's database answered with it, or could not be reached */
+} sk_error_domain;
+
 typedef struct sk_error {
 	int code;
+	sk_error_domain domain; /* reset by sk_error_set; the callee sets it after */
 	int http_status; /* 0 when not an HTTP failure */
 	int64_t retry_after_ms; /* from Retry-After, 0 when absent */
 	char message[SK_ERROR_MSG_MAX];
@@ -50,7 +57,23 @@ int sk_error_set(sk_error *err, int code, const char *fmt, ...)
 void sk_error_prefix(sk_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sk_error_clear(sk_error *err);
 const char *sk_strerror(int code);
-/* True for failures worth retrying with backoff. */
+/* The one classification of a failure (transient or terminal): every layer
+ * (executor, controller, migration, CLI) asks here.
+ *   SK_RETRY_SAME    the same call may succeed later: unavailable, timed
+ *                    out, 408/429/5xx (SK_ETRANSIENT);
+ *   SK_RETRY_REREAD  the call as made cannot succeed, but reading again and
+ *                    planning again can: a lost compare-and-swap (a
+ *                    conflict), a sandbox or object that vanished under an
+ *                    action (level-triggered: the next observation decides);
+ *   SK_RETRY_NEVER   terminal: bad input, other 4xx, unauthorized, not
+ *                    supported, and every code not listed above. */
+typedef enum sk_retry {
+	SK_RETRY_NEVER = 0,
+	SK_RETRY_SAME,
+	SK_RETRY_REREAD,
+} sk_retry;
+sk_retry sk_error_retry(int code);
+/* Transient: worth retrying with backoff (SK_RETRY_SAME or SK_RETRY_REREAD). */
 bool sk_error_is_transient(int code);
 
 /* Durations in Go/Kubernetes syntax: "90s", "15m", "1h30m", "250ms", "0s".
@@ -97,13 +120,13 @@ void *sk_malloc(size_t n);
 void *sk_calloc(size_t n, size_t size);
 void *sk_realloc(void *p, size_t n);
 char *sk_strdup(const char *s); /* NULL-safe: NULL -> NULL */
-/* Overwrites a secret string (a token) with zeros, then frees it; NULL-safe. */
-void sk_secret_free(char *s);
 char *sk_strndup(const char *s, size_t n);
 char *sk_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Zeroes a secret string (a key, a token, a body with env values), then frees
+ * it. NULL-safe. */
+void sk_wipe_free(char *s);
 
-/* Random hex / lowercase alnum identifiers (thread-safe, from /dev/urandom). */
-void sk_random_alnum(char *buf, size_t n); /* n chars + NUL written */
+/* A random version-4 UUID (thread-safe, from /dev/urandom). */
 void sk_uuid4(char out[37]);
 
 /* Loggers are injected: library code never prints. */

@@ -313,14 +313,6 @@ promote_locked(sk_workqueue *q)
 }
 
 void
-sk_workqueue_promote(sk_workqueue *q)
-{
-	pthread_mutex_lock(&q->mu);
-	promote_locked(q);
-	pthread_mutex_unlock(&q->mu);
-}
-
-void
 sk_workqueue_add_after(sk_workqueue *q, const char *key, int64_t delay_ms)
 {
 	wq_entry *e;

@@ -90,7 +90,5 @@ bool sk_workqueue_shutting_down(sk_workqueue *q);
 void sk_workqueue_get_stats(sk_workqueue *q, sk_workqueue_stats *out);
 /* Milliseconds until the next delayed key is due; -1 when none. */
 int64_t sk_workqueue_next_due_ms(sk_workqueue *q);
-/* Moves due delayed keys into the queue (get does this too). */
-void sk_workqueue_promote(sk_workqueue *q);
 
 #endif

@@ -50,6 +50,7 @@ t1=$(date +%s.%N)
 db_c1=$(cpu_ticks "$db_pid")
 sim_c1=$(cpu_ticks "$sim_pid")
 keeper_c1=$(cpu_ticks "$keeper_pid")
+inf_c1=$(thread_cpu_ns "$keeper_pid" sk-informer)
 converge=$(calc "$t1 - $t0")
 stats=$(curl -s "$sim/_sim/stats")
 
@@ -80,11 +81,23 @@ ratio=$(calc "$converge / $bound")
 list_passes() {
 	curl -s "http://127.0.0.1:$port/metrics" | awk '/^spacekeeper_provider_list_total/ { s += $2 } END { print s + 0 }'
 }
+# The informer's polls meanwhile: each re-reads the last `lookback` (256)
+# versions, so its CPU per poll / 256 is its cost per object read.
+informer_polls() {
+	curl -s "http://127.0.0.1:$port/metrics" | awk '/^spacekeeper_informer_polls_total/ { s += $2 } END { print s + 0 }'
+}
 sleep 2
 curl -s -XPOST "$sim/_sim/stats/reset" >/dev/null
 p0=$(list_passes)
+ip0=$(informer_polls)
+inf_s0=$(thread_cpu_ns "$keeper_pid" sk-informer)
 sleep $((3 * ${resync%s}))
 p1=$(list_passes)
+ip1=$(informer_polls)
+inf_s1=$(thread_cpu_ns "$keeper_pid" sk-informer)
+ipolls=$((ip1 - ip0))
+[ "$ipolls" -gt 0 ] || ipolls=1
+reread=$((n < 256 ? n : 256))
 steady=$(curl -s "$sim/_sim/stats")
 passes=$((p1 - p0))
 [ "$passes" -gt 0 ] || passes=1
@@ -104,6 +117,11 @@ printf '  controller peak RSS (VmHWM)      %8.1f MB\n' "$(calc "$hwm / 1024")"
 printf '  last Ready transition (database) %8.2f s  (detection lag %.2f s)\n' \
 	"$(calc "$last_ready - $t0")" "$(calc "$t1 - $last_ready")"
 printf '  controller CPU (convergence)     %8s s\n' "$(calc "$keeper_c1 / $clk")"
+printf '  informer CPU (convergence)       %8.3f s  (%.1f us per object)\n' \
+	"$(calc "$inf_c1 / 1e9")" "$(calc "$inf_c1 / 1e3 / $n")"
+printf '  informer CPU (steady poll)       %8.2f ms (%d polls of %d objects: %.1f us per object)\n' \
+	"$(calc "($inf_s1 - $inf_s0) / 1e6 / $ipolls")" "$ipolls" "$reread" \
+	"$(calc "($inf_s1 - $inf_s0) / 1e3 / $ipolls / $reread")"
 printf '  FerretDB CPU (convergence)       %8s s\n' "$(calc "($db_c1 - $db_c0) / $clk")"
 printf '  sandboxsim CPU (convergence)     %8s s\n' "$(calc "($sim_c1 - $sim_c0) / $clk")"
 echo "  calls per user by endpoint (convergence):"

@@ -32,6 +32,18 @@ cpu_ticks() {
 	sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
 }
 
+# thread_cpu_ns PID COMM: the CPU time of the threads of PID named COMM
+# (pthread_setname_np), in nanoseconds (schedstat: clock ticks are 10 ms,
+# too coarse for one thread); 0 when none.
+thread_cpu_ns() {
+	local t s=0
+	for t in /proc/"$1"/task/*; do
+		[ "$(cat "$t/comm" 2>/dev/null)" = "$2" ] || continue
+		s=$((s + $(awk '{ print $1 }' "$t/schedstat")))
+	done
+	echo "$s"
+}
+
 # bench_start_db: FerretDB in $tmp/ferretdb; sets uri and db_pid. With
 # FERRETDB_DEBUG_ADDR set, its Prometheus metrics answer there.
 bench_start_db() {

@@ -152,7 +152,7 @@ move() {
 
 # 1. In-memory simulators with no latency: every component is CPU-bound and
 # the controller, which touches each byte more than either simulator (see
-# the README, "Moving a space"), has the largest share.
+# docs/migration.md), has the largest share.
 move cube migrate
 
 # 2. The same spaces back to e2b with FILES_MS (default 1000) added to every

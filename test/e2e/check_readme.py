@@ -1,23 +1,30 @@
 #!/usr/bin/env python3
-"""Runs the README's examples and compares what they print (issue 10 item 8).
+"""Runs the examples of README.md and docs/*.md and compares what they print
+(issue 10 item 8; issue 19: the examples moved to docs/ are still run).
 
 Every ```console block preceded by a `<!-- readme-test: SETUP -->` line is run
 against a fresh world: its own FerretDB (hack/ferretdb.sh), and, as SETUP
-says, the examples applied, a sandboxsim and a spacekeeper. Each `$ command`
-runs in bash (2>&1) in a scratch copy of manifests/, with PATH holding the
-binaries and SPACEKEEPER_MONGODB_URI set, as the README's spacectl section
-says. The loopback ports of the README (3000: sandboxsim, 9090: spacekeeper)
-and /tmp/ are replaced by this run's own, in the commands and in the copied
-configs. The output must match the lines under the command after
-normalisation: sandbox IDs, UIDs, times, ages and resource versions are
-placeholders, runs of blanks are one space, `...` on a line of its own stands
-for any lines and inside a line for any text. An expected `^C` line means the
-command runs until SIGINT (after SK_README_WATCH_S seconds, default 12).
-Every plain ``` block that starts with `usage: spacectl CMD` or `usage:
-spacekeeper` must also be the start of that command's help, blanks aside.
+says, the examples applied, a sandboxsim and a spacekeeper, or (`demo`) the
+whole of `make demo` with its spacectl context. Each `$ command` runs in bash
+(2>&1) in a scratch copy of manifests/, with PATH holding the binaries and
+SPACEKEEPER_MONGODB_URI set (`demo`: unset; spacectl finds the demo through
+its context, as docs/spacectl.md says). The loopback ports of the docs (3000:
+sandboxsim, 9090: spacekeeper, 9091: connect) and /tmp/ are replaced by this
+run's own, in the commands and in the copied configs. The output must match
+the lines under the command after normalisation: sandbox IDs, UIDs, times,
+ages and resource versions are placeholders, runs of blanks are one space,
+`...` on a line of its own stands for any lines and inside a line for any
+text. An expected `^C` line means the command runs until SIGINT (after
+SK_README_WATCH_S seconds, default 12). Every plain ``` block that starts
+with `usage: spacectl CMD` or `usage: spacekeeper` must also be the start of
+that command's help, blanks aside. Every relative link of these files must
+name a file that exists and, with #anchor into a Markdown file, one of its
+headings; every path, source file name and snake_case identifier in inline
+code must exist in the tree (so the architecture they describe is the code's).
 
-usage: test/e2e/check_readme.py [README]
-env: SK_BIN_DIR, SK_TOOLS_DIR; SK_README_SETUP=NAME runs only the blocks of that setup
+usage: test/e2e/check_readme.py [FILE.md ...]   (default README.md docs/*.md)
+env: SK_BIN_DIR, SK_TOOLS_DIR; SK_README_SETUP=NAME runs only the blocks of that setup;
+     SK_TEST_KEEP_TMP=1 keeps each block's world (logs, configs) and prints where
 Exit 0 when every block matches; 1 otherwise, with a diff per block.
 """
 import json
@@ -37,6 +44,7 @@ ROOT = os.environ.get("SK_ROOT") or os.path.dirname(os.path.dirname(os.path.dirn
 BIN = os.environ.get("SK_BIN_DIR") or os.path.join(ROOT, "bin")
 KEY = "e2b_0000000000000000000000000000000000000000"
 MARK = re.compile(r"^<!-- readme-test: ([a-z-]+) -->$")
+KEEP = bool(os.environ.get("SK_TEST_KEEP_TMP"))
 WATCH_S = int(os.environ.get("SK_README_WATCH_S", "12"))
 
 
@@ -54,21 +62,35 @@ def marked_blocks(path):
         while i < len(lines) and not lines[i].strip():
             i += 1
         if i >= len(lines) or lines[i].strip() != "```console":
-            sys.exit(f"README.md:{i}: readme-test marker not followed by a ```console block")
+            sys.exit(f"{rel(path)}:{i}: readme-test marker not followed by a ```console block")
         start, body = i + 1, []
         i += 1
         while i < len(lines) and lines[i].strip() != "```":
             body.append(lines[i])
             i += 1
-        out.append((m.group(1), start, commands(body, start)))
+        out.append((m.group(1), start, commands(body, start, path)))
     return out
 
 
-def commands(body, start):
+def rel(path):
+    return os.path.relpath(path, ROOT)
+
+
+def doc_files(args):
+    """The files whose examples, synopses and links are checked."""
+    if args:
+        return [os.path.abspath(a) for a in args]
+    docs = os.path.join(ROOT, "docs")
+    names = sorted(f for f in os.listdir(docs) if f.endswith(".md")) if os.path.isdir(
+        docs) else []
+    return [os.path.join(ROOT, "README.md")] + [os.path.join(docs, f) for f in names]
+
+
+def commands(body, start, path):
     cmds, k = [], 0
     while k < len(body):
         if not body[k].startswith("$ "):
-            sys.exit(f"README.md:{start + k}: output before any command in a tested block")
+            sys.exit(f"{rel(path)}:{start + k}: output before any command in a tested block")
         cmd = body[k][2:]
         while cmd.endswith("\\") and k + 1 < len(body):
             k += 1
@@ -154,9 +176,19 @@ class World:
         # counters (a busy /dev/shm): noise, not the programs' output
         self.env["MONGOC_DISABLE_SHM"] = "1"
         self.fdb = os.path.join(self.dir, "ferretdb")
+        self.demo = None
+        if setup == "demo":  # the demo starts its own database; spacectl uses its context
+            self.env["SPACECTL_CONFIG"] = os.path.join(self.dir, "spacectl.yaml")
+            self.env.pop("SPACEKEEPER_MONGODB_URI", None)
+            return
         uri = subprocess.run([os.path.join(ROOT, "hack/ferretdb.sh"), "start", self.fdb],
                              env=self.env, check=True, capture_output=True, text=True)
         self.env["SPACEKEEPER_MONGODB_URI"] = uri.stdout.strip()
+        # as docs/spacectl.md sets it up: a context naming the demo's config (this
+        # run's sandboxsim port), for sandboxes, plan and drift --orphans
+        self.env["SPACECTL_CONFIG"] = os.path.join(self.dir, "spacectl.yaml")
+        self.run("spacectl", "config", "set-context", "local", "--controller-config",
+                 os.path.join(self.dir, "manifests/config/demo.yaml"), "--current")
 
     def subst(self, text):
         return (text.replace("127.0.0.1:3000", f"127.0.0.1:{self.sim_port}")
@@ -229,9 +261,32 @@ class World:
             self.start_keeper()
             self.run("spacectl", "wait", "us", "alice", "bob", "carol", "dave", "frank",
                      "--for=condition=Ready", "--timeout", "60s")
+        if s == "demo":
+            self.start_demo()
         if s not in ("fresh", "bare", "examples", "pruned", "controller", "watch", "drift",
-                     "converged", "sim", "idle"):
+                     "converged", "sim", "idle", "demo"):
             sys.exit(f"unknown readme-test setup {s!r}")
+
+    def start_demo(self):
+        """hack/demo.sh until its context is written and the examples converged."""
+        env = dict(self.env, DEMO_SECONDS="900", TMPDIR=os.path.join(self.dir, "tmp"),
+                   SK_BIN_DIR=BIN)
+        self.demo = self.spawn("demo", ["bash", os.path.join(ROOT, "hack/demo.sh")], env)
+        log = os.path.join(self.dir, "demo.log")
+        end = time.time() + 120
+        while "made current" not in open(log).read():
+            if self.demo.poll() is not None or time.time() > end:
+                sys.exit("readme-test: the demo wrote no context:\n" + open(log).read())
+            time.sleep(0.2)
+        self.run("spacectl", "wait", "us", "alice", "bob", "carol", "dave", "frank",
+                 "--for=condition=Ready", "--timeout", "90s")
+        # the drift the docs show: bob's SpecMismatch (after its first probe), erin's Missing
+        for _ in range(120):
+            out = self.run("spacectl", "drift", check=False).stdout
+            if "SpecMismatch" in out and "Missing" in out:
+                return
+            time.sleep(0.5)
+        sys.exit("readme-test: the demo never reported bob's and erin's drift")
 
     def make_alice_unreachable(self):
         self.run("spacectl", "apply", "-f", "manifests/examples/alice.yaml")
@@ -258,12 +313,17 @@ class World:
     def close(self):
         for p in self.procs:
             if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
+                p.send_signal(signal.SIGINT if p is self.demo else signal.SIGTERM)
         for p in self.procs:
             try:
                 p.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 p.kill()
+        if KEEP:
+            subprocess.run([os.path.join(ROOT, "hack/ferretdb.sh"), "stop", self.fdb],
+                           env=self.env, capture_output=True)
+            print(f"  (kept {self.dir})")
+            return
         subprocess.run([os.path.join(ROOT, "hack/ferretdb.sh"), "clean", self.fdb],
                        env=self.env, capture_output=True)
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -319,7 +379,7 @@ def run_block(setup, line, cmds):
     return failures
 
 
-# ---- usage blocks: the README's synopsis of a command is what --help prints ----
+# ---- usage blocks: a doc's synopsis of a command is what --help prints ----
 
 USAGE_PROGS = ("spacectl", "spacekeeper")
 
@@ -354,31 +414,135 @@ def synopsis(prog, cmd):
     return [" ".join(l.replace("usage:", "", 1).split()) for l in text.split("\n") if l.strip()]
 
 
-def check_usages(readme):
+def check_usages(path):
     bad = 0
-    for line, prog, cmd, want in usage_blocks(readme):
+    for line, prog, cmd, want in usage_blocks(path):
         got = synopsis(prog, cmd)[:len(want)]
         if got != want:
             bad += 1
-            print(f"README.md:{line}: usage of {prog} {cmd or ''} differs from its help:")
-            print("\n".join("  README: " + l for l in want))
-            print("\n".join("  help:   " + l for l in got))
+            print(f"{rel(path)}:{line}: usage of {prog} {cmd or ''} differs from its help:")
+            print("\n".join("  doc:  " + l for l in want))
+            print("\n".join("  help: " + l for l in got))
+    return bad
+
+
+# ---- relative links: the file exists, an #anchor names a heading of it ----
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^\s*```")
+
+
+def prose_lines(path, keep_code=False):
+    """(line number, text) of the lines outside code blocks, inline code removed
+    unless keep_code."""
+    inside = False
+    for n, line in enumerate(open(path, encoding="utf-8").read().split("\n"), 1):
+        if FENCE.match(line):
+            inside = not inside
+            continue
+        if not inside:
+            yield n, line if keep_code else re.sub(r"`[^`]*`", "", line)
+
+
+def slug(heading):
+    """GitHub's anchor of a heading: lower case, punctuation dropped, blanks as -."""
+    text = re.sub(r"`|\*\*|\[|\]\([^)]*\)", "", heading.strip().lstrip("#").strip()).lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def anchors(path):
+    seen, out = {}, set()
+    for _, line in prose_lines(path):
+        if re.match(r"^#{1,6} ", line):
+            base = slug(line)
+            n = seen.get(base, 0)
+            seen[base] = n + 1
+            out.add(base if n == 0 else f"{base}-{n}")
+    return out
+
+
+def check_links(path):
+    bad = 0
+    for n, line in prose_lines(path):
+        for target in LINK.findall(line):
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # http:, https:, mailto:
+                continue
+            file_part, _, anchor = target.partition("#")
+            dest = os.path.normpath(os.path.join(os.path.dirname(path), file_part)) \
+                if file_part else path
+            why = None
+            if not os.path.exists(dest):
+                why = "no such file"
+            elif anchor and dest.endswith(".md") and anchor not in anchors(dest):
+                why = f"no heading #{anchor} in {rel(dest)}"
+            if why:
+                bad += 1
+                print(f"{rel(path)}:{n}: broken link ({target}): {why}")
+    return bad
+
+
+# ---- names: the files and identifiers the docs name exist ----
+
+SOURCE_DIRS = ("pkg", "cmd", "test", "hack", "manifests", "crds")
+SOURCE_EXT = (".c", ".h", ".sh", ".py", ".mjs", ".yaml", ".yml", ".json")
+
+
+def source_index():
+    """(the text of the sources, the base names of the repository's files)"""
+    text, names = [], set()
+    for top in SOURCE_DIRS:
+        for sub, _, files in os.walk(os.path.join(ROOT, top)):
+            for f in files:
+                names.add(f)
+                if f.endswith(SOURCE_EXT):
+                    text.append(open(os.path.join(sub, f), encoding="utf-8",
+                                     errors="replace").read())
+    for f in os.listdir(ROOT):
+        names.add(f)
+    text.append(open(os.path.join(ROOT, "Makefile"), encoding="utf-8").read())
+    return "\n".join(text), names
+
+
+def check_names(path, index):
+    """Inline code that names a repository path (pkg/..., test/...), a source file
+    (worker.c) or a snake_case identifier (sk_observe, may_act) must name one that
+    exists: the architecture the docs describe is the code's."""
+    text, names = index
+    bad = 0
+    for n, line in prose_lines(path, keep_code=True):
+        for tok in re.findall(r"`([^`]+)`", line):
+            why = None
+            if re.fullmatch(r"(pkg|cmd|test|hack|manifests|crds|docs)/[\w./-]+", tok):
+                if "*" not in tok and not os.path.exists(os.path.join(ROOT, tok)):
+                    why = "no such file"
+            elif re.fullmatch(r"[\w-]+\.(c|h|sh|py|mjs)", tok):
+                if tok not in names and not os.path.exists(os.path.join("/usr/include", tok)):
+                    why = "no file of this name"
+            elif re.fullmatch(r"[a-z][a-z0-9]*(_[a-z0-9]+)+", tok) and tok not in text:
+                why = "not in the sources"
+            if why:
+                bad += 1
+                print(f"{rel(path)}:{n}: `{tok}`: {why}")
     return bad
 
 
 def main():
-    readme = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "README.md")
-    blocks = marked_blocks(readme)
-    usage_bad = check_usages(readme)
+    files = doc_files(sys.argv[1:])
+    blocks = [(f, *b) for f in files for b in marked_blocks(f)]
+    usages = sum(len(usage_blocks(f)) for f in files)
+    usage_bad = sum(check_usages(f) for f in files)
+    link_bad = sum(check_links(f) for f in files)
+    index = source_index()
+    name_bad = sum(check_names(f, index) for f in files)
     only = os.environ.get("SK_README_SETUP")  # run only the blocks of one setup
     if only:
-        blocks = [b for b in blocks if b[0] == only]
+        blocks = [b for b in blocks if b[1] == only]
     bad = 0
-    for setup, line, cmds in blocks:
+    for path, setup, line, cmds in blocks:
         t0 = time.time()
         failures = run_block(setup, line, cmds)
         state = "ok" if not failures else "FAIL"
-        print(f"README.md:{line}: {len(cmds)} command(s), setup {setup}: {state} "
+        print(f"{rel(path)}:{line}: {len(cmds)} command(s), setup {setup}: {state} "
               f"({time.time() - t0:.1f}s)", flush=True)
         for cmd, exp, act in failures:
             bad += 1
@@ -386,9 +550,10 @@ def main():
             print("\n".join("    " + l for l in exp) or "    (nothing)")
             print("  got (normalised):")
             print("\n".join("    " + l for l in act) or "    (nothing)")
-    print(f"readme: {len(blocks)} block(s), {bad} command(s) differ; "
-          f"{len(usage_blocks(readme))} usage synopses, {usage_bad} differ")
-    return 1 if bad or usage_bad or not blocks else 0
+    print(f"readme: {len(files)} file(s), {len(blocks)} block(s), {bad} command(s) differ; "
+          f"{usages} usage synopses, {usage_bad} differ; {link_bad} broken link(s); "
+          f"{name_bad} name(s) not in the tree")
+    return 1 if bad or usage_bad or link_bad or name_bad or not blocks else 0
 
 
 if __name__ == "__main__":

@@ -56,6 +56,8 @@ START_TEST(test_deps_second_run_returns_at_once)
 	        "chmod +x $d/bin/kustomize\n"
 	        "mkdir -p $d/python; cp \"$(dirname \"$s\")/../test/deploy/requirements.txt\" "
 	        "$d/python/\n"
+	        "mkdir -p $d/pyclient; cp \"$(dirname \"$s\")/../test/client/requirements.txt\" "
+	        "$d/pyclient/\n"
 	        "for i in 1 2 3 4 5 6 7 8 9 10; do\n"
 	        "  SK_DEPS_DIR=$d PATH=/usr/bin:/bin bash $s 2>&1 || { echo \"run $i failed\"; "
 	        "exit 1; }\n"

@@ -731,6 +731,61 @@ START_TEST(config_contexts)
 }
 END_TEST
 
+/* A context's controllerConfig: the providers of sandboxes, plan and drift
+ * --orphans when --config is not given (make demo writes one); commands that
+ * only read the database never load it. */
+START_TEST(config_controller_config)
+{
+	const char *real = sk_test_mongodb_uri();
+	char *key = ctl_write_text("ctx-key", "e2b_00\n");
+	char *text = sk_asprintf("apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
+	                         "mongodb: {uri: \"mongodb://127.0.0.1:1\"}\n"
+	                         "providers:\n- {name: ctxprov, type: e2b, apiURL: "
+	                         "\"http://127.0.0.1:1\", requestTimeout: 2s, apiKeyFile: %s}\n",
+	        key);
+	char *cc = ctl_write_text("ctx-cc.yaml", text);
+	char *out, *err;
+	const char *set[] = { "config", "set-context", "cc", "--mongodb-uri", real, "--database",
+		ctl_db, "--controller-config", cc, "--current", NULL };
+	const char *sandboxes[] = { "sandboxes", "--provider", "ctxprov", NULL };
+	const char *other[] = { "sandboxes", "--provider", "ctxprov", "--config",
+		"/nonexistent.yaml", NULL };
+	const char *get[] = { "get", "us", "-o", "name", NULL };
+	const char *misuse[] = { "config", "get-contexts", "--controller-config", cc, NULL };
+	const char *gone[] = { "config", "set-context", "cc", "--controller-config",
+		"/nonexistent.yaml", NULL };
+
+	chmod(key, 0600);
+	ck_assert_int_eq(ctl_ctx(NULL, &out, &err, set), 0);
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl_ctx(NULL, &out, &err, misuse), 2);
+	ctl_free(&out, &err);
+	/* the context's providers: ctxprov exists (unreachable: exit 3, not "no
+	 * such provider"), and its mongodb.uri (dead) loses to the context's */
+	ck_assert_int_eq(ctl_ctx(NULL, &out, &err, sandboxes), 3);
+	ASSERT_HAS(err, "provider ctxprov: ");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl_ctx(NULL, &out, &err, get), 0);
+	ctl_free(&out, &err);
+	/* --config wins over the context's file */
+	ck_assert_int_eq(ctl_ctx(NULL, &out, &err, other), 1);
+	ASSERT_HAS(err, "/nonexistent.yaml");
+	ctl_free(&out, &err);
+	/* a context naming a file that is gone: the provider commands say so,
+	 * the others do not read it */
+	ck_assert_int_eq(ctl_ctx(NULL, &out, &err, gone), 0);
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl_ctx(NULL, &out, &err, sandboxes), 1);
+	ASSERT_HAS(err, "/nonexistent.yaml");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl_ctx(NULL, &out, &err, get), 0);
+	ctl_free(&out, &err);
+	free(key);
+	free(text);
+	free(cc);
+}
+END_TEST
+
 START_TEST(config_file_errors)
 {
 	const char *bad_uri[] = { "config", "set-context", "x", "--mongodb-uri", "http://x", NULL };
@@ -799,6 +854,7 @@ sk_suite_spacectl_kubectl(void)
 	tcase_add_test(tc, completion_scripts);
 	tcase_add_test(tc, help_on_new_commands);
 	tcase_add_test(tc, config_contexts);
+	tcase_add_test(tc, config_controller_config);
 	tcase_add_test(tc, config_file_errors);
 	suite_add_tcase(s, tc);
 	return s;

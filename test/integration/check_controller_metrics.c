@@ -1,7 +1,8 @@
 /*
  * Integration tests for the controller's spacekeeper_userspaces gauge
  * (pkg/controller, sk_ctl_metrics_userspaces) over a real informer on a
- * real FerretDB: counts by phase and Ready, status-only writes, removals.
+ * real FerretDB: counts by phase and Ready, status-only writes, removals;
+ * and the spaces part's records (spaces_int.h), which need no server.
  */
 #include <check.h>
 #include <stdio.h>
@@ -222,11 +223,77 @@ START_TEST(test_status_only_write_and_removal)
 }
 END_TEST
 
+/* ---- the spaces part (spaces_int.h): one record per space ---- */
+
+static void
+count_drift(const char *name, const int64_t *since, void *payload)
+{
+	size_t *n = payload;
+
+	ck_assert_ptr_nonnull(name);
+	ck_assert_int_gt(since[0] + since[1], 0);
+	(*n)++;
+}
+
+static size_t
+drifting(sk_controller *c)
+{
+	size_t n = 0;
+
+	sk_ctl_spaces_drift(c, count_drift, &n);
+	return n;
+}
+
+/* What each part of a space's record outlives: a forget (the space left the
+ * store) clears what the connect path reads, not the resourceVersion our
+ * writes left (a cached copy of a removed object is never trusted) nor the
+ * drift (the worker clears it apart); reconciles finished count per space. */
+START_TEST(test_space_records)
+{
+	sk_controller *c = sk_calloc(1, sizeof(*c));
+	sk_reconcile_report r = { 0 };
+	int64_t since[SK_CTL_DRIFT_TYPES] = { 1000, 0 };
+	sk_reconcile_env env = { 0 };
+	sk_ctl_keeper k;
+
+	sk_ctl_spaces_init(c);
+	ck_assert(!sk_ctl_space_keeper(c, "a", &k));
+	ck_assert_int_eq(sk_ctl_space_written_rv(c, "a"), 0);
+	sk_ctl_space_set_written_rv(c, "a", 7);
+	ck_assert(!sk_ctl_space_keeper(c, "a", &k)); /* a write alone is no keeper */
+	r.keeper_id = "sb1";
+	r.running = r.healthy = true;
+	r.seen_ms = 5;
+	sk_ctl_space_note(c, "a", &r, true);
+	sk_ctl_space_request(c, "a", true, false);
+	sk_ctl_space_set_drift(c, "a", since);
+	sk_ctl_space_set_drift(c, "b", NULL); /* no drift: no record */
+	ck_assert(sk_ctl_space_keeper(c, "a", &k));
+	ck_assert_str_eq(k.mem.sandbox_id, "sb1");
+	ck_assert(k.mem.healthy);
+	ck_assert_uint_eq(drifting(c), 1);
+	sk_ctl_space_forget(c, "a");
+	ck_assert(!sk_ctl_space_keeper(c, "a", &k));
+	ck_assert_ptr_null(k.mem.sandbox_id);
+	sk_ctl_space_take(c, "a", &env);
+	ck_assert(!env.wake); /* the request went with the forget */
+	ck_assert_int_eq(sk_ctl_space_written_rv(c, "a"), 7);
+	ck_assert_uint_eq(drifting(c), 1);
+	sk_ctl_space_set_drift(c, "a", NULL);
+	ck_assert_uint_eq(drifting(c), 0);
+	ck_assert_uint_eq(sk_ctl_gen(c), 0);
+	ck_assert_uint_eq(sk_ctl_spaces_failed(c), 0);
+	sk_ctl_spaces_dispose(c);
+	free(c);
+}
+END_TEST
+
 Suite *
 sk_suite_controller_metrics(void)
 {
 	Suite *s = suite_create("controller_metrics");
 	TCase *tc = tcase_create("userspaces");
+	TCase *sp = tcase_create("spaces");
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_checked_fixture(tc, setup, teardown);
@@ -234,5 +301,7 @@ sk_suite_controller_metrics(void)
 	tcase_add_test(tc, test_counts_by_phase_and_ready);
 	tcase_add_test(tc, test_status_only_write_and_removal);
 	suite_add_tcase(s, tc);
+	tcase_add_test(sp, test_space_records);
+	suite_add_tcase(s, sp);
 	return s;
 }

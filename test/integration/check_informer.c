@@ -161,18 +161,18 @@ has_template(sk_informer *inf, const char *tmpl)
 START_TEST(test_initial_list_and_synced)
 {
 	sk_informer *inf;
-	char **names;
-	size_t n;
+	sk_userspace *got[2] = { NULL, NULL };
 
 	create("alice", "u-alice");
 	create("bob", "u-bob");
 	inf = start_informer(100, 60000);
 	ck_assert_uint_eq(sk_informer_len(inf), 2);
-	names = sk_informer_names(inf, &n);
-	ck_assert_uint_eq(n, 2);
-	ck_assert_str_eq(names[0], "alice");
-	ck_assert_str_eq(names[1], "bob");
-	sk_informer_names_free(names, n);
+	ck_assert_int_eq(sk_informer_get(inf, "alice", &got[0]), 0);
+	ck_assert_int_eq(sk_informer_get(inf, "bob", &got[1]), 0);
+	ck_assert_str_eq(got[0]->spec.user_id, "u-alice");
+	ck_assert_str_eq(got[1]->spec.user_id, "u-bob");
+	sk_userspace_free(got[0]);
+	sk_userspace_free(got[1]);
 	ck_assert(sk_informer_has_user(inf, "u-bob"));
 	ck_assert(!sk_informer_has_user(inf, "u-carol"));
 	ck_assert_int_eq(seen_count("alice"), 1);

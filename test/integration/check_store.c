@@ -916,6 +916,34 @@ START_TEST(test_server_goes_away)
 }
 END_TEST
 
+/* A database that does not answer is told by the error's domain, not its
+ * text: the controller counts store failures by it. */
+START_TEST(test_unreachable_domain)
+{
+	char uri[128];
+	sk_store_options o = SK_STORE_OPTIONS_INIT;
+	sk_store *s = NULL;
+	sk_userspace *out = NULL;
+	sk_error err = { 0 };
+
+	snprintf(uri, sizeof(uri), "mongodb://127.0.0.1:%d/?serverSelectionTimeoutMS=500",
+	        sk_test_free_port());
+	o.uri = uri;
+	o.lazy = true;
+	ck_assert_int_eq(sk_store_open(&s, &o, &err), 0);
+	ck_assert_int_eq(err.domain, SK_EDOMAIN_NONE);
+	ck_assert_int_eq(sk_store_get(s, "alice", &out, &err), SK_EUNAVAILABLE);
+	ck_assert_int_eq(err.domain, SK_EDOMAIN_DATABASE);
+	sk_error_clear(&err);
+	ck_assert_int_eq(sk_store_ping(s, &err), SK_EUNAVAILABLE);
+	ck_assert_int_eq(err.domain, SK_EDOMAIN_DATABASE);
+	/* a failure that is not the database's carries no domain */
+	ck_assert_int_eq(sk_error_set(&err, SK_EUNAVAILABLE, "provider down"), SK_EUNAVAILABLE);
+	ck_assert_int_eq(err.domain, SK_EDOMAIN_NONE);
+	sk_store_close(s);
+}
+END_TEST
+
 Suite *
 sk_suite_store(void)
 {
@@ -942,6 +970,7 @@ sk_suite_store(void)
 	tcase_add_test(tc, test_events_aggregate);
 	tcase_add_test(tc, test_indexes_idempotent);
 	tcase_add_test(tc, test_unreachable_server);
+	tcase_add_test(tc, test_unreachable_domain);
 	tcase_add_test(tc, test_bad_uri);
 	tcase_add_test(tc, test_lease_claims);
 	tcase_add_test(tc, test_server_goes_away);

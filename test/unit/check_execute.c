@@ -535,7 +535,7 @@ START_TEST(test_fenced_does_nothing)
 	x.env.may_act_arg = &left;
 	create_plan(&plan);
 	ck_assert_int_eq(sk_execute(&x.env, us, &plan, NULL, &err), SK_EUNAVAILABLE);
-	ck_assert(sk_reconcile_is_transient(SK_EUNAVAILABLE));
+	ck_assert(sk_error_is_transient(SK_EUNAVAILABLE));
 	ck_assert_ptr_nonnull(strstr(err.message, "fenced"));
 	ck_assert_str_eq(calls(&x), "");
 	now = stored(&x);

@@ -19,15 +19,15 @@ START_TEST(test_classification)
 {
 	/* One table: execute, the controller and HTTP agree (a 404 under an
 	 * action and a lost compare-and-swap are transient everywhere). */
-	ck_assert(sk_reconcile_is_transient(SK_EUNAVAILABLE));
-	ck_assert(sk_reconcile_is_transient(SK_ETIMEOUT));
-	ck_assert(sk_reconcile_is_transient(SK_ETRANSIENT));
-	ck_assert(sk_reconcile_is_transient(SK_ECONFLICT));
-	ck_assert(sk_reconcile_is_transient(SK_ENOTFOUND));
-	ck_assert(!sk_reconcile_is_transient(SK_ETERMINAL));
-	ck_assert(!sk_reconcile_is_transient(SK_EINVALID));
-	ck_assert(!sk_reconcile_is_transient(SK_EUNAUTHORIZED));
-	ck_assert(!sk_reconcile_is_transient(SK_ENOTSUPPORTED));
+	ck_assert(sk_error_is_transient(SK_EUNAVAILABLE));
+	ck_assert(sk_error_is_transient(SK_ETIMEOUT));
+	ck_assert(sk_error_is_transient(SK_ETRANSIENT));
+	ck_assert(sk_error_is_transient(SK_ECONFLICT));
+	ck_assert(sk_error_is_transient(SK_ENOTFOUND));
+	ck_assert(!sk_error_is_transient(SK_ETERMINAL));
+	ck_assert(!sk_error_is_transient(SK_EINVALID));
+	ck_assert(!sk_error_is_transient(SK_EUNAUTHORIZED));
+	ck_assert(!sk_error_is_transient(SK_ENOTSUPPORTED));
 	ck_assert_str_eq(sk_failure_reason(SK_ACTION_CREATE), "CreateFailed");
 	ck_assert_str_eq(sk_failure_reason(SK_ACTION_CONNECT), "ResumeFailed");
 	ck_assert_str_eq(sk_failure_reason(SK_ACTION_INIT_ENV), "InitEnvFailed");

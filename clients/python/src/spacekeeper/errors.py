@@ -1,0 +1,218 @@
+"""The connect API's errors as exceptions.
+
+Every error answer of the connect API is a JSON object ``{"reason", "message",
+...}`` with an HTTP status; each ``reason`` has its own exception class, all
+derived from :class:`SpacekeeperError`. A reason this version does not know is
+raised as :class:`SpacekeeperError` itself, so ``except SpacekeeperError``
+catches everything the connect API can answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional, Type
+
+__all__ = [
+    "SpacekeeperError",
+    "ConnectionFailed",
+    "BadTimeout",
+    "Unauthorized",
+    "NotFound",
+    "MethodNotAllowed",
+    "PayloadTooLarge",
+    "TooManyConnects",
+    "ModePaused",
+    "Deleting",
+    "ReconcilePaused",
+    "DataPlaneUnreachable",
+    "Timeout",
+    "ShuttingDown",
+    "Overloaded",
+    "Starting",
+    "StoreUnavailable",
+    "NotShardHolder",
+    "ShardUnassigned",
+    "ForwardFailed",
+    "ControlPlaneNotAvailable",
+    "error_for",
+]
+
+
+class SpacekeeperError(Exception):
+    """An error answer of the connect API (or a failure to get one).
+
+    :ivar status: the HTTP status (0 when no answer came)
+    :ivar reason: the answer's ``reason`` (``None`` when no answer came)
+    :ivar message: the answer's ``message``
+    :ivar retry_after: the ``Retry-After`` header in seconds, if any
+    :ivar body: the whole JSON answer (never holds a secret: error answers carry none)
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 0,
+        reason: Optional[str] = None,
+        retry_after: Optional[float] = None,
+        body: Optional[Mapping[str, Any]] = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.retry_after = retry_after
+        self.body: Dict[str, Any] = dict(body or {})
+
+    def __str__(self) -> str:
+        if self.reason:
+            return f"{self.status} {self.reason}: {self.message}"
+        return self.message
+
+
+class ConnectionFailed(SpacekeeperError):
+    """spacekeeper could not be reached (refused, reset, no answer in time)."""
+
+
+class BadTimeout(SpacekeeperError):
+    """400: the ``timeout`` query parameter is not a positive duration."""
+
+
+class Unauthorized(SpacekeeperError):
+    """401: no bearer token, or a wrong one."""
+
+
+class NotFound(SpacekeeperError):
+    """404: no UserSpace has this user ID (or no such endpoint)."""
+
+
+class MethodNotAllowed(SpacekeeperError):
+    """405: the route does not take this method."""
+
+
+class PayloadTooLarge(SpacekeeperError):
+    """413: the connect API takes no request body."""
+
+
+class TooManyConnects(SpacekeeperError):
+    """429: too many connects in progress at the controller; retried by the client."""
+
+
+class ModePaused(SpacekeeperError):
+    """503: the space's ``spec.mode`` is ``Paused``: no sandbox is handed out."""
+
+
+class Deleting(SpacekeeperError):
+    """503: the UserSpace is being deleted."""
+
+
+class ReconcilePaused(SpacekeeperError):
+    """503: the ``spacekeeper.dev/paused`` annotation holds the space."""
+
+
+class DataPlaneUnreachable(SpacekeeperError):
+    """503: the sandbox's data plane does not answer and ``remediation`` is ``Report``.
+
+    Raised at once (never retried): waiting would not help.
+    ``body["driftAgeSeconds"]`` says for how long it has been unreachable.
+    """
+
+
+class Timeout(SpacekeeperError, TimeoutError):
+    """504 (or the client's own timeout): the sandbox was not ready in time."""
+
+
+class ShuttingDown(SpacekeeperError):
+    """503: the controller is stopping."""
+
+
+class Overloaded(SpacekeeperError):
+    """503: the controller could not start a thread for the connect; retried."""
+
+
+class Starting(SpacekeeperError):
+    """503: the controller has not finished starting; retried."""
+
+
+class StoreUnavailable(SpacekeeperError):
+    """503: the controller cannot read the UserSpace from its store."""
+
+
+class NotShardHolder(SpacekeeperError):
+    """503: the replica asked no longer holds the user's shard; retried."""
+
+
+class ShardUnassigned(SpacekeeperError):
+    """503: no replica holds the user's shard right now; retried."""
+
+
+class ForwardFailed(SpacekeeperError):
+    """502/504: the replica holding the user's shard could not be reached; retried."""
+
+
+class ControlPlaneNotAvailable(SpacekeeperError):
+    """A provider control-plane call on a sandbox handed out by spacekeeper.
+
+    spacekeeper owns the sandbox's lifecycle (its timeout, pause, kill): the
+    application holds no provider API key, and a ``set_timeout`` would override
+    ``lifecycle.idleTimeout``. Use ``client.busy(user)`` to keep a space awake.
+    """
+
+
+_BY_REASON: Dict[str, Type[SpacekeeperError]] = {
+    cls.__name__: cls
+    for cls in (
+        BadTimeout,
+        Unauthorized,
+        NotFound,
+        MethodNotAllowed,
+        PayloadTooLarge,
+        TooManyConnects,
+        ModePaused,
+        Deleting,
+        ReconcilePaused,
+        DataPlaneUnreachable,
+        Timeout,
+        ShuttingDown,
+        Overloaded,
+        Starting,
+        StoreUnavailable,
+        NotShardHolder,
+        ShardUnassigned,
+        ForwardFailed,
+    )
+}
+
+# Reasons worth another try after Retry-After, within the caller's timeout.
+# DataPlaneUnreachable carries a Retry-After too (the resync period) but is
+# raised at once: the caller should not wait out its timeout for a known failure.
+RETRIABLE_REASONS = frozenset(
+    {
+        "TooManyConnects",
+        "Starting",
+        "Overloaded",
+        "NotShardHolder",
+        "ShardUnassigned",
+        "ForwardFailed",
+    }
+)
+
+
+def error_for(
+    status: int,
+    body: Optional[Mapping[str, Any]],
+    retry_after: Optional[float] = None,
+) -> SpacekeeperError:
+    """The exception for an error answer: the class of its ``reason``, else the base."""
+    body = body or {}
+    reason = body.get("reason") if isinstance(body.get("reason"), str) else None
+    message = body.get("message") if isinstance(body.get("message"), str) else None
+    cls = _BY_REASON.get(reason or "", SpacekeeperError)
+    if reason is None and status == 401:
+        cls, reason = Unauthorized, "Unauthorized"
+    return cls(
+        message or f"HTTP {status}",
+        status=status,
+        reason=reason,
+        retry_after=retry_after,
+        body=body,
+    )

@@ -1,0 +1,83 @@
+/*
+ * shards_int: shards and forwarding, private to pkg/controller. Replicas
+ * share the spaces by shard leases (shards.c: the lease thread, fencing);
+ * a connect for a user whose shard another replica holds is forwarded there
+ * (forward.c). Lock shards->mu guards sk_ctl_shards' per-shard state and
+ * live; n and holder are set before the lease thread starts, thread and
+ * running belong to the thread that starts and stops it.
+ */
+#ifndef SK_CONTROLLER_SHARDS_INT_H
+#define SK_CONTROLLER_SHARDS_INT_H
+
+#include <pthread.h>
+
+#include "../util/util.h"
+#include "controller.h"
+#include "http_int.h"
+
+#define SK_CTL_METRIC_SHARDS_HELD "spacekeeper_shards_held"
+#define SK_CTL_METRIC_SHARDS_TOTAL "spacekeeper_shards"
+#define SK_CTL_METRIC_MASTER_STATUS "spacekeeper_leader_election_master_status"
+#define SK_CTL_METRIC_RENEW_FAILURES "spacekeeper_lease_renew_failures_total"
+
+typedef struct sk_ctl_shard {
+	bool held;
+	int64_t renewed; /* monotonic ms at the start of the last successful renew */
+	char *holder; /* the holder as last listed ("" none) */
+} sk_ctl_shard;
+
+typedef struct sk_ctl_shards {
+	pthread_mutex_t mu; /* guards s[] and live */
+	int n;
+	sk_ctl_shard *s;
+	char *holder; /* this replica's "ID@ADDRESS" */
+	size_t live; /* live members at the last tick */
+	pthread_t thread;
+	bool running;
+	bool all; /* --once: no leases, every shard is ours (under mu) */
+} sk_ctl_shards;
+
+/* The shard of a userID among n (FNV-1a of its bytes, mod n). */
+int sk_ctl_shard_of(const char *user_id, int n);
+void sk_ctl_shards_init(sk_controller *c);
+void sk_ctl_shards_dispose(sk_controller *c);
+/* Sets the holder string ("ID@ADDRESS") once HTTP has its port. */
+void sk_ctl_shards_prepare(sk_controller *c);
+/* One round: list, renew, balance. Returns how many shards it gained. */
+int sk_ctl_shards_tick(sk_controller *c);
+int sk_ctl_shards_start(sk_controller *c, sk_error *err);
+/* Joins the lease thread and releases every lease held (after the workers). */
+void sk_ctl_shards_stop(sk_controller *c);
+/* --once: every shard counts as held, no lease is taken. */
+void sk_ctl_shards_all(sk_controller *c);
+/* Fencing: the shard is held and was renewed within the renew deadline. */
+bool sk_ctl_shard_valid(sk_controller *c, int shard);
+bool sk_ctl_may_act(sk_controller *c, const char *user_id);
+bool sk_ctl_may_act_cb(void *arg, const char *user_id); /* arg: the controller */
+/* HOST:PORT of the replica holding the user's shard (caller frees); NULL
+ * when it is free or ours. */
+char *sk_ctl_shard_holder_address(sk_controller *c, const char *user_id);
+size_t sk_ctl_shards_held(sk_controller *c);
+/* The shards held, ascending, into out (room for cfg->shards); their number. */
+size_t sk_ctl_shards_held_list(sk_controller *c, int *out);
+/* Every shard is this replica's (one replica, or --once). */
+bool sk_ctl_shards_own_all(sk_controller *c);
+/* /readyz: how many shards were free at the last round while this replica
+ * holds none (0 when it holds some, or under --once). */
+size_t sk_ctl_shards_free_unheld(sk_controller *c);
+const char *sk_ctl_identity(sk_controller *c);
+
+/* forward.c: the public key pin of a PEM certificate (libcurl's
+ * "sha256//BASE64"; NULL when it holds none). */
+char *sk_ctl_forward_pin(const char *pem, size_t len);
+/* forward.c: POSTs path to the replica at addr and copies its answer
+ * (HTTPS pinned to our certificate's key when connect TLS is on). */
+void sk_ctl_forward(sk_controller *c, const char *addr, const char *path, int64_t timeout_ms,
+        const sk_ctl_origin *from, sk_http_reply *r);
+/* When another replica holds the user's shard: forwards there (or answers
+ * 503 with Retry-After when none does, or when from was itself forwarded)
+ * and returns true; false when this replica may act on the user. */
+bool sk_ctl_forward_user(sk_controller *c, const char *user_id, const char *path,
+        int64_t timeout_ms, const sk_ctl_origin *from, sk_http_reply *r);
+
+#endif
