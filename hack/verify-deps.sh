@@ -64,7 +64,7 @@ declare -A may_use=(
 	# curl: forward.c passes a connect on to the replica holding the user's shard
 	[controller]="microhttpd curl"
 )
-planner_roots="plan plan_status action orphans migrate_plan" # in pkg/reconcile
+planner_roots="plan plan_status plan_deadline action orphans migrate_plan" # in pkg/reconcile
 planner_pool="api util reconcile"               # packages the linker may pull from
 # object:symbol -> why it may stay process-global.
 declare -A global_ok=(

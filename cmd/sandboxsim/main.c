@@ -253,6 +253,7 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	rc = sim_serve(&s, o.host, o.port) == 0 ? 0 : 1;
 cleanup:
+	sim_proc_free_all(&s);
 	sim_store_clear(&s.store);
 	free(s.store.buckets);
 	sim_faults_destroy(&s.faults);

@@ -7,7 +7,8 @@
  * end-of-stream frame (flag 0x02) carrying {} or {"error": {code, message}}.
  *
  * The command is what the SDK sends for commands.run(cmd): /bin/bash
- * ["-l", "-c", cmd]. Only `echo WORDS`, `env`, `printenv [VAR...]` and the
+ * ["-l", "-c", cmd]. `sleep N` runs for N seconds (procs.c, with List and
+ * SendSignal). Only `echo WORDS`, `env`, `printenv [VAR...]` and the
  * file commands of the sandbox's tree (fs.c: mkdir -p, ln -s, chmod OCTAL,
  * readlink, mkfifo, rm -rf; how a client sets symlinks and modes on E2B) are
  * evaluated, with '...' and "..." quoting and $VAR / ${VAR} expansion, in
@@ -25,8 +26,8 @@
 
 /* ---- framing ---- */
 
-static void
-frame(sk_buf *b, unsigned char flag, json_t *msg)
+void
+sim_connect_frame(sk_buf *b, unsigned char flag, json_t *msg)
 {
 	char *text = json_dumps(msg, JSON_COMPACT);
 	size_t n = strlen(text);
@@ -37,6 +38,12 @@ frame(sk_buf *b, unsigned char flag, json_t *msg)
 	sk_buf_append(b, text, n);
 	free(text);
 	json_decref(msg);
+}
+
+static void
+frame(sk_buf *b, unsigned char flag, json_t *msg)
+{
+	sim_connect_frame(b, flag, msg);
 }
 
 static void
@@ -380,7 +387,17 @@ run(sim *s, const char *id, sim_req *r, json_t *proc, const json_t *wide, int pi
 	sk_buf b = SK_BUF_INIT(0), out = SK_BUF_INIT(1 << 20), err = SK_BUF_INIT(1 << 20);
 	json_t *env = process_env(wide, json_object_get(proc, "envs")), *end;
 	char *owned = NULL, status[32];
-	int rc = evaluate(s, id, script_of(proc, &owned), env, &out, &err);
+	const char *script = script_of(proc, &owned);
+	double secs;
+	int rc;
+
+	if (sim_proc_long(script, &secs)) {
+		sim_proc_stream(s, r, id, pid, proc, secs);
+		json_decref(env);
+		free(owned);
+		return;
+	}
+	rc = evaluate(s, id, script, env, &out, &err);
 
 	frame(&b, 0, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", pid));
 	data_event(&b, "stdout", &out);
@@ -406,6 +423,18 @@ sim_process_start(sim *s, sim_req *r, const json_t *env, int pid, const char *id
 	const char *ctype = sim_req_header(r, "Content-Type"), *why = NULL;
 	json_t *msg, *proc;
 
+	if (strcmp(r->segs[1], "List") == 0 || strcmp(r->segs[1], "SendSignal") == 0) {
+		/* unary: a Connect error is an HTTP status with {code, message} */
+		if (env == NULL)
+			sim_reply_json(s, r, 401,
+			        json_pack("{s:s,s:s}", "code", "unauthenticated", "message",
+			                "invalid access token"));
+		else if (strcmp(r->segs[1], "List") == 0)
+			sim_proc_list(s, r, id);
+		else
+			sim_proc_signal(s, r, id);
+		return;
+	}
 	if (strcmp(r->segs[1], "Start") != 0) {
 		connect_error(r, "unimplemented", "process.Process method not simulated");
 		return;

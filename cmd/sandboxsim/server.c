@@ -389,10 +389,14 @@ send_reply(sim *s, sim_req *r)
 
 	if (r->status == 0)
 		sim_reply_error(s, r, 500, "no response");
-	if (r->ep != SIM_EP_SIM)
+	if (r->ep != SIM_EP_SIM && r->stream == NULL)
 		sim_faults_mangle(s, r);
-	resp = MHD_create_response_from_buffer(
-	        r->resp_len, r->resp, r->resp ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	if (r->stream != NULL) /* the reader owns stream_cls from here on */
+		resp = MHD_create_response_from_callback(
+		        MHD_SIZE_UNKNOWN, 4096, r->stream, r->stream_cls, r->stream_free);
+	else
+		resp = MHD_create_response_from_buffer(r->resp_len, r->resp,
+		        r->resp ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
 	r->resp = NULL;
 	if (r->ctype)
 		MHD_add_response_header(resp, "Content-Type", r->ctype);

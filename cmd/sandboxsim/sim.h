@@ -170,6 +170,21 @@ typedef struct sim_stats {
 	uint64_t total;
 } sim_stats;
 
+/* procs.c: a process started through envd that runs for a while (`sleep N`):
+ * listed by process.Process/List until it ends, or until its sandbox is
+ * paused, killed or resumed from a pause (envd's processes do not survive). */
+typedef struct sim_proc {
+	struct sim_proc *next;
+	int pid;
+	char sandbox_id[40];
+	int64_t resumed_ms; /* the sandbox's resumed_ms at the start */
+	int64_t end_ms; /* when it exits by itself */
+	json_t *config; /* {cmd, args, envs, cwd} as Start got it */
+	bool streaming; /* its Start answer is still being sent */
+	bool done;
+	bool killed; /* SendSignal, or its sandbox stopped under it */
+} sim_proc;
+
 typedef struct sim {
 	int flavor;
 	char *api_key; /* NULL: any well-formed key */
@@ -177,8 +192,9 @@ typedef struct sim {
 	uint64_t seed;
 	char *domain;
 	int64_t minute_ms; /* length of a Daytona interval minute (tests shorten it) */
-	pthread_mutex_t lock; /* guards store and next_pid */
+	pthread_mutex_t lock; /* guards store, next_pid and procs */
 	int next_pid;
+	sim_proc *procs;
 	sim_store store;
 	sim_faults faults;
 	sim_stats stats;
@@ -209,6 +225,10 @@ typedef struct sim_req {
 	char hdr_name[SIM_MAX_HDRS][40];
 	char hdr_val[SIM_MAX_HDRS][200];
 	int dp_port; /* data plane target port */
+	/* a streamed answer instead of resp (procs.c): MHD's reader callback */
+	MHD_ContentReaderCallback stream;
+	void *stream_cls;
+	MHD_ContentReaderFreeCallback stream_free;
 } sim_req;
 
 /* server.c */
@@ -279,6 +299,16 @@ void sim_dataplane(sim *s, sim_req *r, const char *id);
  * `env` is the sandbox-wide env (borrowed); the command runs outside s->lock
  * (file commands take it to reach sandbox id's tree). */
 void sim_process_start(sim *s, sim_req *r, const json_t *env, int pid, const char *id);
+
+/* procs.c: `sleep N` runs for N seconds, streamed (start at once, end when
+ * it exits); process.Process/List and /SendSignal. frame() is process.c's
+ * Connect envelope. The caller holds no lock. */
+bool sim_proc_long(const char *script, double *seconds);
+void sim_proc_stream(sim *s, sim_req *r, const char *id, int pid, json_t *proc, double seconds);
+void sim_proc_list(sim *s, sim_req *r, const char *id);
+void sim_proc_signal(sim *s, sim_req *r, const char *id);
+void sim_proc_free_all(sim *s);
+void sim_connect_frame(sk_buf *b, unsigned char flag, json_t *msg); /* takes msg */
 
 /* envd_files.c: GET/POST /files and filesystem.Filesystem/{ListDir,Stat,MakeDir}. */
 void sim_envd_files(sim *s, sim_req *r, sim_sandbox *sb);

@@ -65,6 +65,8 @@ typedef enum sk_deletion_policy { SK_DELETE_DELETE, SK_DELETE_RETAIN } sk_deleti
 typedef enum sk_remediation { SK_REMEDIATION_REPORT, SK_REMEDIATION_REPLACE } sk_remediation;
 /* spec.updateStrategy: what a template change does. */
 typedef enum sk_update_strategy { SK_UPDATE_REPORT, SK_UPDATE_MIGRATE } sk_update_strategy;
+/* spec.lifecycle.busy: whether processes running in envd keep the space awake. */
+typedef enum sk_busy_policy { SK_BUSY_PROCESSES, SK_BUSY_IGNORE } sk_busy_policy;
 
 /* A list of strings in order (spec.workspace.paths). */
 typedef struct sk_strlist {
@@ -119,6 +121,8 @@ typedef struct sk_userspace_spec {
 	int64_t idle_timeout_ms; /* spec.lifecycle.idleTimeout */
 	sk_on_timeout on_timeout; /* spec.lifecycle.onTimeout */
 	bool auto_resume; /* spec.lifecycle.autoResume */
+	int64_t max_busy_ms; /* spec.lifecycle.maxBusy */
+	sk_busy_policy busy; /* spec.lifecycle.busy */
 	sk_kvlist env; /* spec.env */
 	sk_kvlist metadata; /* spec.metadata */
 	sk_deletion_policy deletion_policy; /* spec.deletionPolicy */
@@ -137,6 +141,7 @@ typedef struct sk_userspace_spec {
 #define SK_COND_DATAPLANE "DataPlaneHealthy"
 #define SK_COND_DRIFTED "Drifted"
 #define SK_COND_MIGRATED "Migrated" /* present once a migration was recorded */
+#define SK_COND_BUSY "Busy" /* present once running processes kept the space awake */
 
 typedef struct sk_condition {
 	char *type;
@@ -265,6 +270,7 @@ typedef struct sk_sandbox {
 	sk_kvlist metadata;
 	char *domain; /* may be NULL */
 	char *envd_access_token; /* may be NULL; never logged */
+	char *envd_version; /* envd's version the provider reports ("0.2.0"), may be NULL */
 } sk_sandbox;
 
 void sk_sandbox_dispose(sk_sandbox *sb);

@@ -32,6 +32,7 @@ sk_sandbox_dispose(sk_sandbox *sb)
 	sk_kvlist_dispose(&sb->metadata);
 	free(sb->domain);
 	free(sb->envd_access_token);
+	free(sb->envd_version);
 	memset(sb, 0, sizeof(*sb));
 }
 
@@ -53,6 +54,7 @@ sk_sandbox_copy(sk_sandbox *dst, const sk_sandbox *src)
 	dst->alias = sk_strdup(src->alias);
 	dst->domain = sk_strdup(src->domain);
 	dst->envd_access_token = sk_strdup(src->envd_access_token);
+	dst->envd_version = sk_strdup(src->envd_version);
 	memset(&dst->metadata, 0, sizeof(dst->metadata));
 	for (size_t i = 0; i < src->metadata.len; i++)
 		sk_kvlist_set(
@@ -110,6 +112,7 @@ sk_sandbox_to_json(const sk_sandbox *sb)
 		        md, sb->metadata.items[i].key, json_string(sb->metadata.items[i].value));
 	json_object_set_new(o, "metadata", md);
 	set_text(o, "domain", sb->domain);
+	set_text(o, "envdVersion", sb->envd_version);
 	return o;
 }
 
@@ -142,5 +145,6 @@ sk_sandbox_from_json(const json_t *j, sk_sandbox *out, sk_error *err)
 	json_object_foreach((json_t *)md, key, v) if (json_is_string(v))
 	        sk_kvlist_set(&out->metadata, key, json_string_value(v));
 	out->domain = get_text(j, "domain");
+	out->envd_version = get_text(j, "envdVersion");
 	return 0;
 }

@@ -16,7 +16,8 @@
 
 _Static_assert(sizeof(sk_mode) == sizeof(int) && sizeof(sk_on_timeout) == sizeof(int) &&
                 sizeof(sk_deletion_policy) == sizeof(int) &&
-                sizeof(sk_remediation) == sizeof(int) && sizeof(sk_update_strategy) == sizeof(int),
+                sizeof(sk_remediation) == sizeof(int) &&
+                sizeof(sk_update_strategy) == sizeof(int) && sizeof(sk_busy_policy) == sizeof(int),
         "ENUM fields are read and written as int");
 
 /* ---- rules of the fields that need more than a type and bounds ---- */
@@ -191,6 +192,7 @@ static const char *const deletion_names[] = { "Delete", "Retain", NULL };
 static const char *const remediation_names[] = { "Replace", "Report", NULL };
 static const int remediation_values[] = { SK_REMEDIATION_REPLACE, SK_REMEDIATION_REPORT };
 static const char *const update_names[] = { "Report", "Migrate", NULL };
+static const char *const busy_names[] = { "Processes", "Ignore", NULL };
 
 const sk_field sk_spec_fields[] = {
 	{ .path = "spec.userID",
@@ -255,6 +257,22 @@ const sk_field sk_spec_fields[] = {
 	        .type = SK_FIELD_BOOL,
 	        .offset = AT(auto_resume),
 	        .def = "true" },
+	{ .path = "spec.lifecycle.maxBusy",
+	        .type = SK_FIELD_DURATION,
+	        .offset = AT(max_busy_ms),
+	        .def = "2h",
+	        .min = 0,
+	        .max = 720 * HOUR_MS,
+	        .desc = "Go duration, at most 720h. While a process started through envd runs, "
+	                "the deadline is renewed for at most this long after the last activity "
+	                "(lifecycle.busy Processes); 0s turns this off." },
+	{ .path = "spec.lifecycle.busy",
+	        .type = SK_FIELD_ENUM,
+	        .offset = AT(busy),
+	        .def = "Processes",
+	        .names = busy_names,
+	        .desc = "Processes: a running envd process keeps the space awake (up to "
+	                "maxBusy); Ignore: only connects and heartbeats do." },
 	{ .path = "spec.env",
 	        .type = SK_FIELD_MAP,
 	        .offset = AT(env),
@@ -345,7 +363,7 @@ const int64_t sk_default_sandbox_timeout_ms = HOUR_MS;
  * that fits in padding would slip through, so the size is pinned here too:
  * a new member needs a row above, then this size. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(sk_userspace_spec) == 160, "a new spec member needs a row in sk_spec_fields");
+_Static_assert(sizeof(sk_userspace_spec) == 176, "a new spec member needs a row in sk_spec_fields");
 #endif
 
 /* ---- access ---- */

@@ -9,6 +9,13 @@
  *   UNAVAILABLE  answered 503 at once, never after the caller's timeout.
  * Every connect is activity; renewing the deadline and persisting
  * lastActivityTime happen off the request path, in a queued reconcile.
+ * A fresh connect (the application saw the data plane fail) never answers
+ * from memory: it waits for a reconcile that probed the keeper after it
+ * arrived (under remediation Replace, an unreachable keeper is replaced at
+ * once).
+ * The answer carries what an SDK needs to attach with no provider call:
+ * envdURL (+ envdHeaders), envdVersion, envdAccessToken (a secret: only
+ * ever in this answer, on the guarded listener), provider, deadline.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +69,27 @@ load(sk_controller *c, const char *name, sk_userspace **us, sk_error *err)
 	return sk_store_get(c->store, name, us, err);
 }
 
+/* envdVersion, envdAccessToken and deadline of the bound keeper, when the
+ * controller's memory is of that sandbox. */
+static void
+add_keeper_detail(json_t *o, const sk_userspace *us, const sk_ctl_keeper *k)
+{
+	char when[64];
+	int64_t deadline = k->deadline_ms > 0 ? k->deadline_ms : k->mem.end_ms;
+
+	if (k->mem.sandbox_id == NULL || us->status.sandbox_id == NULL ||
+	        strcmp(k->mem.sandbox_id, us->status.sandbox_id) != 0)
+		return;
+	if (k->envd_version[0])
+		json_object_set_new(o, "envdVersion", json_string(k->envd_version));
+	if (k->envd_token[0])
+		json_object_set_new(o, "envdAccessToken", json_string(k->envd_token));
+	if (us->spec.idle_timeout_ms > 0 && deadline > 0) {
+		sk_time_format(deadline, when, sizeof(when));
+		json_object_set_new(o, "deadline", json_string(when));
+	}
+}
+
 static void
 reply_ready(sk_controller *c, sk_http_reply *r, const sk_userspace *us, const sk_ctl_keeper *k,
         const char *path)
@@ -73,6 +101,10 @@ reply_ready(sk_controller *c, sk_http_reply *r, const sk_userspace *us, const sk
 	char when[64];
 	/* the binding's provider: spec.provider may name a migration's target */
 	int prov = sk_ctl_provider_index(c, sk_bound_provider(us));
+
+	if (prov >= 0)
+		json_object_set_new(o, "provider", json_string(c->cfg->providers[prov].name));
+	add_keeper_detail(o, us, k);
 
 	if (prov >= 0 && c->cfg->providers[prov].sandbox_url != NULL) {
 		/* one address for every sandbox: the headers name this one */
@@ -86,7 +118,7 @@ reply_ready(sk_controller *c, sk_http_reply *r, const sk_userspace *us, const sk
 		json_object_set_new(o, "previousSandboxID", json_string(k->replaced_id));
 		json_object_set_new(o, "replacedAt", json_string(when));
 	}
-	sk_ctl_reply_json(r, 200, o);
+	sk_ctl_reply_json(r, 200, o); /* the token lives on only in r->body */
 	free(url);
 }
 
@@ -143,11 +175,20 @@ queue_housekeeping(sk_controller *c, const sk_userspace *us, const sk_connect_de
 		sk_workqueue_add(c->q, us->meta.name);
 }
 
+/* A fresh connect's answer: "replace" when its reconcile replaced the
+ * keeper, else the path it was given. */
+static const char *
+fresh_path(const sk_ctl_keeper *k, int64_t since_ms, const char *path)
+{
+	return since_ms > 0 && k->replaced_id[0] && k->replaced_ms >= since_ms ? "replace" : path;
+}
+
 /* Waits for reconciles of name until the decision is READY or UNAVAILABLE,
- * or the deadline. Takes *us (the latest copy is left in it). */
+ * or the deadline. Takes *us (the latest copy is left in it). since_ms > 0
+ * (fresh): only a reconcile that saw the keeper at or after it counts. */
 static void
-wait_ready(
-        sk_controller *c, sk_userspace **us, const char *path, int64_t deadline, sk_http_reply *r)
+wait_ready(sk_controller *c, sk_userspace **us, const char *path, int64_t deadline,
+        int64_t since_ms, sk_http_reply *r)
 {
 	const char *name = (*us)->meta.name;
 	char *key = sk_strdup(name);
@@ -156,6 +197,7 @@ wait_ready(
 	sk_error err = { 0 };
 	sk_ctl_keeper k;
 	sk_plan_options o;
+	int detail_tries = 0;
 
 	sk_ctl_plan_options(c, *us, &o);
 	sk_workqueue_add_priority(c->q, key);
@@ -174,10 +216,21 @@ wait_ready(
 			}
 			sk_ctl_space_keeper(c, key, &k);
 			sk_connect_decide(*us, &k.mem, sk_now_ms(), &o, &d);
+			if (k.mem.seen_ms < since_ms ||
+			        (d.verdict == SK_CONNECT_READY && !k.detail_seen &&
+			                detail_tries++ < 2)) {
+				/* a reconcile that started before the report, or before this
+				 * connect's activity (so it did not read the keeper's envd
+				 * token): not its answer */
+				d.verdict = SK_CONNECT_RECONCILE;
+				sk_workqueue_add_priority(c->q, key);
+			}
 			if (d.verdict == SK_CONNECT_READY) {
-				reply_ready(c, r, *us, &k, path);
+				reply_ready(c, r, *us, &k, fresh_path(&k, since_ms, path));
+				explicit_bzero(k.envd_token, sizeof(k.envd_token));
 				break;
 			}
+			explicit_bzero(k.envd_token, sizeof(k.envd_token));
 			if (d.verdict == SK_CONNECT_UNAVAILABLE) {
 				reply_unavailable(r, *us, &d, sk_now_ms());
 				break;
@@ -223,20 +276,30 @@ started_within(sk_controller *c, int64_t deadline, sk_http_reply *r)
 
 /* Another replica holds the user's shard: its answer (true), else false. */
 static bool
-forwarded(sk_controller *c, const sk_userspace *us, int64_t timeout_ms, const sk_ctl_origin *from,
-        sk_http_reply *r)
+forwarded(sk_controller *c, const sk_userspace *us, int64_t timeout_ms, bool fresh,
+        const sk_ctl_origin *from, sk_http_reply *r)
 {
-	char *path = sk_asprintf(
-	        "/v1/userspaces/%s/connect?timeout=%lldms", us->meta.name, (long long)timeout_ms);
+	char *path = sk_asprintf("/v1/userspaces/%s/connect?timeout=%lldms%s", us->meta.name,
+	        (long long)timeout_ms, fresh ? "&fresh=1" : "");
 	bool done = sk_ctl_forward_user(c, us->spec.user_id, path, timeout_ms, from, r);
 
 	free(path);
 	return done;
 }
 
+/* A fresh connect reconciles whatever memory says, unless the answer
+ * cannot change by probing (deleting, mode Paused, the paused annotation). */
+static bool
+fresh_reconciles(const sk_connect_decision *d)
+{
+	return d->verdict == SK_CONNECT_READY ||
+	        (d->verdict == SK_CONNECT_UNAVAILABLE &&
+	                strcmp(d->reason, SK_DRIFT_DATAPLANE) == 0);
+}
+
 void
-sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, const sk_ctl_origin *from,
-        sk_http_reply *r)
+sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, bool fresh,
+        const sk_ctl_origin *from, sk_http_reply *r)
 {
 	int64_t deadline = sk_monotonic_ms() + timeout_ms;
 	int64_t now = sk_now_ms();
@@ -259,7 +322,7 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, const sk_
 		count_connect(c, "none", r->status, t0);
 		return;
 	}
-	if (forwarded(c, us, timeout_ms, from, r)) {
+	if (forwarded(c, us, timeout_ms, fresh, from, r)) {
 		count_connect(c, "forward", r->status, t0);
 		sk_userspace_free(us);
 		return;
@@ -268,6 +331,10 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, const sk_
 	sk_ctl_plan_options(c, us, &o);
 	sk_ctl_space_keeper(c, name, &k);
 	sk_connect_decide(us, &k.mem, now, &o, &d);
+	if (fresh && fresh_reconciles(&d))
+		d.verdict = SK_CONNECT_REPLACE; /* probe now; replace at once if unreachable */
+	else if (d.verdict == SK_CONNECT_READY && !k.detail_seen)
+		d.verdict = SK_CONNECT_RECONCILE; /* its envd token is not known yet: read it */
 	switch (d.verdict) {
 	case SK_CONNECT_READY:
 		reply_ready(c, r, us, &k, path);
@@ -278,19 +345,20 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, const sk_
 		reply_unavailable(r, us, &d, now);
 		break;
 	default:
-		path = slow_path(d.verdict, us);
+		path = fresh ? "reconcile" : slow_path(d.verdict, us);
 		/* A connect always wants the keeper awake: if the reconcile finds it
 		 * asleep (the list had not seen the pause yet), it wakes it. */
 		sk_ctl_space_request(c, name, true, d.verdict == SK_CONNECT_REPLACE);
-		wait_ready(c, &us, path, deadline, r);
+		wait_ready(c, &us, path, deadline, fresh ? now : 0, r);
 		break;
 	}
+	explicit_bzero(k.envd_token, sizeof(k.envd_token));
 	count_connect(c, path, r->status, t0);
 	sk_userspace_free(us);
 }
 
 void
-sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms,
+sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms, bool fresh,
         const sk_ctl_origin *from, sk_http_reply *r)
 {
 	double t0 = sk_metrics_now();
@@ -305,7 +373,7 @@ sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms,
 		count_connect(c, "none", 404, t0);
 		return;
 	}
-	sk_ctl_connect(c, name, timeout_ms, from, r);
+	sk_ctl_connect(c, name, timeout_ms, fresh, from, r);
 	free(name);
 }
 
@@ -342,6 +410,7 @@ sk_ctl_activity(sk_controller *c, const char *user_id, const sk_ctl_origin *from
 	sk_ctl_plan_options(c, us, &o);
 	sk_ctl_space_keeper(c, name, &k);
 	sk_connect_decide(us, &k.mem, now, &o, &d);
+	explicit_bzero(k.envd_token, sizeof(k.envd_token));
 	if (d.verdict == SK_CONNECT_READY)
 		queue_housekeeping(c, us, &d, &o, now);
 	free(r->body);

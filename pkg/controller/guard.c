@@ -1,8 +1,9 @@
 /*
  * guard: the connect API on its own listener (controller.connectListen),
  * apart from /metrics and health (http.c):
- *   POST /v1/userspaces/{name}/connect[?timeout=30s]
- *   GET  /v1/users/{userID}/sandbox[?timeout=30s]
+ *   POST /v1/userspaces/{name}/connect[?timeout=30s][&fresh=1]
+ *   GET  /v1/users/{userID}/sandbox[?timeout=30s][&fresh=1]
+ *   POST /v1/users/{userID}/unhealthy[?timeout=30s]   (= the GET with fresh=1)
  *   POST /v1/users/{userID}/activity
  * Every request needs "Authorization: Bearer <token>" when
  * connectTokenFile is set (compared in constant time: SHA-256 of both,
@@ -63,6 +64,7 @@ typedef struct call {
 	call_kind kind;
 	char *arg;
 	int64_t ms;
+	bool fresh; /* probe now, no answer from memory */
 	sk_ctl_origin from; /* its header values live as long as conn */
 	size_t body; /* bytes of body seen */
 	bool done; /* r holds the answer of a connect thread */
@@ -166,6 +168,19 @@ timeout_arg(struct MHD_Connection *conn, int64_t *ms, sk_http_reply *r)
 	return true;
 }
 
+/* ?fresh= of a connect: 1/true or 0/false (absent: false); else 400. */
+static bool
+fresh_arg(struct MHD_Connection *conn, bool *fresh, sk_http_reply *r)
+{
+	const char *f = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "fresh");
+
+	*fresh = f != NULL && (strcmp(f, "1") == 0 || strcmp(f, "true") == 0);
+	if (f == NULL || *fresh || strcmp(f, "0") == 0 || strcmp(f, "false") == 0)
+		return true;
+	sk_ctl_reply_error(r, 400, "BadFresh", "fresh: want 1 or 0");
+	return false;
+}
+
 /* Who sent a connect: another replica, and the caller's Authorization. */
 static sk_ctl_origin
 origin_of(struct MHD_Connection *conn)
@@ -195,6 +210,12 @@ route(call *q, const char *method, const char *url)
 		q->kind = CALL_USER;
 		if (strcmp(method, "GET") != 0)
 			sk_ctl_reply_error(&q->r, 405, "MethodNotAllowed", "use GET");
+	} else if ((arg = sk_ctl_path_segment(url, "/v1/users/", "/unhealthy")) != NULL) {
+		/* the application saw the data plane fail: a fresh look, now */
+		q->kind = CALL_USER;
+		q->fresh = true;
+		if (strcmp(method, "POST") != 0)
+			sk_ctl_reply_error(&q->r, 405, "MethodNotAllowed", "use POST");
 	} else if ((arg = sk_ctl_path_segment(url, "/v1/users/", "/activity")) != NULL) {
 		if (strcmp(method, "POST") != 0)
 			sk_ctl_reply_error(&q->r, 405, "MethodNotAllowed", "use POST");
@@ -206,7 +227,8 @@ route(call *q, const char *method, const char *url)
 		sk_ctl_reply_error(&q->r, 404, "NotFound", "no such endpoint");
 		return false;
 	}
-	if (q->r.status != 0 || !timeout_arg(q->conn, &q->ms, &q->r)) {
+	if (q->r.status != 0 || !timeout_arg(q->conn, &q->ms, &q->r) ||
+	        (!q->fresh && !fresh_arg(q->conn, &q->fresh, &q->r))) {
 		free(arg);
 		return false;
 	}
@@ -224,9 +246,9 @@ call_main(void *arg)
 	struct sk_ctl_guard *g = c->http.guard;
 
 	if (q->kind == CALL_CONNECT)
-		sk_ctl_connect(c, q->arg, q->ms, &q->from, &q->r);
+		sk_ctl_connect(c, q->arg, q->ms, q->fresh, &q->from, &q->r);
 	else
-		sk_ctl_connect_user(c, q->arg, q->ms, &q->from, &q->r);
+		sk_ctl_connect_user(c, q->arg, q->ms, q->fresh, &q->from, &q->r);
 	q->done = true;
 	/* q belongs to the listener again from here on */
 	MHD_resume_connection(q->conn);

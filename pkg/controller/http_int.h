@@ -75,9 +75,13 @@ const char *sk_ctl_guard_pin(sk_controller *c);
 #define SK_CTL_METRIC_CONNECT_DURATION "spacekeeper_connect_duration_seconds"
 void sk_ctl_reply_json(sk_http_reply *r, unsigned int status, json_t *obj); /* takes obj */
 void sk_ctl_reply_error(sk_http_reply *r, unsigned int status, const char *reason, const char *msg);
-void sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms,
+/* fresh (?fresh=1, POST /v1/users/ID/unhealthy): the application saw the
+ * data plane fail: no answer from memory; a reconcile probes the keeper
+ * now (and, under remediation Replace, replaces an unreachable one at
+ * once) and the answer is what it found. */
+void sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, bool fresh,
         const sk_ctl_origin *from, sk_http_reply *r);
-void sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms,
+void sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms, bool fresh,
         const sk_ctl_origin *from, sk_http_reply *r);
 /* POST /v1/users/ID/activity: a heartbeat, 204. */
 void sk_ctl_activity(

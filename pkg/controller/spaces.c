@@ -2,8 +2,12 @@
  * spaces: what the controller remembers of each space between reconciles,
  * in memory only: the keeper its last reconcile saw (for the connect fast
  * path), the last activity (a connect or heartbeat; persisted by the
- * planner at most once per idleTimeout/4), and the requests a connect left
- * for the next reconcile (wake an Idle keeper, replace an unreachable one).
+ * planner at most once per idleTimeout/4), the requests a connect left
+ * for the next reconcile (wake an Idle keeper, replace an unreachable one),
+ * and what the provider's answers said of the keeper beyond its lists:
+ * envd's version and access token (a secret: wiped when dropped, only ever
+ * handed to a connect answer and the keeper's own envd calls) and the
+ * deadline spacekeeper set on it.
  * Also the set-up of the whole part (spaces_int.h: its maps and locks).
  */
 #include <stdlib.h>
@@ -26,6 +30,11 @@ typedef struct space_record {
 	bool replace_now;
 	char *replaced_id;
 	int64_t replaced_ms;
+	char *envd_token; /* secret */
+	char *envd_version;
+	bool detail_seen;
+	int64_t deadline_ms;
+	int64_t deadline_set_ms;
 	bool drifting; /* drift_since holds the drift its last reconcile left */
 	int64_t drift_since[SK_CTL_DRIFT_TYPES]; /* per type, 0: none */
 	int64_t written_rv; /* resourceVersion after our last writes, 0: none */
@@ -36,10 +45,15 @@ mem_clear(space_record *m)
 {
 	free(m->keeper_id);
 	free(m->replaced_id);
+	sk_wipe_free(m->envd_token);
+	free(m->envd_version);
 	m->keeper_id = NULL;
 	m->replaced_id = NULL;
+	m->envd_token = m->envd_version = NULL;
 	m->known = m->running = m->healthy = m->wake = m->replace_now = false;
+	m->detail_seen = false;
 	m->seen_ms = m->end_ms = m->activity_ms = m->replaced_ms = 0;
+	m->deadline_ms = m->deadline_set_ms = 0;
 }
 
 static void
@@ -149,8 +163,24 @@ sk_ctl_space_take(sk_controller *c, const char *name, sk_reconcile_env *env)
 		env->replace_now = m->replace_now;
 		m->wake = false;
 		m->replace_now = false;
+		env->known.sandbox_id = sk_strdup(m->keeper_id);
+		env->known.envd_access_token = sk_strdup(m->envd_token);
+		env->known.envd_version = sk_strdup(m->envd_version);
+		env->known.detail_seen = m->detail_seen;
+		env->known.deadline_ms = m->deadline_ms;
+		env->known.deadline_set_ms = m->deadline_set_ms;
 	}
+	env->known.fetch_detail = true;
 	pthread_mutex_unlock(&c->spaces.mu);
+}
+
+void
+sk_ctl_space_known_dispose(sk_reconcile_env *env)
+{
+	free((char *)env->known.sandbox_id);
+	sk_wipe_free((char *)env->known.envd_access_token);
+	free((char *)env->known.envd_version);
+	memset(&env->known, 0, sizeof(env->known));
 }
 
 void
@@ -164,6 +194,15 @@ sk_ctl_space_note(sk_controller *c, const char *name, const sk_reconcile_report 
 	m->healthy = ok && r->healthy; /* a failed run proves nothing healthy */
 	m->seen_ms = r->seen_ms;
 	m->end_ms = r->end_ms;
+	if (ok || r->detail_seen) {
+		sk_wipe_free(m->envd_token);
+		free(m->envd_version);
+		m->envd_token = sk_strdup(r->envd_access_token);
+		m->envd_version = sk_strdup(r->envd_version);
+		m->detail_seen = r->detail_seen;
+		m->deadline_ms = r->deadline_ms;
+		m->deadline_set_ms = r->deadline_set_ms;
+	}
 	if (r->replaced_id != NULL) {
 		free(m->replaced_id);
 		m->replaced_id = sk_strdup(r->replaced_id);
@@ -200,6 +239,12 @@ sk_ctl_space_keeper(sk_controller *c, const char *name, sk_ctl_keeper *out)
 		out->mem.seen_ms = m->seen_ms;
 		out->mem.end_ms = m->end_ms;
 		out->replaced_ms = m->replaced_ms;
+		snprintf(out->envd_token, sizeof(out->envd_token), "%s",
+		        m->envd_token ? m->envd_token : "");
+		snprintf(out->envd_version, sizeof(out->envd_version), "%s",
+		        m->envd_version ? m->envd_version : "");
+		out->deadline_ms = m->deadline_ms;
+		out->detail_seen = m->detail_seen;
 	}
 	pthread_mutex_unlock(&c->spaces.mu);
 	out->mem.sandbox_id = out->id[0] ? out->id : NULL;

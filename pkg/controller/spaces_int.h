@@ -56,13 +56,21 @@ typedef struct sk_ctl_keeper {
 	char id[128];
 	char replaced_id[128]; /* the sandbox the last Replace killed, "" none */
 	int64_t replaced_ms;
+	/* of mem.sandbox_id, as the provider's answers said: "" unknown. The
+	 * token is a secret: wipe the copy after use (explicit_bzero). */
+	char envd_token[512];
+	char envd_version[64];
+	int64_t deadline_ms; /* the deadline spacekeeper set, 0 unknown */
+	bool detail_seen; /* a create, connect or get answer of it was seen */
 } sk_ctl_keeper;
 /* A connect or heartbeat at now_ms (wall clock). */
 void sk_ctl_space_touch(sk_controller *c, const char *name, int64_t now_ms);
 /* Asks the next reconcile to wake the Idle keeper / replace the unreachable one. */
 void sk_ctl_space_request(sk_controller *c, const char *name, bool wake, bool replace_now);
-/* Copies the activity and the requests into env (the requests are consumed). */
+/* Copies the activity, the requests (consumed) and what is known of the
+ * keeper (env->known: copies, sk_ctl_space_known_dispose) into env. */
 void sk_ctl_space_take(sk_controller *c, const char *name, sk_reconcile_env *env);
+void sk_ctl_space_known_dispose(sk_reconcile_env *env);
 /* What a reconcile saw (ok: it succeeded). */
 void sk_ctl_space_note(sk_controller *c, const char *name, const sk_reconcile_report *r, bool ok);
 void sk_ctl_space_forget(sk_controller *c, const char *name);

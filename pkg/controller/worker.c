@@ -299,6 +299,7 @@ done:
 	sk_userspace_free(us);
 	sk_userspace_free(updated);
 	sk_reconcile_report_dispose(&report);
+	sk_ctl_space_known_dispose(&env);
 }
 
 static void *

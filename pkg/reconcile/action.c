@@ -41,6 +41,7 @@ sk_plan_options_from_config(sk_plan_options *o, const sk_provider_config *pc, in
 		o->sandbox_timeout_ms = pc->sandbox_timeout_ms;
 	if (pc->request_timeout_ms > 0)
 		o->create_grace_ms = pc->request_timeout_ms + 5000;
+	o->deadline_slides = pc->type != SK_PROVIDER_E2B;
 	o->delete_orphans = pc->delete_orphans;
 	if (pc->orphan_grace_ms > 0)
 		o->orphan_grace_ms = pc->orphan_grace_ms;

@@ -252,6 +252,35 @@ note_created(sk_xctx *x, const sk_action *a, const sk_sandbox *made)
 	sk_sandbox_dispose(&sb);
 }
 
+/* For the report: this run set id's deadline (timeout_ms from now), and
+ * the provider's answer (sb, may be NULL) named its envd details. */
+static void
+note_deadline(sk_xctx *x, const char *id, int64_t timeout_ms, const sk_sandbox *sb)
+{
+	sk_reconcile_report *r = x->env->report;
+	int64_t now = sk_now_ms();
+
+	if (r == NULL || id == NULL)
+		return;
+	if (!sk_str_eq(r->set_id, id)) {
+		free(r->set_id);
+		r->set_id = sk_strdup(id);
+		sk_wipe_free(r->set_token);
+		free(r->set_version);
+		r->set_token = r->set_version = NULL;
+		r->set_seen = false;
+	}
+	r->set_deadline_ms = timeout_ms > 0 ? now + timeout_ms : 0;
+	r->set_at_ms = now;
+	if (sb != NULL) {
+		sk_wipe_free(r->set_token);
+		free(r->set_version);
+		r->set_token = sk_strdup(sb->envd_access_token);
+		r->set_version = sk_strdup(sb->envd_version);
+		r->set_seen = true;
+	}
+}
+
 static int
 do_create(sk_xctx *x, const sk_action *a, sk_error *err)
 {
@@ -285,6 +314,9 @@ do_create(sk_xctx *x, const sk_action *a, sk_error *err)
 	if (rc == 0 && x->fu != NULL)
 		note_created(x, a, &sb);
 	if (rc == 0) {
+		note_deadline(x, sb.id, a->timeout_ms, &sb);
+		if (sb.end_ms > 0 && x->env->report != NULL)
+			x->env->report->set_deadline_ms = sb.end_ms;
 		free(x->created);
 		x->created = sk_strdup(sb.id);
 		free(x->st.sandbox_id);
@@ -350,6 +382,8 @@ do_connect(sk_xctx *x, const sk_action *a, sk_error *err)
 
 	memset(&sb, 0, sizeof(sb));
 	rc = sk_sandbox_connect(x->p, id_of(x, a), a->timeout_ms, &sb, &resumed, err);
+	if (rc == 0)
+		note_deadline(x, id_of(x, a), a->timeout_ms, &sb);
 	if (rc == 0 && x->fu != NULL)
 		note_running(x, id_of(x, a), a->timeout_ms);
 	sk_sandbox_dispose(&sb);
@@ -414,6 +448,8 @@ do_set_timeout(sk_xctx *x, const sk_action *a, sk_error *err)
 {
 	int rc = sk_sandbox_set_timeout(x->p, id_of(x, a), a->timeout_ms, err);
 
+	if (rc == 0)
+		note_deadline(x, id_of(x, a), a->timeout_ms, NULL);
 	if (rc == 0 && x->fu != NULL)
 		note_running(x, id_of(x, a), a->timeout_ms);
 	return rc;
@@ -576,6 +612,75 @@ result_dispose(sk_observed *ob, sk_plan_result *plan)
 	sk_observed_dispose(ob);
 }
 
+/* The keeper's envd details: an answer of this run (a create, connect or
+ * get), else what the controller knew. */
+static void
+report_envd(
+        const sk_reconcile_env *env, const sk_observed *ob, sk_reconcile_report *r, const char *id)
+{
+	const sk_keeper_known *k = &env->known;
+	const sk_sandbox *sb = NULL;
+	const char *tok = NULL, *ver = NULL;
+	bool seen = false;
+
+	for (size_t i = 0; id != NULL && i < ob->sandboxes.len; i++) {
+		if (sk_str_eq(ob->sandboxes.items[i].id, id))
+			sb = &ob->sandboxes.items[i];
+	}
+	if (id != NULL && sk_str_eq(r->set_id, id) && r->set_seen) {
+		tok = r->set_token;
+		ver = r->set_version;
+		seen = true;
+	} else if (sb != NULL && ob->bound == SK_LOOKUP_FOUND) {
+		/* the GET's answer (a token the list lacked was filled from known) */
+		tok = sb->envd_access_token;
+		ver = sb->envd_version;
+		seen = true;
+	} else if (id != NULL) {
+		bool same = sk_str_eq(k->sandbox_id, id);
+		tok = same ? k->envd_access_token : NULL;
+		ver = sb != NULL && sb->envd_version != NULL ? sb->envd_version
+		                                             : (same ? k->envd_version : NULL);
+		seen = same && k->detail_seen;
+	}
+	sk_wipe_free(r->envd_access_token);
+	free(r->envd_version);
+	r->envd_access_token = sk_strdup(tok);
+	r->envd_version = sk_strdup(ver);
+	r->detail_seen = seen;
+}
+
+/* The deadline spacekeeper set on the running keeper: this run's, else the
+ * one known while it has not lapsed, else the provider's as observed (a
+ * restarted controller, or a keeper woken by traffic since). */
+static void
+report_deadline(const sk_reconcile_env *env, sk_reconcile_report *r, const char *id, int64_t now)
+{
+	const sk_keeper_known *k = &env->known;
+
+	r->deadline_ms = r->deadline_set_ms = 0;
+	if (id == NULL || !r->running)
+		return;
+	if (sk_str_eq(r->set_id, id) && r->set_deadline_ms > 0) {
+		r->deadline_ms = r->set_deadline_ms;
+		r->deadline_set_ms = r->set_at_ms;
+	} else if (sk_str_eq(k->sandbox_id, id) && k->deadline_ms > now) {
+		r->deadline_ms = k->deadline_ms;
+		r->deadline_set_ms = k->deadline_set_ms;
+	} else if (r->end_ms > 0) {
+		r->deadline_ms = r->end_ms;
+		r->deadline_set_ms = now;
+	}
+}
+
+static void
+report_detail(const sk_reconcile_env *env, const sk_observed *ob, sk_reconcile_report *r,
+        const char *id, int64_t now)
+{
+	report_envd(env, ob, r, id);
+	report_deadline(env, r, id, now);
+}
+
 /* What the run saw of the keeper, for the controller's connect fast path. */
 static void
 report_keeper(
@@ -601,6 +706,7 @@ report_keeper(
 			r->end_ms = ob->sandboxes.items[i].end_ms;
 		}
 	}
+	report_detail(env, ob, r, id, now);
 }
 
 /* One observe -> plan -> execute round. `planned` is observed and planned
@@ -618,7 +724,7 @@ round_once(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *plan
 	int64_t now = env->now ? env->now() : sk_now_ms();
 	int rc;
 
-	sk_observe(p, planned, list, &env->opts, env->activity_ms, &ob, err);
+	sk_observe_known(p, planned, list, &env->opts, env->activity_ms, &env->known, &ob, err);
 	ob.activity_ms = env->activity_ms;
 	ob.wake = env->wake;
 	ob.replace_now = env->replace_now;
@@ -790,6 +896,11 @@ sk_reconcile_report_dispose(sk_reconcile_report *r)
 		return;
 	free(r->keeper_id);
 	free(r->replaced_id);
+	sk_wipe_free(r->envd_access_token);
+	free(r->envd_version);
+	free(r->set_id);
+	sk_wipe_free(r->set_token);
+	free(r->set_version);
 	memset(r, 0, sizeof(*r));
 }
 

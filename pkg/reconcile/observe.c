@@ -5,7 +5,8 @@
  * where deletion must be complete: a GET of the bound sandbox when the list
  * lacks it, a lookup by user_id on deletion or to resolve an unfinished
  * create; plus the data-plane probe of the running keeper (or of the running
- * candidates when nothing usable is bound).
+ * candidates when nothing usable is bound), and, before an idle deadline may
+ * lapse, the keeper's envd process list (lifecycle.busy).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,7 @@ get_bound(sk_provider *p, const char *id, sk_observed *o)
 	int rc;
 
 	memset(&sb, 0, sizeof(sb));
+	o->bound_ms = sk_now_ms();
 	rc = sk_sandbox_get(p, id, &sb, &o->bound_error);
 	if (rc == 0 && sb.state != SK_SANDBOX_GONE) {
 		o->bound = SK_LOOKUP_FOUND;
@@ -177,15 +179,74 @@ confirm_unhealthy(sk_provider *p, const sk_userspace *us, sk_observed *o, bool g
 	get_bound(p, us->status.sandbox_id, o);
 }
 
+/* The bound keeper as known beyond the list: its envd token and version
+ * from an earlier answer (a list carries neither), else one GET when it
+ * runs, no answer of it was seen (e.g. a controller restarted) and a user
+ * came for it (activity_ms: a connect or heartbeat since this controller
+ * started) or its envd is about to be asked for its processes (the token
+ * is needed), so a restart costs a GET per returning user, not per space. */
+static bool
+fill_known(sk_provider *p, const sk_userspace *us, const sk_plan_options *opts,
+        const sk_keeper_known *known, int64_t activity_ms, sk_observed *o, bool got)
+{
+	sk_sandbox *k = find_id(o, us->status.sandbox_id);
+
+	if (k == NULL)
+		return false;
+	if (known != NULL && sk_str_eq(known->sandbox_id, k->id)) {
+		if (k->envd_access_token == NULL && known->envd_access_token != NULL)
+			k->envd_access_token = sk_strdup(known->envd_access_token);
+		if (k->envd_version == NULL && known->envd_version != NULL)
+			k->envd_version = sk_strdup(known->envd_version);
+	}
+	if (known == NULL || !known->fetch_detail || got || k->state != SK_SANDBOX_RUNNING ||
+	        us->meta.deletion_ms != 0 ||
+	        (activity_ms <= 0 && !sk_plan_busy_check(us, k, activity_ms, sk_now_ms(), opts)) ||
+	        (known->detail_seen && sk_str_eq(known->sandbox_id, k->id)))
+		return false;
+	get_bound(p, us->status.sandbox_id, o);
+	return true;
+}
+
+/* lifecycle.busy: the keeper's processes, when a renewal may hinge on them. */
+static void
+check_busy(sk_provider *p, const sk_userspace *us, const sk_plan_options *opts, int64_t activity_ms,
+        sk_observed *o)
+{
+	const sk_sandbox *k = find_id(o, us->status.sandbox_id);
+	sk_error e;
+	int rc;
+
+	if (k == NULL || !sk_plan_busy_check(us, k, activity_ms, sk_now_ms(), opts))
+		return;
+	sk_error_clear(&e);
+	rc = sk_sandbox_list_processes(p, k, &o->procs_running, &e);
+	o->procs_made = rc == 0;
+	o->procs_error = rc;
+}
+
 int
 sk_observe(sk_provider *p, const sk_userspace *us, const sk_list_view *list,
         const sk_plan_options *opts, int64_t activity_ms, sk_observed *out, sk_error *err)
+{
+	return sk_observe_known(p, us, list, opts, activity_ms, NULL, out, err);
+}
+
+int
+sk_observe_known(sk_provider *p, const sk_userspace *us, const sk_list_view *list,
+        const sk_plan_options *opts, int64_t activity_ms, const sk_keeper_known *known,
+        sk_observed *out, sk_error *err)
 {
 	const char *bound = us->status.sandbox_id;
 	bool deleting = us->meta.deletion_ms != 0;
 	bool got = false;
 
 	sk_observed_init(out);
+	if (known != NULL && known->sandbox_id != NULL) {
+		out->deadline_for = known->sandbox_id;
+		out->deadline_ms = known->deadline_ms;
+		out->deadline_set_ms = known->deadline_set_ms;
+	}
 	if (list != NULL) {
 		out->list_valid = list->valid;
 		out->listed_ms = list->listed_ms;
@@ -202,6 +263,8 @@ sk_observe(sk_provider *p, const sk_userspace *us, const sk_list_view *list,
 	if (deleting ||
 	        (bound == NULL && us->status.phase == SK_PHASE_CREATING && out->sandboxes.len == 0))
 		lookup_user(p, us, out);
+	if (bound != NULL && fill_known(p, us, opts, known, activity_ms, out, got))
+		got = true;
 	if (!deleting && opts->probe && us->spec.mode == SK_MODE_RUNNING &&
 	        !sk_plan_quiet(us, activity_ms, sk_now_ms())) {
 		const sk_sandbox *k = find_id(out, bound);
@@ -213,5 +276,7 @@ sk_observe(sk_provider *p, const sk_userspace *us, const sk_list_view *list,
 		if (bound != NULL && out->bound != SK_LOOKUP_NOT_FOUND)
 			confirm_unhealthy(p, us, out, got);
 	}
+	if (!deleting && us->spec.mode == SK_MODE_RUNNING)
+		check_busy(p, us, opts, activity_ms, out);
 	return 0;
 }

@@ -21,6 +21,8 @@
  *   was activity since the deadline was last set and less than D/2 is left.
  *   D = 0 is always on: paused keepers are resumed, deadlines renewed at
  *   half-life, whatever the activity.
+ * - Busy (lifecycle.busy) and a deadline set by someone else
+ *   (DeadlineOverridden): keep_alive asks plan_deadline.c.
  * - The environment (rule 9): after a create or resume, once the data plane
  *   first answers (the warm-up ends), spec.env is re-asserted through envd
  *   /init, since commands run as `bash -l -c` may lose create-time envVars.
@@ -323,22 +325,28 @@ unreachable(sk_pctx *c, const sk_sandbox *k, const sk_probe *p)
 /* The running keeper's deadline (rule 9): always-on spaces are renewed at
  * half-life; others only when there was activity since the deadline was
  * last set (end - D) and less than D/2 is left, so an active user costs
- * about two set_timeout calls per D and an inactive one none. */
+ * about two set_timeout calls per D and an inactive one none; or, the same
+ * way, while it is busy (lifecycle.busy); and a deadline someone else set
+ * is put back. */
 static void
 keep_alive(sk_pctx *c, const sk_sandbox *k)
 {
-	int64_t ttl = sk_plan_ttl(c->us, c->o);
+	int64_t ttl = sk_plan_ttl(c->us, c->o), timeout = ttl, fix = 0;
 	int64_t remaining = k->end_ms - c->now;
 	bool due = remaining <= ttl / 2;
 
 	if (k->end_ms <= 0)
 		return;
 	if (!always_on(c))
-		due = due && activity(c) > k->end_ms - ttl;
+		due = due && (activity(c) > k->end_ms - ttl || sk_plan_busy(c, k, &timeout));
+	if (sk_plan_overridden(c, k, &fix) && !due) {
+		due = true;
+		timeout = fix;
+	}
 	if (due && !c->hold) {
 		sk_action *a = sk_plan_push(c, SK_ACTION_SET_TIMEOUT, k->id);
-		a->timeout_ms = ttl;
-		remaining = ttl;
+		a->timeout_ms = timeout;
+		remaining = timeout;
 	}
 	if (always_on(c))
 		sk_plan_requeue(c, remaining / 2);
@@ -408,6 +416,9 @@ idle(sk_pctx *c, const sk_sandbox *k)
 	sk_plan_cond(c, SK_C_READY, "True", SK_REASON_IDLE,
 	        "sandbox %s is asleep after lifecycle.idleTimeout; a connect resumes it", k->id);
 	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_IDLE, "sandbox is asleep");
+	if (sk_plan_was_busy(c))
+		sk_plan_busy_cond(
+		        c, "False", SK_REASON_NO_PROCESSES, "sandbox %s is asleep", k->id);
 	if (c->prev->phase != SK_PHASE_IDLE)
 		sk_plan_event(c, "Normal", SK_REASON_IDLE, "sandbox %s is asleep (idle)", k->id);
 }

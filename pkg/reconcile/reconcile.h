@@ -76,6 +76,14 @@
 #define SK_REASON_ORPHAN_DELETED "OrphanDeleted"
 #define SK_REASON_SANDBOX_DELETED "SandboxDeleted"
 #define SK_REASON_FINALIZER_REMOVED "FinalizerRemoved"
+/* lifecycle.busy: the Busy condition (present once a space was kept awake
+ * as busy) and its events */
+#define SK_REASON_KEPT_AWAKE "KeptAwake" /* event: deadline renewed for running processes */
+#define SK_REASON_PROCESSES_RUNNING "ProcessesRunning"
+#define SK_REASON_NO_PROCESSES "NoProcesses"
+#define SK_REASON_MAX_BUSY "MaxBusyReached"
+/* Warning event: the provider's deadline is not the one spacekeeper set */
+#define SK_REASON_DEADLINE_OVERRIDDEN "DeadlineOverridden"
 /* Failures of an action (Synced=False, a Warning event): sk_failure_reason. */
 #define SK_REASON_CREATE_FAILED "CreateFailed"
 #define SK_REASON_RESUME_FAILED "ResumeFailed"
@@ -123,6 +131,9 @@ typedef struct sk_plan_options {
 	 * asleep: its data plane is not probed, since traffic would wake it
 	 * (autoResume); the control plane is asked instead (2s). */
 	int64_t sleep_margin_ms;
+	/* The provider moves a sandbox's deadline on data-plane traffic (Cube's
+	 * idle window): a deadline other than the one set is not an override. */
+	bool deadline_slides;
 } sk_plan_options;
 
 void sk_plan_options_init(sk_plan_options *o);
@@ -179,6 +190,19 @@ typedef struct sk_observed {
 	int64_t activity_ms;
 	bool wake;
 	bool replace_now;
+	/* When the direct GET of the bound sandbox was made (0: not made). */
+	int64_t bound_ms;
+	/* The keeper's envd process list (lifecycle.busy), made only when
+	 * sk_plan_busy_check asks for it: procs_made false when not made or it
+	 * failed (procs_error). */
+	bool procs_made;
+	int procs_running;
+	int procs_error;
+	/* The deadline spacekeeper last set on deadline_for (the controller's
+	 * memory; 0: unknown) and when it set it (wall ms). */
+	const char *deadline_for;
+	int64_t deadline_ms;
+	int64_t deadline_set_ms;
 } sk_observed;
 
 void sk_observed_init(sk_observed *o);
@@ -189,12 +213,34 @@ void sk_observed_add_probe(sk_observed *o, const char *id, bool made, sk_health 
         int64_t when_ms, int error_code);
 const sk_probe *sk_observed_probe(const sk_observed *o, const char *id);
 
+/* What the controller remembers of a keeper beyond the lists: its envd
+ * details from a create, connect or get answer (a list has neither), and
+ * the deadline spacekeeper set on it. Borrowed strings. */
+typedef struct sk_keeper_known {
+	const char *sandbox_id; /* NULL: nothing known */
+	const char *envd_access_token; /* secret */
+	const char *envd_version;
+	int64_t deadline_ms; /* 0: unknown */
+	int64_t deadline_set_ms;
+	bool detail_seen; /* a create, connect or get answer of sandbox_id was seen */
+	/* Read the bound keeper once (GET) when it runs, no answer of it was
+	 * seen and there was activity: a list has no envd token (the
+	 * controller sets it). */
+	bool fetch_detail;
+} sk_keeper_known;
+
 /* Fills out (caller disposes). Returns 0; provider failures are recorded in
  * out (bound/user/probes), never returned: the planner decides what they mean.
  * list may be NULL (nothing listed). activity_ms: the last activity the
  * caller knows (0: none); a quiet keeper (sk_plan_quiet) is not probed. */
 int sk_observe(sk_provider *p, const sk_userspace *us, const sk_list_view *list,
         const sk_plan_options *opts, int64_t activity_ms, sk_observed *out, sk_error *err);
+/* The same with what the caller knows of the keeper (may be NULL): its
+ * token reaches the keeper's envd calls, a running keeper whose envd
+ * version is not known is read once (GET), and the deadline goes into out. */
+int sk_observe_known(sk_provider *p, const sk_userspace *us, const sk_list_view *list,
+        const sk_plan_options *opts, int64_t activity_ms, const sk_keeper_known *known,
+        sk_observed *out, sk_error *err);
 
 /* The sandbox metadata value for a string: characters outside [A-Za-z0-9._-]
  * become '-', at most 256 bytes. Caller frees. */
@@ -312,6 +358,15 @@ void sk_status_set_condition(sk_userspace_status *st, const char *type, const ch
  * data-plane requests (Cube) it would keep the sandbox awake forever. It is
  * probed again when its user comes back (a connect is activity). */
 bool sk_plan_quiet(const sk_userspace *us, int64_t activity_ms, int64_t now_ms);
+
+/* lifecycle.busy: whether to ask the running keeper k's envd for its
+ * processes now. Only for a space that may sleep with busy Processes, when
+ * k's deadline is within its second half (a renewal may be due), not so
+ * close that it may be asleep (data-plane traffic could wake it), with no
+ * activity that renews it anyway, and within maxBusy of the last activity.
+ * activity_ms: the caller's memory (status.lastActivityTime counts too). */
+bool sk_plan_busy_check(const sk_userspace *us, const sk_sandbox *k, int64_t activity_ms,
+        int64_t now_ms, const sk_plan_options *opts);
 
 /* spacekeeper --once: whether a stored object is in a phase one pass can end on. */
 bool sk_plan_settled(const sk_userspace *us);
@@ -468,6 +523,8 @@ typedef struct sk_reconcile_env {
 	size_t copy_chunk_bytes;
 	int copy_attempts;
 	int64_t progress_every_ms;
+	/* What the controller knows of the keeper (sk_observe_known). */
+	sk_keeper_known known;
 	/* Optional fencing: asked before every mutating provider call and store
 	 * write; false stops the run with SK_EUNAVAILABLE (transient) before
 	 * the call and without writing the failure (the caller lost the right
@@ -484,6 +541,21 @@ typedef struct sk_reconcile_report {
 	int64_t seen_ms;
 	char *replaced_id; /* a sandbox this run replaced (Replace remediation), NULL none */
 	int64_t replaced_ms;
+	/* The keeper's envd details as known after the run (a create, connect or
+	 * get answer, else env->known) and the deadline spacekeeper set on it
+	 * (0: none known, or it sleeps). The token is a secret. */
+	char *envd_access_token;
+	char *envd_version;
+	bool detail_seen;
+	int64_t deadline_ms;
+	int64_t deadline_set_ms;
+	/* Internal: what this run's create/connect/set_timeout set (id, answer). */
+	char *set_id;
+	int64_t set_deadline_ms;
+	int64_t set_at_ms;
+	char *set_token;
+	char *set_version;
+	bool set_seen; /* set_token/set_version are from that answer */
 } sk_reconcile_report;
 void sk_reconcile_report_dispose(sk_reconcile_report *r);
 

@@ -25,6 +25,9 @@ typedef struct sk_pctx {
 	bool hold; /* spacekeeper.dev/paused: report only */
 	int64_t requeue; /* 0: resync */
 	sk_cond_decision cond[SK_C_COUNT];
+	/* The Busy condition (lifecycle.busy): status NULL keeps the previous
+	 * one as it is (or none). */
+	sk_cond_decision busy;
 } sk_pctx;
 
 sk_action *sk_plan_push(sk_pctx *c, sk_action_type type, const char *sandbox_id);
@@ -47,6 +50,16 @@ void sk_plan_finish(sk_pctx *c);
 void sk_plan_set_binding(sk_pctx *c, const char *id);
 
 bool sk_str_eq(const char *a, const char *b);
+/* plan_deadline.c: a running keeper's deadline beyond activity. */
+/* Busy (processes run, within maxBusy): true with the renewal's *timeout. */
+bool sk_plan_busy(sk_pctx *c, const sk_sandbox *k, int64_t *timeout);
+/* A deadline someone else set: one event, true with the *timeout putting ours back. */
+bool sk_plan_overridden(sk_pctx *c, const sk_sandbox *k, int64_t *timeout);
+/* The previous status's Busy condition is True. */
+bool sk_plan_was_busy(const sk_pctx *c);
+/* Decides the Busy condition of the next status. */
+void sk_plan_busy_cond(sk_pctx *c, const char *status, const char *reason, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
 /* CAS write of st over *cur (sk_store_write_status); on success *cur is
  * replaced by the stored object. */
 int sk_reconcile_write_status(

@@ -89,4 +89,5 @@ const sk_provider_ops sk_provider_cube = {
 	.list_files = sk_envd_list_files,
 	.read_file = sk_envd_read_file,
 	.write_file = sk_envd_write_file,
+	.list_processes = sk_envd_list_processes,
 };

@@ -75,6 +75,7 @@ sk_e2b_decode(const json_t *j, sk_sandbox *out, sk_sandbox_state dflt, sk_error 
 	decode_metadata(json_object_get(j, "metadata"), &out->metadata);
 	out->domain = sk_strdup(jstr(j, "domain"));
 	out->envd_access_token = sk_strdup(jstr(j, "envdAccessToken"));
+	out->envd_version = sk_strdup(jstr(j, "envdVersion"));
 	return SK_OK;
 }
 
@@ -561,4 +562,5 @@ const sk_provider_ops sk_provider_e2b = {
 	.list_files = sk_envd_list_files,
 	.read_file = sk_envd_read_file,
 	.write_file = sk_envd_write_file,
+	.list_processes = sk_envd_list_processes,
 };

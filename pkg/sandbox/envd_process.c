@@ -5,7 +5,9 @@
  * big-endian length, JSON), the answer a run of enveloped events (start,
  * data {stdout|stderr: base64}, end {exitCode}) closed by an end-of-stream
  * frame (flag 0x02) that may carry {"error": {code, message}}. The workspace
- * copy sets symlinks and modes this way, as clients do on E2B.
+ * copy sets symlinks and modes this way, as clients do on E2B. And
+ * process.Process/List (unary: a JSON body each way), which the controller
+ * asks before an idle deadline lapses (lifecycle.busy).
  */
 #include <gnutls/gnutls.h>
 #include <stdlib.h>
@@ -165,5 +167,50 @@ sk_envd_run(sk_provider *p, const sk_sandbox *sb, const char *cmd, const char *a
 	sk_buf_dispose(&answer);
 	sk_buf_dispose(&req);
 	free(script);
+	return rc;
+}
+
+/* {"processes": [...]}: how many. */
+static int
+count_processes(const sk_http_response *resp, int *running, sk_error *err)
+{
+	json_t *doc = json_loadb(resp->body.data ? resp->body.data : "", resp->body.len, 0, NULL);
+	json_t *list = json_object_get(doc, "processes");
+	int rc = SK_OK;
+
+	if (!json_is_object(doc) || (list != NULL && !json_is_array(list)))
+		rc = sk_error_set(err, SK_EINVALID, "process.Process/List: not a process list");
+	else
+		*running = (int)json_array_size(list);
+	json_decref(doc);
+	return rc;
+}
+
+int
+sk_envd_list_processes(sk_provider *p, const sk_sandbox *sb, int *running, sk_error *err)
+{
+	sk_http_request r = { .method = "POST", .path = "/process.Process/List", .body = "{}" };
+	sk_http_response resp;
+	sk_envd_target t;
+	int rc;
+
+	*running = 0;
+	if (!sk_sandbox_id_valid(sb->id))
+		return sk_error_set(err, SK_EINVALID, "invalid sandbox id");
+	sk_envd_init(p, sb, r.path, &t);
+	sk_envd_add_header(&t, "Content-Type: application/json");
+	sk_envd_add_header(&t, "Connect-Protocol-Version: 1");
+	sk_envd_add_header(&t, "Authorization: Basic dXNlcjo="); /* user "user" */
+	r.url = t.url;
+	r.headers = t.headers;
+	r.timeout_ms = sk_envd_timeout(p);
+	rc = sk_http_do(&p->http, &r, &resp, err);
+	if (rc == SK_OK) {
+		rc = sk_http_classify(&p->http, &r, &resp, err);
+		if (rc == SK_OK)
+			rc = count_processes(&resp, running, err);
+		sk_http_response_dispose(&resp);
+	}
+	sk_envd_dispose(&t);
 	return rc;
 }

@@ -330,6 +330,16 @@ files_unsupported(sk_provider *p, const char *what, sk_error *err)
 }
 
 int
+sk_sandbox_list_processes(sk_provider *p, const sk_sandbox *sb, int *running, sk_error *err)
+{
+	*running = 0;
+	if (!p->ops->list_processes)
+		return sk_error_set(err, SK_ENOTSUPPORTED, "%s: no process list in the data plane",
+		        p->ops->name);
+	return p->ops->list_processes(p, sb, running, err);
+}
+
+int
 sk_sandbox_list_files(
         sk_provider *p, const sk_sandbox *sb, const char *root, sk_file_list *out, sk_error *err)
 {

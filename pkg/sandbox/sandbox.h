@@ -81,6 +81,9 @@ typedef struct sk_provider_ops {
 	        sk_file_sink_fn sink, void *payload, sk_error *err);
 	int (*write_file)(sk_provider *p, const sk_sandbox *sb, const sk_file_entry *entry,
 	        sk_file_source_fn source, void *payload, sk_error *err);
+	/* Processes started through the data plane that still run (envd's
+	 * process.Process/List; optional: NULL answers SK_ENOTSUPPORTED). */
+	int (*list_processes)(sk_provider *p, const sk_sandbox *sb, int *running, sk_error *err);
 } sk_provider_ops;
 
 extern const sk_provider_ops sk_provider_e2b;
@@ -141,6 +144,11 @@ char *sk_sandbox_envd_url(const sk_provider_config *pc, const char *sandbox_id, 
 /* envd POST /init with env (re-asserts the sandbox-wide environment after a
  * create or resume). Values are never logged. SK_ENOTSUPPORTED without envd. */
 int sk_sandbox_init_env(sk_provider *p, const sk_sandbox *sb, const sk_kvlist *env, sk_error *err);
+
+/* How many processes started through the sandbox's data plane still run
+ * (envd process.Process/List, with the envd access token when sb has one).
+ * SK_ENOTSUPPORTED without it (Daytona). Data plane, not the provider API. */
+int sk_sandbox_list_processes(sk_provider *p, const sk_sandbox *sb, int *running, sk_error *err);
 
 /* Every entry under root (root itself excluded), depth first, parents before
  * their children; symlinks are listed, not followed. SK_ENOTFOUND: no root. */

@@ -146,7 +146,7 @@ int sk_e2b_init_env(sk_provider *p, const sk_sandbox *sb, const sk_kvlist *env, 
 typedef struct sk_envd_target {
 	char *url;
 	char hid[200], hport[64], htok[600];
-	const char *headers[6]; /* NULL-terminated; two free slots for the caller */
+	const char *headers[8]; /* NULL-terminated; four free slots for the caller */
 } sk_envd_target;
 void sk_envd_init(sk_provider *p, const sk_sandbox *sb, const char *path, sk_envd_target *t);
 void sk_envd_dispose(sk_envd_target *t);
@@ -164,6 +164,9 @@ int sk_envd_read_file(sk_provider *p, const sk_sandbox *sb, const char *path, sk
         void *payload, sk_error *err);
 int sk_envd_write_file(sk_provider *p, const sk_sandbox *sb, const sk_file_entry *e,
         sk_file_source_fn source, void *payload, sk_error *err);
+/* envd process.Process/List (Connect unary, JSON codec): the processes
+ * envd runs (envd_process.c). */
+int sk_envd_list_processes(sk_provider *p, const sk_sandbox *sb, int *running, sk_error *err);
 /* Runs `CMD 'ARG1' 'ARG2'` (arguments shell-quoted) through envd
  * process.Process/Start as `bash -l -c`; a non-zero exit is SK_ETERMINAL
  * with the command's stderr in the message (envd_process.c). */

@@ -57,6 +57,10 @@ typedef struct plan_case {
 	int64_t idle; /* spec.lifecycle.idleTimeout; 0: always on */
 	int64_t prev_activity; /* status.lastActivityTime, offset from NOW; 0: none */
 	bool no_env; /* spec.env empty */
+	bool busy_ignore; /* spec.lifecycle.busy Ignore */
+	int64_t max_busy; /* spec.lifecycle.maxBusy; 0: the default (2h) */
+	bool prev_busy; /* status: Busy True */
+	bool slides; /* opts.deadline_slides */
 	/* observed */
 	sb_spec sbs[4];
 	sk_lookup bound_lookup;
@@ -67,6 +71,9 @@ typedef struct plan_case {
 	int64_t activity; /* the controller's last activity, offset from NOW; 0: none */
 	bool wake; /* a connect waits */
 	bool replace_now; /* a connect found the keeper unreachable */
+	int procs; /* envd's process list: -1 not made, else how many run */
+	int64_t deadline; /* the deadline spacekeeper set on the bound keeper (offset); 0 none */
+	int64_t deadline_set; /* when it set it (offset from NOW) */
 	/* expected */
 	const char *actions; /* non-event actions: "create bind kill:i1(Replace)" */
 	sk_phase want_phase;
@@ -81,6 +88,8 @@ typedef struct plan_case {
 	int64_t want_activity; /* next lastActivityTime, offset from NOW; 0 unchecked */
 	int want_follow_up; /* 1: follow_up set, -1: not set, 0 unchecked */
 	const char *want_synced; /* reason of Synced; NULL unchecked */
+	const char *want_busy; /* status of the Busy condition; "-" none; NULL unchecked */
+	int64_t want_timeout; /* the SET_TIMEOUT's timeout; 0 unchecked */
 } plan_case;
 
 #define RUN(id_, started_, end_)                                                                   \
@@ -228,6 +237,172 @@ static const plan_case cases[] = {
 	        .actions = "kill:i2(Duplicate)",
 	        .want_drift = "Duplicate:i2",
 	        .want_phase = SK_PHASE_RUNNING },
+	/* lifecycle.busy: never sleep mid-command */
+	{ .name = "busy: no activity, envd runs processes, deadline in its second half: renew",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 10 * MIN,
+	        .prev_activity = -20 * MIN,
+	        .sbs = { RUN("i1", -HOUR, 4 * MIN) },
+	        .probes = { OK("i1") },
+	        .procs = 2,
+	        .actions = "set-timeout:i1",
+	        .want_phase = SK_PHASE_RUNNING,
+	        .want_event = "KeptAwake",
+	        .want_busy = "True",
+	        .want_timeout = 10 * MIN },
+	{ .name = "busy, already kept awake: renew, no second KeptAwake event",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 10 * MIN,
+	        .prev_activity = -20 * MIN,
+	        .prev_busy = true,
+	        .sbs = { RUN("i1", -HOUR, 4 * MIN) },
+	        .probes = { OK("i1") },
+	        .procs = 1,
+	        .actions = "set-timeout:i1",
+	        .no_event = "KeptAwake",
+	        .want_busy = "True" },
+	{ .name = "busy near maxBusy: renewed only up to maxBusy after the last activity",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 10 * MIN,
+	        .max_busy = 25 * MIN,
+	        .prev_activity = -20 * MIN,
+	        .sbs = { RUN("i1", -HOUR, 4 * MIN) },
+	        .probes = { OK("i1") },
+	        .procs = 1,
+	        .actions = "set-timeout:i1",
+	        .want_busy = "True",
+	        .want_timeout = 5 * MIN },
+	{ .name = "busy past maxBusy: no renewal, Busy False",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 10 * MIN,
+	        .max_busy = 15 * MIN,
+	        .prev_activity = -20 * MIN,
+	        .prev_busy = true,
+	        .sbs = { RUN("i1", -HOUR, 4 * MIN) },
+	        .probes = { OK("i1") },
+	        .procs = 3,
+	        .actions = "",
+	        .want_event = "MaxBusyReached",
+	        .want_busy = "False" },
+	{ .name = "busy Ignore: processes do not renew",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 10 * MIN,
+	        .busy_ignore = true,
+	        .prev_activity = -20 * MIN,
+	        .sbs = { RUN("i1", -HOUR, 4 * MIN) },
+	        .probes = { OK("i1") },
+	        .procs = 2,
+	        .actions = "",
+	        .no_event = "KeptAwake",
+	        .want_busy = "-" },
+	{ .name = "work ended (no process): no renewal, Busy False",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 10 * MIN,
+	        .prev_activity = -20 * MIN,
+	        .prev_busy = true,
+	        .sbs = { RUN("i1", -HOUR, 4 * MIN) },
+	        .probes = { OK("i1") },
+	        .procs = 0,
+	        .actions = "",
+	        .want_busy = "False" },
+	{ .name = "process list not made (envd down): no renewal, Busy kept",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 10 * MIN,
+	        .prev_activity = -20 * MIN,
+	        .prev_busy = true,
+	        .sbs = { RUN("i1", -HOUR, 4 * MIN) },
+	        .probes = { OK("i1") },
+	        .procs = -1,
+	        .actions = "",
+	        .want_busy = "True" },
+	/* a deadline set by someone else (rule 9's deadline, issue 20) */
+	{ .name = "provider deadline later than the one set: re-asserted, DeadlineOverridden",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 10 * MIN,
+	        .prev_activity = -MIN,
+	        .sbs = { RUN("i1", -HOUR, HOUR) },
+	        .probes = { OK("i1") },
+	        .deadline = 8 * MIN,
+	        .deadline_set = -2 * MIN,
+	        .actions = "set-timeout:i1",
+	        .want_event = "DeadlineOverridden",
+	        .want_timeout = 8 * MIN },
+	{ .name = "provider deadline earlier than the one set: re-asserted",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 10 * MIN,
+	        .prev_activity = -MIN,
+	        .sbs = { RUN("i1", -HOUR, 6 * MIN) },
+	        .probes = { OK("i1") },
+	        .deadline = 9 * MIN,
+	        .deadline_set = -MIN,
+	        .actions = "set-timeout:i1",
+	        .want_event = "DeadlineOverridden" },
+	{ .name = "deadline within the slack of the one set: nothing",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 10 * MIN,
+	        .prev_activity = -MIN,
+	        .sbs = { RUN("i1", -HOUR, 8 * MIN + 3 * SEC) },
+	        .probes = { OK("i1") },
+	        .deadline = 8 * MIN,
+	        .deadline_set = -2 * MIN,
+	        .actions = "",
+	        .no_event = "DeadlineOverridden" },
+	{ .name = "list older than our own setting: no override seen",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 10 * MIN,
+	        .prev_activity = -MIN,
+	        .sbs = { RUN("i1", -HOUR, HOUR) },
+	        .probes = { OK("i1") },
+	        .deadline = 8 * MIN,
+	        .deadline_set = -5 * SEC,
+	        .actions = "",
+	        .no_event = "DeadlineOverridden" },
+	{ .name = "our deadline lapsed, keeper woken since (autoResume): adopted, no event",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 10 * MIN,
+	        .prev_activity = -MIN,
+	        .sbs = { RUN("i1", -HOUR, 9 * MIN) },
+	        .probes = { OK("i1") },
+	        .deadline = -MIN,
+	        .deadline_set = -11 * MIN,
+	        .actions = "",
+	        .no_event = "DeadlineOverridden" },
+	{ .name = "a provider whose deadline slides with traffic: no override",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 10 * MIN,
+	        .slides = true,
+	        .prev_activity = -MIN,
+	        .sbs = { RUN("i1", -HOUR, HOUR) },
+	        .probes = { OK("i1") },
+	        .deadline = 8 * MIN,
+	        .deadline_set = -2 * MIN,
+	        .actions = "",
+	        .no_event = "DeadlineOverridden" },
+	{ .name = "override under the paused annotation: observed only",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .hold = true,
+	        .idle = 10 * MIN,
+	        .prev_activity = -MIN,
+	        .sbs = { RUN("i1", -HOUR, HOUR) },
+	        .probes = { OK("i1") },
+	        .deadline = 8 * MIN,
+	        .deadline_set = -2 * MIN,
+	        .actions = "",
+	        .no_event = "DeadlineOverridden" },
 	/* rule 3: resume */
 	{ .name = "always on (idleTimeout 0), keeper paused: resume (one call)",
 	        .bound = "i1",
@@ -711,6 +886,7 @@ opts_for(const plan_case *tc, sk_plan_options *o)
 	sk_plan_options_init(o);
 	if (tc->ttl)
 		o->sandbox_timeout_ms = tc->ttl;
+	o->deadline_slides = tc->slides;
 }
 
 static int64_t
@@ -768,6 +944,9 @@ build_us(const plan_case *tc)
 	sk_kvlist_set(&s->metadata, "team", "research lab");
 	sk_userspace_apply_defaults(us);
 	s->idle_timeout_ms = tc->idle;
+	if (tc->busy_ignore)
+		s->busy = SK_BUSY_IGNORE;
+	s->max_busy_ms = tc->max_busy ? tc->max_busy : 2 * 60 * MIN; /* the default */
 	us->status.last_activity_ms = at(tc->prev_activity);
 	us->status.phase = tc->phase;
 	us->status.sandbox_id = tc->bound ? strdup(tc->bound) : NULL;
@@ -779,6 +958,8 @@ build_us(const plan_case *tc)
 	if (tc->prev_healthy_since)
 		add_cond(&us->status, SK_COND_DATAPLANE, "True", "Healthy",
 		        NOW + tc->prev_healthy_since);
+	if (tc->prev_busy)
+		add_cond(&us->status, SK_COND_BUSY, "True", SK_REASON_PROCESSES_RUNNING, NOW - MIN);
 	if (tc->prev_drift) {
 		us->status.drift = calloc(1, sizeof(sk_drift));
 		us->status.drift[0].type = strdup(tc->prev_drift);
@@ -830,6 +1011,13 @@ build_ob(const plan_case *tc, sk_observed *ob)
 	ob->activity_ms = at(tc->activity);
 	ob->wake = tc->wake;
 	ob->replace_now = tc->replace_now;
+	ob->procs_made = tc->procs >= 0 && (tc->procs > 0 || tc->want_busy != NULL);
+	ob->procs_running = tc->procs > 0 ? tc->procs : 0;
+	if (tc->deadline) {
+		ob->deadline_for = tc->bound;
+		ob->deadline_ms = NOW + tc->deadline;
+		ob->deadline_set_ms = NOW + tc->deadline_set;
+	}
 	if (tc->user_err) {
 		ob->user_error.code = tc->user_err;
 		snprintf(ob->user_error.message, sizeof(ob->user_error.message), "list: down");
@@ -953,7 +1141,18 @@ check_expectations(const plan_case *tc, const sk_plan_result *r)
 		        tc->name, synced->reason);
 	}
 	ck_assert_int_eq(r->next.observed_generation, 1);
-	ck_assert_int_eq(r->next.n_conditions, 4);
+	ck_assert_int_eq(r->next.n_conditions, 4 + (cond(&r->next, SK_COND_BUSY) != NULL));
+	if (tc->want_busy) {
+		const sk_condition *b = cond(&r->next, SK_COND_BUSY);
+		ck_assert_msg(strcmp(b ? b->status : "-", tc->want_busy) == 0,
+		        "%s: Busy %s, want %s", tc->name, b ? b->status : "-", tc->want_busy);
+	}
+	for (size_t i = 0; tc->want_timeout && i < r->n_actions; i++) {
+		if (r->actions[i].type == SK_ACTION_SET_TIMEOUT)
+			ck_assert_msg(r->actions[i].timeout_ms == tc->want_timeout,
+			        "%s: timeout %lld, want %lld", tc->name,
+			        (long long)r->actions[i].timeout_ms, (long long)tc->want_timeout);
+	}
 }
 
 /* ---- the fake provider for the idempotence check ---- */
@@ -1080,6 +1279,41 @@ START_TEST(test_plan_table)
 	sk_plan_result_dispose(&again);
 	sk_plan_result_dispose(&r);
 	sk_observed_dispose(&ob);
+	sk_userspace_free(us);
+}
+END_TEST
+
+/* When observe asks envd for the keeper's processes: only in the deadline's
+ * second half, not at its very end, without activity that renews anyway,
+ * within maxBusy, for busy Processes and a space that may sleep. */
+START_TEST(test_busy_check)
+{
+	plan_case tc = { .bound = "i1", .phase = SK_PHASE_RUNNING, .idle = 10 * MIN };
+	sk_userspace *us = build_us(&tc);
+	sk_plan_options o;
+	sk_sandbox k = { .id = "i1", .state = SK_SANDBOX_RUNNING, .started_ms = NOW - HOUR };
+
+	sk_plan_options_init(&o);
+	us->status.last_activity_ms = NOW - 20 * MIN;
+	k.end_ms = NOW + 4 * MIN;
+	ck_assert(sk_plan_busy_check(us, &k, 0, NOW, &o));
+	k.end_ms = NOW + 6 * MIN; /* first half: nothing may lapse yet */
+	ck_assert(!sk_plan_busy_check(us, &k, 0, NOW, &o));
+	k.end_ms = NOW + SEC; /* within the sleep margin: a call could wake it */
+	ck_assert(!sk_plan_busy_check(us, &k, 0, NOW, &o));
+	k.end_ms = NOW + 4 * MIN;
+	ck_assert(!sk_plan_busy_check(us, &k, NOW - MIN, NOW, &o)); /* activity renews */
+	us->spec.max_busy_ms = 15 * MIN; /* 20 min since the last activity */
+	ck_assert(!sk_plan_busy_check(us, &k, 0, NOW, &o));
+	us->spec.max_busy_ms = 2 * 60 * MIN;
+	us->spec.busy = SK_BUSY_IGNORE;
+	ck_assert(!sk_plan_busy_check(us, &k, 0, NOW, &o));
+	us->spec.busy = SK_BUSY_PROCESSES;
+	us->spec.idle_timeout_ms = 0; /* always on: renewed anyway */
+	ck_assert(!sk_plan_busy_check(us, &k, 0, NOW, &o));
+	us->spec.idle_timeout_ms = 10 * MIN;
+	k.state = SK_SANDBOX_PAUSED;
+	ck_assert(!sk_plan_busy_check(us, &k, 0, NOW, &o));
 	sk_userspace_free(us);
 }
 END_TEST
@@ -1303,6 +1537,7 @@ sk_suite_plan(void)
 	TCase *tc = tcase_create("table");
 
 	tcase_add_loop_test(tc, test_plan_table, 0, (int)NCASES);
+	tcase_add_test(tc, test_busy_check);
 	tcase_add_test(tc, test_plan_deterministic);
 	tcase_add_test(tc, test_create_request);
 	tcase_add_test(tc, test_describe);

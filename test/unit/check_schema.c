@@ -60,6 +60,15 @@ static const row_case cases[] = {
 	        { "spec.lifecycle.onTimeout: must be one of: pause, kill" } },
 	{ "spec.lifecycle.autoResume", "false", { "\"false\"" },
 	        { "spec.lifecycle.autoResume: must be a boolean" } },
+	{ "spec.lifecycle.maxBusy", "\"30m\"", { "\"721h\"", "\"1ms\"", "\"long\"" },
+	        { "spec.lifecycle.maxBusy: must be at most 720h",
+	                "spec.lifecycle.maxBusy: must be 0 or at least 1s (got \"1ms\")",
+	                "spec.lifecycle.maxBusy: must be a duration like 90s, 15m or 1h30m" } },
+	{ "spec.lifecycle.busy", "\"Ignore\"", { "\"ignore\"", "true" },
+	        { "spec.lifecycle.busy: must be one of: Processes, Ignore",
+	                "spec.lifecycle.busy: must be a string (got a boolean: YAML reads a plain "
+	                "true, yes, no, on, off, y or n as one, as kubectl does; quote the "
+	                "value)" } },
 	{ "spec.env", "{\"API_MODE\": \"fast\", \"EMPTY\": \"\"}",
 	        { "{\"1X\": \"v\"}", "{\"A\": 1}", "[]" },
 	        { "spec.env.1X: key must be an environment variable name ([A-Za-z_][A-Za-z0-9_]*)",

@@ -1,0 +1,870 @@
+/*
+ * End-to-end tests of the platform's side of the connect API (issue 20):
+ * the answer carries what an SDK needs to attach with no provider call
+ * (envdVersion, envdAccessToken, provider, deadline) and the token appears
+ * nowhere else; a command started through envd keeps the space awake
+ * (lifecycle.busy) and, with busy Ignore, is paused mid-command; a data
+ * plane reported dead (POST .../unhealthy, ?fresh=1) is probed at once and
+ * replaced (Replace) or answered 503 (Report); a deadline set at the
+ * provider by someone else is put back with one DeadlineOverridden event.
+ * Real binaries: FerretDB, sandboxsim, spacekeeper, spacectl.
+ */
+#include <check.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../testutil.h"
+#include "util/util.h"
+
+Suite *sk_suite_platform(void);
+
+#define API_KEY "e2b_0000000000000000000000000000000000000000"
+#define DUMMY_KEY "E2B_API_KEY=" API_KEY
+#define RESYNC_S 3
+#define ASSERT_HAS(hay, needle)                                                                    \
+	ck_assert_msg(strstr((hay), (needle)) != NULL, "expected \"%s\" in:\n%s", (needle), (hay))
+
+static char db[64];
+static char mongo_uri[128];
+static char sim_url[128];
+static pid_t sim_pid, keeper_pid;
+static int main_port, connect_port;
+static char keeper_log[700];
+
+/* ---- leftovers: a failed assertion ends the forked test without its teardown ---- */
+
+static void
+track_pid(pid_t pid)
+{
+	char path[600];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/platform-pids", sk_test_tmpdir());
+	if ((f = fopen(path, "a")) != NULL) {
+		fprintf(f, "%d\n", (int)pid);
+		fclose(f);
+	}
+}
+
+static void
+kill_leftovers(void)
+{
+	char path[600], proc[64], cmd[256];
+	FILE *f, *c;
+	int pid;
+
+	snprintf(path, sizeof(path), "%s/platform-pids", sk_test_tmpdir());
+	if ((f = fopen(path, "r")) == NULL)
+		return;
+	while (fscanf(f, "%d", &pid) == 1) {
+		size_t n = 0;
+		snprintf(proc, sizeof(proc), "/proc/%d/cmdline", pid);
+		if ((c = fopen(proc, "r")) != NULL) {
+			n = fread(cmd, 1, sizeof(cmd) - 1, c);
+			fclose(c);
+		}
+		cmd[n] = '\0';
+		if (n > 0 && (strstr(cmd, "spacekeeper") || strstr(cmd, "sandboxsim")))
+			kill(pid, SIGKILL);
+	}
+	fclose(f);
+	unlink(path);
+}
+
+/* ---- HTTP ---- */
+
+static size_t
+collect(char *p, size_t size, size_t n, void *arg)
+{
+	sk_buf_append(arg, p, size * n);
+	return size * n;
+}
+
+/* The status (0: no answer); *out (may be NULL) the body, caller frees. */
+static long
+http(const char *method, const char *url, const char *body, char **out)
+{
+	CURL *h = curl_easy_init();
+	struct curl_slist *hdr = NULL;
+	sk_buf b = SK_BUF_INIT(16 << 20);
+	long status = 0;
+
+	hdr = curl_slist_append(hdr, "Content-Type: application/json");
+	hdr = curl_slist_append(hdr, "X-API-Key: " API_KEY);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 90L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	if (body)
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	if (curl_easy_perform(h) == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(h);
+	sk_buf_append(&b, "", 0);
+	if (out)
+		*out = sk_buf_detach(&b);
+	sk_buf_dispose(&b);
+	return status;
+}
+
+static json_t *
+http_json(const char *method, const char *url, const char *body, long *status)
+{
+	char *text = NULL;
+	long st = http(method, url, body, &text);
+	json_t *v = json_loads(text ? text : "", 0, NULL);
+
+	free(text);
+	if (status)
+		*status = st;
+	return v;
+}
+
+/* A connect API call (path on the connect listener). */
+static json_t *
+connect_call(const char *method, const char *path, long *status)
+{
+	char url[300];
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", connect_port, path);
+	return http_json(method, url, strcmp(method, "POST") == 0 ? "" : NULL, status);
+}
+
+/* GET /v1/users/USER/sandbox: 200 and its answer. */
+static json_t *
+connect_ok(const char *user)
+{
+	char path[200];
+	json_t *v;
+	long st;
+
+	snprintf(path, sizeof(path), "/v1/users/%s/sandbox?timeout=60s", user);
+	v = connect_call("GET", path, &st);
+	ck_assert_msg(st == 200, "connect %s: %ld", user, st);
+	return v;
+}
+
+static const char *
+jstr(json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+static void
+sim_post(const char *path, const char *body)
+{
+	char url[300];
+	long st;
+
+	snprintf(url, sizeof(url), "%s%s", sim_url, path);
+	st = http("POST", url, body, NULL);
+	ck_assert_msg(st >= 200 && st < 300, "POST %s: %ld", path, st);
+}
+
+/* The simulator's record of one sandbox (GET /sandboxes/ID, with the key). */
+static json_t *
+sim_get(const char *id)
+{
+	char url[300];
+
+	snprintf(url, sizeof(url), "%s/sandboxes/%s", sim_url, id);
+	return http_json("GET", url, NULL, NULL);
+}
+
+static bool
+eventually(bool (*check)(void *), void *arg, int timeout_s)
+{
+	for (int i = 0; i < timeout_s * 4; i++) {
+		if (check(arg))
+			return true;
+		usleep(250000);
+	}
+	return check(arg);
+}
+
+/* ---- spacectl ---- */
+
+static int
+spacectl(const char *const *args, char **out)
+{
+	const char *argv[24];
+	char *err = NULL, *o = NULL;
+	size_t n = 0;
+	int rc;
+
+	argv[n++] = "spacectl";
+	argv[n++] = "--mongodb-uri";
+	argv[n++] = mongo_uri;
+	argv[n++] = "--database";
+	argv[n++] = db;
+	for (size_t i = 0; args[i] && n < 23; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	rc = sk_test_run(argv, NULL, NULL, &o, &err, 60);
+	free(err);
+	if (out)
+		*out = o;
+	else
+		free(o);
+	return rc;
+}
+
+static void
+apply_yaml(const char *yaml)
+{
+	char p[600];
+	const char *args[] = { "apply", "-f", p, NULL };
+
+	snprintf(p, sizeof(p), "%s", sk_test_write_file("spaces.yaml", yaml));
+	ck_assert_int_eq(spacectl(args, NULL), 0);
+}
+
+/* The object as spacectl prints it in JSON. */
+static json_t *
+get_us(const char *name)
+{
+	const char *args[] = { "get", "userspace", name, "-o", "json", NULL };
+	char *out = NULL;
+	json_t *v;
+
+	ck_assert_int_eq(spacectl(args, &out), 0);
+	v = json_loads(out ? out : "", 0, NULL);
+	free(out);
+	ck_assert_ptr_nonnull(v);
+	return v;
+}
+
+static char *
+phase_of(const char *name)
+{
+	json_t *v = get_us(name);
+	char *p = sk_strdup(jstr(json_object_get(v, "status"), "phase"));
+
+	json_decref(v);
+	return p;
+}
+
+static bool
+phase_is(const char *name, const char *want)
+{
+	char *p = phase_of(name);
+	bool ok = p && strcmp(p, want) == 0;
+
+	free(p);
+	return ok;
+}
+
+/* The status of condition type (NULL: none), copied. */
+static char *
+condition_of(const char *name, const char *type)
+{
+	json_t *v = get_us(name), *c;
+	char *out = NULL;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(v, "status"), "conditions"), i, c)
+	{
+		if (strcmp(jstr(c, "type"), type) == 0)
+			out = sk_strdup(jstr(c, "status"));
+	}
+	json_decref(v);
+	return out;
+}
+
+/* How many times events of reason were recorded for name (aggregated count). */
+static int
+event_count(const char *name, const char *reason)
+{
+	const char *args[] = { "events", name, "-o", "json", NULL };
+	char *out = NULL;
+	json_t *v, *e;
+	size_t i;
+	int n = 0;
+
+	ck_assert_int_eq(spacectl(args, &out), 0);
+	v = json_loads(out ? out : "", 0, NULL);
+	free(out);
+	json_array_foreach(json_object_get(v, "items"), i, e)
+	{
+		if (strcmp(jstr(e, "reason"), reason) == 0)
+			n += json_is_integer(json_object_get(e, "count"))
+			        ? (int)json_integer_value(json_object_get(e, "count"))
+			        : 1;
+	}
+	json_decref(v);
+	return n;
+}
+
+/* ---- the world ---- */
+
+static void
+keeper_start(void)
+{
+	char yaml[2048], cfg[600], url[128];
+	const char *env[] = { DUMMY_KEY, NULL };
+	const char *argv[] = { "spacekeeper", "--config", cfg, "--mongodb-uri", mongo_uri,
+		"--database", db, "--poll", "200ms", "--log-level", "debug", NULL };
+	int64_t deadline;
+
+	main_port = sk_test_free_port();
+	connect_port = sk_test_free_port();
+	snprintf(yaml, sizeof(yaml),
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
+	        "providers:\n  - name: default\n    type: e2b\n    apiURL: %s\n"
+	        "    sandboxURL: %s\n    apiKeyEnv: E2B_API_KEY\n    requestTimeout: 5s\n"
+	        "controller:\n  workers: 4\n  resyncPeriod: %ds\n  listen: 127.0.0.1:%d\n"
+	        "  connectListen: 127.0.0.1:%d\n",
+	        sim_url, sim_url, RESYNC_S, main_port, connect_port);
+	snprintf(cfg, sizeof(cfg), "%s", sk_test_write_file("config.yaml", yaml));
+	snprintf(keeper_log, sizeof(keeper_log), "%s/keeper-%s.log", sk_test_tmpdir(), db);
+	keeper_pid = sk_test_spawn(argv, env, keeper_log);
+	track_pid(keeper_pid);
+	ck_assert_msg(sk_test_wait_port(main_port, 20000), "no listener (%s)", keeper_log);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", main_port);
+	deadline = sk_monotonic_ms() + 30000;
+	while (http("GET", url, NULL, NULL) != 200) {
+		ck_assert_msg(sk_monotonic_ms() < deadline, "not ready (%s)", keeper_log);
+		sk_sleep_ms(50);
+	}
+}
+
+static void
+setup(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	snprintf(db, sizeof(db), "%s", sk_test_unique_db());
+	snprintf(mongo_uri, sizeof(mongo_uri), "%s", sk_test_mongodb_uri());
+	sim_pid = sk_test_sim_start(NULL, sim_url, sizeof(sim_url));
+	track_pid(sim_pid);
+	keeper_pid = 0;
+}
+
+static void
+teardown(void)
+{
+	if (keeper_pid > 0)
+		ck_assert_int_eq(sk_test_stop(keeper_pid, false), 0); /* clean, no ASan report */
+	sk_test_stop(sim_pid, true);
+	curl_global_cleanup();
+}
+
+static char *
+slurp(const char *path)
+{
+	char *data = NULL;
+	size_t len = 0;
+	sk_error err = { 0 };
+
+	if (sk_file_read(path, 64 << 20, &data, &len, &err) != 0)
+		return sk_strdup("");
+	return data;
+}
+
+/* ---- a command through envd, as an SDK runs it ---- */
+
+typedef struct command {
+	char url[300]; /* envd base URL */
+	char headers[3][300]; /* routing and token headers ("" none) */
+	const char *script;
+	pthread_t thread;
+	int64_t started_ms, ended_ms; /* monotonic */
+	bool got_start, got_end, exited, stream_error;
+	long status;
+	sk_buf answer;
+} command;
+
+/* Fills c's target from a connect answer (envdURL, envdHeaders, envdAccessToken). */
+static void
+command_target(command *c, json_t *answer, const char *script)
+{
+	json_t *hdrs = json_object_get(answer, "envdHeaders"), *v;
+	const char *k;
+	int n = 0;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->url, sizeof(c->url), "%s/process.Process/Start", jstr(answer, "envdURL"));
+	json_object_foreach(hdrs, k, v)
+	{
+		if (n < 2)
+			snprintf(c->headers[n++], sizeof(c->headers[0]), "%s: %s", k,
+			        json_string_value(v));
+	}
+	if (jstr(answer, "envdAccessToken"))
+		snprintf(c->headers[n], sizeof(c->headers[0]), "X-Access-Token: %s",
+		        jstr(answer, "envdAccessToken"));
+	c->script = script;
+	c->answer = (sk_buf)SK_BUF_INIT(1 << 20);
+}
+
+/* Walks the frames received so far: start, end, end-of-stream error. */
+static void
+scan_frames(command *c)
+{
+	size_t off = 0;
+
+	while (off + 5 <= c->answer.len) {
+		const unsigned char *h = (const unsigned char *)c->answer.data + off;
+		size_t n = (size_t)h[1] << 24 | (size_t)h[2] << 16 | (size_t)h[3] << 8 | h[4];
+		json_t *m, *ev, *end;
+		if (off + 5 + n > c->answer.len)
+			break;
+		m = json_loadb(c->answer.data + off + 5, n, 0, NULL);
+		ev = json_object_get(m, "event");
+		if (json_object_get(ev, "start"))
+			c->got_start = true;
+		if ((end = json_object_get(ev, "end")) != NULL) {
+			c->got_end = true;
+			c->exited = json_is_true(json_object_get(end, "exited")) &&
+			        json_integer_value(json_object_get(end, "exitCode")) == 0;
+		}
+		if ((h[0] & 0x02) && json_object_get(m, "error"))
+			c->stream_error = true;
+		json_decref(m);
+		off += 5 + n;
+	}
+}
+
+static size_t
+command_collect(char *p, size_t size, size_t n, void *arg)
+{
+	command *c = arg;
+
+	sk_buf_append(&c->answer, p, size * n);
+	scan_frames(c);
+	return size * n;
+}
+
+static void *
+command_main(void *arg)
+{
+	command *c = arg;
+	CURL *h = curl_easy_init();
+	struct curl_slist *hdr = NULL;
+	json_t *msg = json_pack("{s:{s:s,s:[s,s,s],s:{}}}", "process", "cmd", "/bin/bash", "args",
+	        "-l", "-c", c->script, "envs");
+	char *text = json_dumps(msg, JSON_COMPACT);
+	size_t n = strlen(text);
+	sk_buf body = SK_BUF_INIT(0);
+	unsigned char env[5] = { 0, (unsigned char)(n >> 24), (unsigned char)(n >> 16),
+		(unsigned char)(n >> 8), (unsigned char)n };
+
+	sk_buf_append(&body, env, 5);
+	sk_buf_append(&body, text, n);
+	hdr = curl_slist_append(hdr, "Content-Type: application/connect+json");
+	for (int i = 0; i < 3; i++)
+		if (c->headers[i][0])
+			hdr = curl_slist_append(hdr, c->headers[i]);
+	curl_easy_setopt(h, CURLOPT_URL, c->url);
+	curl_easy_setopt(h, CURLOPT_POST, 1L);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.data);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)body.len);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 120L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, command_collect);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, c);
+	c->started_ms = sk_monotonic_ms();
+	if (curl_easy_perform(h) == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &c->status);
+	c->ended_ms = sk_monotonic_ms();
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(h);
+	sk_buf_dispose(&body);
+	free(text);
+	json_decref(msg);
+	return NULL;
+}
+
+static void
+command_start(command *c)
+{
+	ck_assert_int_eq(pthread_create(&c->thread, NULL, command_main, c), 0);
+	for (int i = 0; i < 100 && !c->got_start; i++)
+		usleep(50 * 1000);
+	ck_assert_msg(c->got_start, "the command did not start (%s)", c->url);
+}
+
+static void
+command_join(command *c)
+{
+	pthread_join(c->thread, NULL);
+	sk_buf_dispose(&c->answer);
+}
+
+/* ---- the answer and the token ---- */
+
+/* Creates a secure sandbox at the simulator for user (tagged as ours, so
+ * the controller adopts it); *token gets its envd access token. */
+static char *
+sim_secure_sandbox(const char *user, int timeout_s, char **token)
+{
+	char url[300], body[512];
+	json_t *v;
+	char *id;
+	long st;
+
+	snprintf(url, sizeof(url), "%s/sandboxes", sim_url);
+	snprintf(body, sizeof(body),
+	        "{\"templateID\":\"base\",\"timeout\":%d,\"secure\":true,\"autoPause\":true,"
+	        "\"metadata\":{\"user_id\":\"%s\",\"userspace\":\"%s\",\"managed_by\":"
+	        "\"spacekeeper\"}}",
+	        timeout_s, user, user);
+	v = http_json("POST", url, body, &st);
+	ck_assert_msg(st == 201 || st == 200, "sim create: %ld", st);
+	id = sk_strdup(jstr(v, "sandboxID"));
+	*token = sk_strdup(jstr(v, "envdAccessToken"));
+	ck_assert_ptr_nonnull(*token);
+	ck_assert_int_ge(strlen(*token), 16);
+	json_decref(v);
+	return id;
+}
+
+static bool
+answer_has_token(void *arg)
+{
+	json_t *v = connect_ok("sec");
+	bool ok = jstr(v, "envdAccessToken") && strcmp(jstr(v, "envdAccessToken"), arg) == 0;
+
+	json_decref(v);
+	return ok;
+}
+
+/* Everything but a connect answer that could show the token. */
+static void
+assert_token_nowhere(const char *token)
+{
+	const char *get[] = { "get", "userspaces", "-o", "yaml", NULL };
+	const char *describe[] = { "describe", "userspace", "sec", NULL };
+	const char *events[] = { "events", "-o", "json", NULL };
+	const char *const *cmds[] = { get, describe, events };
+	const char *pages[] = { "/metrics", "/", "/spaces/sec", "/healthz", "/readyz" };
+	char url[200], *out = NULL;
+
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		ck_assert_int_eq(spacectl(cmds[i], &out), 0);
+		ck_assert_msg(strlen(out) > 0, "spacectl %s printed nothing", cmds[i][0]);
+		ck_assert_msg(strstr(out, token) == NULL, "token in spacectl %s", cmds[i][0]);
+		free(out);
+	}
+	for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", main_port, pages[i]);
+		ck_assert_int_eq(http("GET", url, NULL, &out), 200);
+		ck_assert_msg(strstr(out, token) == NULL, "token on %s", pages[i]);
+		free(out);
+	}
+	out = slurp(keeper_log);
+	ck_assert_msg(strlen(out) > 1000, "the debug log is nearly empty");
+	ck_assert_msg(strstr(out, token) == NULL, "token in the controller's log");
+	free(out);
+}
+
+START_TEST(test_answer_fields_and_token)
+{
+	char *token, *id;
+	json_t *v, *sb;
+	command c;
+
+	id = sim_secure_sandbox("sec", 600, &token);
+	apply_yaml("apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	           "metadata:\n  name: sec\nspec:\n  userID: sec\n"
+	           "  lifecycle:\n    idleTimeout: 10m\n"
+	           "---\napiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	           "metadata:\n  name: always\nspec:\n  userID: always\n"
+	           "  lifecycle:\n    idleTimeout: 0s\n");
+	keeper_start();
+	/* The adopted secure sandbox: its token (a list does not carry it) is
+	 * read once and handed over in the answer. */
+	ck_assert_msg(eventually(answer_has_token, token, 30), "no token in the answer");
+	v = connect_ok("sec");
+	ck_assert_str_eq(jstr(v, "sandboxID"), id);
+	ck_assert_str_eq(jstr(v, "provider"), "default");
+	ck_assert_str_eq(jstr(v, "envdVersion"), "0.6.13");
+	ck_assert_str_eq(jstr(v, "path"), "fast");
+	ck_assert(json_is_true(json_object_get(v, "ready")));
+	ck_assert_str_eq(jstr(json_object_get(v, "envdHeaders"), "E2b-Sandbox-Id"), id);
+	/* deadline: the provider timeout spacekeeper set, RFC 3339 UTC, as
+	 * the provider has it */
+	ck_assert_ptr_nonnull(jstr(v, "deadline"));
+	ck_assert_int_eq(jstr(v, "deadline")[strlen(jstr(v, "deadline")) - 1], 'Z');
+	sb = sim_get(id);
+	ck_assert_msg(strncmp(jstr(sb, "endAt"), jstr(v, "deadline"), 16) == 0,
+	        "deadline %s, provider endAt %s", jstr(v, "deadline"), jstr(sb, "endAt"));
+	json_decref(sb);
+	/* the fast path: no control-plane call per attach, the token included */
+	sim_post("/_sim/stats/reset", "{}");
+	for (int i = 0; i < 20; i++) {
+		json_t *f = connect_ok("sec");
+		ck_assert_str_eq(jstr(f, "path"), "fast");
+		ck_assert_str_eq(jstr(f, "envdAccessToken"), token);
+		json_decref(f);
+	}
+	{
+		char url[300];
+		json_t *stats, *reqs;
+		snprintf(url, sizeof(url), "%s/_sim/stats", sim_url);
+		stats = http_json("GET", url, NULL, NULL);
+		reqs = json_object_get(stats, "requests");
+		ck_assert_ptr_nonnull(stats);
+		for (const char *const *ep = (const char *const[]){ "create", "get", "connect",
+		             "resume", "timeout", "refreshes", NULL };
+		        *ep; ep++)
+			ck_assert_msg(json_object_get(reqs, *ep) == NULL,
+			        "%s calls during 20 fast connects", *ep);
+		json_decref(stats);
+	}
+	/* what the answer holds is enough to run a command (token included) */
+	command_target(&c, v, "echo attached");
+	command_start(&c);
+	command_join(&c);
+	ck_assert_int_eq(c.status, 200);
+	ck_assert(c.got_end && c.exited && !c.stream_error);
+	json_decref(v);
+	/* always on: no deadline */
+	v = connect_ok("always");
+	ck_assert_ptr_null(json_object_get(v, "deadline"));
+	ck_assert_ptr_nonnull(jstr(v, "envdVersion"));
+	ck_assert_ptr_null(json_object_get(v, "envdAccessToken")); /* not a secure sandbox */
+	json_decref(v);
+	assert_token_nowhere(token);
+	free(token);
+	free(id);
+}
+END_TEST
+
+/* ---- never sleep mid-command ---- */
+
+START_TEST(test_busy_keeps_awake)
+{
+	command busy, ignored;
+	json_t *a, *b, *sb;
+	int64_t t0, ended, idle_at = 0;
+	char *st, *token, *id;
+
+	/* busy's keeper is a secure sandbox (adopted): envd's process list
+	 * needs its token, which no provider list carries */
+	id = sim_secure_sandbox("busy", 10, &token);
+	apply_yaml("apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	           "metadata:\n  name: busy\nspec:\n  userID: busy\n"
+	           "  lifecycle:\n    idleTimeout: 10s\n"
+	           "---\napiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	           "metadata:\n  name: lazy\nspec:\n  userID: lazy\n"
+	           "  lifecycle:\n    idleTimeout: 10s\n    busy: Ignore\n");
+	keeper_start();
+	a = connect_ok("busy");
+	b = connect_ok("lazy");
+	ck_assert_str_eq(jstr(a, "sandboxID"), id);
+	ck_assert_str_eq(jstr(a, "envdAccessToken"), token);
+	/* a 40 s command each, started through envd; no connect or heartbeat after */
+	command_target(&busy, a, "sleep 40");
+	command_target(&ignored, b, "sleep 40");
+	command_start(&busy);
+	command_start(&ignored);
+	t0 = sk_monotonic_ms();
+	/* busy: Ignore sleeps at its idle timeout, mid-command */
+	while (!phase_is("lazy", "Idle")) {
+		ck_assert_msg(
+		        sk_monotonic_ms() - t0 < 25000, "lazy not Idle 25 s into its command");
+		sk_sleep_ms(250);
+	}
+	ck_assert_msg(sk_monotonic_ms() - t0 < 25000, "lazy slept too late");
+	/* busy: Processes is still running at 30 s, its command too */
+	while (sk_monotonic_ms() - t0 < 30000) {
+		ck_assert_msg(!busy.got_end, "the command ended early");
+		sk_sleep_ms(500);
+	}
+	ck_assert_msg(phase_is("busy", "Running"), "busy is not Running at 30 s");
+	sb = sim_get(jstr(a, "sandboxID"));
+	ck_assert_str_eq(jstr(sb, "state"), "running");
+	json_decref(sb);
+	ck_assert(!busy.got_end);
+	st = condition_of("busy", "Busy");
+	ck_assert_msg(st && strcmp(st, "True") == 0, "Busy condition %s", st ? st : "none");
+	free(st);
+	ck_assert_int_eq(event_count("busy", "KeptAwake"), 1);
+	ck_assert_int_eq(event_count("lazy", "KeptAwake"), 0);
+	/* the paused sandbox ended the other command: it never completed */
+	command_join(&ignored);
+	ck_assert_msg(!ignored.exited, "the Ignore space's command completed");
+	ck_assert_msg(ignored.ended_ms - ignored.started_ms < 30000, "it ran %lld ms",
+	        (long long)(ignored.ended_ms - ignored.started_ms));
+	/* the command completes; then the space sleeps within idleTimeout + one resync */
+	command_join(&busy);
+	ended = sk_monotonic_ms();
+	ck_assert_int_eq(busy.status, 200);
+	ck_assert_msg(busy.got_end && busy.exited && !busy.stream_error, "command failed");
+	ck_assert_int_ge(busy.ended_ms - busy.started_ms, 39000);
+	while (idle_at == 0) {
+		if (phase_is("busy", "Idle"))
+			idle_at = sk_monotonic_ms();
+		else
+			ck_assert_msg(sk_monotonic_ms() - ended < 30000, "busy never slept");
+		sk_sleep_ms(250);
+	}
+	fprintf(stderr, "platform: Idle %lld ms after the command ended (idleTimeout 10 s)\n",
+	        (long long)(idle_at - ended));
+	ck_assert_msg(idle_at - ended <= (10 + RESYNC_S + 3) * 1000, "Idle %lld ms after the end",
+	        (long long)(idle_at - ended));
+	json_decref(a);
+	json_decref(b);
+	free(token);
+	free(id);
+}
+END_TEST
+
+/* ---- unhealthy / fresh ---- */
+
+START_TEST(test_unhealthy)
+{
+	json_t *a, *b, *v;
+	char *rpl_id, *rep_id, body[256];
+	int64_t t0;
+	long st;
+
+	apply_yaml("apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	           "metadata:\n  name: rpl\nspec:\n  userID: rpl\n"
+	           "  health:\n    unhealthyAfter: 10m\n    remediation: Replace\n"
+	           "---\napiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	           "metadata:\n  name: rep\nspec:\n  userID: rep\n"
+	           "  health:\n    unhealthyAfter: 10m\n    remediation: Report\n");
+	keeper_start();
+	a = connect_ok("rpl");
+	b = connect_ok("rep");
+	rpl_id = sk_strdup(jstr(a, "sandboxID"));
+	rep_id = sk_strdup(jstr(b, "sandboxID"));
+	json_decref(a);
+	json_decref(b);
+	/* a fresh connect of a healthy space: the same sandbox, probed now */
+	v = connect_call("GET", "/v1/users/rep/sandbox?fresh=1&timeout=30s", &st);
+	ck_assert_int_eq(st, 200);
+	ck_assert_str_eq(jstr(v, "sandboxID"), rep_id);
+	ck_assert_str_eq(jstr(v, "path"), "reconcile");
+	json_decref(v);
+	v = connect_call("GET", "/v1/users/rep/sandbox?fresh=maybe", &st);
+	ck_assert_int_eq(st, 400);
+	json_decref(v);
+	/* both data planes answer 504 from now on */
+	snprintf(body, sizeof(body), "{\"unreachable\": [\"%s\", \"%s\"]}", rpl_id, rep_id);
+	sim_post("/_sim/faults", body);
+	/* the controller still trusts its last look: the fast path hands out the dead one */
+	v = connect_ok("rpl");
+	ck_assert_str_eq(jstr(v, "sandboxID"), rpl_id);
+	ck_assert_str_eq(jstr(v, "path"), "fast");
+	json_decref(v);
+	/* Replace: the report gets the replacement */
+	t0 = sk_monotonic_ms();
+	v = connect_call("POST", "/v1/users/rpl/unhealthy?timeout=60s", &st);
+	ck_assert_msg(st == 200, "unhealthy rpl: %ld", st);
+	ck_assert_str_ne(jstr(v, "sandboxID"), rpl_id);
+	ck_assert_str_eq(jstr(v, "path"), "replace");
+	ck_assert_str_eq(jstr(v, "previousSandboxID"), rpl_id);
+	fprintf(stderr, "platform: unhealthy -> replacement in %lld ms\n",
+	        (long long)(sk_monotonic_ms() - t0));
+	json_decref(v);
+	/* Report: 503 DataPlaneUnreachable at once, by the report and by ?fresh=1 */
+	t0 = sk_monotonic_ms();
+	v = connect_call("POST", "/v1/users/rep/unhealthy?timeout=60s", &st);
+	ck_assert_int_eq(st, 503);
+	ck_assert_str_eq(jstr(v, "reason"), "DataPlaneUnreachable");
+	ck_assert_msg(sk_monotonic_ms() - t0 < 15000, "503 after %lld ms",
+	        (long long)(sk_monotonic_ms() - t0));
+	json_decref(v);
+	v = connect_call("GET", "/v1/users/rep/sandbox?fresh=1&timeout=60s", &st);
+	ck_assert_int_eq(st, 503);
+	ck_assert_str_eq(jstr(v, "reason"), "DataPlaneUnreachable");
+	json_decref(v);
+	v = connect_call("POST", "/v1/userspaces/rep/connect?fresh=1&timeout=60s", &st);
+	ck_assert_int_eq(st, 503);
+	ck_assert_str_eq(jstr(v, "reason"), "DataPlaneUnreachable");
+	json_decref(v);
+	v = connect_call("GET", "/v1/users/nobody/unhealthy", &st);
+	ck_assert_int_eq(st, 405);
+	json_decref(v);
+	v = connect_call("POST", "/v1/users/nobody/unhealthy", &st);
+	ck_assert_int_eq(st, 404);
+	json_decref(v);
+	free(rpl_id);
+	free(rep_id);
+}
+END_TEST
+
+/* ---- a deadline set by someone else ---- */
+
+typedef struct deadline_check {
+	const char *id;
+	int64_t max_left_ms;
+} deadline_check;
+
+/* The provider's endAt of the sandbox is within max_left_ms from now. */
+static bool
+deadline_within(void *arg)
+{
+	deadline_check *d = arg;
+	json_t *sb = sim_get(d->id);
+	int64_t end = 0;
+	bool ok;
+
+	sk_time_parse(jstr(sb, "endAt") ? jstr(sb, "endAt") : "", &end);
+	ok = end > 0 && end - sk_now_ms() <= d->max_left_ms;
+	json_decref(sb);
+	return ok;
+}
+
+START_TEST(test_deadline_overridden)
+{
+	json_t *v;
+	char *id, path[300];
+	deadline_check d;
+
+	apply_yaml("apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	           "metadata:\n  name: ovr\nspec:\n  userID: ovr\n"
+	           "  lifecycle:\n    idleTimeout: 2m\n");
+	keeper_start();
+	v = connect_ok("ovr");
+	id = sk_strdup(jstr(v, "sandboxID"));
+	json_decref(v);
+	d = (deadline_check){ id, 2 * 60 * 1000 + 5000 };
+	ck_assert(deadline_within(&d));
+	/* an application still calling the SDK's set_timeout(300) at the provider */
+	snprintf(path, sizeof(path), "/sandboxes/%s/timeout", id);
+	sim_post(path, "{\"timeout\": 300}");
+	ck_assert(!deadline_within(&d));
+	/* put back (within 2 min, not 5) with one event */
+	ck_assert_msg(eventually(deadline_within, &d, 30), "the deadline was not re-asserted");
+	sk_sleep_ms(3 * RESYNC_S * 1000);
+	ck_assert(deadline_within(&d));
+	ck_assert_int_eq(event_count("ovr", "DeadlineOverridden"), 1);
+	/* the SDK's connect does the same (5 min): noticed again, one more event */
+	snprintf(path, sizeof(path), "/sandboxes/%s/connect", id);
+	sim_post(path, "{\"timeout\": 300}");
+	ck_assert(!deadline_within(&d));
+	ck_assert_msg(eventually(deadline_within, &d, 30), "not re-asserted after a connect");
+	sk_sleep_ms(3 * RESYNC_S * 1000);
+	ck_assert_int_eq(event_count("ovr", "DeadlineOverridden"), 2);
+	free(id);
+}
+END_TEST
+
+Suite *
+sk_suite_platform(void)
+{
+	Suite *s = suite_create("platform");
+	TCase *tc = tcase_create("platform");
+
+	tcase_set_timeout(tc, 240);
+	tcase_add_unchecked_fixture(tc, NULL, kill_leftovers);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_answer_fields_and_token);
+	tcase_add_test(tc, test_unhealthy);
+	tcase_add_test(tc, test_deadline_overridden);
+	tcase_add_test(tc, test_busy_keeps_awake);
+	suite_add_tcase(s, tc);
+	return s;
+}
