@@ -258,7 +258,8 @@ write_config(void)
 		        "    sandboxTimeout: 1h\n",
 		        flavors[f], flavors[f], sims[f].url, sims[f].url);
 	snprintf(yaml + off, sizeof(yaml) - off,
-	        "controller:\n  workers: 4\n  resyncPeriod: 1s\n  listen: 127.0.0.1:%d\n",
+	        "controller:\n  workers: 4\n  resyncPeriod: 1s\n  listen: 127.0.0.1:%d\n"
+	        "  connectListen: 127.0.0.1:0\n", /* not the default 9091: suites run side by side */
 	        keeper_port);
 	snprintf(cfg_path, sizeof(cfg_path), "%s", sk_test_write_file("migrate.yaml", yaml));
 }

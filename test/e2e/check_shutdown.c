@@ -126,7 +126,8 @@ setup(void)
 	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
 	        "providers:\n  - name: default\n    type: e2b\n    apiURL: %s\n"
 	        "    sandboxURL: %s\n    apiKeyEnv: E2B_API_KEY\n    requestTimeout: 30s\n"
-	        "controller:\n  workers: 16\n  resyncPeriod: 2s\n  listen: 127.0.0.1:%d\n",
+	        "controller:\n  workers: 16\n  resyncPeriod: 2s\n  listen: 127.0.0.1:%d\n"
+	        "  connectListen: 127.0.0.1:0\n", /* not the default 9091: suites run side by side */
 	        sim_url, sim_url, sk_test_free_port());
 	snprintf(cfg_path, sizeof(cfg_path), "%s", sk_test_write_file("shutdown.yaml", yaml));
 	keeper_pid = 0;
