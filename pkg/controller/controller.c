@@ -461,14 +461,3 @@ sk_controller_ready(sk_controller *c)
 	return sk_informer_has_synced(c->inf) && atomic_load(&c->started);
 }
 
-int
-sk_controller_http_port(sk_controller *c)
-{
-	return c->http.port;
-}
-
-int
-sk_controller_connect_port(sk_controller *c)
-{
-	return sk_ctl_guard_port(c);
-}

@@ -79,10 +79,6 @@ int sk_controller_run_once(sk_controller *c, int64_t settle_ms, int64_t timeout_
 /* Started: the informer synced, the first shard round done, the workers
  * running, and the store answering lately (what /readyz answers). */
 bool sk_controller_ready(sk_controller *c);
-/* The bound HTTP port (0 when not serving). */
-int sk_controller_http_port(sk_controller *c);
-/* The bound port of the connect API (controller.connectListen; 0: none). */
-int sk_controller_connect_port(sk_controller *c);
 /* Prometheus text of every metric. */
 void sk_controller_render_metrics(sk_controller *c, sk_buf *out);
 
