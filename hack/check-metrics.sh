@@ -8,12 +8,16 @@
 #   3. `promtool check rules` and `promtool test rules` pass on
 #      manifests/monitoring/ (alerts.yaml, alerts_test.yaml);
 #   4. every metric name in the Grafana dashboard's queries and in the alert
-#      rules is in the scrape (hack/check-monitoring.sh);
+#      rules is in the scrape (hack/check-monitoring.sh), both in the scrape
+#      taken once converged but before any connect (a fresh controller: the
+#      families whose labels are known exist at zero before their first
+#      event) and in the one after the connects;
 #   5. the status page in headless Chromium: it loads with no console message,
 #      shows the examples' spaces, and a screenshot is written.
 # Prints one line per failure and exits 1; the scrape, the page as Chromium
 # rendered it and the screenshot are kept in $SK_TEST_OUT (default
-# build/test-out): metrics.txt, status.html, status.png.
+# build/test-out): metrics-fresh.txt (before any connect), metrics.txt,
+# status.html, status.png.
 #   SK_BIN_DIR=DIR    binaries (default bin/); SK_TOOLS_DIR as for hack/ferretdb.sh
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -160,7 +164,19 @@ check_page() {
 	[ -z "$bad" ] || fail "the status page logged to the console: $bad"
 }
 
-if start_demo && wait_converged && scrape; then
+# The last scrape of wait_converged, before any connect: what a fresh
+# controller shows the dashboard and the alert rules.
+check_fresh() {
+	local msg
+	mkdir -p "$out"
+	cp "$scratch/m.txt" "$out/metrics-fresh.txt"
+	[ "$(scrape_sum "$out/metrics-fresh.txt" 'spacekeeper_connect_total')" = 0 ] ||
+		fail "$out/metrics-fresh.txt: taken after a connect (spacekeeper_connect_total is not 0)"
+	msg=$(bash "$root/hack/check-monitoring.sh" "$out/metrics-fresh.txt" 2>&1) ||
+		fail "before any connect: $msg"
+}
+
+if start_demo && wait_converged && check_fresh && scrape; then
 	check_exposition
 	check_page
 	if [ -f "$root/hack/check-monitoring.sh" ]; then

@@ -460,4 +460,3 @@ sk_controller_ready(sk_controller *c)
 {
 	return sk_informer_has_synced(c->inf) && atomic_load(&c->started);
 }
-

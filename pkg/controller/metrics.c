@@ -248,6 +248,48 @@ declare_shards(sk_controller *c)
 	sk_metrics_add(m, SK_CTL_METRIC_RENEW_FAILURES, NULL, 0);
 }
 
+/* Connect paths (connect.c) with the code each answers when it succeeds
+ * (none: the 404 of an unknown name or user). */
+static const struct {
+	const char *path, *code;
+} connect_paths[] = { { "fast", "200" }, { "wake", "200" }, { "create", "200" },
+	{ "replace", "200" }, { "reconcile", "200" }, { "forward", "200" },
+	{ "unavailable", "503" }, { "none", "404" } };
+
+static const char *const migration_results[] = { "started", "completed", "aborted" };
+
+/* The series whose label values are known at start exist at zero before
+ * their first event, so dashboards and alert rules find them on a fresh
+ * controller (Prometheus' instrumentation practice). */
+static void
+declare_known_series(sk_controller *c)
+{
+	sk_metrics *m = c->metrics;
+	char l[200], name[96];
+
+	for (size_t i = 0; i < sizeof(connect_paths) / sizeof(connect_paths[0]); i++) {
+		snprintf(l, sizeof(l), "path=\"%s\"", connect_paths[i].path);
+		sk_metrics_observe(m, SK_CTL_METRIC_CONNECT_DURATION, l, NAN);
+		snprintf(l, sizeof(l), "path=\"%s\",code=\"%s\"", connect_paths[i].path,
+		        connect_paths[i].code);
+		sk_metrics_add(m, SK_CTL_METRIC_CONNECTS, l, 0);
+	}
+	for (size_t i = 0; i < c->n_prov; i++) {
+		sk_metrics_escape(c->cfg->providers[i].name, name, sizeof(name));
+		snprintf(l, sizeof(l), "provider=\"%s\",result=\"success\"", name);
+		sk_metrics_add(m, "spacekeeper_provider_list_total", l, 0);
+		snprintf(l, sizeof(l), "provider=\"%s\",result=\"error\"", name);
+		sk_metrics_add(m, "spacekeeper_provider_list_total", l, 0);
+		for (size_t r = 0; r < 3; r++) {
+			snprintf(l, sizeof(l), "provider=\"%s\",result=\"%s\"", name,
+			        migration_results[r]);
+			sk_metrics_add(m, SK_CTL_METRIC_MIGRATIONS, l, 0);
+		}
+		snprintf(l, sizeof(l), "provider=\"%s\"", name);
+		sk_metrics_add(m, SK_CTL_METRIC_MIGRATION_BYTES, l, 0);
+	}
+}
+
 void
 sk_ctl_metrics_declare(sk_controller *c)
 {
@@ -288,6 +330,7 @@ sk_ctl_metrics_declare(sk_controller *c)
 	        "UserSpaces in the informer cache by status.phase (None: no status yet) and "
 	        "whether condition Ready is True");
 	sk_ctl_metrics_userspaces(m, NULL);
+	declare_known_series(c);
 	declare_shards(c);
 	sk_metrics_collect_process(m, NULL);
 }

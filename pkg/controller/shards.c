@@ -282,12 +282,14 @@ release_shard(sk_controller *c, int i)
 		sk_ctl_log(c, SK_LOG_DEBUG, "shard release failed", "shard=%s error=\"%s\"", name,
 		        err.message);
 	else
-		sk_ctl_log(c, SK_LOG_INFO, "shard released", "shard=%s", name);
+		sk_ctl_log(c, SK_LOG_DEBUG, "shard released", "shard=%s", name);
 }
 
-/* Takes a shard the list shows free, released or expired. */
+/* Takes the lease of a shard the list shows free, released or expired; the
+ * caller marks it held (after the round's log line, so the line precedes
+ * any action on the shard). */
 static bool
-take_shard(sk_controller *c, const sk_lease_list *ll, int i, int64_t t0, int64_t now)
+take_shard(sk_controller *c, const sk_lease_list *ll, int i, int64_t now)
 {
 	char name[32];
 	const sk_lease *l;
@@ -303,8 +305,7 @@ take_shard(sk_controller *c, const sk_lease_list *ll, int i, int64_t t0, int64_t
 		        err.message);
 		return false;
 	}
-	set_held(c, i, true, t0);
-	sk_ctl_log(c, SK_LOG_INFO, "shard acquired", "shard=%s previous=%s", name,
+	sk_ctl_log(c, SK_LOG_DEBUG, "shard acquired", "shard=%s previous=%s", name,
 	        l && l->holder[0] ? l->holder : "-");
 	return true;
 }
@@ -343,6 +344,17 @@ renew_all(sk_controller *c, sk_lease_list *ll, int64_t t0)
 	return rc == 0;
 }
 
+/* One info line for the shards a round (or the stop) took or gave up; the
+ * per-shard lines are at debug level. */
+static void
+log_shards(sk_controller *c, const char *msg, int n, int held)
+{
+	if (n > 0)
+		sk_ctl_log(c, SK_LOG_INFO, msg,
+		        "count=%d held=%d total=%d summary=\"holds %d of %d shards\"", n, held,
+		        c->shards->n, held, c->shards->n);
+}
+
 static void
 shard_metrics(sk_controller *c, int held)
 {
@@ -364,7 +376,7 @@ sk_ctl_shards_tick(sk_controller *c)
 	sk_ctl_shards *sh = c->shards;
 	sk_lease_list ll = { 0 };
 	int64_t t0 = sk_monotonic_ms(), now = sk_now_ms();
-	int held, target, gained = 0;
+	int held, target, gained = 0, released = 0, *taken;
 	size_t members;
 
 	if (!renew_all(c, &ll, t0)) {
@@ -379,15 +391,22 @@ sk_ctl_shards_tick(sk_controller *c)
 		if (is_held(c, i)) {
 			release_shard(c, i);
 			held--;
+			released++;
 		}
 	/* Start at a point of our own, so joining replicas try different shards. */
+	taken = sk_calloc((size_t)sh->n, sizeof(*taken));
 	for (int k = 0, o = sk_ctl_shard_of(sh->holder, sh->n); k < sh->n && held < target; k++) {
 		int i = (o + k) % sh->n;
-		if (!is_held(c, i) && take_shard(c, &ll, i, t0, now)) {
+		if (!is_held(c, i) && take_shard(c, &ll, i, now)) {
+			taken[gained++] = i;
 			held++;
-			gained++;
 		}
 	}
+	log_shards(c, "shards released", released, held);
+	log_shards(c, "shards acquired", gained, held);
+	for (int k = 0; k < gained; k++)
+		set_held(c, taken[k], true, t0);
+	free(taken);
 	pthread_mutex_lock(&sh->mu);
 	sh->live = members;
 	pthread_mutex_unlock(&sh->mu);
@@ -443,14 +462,18 @@ sk_ctl_shards_stop(sk_controller *c)
 	sk_ctl_shards *sh = c->shards;
 	char *member;
 	sk_error err = { 0 };
+	int released = 0;
 
 	if (!sh || !sh->running)
 		return;
 	pthread_join(sh->thread, NULL);
 	sh->running = false;
 	for (int i = 0; i < sh->n; i++)
-		if (is_held(c, i))
+		if (is_held(c, i)) {
 			release_shard(c, i);
+			released++;
+		}
+	log_shards(c, "shards released", released, 0);
 	member = sk_asprintf(MEMBER_PREFIX "%s", c->identity);
 	sk_store_lease_release(c->store, member, sh->holder, &err);
 	free(member);

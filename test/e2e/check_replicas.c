@@ -163,7 +163,7 @@ log_value(const char *line, const char *key, char *out, size_t len)
 static void
 assert_no_stale_action(const rl_replica *r, off_t off, int *in_flight, int *fenced)
 {
-	char *text = log_since(r, off), *end = strstr(text, "msg=\"shard acquired\"");
+	char *text = log_since(r, off), *end = strstr(text, "msg=\"shards acquired\"");
 	char name[128], want[160];
 
 	*in_flight = *fenced = 0;

@@ -109,6 +109,17 @@ START_TEST(test_bad_uri_is_a_config_error)
 }
 END_TEST
 
+/* How many times needle occurs in hay. */
+static int
+count_of(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	return n;
+}
+
 START_TEST(test_daemon_waits_for_database)
 {
 	char uri[64], listen[64], log[700], dir[700], *text;
@@ -141,8 +152,20 @@ START_TEST(test_daemon_waits_for_database)
 	        eventually_status(port, "/readyz", 200, 60), "not ready after the database came");
 	text = slurp(log);
 	ASSERT_HAS(text, "msg=\"controller started\"");
+	/* A single replica takes the 64 shards in one round: one info line, the
+	 * per-shard ones at debug level (issue 26). */
+	ck_assert_msg(count_of(text, "msg=\"shards acquired\" count=64 held=64 total=64 ") == 1,
+	        "not one summary of the shards taken (log %s)", log);
+	ck_assert_msg(
+	        !strstr(text, "msg=\"shard acquired\""), "a per-shard line at info (log %s)", log);
 	free(text);
 	ck_assert_int_eq(sk_test_stop(keeper, false), 0);
+	text = slurp(log);
+	ck_assert_msg(count_of(text, "msg=\"shards released\" count=64 held=0 total=64 ") == 1,
+	        "not one summary of the shards released at stop (log %s)", log);
+	ck_assert_msg(
+	        !strstr(text, "msg=\"shard released\""), "a per-shard line at info (log %s)", log);
+	free(text);
 	sk_test_stop(fdb, false);
 }
 END_TEST
