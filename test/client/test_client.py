@@ -230,6 +230,9 @@ def test_bad_timeout_and_method(client, user):
     with pytest.raises(spacekeeper.BadTimeout) as e:
         client._call("GET", path, None, {"timeout": "soon"}, wait=False)
     assert e.value.status == 400
+    with pytest.raises(spacekeeper.BadFresh) as e:
+        client._call("GET", path, None, {"fresh": "maybe"}, wait=False)
+    assert e.value.status == 400
     with pytest.raises(spacekeeper.MethodNotAllowed):
         client._call("POST", path, None)
     with pytest.raises(spacekeeper.NotFound):

@@ -60,6 +60,7 @@ export class SpacekeeperError extends Error {
 }
 export class ConnectionFailed extends SpacekeeperError {}
 export class BadTimeout extends SpacekeeperError {}
+export class BadFresh extends SpacekeeperError {}
 export class Unauthorized extends SpacekeeperError {}
 export class NotFound extends SpacekeeperError {}
 export class MethodNotAllowed extends SpacekeeperError {}
@@ -89,7 +90,7 @@ type ErrorClass = new (
 ) => SpacekeeperError;
 
 export const errorsByReason: Record<string, ErrorClass> = {
-  BadTimeout, Unauthorized, NotFound, MethodNotAllowed, PayloadTooLarge, TooManyConnects,
+  BadTimeout, BadFresh, Unauthorized, NotFound, MethodNotAllowed, PayloadTooLarge, TooManyConnects,
   ModePaused, Deleting, ReconcilePaused, DataPlaneUnreachable, Timeout, ShuttingDown,
   Overloaded, Starting, StoreUnavailable, NotShardHolder, ShardUnassigned, ForwardFailed,
 };

@@ -18,6 +18,7 @@ from .answer import SandboxAnswer
 from .client import DEFAULT_TIMEOUT, Busy, Client
 from .errors import (
     BadTimeout,
+    BadFresh,
     ConnectionFailed,
     ControlPlaneNotAvailable,
     DataPlaneUnreachable,
@@ -50,6 +51,7 @@ __all__ = [
     "SandboxAnswer",
     "SpacekeeperError",
     "BadTimeout",
+    "BadFresh",
     "ConnectionFailed",
     "ControlPlaneNotAvailable",
     "DataPlaneUnreachable",

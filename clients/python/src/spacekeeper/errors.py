@@ -15,6 +15,7 @@ __all__ = [
     "SpacekeeperError",
     "ConnectionFailed",
     "BadTimeout",
+    "BadFresh",
     "Unauthorized",
     "NotFound",
     "MethodNotAllowed",
@@ -75,6 +76,10 @@ class ConnectionFailed(SpacekeeperError):
 
 class BadTimeout(SpacekeeperError):
     """400: the ``timeout`` query parameter is not a positive duration."""
+
+
+class BadFresh(SpacekeeperError):
+    """400: the ``fresh`` query parameter is not 1, true, 0 or false."""
 
 
 class Unauthorized(SpacekeeperError):
@@ -162,6 +167,7 @@ _BY_REASON: Dict[str, Type[SpacekeeperError]] = {
     cls.__name__: cls
     for cls in (
         BadTimeout,
+        BadFresh,
         Unauthorized,
         NotFound,
         MethodNotAllowed,
