@@ -499,6 +499,15 @@ typedef struct sk_provider_config {
 	int64_t orphan_grace_ms; /* default 10m */
 } sk_provider_config;
 
+/* One entry of controller.connectTokens: a tenant's bearer token (read from
+ * file, reloaded when it changes) that reaches only the UserSpaces its
+ * label selector matches. */
+typedef struct sk_connect_token_config {
+	char *name; /* DNS-1123 label, unique; the metrics' token label */
+	char *file; /* path, never the token */
+	char *selector; /* a label selector (kubectl -l syntax), not empty */
+} sk_connect_token_config;
+
 typedef struct sk_controller_config {
 	char *mongodb_uri; /* default mongodb://127.0.0.1:27017 */
 	char *database; /* default spacekeeper */
@@ -510,6 +519,8 @@ typedef struct sk_controller_config {
 	/* The connect API's own listener (docs/operations.md, "Securing the connect API"). */
 	char *connect_listen; /* default 127.0.0.1:9091; "" switches the connect API off */
 	char *connect_token_file; /* path of the bearer token, never the token */
+	sk_connect_token_config *connect_tokens; /* scoped tokens (config_tokens.c) */
+	size_t n_connect_tokens;
 	bool connect_insecure; /* allow no token on a non-loopback connectListen */
 	char *connect_tls_cert_file; /* PEM; with connect_tls_key_file: HTTPS */
 	char *connect_tls_key_file;
@@ -600,6 +611,11 @@ bool sk_provider_key_file_warning(const sk_provider_config *p, char *msg, size_t
 char *sk_config_connect_token(const sk_controller_config *c, sk_error *err);
 /* As sk_provider_key_file_warning, for connectTokenFile. */
 bool sk_config_connect_token_warning(const sk_controller_config *c, char *msg, size_t len);
+/* A token file's one line (as sk_config_connect_token); what names the file
+ * in errors ("connect token file"). Caller frees. */
+char *sk_config_token_read(const char *path, const char *what, sk_error *err);
+/* The name controller.connectTokenFile's token has in metrics. */
+#define SK_CONNECT_TOKEN_ALL "all"
 /* Whether a HOST:PORT listens on loopback only (127.0.0.0/8, localhost, ""). */
 bool sk_config_listen_is_loopback(const char *listen);
 

@@ -81,4 +81,9 @@ const char *sk_config_setting_path(size_t i);
 /* Checks v against setting i and stores it in out; false with why filled. */
 bool sk_config_setting_set(size_t i, json_t *v, sk_controller_config *out, char *why, size_t n);
 
+/* config_tokens.c: controller.connectTokens into out (errors into errs). */
+void sk_config_decode_connect_tokens(
+        const sk_doc *doc, sk_errlist *errs, json_t *arr, sk_controller_config *out);
+void sk_config_connect_tokens_free(sk_controller_config *c);
+
 #endif
