@@ -78,6 +78,33 @@ void sk_strlist_dispose(sk_strlist *l);
 bool sk_strlist_equal(const sk_strlist *a, const sk_strlist *b);
 void sk_strlist_copy(sk_strlist *dst, const sk_strlist *src);
 
+/* spec.network (network.c): each space's network policy, sent to the
+ * provider in its own shape at create, applied live where it can be.
+ * internet and publicTraffic: UNSET is the provider's default, Allow. */
+typedef enum sk_net_access { SK_NET_UNSET, SK_NET_ALLOW, SK_NET_DENY } sk_net_access;
+typedef struct sk_network {
+	sk_strlist allow_out; /* IPs, CIDRs, host names ("*.example.com") */
+	sk_strlist deny_out; /* IPs and CIDRs */
+	sk_net_access internet; /* spec.network.internet */
+	sk_net_access public_traffic; /* spec.network.publicTraffic */
+} sk_network;
+/* Whether any field is set (else: the provider's default, open egress). */
+bool sk_network_is_set(const sk_network *n);
+/* Equal as policies: UNSET is Allow. */
+bool sk_network_equal(const sk_network *a, const sk_network *b);
+void sk_network_copy(sk_network *dst, const sk_network *src);
+void sk_network_dispose(sk_network *n);
+/* {"internet", "publicTraffic", "allowOut", "denyOut"} (defaults written). */
+json_t *sk_network_to_json(const sk_network *n);
+/* Its fields from such an object (absent: unset); false when malformed. */
+bool sk_network_from_json(const json_t *j, sk_network *out);
+/* One line: "internet Deny, allowOut 10.0.0.0/8, publicTraffic Allow". */
+void sk_network_format(const sk_network *n, char *buf, size_t len);
+/* An entry of allowOut or denyOut: an IPv4/IPv6 address or CIDR. */
+bool sk_net_is_ip_or_cidr(const char *s);
+/* A host name as allowOut takes it: DNS labels, "*." in front allowed. */
+bool sk_net_is_host(const char *s);
+
 typedef enum sk_phase {
 	SK_PHASE_NONE, /* no status yet */
 	SK_PHASE_PENDING,
@@ -134,6 +161,7 @@ typedef struct sk_userspace_spec {
 	int64_t when_idle_ms; /* spec.migration.whenIdleFor */
 	char *max_bytes; /* spec.migration.maxBytes: a quantity ("5Gi") */
 	sk_deletion_policy source_policy; /* spec.migration.sourcePolicy */
+	sk_network network; /* spec.network.* */
 } sk_userspace_spec;
 
 #define SK_COND_READY "Ready"

@@ -86,4 +86,9 @@ void sk_config_decode_connect_tokens(
         const sk_doc *doc, sk_errlist *errs, json_t *arr, sk_controller_config *out);
 void sk_config_connect_tokens_free(sk_controller_config *c);
 
+/* network.c: the rules of spec.network's lists (schema rows). */
+void sk_net_check_list(sk_vctx *v, const sk_field *f, json_t *a);
+bool sk_net_allow_ok(const char *s);
+bool sk_net_deny_ok(const char *s);
+
 #endif

@@ -185,8 +185,8 @@ recheck(sk_controller *c, sk_ctl_tokens *t)
 }
 
 bool
-sk_ctl_tokens_check(sk_controller *c, sk_ctl_tokens *t, const char *authorization,
-        sk_ctl_origin *from)
+sk_ctl_tokens_check(
+        sk_controller *c, sk_ctl_tokens *t, const char *authorization, sk_ctl_origin *from)
 {
 	unsigned char d[32];
 	char l[128];
@@ -222,7 +222,8 @@ sk_ctl_in_scope(sk_controller *c, const sk_ctl_origin *from, const sk_userspace 
 {
 	char l[128];
 
-	if (from == NULL || from->scope == NULL || sk_selector_matches(from->scope, &us->meta.labels))
+	if (from == NULL || from->scope == NULL ||
+	        sk_selector_matches(from->scope, &us->meta.labels))
 		return true;
 	snprintf(l, sizeof(l), "token=\"%s\"", from->token);
 	sk_metrics_add(c->metrics, METRIC_OUT_OF_SCOPE, l, 1);
