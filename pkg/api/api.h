@@ -92,6 +92,10 @@ typedef struct sk_network {
 bool sk_network_is_set(const sk_network *n);
 /* Equal as policies: UNSET is Allow. */
 bool sk_network_equal(const sk_network *a, const sk_network *b);
+/* Whether what a provider reports (seen) is the policy want; publicTraffic
+ * is compared only when both say it (unset: the provider's own default,
+ * which differs: E2B's URLs are public, Daytona's previews private). */
+bool sk_network_satisfies(const sk_network *want, const sk_network *seen);
 void sk_network_copy(sk_network *dst, const sk_network *src);
 void sk_network_dispose(sk_network *n);
 /* {"internet", "publicTraffic", "allowOut", "denyOut"} (defaults written). */
@@ -299,6 +303,10 @@ typedef struct sk_sandbox {
 	char *domain; /* may be NULL */
 	char *envd_access_token; /* may be NULL; never logged */
 	char *envd_version; /* envd's version the provider reports ("0.2.0"), may be NULL */
+	/* The network policy the provider reports in its detail (E2B, Daytona;
+	 * not in lists, not Cube): network_known says it did. */
+	sk_network network;
+	bool network_known;
 } sk_sandbox;
 
 void sk_sandbox_dispose(sk_sandbox *sb);
@@ -324,6 +332,7 @@ typedef struct sk_create_request {
 	int memory_mb;
 	const sk_kvlist *metadata;
 	const sk_kvlist *env;
+	const sk_network *network; /* spec.network; NULL or unset: the provider's default */
 } sk_create_request;
 
 /* How the data plane answered GET /health. */

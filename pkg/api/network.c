@@ -49,7 +49,8 @@ sk_net_is_ip_or_cidr(const char *s)
 
 	if (slash == NULL)
 		return strlen(s) < sizeof(addr) && ip_ok(s, &bits);
-	if ((size_t)(slash - s) >= sizeof(addr) || slash[1] == '\0' || !isdigit((unsigned char)slash[1]))
+	if ((size_t)(slash - s) >= sizeof(addr) || slash[1] == '\0' ||
+	        !isdigit((unsigned char)slash[1]))
 		return false;
 	memcpy(addr, s, (size_t)(slash - s));
 	addr[slash - s] = '\0';
@@ -114,7 +115,8 @@ sk_net_check_list(sk_vctx *v, const sk_field *f, json_t *a)
 			; /* fine, or already reported */
 		else if (!allow && sk_net_is_host(s))
 			sk_doc_error(v->errs, v->doc, p,
-			        "a host name is allowed in allowOut only; denyOut takes IP addresses "
+			        "a host name is allowed in allowOut only; denyOut takes IP "
+			        "addresses "
 			        "and CIDRs (got \"%.140s\")",
 			        s);
 		else
@@ -157,6 +159,16 @@ sk_network_equal(const sk_network *a, const sk_network *b)
 	        effective(a->public_traffic) == effective(b->public_traffic) &&
 	        sk_strlist_equal(&a->allow_out, &b->allow_out) &&
 	        sk_strlist_equal(&a->deny_out, &b->deny_out);
+}
+
+bool
+sk_network_satisfies(const sk_network *want, const sk_network *seen)
+{
+	return effective(want->internet) == effective(seen->internet) &&
+	        (seen->public_traffic == SK_NET_UNSET || want->public_traffic == SK_NET_UNSET ||
+	                want->public_traffic == seen->public_traffic) &&
+	        sk_strlist_equal(&want->allow_out, &seen->allow_out) &&
+	        sk_strlist_equal(&want->deny_out, &seen->deny_out);
 }
 
 void

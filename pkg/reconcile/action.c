@@ -168,6 +168,7 @@ sk_reconcile_create_request(const sk_userspace *us, const sk_plan_options *opts,
 	req->memory_mb = s->memory_mb;
 	req->metadata = meta;
 	req->env = &s->env;
+	req->network = &s->network;
 }
 
 /* ---- actions ---- */
@@ -179,6 +180,7 @@ action_dispose(sk_action *a)
 	free(a->template_id);
 	sk_kvlist_dispose(&a->metadata);
 	sk_kvlist_dispose(&a->env);
+	sk_network_dispose(&a->network);
 	free(a->event_type);
 	free(a->reason);
 	free(a->message);

@@ -309,6 +309,7 @@ do_create(sk_xctx *x, const sk_action *a, sk_error *err)
 	req.memory_mb = a->memory_mb;
 	req.metadata = &a->metadata;
 	req.env = &a->env;
+	req.network = &a->network;
 	memset(&sb, 0, sizeof(sb));
 	rc = sk_sandbox_create(x->p, &req, &sb, err);
 	if (rc == 0 && x->fu != NULL)

@@ -186,6 +186,7 @@ push_create(sk_pctx *c)
 	a->memory_mb = req.memory_mb;
 	for (size_t i = 0; i < req.env->len; i++)
 		sk_kvlist_set(&a->env, req.env->items[i].key, req.env->items[i].value);
+	sk_network_copy(&a->network, req.network);
 	if (!c->o->probe)
 		push_init_env(c, NULL);
 	sk_plan_push(c, SK_ACTION_BIND, NULL);

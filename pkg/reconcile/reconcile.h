@@ -292,6 +292,7 @@ typedef struct sk_action {
 	bool auto_resume;
 	sk_kvlist metadata;
 	sk_kvlist env; /* CREATE, INIT_ENV: values never logged */
+	sk_network network; /* CREATE, SET_NETWORK: spec.network */
 	/* EVENT */
 	char *event_type; /* "Normal" | "Warning" */
 	char *reason;
