@@ -272,7 +272,8 @@ sim_net_daytona_create(sim_sandbox *sb, const json_t *body, const char **why)
 		char *item = sk_strndup(s, len);
 		addr a;
 		int bits;
-		if (!parse_cidr(item, &a, &bits) || a.family != AF_INET || strchr(item, '/') == NULL) {
+		if (!parse_cidr(item, &a, &bits) || a.family != AF_INET ||
+		        strchr(item, '/') == NULL) {
 			free(item);
 			json_decref(allow);
 			*why = "networkAllowList: comma-separated IPv4 CIDRs";
@@ -300,7 +301,8 @@ sim_net_daytona_detail(const sim_sandbox *sb, json_t *o)
 		sk_buf_printf(&b, "%s%s", i ? "," : "", json_string_value(v));
 	}
 	json_object_set_new(o, "networkBlockAll", json_boolean(sb->net != NULL && b.len == 0));
-	json_object_set_new(o, "networkAllowList", b.len ? json_stringn(b.data, b.len) : json_null());
+	json_object_set_new(
+	        o, "networkAllowList", b.len ? json_stringn(b.data, b.len) : json_null());
 	sk_buf_dispose(&b);
 }
 
@@ -355,12 +357,12 @@ sim_net_command(const sim_sandbox *sb, int argc, char **argv, sk_buf *out, sk_bu
 		port = "443";
 	if (sim_net_allows(sb, host)) {
 		if (!nc)
-			sk_buf_printf(out, "sandboxsim: %s allowed by the sandbox's network policy\n",
-			        host);
+			sk_buf_printf(out,
+			        "sandboxsim: %s allowed by the sandbox's network policy\n", host);
 		rc = 0;
 	} else if (nc) {
-		sk_buf_printf(err, "nc: connect to %s port %s (tcp) failed: Connection refused\n", host,
-		        port);
+		sk_buf_printf(err, "nc: connect to %s port %s (tcp) failed: Connection refused\n",
+		        host, port);
 		rc = 1;
 	} else {
 		sk_buf_printf(err,

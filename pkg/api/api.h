@@ -37,6 +37,9 @@
 /* On a migration's target until the binding switches to it: the start of
  * that migration (ms, decimal); the duplicate rule leaves such a sandbox alone. */
 #define SK_META_MIGRATION "migration_target"
+/* The digest of spec.network a sandbox was created with (sk_network_digest),
+ * set when the spec has one: what Cube, which reports no policy, has. */
+#define SK_META_NETWORK "network_policy"
 
 /* ---- key/value maps (labels, annotations, env, metadata) ---- */
 
@@ -102,6 +105,8 @@ void sk_network_dispose(sk_network *n);
 json_t *sk_network_to_json(const sk_network *n);
 /* Its fields from such an object (absent: unset); false when malformed. */
 bool sk_network_from_json(const json_t *j, sk_network *out);
+/* 16 hex digits of the policy (FNV-1a of its one-line form). */
+void sk_network_digest(const sk_network *n, char out[17]);
 /* One line: "internet Deny, allowOut 10.0.0.0/8, publicTraffic Allow". */
 void sk_network_format(const sk_network *n, char *buf, size_t len);
 /* An entry of allowOut or denyOut: an IPv4/IPv6 address or CIDR. */
@@ -174,6 +179,8 @@ typedef struct sk_userspace_spec {
 #define SK_COND_DRIFTED "Drifted"
 #define SK_COND_MIGRATED "Migrated" /* present once a migration was recorded */
 #define SK_COND_BUSY "Busy" /* present once running processes kept the space awake */
+/* present once spec.network was applied: "sandbox ID: POLICY" */
+#define SK_COND_NETWORK "NetworkPolicy"
 
 typedef struct sk_condition {
 	char *type;

@@ -270,6 +270,18 @@ list_format(sk_buf *b, const char *name, const sk_strlist *l)
 }
 
 void
+sk_network_digest(const sk_network *n, char out[17])
+{
+	char line[8192];
+	uint64_t h = 14695981039346656037ULL;
+
+	sk_network_format(n, line, sizeof(line));
+	for (const unsigned char *p = (const unsigned char *)line; *p; p++)
+		h = (h ^ *p) * 1099511628211ULL;
+	snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
+void
 sk_network_format(const sk_network *n, char *buf, size_t len)
 {
 	sk_buf b = SK_BUF_INIT(4096);

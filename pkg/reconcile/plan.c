@@ -238,6 +238,7 @@ check_spec(sk_pctx *c, const sk_sandbox *k)
 	if (s->memory_mb > 0 && k->memory_mb > 0 && s->memory_mb != k->memory_mb)
 		sk_buf_printf(&b, "%smemoryMB %d, spec wants %d", b.len ? "; " : "", k->memory_mb,
 		        s->memory_mb);
+	sk_plan_network(c, k, &b);
 	if (b.len > 0)
 		sk_plan_drift(c, SK_DRIFT_SPEC, k->id, "%s (report only)", b.data);
 	sk_buf_dispose(&b);
@@ -575,6 +576,8 @@ plan_live(sk_pctx *c)
 	}
 	if (ks == K_FOUND && !c->hold) {
 		const char *why = sk_migration_trigger(c->us, k->template_id, k->alias);
+		if (why == NULL)
+			why = sk_plan_network_trigger(c, k);
 		if (why != NULL)
 			start_migration(c, k, why);
 	}

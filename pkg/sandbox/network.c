@@ -11,8 +11,9 @@
  * no network and has no update: the controller migrates there.
  * Daytona (create body): networkBlockAll for internet Deny without
  * allowOut, networkAllowList ("a,b", IPv4 CIDRs) for internet Deny with it,
- * public for publicTraffic. What it cannot express (denyOut, host names or
- * IPv6 in allowOut) is an error naming the field, before any call.
+ * public for publicTraffic. What it cannot express (denyOut, allowOut
+ * without internet Deny, host names or IPv6 in allowOut) is an error naming
+ * the field, before any call.
  */
 #include <arpa/inet.h>
 #include <stdlib.h>
@@ -49,7 +50,8 @@ sk_e2b_network_create(json_t *body, const sk_network *n)
 {
 	if (n == NULL || !sk_network_is_set(n))
 		return;
-	json_object_set_new(body, "allow_internet_access", json_boolean(n->internet != SK_NET_DENY));
+	json_object_set_new(
+	        body, "allow_internet_access", json_boolean(n->internet != SK_NET_DENY));
 	json_object_set_new(body, "network", e2b_network(n, false));
 	if (n->public_traffic == SK_NET_DENY)
 		json_object_set_new(body, "secure", json_true());
@@ -82,7 +84,8 @@ sk_e2b_network_decode(const json_t *j, sk_sandbox *out)
 	deny = json_object_get(net, "denyOut");
 	json_array_foreach((json_t *)deny, i, v)
 	{
-		deny_all = deny_all || (json_is_string(v) && strcmp(json_string_value(v), NET_ALL_V4) == 0);
+		deny_all = deny_all ||
+		        (json_is_string(v) && strcmp(json_string_value(v), NET_ALL_V4) == 0);
 	}
 	out->network.internet = json_is_false(internet) || deny_all ? SK_NET_DENY : SK_NET_ALLOW;
 	list_into(json_object_get(net, "allowOut"), &out->network.allow_out, NULL);
@@ -144,8 +147,13 @@ sk_daytona_network_create(json_t *body, const sk_network *n, sk_error *err)
 		return SK_OK;
 	if (n->deny_out.len > 0)
 		return sk_error_set(err, SK_EINVALID,
-		        "spec.network.denyOut: Daytona cannot express it (it has networkBlockAll and "
+		        "spec.network.denyOut: Daytona cannot express it (it has networkBlockAll "
+		        "and "
 		        "networkAllowList only): use internet Deny with allowOut");
+	if (n->internet != SK_NET_DENY && n->allow_out.len > 0)
+		return sk_error_set(err, SK_EINVALID,
+		        "spec.network.allowOut: Daytona applies an allow list only with internet "
+		        "Deny (networkAllowList blocks everything else)");
 	for (size_t i = 0; n->internet == SK_NET_DENY && i < n->allow_out.len; i++) {
 		if (!ipv4_cidr(n->allow_out.items[i], &allow)) {
 			sk_buf_dispose(&allow);
@@ -160,7 +168,8 @@ sk_daytona_network_create(json_t *body, const sk_network *n, sk_error *err)
 	else if (n->internet == SK_NET_DENY)
 		json_object_set_new(body, "networkAllowList", json_stringn(allow.data, allow.len));
 	if (n->public_traffic != SK_NET_UNSET)
-		json_object_set_new(body, "public", json_boolean(n->public_traffic == SK_NET_ALLOW));
+		json_object_set_new(
+		        body, "public", json_boolean(n->public_traffic == SK_NET_ALLOW));
 	sk_buf_dispose(&allow);
 	return SK_OK;
 }
