@@ -135,7 +135,10 @@ sk_store_next_rv(
         sk_mongo *s, mongoc_client_t *client, int64_t expected, int64_t *out, sk_error *err)
 {
 	int64_t v;
+	int grc = sk_mongo_clock_guard(s, err); /* a version is a wall-clock tick */
 
+	if (grc != 0)
+		return grc;
 	if (!__atomic_load_n(&s->rv_seeded, __ATOMIC_ACQUIRE)) {
 		int64_t high = 0;
 		int rc = highest_stored(s, client, &high, err);
@@ -260,6 +263,9 @@ sk_store_claimed(sk_mongo *s, sk_store_conn *c, const sk_claimed_write *w, sk_er
 
 	c->claim_ms = sk_monotonic_ms();
 	c->written = false;
+	rc = sk_mongo_clock_guard(s, err); /* a claim is stamped with the wall clock */
+	if (rc != 0)
+		return rc;
 	rc = claim(s, c->client, w->kind, w->name, w->expected, &id, err);
 	if (rc == SK_ECONFLICT && w->lost != NULL)
 		rc = w->lost(s, c, w->arg, err);
