@@ -328,19 +328,23 @@ renew_shard(sk_controller *c, int i, int64_t t0)
 	}
 }
 
-static void
+/* Stops acting on the shard, then gives its lease up; the store's code. */
+static int
 release_shard(sk_controller *c, int i)
 {
 	char name[32];
 	sk_error err = { 0 };
+	int rc;
 
 	shard_name(i, name, sizeof(name));
 	set_held(c, i, false, 0); /* stop acting first, then let it go */
-	if (sk_store_lease_release(c->store, name, c->shards->holder, &err) != 0)
+	rc = sk_store_lease_release(c->store, name, c->shards->holder, &err);
+	if (rc != 0)
 		sk_ctl_log(c, SK_LOG_DEBUG, "shard release failed", "shard=%s error=\"%s\"", name,
 		        err.message);
 	else
 		sk_ctl_log(c, SK_LOG_DEBUG, "shard released", "shard=%s", name);
+	return rc;
 }
 
 /* Takes the lease of a shard the list shows free, released or expired (a
@@ -414,12 +418,18 @@ renew_all(sk_controller *c, sk_lease_list *ll, int64_t t0)
 		        c, SK_LOG_WARN, "member record not written", "error=\"%s\"", merr.message);
 	/* Each shard every renewDeadline/2 (client-go renews every retry
 	 * period): a lease write is five operations on FerretDB, and this
-	 * still leaves two or more tries before the deadline. */
-	for (int i = 0; i < c->shards->n; i++)
+	 * still leaves two or more tries before the deadline. Not when the
+	 * list failed (each renew would wait out the store's timeout, and a
+	 * stop waits for this round; the rights lapse on their own), nor
+	 * once the controller stops. */
+	for (int i = 0; rc == 0 && i < c->shards->n && !sk_ctl_stopping(c); i++)
 		if (is_held(c, i) && t0 - renewed_at(c, i) >= c->cfg->renew_deadline_ms / 2)
 			renew_shard(c, i, t0);
 	if (rc != 0)
 		sk_ctl_log(c, SK_LOG_WARN, "leases not read", "error=\"%s\"", err.message);
+	pthread_mutex_lock(&c->shards->mu);
+	c->shards->store_down = rc == SK_EUNAVAILABLE || rc == SK_ETIMEOUT;
+	pthread_mutex_unlock(&c->shards->mu);
 	return rc == 0;
 }
 
@@ -450,19 +460,22 @@ shard_metrics(sk_controller *c, int held)
 }
 
 /* The clock check of a round: true while this replica may act. A reading
- * that failed (the store unreachable) keeps the last verdict. */
+ * that failed keeps the last verdict (*down: the store did not answer). */
 static bool
-clock_round(sk_controller *c)
+clock_round(sk_controller *c, bool *down)
 {
 	sk_ctl_shards *sh = c->shards;
 	sk_clock_reading r;
 	sk_error err = { 0 };
 	bool was, halt;
+	int rc;
 
 	pthread_mutex_lock(&sh->mu);
 	was = sh->halted;
 	pthread_mutex_unlock(&sh->mu);
-	if (sk_store_clock_check(c->store, &r, &err) != 0 || !r.measured)
+	rc = sk_store_clock_check(c->store, &r, &err);
+	*down = rc == SK_EUNAVAILABLE || rc == SK_ETIMEOUT;
+	if (rc != 0 || !r.measured)
 		return !was;
 	sk_metrics_set(c->metrics, SK_CTL_METRIC_CLOCK_SKEW, NULL, (double)r.skew_ms / 1000.0);
 	halt = sk_store_clock_verdict(&r, 0, &err) != 0;
@@ -513,8 +526,17 @@ sk_ctl_shards_tick(sk_controller *c)
 	int held, target, gained = 0, released = 0, *taken;
 	size_t members;
 
-	if (!clock_round(c)) {
+	bool down = false;
+
+	if (!clock_round(c, &down)) {
 		halted_round(c);
+		return 0;
+	}
+	if (down) { /* nothing will answer this round either */
+		pthread_mutex_lock(&sh->mu);
+		sh->store_down = true;
+		pthread_mutex_unlock(&sh->mu);
+		shard_metrics(c, held_count(c));
 		return 0;
 	}
 	if (!renew_all(c, &ll, t0)) {
@@ -597,25 +619,49 @@ sk_ctl_shards_start(sk_controller *c, sk_error *err)
 }
 
 /* Joins the thread, then gives every held shard and the member record up,
- * so the others take them at once instead of after expiry. */
+ * so the others take them at once instead of after expiry. Not when the
+ * database stopped answering (each release would wait out the store's
+ * timeout: 22 shards took a minute) or the releases took SK_CTL_RELEASE_MS:
+ * then the rest are only dropped, and the others take them once they see
+ * them unchanged for leaseDuration. */
 void
 sk_ctl_shards_stop(sk_controller *c)
 {
 	sk_ctl_shards *sh = c->shards;
 	char *member;
 	sk_error err = { 0 };
-	int released = 0;
+	int released = 0, dropped = 0;
+	int64_t deadline;
+	bool give_up = false;
 
 	if (!sh || !sh->running)
 		return;
 	pthread_join(sh->thread, NULL);
 	sh->running = false;
-	for (int i = 0; i < sh->n; i++)
-		if (is_held(c, i)) {
-			release_shard(c, i);
-			released++;
+	deadline = sk_monotonic_ms() + SK_CTL_RELEASE_MS;
+	give_up = sh->store_down; /* the last round could not read the leases */
+	for (int i = 0; i < sh->n; i++) {
+		if (!is_held(c, i))
+			continue;
+		if (give_up) {
+			set_held(c, i, false, 0);
+			dropped++;
+			continue;
 		}
+		int rc = release_shard(c, i);
+		released += rc == 0;
+		dropped += rc != 0;
+		give_up =
+		        rc == SK_EUNAVAILABLE || rc == SK_ETIMEOUT || sk_monotonic_ms() >= deadline;
+	}
 	log_shards(c, "shards released", released, 0);
+	if (dropped > 0)
+		sk_ctl_log(c, SK_LOG_WARN, "shards not released",
+		        "count=%d why=\"the database did not answer in time; the others take them "
+		        "after leaseDuration\"",
+		        dropped);
+	if (give_up)
+		return;
 	member = sk_asprintf(MEMBER_PREFIX "%s", c->identity);
 	sk_store_lease_release(c->store, member, sh->holder, &err);
 	free(member);

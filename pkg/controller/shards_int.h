@@ -21,6 +21,7 @@
 #define SK_CTL_METRIC_MASTER_STATUS "spacekeeper_leader_election_master_status"
 #define SK_CTL_METRIC_RENEW_FAILURES "spacekeeper_lease_renew_failures_total"
 #define SK_CTL_METRIC_CLOCK_SKEW "spacekeeper_clock_skew_seconds"
+#define SK_CTL_RELEASE_MS 3000 /* the stop's lease releases, at most (monotonic) */
 
 typedef struct sk_ctl_shard {
 	bool held;
@@ -42,6 +43,7 @@ typedef struct sk_ctl_shards {
 	bool halted; /* the clock check failed: no shard valid (under mu) */
 	int64_t skew_ms; /* the last reading's skew (under mu) */
 	bool skew_warned; /* the lease thread's */
+	bool store_down; /* the last round's list failed: unreachable (under mu) */
 	sk_lease_observer seen; /* the lease thread's: when each lease last changed */
 } sk_ctl_shards;
 

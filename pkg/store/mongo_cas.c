@@ -45,7 +45,14 @@
  *     that claim is younger than SK_COPY_FRESH_MS + SK_CLAIM_USE_MS plus the
  *     time a request can spend in flight, still in place, and our claim on V
  *     fails. Safe while in-flight time plus clock skew between the sweeping
- *     and the claiming process stay under 20 s.
+ *     and the claiming process stay under 20 s (for a lease claim, expired
+ *     after 10 s and used within 5 s: under 5 s).
+ * The clock skew in these arguments is not assumed but enforced
+ * (mongo_clock.c): every claimed write and every new version first passes
+ * sk_mongo_clock_guard, which refuses it while this host's clock is more
+ * than SK_STORE_CLOCK_SKEW_MAX_MS (2 s) off the server's, so two writers
+ * differ by at most 4 s plus the drift since their last reading (at most
+ * SK_STORE_CLOCK_RECHECK_MS old).
  * Leases (mongo_lease.c) use the same claims, keyed "lease/NAME/V", always
  * with the re-read (no fresh-copy shortcut).
  * Every write of both goes through sk_store_claimed: claim, verify, write,

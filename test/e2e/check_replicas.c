@@ -37,23 +37,6 @@ setup(void)
 	rl_setup("replicas", SHARDS, args);
 }
 
-static bool
-converge(const char *prefix, int n, int timeout_s)
-{
-	int dups = 0;
-
-	/* Every object Ready and bound to its user's only live sandbox. */
-	for (int t = 0; t < timeout_s; t++) {
-		json_t *bound = rl_ready_bindings();
-		bool ok = rl_count_one_each_bound(prefix, n, bound, &dups) == n && dups == 0;
-		json_decref(bound);
-		if (ok)
-			return true;
-		sleep(1);
-	}
-	return false;
-}
-
 /* ---- one provider list ---- */
 
 #define LIST_OK "spacekeeper_provider_list_total{provider=\"default\",result=\"success\"}"
@@ -203,7 +186,7 @@ START_TEST(test_replicas_share_take_over_and_fence)
 	ck_assert_msg(rl_split_settled(0x3, 1, t0, LEASE_CLAIM_S + RESYNC_S + 2,
 	                      "after SIGKILL of replica-2"),
 	        "replica-2's shards not taken over within lease + resync");
-	ck_assert_msg(converge("r", 300, 120), "300 spaces did not converge");
+	ck_assert_msg(rl_converged("r", 300, 120), "300 spaces did not converge");
 	rl_count_one_each("r", 300, &dups);
 	ck_assert_int_eq(dups, 0);
 
@@ -226,7 +209,7 @@ START_TEST(test_replicas_share_take_over_and_fence)
 	ck_assert_msg(rl_split_settled(0x3, SHARDS / 2 - 1, sk_monotonic_ms(), 20,
 	                      "after SIGCONT of replica-1"),
 	        "replica-1 did not take its share back");
-	ck_assert_msg(converge("r", 360, 120), "360 spaces did not converge");
+	ck_assert_msg(rl_converged("r", 360, 120), "360 spaces did not converge");
 	rl_assert_no_stale_action(&rl.reps[1], off, &in_flight, &fenced);
 	printf("replicas: replica-1 after SIGCONT: %d calls in flight at SIGSTOP returned, "
 	       "%d fenced stops, no call on a stale lease\n",
@@ -238,7 +221,7 @@ START_TEST(test_replicas_share_take_over_and_fence)
 	rl_start(3, NULL);
 	ck_assert_msg(rl_split_settled(0xb, SHARDS / 3 - 1, t0, 20, "after replica-3 joined"),
 	        "replica-3 took no share");
-	ck_assert_msg(converge("r", 360, 60), "not one each after replica-3 joined");
+	ck_assert_msg(rl_converged("r", 360, 60), "not one each after replica-3 joined");
 	rl_count_one_each("r", 360, &dups);
 	ck_assert_int_eq(dups, 0);
 

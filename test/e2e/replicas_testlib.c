@@ -426,6 +426,22 @@ rl_count_one_each_bound(const char *prefix, int n, json_t *bound, int *dups)
 	return ones;
 }
 
+bool
+rl_converged(const char *prefix, int n, int timeout_s)
+{
+	int dups = 0;
+
+	for (int64_t t0 = sk_monotonic_ms(); sk_monotonic_ms() - t0 < timeout_s * 1000;) {
+		json_t *bound = rl_ready_bindings();
+		bool ok = rl_count_one_each_bound(prefix, n, bound, &dups) == n && dups == 0;
+		json_decref(bound);
+		if (ok)
+			return true;
+		usleep(500000);
+	}
+	return false;
+}
+
 int
 rl_count_one_each(const char *prefix, int n, int *dups)
 {

@@ -91,6 +91,9 @@ json_t *rl_sim_sandboxes(void);
  * object's binding; the extra live sandboxes in *dups. */
 int rl_count_one_each_bound(const char *prefix, int n, json_t *bound, int *dups);
 int rl_count_one_each(const char *prefix, int n, int *dups);
+/* Waits up to timeout_s until every object PREFIX000.. of n is Ready and
+ * bound to its user's only live sandbox. */
+bool rl_converged(const char *prefix, int n, int timeout_s);
 /* Sets the simulator's faults (a JSON document), or clears them (NULL). */
 void rl_sim_faults(const char *body);
 /* A space of a shard replica r holds is marked Creating (the mark is

@@ -213,7 +213,7 @@ START_TEST(test_clock_verdict)
 
 	ck_assert_int_eq(sk_store_clock_verdict(&r, 0, &err), SK_EUNAVAILABLE);
 	ck_assert_msg(strstr(err.message, "90.250 s ahead of the database server's") &&
-	                      strstr(err.message, "limit 2.000 s"),
+	                strstr(err.message, "limit 2.000 s"),
 	        "%s", err.message);
 	r.skew_ms = -90000;
 	ck_assert_int_eq(sk_store_clock_verdict(&r, 0, &err), SK_EUNAVAILABLE);
