@@ -172,6 +172,10 @@ typedef struct sk_cli_input {
  * returns SK_EXIT_FAIL (nothing usable), or SK_EXIT_OK. An input without
  * documents is an error ("no objects found in PATH"). */
 int sk_cli_input_load(sk_cli_input *in, char **paths, size_t npaths);
+/* The same for a create (create, validate): metadata.generateName without
+ * metadata.name gets a generated name, as the API server gives it on create
+ * (elsewhere it is an error: apply and diff need the name). */
+int sk_cli_input_load_create(sk_cli_input *in, char **paths, size_t npaths);
 void sk_cli_input_dispose(sk_cli_input *in);
 /* ---- apply records (record.c): an interrupted apply is found and rolled back ---- */
 /* A new apply's record id (start time, host, pid). Caller frees. */
@@ -228,8 +232,7 @@ bool sk_cli_same_desired(const sk_userspace *a, const sk_userspace *b);
 /* Validates d (a whole UserSpace as the user wrote it) as apply does and
  * makes it the next version of cur: the same name (a rename is an error),
  * cur's resourceVersion for the compare-and-swap. SK_EINVALID with errs. */
-int sk_cli_next_version(
-        const sk_userspace *cur, const sk_doc *d, sk_userspace **out, sk_errlist *errs);
+int sk_cli_next_version(const sk_userspace *cur, sk_doc *d, sk_userspace **out, sk_errlist *errs);
 
 /* ---- object arguments (objects.c) ---- */
 /* Reads the objects a command names, in kubectl's two forms: "TYPE NAME ..." or

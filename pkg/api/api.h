@@ -433,6 +433,11 @@ int sk_userspace_decode(json_t *root, sk_userspace **out, sk_error *err);
 /* validate + decode (metadata.namespace ignored: cluster-scoped; null
  * means unset, as the API server prunes it). */
 int sk_userspace_from_doc(const sk_doc *d, sk_userspace **out, sk_errlist *errs);
+/* A document given to create (create true) or update, read as the API server
+ * reads it: status dropped (the status subresource), then
+ * metadata.generateName without metadata.name gets a generated name (create)
+ * or is an error (update), then sk_userspace_from_doc. Changes d's root. */
+int sk_userspace_from_input(sk_doc *d, bool create, sk_userspace **out, sk_errlist *errs);
 /* Reports each object (objs[i] NULL: skipped) whose metadata.name or
  * spec.userID repeats an earlier one, naming both positions (docs[i] is the
  * document of objs[i]). Linear time. Returns the number of errors added. */

@@ -352,16 +352,34 @@ expecting_key(parser *p)
 	return f != NULL && json_is_object(f->node) && f->key == NULL;
 }
 
+/* A plain key is resolved as a value is: kubectl's reader (go-yaml v2, then
+ * sigs.k8s.io/yaml) makes `on:` the boolean key true, written "true". */
+static const char *
+key_text(const yaml_event_t *e)
+{
+	const char *key = (const char *)e->data.scalar.value;
+	json_t *v;
+	const char *text = key;
+
+	if (e->data.scalar.style != YAML_PLAIN_SCALAR_STYLE || e->data.scalar.tag != NULL)
+		return key;
+	v = sk_yaml_plain_scalar(key, e->data.scalar.length);
+	if (json_is_boolean(v))
+		text = json_is_true(v) ? "true" : "false";
+	json_decref(v);
+	return text;
+}
+
 static int
 on_key(parser *p, const yaml_event_t *e)
 {
 	frame *f = &p->stack[p->depth - 1];
-	const char *key = (const char *)e->data.scalar.value;
+	const char *key = key_text(e);
 	char *path;
 
 	if (json_object_get(f->node, key) != NULL)
 		return perr(p, &e->start_mark, "duplicate key \"%s\"", key);
-	f->key = sk_strndup(key, e->data.scalar.length);
+	f->key = sk_strdup(key);
 	path = sk_path_join(f->path, f->key);
 	sk_doc_set_position(
 	        p->cur, path, (int)e->start_mark.line + 1, (int)e->start_mark.column + 1);

@@ -126,6 +126,8 @@ char *sk_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * it. NULL-safe. */
 void sk_wipe_free(char *s);
 
+/* n random bytes (getrandom, thread-safe). */
+void sk_random_bytes(unsigned char *out, size_t n);
 /* A random version-4 UUID (thread-safe, from /dev/urandom). */
 void sk_uuid4(char out[37]);
 
