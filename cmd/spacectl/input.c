@@ -42,7 +42,7 @@ load_paths(sk_doclist *all, char **paths, size_t npaths)
 		sk_error err;
 
 		sk_error_clear(&err);
-		if (sk_doc_load_path(paths[i], &docs, &err) != 0 ||
+		if (sk_doc_load_tree(paths[i], sk_cli.recursive, &docs, &err) != 0 ||
 		        sk_doclist_expand_lists(&docs, &err) != 0) {
 			sk_cli_errorf("%s", err.message);
 			sk_doclist_dispose(&docs);

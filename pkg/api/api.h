@@ -408,6 +408,9 @@ int sk_doc_parse(const char *data, size_t len, const char *file, sk_doclist *out
 int sk_doclist_expand_lists(sk_doclist *l, sk_error *err);
 /* Reads a path: a file, a directory (*.yaml, *.yml, *.json, sorted, not recursive) or "-". */
 int sk_doc_load_path(const char *path, sk_doclist *out, sk_error *err);
+/* The same; recursive: a directory's subdirectories too (kubectl -R), depth first, in
+ * name order; hidden entries skipped. */
+int sk_doc_load_tree(const char *path, bool recursive, sk_doclist *out, sk_error *err);
 void sk_doclist_dispose(sk_doclist *l);
 /* Borrowed. */
 json_t *sk_doc_root(const sk_doc *d);

@@ -89,7 +89,10 @@ START_TEST(usage_errors_exit_2)
 		ASSERT_HAS(err, "flag -o needs an argument");
 		ctl_free(&out, &err);
 	}
-	ck_assert_int_eq(ctl(&out, &err, "describe", "us", NULL), 2);
+	/* describe with no name describes all (kubectl's habit): no usage error */
+	ck_assert_int_eq(ctl(&out, &err, "describe", NULL), 2);
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "describe", "us", "alice", "-l", "a=b", NULL), 2);
 	ctl_free(&out, &err);
 	ck_assert_int_eq(ctl(&out, &err, "delete", NULL), 2);
 	ctl_free(&out, &err);
