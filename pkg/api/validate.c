@@ -210,6 +210,29 @@ spec_key_known(const char *path, const char *key)
 	return false;
 }
 
+/* The keys of the object at path (spec or a group): the next segment of each
+ * row under it, once each. Returns how many (at most max). */
+static size_t
+spec_keys(const char *path, char keys[][64], const char **ptrs, size_t max)
+{
+	size_t pl = strlen(path), n = 0;
+
+	for (size_t i = 0; i < sk_spec_n_fields && n < max; i++) {
+		const char *fp = sk_spec_fields[i].path, *k = fp + pl + 1;
+		bool seen = false;
+		if (strncmp(fp, path, pl) != 0 || fp[pl] != '.')
+			continue;
+		snprintf(keys[n], 64, "%.*s", (int)strcspn(k, "."), k);
+		for (size_t j = 0; j < n && !seen; j++)
+			seen = strcmp(keys[j], keys[n]) == 0;
+		if (!seen) {
+			ptrs[n] = keys[n];
+			n++;
+		}
+	}
+	return n;
+}
+
 /* An object of spec fields: false when it is not one; reports unknown fields. */
 static bool
 check_spec_object(sk_vctx *v, json_t *m, const char *path)
@@ -222,9 +245,10 @@ check_spec_object(sk_vctx *v, json_t *m, const char *path)
 	json_object_foreach(m, key, val)
 	{
 		if (!spec_key_known(path, key)) {
-			char *p = sk_path_join(path, key);
-			sk_doc_error(v->errs, v->doc, p, "unknown field");
-			free(p);
+			char keys[64][64];
+			const char *ptrs[64];
+			size_t n = spec_keys(path, keys, ptrs, 64);
+			sk_check_unknown(v, path, key, ptrs, n);
 		}
 	}
 	return true;

@@ -126,6 +126,9 @@ char *sk_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * it. NULL-safe. */
 void sk_wipe_free(char *s);
 
+/* The candidate closest to word by edit distance, when close enough to be a
+ * typo (at most 2 edits, fewer than half its length); NULL otherwise. Borrowed. */
+const char *sk_suggest(const char *word, const char *const *candidates, size_t n);
 /* n random bytes (getrandom, thread-safe). */
 void sk_random_bytes(unsigned char *out, size_t n);
 /* A random version-4 UUID (thread-safe, from /dev/urandom). */

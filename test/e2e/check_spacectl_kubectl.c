@@ -1094,6 +1094,49 @@ START_TEST(api_resources_and_version_client)
 }
 END_TEST
 
+/* Every field explain knows (each schema row and each object holding rows) has a
+ * description: a new field without one fails here. */
+START_TEST(explain_every_field_described)
+{
+	for (size_t i = 0; i < sk_spec_n_fields; i++) {
+		char *path = sk_strdup(sk_spec_fields[i].path);
+		for (char *dot = path + strlen(path); dot != NULL;) {
+			char *arg = sk_asprintf("userspace.%s", path), *out, *err, *d, *end;
+			ck_assert_msg(
+			        ctl(&out, &err, "explain", arg, NULL) == 0, "%s: %s", arg, err);
+			d = strstr(out, "DESCRIPTION:\n");
+			ck_assert_msg(d != NULL, "%s: %s", arg, out);
+			d += strlen("DESCRIPTION:\n");
+			end = strstr(d, "\n\n");
+			ck_assert_msg(strspn(d, " \n") < (size_t)((end ? end : d + strlen(d)) - d),
+			        "%s has no description:\n%s", arg, out);
+			ASSERT_HASNT(err, "runtime error");
+			ctl_free(&out, &err);
+			free(arg);
+			*dot = '\0';
+			dot = strrchr(path, '.');
+			if (dot == NULL)
+				break;
+		}
+		free(path);
+	}
+}
+END_TEST
+
+START_TEST(validate_did_you_mean)
+{
+	char *out, *err,
+	        *file = ctl_write_us("typo.yaml", "typo", "u-typo",
+	                "  tempalte: gpu\n  lifecycle: {autoResum: true}\n");
+
+	ck_assert_int_eq(ctl(&out, &err, "validate", "-f", file, NULL), 1);
+	ASSERT_HAS(err, "spec.tempalte: unknown field (did you mean template?)");
+	ASSERT_HAS(err, "spec.lifecycle.autoResum: unknown field (did you mean autoResume?)");
+	ctl_free(&out, &err);
+	free(file);
+}
+END_TEST
+
 Suite *
 sk_suite_spacectl_kubectl(void)
 {
@@ -1132,6 +1175,8 @@ sk_suite_spacectl_kubectl(void)
 	tcase_add_test(tc, get_field_selector);
 	tcase_add_test(tc, describe_all_and_delete_dry_run_wait);
 	tcase_add_test(tc, api_resources_and_version_client);
+	tcase_add_test(tc, explain_every_field_described);
+	tcase_add_test(tc, validate_did_you_mean);
 	suite_add_tcase(s, tc);
 	return s;
 }
