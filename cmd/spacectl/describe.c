@@ -222,10 +222,16 @@ print_status(const sk_userspace *us, int64_t now)
 	printf("  %-18s%lld\n", "Observed Gen:", (long long)us->status.observed_generation);
 	if (us->status.message)
 		printf("  %-18s%s\n", "Message:", us->status.message);
+	/* status.lastReconcileTime is stamped only by a reconcile that changed
+	 * something at the provider: a resync that finds nothing to do writes no
+	 * status (one write per object per resync would be the store's whole
+	 * load). So it is the last change, however often the controller looks. */
 	if (us->status.last_reconcile_ms) {
 		char age[32];
 		sk_age_format(now - us->status.last_reconcile_ms, age, sizeof(age));
-		printf("  %-18s%s ago\n", "Last Reconcile:", age);
+		printf("  %-18s%s ago (the controller's last change; a resync that finds nothing "
+		       "to do writes nothing)\n",
+		        "Last Change:", age);
 	}
 	print_migration(us, now);
 	print_conditions(us, now);

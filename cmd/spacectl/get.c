@@ -89,8 +89,10 @@ cell_phase(const sk_userspace *us, int64_t now, char *buf, size_t len)
 {
 	const char *p = sk_phase_name(us->status.phase);
 
-	if (us->meta.deletion_ms != 0 && us->status.phase != SK_PHASE_DELETING)
-		p = "Terminating";
+	/* Deleting, the phase's own word (status, metrics and the connect API
+	 * say it), also before the controller has seen the deletion */
+	if (us->meta.deletion_ms != 0)
+		p = sk_phase_name(SK_PHASE_DELETING);
 	snprintf(buf, len, "%s", p && *p ? p : "-");
 }
 
@@ -215,7 +217,27 @@ static const struct column {
 typedef struct table_opts {
 	bool wide, show_labels, no_headers, last_only;
 	const sk_cli_strv *label_columns; /* -L keys; NULL: none */
+	bool sized; /* get -w: columns as wide as their widest usual value */
 } table_opts;
+
+/* get -w prints the header once, then a row per change: each column is as
+ * wide as the values it usually takes will be (a phase, a sandbox ID, an age),
+ * so a later row lines up with the header. A sizing row, rendered and not printed. */
+static const char *
+sizing_cell(const char *header)
+{
+	static const struct {
+		const char *header, *widest;
+	} widths[] = { { "MODE", "Running" }, { "PHASE", "Migrating" },
+		{ "SANDBOX", "xxxxxxxxxxxxxxxxxxxxx" }, { "READY", "Unknown" },
+		{ "AGE", "4m59s" } };
+
+	for (size_t i = 0; i < sizeof(widths) / sizeof(widths[0]); i++) {
+		if (strcmp(widths[i].header, header) == 0)
+			return widths[i].widest;
+	}
+	return "";
+}
 
 /* -L's header: the key's last segment in capitals (app.kubernetes.io/name: NAME). */
 static void
@@ -235,22 +257,33 @@ column_shown(const struct column *c, const table_opts *o)
 	return !c->wide_only || o->wide || (c->labels && o->show_labels);
 }
 
-/* The rendered table less its first (header) line when skip_header. */
-static void
-write_table(const sk_buf *out, bool skip_header, bool last_only)
+/* The end of the line that starts at i (after its newline). */
+static size_t
+line_end(const sk_buf *out, size_t i)
 {
-	size_t start = 0;
+	while (i < out->len && out->data[i] != '\n')
+		i++;
+	return i < out->len ? i + 1 : i;
+}
+
+/* The rendered table less its first (header) line when skip_header, less the
+ * sizing row (the second line) when sized; last_only: its last line only. */
+static void
+write_table(const sk_buf *out, bool skip_header, bool last_only, bool sized)
+{
+	size_t start = 0, header_end = line_end(out, 0);
 
 	if (last_only && out->len > 1) {
 		/* the last line: after the newline before the final one */
 		start = out->len - 1;
 		while (start > 0 && out->data[start - 1] != '\n')
 			start--;
-	} else if (skip_header) {
-		while (start < out->len && out->data[start] != '\n')
-			start++;
-		start = start < out->len ? start + 1 : start;
+		fwrite(out->data + start, 1, out->len - start, stdout);
+		return;
 	}
+	if (!skip_header && out->data)
+		fwrite(out->data, 1, header_end, stdout);
+	start = sized ? line_end(out, header_end) : header_end;
 	fwrite(out->data ? out->data + start : "", 1, out->len - start, stdout);
 }
 
@@ -294,6 +327,11 @@ print_table(sk_userspace *const *items, size_t n, const table_opts *o)
 		}
 	}
 	t = sk_table_new(ncols, headers);
+	if (o->sized) {
+		for (size_t k = 0; k < ncols; k++)
+			cells[k] = sizing_cell(headers[k]);
+		sk_table_add_row(t, cells);
+	}
 	for (size_t i = 0; i < n; i++) {
 		for (size_t k = 0; k < ncols; k++) {
 			const char *v;
@@ -309,7 +347,7 @@ print_table(sk_userspace *const *items, size_t n, const table_opts *o)
 		sk_table_add_row(t, cells);
 	}
 	sk_table_render(t, &out);
-	write_table(&out, o->no_headers, o->last_only);
+	write_table(&out, o->no_headers, o->last_only, o->sized);
 	sk_buf_dispose(&out);
 	sk_table_free(t);
 	for (size_t k = 0; k < ncols; k++) {
@@ -325,7 +363,7 @@ print_table(sk_userspace *const *items, size_t n, const table_opts *o)
 void
 sk_cli_print_userspace_table(sk_userspace *const *items, size_t n, bool wide, bool last_only)
 {
-	table_opts o = { wide, false, false, last_only, NULL };
+	table_opts o = { wide, false, false, last_only, NULL, true };
 
 	print_table(items, n, &o);
 }
@@ -459,7 +497,7 @@ static int
 print_selected(const get_opts *o, sk_userspace **items, size_t n, bool single)
 {
 	table_opts t = { o->fmt == SK_OUTPUT_WIDE, o->show_labels, o->no_headers, false,
-		&o->label_columns };
+		&o->label_columns, false };
 	json_t *v;
 	int rc;
 

@@ -50,4 +50,3 @@ sk_suggest(const char *word, const char *const *candidates, size_t n)
 		return NULL;
 	return best;
 }
-

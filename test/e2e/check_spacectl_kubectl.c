@@ -1137,6 +1137,29 @@ START_TEST(validate_did_you_mean)
 }
 END_TEST
 
+/* get -w's header is as wide as the rows that follow will be: a phase
+ * (Migrating, Deleting) or a sandbox ID arriving later lines up. */
+START_TEST(watch_columns_sized_for_later_rows)
+{
+	char *out, *err;
+
+	apply_three();
+	ck_assert_int_eq(ctl(&out, &err, "get", "us", "-w", "--watch-timeout", "1s", NULL), 0);
+	ck_assert_msg(strncmp(out,
+	                      "NAME    USERID   MODE      PHASE       SANDBOX                 "
+	                      "READY     DRIFT   AGE\n",
+	                      82) == 0,
+	        "%s", out);
+	ASSERT_HASNT(out, "xxxxxxxx"); /* the sizing row is not printed */
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "delete", "us", "bob", NULL), 0);
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "get", "us", "bob", NULL), 0);
+	ASSERT_HAS(out, "Running   Deleting   -");
+	ctl_free(&out, &err);
+}
+END_TEST
+
 Suite *
 sk_suite_spacectl_kubectl(void)
 {
@@ -1177,6 +1200,7 @@ sk_suite_spacectl_kubectl(void)
 	tcase_add_test(tc, api_resources_and_version_client);
 	tcase_add_test(tc, explain_every_field_described);
 	tcase_add_test(tc, validate_did_you_mean);
+	tcase_add_test(tc, watch_columns_sized_for_later_rows);
 	suite_add_tcase(s, tc);
 	return s;
 }
