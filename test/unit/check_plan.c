@@ -1346,6 +1346,36 @@ START_TEST(test_plan_deterministic)
 }
 END_TEST
 
+/* A template the controller only reports says how to roll it out (issue 26:
+ * plan said "no changes" and nothing more). */
+START_TEST(test_spec_mismatch_says_how_to_roll_out)
+{
+	const plan_case *tc = NULL;
+	sk_plan_options o;
+	sk_userspace *us;
+	sk_observed ob;
+	sk_plan_result r;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]) && tc == NULL; i++) {
+		if (strncmp(cases[i].name, "template and cpu differ", 23) == 0)
+			tc = &cases[i];
+	}
+	ck_assert_ptr_nonnull(tc);
+	us = build_us(tc);
+	opts_for(tc, &o);
+	build_ob(tc, &ob);
+	sk_plan(us, &ob, NOW, &o, &r);
+	ck_assert_uint_eq(r.next.n_drift, 1);
+	ck_assert_msg(strstr(r.next.drift[0].detail, "template other, spec wants base") != NULL &&
+	                strstr(r.next.drift[0].detail, "spec.updateStrategy: Migrate") != NULL &&
+	                strstr(r.next.drift[0].detail, "spacectl rollout restart") != NULL,
+	        "%s", r.next.drift[0].detail);
+	sk_plan_result_dispose(&r);
+	sk_observed_dispose(&ob);
+	sk_userspace_free(us);
+}
+END_TEST
+
 START_TEST(test_create_request)
 {
 	sk_plan_options o;
@@ -1539,6 +1569,7 @@ sk_suite_plan(void)
 	tcase_add_loop_test(tc, test_plan_table, 0, (int)NCASES);
 	tcase_add_test(tc, test_busy_check);
 	tcase_add_test(tc, test_plan_deterministic);
+	tcase_add_test(tc, test_spec_mismatch_says_how_to_roll_out);
 	tcase_add_test(tc, test_create_request);
 	tcase_add_test(tc, test_describe);
 	tcase_add_test(tc, test_transition_time_kept);
