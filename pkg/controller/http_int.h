@@ -72,6 +72,8 @@ const char *sk_ctl_guard_pin(sk_controller *c);
 
 /* connect.c: the connect API (see controller.h). */
 #define SK_CTL_METRIC_CONNECTS "spacekeeper_connect_total"
+/* Reconciles by how they learnt the bound sandbox's state (sk_look). */
+#define SK_CTL_METRIC_LOOKS "spacekeeper_observe_looks_total"
 #define SK_CTL_METRIC_CONNECT_DURATION "spacekeeper_connect_duration_seconds"
 void sk_ctl_reply_json(sk_http_reply *r, unsigned int status, json_t *obj); /* takes obj */
 void sk_ctl_reply_error(sk_http_reply *r, unsigned int status, const char *reason, const char *msg);
