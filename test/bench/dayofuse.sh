@@ -190,6 +190,15 @@ echo "day: applying $n UserSpaces (idleTimeout ${idle_s}s) and $nfast that stay 
 "$bin/spacectl" --mongodb-uri "$uri" apply -f "$tmp/users.yaml" >/dev/null
 bench_start_keeper "$tmp/config.yaml"
 bench_wait_ready $((n + nfast)) "$(date +%s.%N)" "$timeout_s"
+# ---- the first connect after an apply the controller converged (issue 22: 0 calls) ----
+snap
+s0=$stats
+"$tools/connectload" --url "http://127.0.0.1:$cport" --users "$nfast" --prefix f --mode warm \
+	-c "$callers" --duration 60 >"$tmp/first.out" || true
+snap
+first_calls=$(($(sim_calls "$stats") - $(sim_calls "$stats" '["list","list_v1"]') - $(sim_calls "$s0") + $(sim_calls "$s0" '["list","list_v1"]')))
+printf 'first connect after the apply: %s connects to %d spaces just converged, %d provider calls but lists (issue 22 target 0: %s)\n' \
+	"$(field "$(head -1 "$tmp/first.out")" connects)" "$nfast" "$first_calls" "$(met "$first_calls == 0")" >"$tmp/first.txt"
 echo "day: all created; waiting for the $n to fall asleep"
 asleep() { [ "$(metric_sum spacekeeper_userspaces 'phase="Idle"')" -ge "$n" ] && [ "$(sim_running)" -le "$nfast" ]; }
 wait_until "all $n Idle" $((2 * idle_s + 90)) asleep || {
@@ -292,7 +301,7 @@ printf '  controller CPU %.1f s, FerretDB CPU %.1f s over the run\n' \
 	"$(calc "($keeper_c1 - $keeper_c0) / $clk")" "$(calc "($db_c1 - $db_c0) / $clk")"
 
 echo
-cat "$tmp/fast-paced.txt" "$tmp/fast-saturated.txt"
+cat "$tmp/first.txt" "$tmp/fast-paced.txt" "$tmp/fast-saturated.txt"
 if [ -s "$tmp/perf-top.txt" ]; then
 	echo "  perf (PERF=1), the controller while saturated, top symbols (self):"
 	sed 's/^/  /' "$tmp/perf-top.txt"
