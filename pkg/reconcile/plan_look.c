@@ -57,8 +57,7 @@ known_fresh(const sk_userspace *us, const sk_sandbox *listed, const sk_list_view
 
 sk_look
 sk_plan_look(const sk_userspace *us, const sk_sandbox *listed, const sk_list_view *list,
-        const sk_keeper_known *known, int64_t activity_ms, int64_t now,
-        const sk_plan_options *o)
+        const sk_keeper_known *known, int64_t activity_ms, int64_t now, const sk_plan_options *o)
 {
 	int64_t end, ttl = sk_plan_ttl(us, o);
 	bool running;

@@ -250,8 +250,8 @@ START_TEST(test_look_table)
 	us->status.last_reconcile_ms = NOW + tc->last_change;
 	us->status.last_activity_ms = tc->prev_activity ? NOW + tc->prev_activity : 0;
 	if (tc->quiet)
-		sk_status_set_condition(&us->status, SK_COND_DATAPLANE, "True", "Healthy", "",
-		        NOW - 10 * MIN, 1);
+		sk_status_set_condition(
+		        &us->status, SK_COND_DATAPLANE, "True", "Healthy", "", NOW - 10 * MIN, 1);
 	if (tc->listed_id) {
 		listed.id = (char *)tc->listed_id;
 		listed.state = tc->listed_state ? tc->listed_state : SK_SANDBOX_RUNNING;
