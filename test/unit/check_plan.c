@@ -1275,6 +1275,12 @@ fake_apply(const sk_plan_result *r, sk_observed *ob, sk_userspace *us, int64_t n
 				free(us->meta.finalizers[f]);
 			us->meta.n_finalizers = 0;
 			break;
+		case SK_ACTION_SET_NETWORK:
+			ck_assert_ptr_nonnull(sb);
+			sk_network_dispose(&sb->network);
+			sk_network_copy(&sb->network, &a->network);
+			sb->network_known = true;
+			break;
 		case SK_ACTION_BIND:
 		case SK_ACTION_EVENT:
 		case SK_ACTION_INIT_ENV: break;
