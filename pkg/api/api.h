@@ -452,6 +452,9 @@ int sk_doc_parse(const char *data, size_t len, const char *file, sk_doclist *out
 int sk_doclist_expand_lists(sk_doclist *l, sk_error *err);
 /* Reads a path: a file, a directory (*.yaml, *.yml, *.json, sorted, not recursive) or "-". */
 int sk_doc_load_path(const char *path, sk_doclist *out, sk_error *err);
+/* The same; recursive: a directory's subdirectories too (kubectl -R), depth first, in
+ * name order; hidden entries skipped. */
+int sk_doc_load_tree(const char *path, bool recursive, sk_doclist *out, sk_error *err);
 void sk_doclist_dispose(sk_doclist *l);
 /* Borrowed. */
 json_t *sk_doc_root(const sk_doc *d);
@@ -477,6 +480,11 @@ int sk_userspace_decode(json_t *root, sk_userspace **out, sk_error *err);
 /* validate + decode (metadata.namespace ignored: cluster-scoped; null
  * means unset, as the API server prunes it). */
 int sk_userspace_from_doc(const sk_doc *d, sk_userspace **out, sk_errlist *errs);
+/* A document given to create (create true) or update, read as the API server
+ * reads it: status dropped (the status subresource), then
+ * metadata.generateName without metadata.name gets a generated name (create)
+ * or is an error (update), then sk_userspace_from_doc. Changes d's root. */
+int sk_userspace_from_input(sk_doc *d, bool create, sk_userspace **out, sk_errlist *errs);
 /* Reports each object (objs[i] NULL: skipped) whose metadata.name or
  * spec.userID repeats an earlier one, naming both positions (docs[i] is the
  * document of objs[i]). Linear time. Returns the number of errors added. */

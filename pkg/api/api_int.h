@@ -40,6 +40,9 @@ typedef struct sk_vctx {
 
 /* Reports "unknown field" for every key of obj not in allowed (NULL-terminated). */
 void sk_check_known(sk_vctx *v, json_t *obj, const char *path, const char *const *allowed);
+/* "unknown field" at path.key, with "did you mean X?" when one of known is close. */
+void sk_check_unknown(
+        sk_vctx *v, const char *path, const char *key, const char *const *known, size_t n);
 /* Looks up key in obj; when absent and required reports "required". Returns the value. */
 json_t *sk_check_field(sk_vctx *v, json_t *obj, const char *path, const char *key, bool required);
 bool sk_check_object(sk_vctx *v, json_t *val, const char *path);

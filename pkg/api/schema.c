@@ -234,7 +234,10 @@ const sk_field sk_spec_fields[] = {
 	        .rule = "[A-Za-z0-9._/:-]{1,128}",
 	        .pattern = "^[A-Za-z0-9._/:-]{1,128}$",
 	        .min_len = 1,
-	        .max_len = 128 },
+	        .max_len = 128,
+	        .desc = "The provider template the sandbox is created from. A change of a "
+	                "running space is drift (SpecMismatch) until rolled out: updateStrategy "
+	                "Migrate, or spacectl rollout restart." },
 	{ .path = "spec.mode",
 	        .type = SK_FIELD_ENUM,
 	        .offset = AT(mode),
@@ -245,12 +248,16 @@ const sk_field sk_spec_fields[] = {
 	        .type = SK_FIELD_INT,
 	        .offset = AT(cpu_count),
 	        .min = 1,
-	        .max = 64 },
+	        .max = 64,
+	        .desc = "vCPUs (E2B sizes a sandbox by its template; a difference is "
+	                "SpecMismatch)." },
 	{ .path = "spec.resources.memoryMB",
 	        .type = SK_FIELD_INT,
 	        .offset = AT(memory_mb),
 	        .min = 128,
-	        .max = 262144 },
+	        .max = 262144,
+	        .desc = "Memory in MiB (E2B sizes a sandbox by its template; a difference is "
+	                "SpecMismatch)." },
 	{ .path = "spec.lifecycle.idleTimeout",
 	        .type = SK_FIELD_DURATION,
 	        .offset = AT(idle_timeout_ms),
@@ -264,11 +271,16 @@ const sk_field sk_spec_fields[] = {
 	        .type = SK_FIELD_ENUM,
 	        .offset = AT(on_timeout),
 	        .def = "pause",
-	        .names = on_timeout_names },
+	        .names = on_timeout_names,
+	        .desc = "What the provider does after idleTimeout without activity: pause "
+	                "(memory and files kept; a connect wakes it) or kill." },
 	{ .path = "spec.lifecycle.autoResume",
 	        .type = SK_FIELD_BOOL,
 	        .offset = AT(auto_resume),
-	        .def = "true" },
+	        .def = "true",
+	        .desc = "Passed to the provider with onTimeout pause: a paused sandbox resumes "
+	                "itself when its data plane is reached directly. The connect API wakes "
+	                "an Idle space either way." },
 	{ .path = "spec.lifecycle.maxBusy",
 	        .type = SK_FIELD_DURATION,
 	        .offset = AT(max_busy_ms),
@@ -301,7 +313,9 @@ const sk_field sk_spec_fields[] = {
 	        .type = SK_FIELD_ENUM,
 	        .offset = AT(deletion_policy),
 	        .def = "Delete",
-	        .names = deletion_names },
+	        .names = deletion_names,
+	        .desc = "What deleting the UserSpace does to its sandboxes: Delete kills them, "
+	                "then releases the object; Retain leaves them." },
 	{ .path = "spec.health.unhealthyAfter",
 	        .type = SK_FIELD_DURATION,
 	        .offset = AT(unhealthy_after_ms),
@@ -314,7 +328,10 @@ const sk_field sk_spec_fields[] = {
 	        .offset = AT(remediation),
 	        .def = "Report",
 	        .names = remediation_names,
-	        .values = remediation_values },
+	        .values = remediation_values,
+	        .desc = "What the controller does when the data plane stays unreachable for "
+	                "unhealthyAfter: Report (drift only) or Replace (a new sandbox, then "
+	                "the old one deleted)." },
 	{ .path = "spec.updateStrategy",
 	        .type = SK_FIELD_ENUM,
 	        .offset = AT(update_strategy),

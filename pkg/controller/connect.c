@@ -402,6 +402,40 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, bool fres
 	sk_userspace_free(us);
 }
 
+bool
+sk_ctl_connect_fast(sk_controller *c, const char *arg, bool by_user, sk_http_reply *r)
+{
+	double t0 = sk_metrics_now();
+	int64_t now = sk_now_ms();
+	char *name = by_user ? sk_informer_name_for_user(c->inf, arg) : sk_strdup(arg);
+	sk_userspace *us = NULL;
+	sk_connect_decision d;
+	sk_plan_options o;
+	sk_ctl_keeper k;
+	bool done = false;
+
+	if (name == NULL || !atomic_load(&c->started) || sk_informer_get(c->inf, name, &us) != 0) {
+		free(name);
+		return false;
+	}
+	if (sk_ctl_may_act(c, us->spec.user_id)) {
+		sk_ctl_plan_options(c, us, &o);
+		sk_ctl_space_keeper(c, name, &k);
+		sk_connect_decide(us, &k.mem, now, &o, &d);
+		if (d.verdict == SK_CONNECT_READY && k.detail_seen) {
+			sk_ctl_space_touch(c, name, now);
+			reply_ready(c, r, us, &k, "fast");
+			queue_housekeeping(c, us, &d, &o, now);
+			count_connect(c, "fast", r->status, t0);
+			done = true;
+		}
+		explicit_bzero(k.envd_token, sizeof(k.envd_token));
+	}
+	sk_userspace_free(us);
+	free(name);
+	return done;
+}
+
 void
 sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms, bool fresh,
         const sk_ctl_origin *from, sk_http_reply *r)

@@ -13,9 +13,11 @@
  *
  * Threading: a few polling threads over epoll accept and parse every
  * connection (no thread per connection, so half-open clients cost a socket
- * and a short idle timeout, nothing more). A connect may wait for a
- * reconcile for up to its timeout: its connection is suspended and the
- * connect runs in a thread of its own; at most connectMaxWaiting run at once,
+ * and a short idle timeout, nothing more). A connect answered from memory
+ * (sk_ctl_connect_fast) is answered there, with no thread (issue 22: the
+ * thread per call was most of the fast path's cost). A connect that may
+ * wait for a reconcile, up to its timeout, has its connection suspended
+ * and runs in a thread of its own; at most connectMaxWaiting run at once,
  * beyond that the answer is 429 with Retry-After, at once.
  * Limits: request line and headers within GUARD_MEMORY (431 beyond), bodies
  * within GUARD_BODY_MAX (413), connectMaxConnections open connections
@@ -344,7 +346,11 @@ handler(void *cls, struct MHD_Connection *conn, const char *url, const char *met
 		        "the connect API wants an Authorization: Bearer token");
 		return send_reply(q);
 	}
-	if (route(q, method, url) && start_call(q))
+	if (!route(q, method, url))
+		return send_reply(q);
+	if (!q->fresh && sk_ctl_connect_fast(c, q->arg, q->kind == CALL_USER, &q->r))
+		return send_reply(q); /* answered from memory: no thread, no suspend */
+	if (start_call(q))
 		return MHD_YES;
 	return send_reply(q);
 }

@@ -86,7 +86,7 @@ age(sk_buf *b, int64_t since_ms, int64_t now_ms)
 {
 	char d[32];
 
-	sk_duration_format(since_ms > 0 && now_ms > since_ms ? now_ms - since_ms : 0, d, sizeof(d));
+	sk_age_format(since_ms > 0 && now_ms > since_ms ? now_ms - since_ms : 0, d, sizeof(d));
 	html(b, d);
 }
 

@@ -57,6 +57,8 @@ void sk_plan_finish(sk_pctx *c);
 void sk_plan_set_binding(sk_pctx *c, const char *id);
 
 bool sk_str_eq(const char *a, const char *b);
+/* A renewal that would move the deadline by less than this is not made. */
+#define SK_RENEW_SLACK_MS 1000
 /* plan_deadline.c: a running keeper's deadline beyond activity. */
 /* Busy (processes run, within maxBusy): true with the renewal's *timeout. */
 bool sk_plan_busy(sk_pctx *c, const sk_sandbox *k, int64_t *timeout);
