@@ -403,7 +403,8 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, bool fres
 }
 
 bool
-sk_ctl_connect_fast(sk_controller *c, const char *arg, bool by_user, sk_http_reply *r)
+sk_ctl_connect_fast(sk_controller *c, const char *arg, bool by_user, const sk_ctl_origin *from,
+        sk_http_reply *r)
 {
 	double t0 = sk_metrics_now();
 	int64_t now = sk_now_ms();
@@ -415,6 +416,13 @@ sk_ctl_connect_fast(sk_controller *c, const char *arg, bool by_user, sk_http_rep
 	bool done = false;
 
 	if (name == NULL || !atomic_load(&c->started) || sk_informer_get(c->inf, name, &us) != 0) {
+		free(name);
+		return false;
+	}
+	/* outside the caller's scope: the slow path answers as for a missing space */
+	if (from != NULL && from->scope != NULL &&
+	        !sk_selector_matches(from->scope, &us->meta.labels)) {
+		sk_userspace_free(us);
 		free(name);
 		return false;
 	}

@@ -94,8 +94,11 @@ void sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_
  * known ready (sk_connect_decide: READY, its envd details known); false,
  * r untouched, when the connect may wait (starting, forward, fresh, any
  * slow path): then sk_ctl_connect or sk_ctl_connect_user, in a thread.
- * by_user: arg is a userID, else a UserSpace name. */
-bool sk_ctl_connect_fast(sk_controller *c, const char *arg, bool by_user, sk_http_reply *r);
+ * by_user: arg is a userID, else a UserSpace name. A space outside the
+ * caller's token scope (from) is left to the slow path, which answers 404
+ * as for a missing one. */
+bool sk_ctl_connect_fast(sk_controller *c, const char *arg, bool by_user, const sk_ctl_origin *from,
+        sk_http_reply *r);
 /* POST /v1/users/ID/activity: a heartbeat, 204. */
 void sk_ctl_activity(
         sk_controller *c, const char *user_id, const sk_ctl_origin *from, sk_http_reply *r);
