@@ -284,6 +284,8 @@ worker_process(sk_worker *w, const char *key)
 	sk_metrics_add(c->metrics, "spacekeeper_provider_reconciles_total", l, 1);
 	rc = sk_reconcile_object(&env, us, &view, &requeue, &updated, &err);
 	sk_limiter_release(c->limiters[prov]);
+	snprintf(l, sizeof(l), "look=\"%s\"", sk_look_name(report.look));
+	sk_metrics_add(c->metrics, SK_CTL_METRIC_LOOKS, l, 1);
 	sk_ctl_space_note(c, key, &report, rc == 0);
 	sk_ctl_note_drift(c, key, updated ? updated : us);
 	note_written(c, key, updated);

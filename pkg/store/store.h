@@ -87,6 +87,8 @@ int sk_store_clock_verdict(const sk_clock_reading *r, int64_t max_ms, sk_error *
  * finalizer SK_FINALIZER. SK_EEXISTS when the name exists; SK_ECONFLICT when
  * another object has the same spec.userID (message names it). Status is not written. */
 int sk_store_create(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *err);
+/* SK_ENOTFOUND with the message every store gives for an absent name. */
+int sk_store_not_found(const char *name, sk_error *err);
 /* SK_ENOTFOUND when absent. */
 int sk_store_get(sk_store *s, const char *name, sk_userspace **out, sk_error *err);
 

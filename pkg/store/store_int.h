@@ -96,7 +96,6 @@ sk_userspace *sk_store_with_status(const sk_userspace *cur, const sk_userspace_s
 void sk_store_drop_finalizer(sk_object_meta *m, const char *finalizer);
 /* SK_ECONFLICT "the object has been modified" naming both versions. */
 int sk_store_conflict(const char *name, int64_t expected, int64_t found, sk_error *err);
-int sk_store_not_found(const char *name, sk_error *err);
 int sk_store_user_id_taken(const char *user_id, const char *holder, sk_error *err);
 
 /* lease.c: what one lease operation makes of the lease as read (cur NULL
