@@ -47,6 +47,10 @@ typedef struct sk_http_reply {
 typedef struct sk_ctl_origin {
 	bool forwarded;
 	const char *authorization;
+	/* The caller's token (tokens.c): its name, and the spaces it reaches
+	 * (NULL: every space). Both live as long as the guard. */
+	const char *token;
+	const sk_selector *scope;
 } sk_ctl_origin;
 #define SK_CTL_FORWARDED_HEADER "X-Spacekeeper-Forwarded-By"
 
@@ -95,6 +99,19 @@ bool sk_ctl_connect_fast(sk_controller *c, const char *arg, bool by_user, sk_htt
 /* POST /v1/users/ID/activity: a heartbeat, 204. */
 void sk_ctl_activity(
         sk_controller *c, const char *user_id, const sk_ctl_origin *from, sk_http_reply *r);
+
+/* tokens.c: the connect API's bearer tokens (connectTokenFile and
+ * connectTokens), reloaded when their files change. *out NULL when none is
+ * configured. */
+typedef struct sk_ctl_tokens sk_ctl_tokens;
+int sk_ctl_tokens_new(sk_controller *c, sk_ctl_tokens **out, sk_error *err);
+void sk_ctl_tokens_free(sk_ctl_tokens *t);
+/* An Authorization header value against every token in constant time: true
+ * with from->token and from->scope set when one matches. */
+bool sk_ctl_tokens_check(
+        sk_controller *c, sk_ctl_tokens *t, const char *authorization, sk_ctl_origin *from);
+/* Whether the caller's token reaches us (counted per token when not). */
+bool sk_ctl_in_scope(sk_controller *c, const sk_ctl_origin *from, const sk_userspace *us);
 
 /* page.c: the status page (GET / and GET /spaces/NAME), HTML. */
 void sk_ctl_page_index(sk_controller *c, sk_http_reply *r);

@@ -254,6 +254,10 @@ declare_shards(sk_controller *c)
 	sk_metrics_declare(m, SK_CTL_METRIC_RENEW_FAILURES, SK_METRIC_COUNTER,
 	        "Shard lease renewals that failed");
 	sk_metrics_add(m, SK_CTL_METRIC_RENEW_FAILURES, NULL, 0);
+	sk_metrics_declare(m, SK_CTL_METRIC_CLOCK_SKEW, SK_METRIC_GAUGE,
+	        "This host's wall clock minus the database server's (hello localTime), at the "
+	        "last lease round; beyond 2 s the replica stops acting");
+	sk_metrics_set(m, SK_CTL_METRIC_CLOCK_SKEW, NULL, 0);
 }
 
 /* Connect paths (connect.c) with the code each answers when it succeeds

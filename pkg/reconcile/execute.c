@@ -309,6 +309,7 @@ do_create(sk_xctx *x, const sk_action *a, sk_error *err)
 	req.memory_mb = a->memory_mb;
 	req.metadata = &a->metadata;
 	req.env = &a->env;
+	req.network = &a->network;
 	memset(&sb, 0, sizeof(sb));
 	rc = sk_sandbox_create(x->p, &req, &sb, err);
 	if (rc == 0 && x->fu != NULL)
@@ -488,6 +489,21 @@ do_init_env(sk_xctx *x, const sk_action *a, sk_error *err)
 	return rc;
 }
 
+/* spec.network on a live sandbox (E2B's PUT .../network). */
+static int
+do_set_network(sk_xctx *x, const sk_action *a, sk_error *err)
+{
+	char net[1024];
+	int rc = sk_sandbox_set_network(x->p, id_of(x, a), &a->network, err);
+
+	if (rc == 0) {
+		sk_network_format(&a->network, net, sizeof(net));
+		event(x, "Normal", SK_REASON_NETWORK_UPDATED,
+		        "applied the network policy to sandbox %s: %s", id_of(x, a), net);
+	}
+	return rc;
+}
+
 static int
 run_action(sk_xctx *x, const sk_action *a, sk_error *err)
 {
@@ -501,6 +517,7 @@ run_action(sk_xctx *x, const sk_action *a, sk_error *err)
 	case SK_ACTION_REMOVE_FINALIZER: return do_unfinalize(x, err);
 	case SK_ACTION_EVENT: event(x, a->event_type, a->reason, "%s", a->message); return 0;
 	case SK_ACTION_INIT_ENV: return do_init_env(x, a, err);
+	case SK_ACTION_SET_NETWORK: return do_set_network(x, a, err);
 	}
 	return sk_error_set(err, SK_EINVALID, "unknown action %d", (int)a->type);
 }

@@ -186,6 +186,7 @@ push_create(sk_pctx *c)
 	a->memory_mb = req.memory_mb;
 	for (size_t i = 0; i < req.env->len; i++)
 		sk_kvlist_set(&a->env, req.env->items[i].key, req.env->items[i].value);
+	sk_network_copy(&a->network, req.network);
 	if (!c->o->probe)
 		push_init_env(c, NULL);
 	sk_plan_push(c, SK_ACTION_BIND, NULL);
@@ -226,10 +227,11 @@ check_spec(sk_pctx *c, const sk_sandbox *k)
 {
 	const sk_userspace_spec *s = &c->us->spec;
 	sk_buf b = SK_BUF_INIT(1024);
+	bool tmpl = k->template_id != NULL && s->template_id != NULL &&
+	        !sk_str_eq(s->template_id, k->template_id) && !sk_str_eq(s->template_id, k->alias);
 
-	if (k->template_id != NULL && s->template_id != NULL &&
-	        !sk_str_eq(s->template_id, k->template_id) && !sk_str_eq(s->template_id, k->alias))
-		sk_buf_printf(&b, "%stemplate %s, spec wants %s", b.len ? "; " : "",
+	if (tmpl)
+		sk_buf_printf(&b, "template %s, spec wants %s",
 		        k->alias ? k->alias : k->template_id, s->template_id);
 	if (s->cpu_count > 0 && k->cpu_count > 0 && s->cpu_count != k->cpu_count)
 		sk_buf_printf(&b, "%scpuCount %d, spec wants %d", b.len ? "; " : "", k->cpu_count,
@@ -237,7 +239,14 @@ check_spec(sk_pctx *c, const sk_sandbox *k)
 	if (s->memory_mb > 0 && k->memory_mb > 0 && s->memory_mb != k->memory_mb)
 		sk_buf_printf(&b, "%smemoryMB %d, spec wants %d", b.len ? "; " : "", k->memory_mb,
 		        s->memory_mb);
-	if (b.len > 0)
+	sk_plan_network(c, k, &b);
+	/* A template can be rolled out (a new sandbox, files moved); say how. */
+	if (tmpl)
+		sk_plan_drift(c, SK_DRIFT_SPEC, k->id,
+		        "%s (report only: updateStrategy Report; roll it out with "
+		        "spec.updateStrategy: Migrate or spacectl rollout restart)",
+		        b.data);
+	else if (b.len > 0)
 		sk_plan_drift(c, SK_DRIFT_SPEC, k->id, "%s (report only)", b.data);
 	sk_buf_dispose(&b);
 }
@@ -606,6 +615,8 @@ plan_live(sk_pctx *c)
 	}
 	if (ks == K_FOUND && !c->hold) {
 		const char *why = sk_migration_trigger(c->us, k->template_id, k->alias);
+		if (why == NULL)
+			why = sk_plan_network_trigger(c, k);
 		if (why != NULL)
 			start_migration(c, k, why);
 	}

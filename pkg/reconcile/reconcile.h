@@ -93,6 +93,9 @@
 #define SK_REASON_DELETE_FAILED "DeleteFailed"
 #define SK_REASON_SET_TIMEOUT_FAILED "SetTimeoutFailed"
 #define SK_REASON_INIT_ENV_FAILED "InitEnvFailed"
+#define SK_REASON_NETWORK_FAILED "NetworkUpdateFailed"
+#define SK_REASON_NETWORK_UPDATED "NetworkUpdated"
+#define SK_REASON_NETWORK_APPLIED "Applied"
 #define SK_REASON_STATUS_WRITE_FAILED "StatusWriteFailed"
 #define SK_REASON_FINALIZER_FAILED "FinalizerRemovalFailed"
 #define SK_REASON_EVENT_FAILED "EventFailed"
@@ -110,6 +113,7 @@
 /* What started a migration (status.migration.trigger) */
 #define SK_TRIGGER_PROVIDER "ProviderChanged"
 #define SK_TRIGGER_TEMPLATE "TemplateChanged"
+#define SK_TRIGGER_NETWORK "NetworkChanged"
 #define SK_TRIGGER_ROLLOUT "RolloutRestart"
 
 /* ---- options ---- */
@@ -136,6 +140,9 @@ typedef struct sk_plan_options {
 	/* The provider moves a sandbox's deadline on data-plane traffic (Cube's
 	 * idle window): a deadline other than the one set is not an override. */
 	bool deadline_slides;
+	/* The provider changes a live sandbox's network policy (E2B): a change
+	 * of spec.network is applied in place, else by migration or reported. */
+	bool network_live;
 } sk_plan_options;
 
 void sk_plan_options_init(sk_plan_options *o);
@@ -313,6 +320,7 @@ typedef enum sk_action_type {
 	SK_ACTION_REMOVE_FINALIZER,
 	SK_ACTION_EVENT,
 	SK_ACTION_INIT_ENV, /* re-assert spec.env through envd POST /init */
+	SK_ACTION_SET_NETWORK, /* apply spec.network live (E2B) */
 } sk_action_type;
 
 typedef enum sk_kill_reason {
@@ -339,6 +347,7 @@ typedef struct sk_action {
 	bool auto_resume;
 	sk_kvlist metadata;
 	sk_kvlist env; /* CREATE, INIT_ENV: values never logged */
+	sk_network network; /* CREATE, SET_NETWORK: spec.network */
 	/* EVENT */
 	char *event_type; /* "Normal" | "Warning" */
 	char *reason;

@@ -1275,6 +1275,12 @@ fake_apply(const sk_plan_result *r, sk_observed *ob, sk_userspace *us, int64_t n
 				free(us->meta.finalizers[f]);
 			us->meta.n_finalizers = 0;
 			break;
+		case SK_ACTION_SET_NETWORK:
+			ck_assert_ptr_nonnull(sb);
+			sk_network_dispose(&sb->network);
+			sk_network_copy(&sb->network, &a->network);
+			sb->network_known = true;
+			break;
 		case SK_ACTION_BIND:
 		case SK_ACTION_EVENT:
 		case SK_ACTION_INIT_ENV: break;
@@ -1400,6 +1406,36 @@ START_TEST(test_plan_deterministic)
 	sk_observed_dispose(&ob);
 	sk_userspace_free(us);
 	sk_userspace_free(copy);
+}
+END_TEST
+
+/* A template the controller only reports says how to roll it out (issue 26:
+ * plan said "no changes" and nothing more). */
+START_TEST(test_spec_mismatch_says_how_to_roll_out)
+{
+	const plan_case *tc = NULL;
+	sk_plan_options o;
+	sk_userspace *us;
+	sk_observed ob;
+	sk_plan_result r;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]) && tc == NULL; i++) {
+		if (strncmp(cases[i].name, "template and cpu differ", 23) == 0)
+			tc = &cases[i];
+	}
+	ck_assert_ptr_nonnull(tc);
+	us = build_us(tc);
+	opts_for(tc, &o);
+	build_ob(tc, &ob);
+	sk_plan(us, &ob, NOW, &o, &r);
+	ck_assert_uint_eq(r.next.n_drift, 1);
+	ck_assert_msg(strstr(r.next.drift[0].detail, "template other, spec wants base") != NULL &&
+	                strstr(r.next.drift[0].detail, "spec.updateStrategy: Migrate") != NULL &&
+	                strstr(r.next.drift[0].detail, "spacectl rollout restart") != NULL,
+	        "%s", r.next.drift[0].detail);
+	sk_plan_result_dispose(&r);
+	sk_observed_dispose(&ob);
+	sk_userspace_free(us);
 }
 END_TEST
 
@@ -1596,6 +1632,7 @@ sk_suite_plan(void)
 	tcase_add_loop_test(tc, test_plan_table, 0, (int)NCASES);
 	tcase_add_test(tc, test_busy_check);
 	tcase_add_test(tc, test_plan_deterministic);
+	tcase_add_test(tc, test_spec_mismatch_says_how_to_roll_out);
 	tcase_add_test(tc, test_create_request);
 	tcase_add_test(tc, test_describe);
 	tcase_add_test(tc, test_transition_time_kept);
