@@ -403,7 +403,8 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, bool fres
 }
 
 bool
-sk_ctl_connect_fast(sk_controller *c, const char *arg, bool by_user, sk_http_reply *r)
+sk_ctl_connect_fast(sk_controller *c, const char *arg, bool by_user, const sk_ctl_origin *from,
+        sk_http_reply *r)
 {
 	double t0 = sk_metrics_now();
 	int64_t now = sk_now_ms();
@@ -418,7 +419,11 @@ sk_ctl_connect_fast(sk_controller *c, const char *arg, bool by_user, sk_http_rep
 		free(name);
 		return false;
 	}
-	if (sk_ctl_may_act(c, us->spec.user_id)) {
+	/* A space outside the caller's token scope: the thread's path answers
+	 * (404, as for a missing space, after the same store read; counted there). */
+	if ((from == NULL || from->scope == NULL ||
+	            sk_selector_matches(from->scope, &us->meta.labels)) &&
+	        sk_ctl_may_act(c, us->spec.user_id)) {
 		sk_ctl_plan_options(c, us, &o);
 		sk_ctl_space_keeper(c, name, &k);
 		sk_connect_decide(us, &k.mem, now, &o, &d);
