@@ -84,4 +84,14 @@ const char *sk_config_setting_path(size_t i);
 /* Checks v against setting i and stores it in out; false with why filled. */
 bool sk_config_setting_set(size_t i, json_t *v, sk_controller_config *out, char *why, size_t n);
 
+/* config_tokens.c: controller.connectTokens into out (errors into errs). */
+void sk_config_decode_connect_tokens(
+        const sk_doc *doc, sk_errlist *errs, json_t *arr, sk_controller_config *out);
+void sk_config_connect_tokens_free(sk_controller_config *c);
+
+/* network.c: the rules of spec.network's lists (schema rows). */
+void sk_net_check_list(sk_vctx *v, const sk_field *f, json_t *a);
+bool sk_net_allow_ok(const char *s);
+bool sk_net_deny_ok(const char *s);
+
 #endif

@@ -17,7 +17,8 @@
 _Static_assert(sizeof(sk_mode) == sizeof(int) && sizeof(sk_on_timeout) == sizeof(int) &&
                 sizeof(sk_deletion_policy) == sizeof(int) &&
                 sizeof(sk_remediation) == sizeof(int) &&
-                sizeof(sk_update_strategy) == sizeof(int) && sizeof(sk_busy_policy) == sizeof(int),
+                sizeof(sk_update_strategy) == sizeof(int) &&
+                sizeof(sk_busy_policy) == sizeof(int) && sizeof(sk_net_access) == sizeof(int),
         "ENUM fields are read and written as int");
 
 /* ---- rules of the fields that need more than a type and bounds ---- */
@@ -193,6 +194,8 @@ static const char *const remediation_names[] = { "Replace", "Report", NULL };
 static const int remediation_values[] = { SK_REMEDIATION_REPLACE, SK_REMEDIATION_REPORT };
 static const char *const update_names[] = { "Report", "Migrate", NULL };
 static const char *const busy_names[] = { "Processes", "Ignore", NULL };
+static const char *const net_access_names[] = { "Allow", "Deny", NULL };
+static const int net_access_values[] = { SK_NET_ALLOW, SK_NET_DENY };
 
 const sk_field sk_spec_fields[] = {
 	{ .path = "spec.userID",
@@ -370,6 +373,42 @@ const sk_field sk_spec_fields[] = {
 	        .names = deletion_names,
 	        .desc = "After keepSourceFor the old sandbox is deleted (Delete) or left "
 	                "paused (Retain)." },
+	/* spec.network (network.c); no default written: unset is the provider's
+	 * own (Allow), and a space without a policy keeps its output */
+	{ .path = "spec.network.internet",
+	        .type = SK_FIELD_ENUM,
+	        .offset = AT(network.internet),
+	        .names = net_access_names,
+	        .values = net_access_values,
+	        .desc = "Egress to addresses allowOut does not list: Allow (when unset) or "
+	                "Deny." },
+	{ .path = "spec.network.allowOut",
+	        .type = SK_FIELD_LIST,
+	        .offset = AT(network.allow_out),
+	        .max = 64,
+	        .valid = sk_net_allow_ok,
+	        .rule = "an IP address, a CIDR or a host name (*. wildcard allowed)",
+	        .pattern = "^[A-Za-z0-9*.:/-]+$",
+	        .check = sk_net_check_list,
+	        .desc = "Destinations always reachable (over denyOut and internet Deny): IP "
+	                "addresses, CIDRs and host names such as *.example.com." },
+	{ .path = "spec.network.denyOut",
+	        .type = SK_FIELD_LIST,
+	        .offset = AT(network.deny_out),
+	        .max = 64,
+	        .valid = sk_net_deny_ok,
+	        .rule = "an IP address or a CIDR",
+	        .pattern = "^[0-9A-Fa-f.:/]+$",
+	        .check = sk_net_check_list,
+	        .desc = "Destinations never reachable unless allowOut lists them. IP addresses "
+	                "and CIDRs (no host names)." },
+	{ .path = "spec.network.publicTraffic",
+	        .type = SK_FIELD_ENUM,
+	        .offset = AT(network.public_traffic),
+	        .names = net_access_names,
+	        .values = net_access_values,
+	        .desc = "Whether the sandbox's URLs answer without its access token: Allow (when "
+	                "unset) or Deny." },
 };
 
 const size_t sk_spec_n_fields = sizeof(sk_spec_fields) / sizeof(sk_spec_fields[0]);
@@ -380,7 +419,7 @@ const int64_t sk_default_sandbox_timeout_ms = HOUR_MS;
  * that fits in padding would slip through, so the size is pinned here too:
  * a new member needs a row above, then this size. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(sk_userspace_spec) == 176, "a new spec member needs a row in sk_spec_fields");
+_Static_assert(sizeof(sk_userspace_spec) == 216, "a new spec member needs a row in sk_spec_fields");
 #endif
 
 /* ---- access ---- */
