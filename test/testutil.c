@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -146,9 +147,15 @@ exec_child(const char *const *argv, const char *const *env)
 pid_t
 sk_test_spawn(const char *const *argv, const char *const *env, const char *log_path)
 {
+	pid_t parent = getpid();
 	pid_t pid = fork();
 
 	if (pid == 0) {
+		/* A test that fails (its process exits at the assert, before its
+		 * teardown) or times out (SIGKILL) takes what it started with it: no
+		 * sandboxsim --preload 900 left running. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+			_exit(127);
 		int fd = open(
 		        log_path ? log_path : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
 		int devnull = open("/dev/null", O_RDONLY);
@@ -249,6 +256,7 @@ sk_test_run(const char *const *argv, const char *const *env, const char *stdin_d
 	}
 	pid = fork();
 	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* as sk_test_spawn */
 		dup2(in_fd, 0);
 		dup2(out_fd, 1);
 		dup2(err_fd, 2);
@@ -407,18 +415,21 @@ sk_test_global_setup(void)
 }
 
 void
-sk_test_global_teardown(void)
+sk_test_global_teardown(int failed)
 {
 	char cmd[700];
+	bool keep = getenv("SK_TEST_KEEP_TMP") != NULL || failed > 0;
 
 	if (getpid() != owner_pid)
 		return;
 	if (ferretdb_pid > 0)
 		sk_test_stop(ferretdb_pid, false);
 	sk_store_global_cleanup();
-	if (tmpdir[0] && getenv("SK_TEST_KEEP_TMP") != NULL)
-		fprintf(stderr, "SK_TEST_KEEP_TMP: kept %s\n", tmpdir);
-	if (tmpdir[0] && getenv("SK_TEST_KEEP_TMP") == NULL) {
+	/* a failed run keeps the logs its messages point to */
+	if (tmpdir[0] && keep)
+		fprintf(stderr, "%s: kept %s (logs and data)\n",
+		        failed > 0 ? "tests failed" : "SK_TEST_KEEP_TMP", tmpdir);
+	if (tmpdir[0] && !keep) {
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
 		if (system(cmd) != 0)
 			fprintf(stderr, "could not remove %s\n", tmpdir);

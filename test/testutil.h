@@ -13,7 +13,9 @@
 #include <sys/types.h>
 
 void sk_test_global_setup(void);
-void sk_test_global_teardown(void);
+/* Stops what the run started; removes the temporary directory unless a test
+ * failed (failed > 0) or SK_TEST_KEEP_TMP is set, and then prints where it is. */
+void sk_test_global_teardown(int failed);
 
 /* A free TCP port on 127.0.0.1. */
 int sk_test_free_port(void);
