@@ -89,6 +89,10 @@ void sk_config_decode_connect_tokens(
         const sk_doc *doc, sk_errlist *errs, json_t *arr, sk_controller_config *out);
 void sk_config_connect_tokens_free(sk_controller_config *c);
 
+/* schema.c: a LIST row's value: a list of 1 to f->max strings, each
+ * passing f->valid, else "must be RULE"; why (may be NULL) may give a bad
+ * entry a message of its own. */
+void sk_check_list(sk_vctx *v, const sk_field *f, json_t *a, const char *(*why)(const char *s));
 /* network.c: the rules of spec.network's lists (schema rows). */
 void sk_net_check_list(sk_vctx *v, const sk_field *f, json_t *a);
 bool sk_net_allow_ok(const char *s);

@@ -84,9 +84,8 @@ quantity_ok(const char *s)
 	return strlen(s) <= 18 && sk_quantity_parse(s, &n) == SK_OK;
 }
 
-/* A list of at most f->max strings, each passing f->valid. */
-static void
-check_list(sk_vctx *v, const sk_field *f, json_t *a)
+void
+sk_check_list(sk_vctx *v, const sk_field *f, json_t *a, const char *(*why)(const char *s))
 {
 	json_t *item;
 	size_t i;
@@ -102,10 +101,20 @@ check_list(sk_vctx *v, const sk_field *f, json_t *a)
 	{
 		char *p = sk_path_index(f->path, i);
 		const char *s = sk_check_string(v, item, p);
-		if (s != NULL && !f->valid(s))
+		const char *rule = s != NULL && !f->valid(s) && why ? why(s) : NULL;
+		if (rule != NULL)
+			sk_doc_error(v->errs, v->doc, p, "%s (got \"%.140s\")", rule, s);
+		else if (s != NULL && !f->valid(s))
 			sk_doc_error(v->errs, v->doc, p, "must be %s (got \"%.140s\")", f->rule, s);
 		free(p);
 	}
+}
+
+/* A list of at most f->max strings, each passing f->valid. */
+static void
+check_list(sk_vctx *v, const sk_field *f, json_t *a)
+{
+	sk_check_list(v, f, a, NULL);
 }
 
 static bool

@@ -47,6 +47,10 @@ const sk_drift *sk_plan_prev_drift(const sk_pctx *c, const char *type, const cha
 const sk_condition *sk_plan_prev_cond(const sk_pctx *c, const char *type);
 void sk_plan_requeue(sk_pctx *c, int64_t ms);
 void sk_plan_wait(sk_pctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A condition outside the fixed set (Busy, NetworkPolicy): as decided
+ * this round (d->status set), else the previous one kept; d's message is
+ * taken. */
+void sk_plan_finish_kept(sk_pctx *c, const char *type, sk_cond_decision *d);
 /* Builds next.conditions from the decisions (transition times kept when the
  * status did not change) and sets the requeue delay. */
 void sk_plan_finish(sk_pctx *c);
@@ -73,10 +77,9 @@ int sk_reconcile_write_status(
 /* plan_network.c: spec.network against the keeper's policy. The trigger
  * of a migration (updateStrategy Migrate, a provider without live update),
  * else NULL; sk_plan_network applies it live (SET_NETWORK) or writes the
- * difference into b (SpecMismatch, report only); sk_plan_network_finish
- * writes the NetworkPolicy condition. */
+ * difference into b (SpecMismatch, report only) and decides the
+ * NetworkPolicy condition (c->network). */
 const char *sk_plan_network_trigger(sk_pctx *c, const sk_sandbox *k);
 void sk_plan_network(sk_pctx *c, const sk_sandbox *k, sk_buf *b);
-void sk_plan_network_finish(sk_pctx *c);
 
 #endif
