@@ -63,6 +63,8 @@ typedef enum sk_mode { SK_MODE_RUNNING, SK_MODE_PAUSED } sk_mode;
 typedef enum sk_on_timeout { SK_ON_TIMEOUT_PAUSE, SK_ON_TIMEOUT_KILL } sk_on_timeout;
 typedef enum sk_deletion_policy { SK_DELETE_DELETE, SK_DELETE_RETAIN } sk_deletion_policy;
 typedef enum sk_remediation { SK_REMEDIATION_REPORT, SK_REMEDIATION_REPLACE } sk_remediation;
+/* spec.health.onLoss: what a lost workspace (WorkspaceIntact False) does. */
+typedef enum sk_on_loss { SK_ON_LOSS_REPORT, SK_ON_LOSS_RESTORE } sk_on_loss;
 /* spec.updateStrategy: what a template change does. */
 typedef enum sk_update_strategy { SK_UPDATE_REPORT, SK_UPDATE_MIGRATE } sk_update_strategy;
 /* spec.lifecycle.busy: whether processes running in envd keep the space awake. */
@@ -128,6 +130,7 @@ typedef struct sk_userspace_spec {
 	sk_deletion_policy deletion_policy; /* spec.deletionPolicy */
 	int64_t unhealthy_after_ms; /* spec.health.unhealthyAfter */
 	sk_remediation remediation; /* spec.health.remediation */
+	sk_on_loss on_loss; /* spec.health.onLoss */
 	sk_update_strategy update_strategy; /* spec.updateStrategy */
 	sk_strlist workspace_paths; /* spec.workspace.paths */
 	int64_t keep_source_ms; /* spec.migration.keepSourceFor */
@@ -142,6 +145,9 @@ typedef struct sk_userspace_spec {
 #define SK_COND_DRIFTED "Drifted"
 #define SK_COND_MIGRATED "Migrated" /* present once a migration was recorded */
 #define SK_COND_BUSY "Busy" /* present once running processes kept the space awake */
+/* present once the workspace marker was written: False when a resume found
+ * it missing or another space's, or the bound sandbox vanished (files lost) */
+#define SK_COND_WORKSPACE "WorkspaceIntact"
 
 typedef struct sk_condition {
 	char *type;
@@ -158,6 +164,10 @@ typedef struct sk_condition {
 #define SK_DRIFT_SPEC "SpecMismatch"
 #define SK_DRIFT_MISSING "Missing"
 #define SK_DRIFT_ORPHAN "Orphan"
+#define SK_DRIFT_WORKSPACE_LOST "WorkspaceLost"
+/* Clears WorkspaceIntact False: the time (RFC 3339) the loss was seen to; a
+ * value at or after the condition's lastTransitionTime sets it True again. */
+#define SK_ANNOTATION_LOSS_ACK "spacekeeper.dev/workspaceLossAcknowledged"
 
 typedef struct sk_drift {
 	char *type;

@@ -95,6 +95,13 @@
 #define SK_REASON_FINALIZER_FAILED "FinalizerRemovalFailed"
 #define SK_REASON_EVENT_FAILED "EventFailed"
 #define SK_REASON_NO_PROVIDER "NoProvider"
+#define SK_REASON_MARKER_WRITE_FAILED "MarkerWriteFailed"
+/* WorkspaceIntact (the workspace marker; drift WorkspaceLost) */
+#define SK_REASON_MARKER_WRITTEN "MarkerWritten"
+#define SK_REASON_MARKER_FOUND "MarkerFound"
+#define SK_REASON_MARKER_UNREADABLE "MarkerUnreadable"
+#define SK_REASON_WORKSPACE_LOST "WorkspaceLost"
+#define SK_REASON_LOSS_ACKNOWLEDGED "LossAcknowledged"
 /* Migration (status.migration; condition Migrated and events) */
 #define SK_REASON_MIGRATION_PENDING "MigrationPending"
 #define SK_REASON_MIGRATING "Migrating"
@@ -134,6 +141,10 @@ typedef struct sk_plan_options {
 	/* The provider moves a sandbox's deadline on data-plane traffic (Cube's
 	 * idle window): a deadline other than the one set is not an override. */
 	bool deadline_slides;
+	/* The workspace marker (plan_workspace.c): written at create, read back
+	 * after every resume; a bound sandbox gone is a lost workspace. On from
+	 * a config (the providers' data planes have files); off by default. */
+	bool markers;
 } sk_plan_options;
 
 void sk_plan_options_init(sk_plan_options *o);
@@ -203,6 +214,10 @@ typedef struct sk_observed {
 	const char *deadline_for;
 	int64_t deadline_ms;
 	int64_t deadline_set_ms;
+	/* The workspace marker read back from the running keeper, made only when
+	 * sk_plan_marker_step says CHECK and its data plane answered. */
+	int marker; /* sk_marker_check */
+	char marker_detail[256];
 } sk_observed;
 
 void sk_observed_init(sk_observed *o);
@@ -254,6 +269,39 @@ void sk_reconcile_sandbox_metadata(const sk_userspace *us, sk_kvlist *out);
 void sk_reconcile_create_request(const sk_userspace *us, const sk_plan_options *opts,
         sk_kvlist *meta, sk_create_request *req);
 
+/* ---- the workspace marker (plan_workspace.c, marker.c) ----
+ * A small file in the first workspace path, written through envd at create
+ * and whenever a loss was found, read back after every resume: missing or
+ * another space's means the provider resumed the sandbox without its files
+ * (WorkspaceIntact False, drift WorkspaceLost, workspaceLost in the connect
+ * answer) instead of a silent loss. */
+#define SK_MARKER_FILE ".spacekeeper/workspace.json"
+
+typedef enum sk_marker_check {
+	SK_MARKER_UNCHECKED, /* not read (not due, or the backend has no files) */
+	SK_MARKER_FOUND, /* this space's marker */
+	SK_MARKER_MISSING, /* no marker file */
+	SK_MARKER_FOREIGN, /* another space's, or not a marker */
+	SK_MARKER_UNREADABLE, /* the read failed: proves nothing */
+} sk_marker_check;
+
+typedef enum sk_marker_step {
+	SK_MARKER_STEP_NONE,
+	SK_MARKER_STEP_WRITE, /* after a create, or none written yet */
+	SK_MARKER_STEP_CHECK, /* after a resume (or an unreadable one): read it back */
+} sk_marker_step;
+
+/* What the marker round of us's running, healthy keeper does (pure). */
+sk_marker_step sk_plan_marker_step(const sk_userspace *us, const sk_plan_options *opts);
+/* The marker's absolute path in us's sandboxes (caller frees). */
+char *sk_marker_path(const sk_userspace *us);
+/* Writes us's marker (space, uid, generation, sandbox, time) into sb. */
+int sk_marker_write(sk_provider *p, const sk_sandbox *sb, const sk_userspace *us, int64_t now_ms,
+        sk_error *err);
+/* Reads sb's marker back and compares it with us; detail says what differs. */
+sk_marker_check sk_marker_read(
+        sk_provider *p, const sk_sandbox *sb, const sk_userspace *us, char *detail, size_t len);
+
 /* ---- plan ---- */
 
 typedef enum sk_action_type {
@@ -266,6 +314,7 @@ typedef enum sk_action_type {
 	SK_ACTION_REMOVE_FINALIZER,
 	SK_ACTION_EVENT,
 	SK_ACTION_INIT_ENV, /* re-assert spec.env through envd POST /init */
+	SK_ACTION_WRITE_MARKER, /* write the workspace marker through envd */
 } sk_action_type;
 
 typedef enum sk_kill_reason {
@@ -323,7 +372,8 @@ void sk_plan_result_dispose(sk_plan_result *r);
 
 const char *sk_action_type_name(sk_action_type t); /* "create", "kill", ... */
 const char *sk_kill_reason_name(sk_kill_reason r); /* "Duplicate", "Replace", ... */
-bool sk_action_is_mutating(const sk_action *a); /* CREATE CONNECT PAUSE KILL INIT_ENV */
+bool sk_action_is_mutating(
+        const sk_action *a); /* CREATE CONNECT PAUSE KILL INIT_ENV WRITE_MARKER */
 /* One line: "create sandbox (template base, timeout 1h)", "kill i123 (Duplicate)". */
 void sk_action_describe(const sk_action *a, sk_buf *out);
 
