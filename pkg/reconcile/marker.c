@@ -41,8 +41,8 @@ marker_source(void *payload, void *buf, size_t len)
 }
 
 int
-sk_marker_write(sk_provider *p, const sk_sandbox *sb, const sk_userspace *us, int64_t now_ms,
-        sk_error *err)
+sk_marker_write(
+        sk_provider *p, const sk_sandbox *sb, const sk_userspace *us, int64_t now_ms, sk_error *err)
 {
 	char when[64];
 	json_t *doc;
@@ -90,8 +90,8 @@ marker_sink(void *payload, const void *buf, size_t len)
 }
 
 sk_marker_check
-sk_marker_read(sk_provider *p, const sk_sandbox *sb, const sk_userspace *us, char *detail,
-        size_t len)
+sk_marker_read(
+        sk_provider *p, const sk_sandbox *sb, const sk_userspace *us, char *detail, size_t len)
 {
 	char *path = sk_marker_path(us);
 	marker_dst d = { SK_BUF_INIT(MARKER_MAX_BYTES), false };

@@ -53,8 +53,7 @@ sk_plan_marker_step(const sk_userspace *us, const sk_plan_options *opts)
 	return SK_MARKER_STEP_NONE;
 }
 
-static void
-decide(sk_pctx *c, const char *status, const char *reason, const char *fmt, ...)
+static void decide(sk_pctx *c, const char *status, const char *reason, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
 
 static void
@@ -142,7 +141,7 @@ sk_plan_workspace_gone(sk_pctx *c, const char *gone_id)
 	if (!c->o->markers || c->hold || gone_id == NULL)
 		return;
 	{
-	char *why = sk_asprintf("sandbox %s is gone and its files with it", gone_id);
+		char *why = sk_asprintf("sandbox %s is gone and its files with it", gone_id);
 
 		lost(c, gone_id, why);
 		free(why);
