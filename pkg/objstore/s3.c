@@ -16,7 +16,6 @@
 #define MIN_PART_BYTES ((size_t)5 << 20)
 #define XML_MAX_BYTES ((size_t)4 << 20)
 
-
 struct sk_s3 {
 	CURL *h;
 	char *endpoint, *bucket, *sigv4, *userpwd;
@@ -76,8 +75,8 @@ sk_s3_new(const sk_s3_config *cfg, sk_s3 **out, sk_error *err)
 	}
 	s->endpoint = dup_trim_slash(cfg->endpoint);
 	s->bucket = sk_strdup(cfg->bucket);
-	s->sigv4 = sk_asprintf("aws:amz:%s:s3", cfg->region && *cfg->region ? cfg->region
-	                                                                    : "us-east-1");
+	s->sigv4 = sk_asprintf(
+	        "aws:amz:%s:s3", cfg->region && *cfg->region ? cfg->region : "us-east-1");
 	s->userpwd = sk_asprintf("%s:%s", cfg->access_key, cfg->secret_key);
 	s->timeout_ms = cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms : 30000;
 	s->part_bytes = cfg->part_bytes >= MIN_PART_BYTES ? cfg->part_bytes : DEFAULT_PART_BYTES;
@@ -321,8 +320,9 @@ perform(sk_s3 *s, s3_req *r, const char *what, sk_error *err)
 	if (r->sink_error < 0)
 		return sk_error_set(err, r->sink_error, "%s: the sink failed", what);
 	if (cc != CURLE_OK)
-		return sk_error_set(err, cc == CURLE_OPERATION_TIMEDOUT ? SK_ETIMEOUT : SK_EUNAVAILABLE,
-		        "%s: %s", what, curl_easy_strerror(cc));
+		return sk_error_set(err,
+		        cc == CURLE_OPERATION_TIMEDOUT ? SK_ETIMEOUT : SK_EUNAVAILABLE, "%s: %s",
+		        what, curl_easy_strerror(cc));
 	if (r->status < 200 || r->status >= 300)
 		return classify(r, what, err);
 	return 0;
@@ -370,8 +370,12 @@ static int
 put_one(sk_s3 *s, const char *key, const char *query, uint64_t size, sk_s3_source_fn source,
         void *payload, char *etag, size_t etag_len, sk_error *err)
 {
-	s3_req r = { .method = "PUT", .key = key, .query = query, .source = source,
-		.payload = payload, .size = size };
+	s3_req r = { .method = "PUT",
+		.key = key,
+		.query = query,
+		.source = source,
+		.payload = payload,
+		.size = size };
 	char what[600];
 	int rc;
 
@@ -421,7 +425,8 @@ multipart(sk_s3 *s, const char *key, uint64_t size, sk_s3_source_fn source, void
 
 	snprintf(what, sizeof(what), "multipart upload of %s/%s", s->bucket, key);
 	rc = perform(s, &r, what, err);
-	if (rc == 0 && (upload = xml_take(r.body.data ? r.body.data : "", NULL, "UploadId")) == NULL)
+	if (rc == 0 &&
+	        (upload = xml_take(r.body.data ? r.body.data : "", NULL, "UploadId")) == NULL)
 		rc = sk_error_set(err, SK_ETRANSIENT, "%s: no UploadId in the answer", what);
 	req_dispose(&r);
 	if (rc != 0)
@@ -434,8 +439,8 @@ multipart(sk_s3 *s, const char *key, uint64_t size, sk_s3_source_fn source, void
 		sk_buf_printf(&q, "partNumber=%d&uploadId=", ++part);
 		encode(&q, upload, false);
 		rc = put_one(s, key, q.data, n, part_read, &ps, etag, sizeof(etag), err);
-		sk_buf_printf(&done, "<Part><PartNumber>%d</PartNumber><ETag>%s</ETag></Part>", part,
-		        etag);
+		sk_buf_printf(&done, "<Part><PartNumber>%d</PartNumber><ETag>%s</ETag></Part>",
+		        part, etag);
 		off += n;
 	}
 	sk_buf_printf(&done, "</CompleteMultipartUpload>");
@@ -443,7 +448,10 @@ multipart(sk_s3 *s, const char *key, uint64_t size, sk_s3_source_fn source, void
 	sk_buf_printf(&q, "uploadId=");
 	encode(&q, upload, false);
 	if (rc == 0) {
-		s3_req c = { .method = "POST", .key = key, .query = q.data, .data = done.data,
+		s3_req c = { .method = "POST",
+			.key = key,
+			.query = q.data,
+			.data = done.data,
 			.len = done.len };
 		rc = perform(s, &c, what, err);
 		/* a 200 may still carry an <Error> (S3 answers before it finishes) */
@@ -558,7 +566,8 @@ sk_s3_list(sk_s3 *s, const char *prefix, int (*fn)(void *arg, const char *key, u
 			free(k);
 			free(c);
 		}
-		more = rc == 0 ? xml_take(r.body.data ? r.body.data : "", NULL, "IsTruncated") : NULL;
+		more = rc == 0 ? xml_take(r.body.data ? r.body.data : "", NULL, "IsTruncated")
+		               : NULL;
 		if (more != NULL && strcmp(more, "true") == 0)
 			token = xml_take(r.body.data, NULL, "NextContinuationToken");
 		free(more);

@@ -58,8 +58,11 @@ gw_teardown(void)
 static sk_s3 *
 client(const char *bucket, const char *secret)
 {
-	sk_s3_config cfg = { .endpoint = gw_url, .bucket = bucket, .access_key = ACCESS,
-		.secret_key = secret, .part_bytes = 5 << 20 };
+	sk_s3_config cfg = { .endpoint = gw_url,
+		.bucket = bucket,
+		.access_key = ACCESS,
+		.secret_key = secret,
+		.part_bytes = 5 << 20 };
 	sk_s3 *s = NULL;
 	sk_error err;
 
