@@ -34,6 +34,7 @@
 #define SK_RECONCILE_H
 
 #include "../api/api.h"
+#include "../objstore/objstore.h"
 #include "../sandbox/sandbox.h"
 #include "../store/store.h"
 #include "../util/util.h"
@@ -301,6 +302,33 @@ int sk_marker_write(sk_provider *p, const sk_sandbox *sb, const sk_userspace *us
 /* Reads sb's marker back and compares it with us; detail says what differs. */
 sk_marker_check sk_marker_read(
         sk_provider *p, const sk_sandbox *sb, const sk_userspace *us, char *detail, size_t len);
+
+/* ---- the archive: a workspace in object storage (archive.c) ----
+ * PREFIX/files/<path> per regular file, PREFIX/manifest.json written last
+ * (path, type, mode, size, SHA-256, symlink target). Moved by the copy
+ * engine (sk_workspace_copy, sk_workspace_verify): the archive is a
+ * provider with files only. No manifest: incomplete, never restored from. */
+typedef struct sk_archive sk_archive;
+
+/* An archive under prefix (e.g. PREFIX/USERID/GENERATION) in s3 (borrowed). */
+sk_archive *sk_archive_new(sk_s3 *s3, const char *prefix);
+void sk_archive_free(sk_archive *a);
+/* The engine's view of it: a provider and the sandbox to name it by. */
+sk_provider *sk_archive_provider(sk_archive *a);
+const sk_sandbox *sk_archive_sandbox(sk_archive *a);
+size_t sk_archive_entries(const sk_archive *a);
+/* Writes the manifest of what was copied into the archive. */
+int sk_archive_commit(sk_archive *a, const char *space, int64_t now_ms, sk_error *err);
+/* Reads the manifest: SK_ENOTFOUND when there is none (incomplete). */
+int sk_archive_load(sk_archive *a, sk_error *err);
+/* sb's workspace into a: copy, the manifest last, reloaded as stored, then
+ * verified against the sandbox hash for hash. 0 only when all of it held. */
+int sk_archive_workspace(sk_provider *p, const sk_sandbox *sb, const sk_copy_options *opt,
+        sk_archive *a, const char *space, int64_t now_ms, sk_copy_report *rep, sk_error *err);
+/* a's workspace into sb: load, copy, verify (every object also against the
+ * manifest's SHA-256). */
+int sk_archive_restore(sk_archive *a, sk_provider *p, const sk_sandbox *sb,
+        const sk_copy_options *opt, sk_copy_report *rep, sk_error *err);
 
 /* ---- plan ---- */
 

@@ -9,8 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "../testutil.h"
 #include "objstore/objstore.h"
@@ -27,24 +25,11 @@ static char gw_url[64];
 static void
 gw_setup(void)
 {
-	char root[600], port[32], log[700];
-	const char *bin = sk_test_path(".deps/bin/versitygw");
-	char binpath[1024];
-	const char *argv[] = { binpath, "--access", ACCESS, "--secret", SECRET, "--port", port,
-		"posix", root, NULL };
+	char root[600];
 
-	snprintf(binpath, sizeof(binpath), "%s", bin);
-	ck_assert_msg(access(binpath, X_OK) == 0, "%s missing: run hack/deps.sh", binpath);
 	gw_port = sk_test_free_port();
-	snprintf(port, sizeof(port), "127.0.0.1:%d", gw_port);
 	snprintf(root, sizeof(root), "%s/s3-%d", sk_test_tmpdir(), gw_port);
-	mkdir(root, 0700);
-	snprintf(log, sizeof(log), "%s/bucket", root);
-	mkdir(log, 0700); /* the POSIX backend: a bucket is a directory */
-	snprintf(log, sizeof(log), "%s/versitygw-%d.log", sk_test_tmpdir(), gw_port);
-	gw_pid = sk_test_spawn(argv, NULL, log);
-	ck_assert_msg(sk_test_wait_port(gw_port, 20000), "versitygw did not listen (%s)", log);
-	snprintf(gw_url, sizeof(gw_url), "http://127.0.0.1:%d", gw_port);
+	gw_pid = sk_test_s3_start(root, gw_port, "bucket", ACCESS, SECRET, gw_url, sizeof(gw_url));
 }
 
 static void
