@@ -165,8 +165,9 @@ START_TEST(test_plan_network)
 		if (r.actions[i].type == SK_ACTION_SET_NETWORK)
 			set = &r.actions[i];
 	for (size_t i = 0; i < r.next.n_drift; i++)
-		drift = drift || (strcmp(r.next.drift[i].type, SK_DRIFT_SPEC) == 0 &&
-		                         strstr(r.next.drift[i].detail, "network") != NULL);
+		drift = drift ||
+		        (strcmp(r.next.drift[i].type, SK_DRIFT_SPEC) == 0 &&
+		                strstr(r.next.drift[i].detail, "network") != NULL);
 	ck_assert_msg((set != NULL) == (tc->want_action != NULL), "%s: set-network %d", tc->what,
 	        set != NULL);
 	if (set) {
