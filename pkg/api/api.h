@@ -559,6 +559,9 @@ typedef struct sk_provider_config {
 	bool insecure_skip_tls_verify;
 	bool delete_orphans; /* default false */
 	int64_t orphan_grace_ms; /* default 10m */
+	/* How long the provider keeps a paused sandbox before it deletes it
+	 * (E2B: 720h); 0 (default): not known, kept forever. */
+	int64_t paused_retention_ms;
 } sk_provider_config;
 
 /* One entry of controller.connectTokens: a tenant's bearer token (read from
@@ -569,6 +572,16 @@ typedef struct sk_connect_token_config {
 	char *file; /* path, never the token */
 	char *selector; /* a label selector (kubectl -l syntax), not empty */
 } sk_connect_token_config;
+
+/* archive: the object storage of spaces' workspaces (issue 24, config_archive.c). */
+typedef struct sk_archive_config {
+	char *endpoint; /* http(s) URL of an S3-compatible server */
+	char *bucket;
+	char *region; /* default us-east-1 */
+	char *prefix; /* key prefix, default "spaces": PREFIX/USERID/GENERATION/ */
+	char *access_key_file; /* paths, never the keys */
+	char *secret_key_file;
+} sk_archive_config;
 
 typedef struct sk_controller_config {
 	char *mongodb_uri; /* default mongodb://127.0.0.1:27017 */
@@ -598,6 +611,7 @@ typedef struct sk_controller_config {
 	int64_t renew_deadline_ms; /* default 10s */
 	int64_t retry_period_ms; /* default 2s */
 	char *advertise_address; /* HOST:PORT others forward connects to; "": listen */
+	sk_archive_config *archive; /* NULL: no archive configured */
 } sk_controller_config;
 
 /* Parses and validates a config file (errors with path and file:line:col). */
@@ -676,6 +690,8 @@ bool sk_config_connect_token_warning(const sk_controller_config *c, char *msg, s
 /* A token file's one line (as sk_config_connect_token); what names the file
  * in errors ("connect token file"). Caller frees. */
 char *sk_config_token_read(const char *path, const char *what, sk_error *err);
+/* The archive's keys from their files (caller frees both; never logged). */
+int sk_config_archive_keys(const sk_archive_config *a, char **access, char **secret, sk_error *err);
 /* The name controller.connectTokenFile's token has in metrics. */
 #define SK_CONNECT_TOKEN_ALL "all"
 /* Whether a HOST:PORT listens on loopback only (127.0.0.0/8, localhost, ""). */
