@@ -403,6 +403,38 @@ sk_test_sim_start(const char *const *extra_args, char *base_url, size_t len)
 	return pid;
 }
 
+pid_t
+sk_test_s3_start(const char *dir, int port, const char *bucket, const char *access_key,
+        const char *secret, char *url, size_t len)
+{
+	char bin[1024], listen[64], log[1100], path[1100];
+	const char *argv[] = { bin, "--access", access_key, "--secret", secret, "--port", listen,
+		"posix", dir, NULL };
+	pid_t pid;
+
+	snprintf(bin, sizeof(bin), "%s", sk_test_path(".deps/bin/versitygw"));
+	if (access(bin, X_OK) != 0) {
+		fprintf(stderr, "%s missing: run hack/deps.sh\n", bin);
+		abort();
+	}
+	if (port == 0)
+		port = sk_test_free_port();
+	mkdir(dir, 0700);
+	if (bucket != NULL) {
+		snprintf(path, sizeof(path), "%s/%s", dir, bucket);
+		mkdir(path, 0700); /* the POSIX backend: a bucket is a directory */
+	}
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	snprintf(log, sizeof(log), "%s/versitygw-%d.log", sk_test_tmpdir(), port);
+	pid = sk_test_spawn(argv, NULL, log);
+	if (!sk_test_wait_port(port, 20000)) {
+		fprintf(stderr, "versitygw did not listen on %s (log: %s)\n", listen, log);
+		abort();
+	}
+	snprintf(url, len, "http://127.0.0.1:%d", port);
+	return pid;
+}
+
 void
 sk_test_global_setup(void)
 {

@@ -15,7 +15,8 @@
  * once).
  * The answer carries what an SDK needs to attach with no provider call:
  * envdURL (+ envdHeaders), envdVersion, envdAccessToken (a secret: only
- * ever in this answer, on the guarded listener), provider, deadline.
+ * ever in this answer, on the guarded listener), provider, deadline, and
+ * workspaceLost: true while the space's files are known lost.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +136,16 @@ add_keeper_detail(json_t *o, const sk_userspace *us, const sk_ctl_keeper *k)
 	}
 }
 
+/* WorkspaceIntact False: the files were lost (a resume without them, or a
+ * sandbox gone), until the loss is acknowledged. */
+static bool
+workspace_lost(const sk_userspace *us)
+{
+	const sk_condition *w = sk_userspace_condition(us, SK_COND_WORKSPACE);
+
+	return w != NULL && w->status != NULL && strcmp(w->status, "False") == 0;
+}
+
 static void
 reply_ready(sk_controller *c, sk_http_reply *r, const sk_userspace *us, const sk_ctl_keeper *k,
         const char *path)
@@ -163,6 +174,8 @@ reply_ready(sk_controller *c, sk_http_reply *r, const sk_userspace *us, const sk
 		json_object_set_new(o, "previousSandboxID", json_string(k->replaced_id));
 		json_object_set_new(o, "replacedAt", json_string(when));
 	}
+	if (workspace_lost(us))
+		json_object_set_new(o, "workspaceLost", json_true());
 	sk_ctl_reply_json(r, 200, o); /* the token lives on only in r->body */
 	free(url);
 }
