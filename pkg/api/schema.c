@@ -18,7 +18,8 @@ _Static_assert(sizeof(sk_mode) == sizeof(int) && sizeof(sk_on_timeout) == sizeof
                 sizeof(sk_deletion_policy) == sizeof(int) &&
                 sizeof(sk_remediation) == sizeof(int) &&
                 sizeof(sk_update_strategy) == sizeof(int) &&
-                sizeof(sk_busy_policy) == sizeof(int) && sizeof(sk_net_access) == sizeof(int),
+                sizeof(sk_busy_policy) == sizeof(int) && sizeof(sk_on_loss) == sizeof(int) &&
+                sizeof(sk_net_access) == sizeof(int),
         "ENUM fields are read and written as int");
 
 /* ---- rules of the fields that need more than a type and bounds ---- */
@@ -203,6 +204,7 @@ static const char *const remediation_names[] = { "Replace", "Report", NULL };
 static const int remediation_values[] = { SK_REMEDIATION_REPLACE, SK_REMEDIATION_REPORT };
 static const char *const update_names[] = { "Report", "Migrate", NULL };
 static const char *const busy_names[] = { "Processes", "Ignore", NULL };
+static const char *const on_loss_names[] = { "Report", "Restore", NULL };
 static const char *const net_access_names[] = { "Allow", "Deny", NULL };
 static const int net_access_values[] = { SK_NET_ALLOW, SK_NET_DENY };
 
@@ -332,6 +334,15 @@ const sk_field sk_spec_fields[] = {
 	        .desc = "What the controller does when the data plane stays unreachable for "
 	                "unhealthyAfter: Report (drift only) or Replace (a new sandbox, then "
 	                "the old one deleted)." },
+	{ .path = "spec.health.onLoss",
+	        .type = SK_FIELD_ENUM,
+	        .offset = AT(on_loss),
+	        .def = "Report",
+	        .names = on_loss_names,
+	        .desc = "What a lost workspace (a resume without the workspace marker, or a "
+	                "sandbox gone while asleep) does: Report (condition WorkspaceIntact "
+	                "False, drift WorkspaceLost, workspaceLost in the connect answer) or "
+	                "Restore (from the newest archive, when there is one)." },
 	{ .path = "spec.updateStrategy",
 	        .type = SK_FIELD_ENUM,
 	        .offset = AT(update_strategy),
@@ -428,7 +439,7 @@ const int64_t sk_default_sandbox_timeout_ms = HOUR_MS;
  * that fits in padding would slip through, so the size is pinned here too:
  * a new member needs a row above, then this size. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(sk_userspace_spec) == 216, "a new spec member needs a row in sk_spec_fields");
+_Static_assert(sizeof(sk_userspace_spec) == 224, "a new spec member needs a row in sk_spec_fields");
 #endif
 
 /* ---- access ---- */

@@ -28,6 +28,8 @@ typedef struct sk_pctx {
 	/* The Busy condition (lifecycle.busy): status NULL keeps the previous
 	 * one as it is (or none). */
 	sk_cond_decision busy;
+	/* WorkspaceIntact, the same way (plan_workspace.c) */
+	sk_cond_decision workspace;
 	/* The NetworkPolicy condition (plan_network.c): NULL status keeps the
 	 * previous one. */
 	sk_cond_decision network;
@@ -69,6 +71,13 @@ bool sk_plan_was_busy(const sk_pctx *c);
 /* Decides the Busy condition of the next status. */
 void sk_plan_busy_cond(sk_pctx *c, const char *status, const char *reason, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
+/* plan_workspace.c: the marker round of the running, healthy keeper k
+ * (write it, or judge what observe read back), the loss of a bound sandbox
+ * that is gone, and, every round, the WorkspaceLost drift while the
+ * workspace is known lost (until acknowledged). */
+void sk_plan_workspace(sk_pctx *c, const sk_sandbox *k);
+void sk_plan_workspace_gone(sk_pctx *c, const char *gone_id);
+void sk_plan_workspace_finish(sk_pctx *c);
 /* CAS write of st over *cur (sk_store_write_status); on success *cur is
  * replaced by the stored object. */
 int sk_reconcile_write_status(
