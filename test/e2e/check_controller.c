@@ -1316,14 +1316,30 @@ START_TEST(test_workspace_lost_after_resume)
 }
 END_TEST
 
-/* A sandbox deleted while asleep (the provider's retention) is reported lost
- * on the next connect, which gets a new sandbox and workspaceLost: true. */
+/* "ID": the simulator no longer holds that sandbox. */
+static bool
+sim_gone(void *id)
+{
+	json_t *all = sim_sandboxes();
+	bool absent = sim_state_of(all, id) == NULL;
+
+	json_decref(all);
+	return absent;
+}
+
+/* A sandbox the provider deleted while asleep (sandboxsim --paused-retention,
+ * as E2B deletes paused sandboxes after 30 days) is reported lost, never
+ * silently replaced: the next connect gets a new sandbox and workspaceLost. */
 START_TEST(test_workspace_gone_while_asleep)
 {
+	const char *args[] = { "--latency", "2ms", "--paused-retention", "6s", NULL };
 	char *id;
-	char path[160];
 	json_t *v;
 
+	sk_test_stop(sim_pid, true);
+	sim_pid = sk_test_sim_start(args, sim_url, sizeof(sim_url));
+	track_pid(sim_pid);
+	write_config(NULL);
 	apply_yaml("gone.yaml",
 	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
 	        "metadata:\n  name: gone\nspec:\n  userID: gone\n"
@@ -1334,8 +1350,7 @@ START_TEST(test_workspace_gone_while_asleep)
 	json_decref(v);
 	ck_assert_msg(eventually(phase_is, (void *)"gone=Idle", 30), "gone never Idle");
 	ck_assert(workspace_is((void *)"gone=True"));
-	snprintf(path, sizeof(path), "/_sim/sandboxes/%s/kill", id);
-	sim_post(path, "");
+	ck_assert_msg(eventually(sim_gone, id, 30), "the simulator kept %s", id);
 	connect_ok("gone", &v);
 	ck_assert_str_ne(json_string_value(json_object_get(v, "sandboxID")), id);
 	ck_assert_msg(json_is_true(json_object_get(v, "workspaceLost")), "no workspaceLost");
