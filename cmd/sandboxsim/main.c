@@ -19,7 +19,7 @@ static const char usage_lines[] =
         "sandboxsim --listen HOST:PORT [--flavor e2b|cube|daytona] [--api-key KEY]\n"
         "           [--latency DUR] [--seed N] [--faults FILE.json] [--domain NAME] "
         "[--preload N]\n"
-        "           [--daytona-minute DUR]";
+        "           [--daytona-minute DUR] [--max-running N] [--creates-per-second R]";
 
 static const char help_text[] =
         "An E2B-compatible sandbox API (and envd GET /health) on one listener.\n"
@@ -39,6 +39,11 @@ static const char help_text[] =
         "                       managed_by=spacekeeper) at start, for benchmarks\n"
         "  --daytona-minute DUR  length of a Daytona auto-stop minute (default 60s;\n"
         "                       tests use e.g. 1s)\n"
+        "  --max-running N      a plan's concurrency limit: a create or resume with N\n"
+        "                       sandboxes running gets E2B's 429 (0: none, default)\n"
+        "  --creates-per-second R  a plan's start rate (creates and resumes, burst\n"
+        "                       max(1, R)): beyond it 429 Rate limit exceeded with\n"
+        "                       Retry-After (0: none, default)\n"
         "  -h, --help           this text\n"
         "\n"
         "The data plane (envd), routed by E2b-Sandbox-Id/E2b-Sandbox-Port headers or\n"
@@ -60,7 +65,8 @@ static const char help_text[] =
         "   \"resume_504_s\": 5, \"unreachable\": [\"<id>\"], \"list_empty_s\": 10,\n"
         "   \"overload\": {\"max_inflight\": 8, \"retry_after_s\": 2},\n"
         "   \"bodies\": {\"<endpoint>|*\": {\"mode\": \"truncate|garbage|oversize\",\n"
-        "                                \"size_mb\": 16, \"count\": 1}}}\n"
+        "                                \"size_mb\": 16, \"count\": 1}},\n"
+        "   \"caps\": {\"max_running\": 5, \"creates_per_second\": 1}}\n"
         "\n"
         "Its endpoints: create get list list_v1 kill pause connect resume timeout\n"
         "refreshes start stop archive labels autostop api_health health envd init\n"
@@ -74,7 +80,8 @@ static const char help_text[] =
 static const struct option longopts[] = { { "listen", 1, NULL, 'l' }, { "flavor", 1, NULL, 'f' },
 	{ "api-key", 1, NULL, 'k' }, { "latency", 1, NULL, 'L' }, { "seed", 1, NULL, 's' },
 	{ "faults", 1, NULL, 'F' }, { "domain", 1, NULL, 'd' }, { "preload", 1, NULL, 'p' },
-	{ "daytona-minute", 1, NULL, 'm' }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 } };
+	{ "daytona-minute", 1, NULL, 'm' }, { "max-running", 1, NULL, 'M' },
+	{ "creates-per-second", 1, NULL, 'R' }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 } };
 
 /* Prints the usage lines, and with full the whole help. */
 static void
@@ -92,6 +99,7 @@ struct opts {
 	int port;
 	const char *faults;
 	int preload;
+	json_t *caps; /* --max-running, --creates-per-second */
 };
 
 static int
@@ -134,6 +142,24 @@ bad(const char *what, const char *arg)
 	return 2;
 }
 
+/* --max-running N, --creates-per-second R: the caps fault entry. */
+static int
+cap_flag(struct opts *o, bool running, const char *arg)
+{
+	char *end;
+	double v = strtod(arg, &end);
+
+	if (*end != '\0' || end == arg || v < 0 || (running && v != (double)(int)v))
+		return -1;
+	if (o->caps == NULL)
+		o->caps = json_object();
+	if (running)
+		json_object_set_new(o->caps, "max_running", json_integer((json_int_t)v));
+	else
+		json_object_set_new(o->caps, "creates_per_second", json_real(v));
+	return 0;
+}
+
 static int
 parse_args(int argc, char **argv, sim *s, struct opts *o)
 {
@@ -161,6 +187,12 @@ parse_args(int argc, char **argv, sim *s, struct opts *o)
 		case 'm':
 			if (sk_duration_parse(optarg, &s->minute_ms) != 0 || s->minute_ms <= 0)
 				return bad("--daytona-minute", optarg);
+			break;
+		case 'M':
+		case 'R':
+			if (cap_flag(o, c == 'M', optarg) != 0)
+				return bad(c == 'M' ? "--max-running" : "--creates-per-second",
+				        optarg);
 			break;
 		case 'h': usage(stdout, true); return 1;
 		default: usage(stderr, false); return 2;
@@ -223,6 +255,7 @@ main(int argc, char **argv)
 {
 	static sim s;
 	struct opts o = { .port = 0 };
+	char why[300];
 	sigset_t set;
 	int rc;
 
@@ -243,6 +276,11 @@ main(int argc, char **argv)
 		rc = 2;
 		goto cleanup;
 	}
+	if (o.caps && sim_caps_parse(&s.faults.caps, o.caps, why, sizeof(why)) != 0) {
+		fprintf(stderr, "sandboxsim: %s\n", why);
+		rc = 2;
+		goto cleanup;
+	}
 	if (o.preload > 0)
 		sim_preload(&s, o.preload);
 	/* Every thread inherits the blocked mask; sim_serve waits with sigwait. */
@@ -260,6 +298,7 @@ cleanup:
 	pthread_mutex_destroy(&s.stats.lock);
 	pthread_mutex_destroy(&s.lock);
 done:
+	json_decref(o.caps);
 	free(s.api_key);
 	free(s.domain);
 	return rc == 1 && o.host[0] == '\0' ? 0 : rc;

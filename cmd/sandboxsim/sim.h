@@ -148,6 +148,14 @@ typedef struct sim_bodyfault {
 	int count; /* remaining, -1 unlimited */
 } sim_bodyfault;
 
+/* caps.c: a plan's limits (0: none) and the start-rate token bucket. */
+typedef struct sim_caps {
+	int max_running;
+	double creates_per_second;
+	double tokens;
+	int64_t refill_ms; /* last refill, 0: full */
+} sim_caps;
+
 typedef struct sim_faults {
 	pthread_mutex_t lock;
 	uint64_t rng;
@@ -162,12 +170,15 @@ typedef struct sim_faults {
 	int overload_retry_after_s;
 	int inflight;
 	sim_bodyfault bodies[SIM_EP_COUNT + 1];
+	sim_caps caps;
 } sim_faults;
 
 typedef struct sim_stats {
 	pthread_mutex_t lock;
 	uint64_t counts[SIM_EP_COUNT][600];
 	uint64_t total;
+	int max_running; /* most sandboxes running at once since the last reset */
+	uint64_t refused_concurrency, refused_rate; /* caps.c's 429s */
 } sim_stats;
 
 /* procs.c: a process started through envd that runs for a while (`sleep N`):
@@ -380,5 +391,14 @@ void sim_stats_count(sim *s, int ep, int status);
 json_t *sim_stats_json(sim *s);
 void sim_stats_reset(sim *s);
 void sim_admin_route(sim *s, sim_req *r);
+
+/* caps.c: the "caps" fault entry (null removes it); -1 with why on bad input. */
+int sim_caps_parse(sim_caps *c, json_t *v, char *why, size_t len);
+json_t *sim_caps_json(const sim_caps *c);
+/* Before a create or a resume of a paused sandbox, s->lock held: false when
+ * a cap refuses it (r answered 429 the way E2B answers). */
+bool sim_caps_admit(sim *s, sim_req *r, int64_t now);
+/* After a sandbox started (s->lock held): the running high-water mark. */
+void sim_caps_note_running(sim *s);
 
 #endif

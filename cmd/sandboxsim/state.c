@@ -423,6 +423,7 @@ sim_sandbox_resume(sim *s, sim_sandbox *sb, int64_t now, int32_t timeout_s)
 		sb->boot_env_lost = true;
 	sb->state = SIM_RUNNING;
 	sb->started_ms = sb->resumed_ms = sb->activity_ms = sb->updated_ms = now;
+	sim_caps_note_running(s);
 	if (s->flavor == SIM_CUBE && timeout_s < 0) {
 		sb->never = true;
 		return;
