@@ -65,6 +65,10 @@ const char *sk_test_write_file(const char *name, const char *content);
 /* A sandboxsim on a free port: returns the pid and fills base_url ("http://127.0.0.1:P").
  * extra_args NULL-terminated or NULL. */
 pid_t sk_test_sim_start(const char *const *extra_args, char *base_url, size_t len);
+/* Runs `spacectl --mongodb-uri URI --database DB ARGS...` (args NULL-terminated,
+ * at most 18) within 60 s; *out (may be NULL) gets stdout (caller frees).
+ * Returns the exit code. */
+int sk_test_spacectl(const char *uri, const char *db, const char *const *args, char **out);
 /* POSTs a JSON document to base_url + path (a simulator's admin API, within
  * 5 s); returns the HTTP status, -1 when no answer came. */
 long sk_test_post_json(const char *base_url, const char *path, const char *json);

@@ -17,14 +17,15 @@
 
 #include "sim.h"
 
-#define CONCURRENCY_MESSAGE                                                              \
-	"you have reached the maximum number of concurrent E2B sandboxes (%d). If you need " \
+#define CONCURRENCY_MESSAGE                                                                        \
+	"you have reached the maximum number of concurrent E2B sandboxes (%d). If you need "       \
 	"more, please contact us at 'https://e2b.dev/docs/getting-help'"
 
 int
 sim_caps_parse(sim_caps *c, json_t *v, char *why, size_t len)
 {
-	json_t *m = json_object_get(v, "max_running"), *r = json_object_get(v, "creates_per_second");
+	json_t *m = json_object_get(v, "max_running"),
+	       *r = json_object_get(v, "creates_per_second");
 
 	if (json_is_null(v)) {
 		c->max_running = 0;
@@ -120,8 +121,8 @@ reply_rate(sim *s, sim_req *r, const sim_caps *c, int64_t wait_ms, double burst)
 	sim_reply_header(r, "RateLimit-Limit", v);
 	snprintf(v, sizeof(v), "%d", (int)c->tokens);
 	sim_reply_header(r, "RateLimit-Remaining", v);
-	snprintf(v, sizeof(v), "%lld",
-	        (long long)ceil((burst - c->tokens) / c->creates_per_second));
+	snprintf(
+	        v, sizeof(v), "%lld", (long long)ceil((burst - c->tokens) / c->creates_per_second));
 	sim_reply_header(r, "RateLimit-Reset", v);
 	sim_reply_error(s, r, 429, "Rate limit exceeded");
 }

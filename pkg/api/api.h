@@ -497,6 +497,16 @@ typedef struct sk_provider_config {
 	bool insecure_skip_tls_verify;
 	bool delete_orphans; /* default false */
 	int64_t orphan_grace_ms; /* default 10m */
+	/* capacity: what the provider's plan allows (0: unlimited). Connects
+	 * waiting for a slot beyond max_queued get 429 (default 1000). */
+	int max_running; /* capacity.maxRunning */
+	double creates_per_second; /* capacity.createsPerSecond: creates and resumes */
+	int max_queued; /* capacity.maxQueued */
+	int64_t evict_after_ms; /* capacity.evictAfter: a space connected to within it stays (1m) */
+	/* price (optional): per sandbox-hour running and paused */
+	bool has_price;
+	double price_running_per_hour;
+	double price_paused_per_hour;
 } sk_provider_config;
 
 typedef struct sk_controller_config {

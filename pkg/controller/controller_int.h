@@ -37,6 +37,8 @@
  *   guard.c       the connect listener: token, TLS, limits, connect threads.
  *   connect.c     the connect API and the heartbeat.
  *   page.c        the status page (HTML).
+ *   capacity.c    each provider's capacity: running count, evictions, the
+ *                 FIFO queue of starts (capacity_int.h).
  *
  * Locks: every lock is a leaf (nothing else is locked while it is held),
  * except http.render_mu, held over a whole scrape (it takes spaces.mu, the
@@ -54,6 +56,7 @@
 #include "../sandbox/sandbox.h"
 #include "../store/store.h"
 #include "../workqueue/workqueue.h"
+#include "capacity_int.h"
 #include "controller.h"
 #include "http_int.h"
 #include "shards_int.h"
@@ -100,6 +103,7 @@ struct sk_controller {
 	sk_ctl_views views; /* views_int.h */
 	sk_ctl_shards *shards; /* shards_int.h */
 	sk_ctl_http http; /* http_int.h */
+	sk_ctl_capacity *capacity; /* capacity_int.h */
 
 	/* Lifecycle (controller.c). */
 	pthread_mutex_t mu; /* guards running and once */

@@ -240,6 +240,7 @@ worker_process(sk_worker *w, const char *key)
 		/* Gone from the store: nothing to reconcile (orphans are the observer's). */
 		sk_workqueue_forget(c->q, key);
 		sk_ctl_space_forget(c, key);
+		sk_ctl_capacity_forget(c, key);
 		sk_ctl_note_drift(c, key, NULL);
 		mark_reconciled(c, key, false);
 		goto done;
@@ -272,6 +273,8 @@ worker_process(sk_worker *w, const char *key)
 	env.migration_arg = c;
 	env.may_act = sk_ctl_may_act_cb;
 	env.may_act_arg = c;
+	env.may_start = sk_ctl_capacity_may_start;
+	env.may_start_arg = c;
 	sk_ctl_space_take(c, key, &env);
 	t0 = sk_monotonic_ms();
 	if (sk_ctl_stopping(c)) { /* taken, not started: no new work after a stop */
@@ -284,6 +287,7 @@ worker_process(sk_worker *w, const char *key)
 	rc = sk_reconcile_object(&env, us, &view, &requeue, &updated, &err);
 	sk_limiter_release(c->limiters[prov]);
 	sk_ctl_space_note(c, key, &report, rc == 0);
+	sk_ctl_capacity_note(c, key, updated ? updated : us, &report);
 	sk_ctl_note_drift(c, key, updated ? updated : us);
 	note_written(c, key, updated);
 	if (updated != NULL && updated->meta.resource_version != us->meta.resource_version)
