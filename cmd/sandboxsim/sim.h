@@ -102,6 +102,8 @@ typedef struct sim_sandbox {
 	int auto_stop_min, auto_archive_min, auto_delete_min;
 	bool kvm; /* daytona: echoed back as asked at create */
 	sim_fs *fs; /* made on first use (sim_sandbox_fs) */
+	/* the simulator's own accounting: ms running and paused up to acct_ms */
+	int64_t acct_ms, run_ms, pause_ms;
 } sim_sandbox;
 
 typedef struct sim_map_entry sim_map_entry;
@@ -278,6 +280,8 @@ bool sim_sandbox_tick(sim *s, sim_sandbox *sb, int64_t now);
 void sim_sandbox_touch(sim *s, sim_sandbox *sb, int64_t now);
 void sim_sandbox_resume(sim *s, sim_sandbox *sb, int64_t now, int32_t timeout_s);
 void sim_sandbox_pause(sim_sandbox *sb, int64_t now);
+/* Counts the time since the last count into run_ms or pause_ms (by state). */
+void sim_sandbox_account(sim_sandbox *sb, int64_t now);
 void sim_store_sweep(sim *s, int64_t now);
 int sim_kv_from_json(json_t *obj, sim_kv *out, char *why, size_t whylen);
 const char *sim_kv_get(const sim_kv *kv, const char *key);

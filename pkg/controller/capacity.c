@@ -41,7 +41,14 @@ typedef struct cap_waiter {
 	char *name;
 	int64_t until; /* monotonic ms */
 	bool wake; /* a connect: the space's wake request is put back when its turn comes */
+	bool refused; /* the gate refused its start: a slot freeing queues it again */
 } cap_waiter;
+
+typedef struct cap_count {
+	int running; /* running or granted */
+	int awake; /* running */
+	int evicting;
+} cap_count;
 
 typedef struct cap_provider {
 	int configured;
@@ -53,6 +60,7 @@ typedef struct cap_provider {
 	cap_waiter *queue;
 	size_t n_queue, cap_queue;
 	uint64_t evictions;
+	cap_count count; /* of the spaces at this provider (tally) */
 } cap_provider;
 
 struct sk_ctl_capacity {
@@ -146,33 +154,25 @@ effective_max(cap_provider *p, int64_t mono)
 	return p->configured;
 }
 
-typedef struct cap_count {
-	int prov;
-	int running; /* running or granted */
-	int awake; /* running */
-	int evicting;
-} cap_count;
-
+/* Adds (sign 1) or takes away (-1) what s counts at its provider: call
+ * with -1 before changing s, with 1 after, so the counts stay O(1). */
 static void
-count_one(const char *name, void *value, void *payload)
+tally(sk_ctl_capacity *cap, const cap_space *s, int sign)
 {
-	const cap_space *s = value;
-	cap_count *k = payload;
+	cap_count *k;
 
-	if (s->prov != k->prov)
+	if (s->prov < 0)
 		return;
-	k->running += s->running || s->granted;
-	k->awake += s->running;
-	k->evicting += s->running && s->evicting;
+	k = &cap->prov[s->prov].count;
+	k->running += sign * (s->running || s->granted);
+	k->awake += sign * s->running;
+	k->evicting += sign * (s->running && s->evicting);
 }
 
 static cap_count
 count(sk_ctl_capacity *cap, int prov)
 {
-	cap_count k = { prov, 0, 0, 0 };
-
-	sk_strmap_foreach(cap->spaces, count_one, &k);
-	return k;
+	return cap->prov[prov].count;
 }
 
 static ssize_t
@@ -212,6 +212,7 @@ queue_enter(cap_provider *p, const char *name, int64_t until, bool wake)
 	p->queue[p->n_queue].name = sk_strdup(name);
 	p->queue[p->n_queue].until = until;
 	p->queue[p->n_queue].wake = wake;
+	p->queue[p->n_queue].refused = false;
 	return p->n_queue++;
 }
 
@@ -255,6 +256,10 @@ collect_kick(sk_ctl_capacity *cap, int prov, cap_kick *out)
 	cap_count k = count(cap, prov);
 	size_t n;
 
+	if (p->n_queue == 0) {
+		memset(out, 0, sizeof(*out));
+		return;
+	}
 	queue_expire(p, mono);
 	n = max <= 0 ? p->n_queue : max > k.running ? (size_t)(max - k.running) : 0;
 	if (n > p->n_queue)
@@ -342,7 +347,10 @@ evict_one(sk_controller *c, int prov, char *victim, size_t len)
 	if (i >= 0) {
 		snprintf(victim, len, "%s", pk.items[i].name);
 		pthread_mutex_lock(&cap->mu);
-		space_of(cap, victim)->evicting = true;
+		cap_space *vs = space_of(cap, victim);
+		tally(cap, vs, -1);
+		vs->evicting = true;
+		tally(cap, vs, 1);
 		cap->prov[prov].evictions++;
 		pthread_mutex_unlock(&cap->mu);
 		snprintf(l, sizeof(l), "provider=\"%s\",reason=\"capacity\"",
@@ -380,13 +388,17 @@ sk_ctl_capacity_may_start(void *controller, const sk_userspace *us, char *why, s
 	cap_provider *p;
 	cap_count k;
 	char victim[256] = "";
+	cap_space *s;
 	ssize_t at;
 
 	if (prov < 0)
 		return true;
 	pthread_mutex_lock(&cap->mu);
 	p = &cap->prov[prov];
-	space_of(cap, name)->prov = prov;
+	s = space_of(cap, name);
+	tally(cap, s, -1);
+	s->prov = prov;
+	tally(cap, s, 1);
 	max = effective_max(p, mono);
 	queue_expire(p, mono);
 	at = queue_index(p, name);
@@ -399,23 +411,33 @@ sk_ctl_capacity_may_start(void *controller, const sk_userspace *us, char *why, s
 		v = sk_capacity_decide(&st);
 	}
 	if (v == SK_CAPACITY_START && !take_token(p, &wait_ms)) {
-		queue_enter(p, name, mono + wait_ms + c->cfg->resync_ms, false);
+		bool wake;
+		at = (ssize_t)queue_enter(p, name, mono + wait_ms + c->cfg->resync_ms, false);
+		p->queue[at].refused = true;
+		wake = p->queue[at].wake;
 		pthread_mutex_unlock(&cap->mu);
 		snprintf(why, len, "waiting for a start at provider %s (createsPerSecond %g)",
 		        c->cfg->providers[prov].name, p->rate);
+		if (wake) /* its turn comes with the next token: the connect's wake again */
+			sk_ctl_space_request(c, name, true, false);
 		sk_workqueue_add_after(c->q, name, wait_ms);
 		return false;
 	}
 	if (v == SK_CAPACITY_START) {
 		if (at >= 0)
 			queue_remove(p, (size_t)at);
-		space_of(cap, name)->granted = true;
+		tally(cap, s, -1);
+		s->granted = true;
+		tally(cap, s, 1);
 		pthread_mutex_unlock(&cap->mu);
-		publish(c, prov);
+		if (max > 0)
+			publish(c, prov);
 		return true;
 	}
 	if (at < 0)
-		queue_enter(p, name, mono + c->cfg->resync_ms + CREATE_WAIT_EXTRA_MS, false);
+		at = (ssize_t)queue_enter(
+		        p, name, mono + c->cfg->resync_ms + CREATE_WAIT_EXTRA_MS, false);
+	p->queue[at].refused = true;
 	pthread_mutex_unlock(&cap->mu);
 	if (v == SK_CAPACITY_EVICT)
 		evict_one(c, prov, victim, sizeof(victim));
@@ -434,7 +456,7 @@ sk_ctl_capacity_note(
 	const sk_condition *busy = sk_userspace_condition(us, SK_COND_BUSY);
 	int prov = prov_of(c, us);
 	cap_kick kick = { 0 };
-	bool freed, rearm = false;
+	bool freed, rearm = false, was;
 	cap_space *s;
 
 	if (prov < 0)
@@ -443,7 +465,9 @@ sk_ctl_capacity_note(
 	s = space_of(cap, name);
 	freed = s->prov != prov || (s->running && !(r->running && r->keeper_id)) ||
 	        (s->granted && !r->running) || r->start_refused;
+	tally(cap, s, -1);
 	s->prov = prov;
+	was = s->running;
 	if (r->running && r->keeper_id != NULL && !s->running)
 		s->started_ms = sk_now_ms();
 	s->running = r->running && r->keeper_id != NULL;
@@ -451,6 +475,7 @@ sk_ctl_capacity_note(
 	s->always_on = us->spec.idle_timeout_ms <= 0;
 	s->granted = false;
 	s->evicting = false;
+	tally(cap, s, 1);
 	if (r->start_refused) {
 		/* The provider's own cap: what runs now (this start not counted;
 		 * with none of ours running, the plan is someone else's to free);
@@ -464,6 +489,7 @@ sk_ctl_capacity_note(
 			p->learned_until = mono + LEARNED_MS;
 		}
 		at = queue_enter(p, name, mono + c->cfg->resync_ms, false);
+		p->queue[at].refused = true;
 		rearm = p->queue[at].wake;
 	}
 	if (freed)
@@ -472,7 +498,8 @@ sk_ctl_capacity_note(
 	if (rearm)
 		sk_ctl_space_request(c, name, true, false);
 	run_kick(c, &kick);
-	publish(c, prov);
+	if (freed || was != (r->running && r->keeper_id != NULL))
+		publish(c, prov); /* an O(spaces) count: only on a change */
 }
 
 void
@@ -486,6 +513,7 @@ sk_ctl_capacity_forget(sk_controller *c, const char *name)
 	pthread_mutex_lock(&cap->mu);
 	if ((s = sk_strmap_get(cap->spaces, name)) != NULL) {
 		prov = s->prov;
+		tally(cap, s, -1);
 		sk_strmap_remove(cap->spaces, name);
 	}
 	for (size_t i = 0; i < cap->n_prov; i++) {
@@ -508,7 +536,7 @@ sk_ctl_capacity_enter(sk_controller *c, const sk_userspace *us, int64_t deadline
 	int prov = prov_of(c, us), max;
 	int64_t mono = sk_monotonic_ms();
 	cap_provider *p;
-	bool full;
+	bool full, capped;
 	char msg[256];
 
 	if (prov < 0)
@@ -517,9 +545,10 @@ sk_ctl_capacity_enter(sk_controller *c, const sk_userspace *us, int64_t deadline
 	p = &cap->prov[prov];
 	max = effective_max(p, mono);
 	queue_expire(p, mono);
-	full = (max > 0 || p->rate > 0) && queue_index(p, us->meta.name) < 0 &&
-	        p->n_queue >= (size_t)p->max_queued;
-	if (!full)
+	/* no cap, no queue: the connect waits for its reconcile as always */
+	capped = max > 0 || p->rate > 0;
+	full = capped && queue_index(p, us->meta.name) < 0 && p->n_queue >= (size_t)p->max_queued;
+	if (capped && !full)
 		queue_enter(p, us->meta.name, deadline, true);
 	pthread_mutex_unlock(&cap->mu);
 	if (full) {
@@ -555,8 +584,10 @@ sk_ctl_capacity_queued(sk_controller *c, const char *name)
 	bool q = false;
 
 	pthread_mutex_lock(&cap->mu);
-	for (size_t i = 0; i < cap->n_prov && !q; i++)
-		q = queue_index(&cap->prov[i], name) >= 0;
+	for (size_t i = 0; i < cap->n_prov && !q; i++) {
+		ssize_t at = queue_index(&cap->prov[i], name);
+		q = at >= 0 && cap->prov[i].queue[at].refused;
+	}
 	pthread_mutex_unlock(&cap->mu);
 	return q;
 }

@@ -39,7 +39,8 @@ bool sk_ctl_capacity_enter(
         sk_controller *c, const sk_userspace *us, int64_t deadline, sk_http_reply *r);
 /* The connect answered or gave up: its place goes. */
 void sk_ctl_capacity_leave(sk_controller *c, const char *name);
-/* name waits in a queue (a slot freeing enqueues it: no need to ask again). */
+/* name waits in a queue, its start refused by the gate (a slot freeing
+ * enqueues it: no need to ask again). */
 bool sk_ctl_capacity_queued(sk_controller *c, const char *name);
 
 /* One provider's figures (status page, metrics). */

@@ -725,6 +725,7 @@ sk_plan(const sk_userspace *desired, const sk_observed *observed, int64_t now_ms
 		plan_delete(&c);
 	else
 		plan_live(&c);
+	sk_plan_usage(&c);
 	sk_plan_finish(&c);
 	out->follow_up = wants_follow_up(&c);
 	return 0;

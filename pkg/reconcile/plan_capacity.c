@@ -79,7 +79,7 @@ bool
 sk_plan_evict(sk_pctx *c, const sk_sandbox *k)
 {
 	int64_t act = c->ob->activity_ms > c->prev->last_activity_ms ? c->ob->activity_ms
-	                                                              : c->prev->last_activity_ms;
+	                                                             : c->prev->last_activity_ms;
 	bool busy = sk_plan_was_busy(c) || (c->ob->procs_made && c->ob->procs_running > 0);
 
 	if (!c->ob->evict || c->hold || k->state != SK_SANDBOX_RUNNING ||

@@ -420,6 +420,16 @@ void sk_connect_decide(const sk_userspace *us, const sk_keeper_memory *mem, int6
  * (always on). */
 int64_t sk_plan_ttl(const sk_userspace *us, const sk_plan_options *opts);
 
+/* ---- usage: status.usage (pure; plan_usage.c) ---- */
+
+/* The usage count is written at most this often when nothing else changes. */
+#define SK_USAGE_FOLD_MS (10 * 60 * 1000)
+
+/* Counts the time from u->updated_ms to now_ms at phase (the phase the space
+ * was in meanwhile) into u; starts counting when u->since_ms is 0. Whole
+ * seconds: the rest stays for the next count. */
+void sk_usage_advance(sk_usage *u, sk_phase phase, int64_t now_ms);
+
 /* ---- capacity: a provider's cap on running sandboxes (pure; plan_capacity.c) ---- */
 
 typedef enum sk_capacity_verdict {

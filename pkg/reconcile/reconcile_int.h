@@ -63,6 +63,8 @@ void sk_plan_busy_cond(sk_pctx *c, const char *status, const char *reason, const
 /* plan_capacity.c: the running keeper k paused to free a slot (observed.evict),
  * unless busy or just connected: true when planned. */
 bool sk_plan_evict(sk_pctx *c, const sk_sandbox *k);
+/* plan_usage.c: status.usage of the next status. */
+void sk_plan_usage(sk_pctx *c);
 /* plan_capacity.c: a create waits for a slot (observed.capacity_wait). */
 void sk_plan_capacity_wait(sk_pctx *c);
 /* CAS write of st over *cur (sk_store_write_status); on success *cur is

@@ -142,7 +142,8 @@ phases(void)
 	{
 		json_t *st = json_object_get(item, "status");
 		json_object_set(out,
-		        json_string_value(json_object_get(json_object_get(item, "metadata"), "name")),
+		        json_string_value(
+		                json_object_get(json_object_get(item, "metadata"), "name")),
 		        json_object_get(st, "phase") ? json_object_get(st, "phase") : json_null());
 	}
 	json_decref(v);
@@ -156,7 +157,8 @@ count_phase(json_t *ph, const char *want)
 	json_t *v;
 	int n = 0;
 
-	json_object_foreach(ph, k, v) n += json_is_string(v) && strcmp(json_string_value(v), want) == 0;
+	json_object_foreach(ph, k, v) n +=
+	        json_is_string(v) && strcmp(json_string_value(v), want) == 0;
 	return n;
 }
 
@@ -178,6 +180,7 @@ keeper_start(const char *capacity)
 	        "providers:\n  - name: default\n    type: e2b\n    apiURL: %s\n"
 	        "    sandboxURL: %s\n    apiKeyEnv: E2B_API_KEY\n    requestTimeout: 5s\n"
 	        "    capacity: {%s}\n"
+	        "    price: {runningPerHour: 3600, pausedPerHour: 360}\n"
 	        "controller:\n  workers: 4\n  resyncPeriod: 3s\n  listen: 127.0.0.1:%d\n"
 	        "  connectListen: 127.0.0.1:%d\n",
 	        sim_url, sim_url, capacity, main_port, connect_port);
@@ -194,7 +197,7 @@ keeper_start(const char *capacity)
 }
 
 static void
-world_start(const char *const *sim_args, const char *capacity)
+world_start_n(const char *const *sim_args, const char *capacity, int n)
 {
 	sk_buf y = SK_BUF_INIT(1 << 20);
 	const char *args[] = { "apply", "-f", NULL, NULL };
@@ -207,17 +210,23 @@ world_start(const char *const *sim_args, const char *capacity)
 	atomic_store(&max_sampled, 0);
 	atomic_store(&sampling, true);
 	ck_assert_int_eq(pthread_create(&sampler, NULL, sample, NULL), 0);
-	for (int i = 1; i <= SPACES; i++)
+	for (int i = 1; i <= n; i++)
 		sk_buf_printf(&y,
 		        "---\napiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
-		        "metadata: {name: u%02d}\nspec:\n  userID: u%02d\n  template: base\n"
-		        "  mode: Running\n  lifecycle: {idleTimeout: 10m}\n",
-		        i, i);
+		        "metadata: {name: u%02d, labels: {team: %s}}\nspec:\n  userID: u%02d\n"
+		        "  template: base\n  mode: Running\n  lifecycle: {idleTimeout: 10m}\n",
+		        i, i % 2 ? "red" : "blue", i);
 	snprintf(path, sizeof(path), "%s", sk_test_write_file("spaces.yaml", y.data));
 	sk_buf_dispose(&y);
 	args[2] = path;
 	ck_assert_int_eq(spacectl(args, NULL), 0);
 	keeper_start(capacity);
+}
+
+static void
+world_start(const char *const *sim_args, const char *capacity)
+{
+	world_start_n(sim_args, capacity, SPACES);
 }
 
 static void
@@ -257,13 +266,13 @@ connect_user(const char *user, attach *a)
 	v = json_loads(text, 0, NULL);
 	free(text);
 	memset(a, 0, sizeof(*a));
-	snprintf(a->url, sizeof(a->url), "%s",
-	        json_string_value(json_object_get(v, "envdURL")));
+	snprintf(a->url, sizeof(a->url), "%s", json_string_value(json_object_get(v, "envdURL")));
 	h = json_object_get(v, "envdHeaders");
 	json_object_foreach(h, k, val)
 	{
 		if (n < 2)
-			snprintf(a->hdr[n++], sizeof(a->hdr[0]), "%s: %s", k, json_string_value(val));
+			snprintf(a->hdr[n++], sizeof(a->hdr[0]), "%s: %s", k,
+			        json_string_value(val));
 	}
 	if (json_object_get(v, "envdAccessToken"))
 		snprintf(a->hdr[n++], sizeof(a->hdr[0]), "X-Access-Token: %s",
@@ -348,10 +357,24 @@ twelve_users(void)
 	ck_assert_int_ge(atomic_load(&max_sampled), CAP - 1);
 }
 
+/* ... and the start rate: the simulator allows 5 starts a second, the
+ * controller keeps to 4 and is never refused. */
 START_TEST(test_cap_configured)
 {
-	world_start(NULL, "maxRunning: 5, evictAfter: 1s");
+	static const char *const sim_args[] = { "--creates-per-second", "5", NULL };
+	char url[200];
+	json_t *v;
+
+	world_start(sim_args, "maxRunning: 5, createsPerSecond: 4, evictAfter: 1s");
 	twelve_users();
+	snprintf(url, sizeof(url), "%s/_sim/stats", sim_url);
+	v = http_json("GET", url, NULL);
+	ck_assert_int_eq(
+	        json_integer_value(json_object_get(json_object_get(v, "refused"), "rate")), 0);
+	ck_assert_int_eq(
+	        json_integer_value(json_object_get(json_object_get(v, "refused"), "concurrency")),
+	        0);
+	json_decref(v);
 	world_stop();
 }
 END_TEST
@@ -367,6 +390,122 @@ START_TEST(test_cap_only_at_provider)
 }
 END_TEST
 
+/* ---- usage and cost: spacectl top against the simulator's own accounting ---- */
+
+/* user -> [runningSeconds, pausedSeconds] as the simulator counts them. */
+static json_t *
+sim_accounting(void)
+{
+	char url[200];
+	json_t *v, *sb, *out = json_object();
+	size_t i;
+
+	snprintf(url, sizeof(url), "%s/_sim/sandboxes", sim_url);
+	v = http_json("GET", url, NULL);
+	json_array_foreach(v, i, sb)
+	{
+		const char *user = json_string_value(
+		        json_object_get(json_object_get(sb, "metadata"), "user_id"));
+		json_object_set_new(out, user,
+		        json_pack("[O,O]", json_object_get(sb, "runningSeconds"),
+		                json_object_get(sb, "pausedSeconds")));
+	}
+	json_decref(v);
+	return out;
+}
+
+/* spacectl top userspaces -o json [--by LABEL]: name -> item. */
+static json_t *
+top(const char *by)
+{
+	char cfg[600], *text = NULL;
+	const char *args[] = { "top", "userspaces", "-o", "json", "--config", cfg,
+		by ? "--by" : NULL, by, NULL };
+	json_t *v, *item, *out = json_object();
+	size_t i;
+
+	snprintf(cfg, sizeof(cfg), "%s/config.yaml", sk_test_tmpdir());
+	ck_assert_int_eq(spacectl(args, &text), 0);
+	v = json_loads(text ? text : "", 0, NULL);
+	ck_assert_msg(v != NULL, "top: %s", text);
+	free(text);
+	json_array_foreach(json_object_get(v, "items"), i, item)
+	        json_object_set(out, json_string_value(json_object_get(item, "name")), item);
+	json_decref(v);
+	return out;
+}
+
+static bool
+all_phase(int n, const char *want)
+{
+	json_t *ph = phases();
+	bool ok = count_phase(ph, want) == n;
+
+	json_decref(ph);
+	return ok;
+}
+
+#define NEAR(got, want, tol)                                                                       \
+	ck_assert_msg((got) >= (want) - (tol) && (got) <= (want) + (tol),                          \
+	        "%s = %.1f, want %.1f +- %.1f", #got, (double)(got), (double)(want),               \
+	        (double)(tol))
+
+START_TEST(test_top_matches_the_simulator)
+{
+	const char *pause[] = { "patch", "us", "u02", "-p", "{\"spec\":{\"mode\":\"Paused\"}}",
+		NULL };
+	json_t *acct, *t, *by;
+	double red_run = 0, red_cost = 0;
+	int64_t deadline = sk_monotonic_ms() + 60000;
+
+	world_start_n(NULL, "", 3);
+	while (!all_phase(3, "Running")) {
+		ck_assert_msg(sk_monotonic_ms() < deadline, "not Running (%s)", keeper_log);
+		sk_sleep_ms(250);
+	}
+	ck_assert_int_eq(spacectl(pause, NULL), 0);
+	while (!all_phase(2, "Running")) {
+		ck_assert_msg(sk_monotonic_ms() < deadline, "u02 not Paused (%s)", keeper_log);
+		sk_sleep_ms(250);
+	}
+	sk_sleep_ms(5000); /* time to count */
+	acct = sim_accounting();
+	t = top(NULL);
+	by = top("team");
+	for (int i = 1; i <= 3; i++) {
+		char u[16];
+		json_t *a, *row;
+		double run, paused;
+		snprintf(u, sizeof(u), "u%02d", i);
+		a = json_object_get(acct, u);
+		row = json_object_get(t, u);
+		ck_assert_ptr_nonnull(a);
+		ck_assert_ptr_nonnull(row);
+		run = json_number_value(json_object_get(row, "runningHours")) * 3600;
+		paused = json_number_value(json_object_get(row, "pausedHours")) * 3600;
+		/* within one resync (3 s) and the second between the two reads */
+		NEAR(run, json_number_value(json_array_get(a, 0)), 4.0);
+		NEAR(paused, json_number_value(json_array_get(a, 1)), 4.0);
+		/* price: 3600 per running hour, 360 per paused hour */
+		NEAR(json_number_value(json_object_get(row, "cost")), run + paused / 10, 0.1);
+		ck_assert_int_eq(json_integer_value(json_object_get(row, "creates")), 1);
+		if (i % 2) {
+			red_run += run;
+			red_cost += json_number_value(json_object_get(row, "cost"));
+		}
+	}
+	ck_assert(json_number_value(json_array_get(json_object_get(acct, "u02"), 1)) >= 4.0);
+	NEAR(json_number_value(json_object_get(json_object_get(by, "red"), "runningHours")) * 3600,
+	        red_run, 2.0);
+	NEAR(json_number_value(json_object_get(json_object_get(by, "red"), "cost")), red_cost, 2.0);
+	ck_assert_ptr_nonnull(json_object_get(by, "blue"));
+	json_decref(acct);
+	json_decref(t);
+	json_decref(by);
+	world_stop();
+}
+END_TEST
+
 Suite *
 sk_suite_capacity(void)
 {
@@ -376,6 +515,10 @@ sk_suite_capacity(void)
 	tcase_set_timeout(tc, 400);
 	tcase_add_test(tc, test_cap_configured);
 	tcase_add_test(tc, test_cap_only_at_provider);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("usage");
+	tcase_set_timeout(tc, 200);
+	tcase_add_test(tc, test_top_matches_the_simulator);
 	suite_add_tcase(s, tc);
 	return s;
 }

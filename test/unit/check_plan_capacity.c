@@ -30,8 +30,7 @@ static const struct decide_case {
 	{ "full, first: evict", { 5, 5, 0, 0 }, SK_CAPACITY_EVICT },
 	{ "full, first, an eviction asked already: wait", { 5, 5, 1, 0 }, SK_CAPACITY_WAIT },
 	{ "full, third, two evictions asked: one more", { 5, 5, 2, 2 }, SK_CAPACITY_EVICT },
-	{ "full, third, three evictions asked: wait its turn", { 5, 5, 3, 2 },
-	        SK_CAPACITY_WAIT },
+	{ "full, third, three evictions asked: wait its turn", { 5, 5, 3, 2 }, SK_CAPACITY_WAIT },
 	{ "over the cap (learned lower): evict", { 3, 5, 0, 0 }, SK_CAPACITY_EVICT },
 	{ "not queued yet (position = queue length 4), full: evict", { 5, 5, 4, 4 },
 	        SK_CAPACITY_EVICT },
@@ -82,7 +81,7 @@ END_TEST
 
 #define CAND(n, t, act, busy, on, ev)                                                              \
 	{                                                                                          \
-		n, t, (act) ? NOW + (act) : 0, NOW - 20 * MIN, busy, on, ev                         \
+		n, t, (act) ? NOW + (act) : 0, NOW - 20 * MIN, busy, on, ev                        \
 	}
 
 static const struct pick_case {
@@ -97,20 +96,19 @@ static const struct pick_case {
 	                CAND("c", NULL, -7 * MIN, 0, 0, 0) },
 	        3, NULL, "b" },
 	{ "never used: its start counts",
-	        { CAND("a", NULL, -5 * MIN, 0, 0, 0), CAND("b", NULL, 0, 0, 0, 0) }, 2, NULL,
-	        "b" },
+	        { CAND("a", NULL, -5 * MIN, 0, 0, 0), CAND("b", NULL, 0, 0, 0, 0) }, 2, NULL, "b" },
 	{ "busy skipped",
-	        { CAND("a", NULL, -5 * MIN, 0, 0, 0), CAND("b", NULL, -9 * MIN, 1, 0, 0) }, 2,
-	        NULL, "a" },
+	        { CAND("a", NULL, -5 * MIN, 0, 0, 0), CAND("b", NULL, -9 * MIN, 1, 0, 0) }, 2, NULL,
+	        "a" },
 	{ "just connected skipped",
 	        { CAND("a", NULL, -30 * SEC, 0, 0, 0), CAND("b", NULL, -2 * MIN, 0, 0, 0) }, 2,
 	        NULL, "b" },
 	{ "always-on skipped",
-	        { CAND("a", NULL, -9 * MIN, 0, 1, 0), CAND("b", NULL, -2 * MIN, 0, 0, 0) }, 2,
-	        NULL, "b" },
+	        { CAND("a", NULL, -9 * MIN, 0, 1, 0), CAND("b", NULL, -2 * MIN, 0, 0, 0) }, 2, NULL,
+	        "b" },
 	{ "already evicting skipped",
-	        { CAND("a", NULL, -9 * MIN, 0, 0, 1), CAND("b", NULL, -2 * MIN, 0, 0, 0) }, 2,
-	        NULL, "b" },
+	        { CAND("a", NULL, -9 * MIN, 0, 0, 1), CAND("b", NULL, -2 * MIN, 0, 0, 0) }, 2, NULL,
+	        "b" },
 	{ "nothing evictable",
 	        { CAND("a", NULL, -10 * SEC, 0, 0, 0), CAND("b", NULL, -9 * MIN, 1, 0, 0) }, 2,
 	        NULL, NULL },
@@ -122,8 +120,8 @@ static const struct pick_case {
 	        { CAND("a", "red", -9 * MIN, 0, 0, 0), CAND("b", "blue", -3 * MIN, 1, 0, 0) }, 2,
 	        "blue", "a" },
 	{ "ties by name",
-	        { CAND("b", NULL, -5 * MIN, 0, 0, 0), CAND("a", NULL, -5 * MIN, 0, 0, 0) }, 2,
-	        NULL, "a" },
+	        { CAND("b", NULL, -5 * MIN, 0, 0, 0), CAND("a", NULL, -5 * MIN, 0, 0, 0) }, 2, NULL,
+	        "a" },
 };
 
 START_TEST(test_pick_victim)
@@ -139,6 +137,29 @@ START_TEST(test_pick_victim)
 }
 END_TEST
 
+/* status.usage: the time since the last count goes to the phase the space
+ * was in; whole seconds, the rest kept; counting starts at the first. */
+START_TEST(test_usage_advance)
+{
+	sk_usage u = { 0 };
+
+	sk_usage_advance(&u, SK_PHASE_PENDING, NOW);
+	ck_assert_int_eq(u.since_ms, NOW);
+	ck_assert_int_eq(u.updated_ms, NOW);
+	sk_usage_advance(&u, SK_PHASE_RUNNING, NOW + 90 * SEC + 400);
+	ck_assert_int_eq(u.running_s, 90);
+	ck_assert_int_eq(u.updated_ms, NOW + 90 * SEC); /* the 400 ms count next time */
+	sk_usage_advance(&u, SK_PHASE_IDLE, NOW + 100 * SEC + 400);
+	ck_assert_int_eq(u.paused_s, 10);
+	sk_usage_advance(&u, SK_PHASE_PAUSED, NOW + 100 * SEC + 900);
+	ck_assert_int_eq(u.paused_s, 10); /* under a second: nothing yet */
+	sk_usage_advance(&u, SK_PHASE_PENDING, NOW + 200 * SEC);
+	ck_assert_int_eq(u.running_s, 90); /* no sandbox: neither */
+	ck_assert_int_eq(u.paused_s, 10);
+	ck_assert_int_eq(u.since_ms, NOW);
+}
+END_TEST
+
 Suite *
 sk_suite_plan_capacity(void)
 {
@@ -148,6 +169,7 @@ sk_suite_plan_capacity(void)
 	tcase_add_loop_test(
 	        tc, test_decide, 0, (int)(sizeof(decide_cases) / sizeof(decide_cases[0])));
 	tcase_add_test(tc, test_queue_order);
+	tcase_add_test(tc, test_usage_advance);
 	tcase_add_loop_test(
 	        tc, test_pick_victim, 0, (int)(sizeof(pick_cases) / sizeof(pick_cases[0])));
 	suite_add_tcase(s, tc);
