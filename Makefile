@@ -133,8 +133,9 @@ verify-docs: $(CMD_BINS)
 	@SK_BIN_DIR=$(abspath $(BIN)) ./hack/check-docs.sh --self-test
 	@SK_BIN_DIR=$(abspath $(BIN)) ./hack/check-docs.sh
 
+# integration and e2e start one FerretDB for the run (as hack/run-tests.sh does).
 test-unit test-integration test-e2e: test-%: tests
-	@$(TEST_ENV) $(OUT)/test/$*_tests
+	@$(TEST_ENV) $(if $(filter unit,$*),,SK_TEST_NEEDS_MONGO=1) $(OUT)/test/$*_tests
 
 # The examples of README.md and docs/*.md (SK_README_SETUP=NAME: one setup),
 # and make demo's spacectl context (test/e2e/check_readme.py, check_demo.py).

@@ -69,7 +69,7 @@ flags_per_page() {
 		page=$1/cli/spacectl-$cmd.md
 		[ -f "$page" ] || fail "spacectl $cmd has no page ${page#"$root"/}"
 		for f in $flags; do
-			grep -qE -- "^- \`([^\`]* )?$f[ ,=\`]" "$page" ||
+			grep -qE -- "^- \`([^\`]* )?$f[ ,=[\`]" "$page" ||
 				fail "${page#"$root"/} names no $f, a flag spacectl $cmd accepts"
 		done
 	done < <("$bin/spacectl" completion bash | sed -n 's/^\t\([a-z]*\)) flags="\(.*\)" ;;$/\1 \2/p')
@@ -134,10 +134,10 @@ self_test() {
 	# the flag check on its own: a page without one of its flags' rows
 	copy=$(mktemp -d)
 	cp -r "$docs/cli" "$copy/"
-	sed -i '/`--dry-run`/d' "$copy/cli/spacectl-apply.md"
+	sed -i '/`--prune`/d' "$copy/cli/spacectl-apply.md"
 	if (flags_per_page "$copy") 2>/dev/null; then
 		rm -rf "$copy"
-		fail "self-test: the flag check passed a page without --dry-run"
+		fail "self-test: the flag check passed a page without --prune"
 	fi
 	rm -rf "$copy"
 	# lint on its own: a page with an unknown macro

@@ -32,7 +32,7 @@ TYPES_NODE_VERSION=20.19.43
 
 apt_packages=(build-essential pkg-config libcurl4-openssl-dev libyaml-dev
 	libjansson-dev libmongoc-dev libbson-dev check libmicrohttpd-dev libgnutls28-dev
-	clang-format diffutils curl prometheus chromium openssl mandoc man-db)
+	clang-format diffutils curl prometheus chromium openssl mandoc man-db faketime)
 
 log() { printf 'deps: %s\n' "$*" >&2; }
 

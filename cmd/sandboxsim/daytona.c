@@ -40,17 +40,18 @@ dt_json(sim *s, sim_req *r, const sim_sandbox *sb, bool full)
 	sim_time(sb->created_ms, created, sizeof(created));
 	sim_time(sb->updated_ms, updated, sizeof(updated));
 	sim_time(sb->activity_ms, active, sizeof(active));
-	o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:b,s:b,s:s,s:i,s:i,s:i,s:i,s:s,s:s,s:s,"
+	o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:b,s:s,s:i,s:i,s:i,s:i,s:s,s:s,s:s,"
 	              "s:i,s:i,s:i,s:i,s:s,s:s,s:s,s:s,s:s}",
 	        "id", sb->id, "organizationId", DT_ORG, "name", sb->name ? sb->name : sb->id,
 	        "snapshot", sb->template_id, "user", sb->os_user ? sb->os_user : "daytona",
-	        "labels", sim_kv_to_json(&sb->meta), "public", sb->public_, "networkBlockAll", 0,
-	        "target", "us", "cpu", sb->cpu, "gpu", 0, "memory", sb->memory_mb, "disk",
-	        sb->disk_mb, "state", state, "desiredState", state, "backupState", "None",
-	        "autoStopInterval", sb->auto_stop_min, "autoPauseInterval", 0,
-	        "autoArchiveInterval", sb->auto_archive_min, "autoDeleteInterval",
-	        sb->auto_delete_min, "createdAt", created, "updatedAt", updated, "lastActivityAt",
-	        active, "runnerDomain", s->domain, "toolboxProxyUrl", proxy);
+	        "labels", sim_kv_to_json(&sb->meta), "public", sb->public_, "target", "us", "cpu",
+	        sb->cpu, "gpu", 0, "memory", sb->memory_mb, "disk", sb->disk_mb, "state", state,
+	        "desiredState", state, "backupState", "None", "autoStopInterval", sb->auto_stop_min,
+	        "autoPauseInterval", 0, "autoArchiveInterval", sb->auto_archive_min,
+	        "autoDeleteInterval", sb->auto_delete_min, "createdAt", created, "updatedAt",
+	        updated, "lastActivityAt", active, "runnerDomain", s->domain, "toolboxProxyUrl",
+	        proxy);
+	sim_net_daytona_detail(sb, o);
 	if (full) {
 		json_object_set_new(o, "env", sim_kv_to_json(&sb->env));
 		json_object_set_new(o, "kvm", json_boolean(sb->kvm));
@@ -197,9 +198,18 @@ h_create(sim *s, sim_req *r, const char *unused)
 		.del = -1 };
 	json_t *doc = sim_req_json(s, r, false);
 	int64_t now = sk_now_ms();
-	sim_sandbox *sb;
+	sim_sandbox *sb, policy = { 0 };
+	const char *why;
 
 	if (doc == NULL || !parse_create(s, r, doc, &c)) {
+		json_decref(doc);
+		return;
+	}
+	policy.public_ = c.public_;
+	if (sim_net_daytona_create(&policy, doc, &why) != 0) {
+		bad(s, r, "network", why);
+		sim_kv_free(&c.labels);
+		sim_kv_free(&c.env);
 		json_decref(doc);
 		return;
 	}
@@ -208,12 +218,16 @@ h_create(sim *s, sim_req *r, const char *unused)
 		sim_reply_error(s, r, 409, "Sandbox with name %s already exists", c.name);
 		sim_kv_free(&c.labels);
 		sim_kv_free(&c.env);
+		json_decref(policy.net);
 	} else if (!sim_caps_admit(s, r, now)) {
 		sim_kv_free(&c.labels);
 		sim_kv_free(&c.env);
+		json_decref(policy.net);
 	} else {
 		sb = sim_store_new(s, now);
 		fill(sb, &c);
+		sb->net = policy.net;
+		policy.net = NULL;
 		sim_caps_note_running(s);
 		sim_store_set_meta(&s->store, sb, &c.labels);
 		sim_reply_json(s, r, 200, dt_json(s, r, sb, true));

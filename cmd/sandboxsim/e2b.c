@@ -96,7 +96,7 @@ json_detail(sim *s, const sim_sandbox *sb)
 		json_object_set_new(o, "envdAccessToken", json_string(sb->token));
 	json_object_set_new(
 	        o, "domain", sb->state == SIM_RUNNING ? json_string(s->domain) : json_null());
-	json_object_set_new(o, "allowInternetAccess", json_true());
+	sim_net_e2b_detail(sb, o);
 	json_object_set_new(o, "lifecycle",
 	        json_pack("{s:b,s:s}", "autoResume", sb->auto_resume, "onTimeout",
 	                sb->auto_pause ? "pause" : "kill"));
@@ -247,11 +247,19 @@ h_create(sim *s, sim_req *r, const char *id)
 	};
 	json_t *doc = sim_req_json(s, r, false);
 	int64_t now = sk_now_ms();
-	sim_sandbox *sb;
+	sim_sandbox *sb, policy = { 0 };
+	const char *why;
 
 	if (doc == NULL)
 		return;
 	if (!parse_create(s, r, doc, &a)) {
+		json_decref(doc);
+		return;
+	}
+	if (sim_net_e2b_create(&policy, doc, a.secure, &why) != 0) {
+		sim_reply_error(s, r, 400, "validation error: %s", why);
+		sim_kv_free(&a.meta);
+		sim_kv_free(&a.env);
 		json_decref(doc);
 		return;
 	}
@@ -264,6 +272,7 @@ h_create(sim *s, sim_req *r, const char *id)
 		return;
 	}
 	sb = sim_store_new(s, now);
+	sb->net = policy.net;
 	snprintf(sb->template_id, sizeof(sb->template_id), "%s", a.template_id);
 	sb->env = a.env;
 	sim_store_set_meta(&s->store, sb, &a.meta);
@@ -492,6 +501,32 @@ h_refreshes(sim *s, sim_req *r, const char *id)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* PUT /sandboxes/{id}/network: the policy of a running sandbox, live (E2B). */
+static void
+h_network(sim *s, sim_req *r, const char *id)
+{
+	json_t *doc;
+	sim_sandbox *sb;
+	const char *why;
+
+	if (is_cube(s)) {
+		sim_reply_error(s, r, 404, "Not Found");
+		return;
+	}
+	if ((doc = sim_req_json(s, r, false)) == NULL)
+		return;
+	pthread_mutex_lock(&s->lock);
+	sb = sim_store_get(s, id, sk_now_ms());
+	if (sb == NULL || sb->state != SIM_RUNNING)
+		not_found(s, r, id);
+	else if (sim_net_e2b_update(sb, doc, &why) != 0)
+		sim_reply_error(s, r, 400, "validation error: %s", why);
+	else
+		sim_reply_empty(r, 204);
+	pthread_mutex_unlock(&s->lock);
+	json_decref(doc);
+}
+
 static void
 h_api_health(sim *s, sim_req *r, const char *id)
 {
@@ -518,6 +553,7 @@ static const struct route sandbox_routes[] = {
 	{ "POST", "resume", SIM_EP_RESUME, h_resume },
 	{ "POST", "timeout", SIM_EP_TIMEOUT, h_timeout },
 	{ "POST", "refreshes", SIM_EP_REFRESHES, h_refreshes },
+	{ "PUT", "network", SIM_EP_NETWORK, h_network },
 };
 
 static void

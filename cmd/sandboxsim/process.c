@@ -10,8 +10,9 @@
  * ["-l", "-c", cmd]. `sleep N` runs for N seconds (procs.c, with List and
  * SendSignal). Only `echo WORDS`, `env`, `printenv [VAR...]` and the
  * file commands of the sandbox's tree (fs.c: mkdir -p, ln -s, chmod OCTAL,
- * readlink, mkfifo, rm -rf; how a client sets symlinks and modes on E2B) are
- * evaluated, with '...' and "..." quoting and $VAR / ${VAR} expansion, in
+ * readlink, mkfifo, rm -rf; how a client sets symlinks and modes on E2B) and
+ * the connections of curl, wget and nc (netpolicy.c: the sandbox's network
+ * policy decides) are evaluated, with '...' and "..." quoting and $VAR / ${VAR} expansion, in
  * envd's precedence: defaults (PATH, HOME, USER, LOGNAME) -> sandbox-wide
  * env -> the request's per-command envs. Anything else exits 127 with bash's
  * "command not found" on stderr.
@@ -286,6 +287,21 @@ fs_command(sim *s, const char *id, const words *w, sk_buf *out, sk_buf *err)
 	return rc;
 }
 
+/* curl, wget or nc against sandbox id's network policy; -1 when w is none. */
+static int
+net_command(sim *s, const char *id, const words *w, sk_buf *out, sk_buf *err)
+{
+	sim_sandbox *sb;
+	int rc = -1;
+
+	pthread_mutex_lock(&s->lock);
+	sb = sim_store_get(s, id, sk_now_ms());
+	if (sb)
+		rc = sim_net_command(sb, w->n, w->v, out, err);
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
 /* Evaluates the script; returns the exit code. */
 static int
 evaluate(sim *s, const char *id, const char *script, const json_t *env, sk_buf *out, sk_buf *err)
@@ -307,6 +323,8 @@ evaluate(sim *s, const char *id, const char *script, const json_t *env, sk_buf *
 		rc = run_printenv(&w, env, out);
 	else if (strcmp(w.v[0], "env") == 0)
 		rc = w.n == 1 ? run_printenv(&w, env, out) : unsupported(err);
+	else if ((rc = net_command(s, id, &w, out, err)) >= 0)
+		; /* curl, wget, nc: as the sandbox's network policy lets them */
 	else if ((rc = fs_command(s, id, &w, out, err)) < 0) {
 		sk_buf_printf(err, "bash: line 1: %s: command not found\n", w.v[0]);
 		rc = 127;

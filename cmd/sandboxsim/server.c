@@ -23,7 +23,7 @@
 const char *const sim_ep_names[SIM_EP_COUNT] = { "create", "get", "list", "list_v1", "kill",
 	"pause", "connect", "resume", "timeout", "refreshes", "start", "stop", "archive", "labels",
 	"autostop", "api_health", "health", "envd", "init", "process", "files", "filesystem",
-	"unknown", "sim" };
+	"network", "unknown", "sim" };
 
 int
 sim_ep_lookup(const char *name)

@@ -43,6 +43,7 @@ enum sim_ep {
 	SIM_EP_PROCESS,
 	SIM_EP_FILES, /* envd GET/POST /files, the Daytona toolbox's /files... */
 	SIM_EP_FILESYSTEM, /* envd filesystem.Filesystem/... */
+	SIM_EP_NETWORK, /* E2B PUT /sandboxes/{id}/network */
 	SIM_EP_UNKNOWN,
 	SIM_EP_SIM,
 	SIM_EP_COUNT
@@ -104,6 +105,7 @@ typedef struct sim_sandbox {
 	sim_fs *fs; /* made on first use (sim_sandbox_fs) */
 	/* the simulator's own accounting: ms running and paused up to acct_ms */
 	int64_t acct_ms, run_ms, pause_ms;
+	json_t *net; /* the network policy (netpolicy.c), NULL: open */
 } sim_sandbox;
 
 typedef struct sim_map_entry sim_map_entry;
@@ -404,5 +406,15 @@ json_t *sim_caps_json(const sim_caps *c);
 bool sim_caps_admit(sim *s, sim_req *r, int64_t now);
 /* After a sandbox started (s->lock held): the running high-water mark. */
 void sim_caps_note_running(sim *s);
+/* netpolicy.c: each sandbox's network policy (see there). The create and
+ * update functions set sb->net, or return -1 with *why (a 400). */
+int sim_net_e2b_create(sim_sandbox *sb, const json_t *body, bool secure, const char **why);
+int sim_net_e2b_update(sim_sandbox *sb, const json_t *body, const char **why);
+void sim_net_e2b_detail(const sim_sandbox *sb, json_t *o);
+int sim_net_daytona_create(sim_sandbox *sb, const json_t *body, const char **why);
+void sim_net_daytona_detail(const sim_sandbox *sb, json_t *o);
+bool sim_net_allows(const sim_sandbox *sb, const char *dest);
+/* curl, wget or nc against the policy: the exit code, -1 when argv is none. */
+int sim_net_command(const sim_sandbox *sb, int argc, char **argv, sk_buf *out, sk_buf *err);
 
 #endif

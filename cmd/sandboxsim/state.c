@@ -200,6 +200,7 @@ sandbox_free(sim_sandbox *sb)
 	free(sb->name);
 	free(sb->os_user);
 	sim_fs_free(sb->fs);
+	json_decref(sb->net);
 	free(sb);
 }
 

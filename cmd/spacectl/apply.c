@@ -11,12 +11,14 @@
 
 #include "spacectl.h"
 
-static const sk_cli_help help = {
+static const sk_cli_help apply_help = {
 	"apply",
-	"spacectl apply [--dry-run] [--prune -l selector] [--recover] -f path ...\n"
+	"spacectl apply [--dry-run[=client|server]] [-R] [-o name|yaml|json]\n"
+	"               [--prune -l selector] [--recover] [--server-side] -f path ...\n"
 	"spacectl apply --recover",
 	"Creates or updates UserSpaces from YAML or JSON files. PATH is a file, a\n"
-	"directory (*.yaml, *.yml, *.json, not recursive) or - for stdin; -f repeats.\n"
+	"directory (*.yaml, *.yml, *.json; with -R its subdirectories too) or - for\n"
+	"stdin; -f repeats.\n"
 	"Every document is validated before any is written; names and spec.userID\n"
 	"values must be unique. Prints userspace/NAME created|configured|unchanged.\n"
 	"Re-applying the same input changes nothing (generation and resourceVersion\n"
@@ -29,24 +31,88 @@ static const sk_cli_help help = {
 	"\n"
 	"Flags:\n"
 	"  -f, --filename PATH   file, directory or - (repeatable, required)\n"
-	"      --dry-run         print what would change, write nothing\n"
+	"  -R, --recursive       read the directories of -f with their subdirectories\n"
+	"      --dry-run[=MODE]  print what would change, write nothing; client (the\n"
+	"                        default) and server both read the stored objects\n"
+	"                        (there is no API server to ask), none applies\n"
+	"  -o, --output FORMAT   name: userspace/NAME only; yaml|json: the objects\n"
+	"                        as written (a List when several)\n"
 	"      --prune           mark for deletion the objects matching -l that the\n"
 	"                        input no longer has (GitOps); needs -l. Pruning\n"
 	"                        runs after the writes and is not rolled back\n"
 	"  -l, --selector SEL    label selector for --prune (k=v, k!=v, k in (a,b), ...)\n"
 	"      --recover         roll back any unfinished apply (its process must be\n"
 	"                        gone), then apply -f if given\n"
+	"      --server-side     accepted: there is no API server and no field\n"
+	"                        managers; apply writes labels, annotations and spec\n"
+	"                        whole with compare-and-swap, as a server-side apply by\n"
+	"                        one manager would (a note says so on stderr)\n"
+	"      --field-manager NAME  accepted and ignored (no field managers)\n"
+	"      --force-conflicts     accepted and ignored (one writer wins: the file)\n"
 	"\n"
 	"Examples:\n"
 	"  spacectl apply -f manifests/examples/\n"
 	"  cat alice.yaml | spacectl apply -f -\n"
+	"  spacectl apply -R -f gitops/ --dry-run=server\n"
 	"  spacectl apply --prune -l team=research -f research/\n",
 };
 
-enum { OPT_DRY_RUN = SK_OPT_FIRST_CMD, OPT_PRUNE, OPT_RECOVER };
+static const sk_cli_help create_help = {
+	"create",
+	"spacectl create [--dry-run[=client|server]] [-R] [-o name|yaml|json] -f path ...",
+	"Creates the UserSpaces of the files; an object that already exists is an\n"
+	"error (AlreadyExists) and nothing is written. metadata.generateName without\n"
+	"metadata.name names the object as the API server does: the prefix and 5\n"
+	"random characters. All-or-nothing as apply is. Prints userspace/NAME created.\n"
+	"\n"
+	"Flags:\n"
+	"  -f, --filename PATH   file, directory or - (repeatable, required)\n"
+	"  -R, --recursive       read the directories of -f with their subdirectories\n"
+	"      --dry-run[=MODE]  print what would be created, write nothing\n"
+	"  -o, --output FORMAT   name, yaml or json\n"
+	"\n"
+	"Examples:\n"
+	"  spacectl create -f alice.yaml\n"
+	"  printf 'apiVersion: spacekeeper.dev/v1alpha1\\nkind: UserSpace\\n"
+	"metadata: {generateName: trial-}\\nspec: {userID: t1}\\n' | spacectl create -f -\n",
+};
 
+static const sk_cli_help replace_help = {
+	"replace",
+	"spacectl replace [--dry-run[=client|server]] [-R] [-o name|yaml|json] -f path ...",
+	"Replaces existing UserSpaces by the objects of the files (labels,\n"
+	"annotations and spec as written; what the file leaves out is defaulted, not\n"
+	"kept). An object that does not exist is an error (NotFound) and nothing is\n"
+	"written. A metadata.resourceVersion in the file must be the stored one\n"
+	"(Conflict otherwise), as kubectl replace of a `get -o yaml` output checks.\n"
+	"Prints userspace/NAME replaced.\n"
+	"\n"
+	"Flags:\n"
+	"  -f, --filename PATH   file, directory or - (repeatable, required)\n"
+	"  -R, --recursive       read the directories of -f with their subdirectories\n"
+	"      --dry-run[=MODE]  print what would be replaced, write nothing\n"
+	"  -o, --output FORMAT   name, yaml or json\n"
+	"\n"
+	"Examples:\n"
+	"  spacectl get us alice -o yaml > alice.yaml; $EDITOR alice.yaml\n"
+	"  spacectl replace -f alice.yaml\n",
+};
+
+enum {
+	OPT_DRY_RUN = SK_OPT_FIRST_CMD,
+	OPT_PRUNE,
+	OPT_RECOVER,
+	OPT_SERVER_SIDE,
+	OPT_FIELD_MANAGER,
+	OPT_FORCE_CONFLICTS,
+};
+
+/* apply, create and replace: one machinery (validate all, write all or roll back). */
+typedef enum { VERB_APPLY, VERB_CREATE, VERB_REPLACE } apply_verb;
+typedef enum { DRY_NONE, DRY_CLIENT, DRY_SERVER } dry_mode;
 typedef enum { ACT_CREATE, ACT_CONFIGURE, ACT_UNCHANGED } act_kind;
 static const char *const act_names[] = { "created", "configured", "unchanged" };
+static const char *const dry_suffix[] = { "", " (dry run)", " (server dry run)" };
 
 typedef struct apply_item {
 	const sk_userspace *want; /* from the input (borrowed) */
@@ -58,10 +124,14 @@ typedef struct apply_item {
 } apply_item;
 
 typedef struct apply_ctx {
+	apply_verb verb;
+	const sk_cli_help *help;
 	sk_cli_strv files;
 	const char *selector_text;
 	sk_selector *selector;
-	bool dry_run, prune, recover;
+	bool dry_run, prune, recover, server_side;
+	dry_mode dry;
+	const char *output; /* -o: NULL, "name", "yaml" or "json" */
 	sk_cli_input in;
 	sk_store *store;
 	apply_item *items;
@@ -74,39 +144,98 @@ typedef struct apply_ctx {
 	size_t record_parts;
 } apply_ctx;
 
+/* --dry-run[=none|client|server]; kubectl's message for anything else. */
+static int
+parse_dry_run(apply_ctx *c, const char *arg)
+{
+	if (arg == NULL || strcmp(arg, "client") == 0)
+		c->dry = DRY_CLIENT;
+	else if (strcmp(arg, "server") == 0)
+		c->dry = DRY_SERVER;
+	else if (strcmp(arg, "none") == 0)
+		c->dry = DRY_NONE;
+	else
+		return sk_cli_usage_error(c->help,
+		        "Invalid dry-run value (%s). Must be \"none\", \"server\", or \"client\".",
+		        arg);
+	c->dry_run = c->dry != DRY_NONE;
+	return SK_CLI_CONTINUE;
+}
+
+static int
+parse_output(apply_ctx *c, const char *arg)
+{
+	const char *s = *arg == '=' ? arg + 1 : arg;
+
+	if (strcmp(s, "name") != 0 && strcmp(s, "yaml") != 0 && strcmp(s, "json") != 0)
+		return sk_cli_usage_error(
+		        c->help, "-o: unknown output format \"%s\" (name, yaml, json)", s);
+	c->output = s;
+	return SK_CLI_CONTINUE;
+}
+
+static int
+parse_flag(apply_ctx *c, int ch, char **argv)
+{
+	switch (ch) {
+	case 'f': sk_cli_strv_push(&c->files, optarg); return SK_CLI_CONTINUE;
+	case 'l': c->selector_text = optarg; return SK_CLI_CONTINUE;
+	case 'R': sk_cli.recursive = true; return SK_CLI_CONTINUE;
+	case 'o': return parse_output(c, optarg);
+	case OPT_DRY_RUN: return parse_dry_run(c, optarg);
+	case OPT_PRUNE: c->prune = true; return SK_CLI_CONTINUE;
+	case OPT_RECOVER: c->recover = true; return SK_CLI_CONTINUE;
+	case OPT_SERVER_SIDE: c->server_side = true; return SK_CLI_CONTINUE;
+	case OPT_FIELD_MANAGER:
+	case OPT_FORCE_CONFLICTS: return SK_CLI_CONTINUE;
+	default: return sk_cli_opt(c->help, ch, argv);
+	}
+}
+
+static int
+check_args(apply_ctx *c, int argc, char **argv)
+{
+	if (optind < argc)
+		return sk_cli_usage_error(c->help, "unexpected argument \"%s\"", argv[optind]);
+	if (c->files.len == 0 && !c->recover)
+		return sk_cli_usage_error(c->help, "-f PATH is required");
+	if (c->recover && c->dry_run)
+		return sk_cli_usage_error(c->help, "--recover writes: not with --dry-run");
+	if (c->prune && c->selector_text == NULL)
+		return sk_cli_usage_error(c->help, "--prune needs a label selector (-l)");
+	if (!c->prune && c->selector_text != NULL)
+		return sk_cli_usage_error(c->help, "-l is only used with --prune");
+	if (c->server_side)
+		sk_cli_warnf("--server-side: spacectl has no API server and no field managers; "
+		             "apply writes labels, annotations and spec whole with "
+		             "compare-and-swap, as a server-side apply by one manager does");
+	return SK_CLI_CONTINUE;
+}
+
 static int
 parse_args(apply_ctx *c, int argc, char **argv)
 {
-	static const struct option opts[] = { { "filename", required_argument, NULL, 'f' },
-		{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
+	static const struct option apply_opts[] = { { "filename", required_argument, NULL, 'f' },
+		{ "recursive", no_argument, NULL, 'R' }, { "output", required_argument, NULL, 'o' },
+		{ "dry-run", optional_argument, NULL, OPT_DRY_RUN },
 		{ "prune", no_argument, NULL, OPT_PRUNE },
 		{ "recover", no_argument, NULL, OPT_RECOVER },
+		{ "server-side", no_argument, NULL, OPT_SERVER_SIDE },
+		{ "field-manager", required_argument, NULL, OPT_FIELD_MANAGER },
+		{ "force-conflicts", no_argument, NULL, OPT_FORCE_CONFLICTS },
 		{ "selector", required_argument, NULL, 'l' }, SK_CLI_GLOBAL_OPTIONS, { 0 } };
+	static const struct option write_opts[] = { { "filename", required_argument, NULL, 'f' },
+		{ "recursive", no_argument, NULL, 'R' }, { "output", required_argument, NULL, 'o' },
+		{ "dry-run", optional_argument, NULL, OPT_DRY_RUN }, SK_CLI_GLOBAL_OPTIONS, { 0 } };
+	bool apply = c->verb == VERB_APPLY;
 	int ch, rc;
 
-	while ((ch = sk_cli_getopt(argc, argv, ":f:l:h", opts)) != -1) {
-		switch (ch) {
-		case 'f': sk_cli_strv_push(&c->files, optarg); break;
-		case 'l': c->selector_text = optarg; break;
-		case OPT_DRY_RUN: c->dry_run = true; break;
-		case OPT_PRUNE: c->prune = true; break;
-		case OPT_RECOVER: c->recover = true; break;
-		default:
-			if ((rc = sk_cli_opt(&help, ch, argv)) != SK_CLI_CONTINUE)
-				return rc;
-		}
+	while ((ch = sk_cli_getopt(argc, argv, apply ? ":f:l:o:Rh" : ":f:o:Rh",
+	                apply ? apply_opts : write_opts)) != -1) {
+		if ((rc = parse_flag(c, ch, argv)) != SK_CLI_CONTINUE)
+			return rc;
 	}
-	if (optind < argc)
-		return sk_cli_usage_error(&help, "unexpected argument \"%s\"", argv[optind]);
-	if (c->files.len == 0 && !c->recover)
-		return sk_cli_usage_error(&help, "-f PATH is required");
-	if (c->recover && c->dry_run)
-		return sk_cli_usage_error(&help, "--recover writes: not with --dry-run");
-	if (c->prune && c->selector_text == NULL)
-		return sk_cli_usage_error(&help, "--prune needs a label selector (-l)");
-	if (!c->prune && c->selector_text != NULL)
-		return sk_cli_usage_error(&help, "-l is only used with --prune");
-	return SK_CLI_CONTINUE;
+	return check_args(c, argc, argv);
 }
 
 static bool
@@ -160,13 +289,44 @@ input_has(const apply_ctx *c, const char *name)
 	return json_object_get(c->input_names, name) != NULL;
 }
 
+/* create needs a new name, replace an existing object at the file's
+ * resourceVersion when it gives one; kubectl's reasons. */
+static bool
+preflight_verb(apply_verb verb, const apply_item *it, const sk_userspace *live)
+{
+	const char *name = it->want->meta.name;
+	int64_t rv = it->want->meta.resource_version;
+
+	if (verb == VERB_CREATE && live != NULL) {
+		sk_cli_errorf("userspaces \"%s\" already exists (AlreadyExists; %s): use spacectl "
+		              "apply or replace",
+		        name, sk_cli_doc_where(it->doc, "metadata.name"));
+		return false;
+	}
+	if (verb == VERB_REPLACE && live == NULL) {
+		sk_cli_errorf("userspaces \"%s\" not found (NotFound; %s): replace changes an "
+		              "existing object, use spacectl create or apply",
+		        name, sk_cli_doc_where(it->doc, "metadata.name"));
+		return false;
+	}
+	if (verb == VERB_REPLACE && rv != 0 && rv != live->meta.resource_version) {
+		sk_cli_errorf("Operation cannot be fulfilled on userspaces \"%s\": the object has "
+		              "been modified (resourceVersion %lld, stored %lld; Conflict; %s); "
+		              "please apply your changes to the latest version and try again",
+		        name, (long long)rv, (long long)live->meta.resource_version,
+		        sk_cli_doc_where(it->doc, "metadata.resourceVersion"));
+		return false;
+	}
+	return true;
+}
+
 /* Checks one input against the stored objects; returns false on a conflict. */
 static bool
-preflight_item(apply_item *it, const live_index *ix)
+preflight_item(apply_verb verb, apply_item *it, const live_index *ix)
 {
 	const sk_userspace *live = live_lookup(ix, ix->by_name, it->want->meta.name);
 	const sk_userspace *o = live_lookup(ix, ix->by_user, it->want->spec.user_id);
-	bool ok = true;
+	bool ok = preflight_verb(verb, it, live);
 
 	if (o && strcmp(o->meta.name, it->want->meta.name) != 0) {
 		sk_cli_user_id_taken(it->want, it->doc, o->meta.name);
@@ -181,8 +341,10 @@ preflight_item(apply_item *it, const live_index *ix)
 	it->live = live ? sk_userspace_dup(live) : NULL;
 	if (it->live == NULL)
 		it->kind = ACT_CREATE;
+	else if (same_desired(it->live, it->want))
+		it->kind = ACT_UNCHANGED;
 	else
-		it->kind = same_desired(it->live, it->want) ? ACT_UNCHANGED : ACT_CONFIGURE;
+		it->kind = ACT_CONFIGURE;
 	return ok;
 }
 
@@ -230,7 +392,7 @@ preflight(apply_ctx *c)
 		c->items[i].want = c->in.objs[i];
 		c->items[i].doc = c->in.docs.items[i];
 		json_object_set_new(c->input_names, c->in.objs[i]->meta.name, json_true());
-		if (!preflight_item(&c->items[i], &ix))
+		if (!preflight_item(c->verb, &c->items[i], &ix))
 			ok = false;
 	}
 	live_index_dispose(&ix);
@@ -452,8 +614,7 @@ prune(apply_ctx *c)
 		if (!c->dry_run)
 			rc = sk_store_mark_deleted(c->store, c->prune_names[i], &err);
 		if (rc == 0 || rc == SK_ENOTFOUND) {
-			printf("userspace/%s pruned%s\n", c->prune_names[i],
-			        c->dry_run ? " (dry run)" : "");
+			printf("userspace/%s pruned%s\n", c->prune_names[i], dry_suffix[c->dry]);
 			continue;
 		}
 		sk_cli_errorf("prune userspace/%s: %s", c->prune_names[i], err.message);
@@ -462,13 +623,69 @@ prune(apply_ctx *c)
 	return exit_code;
 }
 
+/* What one item's line says: replace says replaced whatever changed, as kubectl does. */
+static const char *
+item_action(const apply_ctx *c, const apply_item *it)
+{
+	return c->verb == VERB_REPLACE ? "replaced" : act_names[it->kind];
+}
+
+/* -o yaml|json: the objects as written (as they would be, dry run). */
+static int
+print_objects(const apply_ctx *c)
+{
+	json_t *items = json_array(), *v;
+	int rc;
+
+	for (size_t i = 0; i < c->nitems; i++) {
+		const apply_item *it = &c->items[i];
+		json_array_append_new(items,
+		        it->written                         ? sk_cli_userspace_json(it->written)
+		                : it->kind == ACT_UNCHANGED ? sk_cli_userspace_json(it->live)
+		                                            : sk_cli_desired_json(it->want));
+	}
+	if (c->nitems == 1)
+		v = json_incref(json_array_get(items, 0));
+	else
+		v = json_pack(
+		        "{s:s, s:s, s:O}", "apiVersion", "v1", "kind", "List", "items", items);
+	rc = sk_cli_print_value(
+	        v, strcmp(c->output, "json") == 0 ? SK_OUTPUT_JSON : SK_OUTPUT_YAML);
+	json_decref(v);
+	json_decref(items);
+	return rc;
+}
+
+static int
+print_result(const apply_ctx *c)
+{
+	if (c->output != NULL && strcmp(c->output, "name") != 0)
+		return print_objects(c);
+	for (size_t i = 0; i < c->nitems; i++) {
+		const apply_item *it = &c->items[i];
+		if (c->output != NULL)
+			printf("userspace/%s\n", it->want->meta.name);
+		else
+			printf("userspace/%s %s%s\n", it->want->meta.name, item_action(c, it),
+			        dry_suffix[c->dry]);
+	}
+	return SK_EXIT_OK;
+}
+
+static int
+load_input(apply_ctx *c)
+{
+	if (c->verb == VERB_CREATE)
+		return sk_cli_input_load_create(&c->in, c->files.items, c->files.len);
+	return sk_cli_input_load(&c->in, c->files.items, c->files.len);
+}
+
 static int
 apply_run(apply_ctx *c)
 {
 	int rc;
 
-	if (c->files.len > 0 &&
-	        (rc = sk_cli_input_load(&c->in, c->files.items, c->files.len)) != SK_EXIT_OK) {
+	if (c->files.len > 0 && (rc = load_input(c)) != SK_EXIT_OK) {
 		sk_cli_errorf("no changes made: the input has errors");
 		return rc;
 	}
@@ -476,7 +693,7 @@ apply_run(apply_ctx *c)
 		sk_error err;
 		sk_error_clear(&err);
 		if (sk_selector_parse(c->selector_text, &c->selector, &err) != 0)
-			return sk_cli_usage_error(&help, "-l: %s", err.message);
+			return sk_cli_usage_error(c->help, "-l: %s", err.message);
 	}
 	if ((rc = sk_cli_store_open(&c->store)) != SK_EXIT_OK)
 		return rc;
@@ -495,19 +712,20 @@ apply_run(apply_ctx *c)
 	}
 	if (!c->dry_run && (rc = execute(c)) != SK_EXIT_OK)
 		return rc;
-	for (size_t i = 0; i < c->nitems; i++)
-		printf("userspace/%s %s%s\n", c->items[i].want->meta.name,
-		        act_names[c->items[i].kind], c->dry_run ? " (dry run)" : "");
+	if ((rc = print_result(c)) != SK_EXIT_OK)
+		return rc;
 	return prune(c);
 }
 
-int
-sk_cmd_apply(int argc, char **argv)
+static int
+run_verb(apply_verb verb, const sk_cli_help *help, int argc, char **argv)
 {
 	apply_ctx c;
 	int rc;
 
 	memset(&c, 0, sizeof(c));
+	c.verb = verb;
+	c.help = help;
 	if ((rc = parse_args(&c, argc, argv)) == SK_CLI_CONTINUE)
 		rc = apply_run(&c);
 	for (size_t i = 0; i < c.nitems; i++) {
@@ -525,4 +743,22 @@ sk_cmd_apply(int argc, char **argv)
 	sk_cli_input_dispose(&c.in);
 	sk_cli_strv_dispose(&c.files);
 	return rc;
+}
+
+int
+sk_cmd_apply(int argc, char **argv)
+{
+	return run_verb(VERB_APPLY, &apply_help, argc, argv);
+}
+
+int
+sk_cmd_create(int argc, char **argv)
+{
+	return run_verb(VERB_CREATE, &create_help, argc, argv);
+}
+
+int
+sk_cmd_replace(int argc, char **argv)
+{
+	return run_verb(VERB_REPLACE, &replace_help, argc, argv);
 }

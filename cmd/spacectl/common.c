@@ -7,7 +7,7 @@
 #include "spacectl.h"
 #include "util/clidoc.h"
 
-sk_cli_globals sk_cli = { NULL, NULL, 3000, NULL, NULL };
+sk_cli_globals sk_cli = { NULL, NULL, 3000, NULL, NULL, false };
 
 /* Set while sk_cli_help_of runs a command's --help: what it showed. */
 static sk_cli_seen *seen_now;

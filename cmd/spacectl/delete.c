@@ -9,7 +9,8 @@ static const sk_cli_help help = {
 	"spacectl delete [--force] [--ignore-not-found] userspace name ...\n"
 	"spacectl delete [--force] [--ignore-not-found] userspace/name ...\n"
 	"spacectl delete [--force] userspace -l selector | --all\n"
-	"spacectl delete [--force] [--ignore-not-found] -f path ...",
+	"spacectl delete [--force] [--ignore-not-found] [-R] -f path ...\n"
+	"spacectl delete ... [--dry-run[=client|server]] [--wait[=true|false]]",
 	"Marks UserSpaces for deletion and prints userspace/NAME deleted. The object\n"
 	"stays (with a deletionTimestamp) until the controller has cleaned up its\n"
 	"sandboxes (deletionPolicy Delete) and removed its finalizer; then it is gone.\n"
@@ -19,8 +20,15 @@ static const sk_cli_help help = {
 	"  -l, --selector SEL      delete every UserSpace whose labels match SEL\n"
 	"      --all               delete every UserSpace\n"
 	"      --ignore-not-found  exit 0 when an object does not exist\n"
+	"  -R, --recursive         -f directories with their subdirectories\n"
 	"      --force             remove the object at once; its sandboxes are NOT\n"
 	"                          cleaned up (they become orphans)\n"
+	"      --dry-run[=MODE]    say what would be deleted (the objects must exist),\n"
+	"                          delete nothing; client (default) or server: the same\n"
+	"                          here, there is no API server; none deletes\n"
+	"      --wait[=BOOL]       true: after marking, wait until each object is gone\n"
+	"                          (the controller has cleaned up; Ctrl-C stops waiting);\n"
+	"                          false (the default): return once marked\n"
 	"\n"
 	"With -l or --all, no match is not an error: \"No resources found.\" (exit 0).\n"
 	"\n"
@@ -34,29 +42,60 @@ static const sk_cli_help help = {
 	"  spacectl delete -f manifests/examples/alice.yaml\n",
 };
 
-enum { OPT_FORCE = SK_OPT_FIRST_CMD, OPT_IGNORE_NOT_FOUND, OPT_ALL };
+enum { OPT_FORCE = SK_OPT_FIRST_CMD, OPT_IGNORE_NOT_FOUND, OPT_ALL, OPT_DRY_RUN, OPT_WAIT };
 
 typedef struct delete_opts {
 	sk_cli_strv files;
 	sk_cli_strv names; /* from the command line */
 	const char *selector_text; /* -l */
-	bool all, force, ignore_not_found;
+	bool all, force, ignore_not_found, wait;
+	const char *dry_run; /* NULL, " (dry run)" or " (server dry run)" */
 } delete_opts;
+
+/* --wait=true: polls until the object is gone (its finalizer released). */
+static int
+wait_gone(sk_store *st, const char *name)
+{
+	for (;;) {
+		sk_userspace *us = NULL;
+		sk_error err;
+		int rc;
+
+		sk_error_clear(&err);
+		rc = sk_store_get(st, name, &us, &err);
+		sk_userspace_free(us);
+		if (rc == SK_ENOTFOUND)
+			return SK_EXIT_OK;
+		if (rc != 0) {
+			sk_cli_errorf("waiting for userspace/%s: %s", name, err.message);
+			return sk_cli_exit_code(rc);
+		}
+		sk_sleep_ms(250);
+	}
+}
 
 static int
 delete_one(sk_store *st, const delete_opts *o, const char *name)
 {
+	sk_userspace *us = NULL;
 	sk_error err;
 	int rc;
 
 	sk_error_clear(&err);
-	if (o->force)
+	if (o->dry_run) {
+		rc = sk_store_get(st, name, &us, &err);
+		sk_userspace_free(us);
+	} else if (o->force) {
 		rc = sk_store_remove(st, name, &err);
-	else
+	} else {
 		rc = sk_store_mark_deleted(st, name, &err);
+	}
 	if (rc == 0) {
-		printf("userspace/%s deleted%s\n", name, o->force ? " (forced)" : "");
-		return SK_EXIT_OK;
+		printf("userspace/%s deleted%s\n", name,
+		        o->dry_run         ? o->dry_run
+		                : o->force ? " (forced)"
+		                           : "");
+		return o->wait && !o->dry_run ? wait_gone(st, name) : SK_EXIT_OK;
 	}
 	if (rc == SK_ENOTFOUND) {
 		if (o->ignore_not_found)
@@ -77,7 +116,7 @@ names_from_files(const delete_opts *o, sk_cli_strv *names, sk_doclist *docs)
 		sk_error err;
 
 		sk_error_clear(&err);
-		if (sk_doc_load_path(o->files.items[i], &more, &err) != 0) {
+		if (sk_doc_load_tree(o->files.items[i], sk_cli.recursive, &more, &err) != 0) {
 			sk_cli_errorf("%s", err.message);
 			sk_doclist_dispose(&more);
 			return SK_EXIT_FAIL;
@@ -136,18 +175,58 @@ parse_targets(delete_opts *o, char **args, int n)
 }
 
 static int
+parse_dry_run(delete_opts *o, const char *arg)
+{
+	if (arg == NULL || strcmp(arg, "client") == 0)
+		o->dry_run = " (dry run)";
+	else if (strcmp(arg, "server") == 0)
+		o->dry_run = " (server dry run)";
+	else if (strcmp(arg, "none") == 0)
+		o->dry_run = NULL;
+	else
+		return sk_cli_usage_error(&help,
+		        "Invalid dry-run value (%s). Must be \"none\", \"server\", or \"client\".",
+		        arg);
+	return SK_CLI_CONTINUE;
+}
+
+static int
+parse_wait(delete_opts *o, const char *arg)
+{
+	if (arg == NULL || strcmp(arg, "true") == 0)
+		o->wait = true;
+	else if (strcmp(arg, "false") == 0)
+		o->wait = false;
+	else
+		return sk_cli_usage_error(&help,
+		        "invalid argument \"%s\" for \"--wait\" flag: want true or false", arg);
+	return SK_CLI_CONTINUE;
+}
+
+static int
 parse_args(delete_opts *o, int argc, char **argv)
 {
 	static const struct option opts[] = { { "filename", required_argument, NULL, 'f' },
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "ignore-not-found", no_argument, NULL, OPT_IGNORE_NOT_FOUND },
 		{ "selector", required_argument, NULL, 'l' }, { "all", no_argument, NULL, OPT_ALL },
-		SK_CLI_GLOBAL_OPTIONS, { 0 } };
+		{ "recursive", no_argument, NULL, 'R' },
+		{ "dry-run", optional_argument, NULL, OPT_DRY_RUN },
+		{ "wait", optional_argument, NULL, OPT_WAIT }, SK_CLI_GLOBAL_OPTIONS, { 0 } };
 	int ch, rc;
 
-	while ((ch = sk_cli_getopt(argc, argv, ":f:l:h", opts)) != -1) {
+	while ((ch = sk_cli_getopt(argc, argv, ":f:l:Rh", opts)) != -1) {
 		switch (ch) {
 		case 'f': sk_cli_strv_push(&o->files, optarg); break;
+		case 'R': sk_cli.recursive = true; break;
+		case OPT_DRY_RUN:
+			if ((rc = parse_dry_run(o, optarg)) != SK_CLI_CONTINUE)
+				return rc;
+			break;
+		case OPT_WAIT:
+			if ((rc = parse_wait(o, optarg)) != SK_CLI_CONTINUE)
+				return rc;
+			break;
 		case 'l': o->selector_text = optarg; break;
 		case OPT_ALL: o->all = true; break;
 		case OPT_FORCE: o->force = true; break;
@@ -165,7 +244,7 @@ delete_names(sk_store *st, const delete_opts *o, char **names, size_t n)
 {
 	int rc, exit_code = SK_EXIT_OK;
 
-	if (o->force)
+	if (o->force && !o->dry_run)
 		sk_cli_warnf(
 		        "--force removes the objects at once; their sandboxes are not cleaned up");
 	for (size_t i = 0; i < n; i++) {

@@ -7,12 +7,18 @@
 static const sk_cli_help help = {
 	"describe",
 	"spacectl describe userspace name ...\n"
-	"spacectl describe userspace/name ...",
+	"spacectl describe userspace/name ...\n"
+	"spacectl describe userspaces [-l selector]",
 	"Shows a UserSpace in detail: metadata, the spec with every default filled in,\n"
-	"the status, its conditions and drift, and the recent events.\n"
+	"the status, its conditions and drift, and the recent events. With no name,\n"
+	"every UserSpace (or those matching -l), as kubectl describe does.\n"
 	"\n"
-	"Example:\n"
-	"  spacectl describe userspace alice\n",
+	"Flags:\n"
+	"  -l, --selector SEL   describe the UserSpaces whose labels match SEL\n"
+	"\n"
+	"Examples:\n"
+	"  spacectl describe userspace alice\n"
+	"  spacectl describe us -l team=research\n",
 };
 
 #define EVENTS_MAX 20
@@ -216,10 +222,16 @@ print_status(const sk_userspace *us, int64_t now)
 	printf("  %-18s%lld\n", "Observed Gen:", (long long)us->status.observed_generation);
 	if (us->status.message)
 		printf("  %-18s%s\n", "Message:", us->status.message);
+	/* status.lastReconcileTime is stamped only by a reconcile that changed
+	 * something at the provider: a resync that finds nothing to do writes no
+	 * status (one write per object per resync would be the store's whole
+	 * load). So it is the last change, however often the controller looks. */
 	if (us->status.last_reconcile_ms) {
 		char age[32];
 		sk_age_format(now - us->status.last_reconcile_ms, age, sizeof(age));
-		printf("  %-18s%s ago\n", "Last Reconcile:", age);
+		printf("  %-18s%s ago (the controller's last change; a resync that finds nothing "
+		       "to do writes nothing)\n",
+		        "Last Change:", age);
 	}
 	print_migration(us, now);
 	print_conditions(us, now);
@@ -299,25 +311,51 @@ describe_one(sk_store *st, const char *name)
 	return rc;
 }
 
+/* No name: every object (matching -l), by name; "No resources found." when none. */
+static int
+names_of_all(sk_store *st, const char *selector_text, sk_cli_strv *names, sk_userspace_list *l)
+{
+	int rc = sk_cli_list_selected(st, &help, selector_text, l);
+
+	if (rc != SK_EXIT_OK)
+		return rc;
+	for (size_t i = 0; i < l->len; i++)
+		sk_cli_strv_push(names, l->items[i]->meta.name);
+	if (l->len == 0)
+		fprintf(stderr, "No resources found.\n");
+	return SK_EXIT_OK;
+}
+
 int
 sk_cmd_describe(int argc, char **argv)
 {
-	static const struct option opts[] = { SK_CLI_GLOBAL_OPTIONS, { 0 } };
+	static const struct option opts[] = { { "selector", required_argument, NULL, 'l' },
+		SK_CLI_GLOBAL_OPTIONS, { 0 } };
 	sk_cli_strv names = { NULL, 0 };
+	sk_userspace_list all = { NULL, 0, 0 };
+	const char *selector_text = NULL;
 	sk_store *st = NULL;
 	int ch, rc, exit_code = SK_EXIT_OK;
 
-	while ((ch = sk_cli_getopt(argc, argv, ":h", opts)) != -1) {
-		if ((rc = sk_cli_opt(&help, ch, argv)) != SK_CLI_CONTINUE)
+	while ((ch = sk_cli_getopt(argc, argv, ":l:h", opts)) != -1) {
+		if (ch == 'l')
+			selector_text = optarg;
+		else if ((rc = sk_cli_opt(&help, ch, argv)) != SK_CLI_CONTINUE)
 			return rc;
 	}
 	if (optind >= argc)
 		return sk_cli_usage_error(&help, "expected: describe userspace NAME");
 	rc = sk_cli_object_args(&help, argv + optind, argc - optind, false, &names);
-	if (rc == SK_CLI_CONTINUE && names.len == 0)
-		rc = sk_cli_usage_error(&help, "name the UserSpace to describe");
-	if (rc != SK_CLI_CONTINUE || (rc = sk_cli_store_open(&st)) != SK_EXIT_OK) {
+	if (rc == SK_CLI_CONTINUE && names.len > 0 && selector_text != NULL)
+		rc = sk_cli_usage_error(&help, "names and -l cannot be used together");
+	if (rc == SK_CLI_CONTINUE)
+		rc = sk_cli_store_open(&st);
+	if (rc == SK_EXIT_OK && names.len == 0)
+		rc = names_of_all(st, selector_text, &names, &all);
+	if (rc != SK_EXIT_OK) {
+		sk_store_close(st);
 		sk_cli_strv_dispose(&names);
+		sk_userspace_list_dispose(&all);
 		return rc;
 	}
 	for (size_t i = 0; i < names.len; i++) {
@@ -331,5 +369,6 @@ sk_cmd_describe(int argc, char **argv)
 	}
 	sk_store_close(st);
 	sk_cli_strv_dispose(&names);
+	sk_userspace_list_dispose(&all);
 	return exit_code;
 }

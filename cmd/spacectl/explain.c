@@ -47,6 +47,10 @@ static const struct object_doc {
 	{ "spec.resources", "The sandbox size." },
 	{ "spec.lifecycle", "When the sandbox sleeps and wakes." },
 	{ "spec.health", "What counts as unhealthy, and what the controller does about it." },
+	{ "spec.workspace", "The user's files: what a migration copies to the new sandbox." },
+	{ "spec.migration",
+	        "How a migration (updateStrategy Migrate, spacectl rollout restart) runs: when "
+	        "it starts, how much it copies, what happens to the old sandbox." },
 	{ "status",
 	        "The observed state, written by the controller (read-only): phase, "
 	        "sandboxID, conditions, drift. See spacectl describe." },
@@ -203,6 +207,7 @@ explain(const char *path)
 	const sk_field *f = sk_spec_field(path);
 	size_t n = children(path, names, 64);
 	sk_buf b = SK_BUF_INIT(0);
+	const char *d;
 
 	if (f == NULL && n == 0 && object_desc(path) == NULL) {
 		sk_cli_errorf(
@@ -220,7 +225,8 @@ explain(const char *path)
 	if (f)
 		field_text(f, &b);
 	printf("DESCRIPTION:\n");
-	print_wrapped(f ? b.data : object_desc(path), 5);
+	d = f ? b.data : object_desc(path);
+	print_wrapped(d ? d : "", 5);
 	if (n > 0)
 		printf("\nFIELDS:\n");
 	for (size_t i = 0; i < n; i++) {

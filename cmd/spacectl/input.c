@@ -42,7 +42,7 @@ load_paths(sk_doclist *all, char **paths, size_t npaths)
 		sk_error err;
 
 		sk_error_clear(&err);
-		if (sk_doc_load_path(paths[i], &docs, &err) != 0 ||
+		if (sk_doc_load_tree(paths[i], sk_cli.recursive, &docs, &err) != 0 ||
 		        sk_doclist_expand_lists(&docs, &err) != 0) {
 			sk_cli_errorf("%s", err.message);
 			sk_doclist_dispose(&docs);
@@ -111,7 +111,7 @@ warn_namespaces(const sk_cli_input *in)
 }
 
 static int
-validate_docs(sk_cli_input *in)
+validate_docs(sk_cli_input *in, bool create)
 {
 	int rc = SK_EXIT_OK;
 
@@ -122,7 +122,7 @@ validate_docs(sk_cli_input *in)
 		sk_buf buf = SK_BUF_INIT(0);
 
 		resource_version_from_string(in->docs.items[i]);
-		if (sk_userspace_from_doc(in->docs.items[i], &in->objs[i], &errs) != 0) {
+		if (sk_userspace_from_input(in->docs.items[i], create, &in->objs[i], &errs) != 0) {
 			print_errors(&errs, &buf);
 			if (errs.len == 0)
 				sk_cli_errorf("invalid document (%s)",
@@ -130,9 +130,6 @@ validate_docs(sk_cli_input *in)
 			sk_userspace_free(in->objs[i]);
 			in->objs[i] = NULL;
 			rc = SK_EXIT_FAIL;
-		} else {
-			/* the controller writes status; the API server drops it on input */
-			sk_userspace_status_dispose(&in->objs[i]->status);
 		}
 		sk_buf_dispose(&buf);
 		sk_errlist_dispose(&errs);
@@ -158,19 +155,31 @@ check_duplicates(sk_cli_input *in)
 	return rc;
 }
 
-int
-sk_cli_input_load(sk_cli_input *in, char **paths, size_t npaths)
+static int
+input_load(sk_cli_input *in, char **paths, size_t npaths, bool create)
 {
 	int rc;
 
 	memset(in, 0, sizeof(*in));
 	rc = load_paths(&in->docs, paths, npaths);
-	if (validate_docs(in) != SK_EXIT_OK)
+	if (validate_docs(in, create) != SK_EXIT_OK)
 		rc = SK_EXIT_FAIL;
 	warn_namespaces(in);
 	if (rc == SK_EXIT_OK)
 		rc = check_duplicates(in);
 	return rc;
+}
+
+int
+sk_cli_input_load(sk_cli_input *in, char **paths, size_t npaths)
+{
+	return input_load(in, paths, npaths, false);
+}
+
+int
+sk_cli_input_load_create(sk_cli_input *in, char **paths, size_t npaths)
+{
+	return input_load(in, paths, npaths, true);
 }
 
 void

@@ -3,7 +3,9 @@
  * (get -o jsonpath=..., --sort-by): text, {.a.b}, {.items[*].metadata.name},
  * {['key.with.dots']}, {.items[0]}, {range .items[*]}...{end} and {"\n"},
  * walked over the jansson document. Anything else (filters, slices, unions,
- * recursive descent) is refused with its position.
+ * recursive descent) is refused with its position. The same tree reads Go
+ * templates' common subset (get -o go-template=...): {{.a.b}},
+ * {{range .items}}...{{end}}, {{index .a "key"}} and {{"text"}}.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,7 @@ typedef struct jp_node {
 struct sk_jsonpath {
 	jp_node *nodes;
 	size_t len;
+	bool go; /* a Go template: a missing value prints <no value> */
 };
 
 typedef struct jp_parser {
@@ -38,7 +41,21 @@ typedef struct jp_parser {
 	const char *p;
 	char *msg;
 	size_t msglen;
+	bool go; /* {{ }} delimiters, Go's actions */
 } jp_parser;
+
+/* The delimiters of the template's actions. */
+static const char *
+jp_open(const jp_parser *ps)
+{
+	return ps->go ? "{{" : "{";
+}
+
+static const char *
+jp_close(const jp_parser *ps)
+{
+	return ps->go ? "}}" : "}";
+}
 
 static int
 jp_fail(jp_parser *ps, const char *at, const char *what)
@@ -185,11 +202,16 @@ parse_path(jp_parser *ps, jp_node *n)
 				return 0; /* {.}: the current value */
 			if (parse_name(ps, n) != 0)
 				return SK_EINVALID;
-		} else if (*ps->p == '[') {
+		} else if (*ps->p == '[' && !ps->go) {
 			if (parse_bracket(ps, n) != 0)
 				return SK_EINVALID;
+		} else if (ps->go && (*ps->p == '"' || (*ps->p >= '0' && *ps->p <= '9'))) {
+			return 0; /* index's arguments */
 		} else {
-			return jp_fail(ps, ps->p, "unsupported jsonpath syntax");
+			return jp_fail(ps, ps->p,
+			        ps->go ? "unsupported go-template syntax (no pipes, variables or "
+			                 "functions but index)"
+			               : "unsupported jsonpath syntax");
 		}
 	}
 }
@@ -204,17 +226,59 @@ word_at(const char *p, const char *w)
 	return strncmp(p, w, n) == 0 && (p[n] == ' ' || p[n] == '}' || p[n] == '\0');
 }
 
+/* {{index .a "key" 0}}: the path, then a key or index step per argument. */
+static int
+parse_index(jp_parser *ps, jp_node *n)
+{
+	char *key, *end;
+
+	ps->p = skip_space(ps->p + 5);
+	if (*ps->p != '.')
+		return jp_fail(ps, ps->p, "index wants a .path first");
+	if (parse_path(ps, n) != 0)
+		return SK_EINVALID;
+	for (ps->p = skip_space(ps->p); *ps->p != '}' && *ps->p; ps->p = skip_space(ps->p)) {
+		if (*ps->p == '"') {
+			if (parse_quoted(ps, &key) != 0)
+				return SK_EINVALID;
+			jp_push_step(n, STEP_KEY, key, 0);
+			continue;
+		}
+		jp_push_step(n, STEP_INDEX, NULL, strtol(ps->p, &end, 10));
+		if (end == ps->p)
+			return jp_fail(ps, ps->p, "index wants \"key\" or a number");
+		ps->p = end;
+	}
+	return 0;
+}
+
+/* A Go action that is none of ours: named, with its offset. */
+static int
+go_unsupported(jp_parser *ps)
+{
+	char what[160];
+	size_t n = strcspn(ps->p, " }");
+
+	snprintf(what, sizeof(what),
+	        "unsupported action \"%.*s\" (supported: .path, range, end, index, \"text\")",
+	        (int)(n < 40 ? n : 40), ps->p);
+	return jp_fail(ps, ps->p, what);
+}
+
 /* One {...} at ps->p (after the '{'). *ended: it was {end}. */
 static int
 parse_action(jp_parser *ps, sk_jsonpath *jp, bool in_range, bool *ended)
 {
-	const char *open = ps->p - 1;
+	const char *open = ps->p - strlen(jp_open(ps));
 	jp_node *n;
 
 	ps->p = skip_space(ps->p);
+	if (ps->go && (*ps->p == '-' || *ps->p == '/'))
+		return jp_fail(ps, ps->p, "unsupported trim marker or comment");
 	if (word_at(ps->p, "end")) {
 		if (!in_range)
-			return jp_fail(ps, open, "{end} without {range}");
+			return jp_fail(ps, open,
+			        ps->go ? "{{end}} without {{range}}" : "{end} without {range}");
 		ps->p = skip_space(ps->p + 3);
 		*ended = true;
 	} else if (*ps->p == '"' || *ps->p == '\'') {
@@ -226,15 +290,20 @@ parse_action(jp_parser *ps, sk_jsonpath *jp, bool in_range, bool *ended)
 		ps->p = skip_space(ps->p + 5);
 		if (parse_path(ps, n) != 0)
 			return SK_EINVALID;
+	} else if (ps->go && word_at(ps->p, "index")) {
+		if (parse_index(ps, jp_push(jp, NODE_PATH)) != 0)
+			return SK_EINVALID;
+	} else if (ps->go && *ps->p != '.') {
+		return go_unsupported(ps);
 	} else {
 		n = jp_push(jp, NODE_PATH);
 		if (parse_path(ps, n) != 0)
 			return SK_EINVALID;
 	}
 	ps->p = skip_space(ps->p);
-	if (*ps->p != '}')
-		return jp_fail(ps, open, "unclosed \"{\"");
-	ps->p++;
+	if (strncmp(ps->p, jp_close(ps), strlen(jp_close(ps))) != 0)
+		return jp_fail(ps, open, ps->go ? "unclosed \"{{\"" : "unclosed \"{\"");
+	ps->p += strlen(jp_close(ps));
 	if (!*ended && jp->nodes[jp->len - 1].kind == NODE_RANGE) {
 		n = &jp->nodes[jp->len - 1];
 		n->body = sk_calloc(1, sizeof(*n->body));
@@ -249,20 +318,26 @@ parse_seq(jp_parser *ps, sk_jsonpath *jp, bool in_range)
 	const char *start = ps->p;
 	bool ended = false;
 
+	const char *open = jp_open(ps);
+	size_t olen = strlen(open);
+
+	jp->go = ps->go;
 	while (*ps->p && !ended) {
 		const char *t = ps->p;
-		if (*t != '{') {
-			while (*ps->p && *ps->p != '{')
+		if (strncmp(t, open, olen) != 0) {
+			ps->p++;
+			while (*ps->p && strncmp(ps->p, open, olen) != 0)
 				ps->p++;
 			jp_push(jp, NODE_TEXT)->text = sk_strndup(t, (size_t)(ps->p - t));
 			continue;
 		}
-		ps->p++;
+		ps->p += olen;
 		if (parse_action(ps, jp, in_range, &ended) != 0)
 			return SK_EINVALID;
 	}
 	if (in_range && !ended)
-		return jp_fail(ps, start, "{range} without {end}");
+		return jp_fail(
+		        ps, start, ps->go ? "{{range}} without {{end}}" : "{range} without {end}");
 	return 0;
 }
 
@@ -282,10 +357,10 @@ sk_cli_jsonpath_free(sk_jsonpath *jp)
 	free(jp);
 }
 
-int
-sk_cli_jsonpath_parse(const char *tmpl, sk_jsonpath **out, char *msg, size_t msglen)
+static int
+template_parse(const char *tmpl, bool go, sk_jsonpath **out, char *msg, size_t msglen)
 {
-	jp_parser ps = { tmpl, tmpl, msg, msglen };
+	jp_parser ps = { tmpl, tmpl, msg, msglen, go };
 	sk_jsonpath *jp = sk_calloc(1, sizeof(*jp));
 
 	*out = NULL;
@@ -295,6 +370,18 @@ sk_cli_jsonpath_parse(const char *tmpl, sk_jsonpath **out, char *msg, size_t msg
 	}
 	*out = jp;
 	return 0;
+}
+
+int
+sk_cli_jsonpath_parse(const char *tmpl, sk_jsonpath **out, char *msg, size_t msglen)
+{
+	return template_parse(tmpl, false, out, msg, msglen);
+}
+
+int
+sk_cli_gotemplate_parse(const char *tmpl, sk_jsonpath **out, char *msg, size_t msglen)
+{
+	return template_parse(tmpl, true, out, msg, msglen);
 }
 
 /* The values the steps select from v, appended to out. */
@@ -365,7 +452,7 @@ print_value(sk_buf *b, const json_t *v)
 static void exec_seq(const sk_jsonpath *jp, json_t *cur, sk_buf *b);
 
 static void
-exec_node(const jp_node *n, json_t *cur, sk_buf *b)
+exec_node(const jp_node *n, json_t *cur, sk_buf *b, bool go)
 {
 	json_t *vals = json_array(), *v;
 	size_t i;
@@ -383,6 +470,8 @@ exec_node(const jp_node *n, json_t *cur, sk_buf *b)
 		json_decref(vals);
 		vals = v;
 	}
+	if (go && n->kind == NODE_PATH && json_array_size(vals) == 0)
+		sk_buf_printf(b, "<no value>");
 	json_array_foreach(vals, i, v)
 	{
 		if (n->kind == NODE_RANGE) {
@@ -400,7 +489,7 @@ static void
 exec_seq(const sk_jsonpath *jp, json_t *cur, sk_buf *b)
 {
 	for (size_t i = 0; i < jp->len; i++)
-		exec_node(&jp->nodes[i], cur, b);
+		exec_node(&jp->nodes[i], cur, b, jp->go);
 }
 
 void

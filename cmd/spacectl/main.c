@@ -14,6 +14,8 @@
 
 static const sk_cli_command commands[] = {
 	{ "apply", sk_cmd_apply, "create or update UserSpaces from files (-f file|dir|-)" },
+	{ "create", sk_cmd_create, "create UserSpaces from files; existing ones are an error" },
+	{ "replace", sk_cmd_replace, "replace existing UserSpaces by the objects of files" },
 	{ "get", sk_cmd_get, "list UserSpaces or show one (-o table|wide|yaml|json)" },
 	{ "describe", sk_cmd_describe, "show one UserSpace in detail, with conditions and events" },
 	{ "delete", sk_cmd_delete, "mark UserSpaces for deletion (--force removes at once)" },
@@ -35,6 +37,7 @@ static const sk_cli_command commands[] = {
 	{ "wait", sk_cmd_wait, "wait until UserSpaces meet a condition (--for=condition=Ready)" },
 	{ "rollout", sk_cmd_rollout,
 	        "move a space to a new sandbox (restart) and follow it (status)" },
+	{ "api-resources", sk_cmd_api_resources, "list the resource types (userspaces, us)" },
 	{ "version", sk_cmd_version, "print the version" },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -60,12 +63,15 @@ char *
 sk_cli_top_text(void)
 {
 	sk_buf b = SK_BUF_INIT(0);
+	int w = 0;
 
 	sk_buf_printf(&b,
 	        "spacectl manages UserSpace objects (one resident sandbox per user) in "
 	        "MongoDB.\n\nCommands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
-		sk_buf_printf(&b, "  %-11s %s\n", commands[i].name, commands[i].summary);
+		w = (int)strlen(commands[i].name) > w ? (int)strlen(commands[i].name) : w;
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		sk_buf_printf(&b, "  %-*s  %s\n", w, commands[i].name, commands[i].summary);
 	sk_buf_printf(&b,
 	        "\nFlags:\n"
 	        "      --version      print the version (as spacectl version does)\n"

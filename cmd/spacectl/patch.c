@@ -39,13 +39,13 @@ enum { OPT_TYPE = SK_OPT_FIRST_CMD, OPT_DRY_RUN };
 #define CAS_ATTEMPTS 5
 
 int
-sk_cli_next_version(const sk_userspace *cur, const sk_doc *d, sk_userspace **out, sk_errlist *errs)
+sk_cli_next_version(const sk_userspace *cur, sk_doc *d, sk_userspace **out, sk_errlist *errs)
 {
 	sk_userspace *next = NULL;
 	int line = 0, col = 0;
 
 	*out = NULL;
-	if (sk_userspace_from_doc(d, &next, errs) != 0)
+	if (sk_userspace_from_input(d, false, &next, errs) != 0)
 		return SK_EINVALID;
 	if (strcmp(next->meta.name, cur->meta.name) != 0) {
 		sk_doc_position(d, "metadata.name", &line, &col);

@@ -169,6 +169,17 @@ changes(const sk_plan_result *r)
 	return false;
 }
 
+/* A SpecMismatch the controller only reports: the spec differs from the sandbox. */
+static bool
+spec_pending(const sk_plan_result *r)
+{
+	for (size_t i = 0; i < r->next.n_drift; i++) {
+		if (r->next.drift[i].type && strcmp(r->next.drift[i].type, SK_DRIFT_SPEC) == 0)
+			return true;
+	}
+	return false;
+}
+
 static json_t *
 result_json(const sk_userspace *us, const sk_plan_result *r)
 {
@@ -236,8 +247,9 @@ print_result(const sk_userspace *us, const sk_plan_result *r)
 {
 	char d[32];
 
-	printf("userspace/%s (userID %s, provider %s)%s\n", us->meta.name, us->spec.user_id,
-	        us->spec.provider, changes(r) ? "" : ": no changes");
+	printf("userspace/%s (userID %s, provider %s)%s%s\n", us->meta.name, us->spec.user_id,
+	        us->spec.provider, changes(r) ? "" : ": no changes",
+	        !changes(r) && spec_pending(r) ? " (the spec is not rolled out: see drift)" : "");
 	for (size_t i = 0; i < r->n_actions; i++) {
 		sk_buf line = SK_BUF_INIT(0);
 		sk_action_describe(&r->actions[i], &line);
@@ -255,7 +267,7 @@ print_result(const sk_userspace *us, const sk_plan_result *r)
 	print_migration(us, &r->next.migration);
 	if (r->wait_message)
 		printf("    waiting: %s\n", r->wait_message);
-	sk_duration_format(r->requeue_after_ms, d, sizeof(d));
+	sk_age_format(r->requeue_after_ms, d, sizeof(d)); /* 4m51s, not 4m51.728s */
 	printf("    requeue after: %s\n", d);
 }
 

@@ -26,6 +26,8 @@
 
 /* ---- commands (one line each in main.c's table) ---- */
 int sk_cmd_apply(int argc, char **argv);
+int sk_cmd_create(int argc, char **argv);
+int sk_cmd_replace(int argc, char **argv);
 int sk_cmd_get(int argc, char **argv);
 int sk_cmd_describe(int argc, char **argv);
 int sk_cmd_delete(int argc, char **argv);
@@ -46,6 +48,7 @@ int sk_cmd_edit(int argc, char **argv);
 int sk_cmd_explain(int argc, char **argv);
 int sk_cmd_completion(int argc, char **argv);
 int sk_cmd_config(int argc, char **argv);
+int sk_cmd_api_resources(int argc, char **argv);
 
 /* The command table (main.c): --help, completion and the reference pages. */
 typedef struct sk_cli_command {
@@ -62,6 +65,7 @@ typedef struct sk_cli_globals {
 	int64_t timeout_ms; /* store timeout, default 3 s */
 	const char *context; /* --context: NULL uses current-context (config.c) */
 	const sk_controller_config *config; /* set by sk_cli_load_config (borrowed) */
+	bool recursive; /* a command's -R: -f directories read with their subdirectories */
 } sk_cli_globals;
 extern sk_cli_globals sk_cli;
 
@@ -173,6 +177,10 @@ typedef struct sk_cli_input {
  * returns SK_EXIT_FAIL (nothing usable), or SK_EXIT_OK. An input without
  * documents is an error ("no objects found in PATH"). */
 int sk_cli_input_load(sk_cli_input *in, char **paths, size_t npaths);
+/* The same for a create (create, validate): metadata.generateName without
+ * metadata.name gets a generated name, as the API server gives it on create
+ * (elsewhere it is an error: apply and diff need the name). */
+int sk_cli_input_load_create(sk_cli_input *in, char **paths, size_t npaths);
 void sk_cli_input_dispose(sk_cli_input *in);
 /* ---- apply records (record.c): an interrupted apply is found and rolled back ---- */
 /* A new apply's record id (start time, host, pid). Caller frees. */
@@ -229,8 +237,7 @@ bool sk_cli_same_desired(const sk_userspace *a, const sk_userspace *b);
 /* Validates d (a whole UserSpace as the user wrote it) as apply does and
  * makes it the next version of cur: the same name (a rename is an error),
  * cur's resourceVersion for the compare-and-swap. SK_EINVALID with errs. */
-int sk_cli_next_version(
-        const sk_userspace *cur, const sk_doc *d, sk_userspace **out, sk_errlist *errs);
+int sk_cli_next_version(const sk_userspace *cur, sk_doc *d, sk_userspace **out, sk_errlist *errs);
 
 /* ---- object arguments (objects.c) ---- */
 /* Reads the objects a command names, in kubectl's two forms: "TYPE NAME ..." or
@@ -251,11 +258,32 @@ typedef struct sk_jsonpath sk_jsonpath;
 /* Parses "{.a.b} text {range .items[*]}{.x}{\"\\n\"}{end}"; msg names what is
  * unsupported and where. */
 int sk_cli_jsonpath_parse(const char *tmpl, sk_jsonpath **out, char *msg, size_t msglen);
+/* The same tree from a Go template's subset ({{.a.b}}, {{range .items}}...{{end}},
+ * {{index .a "key"}}, {{"text"}}); a missing value prints <no value>, as Go's does. */
+int sk_cli_gotemplate_parse(const char *tmpl, sk_jsonpath **out, char *msg, size_t msglen);
 void sk_cli_jsonpath_free(sk_jsonpath *jp); /* NULL-safe */
 /* Appends the template's output for root to out. */
 void sk_cli_jsonpath_exec(const sk_jsonpath *jp, json_t *root, sk_buf *out);
 /* The values the template's {path} parts select from root, as a new array. */
 json_t *sk_cli_jsonpath_select(const sk_jsonpath *jp, json_t *root);
+
+/* ---- get -o custom-columns=HEADER:PATH,... and --field-selector (columns.c) ---- */
+typedef struct sk_cli_columns sk_cli_columns;
+/* msg names the column or part that is wrong, with its offset. */
+int sk_cli_columns_parse(const char *spec, sk_cli_columns **out, char *msg, size_t msglen);
+void sk_cli_columns_free(sk_cli_columns *c); /* NULL-safe */
+/* The table of objs (as -o json prints them): a cell is its values joined with
+ * ",", <none> when there is none. */
+void sk_cli_columns_print(const sk_cli_columns *c, json_t *const *objs, size_t n, bool no_headers);
+/* Renders t to stdout, less its header line when no_headers (--no-headers). */
+void sk_cli_table_write(const sk_table *t, bool no_headers);
+typedef struct sk_cli_fieldsel sk_cli_fieldsel;
+/* FIELD=VALUE, FIELD==VALUE, FIELD!=VALUE, comma-separated (all must hold);
+ * an unknown field is SK_EINVALID ("field label not supported"). */
+int sk_cli_fieldsel_parse(const char *text, sk_cli_fieldsel **out, sk_error *err);
+void sk_cli_fieldsel_free(sk_cli_fieldsel *s); /* NULL-safe */
+/* Whether obj (as -o json prints it) matches; a NULL selector matches all. */
+bool sk_cli_fieldsel_matches(const sk_cli_fieldsel *s, json_t *obj);
 
 /* The object as the user wrote it: apiVersion, kind, metadata (name, labels,
  * annotations) and the defaulted spec. What apply compares and diff prints. */

@@ -120,8 +120,8 @@ print_rows(const top_rows *t, const char *by, sk_output fmt)
 	for (char *p = head; *p; p++)
 		*p = (char)toupper((unsigned char)*p);
 	if (fmt == SK_OUTPUT_TABLE) {
-		printf("%-24s %13s %12s %7s %7s %10s\n", head,
-		        "RUNNING(h)", "PAUSED(h)", "WAKES", "CREATES", "COST");
+		printf("%-24s %13s %12s %7s %7s %10s\n", head, "RUNNING(h)", "PAUSED(h)", "WAKES",
+		        "CREATES", "COST");
 		for (size_t i = 0; i < t->len; i++) {
 			const top_row *r = &t->items[i];
 			char cost[32] = "-";
@@ -189,8 +189,8 @@ sk_cmd_top(int argc, char **argv)
 		if (ch == 'o') {
 			if (sk_cli_output_parse(optarg, &fmt) != 0 ||
 			        (fmt != SK_OUTPUT_TABLE && fmt != SK_OUTPUT_JSON))
-				return sk_cli_usage_error(
-				        &help, "-o: unknown output format \"%s\" (table, json)", optarg);
+				return sk_cli_usage_error(&help,
+				        "-o: unknown output format \"%s\" (table, json)", optarg);
 		} else if (ch == 'l') {
 			selector_text = optarg;
 		} else if (ch == OPT_BY) {
@@ -201,9 +201,9 @@ sk_cmd_top(int argc, char **argv)
 			return rc;
 		}
 	}
-	if (optind >= argc || (strcmp(argv[optind], "userspaces") != 0 &&
-	                              strcmp(argv[optind], "userspace") != 0 &&
-	                              strcmp(argv[optind], "us") != 0))
+	if (optind >= argc ||
+	        (strcmp(argv[optind], "userspaces") != 0 &&
+	                strcmp(argv[optind], "userspace") != 0 && strcmp(argv[optind], "us") != 0))
 		return sk_cli_usage_error(&help, "want: top userspaces");
 	if (optind + 1 < argc)
 		return sk_cli_usage_error(&help, "unexpected argument \"%s\"", argv[optind + 1]);

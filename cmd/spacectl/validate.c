@@ -12,8 +12,11 @@ static const sk_cli_help help = {
 	"spec.userID values are unique across the input. Prints every error with its\n"
 	"field path and file:line:col. Exit 0 valid, 1 invalid, 2 usage error.\n"
 	"YAML is read as kubectl reads it: a plain yes, no, on, off, y or n is a\n"
-	"boolean (quote it to mean the word). status is dropped and\n"
-	"metadata.namespace ignored (UserSpace is cluster-scoped), as the API server does.\n"
+	"boolean, as a value and as a key (`on:` is the key \"true\"; quote it to mean\n"
+	"the word). status is dropped whatever it holds and metadata.namespace\n"
+	"ignored (UserSpace is cluster-scoped), as the API server does;\n"
+	"metadata.generateName without a name gets a generated name (5 random\n"
+	"characters), as on create (apply needs metadata.name).\n"
 	"\n"
 	"Flags:\n"
 	"  -f, --filename PATH   file, directory or - (repeatable, required)\n"
@@ -89,7 +92,7 @@ sk_cmd_validate(int argc, char **argv)
 
 	memset(&in, 0, sizeof(in));
 	if (rc == SK_CLI_CONTINUE) {
-		rc = sk_cli_input_load(&in, files.items, files.len);
+		rc = sk_cli_input_load_create(&in, files.items, files.len);
 		if (rc != SK_EXIT_OK)
 			sk_cli_errorf("invalid");
 		else if (fmt == SK_OUTPUT_TABLE)

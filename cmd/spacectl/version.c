@@ -7,23 +7,30 @@
 
 static const sk_cli_help help = {
 	"version",
-	"spacectl version [-o json]",
+	"spacectl version [--client] [-o json|yaml]",
 	"Prints the spacectl version and the UserSpace API version it speaks.\n"
+	"There is no server version to ask (spacectl reads MongoDB itself), so\n"
+	"--client, kubectl's habit, prints the same.\n"
 	"\n"
 	"Flags:\n"
-	"  -o, --output json     print as a JSON object\n",
+	"      --client          the client's version only (the same output)\n"
+	"  -o, --output FORMAT   json or yaml: print as an object\n",
 };
 
 int
 sk_cmd_version(int argc, char **argv)
 {
+	enum { OPT_CLIENT = SK_OPT_FIRST_CMD };
 	static const struct option opts[] = { { "output", required_argument, NULL, 'o' },
-		SK_CLI_GLOBAL_OPTIONS, { 0 } };
+		{ "client", optional_argument, NULL, OPT_CLIENT }, SK_CLI_GLOBAL_OPTIONS, { 0 } };
 	sk_output fmt = SK_OUTPUT_TABLE;
 	int ch, rc;
 
 	while ((ch = sk_cli_getopt(argc, argv, ":o:h", opts)) != -1) {
-		if (ch == 'o') {
+		if (ch == OPT_CLIENT) {
+			if (optarg && strcmp(optarg, "true") != 0 && strcmp(optarg, "false") != 0)
+				return sk_cli_usage_error(&help, "--client: want true or false");
+		} else if (ch == 'o') {
 			if (sk_cli_output_parse(optarg, &fmt) != 0 || fmt == SK_OUTPUT_WIDE)
 				return sk_cli_usage_error(&help, "-o: use json or yaml");
 		} else if ((rc = sk_cli_opt(&help, ch, argv)) != SK_CLI_CONTINUE) {

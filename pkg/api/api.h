@@ -37,6 +37,9 @@
 /* On a migration's target until the binding switches to it: the start of
  * that migration (ms, decimal); the duplicate rule leaves such a sandbox alone. */
 #define SK_META_MIGRATION "migration_target"
+/* The digest of spec.network a sandbox was created with (sk_network_digest),
+ * set when the spec has one: what Cube, which reports no policy, has. */
+#define SK_META_NETWORK "network_policy"
 
 /* ---- key/value maps (labels, annotations, env, metadata) ---- */
 
@@ -77,6 +80,39 @@ void sk_strlist_add(sk_strlist *l, const char *s);
 void sk_strlist_dispose(sk_strlist *l);
 bool sk_strlist_equal(const sk_strlist *a, const sk_strlist *b);
 void sk_strlist_copy(sk_strlist *dst, const sk_strlist *src);
+
+/* spec.network (network.c): each space's network policy, sent to the
+ * provider in its own shape at create, applied live where it can be.
+ * internet and publicTraffic: UNSET is the provider's default, Allow. */
+typedef enum sk_net_access { SK_NET_UNSET, SK_NET_ALLOW, SK_NET_DENY } sk_net_access;
+typedef struct sk_network {
+	sk_strlist allow_out; /* IPs, CIDRs, host names ("*.example.com") */
+	sk_strlist deny_out; /* IPs and CIDRs */
+	sk_net_access internet; /* spec.network.internet */
+	sk_net_access public_traffic; /* spec.network.publicTraffic */
+} sk_network;
+/* Whether any field is set (else: the provider's default, open egress). */
+bool sk_network_is_set(const sk_network *n);
+/* Equal as policies: UNSET is Allow. */
+bool sk_network_equal(const sk_network *a, const sk_network *b);
+/* Whether what a provider reports (seen) is the policy want; publicTraffic
+ * is compared only when both say it (unset: the provider's own default,
+ * which differs: E2B's URLs are public, Daytona's previews private). */
+bool sk_network_satisfies(const sk_network *want, const sk_network *seen);
+void sk_network_copy(sk_network *dst, const sk_network *src);
+void sk_network_dispose(sk_network *n);
+/* {"internet", "publicTraffic", "allowOut", "denyOut"} (defaults written). */
+json_t *sk_network_to_json(const sk_network *n);
+/* Its fields from such an object (absent: unset); false when malformed. */
+bool sk_network_from_json(const json_t *j, sk_network *out);
+/* 16 hex digits of the policy (FNV-1a of its one-line form). */
+void sk_network_digest(const sk_network *n, char out[17]);
+/* One line: "internet Deny, allowOut 10.0.0.0/8, publicTraffic Allow". */
+void sk_network_format(const sk_network *n, char *buf, size_t len);
+/* An entry of allowOut or denyOut: an IPv4/IPv6 address or CIDR. */
+bool sk_net_is_ip_or_cidr(const char *s);
+/* A host name as allowOut takes it: DNS labels, "*." in front allowed. */
+bool sk_net_is_host(const char *s);
 
 typedef enum sk_phase {
 	SK_PHASE_NONE, /* no status yet */
@@ -134,6 +170,7 @@ typedef struct sk_userspace_spec {
 	int64_t when_idle_ms; /* spec.migration.whenIdleFor */
 	char *max_bytes; /* spec.migration.maxBytes: a quantity ("5Gi") */
 	sk_deletion_policy source_policy; /* spec.migration.sourcePolicy */
+	sk_network network; /* spec.network.* */
 } sk_userspace_spec;
 
 #define SK_COND_READY "Ready"
@@ -142,6 +179,8 @@ typedef struct sk_userspace_spec {
 #define SK_COND_DRIFTED "Drifted"
 #define SK_COND_MIGRATED "Migrated" /* present once a migration was recorded */
 #define SK_COND_BUSY "Busy" /* present once running processes kept the space awake */
+/* present once spec.network was applied: "sandbox ID: POLICY" */
+#define SK_COND_NETWORK "NetworkPolicy"
 
 typedef struct sk_condition {
 	char *type;
@@ -284,6 +323,10 @@ typedef struct sk_sandbox {
 	char *domain; /* may be NULL */
 	char *envd_access_token; /* may be NULL; never logged */
 	char *envd_version; /* envd's version the provider reports ("0.2.0"), may be NULL */
+	/* The network policy the provider reports in its detail (E2B, Daytona;
+	 * not in lists, not Cube): network_known says it did. */
+	sk_network network;
+	bool network_known;
 } sk_sandbox;
 
 void sk_sandbox_dispose(sk_sandbox *sb);
@@ -309,6 +352,7 @@ typedef struct sk_create_request {
 	int memory_mb;
 	const sk_kvlist *metadata;
 	const sk_kvlist *env;
+	const sk_network *network; /* spec.network; NULL or unset: the provider's default */
 } sk_create_request;
 
 /* How the data plane answered GET /health. */
@@ -421,6 +465,9 @@ int sk_doc_parse(const char *data, size_t len, const char *file, sk_doclist *out
 int sk_doclist_expand_lists(sk_doclist *l, sk_error *err);
 /* Reads a path: a file, a directory (*.yaml, *.yml, *.json, sorted, not recursive) or "-". */
 int sk_doc_load_path(const char *path, sk_doclist *out, sk_error *err);
+/* The same; recursive: a directory's subdirectories too (kubectl -R), depth first, in
+ * name order; hidden entries skipped. */
+int sk_doc_load_tree(const char *path, bool recursive, sk_doclist *out, sk_error *err);
 void sk_doclist_dispose(sk_doclist *l);
 /* Borrowed. */
 json_t *sk_doc_root(const sk_doc *d);
@@ -446,6 +493,11 @@ int sk_userspace_decode(json_t *root, sk_userspace **out, sk_error *err);
 /* validate + decode (metadata.namespace ignored: cluster-scoped; null
  * means unset, as the API server prunes it). */
 int sk_userspace_from_doc(const sk_doc *d, sk_userspace **out, sk_errlist *errs);
+/* A document given to create (create true) or update, read as the API server
+ * reads it: status dropped (the status subresource), then
+ * metadata.generateName without metadata.name gets a generated name (create)
+ * or is an error (update), then sk_userspace_from_doc. Changes d's root. */
+int sk_userspace_from_input(sk_doc *d, bool create, sk_userspace **out, sk_errlist *errs);
 /* Reports each object (objs[i] NULL: skipped) whose metadata.name or
  * spec.userID repeats an earlier one, naming both positions (docs[i] is the
  * document of objs[i]). Linear time. Returns the number of errors added. */
@@ -522,6 +574,15 @@ typedef struct sk_provider_config {
 	double price_paused_per_hour;
 } sk_provider_config;
 
+/* One entry of controller.connectTokens: a tenant's bearer token (read from
+ * file, reloaded when it changes) that reaches only the UserSpaces its
+ * label selector matches. */
+typedef struct sk_connect_token_config {
+	char *name; /* DNS-1123 label, unique; the metrics' token label */
+	char *file; /* path, never the token */
+	char *selector; /* a label selector (kubectl -l syntax), not empty */
+} sk_connect_token_config;
+
 typedef struct sk_controller_config {
 	char *mongodb_uri; /* default mongodb://127.0.0.1:27017 */
 	char *database; /* default spacekeeper */
@@ -533,6 +594,8 @@ typedef struct sk_controller_config {
 	/* The connect API's own listener (docs/operations.md, "Securing the connect API"). */
 	char *connect_listen; /* default 127.0.0.1:9091; "" switches the connect API off */
 	char *connect_token_file; /* path of the bearer token, never the token */
+	sk_connect_token_config *connect_tokens; /* scoped tokens (config_tokens.c) */
+	size_t n_connect_tokens;
 	bool connect_insecure; /* allow no token on a non-loopback connectListen */
 	char *connect_tls_cert_file; /* PEM; with connect_tls_key_file: HTTPS */
 	char *connect_tls_key_file;
@@ -623,6 +686,11 @@ bool sk_provider_key_file_warning(const sk_provider_config *p, char *msg, size_t
 char *sk_config_connect_token(const sk_controller_config *c, sk_error *err);
 /* As sk_provider_key_file_warning, for connectTokenFile. */
 bool sk_config_connect_token_warning(const sk_controller_config *c, char *msg, size_t len);
+/* A token file's one line (as sk_config_connect_token); what names the file
+ * in errors ("connect token file"). Caller frees. */
+char *sk_config_token_read(const char *path, const char *what, sk_error *err);
+/* The name controller.connectTokenFile's token has in metrics. */
+#define SK_CONNECT_TOKEN_ALL "all"
 /* Whether a HOST:PORT listens on loopback only (127.0.0.0/8, localhost, ""). */
 bool sk_config_listen_is_loopback(const char *listen);
 

@@ -40,6 +40,9 @@ typedef struct sk_vctx {
 
 /* Reports "unknown field" for every key of obj not in allowed (NULL-terminated). */
 void sk_check_known(sk_vctx *v, json_t *obj, const char *path, const char *const *allowed);
+/* "unknown field" at path.key, with "did you mean X?" when one of known is close. */
+void sk_check_unknown(
+        sk_vctx *v, const char *path, const char *key, const char *const *known, size_t n);
 /* Looks up key in obj; when absent and required reports "required". Returns the value. */
 json_t *sk_check_field(sk_vctx *v, json_t *obj, const char *path, const char *key, bool required);
 bool sk_check_object(sk_vctx *v, json_t *val, const char *path);
@@ -80,5 +83,15 @@ size_t sk_config_setting_count(void);
 const char *sk_config_setting_path(size_t i);
 /* Checks v against setting i and stores it in out; false with why filled. */
 bool sk_config_setting_set(size_t i, json_t *v, sk_controller_config *out, char *why, size_t n);
+
+/* config_tokens.c: controller.connectTokens into out (errors into errs). */
+void sk_config_decode_connect_tokens(
+        const sk_doc *doc, sk_errlist *errs, json_t *arr, sk_controller_config *out);
+void sk_config_connect_tokens_free(sk_controller_config *c);
+
+/* network.c: the rules of spec.network's lists (schema rows). */
+void sk_net_check_list(sk_vctx *v, const sk_field *f, json_t *a);
+bool sk_net_allow_ok(const char *s);
+bool sk_net_deny_ok(const char *s);
 
 #endif

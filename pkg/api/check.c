@@ -12,21 +12,34 @@ verr(sk_vctx *v, const char *path, const char *msg)
 }
 
 void
+sk_check_unknown(sk_vctx *v, const char *path, const char *key, const char *const *known, size_t n)
+{
+	char *p = sk_path_join(path, key);
+	const char *s = sk_suggest(key, known, n);
+
+	if (s != NULL)
+		sk_doc_error(v->errs, v->doc, p, "unknown field (did you mean %s?)", s);
+	else
+		verr(v, p, "unknown field");
+	free(p);
+}
+
+void
 sk_check_known(sk_vctx *v, json_t *obj, const char *path, const char *const *allowed)
 {
 	const char *key;
 	json_t *val;
+	size_t n = 0;
 
+	while (allowed[n] != NULL)
+		n++;
 	json_object_foreach(obj, key, val)
 	{
 		bool ok = false;
-		for (size_t i = 0; allowed[i] != NULL && !ok; i++)
+		for (size_t i = 0; i < n && !ok; i++)
 			ok = strcmp(allowed[i], key) == 0;
-		if (!ok) {
-			char *p = sk_path_join(path, key);
-			verr(v, p, "unknown field");
-			free(p);
-		}
+		if (!ok)
+			sk_check_unknown(v, path, key, allowed, n);
 	}
 }
 

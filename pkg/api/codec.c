@@ -60,7 +60,7 @@ duration_json(int64_t ms)
 	return json_string(buf);
 }
 
-/* A LIST field: its strings, or [default] when empty. */
+/* A LIST field: its strings, or [default] when empty (NULL without one). */
 static json_t *
 strlist_json(const sk_field *f, const sk_strlist *l)
 {
@@ -70,6 +70,10 @@ strlist_json(const sk_field *f, const sk_strlist *l)
 		json_array_append_new(a, json_string(l->items[i]));
 	if (l->len == 0 && f->def != NULL)
 		json_array_append_new(a, json_string(f->def));
+	if (l->len == 0 && f->def == NULL) { /* unset, left out */
+		json_decref(a);
+		return NULL;
+	}
 	return a;
 }
 

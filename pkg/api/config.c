@@ -247,6 +247,7 @@ sk_config_free(sk_controller_config *c)
 	free(c->listen);
 	free(c->connect_listen);
 	free(c->connect_token_file);
+	sk_config_connect_tokens_free(c);
 	free(c->connect_tls_cert_file);
 	free(c->connect_tls_key_file);
 	free(c->identity);
@@ -269,7 +270,7 @@ static void
 decode_section(cfg_ctx *c, json_t *m, const char *section, sk_controller_config *out)
 {
 	size_t n = sk_config_setting_count(), na = 0, len = strlen(section);
-	const char **allowed = sk_calloc(n + 1, sizeof(*allowed));
+	const char **allowed = sk_calloc(n + 2, sizeof(*allowed));
 	char why[256];
 
 	if (!want_object(c, m, section))
@@ -284,6 +285,8 @@ decode_section(cfg_ctx *c, json_t *m, const char *section, sk_controller_config 
 		        !sk_config_setting_set(i, v, out, why, sizeof(why)))
 			sk_doc_error(c->errs, c->doc, path, "%s", why);
 	}
+	if (strcmp(section, "controller") == 0) /* a list: decoded apart */
+		allowed[na++] = "connectTokens";
 	allowed[na] = NULL;
 	known_fields(c, m, section, allowed);
 done:
@@ -507,8 +510,11 @@ decode_root(cfg_ctx *c, json_t *root, sk_controller_config *out)
 		decode_section(c, v, "mongodb", out);
 	if ((v = field(c, root, "", "providers", true)))
 		decode_providers(c, v, out);
-	if ((v = field(c, root, "", "controller", false)))
+	if ((v = field(c, root, "", "controller", false))) {
 		decode_section(c, v, "controller", out);
+		if (json_is_object(v) && (v = json_object_get(v, "connectTokens")) != NULL)
+			sk_config_decode_connect_tokens(c->doc, c->errs, v, out);
+	}
 }
 
 int
@@ -590,6 +596,12 @@ sk_config_connect_token(const sk_controller_config *c, sk_error *err)
 	if (c->connect_token_file == NULL)
 		return NULL;
 	return key_from_file(c->connect_token_file, "connect token file", err);
+}
+
+char *
+sk_config_token_read(const char *path, const char *what, sk_error *err)
+{
+	return key_from_file(path, what, err);
 }
 
 bool

@@ -352,16 +352,34 @@ expecting_key(parser *p)
 	return f != NULL && json_is_object(f->node) && f->key == NULL;
 }
 
+/* A plain key is resolved as a value is: kubectl's reader (go-yaml v2, then
+ * sigs.k8s.io/yaml) makes `on:` the boolean key true, written "true". */
+static const char *
+key_text(const yaml_event_t *e)
+{
+	const char *key = (const char *)e->data.scalar.value;
+	json_t *v;
+	const char *text = key;
+
+	if (e->data.scalar.style != YAML_PLAIN_SCALAR_STYLE || e->data.scalar.tag != NULL)
+		return key;
+	v = sk_yaml_plain_scalar(key, e->data.scalar.length);
+	if (json_is_boolean(v))
+		text = json_is_true(v) ? "true" : "false";
+	json_decref(v);
+	return text;
+}
+
 static int
 on_key(parser *p, const yaml_event_t *e)
 {
 	frame *f = &p->stack[p->depth - 1];
-	const char *key = (const char *)e->data.scalar.value;
+	const char *key = key_text(e);
 	char *path;
 
 	if (json_object_get(f->node, key) != NULL)
 		return perr(p, &e->start_mark, "duplicate key \"%s\"", key);
-	f->key = sk_strndup(key, e->data.scalar.length);
+	f->key = sk_strdup(key);
 	path = sk_path_join(f->path, f->key);
 	sk_doc_set_position(
 	        p->cur, path, (int)e->start_mark.line + 1, (int)e->start_mark.column + 1);
@@ -621,27 +639,41 @@ cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* A directory's manifests in name order; with recursive, its subdirectories
+ * too, in the same order (kubectl -R walks the tree lexically). */
 static int
-load_dir(const char *path, sk_doclist *out, sk_error *err)
+load_dir(const char *path, bool recursive, sk_doclist *out, sk_error *err)
 {
 	DIR *dir = opendir(path);
 	struct dirent *de;
 	char **names = NULL;
 	size_t n = 0;
 	int rc = SK_OK;
+	struct stat st;
 
 	if (dir == NULL)
 		return sk_error_set(err, SK_EIO, "%s: %s", path, strerror(errno));
 	while ((de = readdir(dir)) != NULL) {
-		if (!manifest_name(de->d_name))
+		char *full;
+		if (de->d_name[0] == '.')
 			continue;
-		names = sk_realloc(names, (n + 1) * sizeof(*names));
-		names[n++] = sk_asprintf("%s/%s", path, de->d_name);
+		full = sk_asprintf("%s/%s", path, de->d_name);
+		if (manifest_name(de->d_name) ||
+		        (recursive && stat(full, &st) == 0 && S_ISDIR(st.st_mode))) {
+			names = sk_realloc(names, (n + 1) * sizeof(*names));
+			names[n++] = full;
+		} else {
+			free(full);
+		}
 	}
 	closedir(dir);
 	qsort(names, n, sizeof(*names), cmp_str);
-	for (size_t i = 0; i < n && rc == SK_OK; i++)
-		rc = load_file(names[i], out, err);
+	for (size_t i = 0; i < n && rc == SK_OK; i++) {
+		if (recursive && stat(names[i], &st) == 0 && S_ISDIR(st.st_mode))
+			rc = load_dir(names[i], true, out, err);
+		else
+			rc = load_file(names[i], out, err);
+	}
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
@@ -765,6 +797,12 @@ sk_doclist_expand_lists(sk_doclist *l, sk_error *err)
 int
 sk_doc_load_path(const char *path, sk_doclist *out, sk_error *err)
 {
+	return sk_doc_load_tree(path, false, out, err);
+}
+
+int
+sk_doc_load_tree(const char *path, bool recursive, sk_doclist *out, sk_error *err)
+{
 	struct stat st;
 
 	if (strcmp(path, "-") == 0)
@@ -772,6 +810,6 @@ sk_doc_load_path(const char *path, sk_doclist *out, sk_error *err)
 	if (stat(path, &st) != 0)
 		return sk_error_set(err, SK_EIO, "%s: %s", path, strerror(errno));
 	if (S_ISDIR(st.st_mode))
-		return load_dir(path, out, err);
+		return load_dir(path, recursive, out, err);
 	return load_file(path, out, err);
 }

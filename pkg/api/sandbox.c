@@ -33,6 +33,7 @@ sk_sandbox_dispose(sk_sandbox *sb)
 	free(sb->domain);
 	free(sb->envd_access_token);
 	free(sb->envd_version);
+	sk_network_dispose(&sb->network);
 	memset(sb, 0, sizeof(*sb));
 }
 
@@ -55,6 +56,8 @@ sk_sandbox_copy(sk_sandbox *dst, const sk_sandbox *src)
 	dst->domain = sk_strdup(src->domain);
 	dst->envd_access_token = sk_strdup(src->envd_access_token);
 	dst->envd_version = sk_strdup(src->envd_version);
+	memset(&dst->network, 0, sizeof(dst->network));
+	sk_network_copy(&dst->network, &src->network);
 	memset(&dst->metadata, 0, sizeof(dst->metadata));
 	for (size_t i = 0; i < src->metadata.len; i++)
 		sk_kvlist_set(

@@ -17,7 +17,8 @@
 _Static_assert(sizeof(sk_mode) == sizeof(int) && sizeof(sk_on_timeout) == sizeof(int) &&
                 sizeof(sk_deletion_policy) == sizeof(int) &&
                 sizeof(sk_remediation) == sizeof(int) &&
-                sizeof(sk_update_strategy) == sizeof(int) && sizeof(sk_busy_policy) == sizeof(int),
+                sizeof(sk_update_strategy) == sizeof(int) &&
+                sizeof(sk_busy_policy) == sizeof(int) && sizeof(sk_net_access) == sizeof(int),
         "ENUM fields are read and written as int");
 
 /* ---- rules of the fields that need more than a type and bounds ---- */
@@ -193,6 +194,8 @@ static const char *const remediation_names[] = { "Replace", "Report", NULL };
 static const int remediation_values[] = { SK_REMEDIATION_REPLACE, SK_REMEDIATION_REPORT };
 static const char *const update_names[] = { "Report", "Migrate", NULL };
 static const char *const busy_names[] = { "Processes", "Ignore", NULL };
+static const char *const net_access_names[] = { "Allow", "Deny", NULL };
+static const int net_access_values[] = { SK_NET_ALLOW, SK_NET_DENY };
 
 const sk_field sk_spec_fields[] = {
 	{ .path = "spec.userID",
@@ -222,7 +225,10 @@ const sk_field sk_spec_fields[] = {
 	        .rule = "[A-Za-z0-9._/:-]{1,128}",
 	        .pattern = "^[A-Za-z0-9._/:-]{1,128}$",
 	        .min_len = 1,
-	        .max_len = 128 },
+	        .max_len = 128,
+	        .desc = "The provider template the sandbox is created from. A change of a "
+	                "running space is drift (SpecMismatch) until rolled out: updateStrategy "
+	                "Migrate, or spacectl rollout restart." },
 	{ .path = "spec.mode",
 	        .type = SK_FIELD_ENUM,
 	        .offset = AT(mode),
@@ -233,12 +239,16 @@ const sk_field sk_spec_fields[] = {
 	        .type = SK_FIELD_INT,
 	        .offset = AT(cpu_count),
 	        .min = 1,
-	        .max = 64 },
+	        .max = 64,
+	        .desc = "vCPUs (E2B sizes a sandbox by its template; a difference is "
+	                "SpecMismatch)." },
 	{ .path = "spec.resources.memoryMB",
 	        .type = SK_FIELD_INT,
 	        .offset = AT(memory_mb),
 	        .min = 128,
-	        .max = 262144 },
+	        .max = 262144,
+	        .desc = "Memory in MiB (E2B sizes a sandbox by its template; a difference is "
+	                "SpecMismatch)." },
 	{ .path = "spec.lifecycle.idleTimeout",
 	        .type = SK_FIELD_DURATION,
 	        .offset = AT(idle_timeout_ms),
@@ -252,11 +262,16 @@ const sk_field sk_spec_fields[] = {
 	        .type = SK_FIELD_ENUM,
 	        .offset = AT(on_timeout),
 	        .def = "pause",
-	        .names = on_timeout_names },
+	        .names = on_timeout_names,
+	        .desc = "What the provider does after idleTimeout without activity: pause "
+	                "(memory and files kept; a connect wakes it) or kill." },
 	{ .path = "spec.lifecycle.autoResume",
 	        .type = SK_FIELD_BOOL,
 	        .offset = AT(auto_resume),
-	        .def = "true" },
+	        .def = "true",
+	        .desc = "Passed to the provider with onTimeout pause: a paused sandbox resumes "
+	                "itself when its data plane is reached directly. The connect API wakes "
+	                "an Idle space either way." },
 	{ .path = "spec.lifecycle.maxBusy",
 	        .type = SK_FIELD_DURATION,
 	        .offset = AT(max_busy_ms),
@@ -289,7 +304,9 @@ const sk_field sk_spec_fields[] = {
 	        .type = SK_FIELD_ENUM,
 	        .offset = AT(deletion_policy),
 	        .def = "Delete",
-	        .names = deletion_names },
+	        .names = deletion_names,
+	        .desc = "What deleting the UserSpace does to its sandboxes: Delete kills them, "
+	                "then releases the object; Retain leaves them." },
 	{ .path = "spec.health.unhealthyAfter",
 	        .type = SK_FIELD_DURATION,
 	        .offset = AT(unhealthy_after_ms),
@@ -302,7 +319,10 @@ const sk_field sk_spec_fields[] = {
 	        .offset = AT(remediation),
 	        .def = "Report",
 	        .names = remediation_names,
-	        .values = remediation_values },
+	        .values = remediation_values,
+	        .desc = "What the controller does when the data plane stays unreachable for "
+	                "unhealthyAfter: Report (drift only) or Replace (a new sandbox, then "
+	                "the old one deleted)." },
 	{ .path = "spec.updateStrategy",
 	        .type = SK_FIELD_ENUM,
 	        .offset = AT(update_strategy),
@@ -353,6 +373,42 @@ const sk_field sk_spec_fields[] = {
 	        .names = deletion_names,
 	        .desc = "After keepSourceFor the old sandbox is deleted (Delete) or left "
 	                "paused (Retain)." },
+	/* spec.network (network.c); no default written: unset is the provider's
+	 * own (Allow), and a space without a policy keeps its output */
+	{ .path = "spec.network.internet",
+	        .type = SK_FIELD_ENUM,
+	        .offset = AT(network.internet),
+	        .names = net_access_names,
+	        .values = net_access_values,
+	        .desc = "Egress to addresses allowOut does not list: Allow (when unset) or "
+	                "Deny." },
+	{ .path = "spec.network.allowOut",
+	        .type = SK_FIELD_LIST,
+	        .offset = AT(network.allow_out),
+	        .max = 64,
+	        .valid = sk_net_allow_ok,
+	        .rule = "an IP address, a CIDR or a host name (*. wildcard allowed)",
+	        .pattern = "^[A-Za-z0-9*.:/-]+$",
+	        .check = sk_net_check_list,
+	        .desc = "Destinations always reachable (over denyOut and internet Deny): IP "
+	                "addresses, CIDRs and host names such as *.example.com." },
+	{ .path = "spec.network.denyOut",
+	        .type = SK_FIELD_LIST,
+	        .offset = AT(network.deny_out),
+	        .max = 64,
+	        .valid = sk_net_deny_ok,
+	        .rule = "an IP address or a CIDR",
+	        .pattern = "^[0-9A-Fa-f.:/]+$",
+	        .check = sk_net_check_list,
+	        .desc = "Destinations never reachable unless allowOut lists them. IP addresses "
+	                "and CIDRs (no host names)." },
+	{ .path = "spec.network.publicTraffic",
+	        .type = SK_FIELD_ENUM,
+	        .offset = AT(network.public_traffic),
+	        .names = net_access_names,
+	        .values = net_access_values,
+	        .desc = "Whether the sandbox's URLs answer without its access token: Allow (when "
+	                "unset) or Deny." },
 };
 
 const size_t sk_spec_n_fields = sizeof(sk_spec_fields) / sizeof(sk_spec_fields[0]);
@@ -363,7 +419,7 @@ const int64_t sk_default_sandbox_timeout_ms = HOUR_MS;
  * that fits in padding would slip through, so the size is pinned here too:
  * a new member needs a row above, then this size. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(sk_userspace_spec) == 176, "a new spec member needs a row in sk_spec_fields");
+_Static_assert(sizeof(sk_userspace_spec) == 216, "a new spec member needs a row in sk_spec_fields");
 #endif
 
 /* ---- access ---- */

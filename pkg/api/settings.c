@@ -353,10 +353,11 @@ check_connect(const sk_controller_config *c, sk_errlist *errs)
 		                                 : "controller.connectTLSCertFile",
 		        NULL, 0, 0, "connectTLSCertFile and connectTLSKeyFile go together");
 	if (l && l[0] && !sk_config_listen_is_loopback(l) && c->connect_token_file == NULL &&
-	        !c->connect_insecure)
+	        c->n_connect_tokens == 0 && !c->connect_insecure)
 		sk_errlist_add(errs, "controller.connectListen", NULL, 0, 0,
 		        "%s is not a loopback address: set controller.connectTokenFile "
-		        "(--connect-token-file), or controller.connectInsecure "
+		        "(--connect-token-file) or controller.connectTokens, or "
+		        "controller.connectInsecure "
 		        "(--connect-insecure) to serve the connect API without authentication",
 		        l);
 }

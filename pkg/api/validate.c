@@ -15,9 +15,9 @@ static const char *const top_fields[] = { "apiVersion", "kind", "metadata", "spe
 	NULL };
 /* namespace: UserSpace is cluster-scoped, so the API server clears it (and
  * kustomize sets it on everything); accepted and ignored here too. */
-static const char *const meta_fields[] = { "name", "namespace", "labels", "annotations", "uid",
-	"generation", "resourceVersion", "creationTimestamp", "deletionTimestamp", "finalizers",
-	NULL };
+static const char *const meta_fields[] = { "name", "generateName", "namespace", "labels",
+	"annotations", "uid", "generation", "resourceVersion", "creationTimestamp",
+	"deletionTimestamp", "finalizers", NULL };
 
 /* Finalizer names are qualified names, as the API server checks them. */
 static void
@@ -44,6 +44,38 @@ check_finalizers(sk_vctx *v, json_t *list, const char *path)
 			        s);
 		free(p);
 	}
+}
+
+/* The API server's name generator (names.SimpleNameGenerator): the prefix cut
+ * to 58 characters, then 5 random characters of utilrand's alphabet. */
+#define GENERATED_PREFIX_MAX 58
+#define GENERATED_SUFFIX 5
+#define GENERATED_NAME_MAX (GENERATED_PREFIX_MAX + GENERATED_SUFFIX)
+
+static void
+generate_name(const char *prefix, char out[GENERATED_NAME_MAX + 1])
+{
+	static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+	unsigned char r[GENERATED_SUFFIX];
+	size_t n = strlen(prefix);
+
+	if (n > GENERATED_PREFIX_MAX)
+		n = GENERATED_PREFIX_MAX;
+	sk_random_bytes(r, sizeof(r));
+	memcpy(out, prefix, n);
+	for (size_t i = 0; i < GENERATED_SUFFIX; i++)
+		out[n + i] = alphabet[r[i] % (sizeof(alphabet) - 1)];
+	out[n + GENERATED_SUFFIX] = '\0';
+}
+
+/* Whether every name generated from prefix is a DNS-1123 label. */
+static bool
+generate_name_valid(const char *prefix)
+{
+	char name[GENERATED_NAME_MAX + 1];
+
+	generate_name(prefix, name);
+	return sk_valid_name(name);
 }
 
 /* Runs fn on the child path of obj.key when present; returns the value. */
@@ -110,7 +142,16 @@ check_meta(sk_vctx *v, json_t *m)
 	if (!sk_check_object(v, m, path))
 		return;
 	sk_check_known(v, m, path, meta_fields);
-	if ((val = child(v, m, path, "name", true, &p)) != NULL) {
+	if ((val = child(v, m, path, "generateName", false, &p)) != NULL) {
+		const char *s = sk_check_string(v, val, p);
+		if (s != NULL && !generate_name_valid(s))
+			sk_doc_error(v->errs, v->doc, p,
+			        "must be a DNS-1123 label prefix: [a-z0-9-], starting "
+			        "alphanumeric (got \"%.140s\")",
+			        s);
+	}
+	free(p);
+	if ((val = child(v, m, path, "name", val == NULL, &p)) != NULL) {
 		const char *s = sk_check_string(v, val, p);
 		if (s != NULL && !sk_valid_name(s))
 			sk_doc_error(v->errs, v->doc, p,
@@ -169,6 +210,29 @@ spec_key_known(const char *path, const char *key)
 	return false;
 }
 
+/* The keys of the object at path (spec or a group): the next segment of each
+ * row under it, once each. Returns how many (at most max). */
+static size_t
+spec_keys(const char *path, char keys[][64], const char **ptrs, size_t max)
+{
+	size_t pl = strlen(path), n = 0;
+
+	for (size_t i = 0; i < sk_spec_n_fields && n < max; i++) {
+		const char *fp = sk_spec_fields[i].path, *k = fp + pl + 1;
+		bool seen = false;
+		if (strncmp(fp, path, pl) != 0 || fp[pl] != '.')
+			continue;
+		snprintf(keys[n], 64, "%.*s", (int)strcspn(k, "."), k);
+		for (size_t j = 0; j < n && !seen; j++)
+			seen = strcmp(keys[j], keys[n]) == 0;
+		if (!seen) {
+			ptrs[n] = keys[n];
+			n++;
+		}
+	}
+	return n;
+}
+
 /* An object of spec fields: false when it is not one; reports unknown fields. */
 static bool
 check_spec_object(sk_vctx *v, json_t *m, const char *path)
@@ -181,9 +245,10 @@ check_spec_object(sk_vctx *v, json_t *m, const char *path)
 	json_object_foreach(m, key, val)
 	{
 		if (!spec_key_known(path, key)) {
-			char *p = sk_path_join(path, key);
-			sk_doc_error(v->errs, v->doc, p, "unknown field");
-			free(p);
+			char keys[64][64];
+			const char *ptrs[64];
+			size_t n = spec_keys(path, keys, ptrs, 64);
+			sk_check_unknown(v, path, key, ptrs, n);
 		}
 	}
 	return true;
@@ -273,7 +338,8 @@ check_spec(sk_vctx *v, json_t *m)
 	}
 }
 
-/* Status is written by the controller: accepted and ignored, shape checked loosely. */
+/* Status is written by the controller: accepted and ignored, shape checked loosely
+ * (sk_userspace_from_input drops it first, as the API server does). */
 static void
 check_status(sk_vctx *v, json_t *m)
 {
@@ -324,4 +390,43 @@ sk_userspace_from_doc(const sk_doc *d, sk_userspace **out, sk_errlist *errs)
 	if (rc != SK_OK)
 		sk_doc_error(errs, d, "", "%s", err.message);
 	return rc;
+}
+
+/* metadata.generateName without metadata.name: the name the API server
+ * generates on create, at generateName's position; on update an error. */
+static void
+resolve_generate_name(sk_doc *d, bool create, sk_errlist *errs)
+{
+	json_t *meta = json_object_get(d->root, "metadata");
+	const char *prefix = json_string_value(json_object_get(meta, "generateName"));
+	char name[GENERATED_NAME_MAX + 1];
+	int line = 0, col = 0;
+
+	if (prefix == NULL || json_object_get(meta, "name") != NULL || !generate_name_valid(prefix))
+		return;
+	if (!create) {
+		sk_doc_error(errs, d, "metadata.generateName",
+		        "names an object only on create (spacectl create -f); this command "
+		        "needs metadata.name (kubectl: resource name may not be empty)");
+		return;
+	}
+	generate_name(prefix, name);
+	json_object_set_new(meta, "name", json_string(name));
+	if (sk_doc_position(d, "metadata.generateName", &line, &col))
+		sk_doc_set_position(d, "metadata.name", line, col);
+}
+
+int
+sk_userspace_from_input(sk_doc *d, bool create, sk_userspace **out, sk_errlist *errs)
+{
+	size_t before = errs->len;
+
+	*out = NULL;
+	if (json_is_object(d->root)) {
+		json_object_del(d->root, "status");
+		resolve_generate_name(d, create, errs);
+	}
+	if (errs->len > before)
+		return SK_EINVALID;
+	return sk_userspace_from_doc(d, out, errs);
 }

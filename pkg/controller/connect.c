@@ -69,6 +69,51 @@ load(sk_controller *c, const char *name, sk_userspace **us, sk_error *err)
 	return sk_store_get(c->store, name, us, err);
 }
 
+/* load, for a caller whose token reaches only some spaces: a space outside
+ * its scope is SK_ENOTFOUND with the store's own message, after the same
+ * store read a missing space costs (no existence oracle, by answer or by
+ * time). */
+static int
+load_in_scope(sk_controller *c, const char *name, const sk_ctl_origin *from, sk_userspace **us,
+        sk_error *err)
+{
+	int rc = sk_informer_get(c->inf, name, us);
+
+	if (rc == 0 &&
+	        (from == NULL || from->scope == NULL ||
+	                sk_selector_matches(from->scope, &(*us)->meta.labels)))
+		return 0;
+	sk_userspace_free(*us);
+	*us = NULL;
+	if ((rc = sk_store_get(c->store, name, us, err)) != 0)
+		return rc;
+	if (sk_ctl_in_scope(c, from, *us)) /* counted once when not */
+		return 0;
+	sk_userspace_free(*us);
+	*us = NULL;
+	return sk_store_not_found(name, err);
+}
+
+/* The UserSpace of a userID the caller's token reaches (its name), else
+ * NULL: a space outside the scope is as one that does not exist. */
+static char *
+name_in_scope(sk_controller *c, const char *user_id, const sk_ctl_origin *from)
+{
+	char *name = sk_informer_name_for_user(c->inf, user_id);
+	sk_userspace *us = NULL;
+	bool ok;
+
+	if (name == NULL || from == NULL || from->scope == NULL)
+		return name;
+	ok = sk_informer_get(c->inf, name, &us) == 0 && sk_ctl_in_scope(c, from, us);
+	sk_userspace_free(us);
+	if (!ok) {
+		free(name);
+		name = NULL;
+	}
+	return name;
+}
+
 /* envdVersion, envdAccessToken and deadline of the bound keeper, when the
  * controller's memory is of that sandbox. */
 static void
@@ -326,7 +371,7 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, bool fres
 		count_connect(c, "none", r->status, t0);
 		return;
 	}
-	if ((rc = load(c, name, &us, &err)) != 0) {
+	if ((rc = load_in_scope(c, name, from, &us, &err)) != 0) {
 		sk_ctl_reply_error(r, rc == SK_ENOTFOUND ? 404 : 503,
 		        rc == SK_ENOTFOUND ? "NotFound" : "StoreUnavailable", err.message);
 		count_connect(c, "none", r->status, t0);
@@ -374,6 +419,40 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, bool fres
 	sk_userspace_free(us);
 }
 
+bool
+sk_ctl_connect_fast(sk_controller *c, const char *arg, bool by_user, sk_http_reply *r)
+{
+	double t0 = sk_metrics_now();
+	int64_t now = sk_now_ms();
+	char *name = by_user ? sk_informer_name_for_user(c->inf, arg) : sk_strdup(arg);
+	sk_userspace *us = NULL;
+	sk_connect_decision d;
+	sk_plan_options o;
+	sk_ctl_keeper k;
+	bool done = false;
+
+	if (name == NULL || !atomic_load(&c->started) || sk_informer_get(c->inf, name, &us) != 0) {
+		free(name);
+		return false;
+	}
+	if (sk_ctl_may_act(c, us->spec.user_id)) {
+		sk_ctl_plan_options(c, us, &o);
+		sk_ctl_space_keeper(c, name, &k);
+		sk_connect_decide(us, &k.mem, now, &o, &d);
+		if (d.verdict == SK_CONNECT_READY && k.detail_seen) {
+			sk_ctl_space_touch(c, name, now);
+			reply_ready(c, r, us, &k, "fast");
+			queue_housekeeping(c, us, &d, &o, now);
+			count_connect(c, "fast", r->status, t0);
+			done = true;
+		}
+		explicit_bzero(k.envd_token, sizeof(k.envd_token));
+	}
+	sk_userspace_free(us);
+	free(name);
+	return done;
+}
+
 void
 sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms, bool fresh,
         const sk_ctl_origin *from, sk_http_reply *r)
@@ -385,7 +464,7 @@ sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms, b
 		count_connect(c, "none", r->status, t0);
 		return;
 	}
-	if ((name = sk_informer_name_for_user(c->inf, user_id)) == NULL) {
+	if ((name = name_in_scope(c, user_id, from)) == NULL) {
 		sk_ctl_reply_error(r, 404, "NotFound", "no UserSpace has this userID");
 		count_connect(c, "none", 404, t0);
 		return;
@@ -408,7 +487,7 @@ sk_ctl_activity(sk_controller *c, const char *user_id, const sk_ctl_origin *from
 
 	if (!started_within(c, sk_monotonic_ms() + ACTIVITY_START_WAIT_MS, r))
 		return;
-	name = sk_informer_name_for_user(c->inf, user_id);
+	name = name_in_scope(c, user_id, from);
 	if (name == NULL || sk_informer_get(c->inf, name, &us) != 0) {
 		sk_ctl_reply_error(r, 404, "NotFound", "no UserSpace has this userID");
 		free(name);

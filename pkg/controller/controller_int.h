@@ -35,6 +35,7 @@
  *   http.c        the main listener (health, readiness, metrics, the page)
  *                 and the store probe.
  *   guard.c       the connect listener: token, TLS, limits, connect threads.
+ *   tokens.c      the connect API's bearer tokens, their scopes and reloads.
  *   connect.c     the connect API and the heartbeat.
  *   page.c        the status page (HTML).
  *   capacity.c    each provider's capacity: running count, evictions, the

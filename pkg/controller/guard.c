@@ -6,21 +6,23 @@
  *   POST /v1/users/{userID}/unhealthy[?timeout=30s]   (= the GET with fresh=1)
  *   POST /v1/users/{userID}/activity
  * Every request needs "Authorization: Bearer <token>" when
- * connectTokenFile is set (compared in constant time: SHA-256 of both,
- * then every byte), else 401 with WWW-Authenticate. TLS when a certificate
- * and key are configured.
+ * connectTokenFile or connectTokens is set (tokens.c: compared in constant
+ * time, reloaded when a file changes; a tenant's token carries its scope to
+ * connect.c), else 401 with WWW-Authenticate. TLS when a certificate and
+ * key are configured.
  *
  * Threading: a few polling threads over epoll accept and parse every
  * connection (no thread per connection, so half-open clients cost a socket
- * and a short idle timeout, nothing more). A connect may wait for a
- * reconcile for up to its timeout: its connection is suspended and the
- * connect runs in a thread of its own; at most connectMaxWaiting run at once,
+ * and a short idle timeout, nothing more). A connect answered from memory
+ * (sk_ctl_connect_fast) is answered there, with no thread (issue 22: the
+ * thread per call was most of the fast path's cost). A connect that may
+ * wait for a reconcile, up to its timeout, has its connection suspended
+ * and runs in a thread of its own; at most connectMaxWaiting run at once,
  * beyond that the answer is 429 with Retry-After, at once.
  * Limits: request line and headers within GUARD_MEMORY (431 beyond), bodies
  * within GUARD_BODY_MAX (413), connectMaxConnections open connections
  * (capped below the file-descriptor limit), connectMaxConnectionsPerIP.
  */
-#include <gnutls/crypto.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -45,8 +47,7 @@
 struct sk_ctl_guard {
 	struct MHD_Daemon *d;
 	int port;
-	bool has_token;
-	unsigned char token_sha[32];
+	sk_ctl_tokens *tokens; /* NULL: no authentication */
 	char *cert, *key; /* PEM, while serving TLS */
 	char *pin; /* the cert's public key pin, for forwards (forward.c) */
 	size_t key_len;
@@ -118,32 +119,15 @@ request_done(
 
 /* ---- authentication ---- */
 
-static void
-token_digest(const char *s, size_t n, unsigned char out[32])
-{
-	gnutls_hash_fast(GNUTLS_DIG_SHA256, s, n, out);
-}
-
-/* "Bearer <token>" against the configured token; the time taken does not
- * depend on how much of the token matched. */
+/* "Bearer <token>" against the configured tokens (tokens.c); sets the
+ * caller's token name and scope in *from. */
 static bool
-authorized(const struct sk_ctl_guard *g, struct MHD_Connection *conn)
+authorized(sk_controller *c, struct MHD_Connection *conn, sk_ctl_origin *from)
 {
 	const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
-	unsigned char d[32];
-	unsigned int diff = 0;
+	struct sk_ctl_guard *g = c->http.guard;
 
-	if (!g->has_token)
-		return true;
-	if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0)
-		return false;
-	h += 7;
-	while (*h == ' ')
-		h++;
-	token_digest(h, strlen(h), d);
-	for (size_t i = 0; i < sizeof(d); i++)
-		diff |= (unsigned int)(d[i] ^ g->token_sha[i]);
-	return diff == 0;
+	return g->tokens == NULL || sk_ctl_tokens_check(c, g->tokens, h, from);
 }
 
 /* ---- routing ---- */
@@ -181,16 +165,14 @@ fresh_arg(struct MHD_Connection *conn, bool *fresh, sk_http_reply *r)
 	return false;
 }
 
-/* Who sent a connect: another replica, and the caller's Authorization. */
-static sk_ctl_origin
-origin_of(struct MHD_Connection *conn)
+/* Who sent a connect: another replica, and the caller's Authorization
+ * (its token and scope are already in *o). */
+static void
+origin_of(struct MHD_Connection *conn, sk_ctl_origin *o)
 {
-	sk_ctl_origin o = { 0 };
-
-	o.forwarded =
+	o->forwarded =
 	        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, SK_CTL_FORWARDED_HEADER) != NULL;
-	o.authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
-	return o;
+	o->authorization = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
 }
 
 /* Fills q->kind/arg/ms for a connect to run in a thread (true), or answers
@@ -200,7 +182,7 @@ route(call *q, const char *method, const char *url)
 {
 	char *arg;
 
-	q->from = origin_of(q->conn);
+	origin_of(q->conn, &q->from);
 	if ((arg = sk_ctl_path_segment(url, "/v1/userspaces/", "/connect")) != NULL) {
 		q->kind = CALL_CONNECT;
 		if (strcmp(method, "POST") != 0)
@@ -357,14 +339,18 @@ handler(void *cls, struct MHD_Connection *conn, const char *url, const char *met
 		*upload_data_size = 0;
 		return q->body > GUARD_BODY_MAX ? reject_body(q) : MHD_YES;
 	}
-	if (!authorized(c->http.guard, conn)) {
+	if (!authorized(c, conn, &q->from)) {
 		count_rejected(c, "unauthorized");
 		q->unauthorized = true;
 		sk_ctl_reply_error(&q->r, 401, "Unauthorized",
 		        "the connect API wants an Authorization: Bearer token");
 		return send_reply(q);
 	}
-	if (route(q, method, url) && start_call(q))
+	if (!route(q, method, url))
+		return send_reply(q);
+	if (!q->fresh && sk_ctl_connect_fast(c, q->arg, q->kind == CALL_USER, &q->r))
+		return send_reply(q); /* answered from memory: no thread, no suspend */
+	if (start_call(q))
 		return MHD_YES;
 	return send_reply(q);
 }
@@ -398,18 +384,11 @@ static int
 load_secrets(sk_controller *c, struct sk_ctl_guard *g, sk_error *err)
 {
 	const sk_controller_config *cfg = c->cfg;
-	char *token = sk_config_connect_token(cfg, err);
 	size_t n;
 	int rc;
 
-	if (token == NULL && cfg->connect_token_file != NULL)
-		return err->code ? err->code : SK_EINVALID;
-	if (token != NULL) {
-		g->has_token = true;
-		token_digest(token, strlen(token), g->token_sha);
-		memset(token, 0, strlen(token));
-		free(token);
-	}
+	if ((rc = sk_ctl_tokens_new(c, &g->tokens, err)) != 0)
+		return rc;
 	if (cfg->connect_tls_cert_file == NULL)
 		return 0;
 	if (!MHD_is_feature_supported(MHD_FEATURE_TLS))
@@ -436,7 +415,7 @@ guard_free(struct sk_ctl_guard *g)
 	free(g->key);
 	free(g->cert);
 	free(g->pin);
-	memset(g->token_sha, 0, sizeof(g->token_sha));
+	sk_ctl_tokens_free(g->tokens);
 	pthread_mutex_destroy(&g->mu);
 	pthread_cond_destroy(&g->cond);
 	free(g);
@@ -516,9 +495,10 @@ sk_ctl_guard_start(sk_controller *c, sk_error *err)
 	}
 	info = MHD_get_daemon_info(g->d, MHD_DAEMON_INFO_BIND_PORT);
 	g->port = info ? info->port : ntohs(sa.sin_port);
-	if (!g->has_token)
+	if (g->tokens == NULL)
 		sk_ctl_log(c, SK_LOG_WARN, "connect API without authentication",
-		        "connect_listen=%s hint=\"set controller.connectTokenFile\"",
+		        "connect_listen=%s hint=\"set controller.connectTokenFile or "
+		        "controller.connectTokens\"",
 		        c->cfg->connect_listen);
 	return 0;
 }

@@ -92,12 +92,18 @@ store_silent_ms(sk_controller *c)
 static void
 readyz(sk_controller *c, reply *r)
 {
-	int64_t silent = store_silent_ms(c);
+	int64_t silent = store_silent_ms(c), skew = 0;
 	size_t n_free;
-	char msg[128];
+	char msg[200];
 
 	if (!sk_controller_ready(c)) {
 		reply_text(r, 503, "not started (informer sync, first shard round, workers)\n");
+	} else if (sk_ctl_shards_halted(c, &skew)) {
+		snprintf(msg, sizeof(msg),
+		        "clock skew: this host's clock is %.3f s off the database server's "
+		        "(limit %d s); not acting\n",
+		        (double)skew / 1000.0, SK_STORE_CLOCK_SKEW_MAX_MS / 1000);
+		reply_text(r, 503, msg);
 	} else if (silent > c->cfg->store_unavailable_after_ms) {
 		snprintf(msg, sizeof(msg), "store unreachable for %llds\n",
 		        (long long)(silent / 1000));

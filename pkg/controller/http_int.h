@@ -47,6 +47,10 @@ typedef struct sk_http_reply {
 typedef struct sk_ctl_origin {
 	bool forwarded;
 	const char *authorization;
+	/* The caller's token (tokens.c): its name, and the spaces it reaches
+	 * (NULL: every space). Both live as long as the guard. */
+	const char *token;
+	const sk_selector *scope;
 } sk_ctl_origin;
 #define SK_CTL_FORWARDED_HEADER "X-Spacekeeper-Forwarded-By"
 
@@ -72,6 +76,8 @@ const char *sk_ctl_guard_pin(sk_controller *c);
 
 /* connect.c: the connect API (see controller.h). */
 #define SK_CTL_METRIC_CONNECTS "spacekeeper_connect_total"
+/* Reconciles by how they learnt the bound sandbox's state (sk_look). */
+#define SK_CTL_METRIC_LOOKS "spacekeeper_observe_looks_total"
 #define SK_CTL_METRIC_CONNECT_DURATION "spacekeeper_connect_duration_seconds"
 void sk_ctl_reply_json(sk_http_reply *r, unsigned int status, json_t *obj); /* takes obj */
 void sk_ctl_reply_error(sk_http_reply *r, unsigned int status, const char *reason, const char *msg);
@@ -83,9 +89,29 @@ void sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, bool
         const sk_ctl_origin *from, sk_http_reply *r);
 void sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms, bool fresh,
         const sk_ctl_origin *from, sk_http_reply *r);
+/* The fast path without a thread of its own (the listener's): true with the
+ * answer in r when this replica holds the user's shard and the keeper is
+ * known ready (sk_connect_decide: READY, its envd details known); false,
+ * r untouched, when the connect may wait (starting, forward, fresh, any
+ * slow path): then sk_ctl_connect or sk_ctl_connect_user, in a thread.
+ * by_user: arg is a userID, else a UserSpace name. */
+bool sk_ctl_connect_fast(sk_controller *c, const char *arg, bool by_user, sk_http_reply *r);
 /* POST /v1/users/ID/activity: a heartbeat, 204. */
 void sk_ctl_activity(
         sk_controller *c, const char *user_id, const sk_ctl_origin *from, sk_http_reply *r);
+
+/* tokens.c: the connect API's bearer tokens (connectTokenFile and
+ * connectTokens), reloaded when their files change. *out NULL when none is
+ * configured. */
+typedef struct sk_ctl_tokens sk_ctl_tokens;
+int sk_ctl_tokens_new(sk_controller *c, sk_ctl_tokens **out, sk_error *err);
+void sk_ctl_tokens_free(sk_ctl_tokens *t);
+/* An Authorization header value against every token in constant time: true
+ * with from->token and from->scope set when one matches. */
+bool sk_ctl_tokens_check(
+        sk_controller *c, sk_ctl_tokens *t, const char *authorization, sk_ctl_origin *from);
+/* Whether the caller's token reaches us (counted per token when not). */
+bool sk_ctl_in_scope(sk_controller *c, const sk_ctl_origin *from, const sk_userspace *us);
 
 /* page.c: the status page (GET / and GET /spaces/NAME), HTML. */
 void sk_ctl_page_index(sk_controller *c, sk_http_reply *r);

@@ -124,6 +124,14 @@ declare_provider(sk_controller *c)
 	        "Observer list passes per provider and result");
 	sk_metrics_declare(m, "spacekeeper_provider_reconciles_total", SK_METRIC_COUNTER,
 	        "Reconciles that used a provider");
+	sk_metrics_declare(m, SK_CTL_METRIC_LOOKS, SK_METRIC_COUNTER,
+	        "Reconciles by how they learnt the bound sandbox's state: list, known (the "
+	        "controller's own last look), asleep-maybe (near its deadline, not asked), get, "
+	        "none (nothing bound)");
+	for (int i = SK_LOOK_NONE; i <= SK_LOOK_GET; i++) {
+		snprintf(l, sizeof(l), "look=\"%s\"", sk_look_name((sk_look)i));
+		sk_metrics_add(m, SK_CTL_METRIC_LOOKS, l, 0);
+	}
 	sk_metrics_declare(m, "spacekeeper_status_writes_total", SK_METRIC_COUNTER,
 	        "Reconciles that wrote the UserSpace (its resourceVersion changed)");
 	sk_metrics_add(m, "spacekeeper_status_writes_total", NULL, 0);
@@ -246,6 +254,10 @@ declare_shards(sk_controller *c)
 	sk_metrics_declare(m, SK_CTL_METRIC_RENEW_FAILURES, SK_METRIC_COUNTER,
 	        "Shard lease renewals that failed");
 	sk_metrics_add(m, SK_CTL_METRIC_RENEW_FAILURES, NULL, 0);
+	sk_metrics_declare(m, SK_CTL_METRIC_CLOCK_SKEW, SK_METRIC_GAUGE,
+	        "This host's wall clock minus the database server's (hello localTime), at the "
+	        "last lease round; beyond 2 s the replica stops acting");
+	sk_metrics_set(m, SK_CTL_METRIC_CLOCK_SKEW, NULL, 0);
 }
 
 /* Connect paths (connect.c) with the code each answers when it succeeds

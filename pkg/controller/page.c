@@ -3,7 +3,9 @@
  * CSS (no script, no external asset: it works air-gapped). `/`: spaces by
  * phase, the drift list with ages, every space; `/spaces/NAME`: one space's
  * spec, status, conditions, drift, recent events and what the provider's
- * last list saw. Every value from an object is HTML-escaped.
+ * last list saw. Every value from an object is HTML-escaped. The listener
+ * has no authentication: spec.env shows its names and count only, as logs
+ * and events do (values are secrets).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -84,7 +86,7 @@ age(sk_buf *b, int64_t since_ms, int64_t now_ms)
 {
 	char d[32];
 
-	sk_duration_format(since_ms > 0 && now_ms > since_ms ? now_ms - since_ms : 0, d, sizeof(d));
+	sk_age_format(since_ms > 0 && now_ms > since_ms ? now_ms - since_ms : 0, d, sizeof(d));
 	html(b, d);
 }
 
@@ -307,6 +309,18 @@ sk_ctl_page_index(sk_controller *c, sk_http_reply *r)
 
 /* ---- one space ---- */
 
+/* The spec as JSON with every env value replaced: the names and their
+ * count stay, the values (secrets) never reach the page. */
+static json_t *
+spec_masked(const sk_userspace_spec *spec)
+{
+	json_t *o = sk_userspace_spec_to_json(spec), *env = json_object_get(o, "env");
+
+	for (void *it = json_object_iter(env); it != NULL; it = json_object_iter_next(env, it))
+		json_object_iter_set_new(env, it, json_string("(hidden)"));
+	return o;
+}
+
 static void
 json_block(sk_buf *b, const char *title, json_t *j)
 {
@@ -458,7 +472,7 @@ sk_ctl_page_space(sk_controller *c, const char *name, sk_http_reply *r)
 	sk_buf_printf(&b, "</b></p>");
 	json_block(&b, "Labels", sk_kvlist_to_json(&us->meta.labels));
 	json_block(&b, "Annotations", sk_kvlist_to_json(&us->meta.annotations));
-	json_block(&b, "Spec", sk_userspace_spec_to_json(&us->spec));
+	json_block(&b, "Spec", spec_masked(&us->spec));
 	conditions_table(&b, &us->status, now);
 	provider_table(c, &b, us);
 	events_table(c, &b, us, now);

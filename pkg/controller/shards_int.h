@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 
+#include "../store/store.h"
 #include "../util/util.h"
 #include "controller.h"
 #include "http_int.h"
@@ -19,10 +20,13 @@
 #define SK_CTL_METRIC_SHARDS_TOTAL "spacekeeper_shards"
 #define SK_CTL_METRIC_MASTER_STATUS "spacekeeper_leader_election_master_status"
 #define SK_CTL_METRIC_RENEW_FAILURES "spacekeeper_lease_renew_failures_total"
+#define SK_CTL_METRIC_CLOCK_SKEW "spacekeeper_clock_skew_seconds"
+#define SK_CTL_RELEASE_MS 3000 /* the stop's lease releases, at most (monotonic) */
 
 typedef struct sk_ctl_shard {
 	bool held;
 	int64_t renewed; /* monotonic ms at the start of the last successful renew */
+	int64_t gen; /* this holding's generation (new at each take), fencing */
 	char *holder; /* the holder as last listed ("" none) */
 } sk_ctl_shard;
 
@@ -35,7 +39,19 @@ typedef struct sk_ctl_shards {
 	pthread_t thread;
 	bool running;
 	bool all; /* --once: no leases, every shard is ours (under mu) */
+	int64_t gens; /* the last generation given (under mu) */
+	bool halted; /* the clock check failed: no shard valid (under mu) */
+	int64_t skew_ms; /* the last reading's skew (under mu) */
+	bool skew_warned; /* the lease thread's */
+	bool store_down; /* the last round's list failed: unreachable (under mu) */
+	sk_lease_observer seen; /* the lease thread's: when each lease last changed */
 } sk_ctl_shards;
+
+/* A reconcile's fence: the generation of its user's shard when it began. */
+typedef struct sk_ctl_fence {
+	sk_controller *c;
+	int64_t gen; /* 0: the shard was not validly held */
+} sk_ctl_fence;
 
 /* The shard of a userID among n (FNV-1a of its bytes, mod n). */
 int sk_ctl_shard_of(const char *user_id, int n);
@@ -54,6 +70,13 @@ void sk_ctl_shards_all(sk_controller *c);
 bool sk_ctl_shard_valid(sk_controller *c, int shard);
 bool sk_ctl_may_act(sk_controller *c, const char *user_id);
 bool sk_ctl_may_act_cb(void *arg, const char *user_id); /* arg: the controller */
+/* Takes the fence of a reconcile of user_id: false (gen 0) when the shard
+ * is not validly held now. sk_ctl_fence_holds (arg: the fence, a may_act
+ * callback): the shard is still validly held under that same generation. */
+bool sk_ctl_fence_take(sk_controller *c, const char *user_id, sk_ctl_fence *out);
+bool sk_ctl_fence_holds(void *arg, const char *user_id);
+/* The clock check halted this replica: the skew of the reading in *skew_ms. */
+bool sk_ctl_shards_halted(sk_controller *c, int64_t *skew_ms);
 /* HOST:PORT of the replica holding the user's shard (caller frees); NULL
  * when it is free or ours. */
 char *sk_ctl_shard_holder_address(sk_controller *c, const char *user_id);

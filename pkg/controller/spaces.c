@@ -36,6 +36,9 @@ typedef struct space_record {
 	bool detail_seen;
 	int64_t deadline_ms;
 	int64_t deadline_set_ms;
+	int64_t look_ms; /* the last reconcile's look at the keeper (sk_keeper_known) */
+	sk_sandbox_state look_state;
+	int64_t look_end_ms;
 	bool drifting; /* drift_since holds the drift its last reconcile left */
 	int64_t drift_since[SK_CTL_DRIFT_TYPES]; /* per type, 0: none */
 	int64_t written_rv; /* resourceVersion after our last writes, 0: none */
@@ -55,6 +58,8 @@ mem_clear(space_record *m)
 	m->detail_seen = false;
 	m->seen_ms = m->end_ms = m->activity_ms = m->replaced_ms = 0;
 	m->deadline_ms = m->deadline_set_ms = 0;
+	m->look_ms = m->look_end_ms = 0;
+	m->look_state = SK_SANDBOX_UNKNOWN;
 }
 
 static void
@@ -193,6 +198,10 @@ sk_ctl_space_take(sk_controller *c, const char *name, sk_reconcile_env *env)
 		env->known.detail_seen = m->detail_seen;
 		env->known.deadline_ms = m->deadline_ms;
 		env->known.deadline_set_ms = m->deadline_set_ms;
+		env->known.look_ms = m->look_ms;
+		env->known.look_state = m->look_state;
+		env->known.look_end_ms = m->look_end_ms;
+		env->known.wake = env->wake;
 	}
 	env->known.fetch_detail = true;
 	pthread_mutex_unlock(&c->spaces.mu);
@@ -218,6 +227,9 @@ sk_ctl_space_note(sk_controller *c, const char *name, const sk_reconcile_report 
 	m->healthy = ok && r->healthy; /* a failed run proves nothing healthy */
 	m->seen_ms = r->seen_ms;
 	m->end_ms = r->end_ms;
+	m->look_ms = r->look_ms;
+	m->look_state = r->look_state;
+	m->look_end_ms = r->look_end_ms;
 	if (ok || r->detail_seen) {
 		sk_wipe_free(m->envd_token);
 		free(m->envd_version);

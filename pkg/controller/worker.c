@@ -221,6 +221,7 @@ worker_process(sk_worker *w, const char *key)
 {
 	sk_controller *c = w->c;
 	sk_reconcile_env env = { 0 };
+	sk_ctl_fence fence = { 0 };
 	sk_reconcile_report report = { 0 };
 	sk_sandbox_list listed = { 0 };
 	sk_list_view view = { 0 };
@@ -231,7 +232,7 @@ worker_process(sk_worker *w, const char *key)
 	char l[160];
 
 	rc = key_object(c, key, &us, &err);
-	if (rc == 0 && !sk_ctl_may_act(c, us->spec.user_id)) {
+	if (rc == 0 && !sk_ctl_fence_take(c, us->spec.user_id, &fence)) {
 		/* Another replica's shard (or ours no longer): theirs to reconcile. */
 		sk_workqueue_forget(c->q, key);
 		goto done;
@@ -271,8 +272,8 @@ worker_process(sk_worker *w, const char *key)
 	env.report = &report;
 	env.migration_observer = sk_ctl_observe_migration;
 	env.migration_arg = c;
-	env.may_act = sk_ctl_may_act_cb;
-	env.may_act_arg = c;
+	env.may_act = sk_ctl_fence_holds; /* the shard, still under the generation taken */
+	env.may_act_arg = &fence;
 	env.may_start = sk_ctl_capacity_may_start;
 	env.may_start_arg = c;
 	sk_ctl_space_take(c, key, &env);
@@ -286,6 +287,8 @@ worker_process(sk_worker *w, const char *key)
 	sk_metrics_add(c->metrics, "spacekeeper_provider_reconciles_total", l, 1);
 	rc = sk_reconcile_object(&env, us, &view, &requeue, &updated, &err);
 	sk_limiter_release(c->limiters[prov]);
+	snprintf(l, sizeof(l), "look=\"%s\"", sk_look_name(report.look));
+	sk_metrics_add(c->metrics, SK_CTL_METRIC_LOOKS, l, 1);
 	sk_ctl_space_note(c, key, &report, rc == 0);
 	sk_ctl_capacity_note(c, key, updated ? updated : us, &report);
 	sk_ctl_note_drift(c, key, updated ? updated : us);

@@ -26,7 +26,9 @@
 typedef struct sk_informer sk_informer;
 
 /* A write is read by the next poll when it committed at most this long
- * after its version was taken (and the hosts' clocks agree within it). */
+ * after its version was taken (and the hosts' clocks agree within it: the
+ * store refuses writes from a host more than 2 s off the server's clock,
+ * sk_store_clock_verdict). */
 #define SK_INFORMER_LATE_MS 10000
 
 /* Called from the informer thread (never with a lock held) for an object

@@ -43,6 +43,7 @@ sk_plan_options_from_config(sk_plan_options *o, const sk_provider_config *pc, in
 	if (pc->request_timeout_ms > 0)
 		o->create_grace_ms = pc->request_timeout_ms + 5000;
 	o->deadline_slides = pc->type != SK_PROVIDER_E2B;
+	o->network_live = pc->type == SK_PROVIDER_E2B;
 	o->delete_orphans = pc->delete_orphans;
 	if (pc->orphan_grace_ms > 0)
 		o->orphan_grace_ms = pc->orphan_grace_ms;
@@ -161,6 +162,11 @@ sk_reconcile_create_request(const sk_userspace *us, const sk_plan_options *opts,
 	const sk_userspace_spec *s = &us->spec;
 
 	sk_reconcile_sandbox_metadata(us, meta);
+	if (sk_network_is_set(&s->network)) {
+		char digest[17];
+		sk_network_digest(&s->network, digest);
+		sk_kvlist_set(meta, SK_META_NETWORK, digest);
+	}
 	memset(req, 0, sizeof(*req));
 	req->template_id = sk_spec_template(s->template_id);
 	req->timeout_ms = sk_plan_ttl(us, opts);
@@ -170,6 +176,7 @@ sk_reconcile_create_request(const sk_userspace *us, const sk_plan_options *opts,
 	req->memory_mb = s->memory_mb;
 	req->metadata = meta;
 	req->env = &s->env;
+	req->network = &s->network;
 }
 
 /* ---- actions ---- */
@@ -181,6 +188,7 @@ action_dispose(sk_action *a)
 	free(a->template_id);
 	sk_kvlist_dispose(&a->metadata);
 	sk_kvlist_dispose(&a->env);
+	sk_network_dispose(&a->network);
 	free(a->event_type);
 	free(a->reason);
 	free(a->message);
@@ -212,6 +220,7 @@ sk_action_type_name(sk_action_type t)
 	case SK_ACTION_REMOVE_FINALIZER: return "remove-finalizer";
 	case SK_ACTION_EVENT: return "event";
 	case SK_ACTION_INIT_ENV: return "init-env";
+	case SK_ACTION_SET_NETWORK: return "set-network";
 	}
 	return "?";
 }
@@ -234,7 +243,7 @@ sk_action_is_mutating(const sk_action *a)
 {
 	return a->type == SK_ACTION_CREATE || a->type == SK_ACTION_CONNECT ||
 	        a->type == SK_ACTION_PAUSE || a->type == SK_ACTION_KILL ||
-	        a->type == SK_ACTION_INIT_ENV;
+	        a->type == SK_ACTION_INIT_ENV || a->type == SK_ACTION_SET_NETWORK;
 }
 
 static const char *
@@ -284,5 +293,11 @@ sk_action_describe(const sk_action *a, sk_buf *out)
 	case SK_ACTION_INIT_ENV: /* names only: values never leave the plan */
 		sk_buf_printf(out, "re-assert env of %s (%zu variables)", target(a), a->env.len);
 		break;
+	case SK_ACTION_SET_NETWORK: {
+		char net[1024];
+		sk_network_format(&a->network, net, sizeof(net));
+		sk_buf_printf(out, "set network of %s: %s", target(a), net);
+		break;
+	}
 	}
 }

@@ -309,6 +309,7 @@ do_create(sk_xctx *x, const sk_action *a, sk_error *err)
 	req.memory_mb = a->memory_mb;
 	req.metadata = &a->metadata;
 	req.env = &a->env;
+	req.network = &a->network;
 	memset(&sb, 0, sizeof(sb));
 	rc = sk_sandbox_create(x->p, &req, &sb, err);
 	if (rc == 0 && x->fu != NULL)
@@ -402,6 +403,11 @@ do_pause(sk_xctx *x, const sk_action *a, sk_error *err)
 
 	if (rc == SK_ECONFLICT)
 		rc = 0; /* 409: already paused */
+	if (rc == 0 && x->env->report != NULL) {
+		free(x->env->report->paused_id);
+		x->env->report->paused_id = sk_strdup(id_of(x, a));
+		x->env->report->paused_at_ms = sk_now_ms();
+	}
 	if (rc == 0)
 		event(x, "Normal", SK_REASON_PAUSED_EVENT, "paused sandbox %s", id_of(x, a));
 	return rc;
@@ -483,6 +489,21 @@ do_init_env(sk_xctx *x, const sk_action *a, sk_error *err)
 	return rc;
 }
 
+/* spec.network on a live sandbox (E2B's PUT .../network). */
+static int
+do_set_network(sk_xctx *x, const sk_action *a, sk_error *err)
+{
+	char net[1024];
+	int rc = sk_sandbox_set_network(x->p, id_of(x, a), &a->network, err);
+
+	if (rc == 0) {
+		sk_network_format(&a->network, net, sizeof(net));
+		event(x, "Normal", SK_REASON_NETWORK_UPDATED,
+		        "applied the network policy to sandbox %s: %s", id_of(x, a), net);
+	}
+	return rc;
+}
+
 static int
 run_action(sk_xctx *x, const sk_action *a, sk_error *err)
 {
@@ -496,6 +517,7 @@ run_action(sk_xctx *x, const sk_action *a, sk_error *err)
 	case SK_ACTION_REMOVE_FINALIZER: return do_unfinalize(x, err);
 	case SK_ACTION_EVENT: event(x, a->event_type, a->reason, "%s", a->message); return 0;
 	case SK_ACTION_INIT_ENV: return do_init_env(x, a, err);
+	case SK_ACTION_SET_NETWORK: return do_set_network(x, a, err);
 	}
 	return sk_error_set(err, SK_EINVALID, "unknown action %d", (int)a->type);
 }
@@ -682,9 +704,48 @@ report_detail(const sk_reconcile_env *env, const sk_observed *ob, sk_reconcile_r
 }
 
 /* What the run saw of the keeper, for the controller's connect fast path. */
+/* The run's look at the keeper: what its observation saw (a list newer
+ * than the last change, a GET, a healthy probe; a look it only reused, or
+ * carried while the state near the deadline is unknown, stays as it was),
+ * or this run's own create, resume, set_timeout or pause of it, which
+ * says the state (and the deadline). None after a failed run: the next
+ * one asks. */
 static void
-report_keeper(
-        const sk_reconcile_env *env, const sk_observed *ob, const sk_userspace *after, int64_t now)
+report_look(sk_reconcile_report *r, const sk_observed *ob, const char *id, bool ok)
+{
+	const sk_sandbox *sb = NULL;
+
+	r->look_ms = r->look_end_ms = 0;
+	r->look_state = SK_SANDBOX_UNKNOWN;
+	if (!ok || id == NULL)
+		return;
+	for (size_t i = 0; i < ob->sandboxes.len; i++) {
+		if (sk_str_eq(ob->sandboxes.items[i].id, id))
+			sb = &ob->sandboxes.items[i];
+	}
+	if (sb != NULL && sb->state != SK_SANDBOX_TRANSITIONAL && sb->state != SK_SANDBOX_GONE) {
+		r->look_ms = ob->look_ms;
+		r->look_state =
+		        sb->state == SK_SANDBOX_PAUSED ? SK_SANDBOX_PAUSED : SK_SANDBOX_RUNNING;
+		r->look_end_ms = sb->state == SK_SANDBOX_PAUSED ? 0 : sb->end_ms;
+	}
+	if (sk_str_eq(r->set_id, id) && r->set_at_ms > 0 && r->set_at_ms >= r->look_ms) {
+		r->look_ms = r->set_at_ms;
+		r->look_state = SK_SANDBOX_RUNNING;
+		r->look_end_ms = r->set_deadline_ms;
+		if (r->set_deadline_ms > 0)
+			r->end_ms = r->set_deadline_ms;
+	}
+	if (sk_str_eq(r->paused_id, id) && r->paused_at_ms >= r->look_ms) {
+		r->look_ms = r->paused_at_ms;
+		r->look_state = SK_SANDBOX_PAUSED;
+		r->look_end_ms = 0;
+	}
+}
+
+static void
+report_keeper(const sk_reconcile_env *env, const sk_observed *ob, const sk_userspace *after,
+        int64_t now, bool ok)
 {
 	sk_reconcile_report *r = env->report;
 	const char *id = after ? after->status.sandbox_id : NULL;
@@ -707,6 +768,7 @@ report_keeper(
 		}
 	}
 	report_detail(env, ob, r, id, now);
+	report_look(r, ob, id, ok);
 }
 
 /* The plan starts a sandbox: a create (not a replacement's) or a resume. */
@@ -780,6 +842,8 @@ round_once(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *plan
 	ob.evict = env->evict;
 	sk_plan(planned, &ob, now, &env->opts, &plan);
 	gate_start(env, planned, &ob, now, &plan);
+	if (env->report != NULL && kind != ROUND_FOLLOW_UP)
+		env->report->look = ob.look;
 	if (when_written(kind, &plan, false) != HAND_ON)
 		fu = NULL;
 	for (size_t i = 0; fu != NULL && i < ob.sandboxes.len; i++)
@@ -795,7 +859,7 @@ round_once(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *plan
 	if (rc == 0 && plan.wait_code != 0)
 		rc = sk_error_set(err, plan.wait_code, "%s", plan.wait_message);
 	if (fu == NULL || !fu->armed)
-		report_keeper(env, &ob, updated ? *updated : NULL, now);
+		report_keeper(env, &ob, updated ? *updated : NULL, now, rc == 0);
 	if (rc == 0 && env->report != NULL && paused(&plan, env->report->keeper_id))
 		env->report->running = false; /* observed running, paused by this round */
 	*requeue = plan.requeue_after_ms;
@@ -957,6 +1021,7 @@ sk_reconcile_report_dispose(sk_reconcile_report *r)
 	sk_wipe_free(r->envd_access_token);
 	free(r->envd_version);
 	free(r->set_id);
+	free(r->paused_id);
 	sk_wipe_free(r->set_token);
 	free(r->set_version);
 	memset(r, 0, sizeof(*r));

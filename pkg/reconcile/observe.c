@@ -2,8 +2,9 @@
  * reconcile/observe: gathers what the planner needs for one UserSpace.
  * The controller's list is used as is (it may be stale or empty); the
  * provider is asked directly only where absence would lead to a create or
- * where deletion must be complete: a GET of the bound sandbox when the list
- * lacks it, a lookup by user_id on deletion or to resolve an unfinished
+ * where deletion must be complete: a GET of the bound sandbox when neither
+ * the list nor the controller's own last look tells its state (sk_plan_look,
+ * plan_look.c), a lookup by user_id on deletion or to resolve an unfinished
  * create; plus the data-plane probe of the running keeper (or of the running
  * candidates when nothing usable is bound), and, before an idle deadline may
  * lapse, the keeper's envd process list (lifecycle.busy).
@@ -159,14 +160,6 @@ probe(sk_provider *p, const sk_userspace *us, const sk_plan_options *opts, sk_ob
 	free(run);
 }
 
-/* The list predates our last status write (our own create/resume/pause may
- * be missing from it): trust a direct GET of the bound sandbox instead. */
-static bool
-list_stale(const sk_userspace *us, const sk_list_view *list)
-{
-	return list == NULL || !list->valid || list->listed_ms <= us->status.last_reconcile_ms;
-}
-
 /* A running keeper whose data plane did not answer: confirm the control
  * plane still says running (it may have been paused or killed since the list). */
 static void
@@ -232,6 +225,71 @@ sk_observe(sk_provider *p, const sk_userspace *us, const sk_list_view *list,
 	return sk_observe_known(p, us, list, opts, activity_ms, NULL, out, err);
 }
 
+/* When the bound keeper's state was last truly seen, beyond the list or
+ * the controller's look: a GET of it, or a healthy probe (it answers: it
+ * runs). */
+static void
+note_look(const sk_userspace *us, sk_observed *o)
+{
+	const sk_probe *pr = sk_observed_probe(o, us->status.sandbox_id);
+
+	if (o->bound == SK_LOOKUP_FOUND && o->bound_ms > o->look_ms)
+		o->look_ms = o->bound_ms;
+	if (pr != NULL && pr->made && pr->health == SK_HEALTH_OK && pr->probed_ms > o->look_ms)
+		o->look_ms = pr->probed_ms;
+}
+
+/* The bound keeper as the controller knows it (SK_LOOK_KNOWN): its list
+ * entry, when listed, with the state and deadline the look found; else
+ * one made from the look (no template, size or metadata: the planner
+ * checks those only when it knows them). */
+static sk_sandbox *
+use_known(sk_observed *o, const char *bound, const sk_keeper_known *known)
+{
+	sk_sandbox *k = find_id(o, bound);
+	sk_sandbox sb;
+
+	if (k == NULL) {
+		memset(&sb, 0, sizeof(sb));
+		sb.id = (char *)bound;
+		sk_observed_add(o, &sb);
+		k = find_id(o, bound);
+	}
+	k->state = known->look_state;
+	k->end_ms = known->look_end_ms;
+	o->look_ms = known->look_ms;
+	return k;
+}
+
+/* The bound keeper's state: the list's, the controller's own look, or a
+ * GET (sk_plan_look decides). true when a GET was made. */
+static bool
+look_bound(sk_provider *p, const sk_userspace *us, const sk_list_view *list,
+        const sk_plan_options *opts, int64_t activity_ms, const sk_keeper_known *known,
+        sk_observed *out)
+{
+	const char *bound = us->status.sandbox_id;
+	sk_sandbox *k = find_id(out, bound);
+
+	out->look = sk_plan_look(us, k, list, known, activity_ms, sk_now_ms(), opts);
+	switch (out->look) {
+	case SK_LOOK_NONE: return false;
+	case SK_LOOK_GET: get_bound(p, bound, out); return true;
+	case SK_LOOK_LIST: out->look_ms = list->listed_ms; return false;
+	case SK_LOOK_KNOWN: use_known(out, bound, known); return false;
+	case SK_LOOK_ASLEEP_MAYBE:
+		/* the look it was running is carried (look_ms), its state is not */
+		if (known != NULL && known->look_ms > 0 && sk_str_eq(known->sandbox_id, bound))
+			k = use_known(out, bound, known);
+		else
+			out->look_ms =
+			        list->listed_ms; /* as listed: sk_plan_look had a list entry */
+		k->state = SK_SANDBOX_UNKNOWN; /* running or asleep: not asked */
+		return false;
+	}
+	return false;
+}
+
 int
 sk_observe_known(sk_provider *p, const sk_userspace *us, const sk_list_view *list,
         const sk_plan_options *opts, int64_t activity_ms, const sk_keeper_known *known,
@@ -256,10 +314,7 @@ sk_observe_known(sk_provider *p, const sk_userspace *us, const sk_list_view *lis
 				sk_observed_add(out, sb);
 		}
 	}
-	if (bound != NULL && (find_id(out, bound) == NULL || list_stale(us, list))) {
-		get_bound(p, bound, out);
-		got = true;
-	}
+	got = look_bound(p, us, list, opts, activity_ms, known, out);
 	if (deleting ||
 	        (bound == NULL && us->status.phase == SK_PHASE_CREATING && out->sandboxes.len == 0))
 		lookup_user(p, us, out);
@@ -267,16 +322,12 @@ sk_observe_known(sk_provider *p, const sk_userspace *us, const sk_list_view *lis
 		got = true;
 	if (!deleting && opts->probe && us->spec.mode == SK_MODE_RUNNING &&
 	        !sk_plan_quiet(us, activity_ms, sk_now_ms())) {
-		const sk_sandbox *k = find_id(out, bound);
-		if (k != NULL && !got && k->state == SK_SANDBOX_RUNNING && near_sleep(k, opts)) {
-			get_bound(p, bound, out); /* asleep by now? ask the control plane */
-			got = true;
-		}
 		probe(p, us, opts, out);
 		if (bound != NULL && out->bound != SK_LOOKUP_NOT_FOUND)
 			confirm_unhealthy(p, us, out, got);
 	}
 	if (!deleting && us->spec.mode == SK_MODE_RUNNING)
 		check_busy(p, us, opts, activity_ms, out);
+	note_look(us, out);
 	return 0;
 }

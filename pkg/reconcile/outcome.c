@@ -29,6 +29,7 @@ static const struct {
 	{ SK_ACTION_REMOVE_FINALIZER, SK_REASON_FINALIZER_FAILED },
 	{ SK_ACTION_EVENT, SK_REASON_EVENT_FAILED },
 	{ SK_ACTION_INIT_ENV, SK_REASON_INIT_ENV_FAILED },
+	{ SK_ACTION_SET_NETWORK, SK_REASON_NETWORK_FAILED },
 };
 
 const char *
@@ -172,19 +173,19 @@ unavailable(sk_connect_decision *out, const char *reason, int64_t retry_after_ms
 }
 
 /* The keeper the controller last saw is the bound one, running, healthy,
- * seen within probe_fresh_ms, and not about to fall asleep. */
+ * seen within probe_fresh_ms, and not about to fall asleep (more than
+ * sleep_margin_ms left: a deadline nearer than the renewal window is
+ * renewed off the request path, renew_due). */
 static bool
 fresh(const sk_userspace *us, const sk_keeper_memory *mem, int64_t now, const sk_plan_options *o)
 {
-	int64_t ttl = sk_plan_ttl(us, o);
-
 	if (mem == NULL || mem->seen_ms == 0 || !mem->running || !mem->healthy)
 		return false;
 	if (!sk_str_eq(mem->sandbox_id, us->status.sandbox_id))
 		return false;
 	if (now - mem->seen_ms > o->probe_fresh_ms)
 		return false;
-	return mem->end_ms == 0 || mem->end_ms - now > ttl / 4;
+	return mem->end_ms == 0 || mem->end_ms - now > o->sleep_margin_ms;
 }
 
 void
@@ -223,6 +224,9 @@ sk_connect_decide(const sk_userspace *us, const sk_keeper_memory *mem, int64_t n
 	if (us->status.phase == SK_PHASE_RUNNING && sk_userspace_is_ready(us) &&
 	        fresh(us, mem, now, opts)) {
 		out->verdict = SK_CONNECT_READY;
-		out->renew_due = mem->end_ms > 0 && mem->end_ms - now <= ttl / 2;
+		out->renew_due = mem->end_ms > 0 &&
+		        mem->end_ms - now <= (us->spec.idle_timeout_ms > 0
+		                                             ? sk_plan_renew_window(ttl, opts)
+		                                             : ttl / 2);
 	}
 }

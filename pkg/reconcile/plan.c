@@ -186,6 +186,7 @@ push_create(sk_pctx *c)
 	a->memory_mb = req.memory_mb;
 	for (size_t i = 0; i < req.env->len; i++)
 		sk_kvlist_set(&a->env, req.env->items[i].key, req.env->items[i].value);
+	sk_network_copy(&a->network, req.network);
 	if (!c->o->probe)
 		push_init_env(c, NULL);
 	sk_plan_push(c, SK_ACTION_BIND, NULL);
@@ -230,10 +231,11 @@ check_spec(sk_pctx *c, const sk_sandbox *k)
 {
 	const sk_userspace_spec *s = &c->us->spec;
 	sk_buf b = SK_BUF_INIT(1024);
+	bool tmpl = k->template_id != NULL && s->template_id != NULL &&
+	        !sk_str_eq(s->template_id, k->template_id) && !sk_str_eq(s->template_id, k->alias);
 
-	if (k->template_id != NULL && s->template_id != NULL &&
-	        !sk_str_eq(s->template_id, k->template_id) && !sk_str_eq(s->template_id, k->alias))
-		sk_buf_printf(&b, "%stemplate %s, spec wants %s", b.len ? "; " : "",
+	if (tmpl)
+		sk_buf_printf(&b, "template %s, spec wants %s",
 		        k->alias ? k->alias : k->template_id, s->template_id);
 	if (s->cpu_count > 0 && k->cpu_count > 0 && s->cpu_count != k->cpu_count)
 		sk_buf_printf(&b, "%scpuCount %d, spec wants %d", b.len ? "; " : "", k->cpu_count,
@@ -241,7 +243,14 @@ check_spec(sk_pctx *c, const sk_sandbox *k)
 	if (s->memory_mb > 0 && k->memory_mb > 0 && s->memory_mb != k->memory_mb)
 		sk_buf_printf(&b, "%smemoryMB %d, spec wants %d", b.len ? "; " : "", k->memory_mb,
 		        s->memory_mb);
-	if (b.len > 0)
+	sk_plan_network(c, k, &b);
+	/* A template can be rolled out (a new sandbox, files moved); say how. */
+	if (tmpl)
+		sk_plan_drift(c, SK_DRIFT_SPEC, k->id,
+		        "%s (report only: updateStrategy Report; roll it out with "
+		        "spec.updateStrategy: Migrate or spacectl rollout restart)",
+		        b.data);
+	else if (b.len > 0)
 		sk_plan_drift(c, SK_DRIFT_SPEC, k->id, "%s (report only)", b.data);
 	sk_buf_dispose(&b);
 }
@@ -327,22 +336,33 @@ unreachable(sk_pctx *c, const sk_sandbox *k, const sk_probe *p)
 }
 
 /* The running keeper's deadline (rule 9): always-on spaces are renewed at
- * half-life; others only when there was activity since the deadline was
- * last set (end - D) and less than D/2 is left, so an active user costs
- * about two set_timeout calls per D and an inactive one none; or, the same
- * way, while it is busy (lifecycle.busy); and a deadline someone else set
- * is put back. */
+ * half-life; others only when the deadline would otherwise fall before
+ * the last activity + D, within the renewal window before it
+ * (sk_plan_renew_window), and then to D after the last activity: an active
+ * user costs one set_timeout per D minus the window (two per D before
+ * issue 22), an inactive one none; a busy one (lifecycle.busy) is renewed
+ * below D/2 left as before; and a deadline someone else set is put back. */
 static void
 keep_alive(sk_pctx *c, const sk_sandbox *k)
 {
 	int64_t ttl = sk_plan_ttl(c->us, c->o), timeout = ttl, fix = 0;
-	int64_t remaining = k->end_ms - c->now;
-	bool due = remaining <= ttl / 2;
+	int64_t remaining = k->end_ms - c->now, window = ttl / 2;
+	bool due = remaining <= window;
 
 	if (k->end_ms <= 0)
 		return;
-	if (!always_on(c))
-		due = due && (activity(c) > k->end_ms - ttl || sk_plan_busy(c, k, &timeout));
+	if (!always_on(c)) {
+		/* activity: renewed within the window before the deadline, to
+		 * idleTimeout after the last activity, when that is later; busy:
+		 * in the second half, as before (sk_plan_busy) */
+		int64_t want = activity(c) + ttl - c->now;
+		bool renew;
+		window = sk_plan_renew_window(ttl, c->o);
+		renew = remaining <= window && want > remaining + SK_RENEW_SLACK_MS;
+		if (renew)
+			timeout = want;
+		due = renew || (due && sk_plan_busy(c, k, &timeout));
+	}
 	if (sk_plan_overridden(c, k, &fix) && !due) {
 		due = true;
 		timeout = fix;
@@ -354,8 +374,11 @@ keep_alive(sk_pctx *c, const sk_sandbox *k)
 	}
 	if (always_on(c))
 		sk_plan_requeue(c, remaining / 2);
-	else if (remaining > ttl / 2)
-		sk_plan_requeue(c, remaining - ttl / 2); /* when a renewal may be due */
+	else if (remaining > ttl / 2 && c->us->spec.busy == SK_BUSY_PROCESSES &&
+	        c->us->spec.max_busy_ms > 0)
+		sk_plan_requeue(c, remaining - ttl / 2); /* when a busy check may be due */
+	else if (remaining > window)
+		sk_plan_requeue(c, remaining - window); /* when a renewal may be due */
 }
 
 static void
@@ -377,11 +400,10 @@ plan_running(sk_pctx *c, const sk_sandbox *k)
 	        ((k->end_ms > 0 && k->end_ms <= c->now + c->o->sleep_margin_ms) ||
 	                sk_plan_quiet(c->us, c->ob->activity_ms, c->now))) {
 		/* falling asleep, or quiet: not probed (traffic would wake it or
-		 * keep it awake); the conditions stay as they were */
+		 * keep it awake); the conditions stay as they were, and the next
+		 * list says whether it sleeps (no GET at the deadline) */
 		keep_previous(c, SK_C_READY, SK_COND_READY);
 		keep_previous(c, SK_C_DATAPLANE, SK_COND_DATAPLANE);
-		if (k->end_ms > 0 && k->end_ms <= c->now + c->o->sleep_margin_ms)
-			sk_plan_requeue(c, k->end_ms + c->o->sleep_margin_ms - c->now);
 	} else if (p == NULL || !p->made) {
 		sk_plan_cond(c, SK_C_READY, "Unknown", SK_REASON_NOT_PROBED,
 		        "data plane not probed yet");
@@ -476,10 +498,29 @@ park(sk_pctx *c, const sk_sandbox *k)
 	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_PAUSED, "sandbox is paused");
 }
 
+/* The keeper exists but may have fallen asleep at its deadline (observe
+ * did not ask: SK_LOOK_ASLEEP_MAYBE). A waiting connect resumes it with
+ * the deadline, which answers and acts in one call (resumes it if asleep,
+ * renews it if not); else it is left to sleep and the next list says. */
+static void
+plan_unknown(sk_pctx *c, const sk_sandbox *k)
+{
+	if (c->ob->wake && !c->hold) {
+		resume(c, k);
+		return;
+	}
+	keep_previous(c, SK_C_READY, SK_COND_READY);
+	keep_previous(c, SK_C_DATAPLANE, SK_COND_DATAPLANE);
+}
+
 static void
 plan_keeper(sk_pctx *c, const sk_sandbox *k)
 {
 	check_spec(c, k);
+	if (k->state == SK_SANDBOX_UNKNOWN && c->us->spec.mode == SK_MODE_RUNNING) {
+		plan_unknown(c, k);
+		return;
+	}
 	if (k->state != SK_SANDBOX_RUNNING && k->state != SK_SANDBOX_PAUSED) {
 		if (c->r->next.phase == SK_PHASE_NONE)
 			c->r->next.phase = SK_PHASE_PENDING;
@@ -578,6 +619,8 @@ plan_live(sk_pctx *c)
 	}
 	if (ks == K_FOUND && !c->hold) {
 		const char *why = sk_migration_trigger(c->us, k->template_id, k->alias);
+		if (why == NULL)
+			why = sk_plan_network_trigger(c, k);
 		if (why != NULL)
 			start_migration(c, k, why);
 	}

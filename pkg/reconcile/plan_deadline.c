@@ -45,7 +45,9 @@ sk_plan_busy_check(const sk_userspace *us, const sk_sandbox *k, int64_t activity
 	if (s->busy != SK_BUSY_PROCESSES || s->idle_timeout_ms <= 0 || s->max_busy_ms <= 0 ||
 	        k->state != SK_SANDBOX_RUNNING || k->end_ms <= 0)
 		return false;
-	if (remaining > ttl / 2 || remaining <= opts->sleep_margin_ms || act > k->end_ms - ttl)
+	/* activity that renews it anyway (keep_alive): no need to ask envd */
+	if (remaining > ttl / 2 || remaining <= opts->sleep_margin_ms ||
+	        act + ttl > k->end_ms + SK_RENEW_SLACK_MS)
 		return false;
 	return now_ms - busy_base(us, k, activity_ms) < s->max_busy_ms;
 }

@@ -247,6 +247,7 @@ sk_plan_finish(sk_pctx *c)
 	}
 	finish_migrated(c);
 	finish_busy(c);
+	sk_plan_network_finish(c);
 	n->observed_generation = c->us->meta.generation;
 	c->r->requeue_after_ms = c->requeue ? c->requeue : c->o->resync_ms;
 	if (c->r->requeue_after_ms > c->o->resync_ms && c->o->resync_ms > 0)

@@ -3,8 +3,10 @@
  *
  *   sk_observe   gathers the observed state: the user's managed sandboxes from
  *                the controller's last list, a direct GET of the bound sandbox
- *                when the list lacks it or predates our last status write (or
- *                the keeper's data plane did not answer: is it still running?),
+ *                when neither the list nor the controller's own last look
+ *                (its create, resume, set_timeout or pause answer, a GET, a
+ *                healthy probe) tells its state (sk_plan_look), or when the
+ *                keeper's data plane did not answer (is it still running?),
  *                a direct lookup by user_id when the object is being deleted or
  *                an unfinished create must be resolved, and the data-plane
  *                probe of the running keeper.
@@ -95,6 +97,9 @@
 #define SK_REASON_DELETE_FAILED "DeleteFailed"
 #define SK_REASON_SET_TIMEOUT_FAILED "SetTimeoutFailed"
 #define SK_REASON_INIT_ENV_FAILED "InitEnvFailed"
+#define SK_REASON_NETWORK_FAILED "NetworkUpdateFailed"
+#define SK_REASON_NETWORK_UPDATED "NetworkUpdated"
+#define SK_REASON_NETWORK_APPLIED "Applied"
 #define SK_REASON_STATUS_WRITE_FAILED "StatusWriteFailed"
 #define SK_REASON_FINALIZER_FAILED "FinalizerRemovalFailed"
 #define SK_REASON_EVENT_FAILED "EventFailed"
@@ -112,6 +117,7 @@
 /* What started a migration (status.migration.trigger) */
 #define SK_TRIGGER_PROVIDER "ProviderChanged"
 #define SK_TRIGGER_TEMPLATE "TemplateChanged"
+#define SK_TRIGGER_NETWORK "NetworkChanged"
 #define SK_TRIGGER_ROLLOUT "RolloutRestart"
 
 /* ---- options ---- */
@@ -141,6 +147,9 @@ typedef struct sk_plan_options {
 	/* providers[].capacity.evictAfter: a space connected to within this
 	 * long is never evicted (1m). */
 	int64_t evict_after_ms;
+	/* The provider changes a live sandbox's network policy (E2B): a change
+	 * of spec.network is applied in place, else by migration or reported. */
+	bool network_live;
 } sk_plan_options;
 
 void sk_plan_options_init(sk_plan_options *o);
@@ -174,6 +183,18 @@ typedef struct sk_probe {
 	int64_t probed_ms;
 	int error_code; /* when !made */
 } sk_probe;
+
+/* How observe learns the bound keeper's state (sk_plan_look, pure). */
+typedef enum sk_look {
+	SK_LOOK_NONE, /* nothing bound */
+	SK_LOOK_LIST, /* the list saw it after the last provider change and our last look */
+	SK_LOOK_KNOWN, /* the controller's own look is fresh and newer: as known, no GET */
+	/* known to exist, at or near its deadline, no renewal wanted or a
+	 * connect waits: state unknown, not asked (a waiting connect's resume
+	 * answers and acts: one call instead of a GET and a resume) */
+	SK_LOOK_ASLEEP_MAYBE,
+	SK_LOOK_GET, /* doubt: ask the control plane */
+} sk_look;
 
 typedef struct sk_observed {
 	/* The user's managed sandboxes (list + direct answers), one per id, no GONE. */
@@ -218,6 +239,10 @@ typedef struct sk_observed {
 	bool evict;
 	bool capacity_wait;
 	const char *capacity_message;
+	/* How the bound keeper's state was learnt, and when it was last truly
+	 * seen (0: not seen; see sk_keeper_known.look_ms). */
+	sk_look look;
+	int64_t look_ms;
 } sk_observed;
 
 void sk_observed_init(sk_observed *o);
@@ -242,7 +267,36 @@ typedef struct sk_keeper_known {
 	 * seen and there was activity: a list has no envd token (the
 	 * controller sets it). */
 	bool fetch_detail;
+	/* The controller's own last look at the keeper's state (item 1 of
+	 * issue 22: what it did and saw is an observation as good as a GET):
+	 * when (wall ms, 0: none), whether it ran then, and its deadline then.
+	 * Made by a create, resume, set_timeout or pause answer, a GET, a list
+	 * newer than the last provider change, or a healthy probe; never by a
+	 * round that only reused it. look_state: RUNNING or PAUSED. */
+	int64_t look_ms;
+	sk_sandbox_state look_state;
+	int64_t look_end_ms;
+	/* A connect waits for the keeper (the controller's wake request). */
+	bool wake;
 } sk_keeper_known;
+
+/* Decides sk_look for us's bound keeper: listed is its entry in the list
+ * (NULL: not listed), known what the controller knows (may be NULL). The
+ * controller's own look wins over an older list (a renewal moves no
+ * lastReconcileTime when nothing else changed: the list's deadline is the
+ * old one). Doubt asks: a look older than probe_fresh_ms or than the last
+ * provider change (status.lastReconcileTime), of another sandbox, that
+ * found it neither running nor paused, or a list newer than the look that
+ * lacks it; a keeper near its deadline whose renewal is wanted without a
+ * waiting connect. */
+sk_look sk_plan_look(const sk_userspace *us, const sk_sandbox *listed, const sk_list_view *list,
+        const sk_keeper_known *known, int64_t activity_ms, int64_t now_ms,
+        const sk_plan_options *opts);
+const char *sk_look_name(sk_look l); /* "list", "known", ... */
+/* How long before a sleeping space's deadline it is renewed when there was
+ * activity since: a quarter of the idle timeout, at least sleep_margin_ms
+ * + 1 s, at most a minute (and at most half the timeout). */
+int64_t sk_plan_renew_window(int64_t ttl_ms, const sk_plan_options *opts);
 
 /* Fills out (caller disposes). Returns 0; provider failures are recorded in
  * out (bound/user/probes), never returned: the planner decides what they mean.
@@ -281,6 +335,7 @@ typedef enum sk_action_type {
 	SK_ACTION_REMOVE_FINALIZER,
 	SK_ACTION_EVENT,
 	SK_ACTION_INIT_ENV, /* re-assert spec.env through envd POST /init */
+	SK_ACTION_SET_NETWORK, /* apply spec.network live (E2B) */
 } sk_action_type;
 
 typedef enum sk_kill_reason {
@@ -307,6 +362,7 @@ typedef struct sk_action {
 	bool auto_resume;
 	sk_kvlist metadata;
 	sk_kvlist env; /* CREATE, INIT_ENV: values never logged */
+	sk_network network; /* CREATE, SET_NETWORK: spec.network */
 	/* EVENT */
 	char *event_type; /* "Normal" | "Warning" */
 	char *reason;
@@ -410,7 +466,7 @@ typedef struct sk_connect_decision {
 	const char *reason; /* UNAVAILABLE: "Deleting", "ModePaused", "DataPlaneUnreachable", ... */
 	int64_t retry_after_ms; /* UNAVAILABLE: when asking again may help (0: not soon) */
 	int64_t drift_since_ms; /* DataPlaneUnreachable: since when */
-	bool renew_due; /* READY: the deadline is below half of the idle timeout */
+	bool renew_due; /* READY: the deadline is within the renewal window (sk_plan_renew_window) */
 } sk_connect_decision;
 
 void sk_connect_decide(const sk_userspace *us, const sk_keeper_memory *mem, int64_t now_ms,
@@ -629,6 +685,16 @@ typedef struct sk_reconcile_report {
 	 * gate. */
 	bool start_refused;
 	bool start_waited;
+	/* The run's look at the keeper (sk_keeper_known.look_ms): 0 when the
+	 * run failed or saw nothing new; its deadline then. */
+	int64_t look_ms;
+	sk_sandbox_state look_state;
+	int64_t look_end_ms;
+	/* Internal: this run paused paused_id at paused_at_ms. */
+	char *paused_id;
+	int64_t paused_at_ms;
+	/* How the run's first round learnt the bound keeper's state. */
+	sk_look look;
 } sk_reconcile_report;
 void sk_reconcile_report_dispose(sk_reconcile_report *r);
 

@@ -28,6 +28,9 @@ typedef struct sk_pctx {
 	/* The Busy condition (lifecycle.busy): status NULL keeps the previous
 	 * one as it is (or none). */
 	sk_cond_decision busy;
+	/* The NetworkPolicy condition (plan_network.c): NULL status keeps the
+	 * previous one. */
+	sk_cond_decision network;
 } sk_pctx;
 
 sk_action *sk_plan_push(sk_pctx *c, sk_action_type type, const char *sandbox_id);
@@ -50,6 +53,8 @@ void sk_plan_finish(sk_pctx *c);
 void sk_plan_set_binding(sk_pctx *c, const char *id);
 
 bool sk_str_eq(const char *a, const char *b);
+/* A renewal that would move the deadline by less than this is not made. */
+#define SK_RENEW_SLACK_MS 1000
 /* plan_deadline.c: a running keeper's deadline beyond activity. */
 /* Busy (processes run, within maxBusy): true with the renewal's *timeout. */
 bool sk_plan_busy(sk_pctx *c, const sk_sandbox *k, int64_t *timeout);
@@ -71,5 +76,14 @@ void sk_plan_capacity_wait(sk_pctx *c);
  * replaced by the stored object. */
 int sk_reconcile_write_status(
         sk_store *store, sk_userspace **cur, const sk_userspace_status *st, sk_error *err);
+
+/* plan_network.c: spec.network against the keeper's policy. The trigger
+ * of a migration (updateStrategy Migrate, a provider without live update),
+ * else NULL; sk_plan_network applies it live (SET_NETWORK) or writes the
+ * difference into b (SpecMismatch, report only); sk_plan_network_finish
+ * writes the NetworkPolicy condition. */
+const char *sk_plan_network_trigger(sk_pctx *c, const sk_sandbox *k);
+void sk_plan_network(sk_pctx *c, const sk_sandbox *k, sk_buf *b);
+void sk_plan_network_finish(sk_pctx *c);
 
 #endif

@@ -91,6 +91,7 @@ decode(const json_t *j, sk_sandbox *out, sk_error *err)
 			if (json_is_string(v))
 				sk_kvlist_set(&out->metadata, k, json_string_value(v));
 		}
+	sk_daytona_network_decode(j, out);
 	return SK_OK;
 }
 
@@ -131,6 +132,10 @@ daytona_create(sk_provider *p, const sk_create_request *req, sk_sandbox *out, sk
 	json_object_set_new(body, "autoStopInterval", json_integer(minutes(t)));
 	if (!req->auto_pause) /* E2B kill-on-timeout: delete when stopped */
 		json_object_set_new(body, "autoDeleteInterval", json_integer(0));
+	if ((rc = sk_daytona_network_create(body, req->network, err)) != SK_OK) {
+		json_decref(body);
+		return rc;
+	}
 	if (sk_json_dump_body(body, &text) != SK_OK)
 		return sk_error_set(err, SK_ENOMEM, "encoding the create request");
 	rc = call(p, "POST", "/sandbox", text, out, err);

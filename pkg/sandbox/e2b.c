@@ -76,6 +76,7 @@ sk_e2b_decode(const json_t *j, sk_sandbox *out, sk_sandbox_state dflt, sk_error 
 	out->domain = sk_strdup(jstr(j, "domain"));
 	out->envd_access_token = sk_strdup(jstr(j, "envdAccessToken"));
 	out->envd_version = sk_strdup(jstr(j, "envdVersion"));
+	sk_e2b_network_decode(j, out);
 	return SK_OK;
 }
 
@@ -103,6 +104,7 @@ sk_e2b_create_seconds(sk_provider *p, const sk_create_request *req, long timeout
 	        json_pack("{s:b}", "enabled", req->auto_resume && req->auto_pause));
 	json_object_set_new(body, "metadata", sk_kvlist_to_json(req->metadata));
 	json_object_set_new(body, "envVars", sk_kvlist_to_json(req->env));
+	sk_e2b_network_create(body, req->network);
 	if (sk_json_dump_body(body, &text) != SK_OK)
 		return sk_error_set(err, SK_ENOMEM, "encoding the create request");
 	r.body = text;
@@ -563,4 +565,5 @@ const sk_provider_ops sk_provider_e2b = {
 	.read_file = sk_envd_read_file,
 	.write_file = sk_envd_write_file,
 	.list_processes = sk_envd_list_processes,
+	.set_network = sk_e2b_set_network,
 };

@@ -258,6 +258,21 @@ sk_sandbox_set_timeout(sk_provider *p, const char *id, int64_t timeout_ms, sk_er
 }
 
 int
+sk_sandbox_set_network(sk_provider *p, const char *id, const sk_network *n, sk_error *err)
+{
+	if (p->ops->set_network == NULL)
+		return sk_error_set(err, SK_ENOTSUPPORTED,
+		        "provider type %s does not change a live sandbox's network", p->ops->name);
+	return p->ops->set_network(p, id, n, err);
+}
+
+bool
+sk_sandbox_network_live(const sk_provider *p)
+{
+	return p->ops->set_network != NULL;
+}
+
+int
 sk_sandbox_probe_health(
         sk_provider *p, const sk_sandbox *sb, sk_health *health, int *http_status, sk_error *err)
 {

@@ -84,6 +84,10 @@ typedef struct sk_provider_ops {
 	/* Processes started through the data plane that still run (envd's
 	 * process.Process/List; optional: NULL answers SK_ENOTSUPPORTED). */
 	int (*list_processes)(sk_provider *p, const sk_sandbox *sb, int *running, sk_error *err);
+	/* Applies spec.network to a live sandbox (E2B's PUT .../network;
+	 * optional: NULL answers SK_ENOTSUPPORTED, the policy then changes by
+	 * migration). */
+	int (*set_network)(sk_provider *p, const char *id, const sk_network *n, sk_error *err);
 } sk_provider_ops;
 
 extern const sk_provider_ops sk_provider_e2b;
@@ -132,6 +136,10 @@ int sk_sandbox_connect(sk_provider *p, const char *id, int64_t timeout_ms, sk_sa
 int sk_sandbox_pause(sk_provider *p, const char *id, sk_error *err);
 int sk_sandbox_kill(sk_provider *p, const char *id, sk_error *err);
 int sk_sandbox_set_timeout(sk_provider *p, const char *id, int64_t timeout_ms, sk_error *err);
+/* ops->set_network, SK_ENOTSUPPORTED without one. */
+int sk_sandbox_set_network(sk_provider *p, const char *id, const sk_network *n, sk_error *err);
+/* Whether the provider changes a live sandbox's network policy. */
+bool sk_sandbox_network_live(const sk_provider *p);
 int sk_sandbox_probe_health(
         sk_provider *p, const sk_sandbox *sb, sk_health *health, int *http_status, sk_error *err);
 /* The envd base URL of a sandbox (no trailing slash): https://49983-ID.DOMAIN,

@@ -191,4 +191,11 @@ int sk_file_list_order(const char *a, const char *b);
 long sk_e2b_seconds(int64_t ms);
 bool sk_sandbox_id_valid(const char *id);
 
+/* network.c: spec.network in E2B's and Daytona's shapes. */
+void sk_e2b_network_create(json_t *body, const sk_network *n);
+void sk_e2b_network_decode(const json_t *j, sk_sandbox *out);
+int sk_e2b_set_network(sk_provider *p, const char *id, const sk_network *n, sk_error *err);
+int sk_daytona_network_create(json_t *body, const sk_network *n, sk_error *err);
+void sk_daytona_network_decode(const json_t *j, sk_sandbox *out);
+
 #endif

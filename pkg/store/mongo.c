@@ -309,6 +309,7 @@ sk_store_open_mongo(sk_store **out, const sk_store_options *opts, sk_error *err)
 	s->uri_shown = sk_store_redact_uri(text);
 	s->database = sk_strdup(opts->database ? opts->database : SK_DEFAULT_DATABASE);
 	s->timeout_ms = opts->timeout_ms;
+	s->max_skew_ms = opts->max_clock_skew_ms;
 	s->pool = mongoc_client_pool_new_with_error(uri, &berr);
 	mongoc_uri_destroy(uri);
 	if (s->pool == NULL) {
@@ -401,5 +402,6 @@ const sk_store_backend_ops sk_store_mongo_ops = {
 	.observation_head_get = sk_mongo_observation_head_get,
 	.observation_prune = sk_mongo_observation_prune,
 	.rv_floor = sk_store_mongo_rv_floor,
+	.clock_check = sk_mongo_clock_check,
 	.drop = mongo_drop,
 };

@@ -45,7 +45,14 @@
  *     that claim is younger than SK_COPY_FRESH_MS + SK_CLAIM_USE_MS plus the
  *     time a request can spend in flight, still in place, and our claim on V
  *     fails. Safe while in-flight time plus clock skew between the sweeping
- *     and the claiming process stay under 20 s.
+ *     and the claiming process stay under 20 s (for a lease claim, expired
+ *     after 10 s and used within 5 s: under 5 s).
+ * The clock skew in these arguments is not assumed but enforced
+ * (mongo_clock.c): every claimed write and every new version first passes
+ * sk_mongo_clock_guard, which refuses it while this host's clock is more
+ * than SK_STORE_CLOCK_SKEW_MAX_MS (2 s) off the server's, so two writers
+ * differ by at most 4 s plus the drift since their last reading (at most
+ * SK_STORE_CLOCK_RECHECK_MS old).
  * Leases (mongo_lease.c) use the same claims, keyed "lease/NAME/V", always
  * with the re-read (no fresh-copy shortcut).
  * Every write of both goes through sk_store_claimed: claim, verify, write,
@@ -135,7 +142,10 @@ sk_store_next_rv(
         sk_mongo *s, mongoc_client_t *client, int64_t expected, int64_t *out, sk_error *err)
 {
 	int64_t v;
+	int grc = sk_mongo_clock_guard(s, err); /* a version is a wall-clock tick */
 
+	if (grc != 0)
+		return grc;
 	if (!__atomic_load_n(&s->rv_seeded, __ATOMIC_ACQUIRE)) {
 		int64_t high = 0;
 		int rc = highest_stored(s, client, &high, err);
@@ -260,6 +270,9 @@ sk_store_claimed(sk_mongo *s, sk_store_conn *c, const sk_claimed_write *w, sk_er
 
 	c->claim_ms = sk_monotonic_ms();
 	c->written = false;
+	rc = sk_mongo_clock_guard(s, err); /* a claim is stamped with the wall clock */
+	if (rc != 0)
+		return rc;
 	rc = claim(s, c->client, w->kind, w->name, w->expected, &id, err);
 	if (rc == SK_ECONFLICT && w->lost != NULL)
 		rc = w->lost(s, c, w->arg, err);

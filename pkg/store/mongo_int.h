@@ -32,6 +32,10 @@ typedef struct sk_mongo {
 	int64_t hlc_last; /* the highest resourceVersion this store made or saw */
 	bool rv_seeded; /* the clock saw the highest stored resourceVersion */
 	int64_t claims_swept_ms; /* when old claims were last swept */
+	/* mongo_clock.c: the last reading of the server's clock (under
+	 * hlc_mu) and the skew beyond which no write is made (<0: none). */
+	sk_clock_reading clock;
+	int64_t max_skew_ms;
 } sk_mongo;
 
 static inline sk_mongo *
@@ -71,6 +75,12 @@ int64_t sk_mongo_reply_count(const bson_t *reply, const char *field);
 int64_t sk_store_mongo_rv_floor(sk_store *s, int64_t wall_ms);
 int sk_store_next_rv(
         sk_mongo *s, mongoc_client_t *client, int64_t expected, int64_t *out, sk_error *err);
+/* mongo_clock.c: reads the server's clock (sk_store_clock_check), and the
+ * guard of every versioned write: SK_EUNAVAILABLE naming the skew when the
+ * last reading (renewed when older than SK_STORE_CLOCK_RECHECK_MS) is
+ * beyond the limit. */
+int sk_mongo_clock_check(sk_store *store, sk_clock_reading *out, sk_error *err);
+int sk_mongo_clock_guard(sk_mongo *s, sk_error *err);
 /* Advances the store's clock past a resourceVersion read from the server. */
 void sk_store_rv_observe(sk_mongo *s, int64_t rv);
 /* What differs between the kinds of objects written under claims: their

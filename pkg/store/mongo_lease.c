@@ -157,7 +157,7 @@ static int
 verify(sk_mongo *s, sk_store_conn *c, void *arg, sk_error *err)
 {
 	const char *name = ((lease_swap *)arg)->cur->name;
-	sk_lease now;
+	sk_lease now = { 0 }; /* disposed even when load fails */
 	int rc = load(s, c, name, &now, err);
 
 	if (rc == 0 && now.version != ((lease_swap *)arg)->cur->version)

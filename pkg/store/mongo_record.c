@@ -19,8 +19,12 @@ sk_mongo_record_put(
 	bson_t *doc = BCON_NEW("_id", BCON_UTF8(id), "createTime", BCON_DATE_TIME(create_ms),
 	        "body", BCON_UTF8(body));
 	bson_error_t berr;
-	int rc = 0;
+	int rc = sk_mongo_clock_guard(s, err); /* another spacectl ages it by its clock */
 
+	if (rc != 0) {
+		bson_destroy(doc);
+		return rc;
+	}
 	sk_store_conn_open(s, &c, SK_COLL_APPLIES);
 	if (!mongoc_collection_insert_one(c.coll, doc, NULL, NULL, &berr))
 		rc = sk_store_is_duplicate(&berr)

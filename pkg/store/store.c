@@ -107,6 +107,31 @@ sk_store_list_since(sk_store *s, int64_t since, sk_userspace_list *out, sk_error
 	return s->ops->list_since(s, since, out, err);
 }
 
+int
+sk_store_clock_check(sk_store *s, sk_clock_reading *out, sk_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	out->at_mono_ms = sk_monotonic_ms();
+	return s->ops->clock_check ? s->ops->clock_check(s, out, err) : 0;
+}
+
+int
+sk_store_clock_verdict(const sk_clock_reading *r, int64_t max_ms, sk_error *err)
+{
+	int64_t a = r->skew_ms < 0 ? -r->skew_ms : r->skew_ms;
+
+	if (max_ms <= 0)
+		max_ms = SK_STORE_CLOCK_SKEW_MAX_MS;
+	if (!r->measured || a <= max_ms)
+		return 0;
+	return sk_error_set(err, SK_EUNAVAILABLE,
+	        "clock skew: this host's clock is %lld.%03lld s %s the database server's "
+	        "(limit %lld.%03lld s); not writing until the host's time is fixed (NTP)",
+	        (long long)(a / 1000), (long long)(a % 1000),
+	        r->skew_ms > 0 ? "ahead of" : "behind", (long long)(max_ms / 1000),
+	        (long long)(max_ms % 1000));
+}
+
 int64_t
 sk_store_rv_floor(sk_store *s, int64_t wall_ms)
 {
@@ -243,9 +268,22 @@ lease_args(const char *name, const char *holder, sk_error *err)
 	return 0;
 }
 
+/* A take-over writes only over the version its caller observed. */
+static int
+lease_unchanged(const sk_lease *cur, bool found, int64_t seen_version, sk_error *err)
+{
+	if (seen_version <= 0 || (found && cur->version == seen_version))
+		return 0;
+	if (!found)
+		return 0; /* sk_store_lease_next: not found */
+	return sk_error_set(err, SK_ECONFLICT,
+	        "lease \"%s\": changed since it was observed (version %lld, now %lld)", cur->name,
+	        (long long)seen_version, (long long)cur->version);
+}
+
 static int
 lease_write(sk_store *s, sk_lease_op op, const char *name, const char *holder, int64_t duration_ms,
-        sk_lease *out, sk_error *err)
+        int64_t seen_version, sk_lease *out, sk_error *err)
 {
 	sk_lease cur, next;
 	bool found;
@@ -257,8 +295,10 @@ lease_write(sk_store *s, sk_lease_op op, const char *name, const char *holder, i
 	if (rc != 0 && rc != SK_ENOTFOUND)
 		return rc;
 	found = rc == 0;
-	rc = sk_store_lease_next(
-	        found ? &cur : NULL, op, name, holder, duration_ms, sk_now_ms(), &next, err);
+	rc = lease_unchanged(&cur, found, seen_version, err);
+	if (rc == 0)
+		rc = sk_store_lease_next(found ? &cur : NULL, op, name, holder, duration_ms,
+		        sk_now_ms(), &next, err);
 	if (rc == 0 && op == SK_LEASE_RELEASE && cur.holder[0] == '\0')
 		goto done; /* already released: nothing to write */
 	if (rc == 0)
@@ -283,7 +323,23 @@ sk_store_lease_acquire(sk_store *s, const char *name, const char *holder, int64_
 	if (rc == 0 && duration_ms <= 0)
 		rc = sk_error_set(
 		        err, SK_EINVALID, "lease \"%s\": duration must be positive", name);
-	return rc != 0 ? rc : lease_write(s, SK_LEASE_ACQUIRE, name, holder, duration_ms, out, err);
+	return rc != 0 ? rc
+	               : lease_write(s, SK_LEASE_ACQUIRE, name, holder, duration_ms, 0, out, err);
+}
+
+int
+sk_store_lease_take_over(sk_store *s, const sk_lease *seen, const char *holder, int64_t duration_ms,
+        sk_lease *out, sk_error *err)
+{
+	int rc = lease_args(seen ? seen->name : NULL, holder, err);
+
+	if (rc == 0 && (duration_ms <= 0 || seen->version <= 0))
+		rc = sk_error_set(err, SK_EINVALID,
+		        "lease \"%s\": take-over needs a positive duration and the version seen",
+		        seen->name);
+	return rc != 0 ? rc
+	               : lease_write(s, SK_LEASE_TAKE_OVER, seen->name, holder, duration_ms,
+	                         seen->version, out, err);
 }
 
 int
@@ -292,7 +348,7 @@ sk_store_lease_renew(
 {
 	int rc = lease_args(name, holder, err);
 
-	return rc != 0 ? rc : lease_write(s, SK_LEASE_RENEW, name, holder, 0, out, err);
+	return rc != 0 ? rc : lease_write(s, SK_LEASE_RENEW, name, holder, 0, 0, out, err);
 }
 
 int
@@ -300,7 +356,7 @@ sk_store_lease_release(sk_store *s, const char *name, const char *holder, sk_err
 {
 	int rc = lease_args(name, holder, err);
 
-	return rc != 0 ? rc : lease_write(s, SK_LEASE_RELEASE, name, holder, 0, NULL, err);
+	return rc != 0 ? rc : lease_write(s, SK_LEASE_RELEASE, name, holder, 0, 0, NULL, err);
 }
 
 int

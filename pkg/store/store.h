@@ -34,10 +34,14 @@ typedef struct sk_store_options {
 	int64_t timeout_ms; /* server selection and connect timeout, default 3000 */
 	bool ensure_indexes; /* create indexes on open (cheap when present) */
 	bool lazy; /* open without contacting the server; sk_store_connect does */
+	/* Writes are refused while this host's clock is further than this from
+	 * the server's (sk_store_clock_check); 0: SK_STORE_CLOCK_SKEW_MAX_MS,
+	 * negative: never checked. */
+	int64_t max_clock_skew_ms;
 } sk_store_options;
 #define SK_STORE_OPTIONS_INIT                                                                      \
 	{                                                                                          \
-		NULL, NULL, 3000, true, false                                                      \
+		NULL, NULL, 3000, true, false, 0                                                   \
 	}
 
 /* Connects and pings; an unreachable server gives SK_EUNAVAILABLE within
@@ -58,10 +62,33 @@ void sk_store_close(sk_store *s); /* NULL-safe */
 void sk_store_global_cleanup(void);
 int sk_store_ping(sk_store *s, sk_error *err);
 
+/* ---- this host's clock against the server's (issue 21) ----
+ * The store's timing argument (mongo_cas.c) needs the clocks of the
+ * processes sharing a database to agree within a few seconds: pairwise
+ * within 2 x SK_STORE_CLOCK_SKEW_MAX_MS, under the 5 s a lease claim is
+ * written under before another may judge it abandoned. */
+#define SK_STORE_CLOCK_SKEW_WARN_MS 500 /* worth a warning */
+#define SK_STORE_CLOCK_SKEW_MAX_MS 2000 /* beyond it: no write, no action */
+#define SK_STORE_CLOCK_RECHECK_MS 5000 /* a write re-reads an older reading */
+typedef struct sk_clock_reading {
+	bool measured; /* false: no reading (the memory backend has no server) */
+	int64_t skew_ms; /* this host's wall clock minus the server's: > 0 ahead */
+	int64_t rtt_ms; /* the round trip; the reading is off by at most half */
+	int64_t at_mono_ms; /* when it was taken (monotonic) */
+} sk_clock_reading;
+/* Reads the server's clock now (MongoDB: hello's localTime) and keeps the
+ * reading for the write guard; the memory backend answers measured false. */
+int sk_store_clock_check(sk_store *s, sk_clock_reading *out, sk_error *err);
+/* SK_EUNAVAILABLE with a message naming the skew and the limit when
+ * |skew| > max_ms (0: SK_STORE_CLOCK_SKEW_MAX_MS); 0 otherwise. Pure. */
+int sk_store_clock_verdict(const sk_clock_reading *r, int64_t max_ms, sk_error *err);
+
 /* Create: sets uid, generation=1, resourceVersion, creationTimestamp, and the
  * finalizer SK_FINALIZER. SK_EEXISTS when the name exists; SK_ECONFLICT when
  * another object has the same spec.userID (message names it). Status is not written. */
 int sk_store_create(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_error *err);
+/* SK_ENOTFOUND with the message every store gives for an absent name. */
+int sk_store_not_found(const char *name, sk_error *err);
 /* SK_ENOTFOUND when absent. */
 int sk_store_get(sk_store *s, const char *name, sk_userspace **out, sk_error *err);
 
@@ -170,8 +197,9 @@ int sk_store_events(sk_store *s, const char *object, const char *uid, size_t lim
 /* ---- leases ---- */
 
 /* A named lease (one per shard of users): at most one holder at a time.
- * Held while holder is set and renew_ms + duration_ms is in the future
- * (wall clock: hosts sharing leases keep their clocks in sync). */
+ * Held while holder is set. Whether its holder is still alive is for each
+ * reader to judge on its own monotonic clock (sk_lease_observer): no rule
+ * compares renew_ms, the writer's wall clock, with another host's. */
 typedef struct sk_lease {
 	char *name;
 	char *holder; /* "" when released */
@@ -188,12 +216,18 @@ typedef struct sk_lease_list {
 } sk_lease_list;
 void sk_lease_list_dispose(sk_lease_list *l);
 
-/* Takes lease `name` for holder for duration_ms: when it does not exist, is
- * released or expired (a new acquire_ms), or is already the holder's (a
- * renew). SK_ECONFLICT when another holder has it (message names it), also
- * when another acquirer wins the race. out may be NULL. */
+/* Takes lease `name` for holder for duration_ms: when it does not exist or
+ * is released (a new acquire_ms), or is already the holder's (a renew).
+ * SK_ECONFLICT when another holder has it, expired or not (message names
+ * it), also when another acquirer wins the race. out may be NULL. */
 int sk_store_lease_acquire(sk_store *s, const char *name, const char *holder, int64_t duration_ms,
         sk_lease *out, sk_error *err);
+/* Takes the lease `seen` (as listed) from its holder: the caller judged it
+ * expired (sk_lease_observed_expired). Writes only while the lease is
+ * still at seen->version: SK_ECONFLICT when it changed since (a renew, a
+ * release, another taker). out may be NULL. */
+int sk_store_lease_take_over(sk_store *s, const sk_lease *seen, const char *holder,
+        int64_t duration_ms, sk_lease *out, sk_error *err);
 /* Extends the holder's lease (renew_ms = now), even past its expiry while
  * nobody took it. SK_ECONFLICT when another holds it or it was released,
  * SK_ENOTFOUND when it does not exist. out may be NULL. */
@@ -204,6 +238,34 @@ int sk_store_lease_renew(
  * does not exist; releasing a released lease writes nothing. */
 int sk_store_lease_release(sk_store *s, const char *name, const char *holder, sk_error *err);
 int sk_store_lease_list(sk_store *s, sk_lease_list *out, sk_error *err);
+
+/* What one process saw of the leases (client-go's observedTime): for each
+ * lease the version last listed and when, on the process's own monotonic
+ * clock, it first saw that version. Another's lease is expired when its
+ * record has not changed for a full duration of our own time, whatever the
+ * clocks of the hosts say. Not locked: one owner. */
+typedef struct sk_lease_seen {
+	char *name;
+	int64_t version;
+	int64_t seen_ms; /* monotonic: when this version was first listed */
+} sk_lease_seen;
+typedef struct sk_lease_observer {
+	sk_lease_seen *items;
+	size_t len;
+} sk_lease_observer;
+void sk_lease_observer_dispose(sk_lease_observer *o); /* NULL-safe */
+/* Records a full list read at monotonic now_ms: a lease whose version
+ * changed (or that is new) restarts its clock; one no longer listed is
+ * forgotten. */
+void sk_lease_observe(sk_lease_observer *o, const sk_lease_list *ll, int64_t now_ms);
+/* Released, or its version unchanged for l->duration_ms of our monotonic
+ * time since we first saw it (a lease seen for the first time is not). */
+bool sk_lease_observed_expired(const sk_lease_observer *o, const sk_lease *l, int64_t now_ms);
+/* The holder's own right, on its monotonic clock: until the start of its
+ * last successful renew plus the duration minus a margin (renew_started_ms
+ * 0: never renewed). */
+bool sk_lease_holder_valid(
+        int64_t renew_started_ms, int64_t duration_ms, int64_t margin_ms, int64_t now_ms);
 
 /* ---- apply records ----
  * What an apply of many objects may have changed, with what undoing it needs

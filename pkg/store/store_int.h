@@ -62,6 +62,7 @@ typedef struct sk_store_backend_ops {
 	        sk_store *s, const char *group, sk_observation *out, sk_error *err);
 	int (*observation_prune)(sk_store *s, const char *group, int64_t before_ms, sk_error *err);
 	int64_t (*rv_floor)(sk_store *s, int64_t wall_ms);
+	int (*clock_check)(sk_store *s, sk_clock_reading *out, sk_error *err); /* NULL: none */
 	int (*drop)(sk_store *s, sk_error *err);
 } sk_store_backend_ops;
 
@@ -95,13 +96,19 @@ sk_userspace *sk_store_with_status(const sk_userspace *cur, const sk_userspace_s
 void sk_store_drop_finalizer(sk_object_meta *m, const char *finalizer);
 /* SK_ECONFLICT "the object has been modified" naming both versions. */
 int sk_store_conflict(const char *name, int64_t expected, int64_t found, sk_error *err);
-int sk_store_not_found(const char *name, sk_error *err);
 int sk_store_user_id_taken(const char *user_id, const char *holder, sk_error *err);
 
 /* lease.c: what one lease operation makes of the lease as read (cur NULL
- * when it does not exist) at wall time now: 0 and *next, or SK_ECONFLICT
- * (held by another), SK_ENOTFOUND (renew/release of a missing lease). */
-typedef enum sk_lease_op { SK_LEASE_ACQUIRE, SK_LEASE_RENEW, SK_LEASE_RELEASE } sk_lease_op;
+ * when it does not exist); now_ms (wall) only stamps renew_ms/acquire_ms:
+ * 0 and *next, or SK_ECONFLICT (held by another), SK_ENOTFOUND
+ * (renew/release of a missing lease). A take-over takes it from whoever
+ * holds it: the caller checked the version (sk_store_lease_take_over). */
+typedef enum sk_lease_op {
+	SK_LEASE_ACQUIRE,
+	SK_LEASE_RENEW,
+	SK_LEASE_RELEASE,
+	SK_LEASE_TAKE_OVER
+} sk_lease_op;
 int sk_store_lease_next(const sk_lease *cur, sk_lease_op op, const char *name, const char *holder,
         int64_t duration_ms, int64_t now_ms, sk_lease *next, sk_error *err);
 void sk_lease_copy(sk_lease *dst, const sk_lease *src);

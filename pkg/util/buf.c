@@ -199,8 +199,8 @@ sk_file_read(const char *path, size_t max, char **out, size_t *len_out, sk_error
 
 /* getrandom(2): thread-safe with no descriptor or lock held by the process.
  * rand() only when the kernel has no getrandom (before Linux 3.17). */
-static void
-random_bytes(unsigned char *out, size_t n)
+void
+sk_random_bytes(unsigned char *out, size_t n)
 {
 	size_t got = 0;
 
@@ -220,7 +220,7 @@ sk_uuid4(char out[37])
 {
 	unsigned char r[16];
 
-	random_bytes(r, sizeof(r));
+	sk_random_bytes(r, sizeof(r));
 	r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);
 	r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
 	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",

@@ -300,7 +300,7 @@ term_names(const char *term, const char *flag)
 
 	for (const char *q = term; (q = strstr(q, flag)) != NULL; q += n) {
 		bool start = q == term || q[-1] == ' ';
-		bool end = q[n] == '\0' || q[n] == ' ' || q[n] == ',' || q[n] == '=';
+		bool end = q[n] == '\0' || q[n] == ' ' || q[n] == ',' || q[n] == '=' || q[n] == '[';
 		if (start && end)
 			return true;
 	}
@@ -328,7 +328,7 @@ documented(const doc *docs, size_t ndocs, const char *flag)
 static bool
 accepted(const sk_clidoc_page *p, const char *w, size_t n)
 {
-	size_t len = strcspn(w, ",=");
+	size_t len = strcspn(w, ",=["); /* --dry-run[=MODE]: an optional argument */
 
 	len = len < n ? len : n;
 	if (len == 2 && w[1] != '-')
@@ -355,7 +355,7 @@ check_rows_accepted(const sk_clidoc_page *p, const char *who, const doc *d, sk_e
 				if (w[0] == '-' && !accepted(p, w, n))
 					return sk_error_set(err, SK_EINVALID,
 					        "%s: its help names %.*s, which it does not accept",
-					        who, (int)strcspn(w, " ,="), w);
+					        who, (int)strcspn(w, " ,=["), w);
 				w += n;
 				w += strspn(w, " ");
 				while (*w && *w != '-') { /* the argument */

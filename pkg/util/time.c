@@ -83,16 +83,25 @@ sk_time_parse(const char *text, int64_t *ms_out)
 void
 sk_age_format(int64_t ms, char *buf, size_t len)
 {
-	int64_t s = ms / 1000;
+	/* kubectl's HumanDuration (apimachinery util/duration): whole seconds only */
+	int64_t s = ms < 0 ? 0 : ms / 1000, m = s / 60, h = s / 3600, d = h / 24;
 
-	if (s < 0)
-		s = 0;
 	if (s < 120)
 		snprintf(buf, len, "%llds", (long long)s);
-	else if (s < 3600 * 2)
-		snprintf(buf, len, "%lldm", (long long)(s / 60));
-	else if (s < 86400 * 2)
-		snprintf(buf, len, "%lldh", (long long)(s / 3600));
+	else if (m < 10 && s % 60 != 0)
+		snprintf(buf, len, "%lldm%llds", (long long)m, (long long)(s % 60));
+	else if (m < 180)
+		snprintf(buf, len, "%lldm", (long long)m);
+	else if (h < 8 && m % 60 != 0)
+		snprintf(buf, len, "%lldh%lldm", (long long)h, (long long)(m % 60));
+	else if (h < 48)
+		snprintf(buf, len, "%lldh", (long long)h);
+	else if (h < 24 * 8 && h % 24 != 0)
+		snprintf(buf, len, "%lldd%lldh", (long long)d, (long long)(h % 24));
+	else if (d < 365 * 2)
+		snprintf(buf, len, "%lldd", (long long)d);
+	else if (d < 365 * 8 && d % 365 != 0)
+		snprintf(buf, len, "%lldy%lldd", (long long)(d / 365), (long long)(d % 365));
 	else
-		snprintf(buf, len, "%lldd", (long long)(s / 86400));
+		snprintf(buf, len, "%lldy", (long long)(d / 365));
 }

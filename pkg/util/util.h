@@ -89,7 +89,8 @@ int64_t sk_monotonic_ms(void);
 void sk_time_format(int64_t ms, char *buf, size_t len);
 /* Accepts RFC 3339 with any fraction and Z or +hh:mm. */
 int sk_time_parse(const char *text, int64_t *ms_out);
-/* Human age like kubectl: 5s, 3m, 2h, 4d. */
+/* Human age as kubectl prints it (HumanDuration): 5s, 119s, 4m51s, 25m, 3h5m, 4d, whole
+ * seconds only. */
 void sk_age_format(int64_t ms, char *buf, size_t len);
 
 /* A growable byte buffer with a hard cap (curl's dynbuf): appends past the
@@ -126,6 +127,11 @@ char *sk_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * it. NULL-safe. */
 void sk_wipe_free(char *s);
 
+/* The candidate closest to word by edit distance, when close enough to be a
+ * typo (at most 2 edits, fewer than half its length); NULL otherwise. Borrowed. */
+const char *sk_suggest(const char *word, const char *const *candidates, size_t n);
+/* n random bytes (getrandom, thread-safe). */
+void sk_random_bytes(unsigned char *out, size_t n);
 /* A random version-4 UUID (thread-safe, from /dev/urandom). */
 void sk_uuid4(char out[37]);
 

@@ -17,6 +17,10 @@ typedef struct wq_entry {
 	int64_t due; /* pending delayed add, 0 when none */
 	int heap_refs; /* heap items pointing here (some may be stale) */
 	bool in_ring;
+	/* a priority add came while a worker held it: it goes back to the
+	 * front when done, not behind everything queued meanwhile (a connect
+	 * that needs a reconcile is served ahead of background resyncs) */
+	bool priority;
 	int64_t queued_at; /* when it entered the ring (queue duration) */
 	int64_t started_at; /* when a worker took it (work duration) */
 } wq_entry;
@@ -194,13 +198,17 @@ add_locked(sk_workqueue *q, wq_entry *e, bool priority)
 		if (priority && !e->processing) {
 			ring_remove(q, e);
 			ring_push(q, e, true);
+		} else if (priority) {
+			e->priority = true;
 		}
 		return;
 	}
 	e->dirty = true;
 	q->adds_total++;
-	if (e->processing)
+	if (e->processing) {
+		e->priority = priority;
 		return;
+	}
 	ring_push(q, e, priority);
 	pthread_cond_signal(&q->cond);
 }
@@ -485,9 +493,10 @@ sk_workqueue_done(sk_workqueue *q, const char *key)
 	e->processing = false;
 	q->n_processing--;
 	if (e->dirty && !q->shutting_down) {
-		ring_push(q, e, false);
+		ring_push(q, e, e->priority);
 		pthread_cond_signal(&q->cond);
 	}
+	e->priority = false;
 	entry_maybe_drop(q, e);
 done:
 	pthread_mutex_unlock(&q->mu);

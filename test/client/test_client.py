@@ -282,13 +282,15 @@ def test_not_ready_in_time_raises_timeout(world, client):
 
 
 def test_too_many_connects_is_retried(world, client):
-    """connectMaxWaiting is 1 in this world: a second connect while one waits
-    gets 429 with Retry-After, which the client waits out and retries."""
-    other = world.apply("second")
-    world.wait_ready(other)
+    """connectMaxWaiting is 1 in this world: a second connect that must wait
+    too (its space is still being created) while one waits gets 429 with
+    Retry-After, which the client waits out and retries. (A connect answered
+    from memory takes no place: it never waits.)"""
     world.sim_faults({"latency": {"create": {"fixed_ms": 3000}}})
     slow = world.apply("waiter")
+    other = world.apply("second")
     wait_known(client, slow)
+    wait_known(client, other)
     try:
         first = threading.Thread(target=lambda: client.connect(slow, timeout=20))
         first.start()

@@ -69,6 +69,23 @@ const rows = [
   { what: "status on input is dropped (status subresource)",
     yaml: "metadata: {name: a}\nspec: {userID: a}\nstatus: {phase: Running, sandboxID: i1}\n",
     accept: { metadata: meta(), spec: spec() } },
+  { what: "status with an unknown phase is dropped too (the status subresource drops it whole)",
+    yaml: "metadata: {name: a}\nspec: {userID: a}\nstatus: {phase: Exploded, drift: 3}\n",
+    accept: { metadata: meta(), spec: spec() } },
+  { what: "metadata.generateName without a name: the server generates one on create",
+    yaml: "metadata: {generateName: web-}\nspec: {userID: a}\n",
+    generated: "web-",
+    accept: { metadata: {}, spec: spec() } },
+  { what: "metadata.generateName is cut to 58 characters before the 5-character suffix",
+    yaml: `metadata: {generateName: ${"g".repeat(70)}}\nspec: {userID: a}\n`,
+    generated: "g".repeat(58),
+    accept: { metadata: {}, spec: spec() } },
+  { what: "a plain key on: / n: is the YAML 1.1 boolean key true / false",
+    yaml: "metadata: {name: a, labels: {on: x, n: y2, \"y\": z}}\nspec: {userID: a}\n",
+    accept: { metadata: meta({ labels: { true: "x", false: "y2", y: "z" } }), spec: spec() } },
+  { what: "a spec key off: is the boolean key false, an unknown field",
+    yaml: "metadata: {name: a}\nspec: {userID: a, off: 1}\n",
+    reject: "spec.false: unknown field" },
   { what: "lifecycle: null is unset, then defaulted",
     yaml: "metadata: {name: a}\nspec: {userID: a, lifecycle: null}\n",
     accept: { metadata: meta(), spec: spec() } },
@@ -94,6 +111,32 @@ const rows = [
   { what: "metadata.labels with metadata open (kubeconform -strict accepts them)",
     yaml: "metadata: {name: a, labels: {team: research}}\nspec: {userID: a}\n",
     accept: { metadata: meta({ labels: { team: "research" } }), spec: spec() } },
+  { what: "spec.network as written: no default added, lists kept in order",
+    yaml: "metadata: {name: a}\nspec:\n  userID: a\n  network: {internet: Deny, allowOut: [10.0.0.0/8, '*.pypi.org'], denyOut: ['fd00::/8']}\n",
+    accept: { metadata: meta(), spec: spec({ network: { internet: "Deny", allowOut: ["10.0.0.0/8", "*.pypi.org"], denyOut: ["fd00::/8"] } }) } },
+  { what: "spec.network.publicTraffic alone",
+    yaml: "metadata: {name: a}\nspec:\n  userID: a\n  network: {publicTraffic: Deny}\n",
+    accept: { metadata: meta(), spec: spec({ network: { publicTraffic: "Deny" } }) } },
+  { what: "spec.network.internet is Allow or Deny, case and all",
+    yaml: "metadata: {name: a}\nspec:\n  userID: a\n  network: {internet: deny}\n",
+    reject: "spec.network.internet: must be one of: Allow, Deny" },
+  { what: "spec.network.internet: no is the YAML 1.1 boolean, not Deny",
+    yaml: "metadata: {name: a}\nspec:\n  userID: a\n  network: {internet: no}\n",
+    reject: "spec.network.internet: must be a string" },
+  { what: "a host name in denyOut (letters beyond hex: the pattern)",
+    yaml: "metadata: {name: a}\nspec:\n  userID: a\n  network: {denyOut: [10.0.0.0/8, evil.example.com]}\n",
+    reject: "spec.network.denyOut[1]: a host name is allowed in allowOut only" },
+  { what: "a host name of hex letters in denyOut (the CEL rule)",
+    yaml: "metadata: {name: a}\nspec:\n  userID: a\n  network: {denyOut: [cafe.bad]}\n",
+    reject: "spec.network.denyOut[0]: a host name is allowed in allowOut only",
+    cel: "a host name is allowed in allowOut only; denyOut takes IP addresses and CIDRs" },
+  { what: "a CIDR's prefix beyond 32 bits (the CEL rule)",
+    yaml: "metadata: {name: a}\nspec:\n  userID: a\n  network: {allowOut: [10.0.0.0/33]}\n",
+    reject: "spec.network.allowOut[0]: must be an IP address, a CIDR or a host name",
+    cel: "must be an IP address, a CIDR or a host name (*. wildcard allowed)" },
+  { what: "an empty allowOut is refused (minItems), not read as none",
+    yaml: "metadata: {name: a}\nspec:\n  userID: a\n  network: {allowOut: []}\n",
+    reject: "spec.network.allowOut: must have 1 to 64 entries" },
   { what: "metadata.name is checked by the root rule",
     yaml: "metadata: {name: Alice}\nspec: {userID: a}\n",
     reject: "metadata.name: must be a DNS-1123 label",
@@ -143,11 +186,24 @@ const version = crd.spec.versions.find((v) => v.name === "v1alpha1");
 const ajv = new Ajv({ allErrors: true, strict: false, useDefaults: true });
 const validate = ajv.compile(translate(version.schema.openAPIV3Schema));
 
+// names.SimpleNameGenerator: the prefix cut to 58 characters, then 5 of
+// utilrand's alphanumerics (no vowels, no 0, 1, 3).
+const SUFFIX = "bcdfghjklmnpqrstvwxz2456789";
+function generateName(prefix) {
+  let s = prefix.slice(0, 58);
+  for (let i = 0; i < 5; i++) s += SUFFIX[Math.floor(Math.random() * SUFFIX.length)];
+  return s;
+}
+const generatedFrom = (prefix) => new RegExp(`^${prefix}[${SUFFIX}]{5}$`);
+
 // What the server stores, or null when it rejects (ObjectMeta and schema).
 function apiserver(text) {
   const obj = pruneNulls(YAML.parse(text, { version: "1.1" }));
   if (crd.spec.scope === "Cluster" && obj.metadata) delete obj.metadata.namespace;
   delete obj.status;
+  if (obj.metadata && obj.metadata.name === undefined && typeof obj.metadata.generateName === "string") {
+    obj.metadata.name = generateName(obj.metadata.generateName);
+  }
   const fins = obj.metadata?.finalizers ?? [];
   if (!fins.every((f) => typeof f === "string" && QUALIFIED.test(f))) return null;
   delete obj.metadata.finalizers; // ObjectMeta: not part of what apply compares here
@@ -179,6 +235,14 @@ function normal(v, key = "") {
 }
 const same = (a, b) => JSON.stringify(normal(a)) === JSON.stringify(normal(b));
 const userPart = (o) => ({ metadata: o.metadata, spec: o.spec });
+// A generated name is random: checked against its pattern, then left out.
+function named(row, o, who) {
+  if (!row.generated) return o;
+  const { name, generateName: _, ...rest } = o.metadata ?? {};
+  check(generatedFrom(row.generated).test(name ?? ""),
+    `${row.what}: ${who} names it ${row.generated} and 5 generated characters`, `got ${name}`);
+  return { ...o, metadata: rest };
+}
 
 for (const row of rows) {
   const text = HEAD + row.yaml;
@@ -187,14 +251,14 @@ for (const row of rows) {
   if (row.accept) {
     check(server !== null, `${row.what}: the API server (CRD) accepts`,
       ajv.errorsText(validate.errors));
-    check(server === null || same(userPart(server), row.accept),
+    check(server === null || same(userPart(named(row, server, "the API server")), row.accept),
       `${row.what}: the API server stores the table's object`,
       `got ${JSON.stringify(server && userPart(server))}`);
     check(mine.rc === 0, `${row.what}: spacectl accepts`, mine.err.trim());
     if (mine.rc === 0) {
       const obj = JSON.parse(mine.out);
-      check(same(userPart(obj), row.accept), `${row.what}: spacectl prints the table's object`,
-        `got ${JSON.stringify(userPart(obj))}`);
+      check(same(userPart(named(row, obj, "spacectl")), row.accept),
+        `${row.what}: spacectl prints the table's object`, `got ${JSON.stringify(userPart(obj))}`);
     }
   } else {
     if (row.cel) {

@@ -9,7 +9,9 @@
  * persistent 504 at the target's file API aborts with the source still
  * bound and untouched; SIGKILL of the controller during the copy, then a
  * restart, completes or aborts cleanly; rollout restart moves the files to
- * a sandbox of a changed template.
+ * a sandbox of a changed template. spec.network on each flavour: created
+ * with the policy, which commands meet; a change applied live on e2b,
+ * migrated on cube (Migrate), reported on daytona (Report).
  */
 #include <check.h>
 #include <curl/curl.h>
@@ -18,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "../testutil.h"
 #include "reconcile/reconcile.h"
@@ -634,6 +638,231 @@ START_TEST(test_plan_shows_migration)
 }
 END_TEST
 
+/* ---- spec.network (issue 25) ---- */
+
+static size_t
+collect_body(char *data, size_t size, size_t n, void *arg)
+{
+	return sk_buf_append(arg, data, size * n) == 0 ? size * n : 0;
+}
+
+/* Runs cmd in sandbox id at flavour f as an SDK does (envd's
+ * process.Process/Start; Daytona's toolbox process/execute); its exit code. */
+static int
+run_in(int f, const char *id, const char *cmd)
+{
+	sk_buf b = SK_BUF_INIT(1 << 20), body = SK_BUF_INIT(1 << 16);
+	struct curl_slist *h = NULL;
+	CURL *c = curl_easy_init();
+	char url[300], hdr[160];
+	json_t *msg;
+	const char *code;
+	int rc = 0;
+
+	if (types[f] == SK_PROVIDER_DAYTONA) {
+		snprintf(url, sizeof(url), "%s/toolbox/%s/process/execute", sims[f].url, id);
+		h = curl_slist_append(h, "Authorization: Bearer " KEY);
+		h = curl_slist_append(h, "Content-Type: application/json");
+		msg = json_pack("{s:s}", "command", cmd);
+	} else {
+		unsigned char env[5] = { 0 };
+		snprintf(url, sizeof(url), "%s/process.Process/Start", sims[f].url);
+		snprintf(hdr, sizeof(hdr), "E2b-Sandbox-Id: %s", id);
+		h = curl_slist_append(h, hdr);
+		h = curl_slist_append(h, "E2b-Sandbox-Port: 49983");
+		h = curl_slist_append(h, "Content-Type: application/connect+json");
+		msg = json_pack("{s:{s:s,s:[s,s,s]}}", "process", "cmd", "/bin/bash", "args", "-l",
+		        "-c", cmd);
+		sk_buf_append(&body, env, sizeof(env)); /* the envelope, its length below */
+	}
+	{
+		char *text = json_dumps(msg, JSON_COMPACT);
+		size_t n = strlen(text);
+		sk_buf_append(&body, text, n);
+		if (types[f] != SK_PROVIDER_DAYTONA) {
+			body.data[1] = (char)(n >> 24), body.data[2] = (char)(n >> 16);
+			body.data[3] = (char)(n >> 8), body.data[4] = (char)n;
+		}
+		free(text);
+		json_decref(msg);
+	}
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)body.len);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
+	sk_buf_append(&b, "", 0);
+	/* both answers carry "exitCode": N, left out when 0 (envd's proto3 JSON);
+	 * envd's frames have NUL bytes in their headers */
+	code = memmem(b.data, b.len, "\"exitCode\":", 11);
+	if (code != NULL)
+		rc = atoi(code + strlen("\"exitCode\":"));
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	sk_buf_dispose(&b);
+	sk_buf_dispose(&body);
+	return rc;
+}
+
+static int
+count_sink(void *payload, const void *buf, size_t n)
+{
+	return 0;
+}
+
+/* The network lines of a space at flavour f with allowOut [cidr]. */
+static void
+apply_network(int f, const char *cidr, const char *strategy)
+{
+	char extra[512];
+
+	snprintf(extra, sizeof(extra),
+	        "    keepSourceFor: 1h\n  updateStrategy: %s\n"
+	        "  network: {internet: Deny, allowOut: [\"%s\"]}\n",
+	        strategy, cidr);
+	apply_space(flavors[f], "base", extra);
+}
+
+static bool
+has_network_drift(void)
+{
+	sk_userspace *us = stored();
+	bool found = false;
+
+	for (size_t i = 0; i < us->status.n_drift; i++)
+		found = found ||
+		        (strcmp(us->status.drift[i].type, SK_DRIFT_SPEC) == 0 &&
+		                strstr(us->status.drift[i].detail,
+		                        "spec wants internet Deny, "
+		                        "allowOut 192.168.0.0/16"));
+	sk_userspace_free(us);
+	return found;
+}
+
+/* What the provider holds for id, as its detail reports it (E2B, Daytona)
+ * or as the create-time digest says (Cube). */
+static bool
+policy_at(int f, const char *id, const char *cidr)
+{
+	sk_network want = { .internet = SK_NET_DENY };
+	sk_sandbox sb;
+	char digest[17];
+	const char *have;
+	bool ok;
+
+	sk_strlist_add(&want.allow_out, cidr);
+	sandbox_at(f, id, &sb);
+	sk_network_digest(&want, digest);
+	have = sk_kvlist_get(&sb.metadata, SK_META_NETWORK);
+	ok = sb.network_known ? sk_network_satisfies(&want, &sb.network)
+	                      : have != NULL && strcmp(have, digest) == 0;
+	sk_sandbox_dispose(&sb);
+	sk_network_dispose(&want);
+	return ok;
+}
+
+static bool
+eventually_policy(int f, const char *id, const char *cidr, int timeout_s)
+{
+	for (int i = 0; i < timeout_s * 5; i++) {
+		if (policy_at(f, id, cidr))
+			return true;
+		usleep(200000);
+	}
+	return false;
+}
+
+/* plan, describe and the status page show the policy and the difference. */
+static void
+assert_network_shown(void)
+{
+	const char *plan[] = { "plan", "--config", cfg_path, "alice", NULL };
+	const char *describe[] = { "describe", "userspace", "alice", NULL };
+	const char *want = "spec wants internet Deny, allowOut 192.168.0.0/16";
+	char url[128], *out = NULL;
+	sk_buf page = SK_BUF_INIT(16 << 20);
+	CURL *c = curl_easy_init();
+
+	ck_assert_int_eq(spacectl(plan, &out), 0);
+	ck_assert_msg(strstr(out, want) != NULL, "plan:\n%s", out);
+	free(out);
+	ck_assert_int_eq(spacectl(describe, &out), 0);
+	ck_assert_msg(strstr(out, "Network:") && strstr(out, "192.168.0.0/16") && strstr(out, want),
+	        "describe:\n%s", out);
+	free(out);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/spaces/alice", keeper_port);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &page);
+	ck_assert_int_eq(curl_easy_perform(c), CURLE_OK);
+	curl_easy_cleanup(c);
+	sk_buf_append(&page, "", 0);
+	ck_assert_msg(strstr(page.data, "&quot;allowOut&quot;") && strstr(page.data, want),
+	        "status page:\n%s", page.data);
+	sk_buf_dispose(&page);
+}
+
+/* A space with internet Deny and allowOut [10.0.0.0/8] on each flavour:
+ * created with that policy, which its commands meet; allowOut changed to
+ * 192.168.0.0/16: live on e2b (same sandbox), by migration on cube (files
+ * kept, a new sandbox), reported only on daytona (Report). */
+START_TEST(test_network_policy)
+{
+	int f = _i;
+	const char *strategy = f == 0 ? "Report" : f == 1 ? "Migrate" : "Report";
+	char note[] = WS "/notes.txt";
+	sk_file_entry e = { .path = note, .type = SK_FILE_REGULAR, .mode = 0644, .size = 0 };
+	char *id, *now_id;
+	sk_sandbox sb;
+
+	apply_network(f, "10.0.0.0/8", strategy);
+	id = wait_bound(flavors[f], 60);
+	ck_assert_msg(policy_at(f, id, "10.0.0.0/8"), "%s: created without the policy", flavors[f]);
+	ck_assert_int_eq(run_in(f, id, "curl -s http://10.1.2.3/"), 0);
+	ck_assert_int_eq(run_in(f, id, "curl -s http://93.184.216.34/"), 7);
+	if (f == 1) { /* a file the migration must carry */
+		sandbox_at(f, id, &sb);
+		put(f, &sb, &e, NULL);
+		sk_sandbox_dispose(&sb);
+	}
+	apply_network(f, "192.168.0.0/16", strategy);
+	if (f == 0) { /* e2b: live, the same sandbox */
+		ck_assert_msg(eventually_policy(f, id, "192.168.0.0/16", 30), "not applied live");
+		now_id = wait_bound(flavors[f], 10);
+		ck_assert_str_eq(now_id, id);
+		free(now_id);
+		ck_assert_int_eq(run_in(f, id, "curl -s http://10.1.2.3/"), 7);
+		ck_assert_int_eq(run_in(f, id, "curl -s http://192.168.1.1/"), 0);
+	} else if (f == 1) { /* cube: migrated, files kept */
+		move_watch w = { .source = id };
+		ck_assert_int_eq(
+		        watch_until(&w, SK_MIG_RETIRING, SK_MIG_DONE, 120), SK_MIG_RETIRING);
+		ck_assert(w.switched);
+		ck_assert_str_ne(w.target, id);
+		ck_assert(policy_at(f, w.target, "192.168.0.0/16"));
+		ck_assert_int_eq(state_at(f, w.target), SK_SANDBOX_RUNNING);
+		ck_assert_int_eq(run_in(f, w.target, "curl -s http://192.168.1.1/"), 0);
+		ck_assert_int_eq(run_in(f, w.target, "curl -s http://10.1.2.3/"), 7);
+		sandbox_at(f, w.target, &sb);
+		ck_assert_int_eq(
+		        sk_sandbox_read_file(sims[f].p, &sb, note, count_sink, NULL, NULL), 0);
+		sk_sandbox_dispose(&sb);
+	} else { /* daytona, Report: drift, the same sandbox and policy */
+		for (int i = 0; i < 100 && !has_network_drift(); i++)
+			usleep(200000);
+		ck_assert_msg(has_network_drift(), "no SpecMismatch for the network");
+		now_id = wait_bound(flavors[f], 10);
+		ck_assert_str_eq(now_id, id);
+		free(now_id);
+		ck_assert(policy_at(f, id, "10.0.0.0/8"));
+		assert_network_shown();
+	}
+	free(id);
+}
+END_TEST
+
 Suite *
 sk_suite_migrate_e2e(void)
 {
@@ -647,6 +876,11 @@ sk_suite_migrate_e2e(void)
 	tcase_add_test(tc, test_sigkill_during_copy);
 	tcase_add_test(tc, test_rollout_restart_template);
 	tcase_add_test(tc, test_plan_shows_migration);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("network");
+	tcase_set_timeout(tc, 300);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_loop_test(tc, test_network_policy, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -29,212 +29,12 @@ Suite *sk_suite_replicas(void);
 #define RESYNC_S RL_RESYNC_S
 #define LEASE_CLAIM_S 10 /* pkg/store/mongo_cas.c SK_LEASE_CLAIM_EXPIRY_MS */
 
-static json_t *
-sim_sandboxes(void)
-{
-	char url[256], *text = NULL;
-	json_t *v;
-
-	snprintf(url, sizeof(url), "%s/_sim/sandboxes", rl.sim_url);
-	rl_http("GET", url, &text);
-	v = json_loads(text ? text : "", 0, NULL);
-	free(text);
-	ck_assert_msg(json_is_array(v), "GET /_sim/sandboxes");
-	return v;
-}
-
-/* Users "r000".."r<n-1>": how many have exactly one live (running or
- * paused) sandbox, and (when bound is given) that one is the Ready object's
- * binding; the extra live sandboxes in *dups. */
-static int
-count_one_each_bound(const char *prefix, int n, json_t *bound, int *dups)
-{
-	json_t *all = sim_sandboxes(), *sb;
-	int *per = calloc((size_t)n, sizeof(int)), *ok = calloc((size_t)n, sizeof(int)), ones = 0;
-	size_t i;
-	char name[64];
-
-	json_array_foreach(all, i, sb)
-	{
-		const char *st = json_string_value(json_object_get(sb, "state"));
-		const char *u = json_string_value(
-		        json_object_get(json_object_get(sb, "metadata"), "user_id"));
-		const char *id = json_string_value(json_object_get(sb, "sandboxID"));
-		if (!u || !st || strncmp(u, prefix, strlen(prefix)) != 0 ||
-		        (strcmp(st, "running") != 0 && strcmp(st, "paused") != 0))
-			continue;
-		int k = atoi(u + strlen(prefix));
-		if (k < 0 || k >= n)
-			continue;
-		per[k]++;
-		snprintf(name, sizeof(name), "%s%03d", prefix, k);
-		ok[k] = !bound ||
-		        (id && json_is_string(json_object_get(bound, name)) &&
-		                strcmp(json_string_value(json_object_get(bound, name)), id) == 0);
-	}
-	*dups = 0;
-	for (int k = 0; k < n; k++) {
-		ones += per[k] == 1 && ok[k];
-		*dups += per[k] > 1 ? per[k] - 1 : 0;
-	}
-	free(per);
-	free(ok);
-	json_decref(all);
-	return ones;
-}
-
-static int
-count_one_each(const char *prefix, int n, int *dups)
-{
-	return count_one_each_bound(prefix, n, NULL, dups);
-}
-
 static void
 setup(void)
 {
 	const char *args[] = { "--latency", "2ms", NULL };
 
 	rl_setup("replicas", SHARDS, args);
-}
-
-static bool
-converge(const char *prefix, int n, int timeout_s)
-{
-	int dups = 0;
-
-	/* Every object Ready and bound to its user's only live sandbox. */
-	for (int t = 0; t < timeout_s; t++) {
-		json_t *bound = rl_ready_bindings();
-		bool ok = count_one_each_bound(prefix, n, bound, &dups) == n && dups == 0;
-		json_decref(bound);
-		if (ok)
-			return true;
-		sleep(1);
-	}
-	return false;
-}
-
-static off_t
-file_size(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0 ? st.st_size : 0;
-}
-
-/* The log of a replica from offset on. */
-static char *
-log_since(const rl_replica *r, off_t off)
-{
-	FILE *f = fopen(r->log, "r");
-	off_t end = file_size(r->log);
-	char *buf = calloc(1, (size_t)(end - off) + 1);
-
-	if (f && end > off) {
-		fseeko(f, off, SEEK_SET);
-		size_t got = fread(buf, 1, (size_t)(end - off), f);
-		buf[got] = '\0';
-	}
-	if (f)
-		fclose(f);
-	return buf;
-}
-
-/* The value of key=VALUE in one log line (into out). */
-static void
-log_value(const char *line, const char *key, char *out, size_t len)
-{
-	const char *p = strstr(line, key);
-	size_t n = 0;
-
-	out[0] = '\0';
-	if (!p)
-		return;
-	for (p += strlen(key); *p && *p != ' ' && *p != '\n' && n + 1 < len; p++)
-		out[n++] = *p;
-	out[n] = '\0';
-}
-
-/* After SIGCONT, until the replica holds a lease again: the only actions it
- * logs ("action" or "action failed", logged when a call returns) are the
- * provider calls that were in flight at SIGSTOP (at most one per worker),
- * and each is followed by a fenced stop of the same space: no call starts
- * and nothing is written on the stale lease. */
-static void
-assert_no_stale_action(const rl_replica *r, off_t off, int *in_flight, int *fenced)
-{
-	char *text = log_since(r, off), *end = strstr(text, "msg=\"shards acquired\"");
-	char name[128], want[160];
-
-	*in_flight = *fenced = 0;
-	if (end)
-		*end = '\0';
-	for (char *p = text; (p = strstr(p, "msg=\"fenced\"")) != NULL; p++)
-		(*fenced)++;
-	for (char *p = text; (p = strstr(p, "msg=\"action")) != NULL; p++) {
-		char *eol = strchr(p, '\n');
-		ck_assert_ptr_nonnull(eol);
-		*eol = '\0';
-		if (strstr(p, "error=\"") && strstr(p, "fenced")) {
-			*eol = '\n'; /* refused by the fence itself: no call made */
-			continue;
-		}
-		log_value(p, "userspace=", name, sizeof(name));
-		snprintf(want, sizeof(want), "msg=\"fenced\" userspace=%s ", name);
-		ck_assert_msg(strstr(eol + 1, want),
-		        "replica acted after SIGCONT without a lease and was not fenced: %s", p);
-		(*in_flight)++;
-		*eol = '\n';
-	}
-	ck_assert_int_le(*in_flight, 8); /* workers: 8 */
-	free(text);
-}
-
-/* Sets the simulator's faults (a JSON document), or clears them (NULL). */
-static void
-sim_faults(const char *body)
-{
-	char url[256], *out = NULL;
-	long st;
-
-	snprintf(url, sizeof(url), "%s/_sim/faults", rl.sim_url);
-	st = body ? sk_test_post_json(rl.sim_url, "/_sim/faults", body)
-	          : rl_http("DELETE", url, &out);
-	free(out);
-	ck_assert_msg(st >= 200 && st < 300, "%s /_sim/faults: %ld", body ? "POST" : "DELETE", st);
-}
-
-/* Whether a space of a shard replica r holds is marked Creating (the mark
- * is written just before the provider's create call). */
-static bool
-creating_on(const rl_replica *r)
-{
-	const char *argv[] = { "spacectl", "--mongodb-uri", rl.mongo_uri, "--database", rl.db,
-		"get", "userspaces", "-o", "json", NULL };
-	char *out = NULL, series[96];
-	json_t *v, *it;
-	bool mine[SHARDS], found = false;
-	size_t i;
-
-	for (unsigned k = 0; k < SHARDS; k++) {
-		snprintf(series, sizeof(series),
-		        "spacekeeper_leader_election_master_status{name=\"shard-%02u\"}", k);
-		mine[k] = rl_metric(r, series) == 1;
-	}
-	ck_assert_int_eq(sk_test_run(argv, NULL, NULL, &out, NULL, 120), 0);
-	v = json_loads(out ? out : "", 0, NULL);
-	free(out);
-	json_array_foreach(json_object_get(v, "items"), i, it)
-	{
-		const char *user =
-		        json_string_value(json_object_get(json_object_get(it, "spec"), "userID"));
-		const char *phase =
-		        json_string_value(json_object_get(json_object_get(it, "status"), "phase"));
-		if (user && phase && strcmp(phase, "Creating") == 0 && mine[rl_shard_of(user)])
-			found = true;
-	}
-	json_decref(v);
-	return found;
 }
 
 /* ---- one provider list ---- */
@@ -376,7 +176,7 @@ START_TEST(test_replicas_share_take_over_and_fence)
 	        "no even split");
 	rl_apply_users("r", 0, 300);
 	/* Mid-convergence: kill replica 2 without warning. */
-	for (int t = 0; t < 600 && count_one_each("r", 300, &dups) < 100; t++)
+	for (int t = 0; t < 600 && rl_count_one_each("r", 300, &dups) < 100; t++)
 		usleep(100000);
 	t0 = sk_monotonic_ms();
 	sk_test_stop(rl.reps[2].pid, true);
@@ -386,31 +186,31 @@ START_TEST(test_replicas_share_take_over_and_fence)
 	ck_assert_msg(rl_split_settled(0x3, 1, t0, LEASE_CLAIM_S + RESYNC_S + 2,
 	                      "after SIGKILL of replica-2"),
 	        "replica-2's shards not taken over within lease + resync");
-	ck_assert_msg(converge("r", 300, 120), "300 spaces did not converge");
-	count_one_each("r", 300, &dups);
+	ck_assert_msg(rl_converged("r", 300, 120), "300 spaces did not converge");
+	rl_count_one_each("r", 300, &dups);
 	ck_assert_int_eq(dups, 0);
 
 	/* SIGSTOP replica 1 while its workers wait for slow creates, for longer
 	 * than the lease. */
-	sim_faults("{\"latency\": {\"create\": {\"fixed_ms\": 1500}}}");
+	rl_sim_faults("{\"latency\": {\"create\": {\"fixed_ms\": 1500}}}");
 	rl_apply_users("r", 300, 360);
 	for (int t = 0; t < 300 && !busy; t++)
-		busy = creating_on(&rl.reps[1]); /* one of its workers waits in a create */
+		busy = rl_creating_on(&rl.reps[1]); /* one of its workers waits in a create */
 	ck_assert_msg(busy, "replica-1 never started a create");
 	usleep(200000);
 	t0 = sk_monotonic_ms();
 	ck_assert_int_eq(kill(rl.reps[1].pid, SIGSTOP), 0);
 	sleep(LEASE_S + 2);
-	sim_faults(NULL);
+	rl_sim_faults(NULL);
 	ck_assert_msg(rl_split_settled(0x1, SHARDS, t0, LEASE_S + 4, "while replica-1 is stopped"),
 	        "replica-0 did not take the stopped replica's shards");
-	off = file_size(rl.reps[1].log);
+	off = rl_file_size(rl.reps[1].log);
 	ck_assert_int_eq(kill(rl.reps[1].pid, SIGCONT), 0);
 	ck_assert_msg(rl_split_settled(0x3, SHARDS / 2 - 1, sk_monotonic_ms(), 20,
 	                      "after SIGCONT of replica-1"),
 	        "replica-1 did not take its share back");
-	ck_assert_msg(converge("r", 360, 120), "360 spaces did not converge");
-	assert_no_stale_action(&rl.reps[1], off, &in_flight, &fenced);
+	ck_assert_msg(rl_converged("r", 360, 120), "360 spaces did not converge");
+	rl_assert_no_stale_action(&rl.reps[1], off, &in_flight, &fenced);
 	printf("replicas: replica-1 after SIGCONT: %d calls in flight at SIGSTOP returned, "
 	       "%d fenced stops, no call on a stale lease\n",
 	        in_flight, fenced);
@@ -421,8 +221,8 @@ START_TEST(test_replicas_share_take_over_and_fence)
 	rl_start(3, NULL);
 	ck_assert_msg(rl_split_settled(0xb, SHARDS / 3 - 1, t0, 20, "after replica-3 joined"),
 	        "replica-3 took no share");
-	ck_assert_msg(converge("r", 360, 60), "not one each after replica-3 joined");
-	count_one_each("r", 360, &dups);
+	ck_assert_msg(rl_converged("r", 360, 60), "not one each after replica-3 joined");
+	rl_count_one_each("r", 360, &dups);
 	ck_assert_int_eq(dups, 0);
 
 	/* One list for the three live replicas. */

@@ -1471,6 +1471,141 @@ START_TEST(test_caps_create_rate)
 }
 END_TEST
 
+/* ---- network policy (issue 25) ---- */
+
+/* The exit code of a command in sandbox id (E2B and Cube: envd). */
+static int
+exit_of(const char *id, const char *cmd_json, cmd_result *res)
+{
+	run_cmd(id, NULL, cmd_json, NULL, res);
+	return res->exit_code;
+}
+
+static const char *
+item(const json_t *a, size_t i)
+{
+	return json_string_value(json_array_get(a, i));
+}
+
+START_TEST(test_network_e2b)
+{
+	const char *id, *open;
+	cmd_result res;
+	resp *r;
+	json_t *net;
+
+	start_sim(NULL);
+	id = create("{\"templateID\":\"base\",\"allow_internet_access\":false,\"network\":{"
+	            "\"allowOut\":[\"10.0.0.0/8\",\"*.pypi.org\"],\"denyOut\":[\"10.9.0.0/16\"]}}");
+	r = reqf("GET", NULL, "/sandboxes/%s", id);
+	ck_assert(json_is_false(json_object_get(r->json, "allowInternetAccess")));
+	net = json_object_get(r->json, "network");
+	ck_assert_int_eq(json_array_size(json_object_get(net, "allowOut")), 2);
+	ck_assert_str_eq(item(json_object_get(net, "allowOut"), 0), "10.0.0.0/8");
+	ck_assert_str_eq(item(json_object_get(net, "allowOut"), 1), "*.pypi.org");
+	ck_assert_str_eq(item(json_object_get(net, "denyOut"), 0), "10.9.0.0/16");
+	ck_assert(json_is_true(json_object_get(net, "allowPublicTraffic")));
+	/* the emulated processes honour it: allowOut wins over denyOut */
+	ck_assert_int_eq(exit_of(id, "\"curl -s http://10.1.2.3/\"", &res), 0);
+	ck_assert_int_eq(exit_of(id, "\"curl -s http://10.9.1.1/\"", &res), 0);
+	ck_assert_int_eq(exit_of(id, "\"curl -s https://93.184.216.34/\"", &res), 7);
+	ck_assert_ptr_nonnull(strstr(res.err, "Failed to connect to 93.184.216.34 port 443"));
+	ck_assert_int_eq(exit_of(id, "\"nc -z files.pypi.org 443\"", &res), 0);
+	ck_assert_int_eq(exit_of(id, "\"nc -z pypi.org.evil.com 443\"", &res), 1);
+	ck_assert_int_eq(exit_of(id, "\"wget -q http://example.com/\"", &res), 7);
+	/* changed live: the same sandbox, the new policy */
+	r = reqf("PUT", "{\"allowOut\":[\"192.168.0.0/16\"],\"denyOut\":[\"0.0.0.0/0\"]}",
+	        "/sandboxes/%s/network", id);
+	ck_assert_int_eq(r->status, 204);
+	r = reqf("GET", NULL, "/sandboxes/%s", id);
+	ck_assert(json_is_false(json_object_get(r->json, "allowInternetAccess")));
+	net = json_object_get(r->json, "network");
+	ck_assert_str_eq(item(json_object_get(net, "allowOut"), 0), "192.168.0.0/16");
+	ck_assert_int_eq(json_array_size(json_object_get(net, "denyOut")), 0);
+	ck_assert_int_eq(exit_of(id, "\"curl -s http://10.1.2.3/\"", &res), 7);
+	ck_assert_int_eq(exit_of(id, "\"curl -s http://192.168.7.7/\"", &res), 0);
+	/* a denyOut of everything but a CIDR; allowing everything again */
+	ck_assert_int_eq(
+	        reqf("PUT", "{\"denyOut\":[\"8.8.8.0/24\"]}", "/sandboxes/%s/network", id)->status,
+	        204);
+	ck_assert_int_eq(exit_of(id, "\"curl -s http://8.8.8.8/\"", &res), 7);
+	ck_assert_int_eq(exit_of(id, "\"curl -s http://1.1.1.1/\"", &res), 0);
+	/* as E2B validates: no host names in denyOut, private URLs need secure */
+	ck_assert_int_eq(
+	        reqf("PUT", "{\"denyOut\":[\"evil.com\"]}", "/sandboxes/%s/network", id)->status,
+	        400);
+	ck_assert_int_eq(
+	        req("POST", "/sandboxes",
+	                "{\"templateID\":\"base\",\"network\":{\"allowPublicTraffic\":false}}")
+	                ->status,
+	        400);
+	id = create("{\"templateID\":\"base\",\"secure\":true,\"network\":{\"allowPublicTraffic\":"
+	            "false}}");
+	r = reqf("GET", NULL, "/sandboxes/%s", id);
+	ck_assert(json_is_false(
+	        json_object_get(json_object_get(r->json, "network"), "allowPublicTraffic")));
+	/* no policy: open egress, reported as such */
+	open = create("{\"templateID\":\"base\"}");
+	r = reqf("GET", NULL, "/sandboxes/%s", open);
+	ck_assert(json_is_true(json_object_get(r->json, "allowInternetAccess")));
+	ck_assert_ptr_null(json_object_get(r->json, "network"));
+	ck_assert_int_eq(exit_of(open, "\"curl -s http://93.184.216.34/\"", &res), 0);
+}
+END_TEST
+
+START_TEST(test_network_cube)
+{
+	static const char *const args[] = { "--flavor", "cube", NULL };
+	const char *id;
+	cmd_result res;
+	resp *r;
+
+	start_sim(args);
+	id = create("{\"templateID\":\"base\",\"allow_internet_access\":false,\"network\":{"
+	            "\"allowOut\":[\"10.0.0.0/8\"]}}");
+	r = reqf("GET", NULL, "/sandboxes/%s", id);
+	/* Cube takes the policy and enforces it, and reports none of it */
+	ck_assert_ptr_null(json_object_get(r->json, "network"));
+	ck_assert_ptr_null(json_object_get(r->json, "allowInternetAccess"));
+	ck_assert_int_eq(exit_of(id, "\"curl -s http://10.0.0.1/\"", &res), 0);
+	ck_assert_int_eq(exit_of(id, "\"curl -s http://8.8.8.8/\"", &res), 7);
+	ck_assert_int_eq(
+	        reqf("PUT", "{\"allowOut\":[]}", "/sandboxes/%s/network", id)->status, 404);
+}
+END_TEST
+
+START_TEST(test_network_daytona)
+{
+	static const char *const args[] = { "--flavor", "daytona", NULL };
+	char path[256], id[64];
+	resp *r;
+
+	start_sim(args);
+	r = dreq("POST", "/api/sandbox", "{\"networkAllowList\":\"10.0.0.0/8,192.168.1.0/24\"}");
+	ck_assert_int_eq(r->status, 200);
+	ck_assert(json_is_false(json_object_get(r->json, "networkBlockAll")));
+	ck_assert_str_eq(jstr(r, "networkAllowList"), "10.0.0.0/8,192.168.1.0/24");
+	snprintf(id, sizeof(id), "%s", jstr(r, "id"));
+	snprintf(path, sizeof(path), "/toolbox/%s/process/execute", id);
+	r = dreq("POST", path, "{\"command\":\"curl -s http://10.4.4.4/\"}");
+	ck_assert_int_eq(json_integer_value(json_object_get(r->json, "exitCode")), 0);
+	r = dreq("POST", path, "{\"command\":\"curl -s http://8.8.8.8/\"}");
+	ck_assert_int_eq(json_integer_value(json_object_get(r->json, "exitCode")), 7);
+	ck_assert_ptr_nonnull(strstr(jstr(r, "result"), "Failed to connect to 8.8.8.8"));
+	r = dreq("POST", "/api/sandbox", "{\"networkBlockAll\":true}");
+	ck_assert(json_is_true(json_object_get(r->json, "networkBlockAll")));
+	snprintf(path, sizeof(path), "/toolbox/%s/process/execute", jstr(r, "id"));
+	r = dreq("POST", path, "{\"command\":\"nc -z 10.0.0.1 22\"}");
+	ck_assert_int_eq(json_integer_value(json_object_get(r->json, "exitCode")), 1);
+	ck_assert_int_eq(
+	        dreq("POST", "/api/sandbox", "{\"networkAllowList\":\"example.com\"}")->status,
+	        400);
+	r = dreq("POST", "/api/sandbox", "{}");
+	ck_assert(json_is_false(json_object_get(r->json, "networkBlockAll")));
+	ck_assert(json_is_null(json_object_get(r->json, "networkAllowList")));
+}
+END_TEST
+
 Suite *
 sk_suite_sandboxsim(void)
 {
@@ -1509,6 +1644,9 @@ sk_suite_sandboxsim(void)
 	tcase_add_test(flavors, test_daytona_cursor_paging);
 	tcase_add_test(flavors, test_daytona_lifecycle_answers);
 	tcase_add_test(flavors, test_daytona_toolbox);
+	tcase_add_test(flavors, test_network_e2b);
+	tcase_add_test(flavors, test_network_cube);
+	tcase_add_test(flavors, test_network_daytona);
 	suite_add_tcase(s, e2b);
 	suite_add_tcase(s, faults);
 	suite_add_tcase(s, flavors);

@@ -89,7 +89,10 @@ START_TEST(usage_errors_exit_2)
 		ASSERT_HAS(err, "flag -o needs an argument");
 		ctl_free(&out, &err);
 	}
-	ck_assert_int_eq(ctl(&out, &err, "describe", "us", NULL), 2);
+	/* describe with no name describes all (kubectl's habit): no usage error */
+	ck_assert_int_eq(ctl(&out, &err, "describe", NULL), 2);
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "describe", "us", "alice", "-l", "a=b", NULL), 2);
 	ctl_free(&out, &err);
 	ck_assert_int_eq(ctl(&out, &err, "delete", NULL), 2);
 	ctl_free(&out, &err);
@@ -557,7 +560,8 @@ START_TEST(delete_marks_and_force_removes)
 	ck_assert_int_ne(us->meta.deletion_ms, 0);
 	sk_userspace_free(us);
 	ck_assert_int_eq(ctl(&out, &err, "get", "us", "g-a", NULL), 0);
-	ASSERT_HAS(out, "Terminating");
+	ASSERT_HAS(out, "Deleting"); /* the phase's word, as metrics and the connect API say */
+	ASSERT_HASNT(out, "Terminating");
 	ctl_free(&out, &err);
 
 	ck_assert_int_eq(ctl(&out, &err, "delete", "us", "nobody", NULL), 1);

@@ -826,6 +826,340 @@ START_TEST(config_file_errors)
 }
 END_TEST
 
+/* ---- issue 26: the last kubectl habits ---- */
+
+START_TEST(apply_dry_run_modes)
+{
+	char *out, *err, *file = ctl_write_us("dr.yaml", "dr", "u-dr", NULL);
+
+	ck_assert_int_eq(ctl(&out, &err, "apply", "--dry-run=client", "-f", file, NULL), 0);
+	ck_assert_str_eq(out, "userspace/dr created (dry run)\n");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "apply", "--dry-run=server", "-f", file, NULL), 0);
+	ck_assert_str_eq(out, "userspace/dr created (server dry run)\n");
+	ctl_free(&out, &err);
+	ck_assert_uint_eq(ctl_count(), 0);
+	ck_assert_int_eq(ctl(&out, &err, "apply", "--dry-run=bogus", "-f", file, NULL), 2);
+	ASSERT_HAS(
+	        err, "Invalid dry-run value (bogus). Must be \"none\", \"server\", or \"client\".");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "apply", "--dry-run=none", "-f", file, NULL), 0);
+	ck_assert_str_eq(out, "userspace/dr created\n");
+	ctl_free(&out, &err);
+	ck_assert_uint_eq(ctl_count(), 1);
+	free(file);
+}
+END_TEST
+
+START_TEST(apply_recursive_output_name_server_side)
+{
+	char *out, *err, *dir = sk_asprintf("%s/tree", ctl_dir), *sub = sk_asprintf("%s/sub", dir);
+	char *y1 = ctl_us_yaml("top", "u-top", NULL), *y2 = ctl_us_yaml("deep", "u-deep", NULL);
+	char *p1 = sk_asprintf("%s/a.yaml", dir), *p2 = sk_asprintf("%s/b.yaml", sub);
+	FILE *f;
+
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	ck_assert_int_eq(mkdir(sub, 0755), 0);
+	ck_assert_ptr_nonnull(f = fopen(p1, "w"));
+	fputs(y1, f);
+	fclose(f);
+	ck_assert_ptr_nonnull(f = fopen(p2, "w"));
+	fputs(y2, f);
+	fclose(f);
+	/* without -R: the directory's own files only */
+	ck_assert_int_eq(ctl(&out, &err, "apply", "--dry-run", "-f", dir, "-o", "name", NULL), 0);
+	ck_assert_str_eq(out, "userspace/top\n");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "apply", "-R", "-f", dir, "-o", "name", NULL), 0);
+	ck_assert_str_eq(out, "userspace/top\nuserspace/deep\n");
+	ctl_free(&out, &err);
+	ck_assert_uint_eq(ctl_count(), 2);
+	/* --server-side: accepted, explained, the same write */
+	ck_assert_int_eq(ctl(&out, &err, "apply", "--server-side", "--force-conflicts",
+	                         "--field-manager", "ci", "-R", "-f", dir, NULL),
+	        0);
+	ck_assert_str_eq(out, "userspace/top unchanged\nuserspace/deep unchanged\n");
+	ASSERT_HAS(err, "--server-side: spacectl has no API server");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "apply", "-f", dir, "-o", "json", NULL), 0);
+	ASSERT_HAS(out, "\"name\": \"top\"");
+	ctl_free(&out, &err);
+	free(y1);
+	free(y2);
+	free(p1);
+	free(p2);
+	free(sub);
+	free(dir);
+}
+END_TEST
+
+START_TEST(create_replace_and_generate_name)
+{
+	char *out, *err, *file = ctl_write_us("c.yaml", "cr", "u-cr", NULL);
+	char *changed = ctl_write_us("c2.yaml", "cr", "u-cr", "  template: gpu\n");
+	char *missing = ctl_write_us("c3.yaml", "nothere", "u-nothere", NULL);
+	char *gen = ctl_write_text("gen.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata: {generateName: trial-}\nspec: {userID: u-trial}\n");
+	char *stale = ctl_write_text("stale.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata: {name: cr, resourceVersion: \"1\"}\nspec: {userID: u-cr}\n");
+	sk_userspace *us;
+
+	ck_assert_int_eq(ctl(&out, &err, "create", "-f", file, NULL), 0);
+	ck_assert_str_eq(out, "userspace/cr created\n");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "create", "-f", file, NULL), 1);
+	ASSERT_HAS(err, "userspaces \"cr\" already exists (AlreadyExists");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "replace", "-f", changed, NULL), 0);
+	ck_assert_str_eq(out, "userspace/cr replaced\n");
+	ctl_free(&out, &err);
+	us = ctl_stored("cr");
+	ck_assert_str_eq(us->spec.template_id, "gpu");
+	sk_userspace_free(us);
+	ck_assert_int_eq(ctl(&out, &err, "replace", "-f", missing, NULL), 1);
+	ASSERT_HAS(err, "userspaces \"nothere\" not found (NotFound");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "replace", "-f", stale, NULL), 1);
+	ASSERT_HAS(err, "Operation cannot be fulfilled on userspaces \"cr\"");
+	ctl_free(&out, &err);
+	/* generateName: create names it; apply needs a name */
+	ck_assert_int_eq(ctl(&out, &err, "apply", "-f", gen, NULL), 1);
+	ASSERT_HAS(err, "metadata.generateName: names an object only on create");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "create", "-f", gen, "-o", "name", NULL), 0);
+	ck_assert_msg(strncmp(out, "userspace/trial-", 16) == 0 && strlen(out) == 22 &&
+	                strspn(out + 16, "bcdfghjklmnpqrstvwxz2456789") == 5,
+	        "%s", out);
+	out[21] = '\0';
+	us = ctl_stored(out + 10);
+	ck_assert_ptr_nonnull(us);
+	sk_userspace_free(us);
+	ctl_free(&out, &err);
+	ck_assert_uint_eq(ctl_count(), 2);
+	free(file);
+	free(changed);
+	free(missing);
+	free(gen);
+	free(stale);
+}
+END_TEST
+
+START_TEST(get_from_file_and_label_columns)
+{
+	char *out, *err, *file = ctl_write_us("g.yaml", "bob", "u-a", NULL);
+
+	apply_three();
+	ck_assert_int_eq(ctl(&out, &err, "get", "-f", file, "-o", "name", NULL), 0);
+	ck_assert_str_eq(out, "userspace/bob\n");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "get", "us", "-L", "team,absent", NULL), 0);
+	ck_assert_msg(strstr(out, "   TEAM   ABSENT\n") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "   b\n") != NULL && strstr(out, "   a\n") != NULL, "%s", out);
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "get", "us", "-L", "example.com/team", "--no-headers",
+	                         "-o", "name", NULL),
+	        0);
+	ctl_free(&out, &err);
+	free(file);
+}
+END_TEST
+
+START_TEST(get_custom_columns_and_go_template)
+{
+	char *out, *err;
+
+	apply_three();
+	ck_assert_int_eq(
+	        ctl(&out, &err, "get", "us", "-o",
+	                "custom-columns=NAME:.metadata.name,USER:{.spec.userID},X:.spec.nope",
+	                NULL),
+	        0);
+	ck_assert_str_eq(out,
+	        "NAME    USER   X\nalice   u-c    <none>\nbob     u-a    <none>\n"
+	        "carol   u-b    <none>\n");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "get", "us", "-o", "custom-columns=NAME", NULL), 2);
+	ASSERT_HAS(err, "expected HEADER:PATH at offset 0");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "get", "us", "-o",
+	                         "go-template={{range .items}}{{.metadata.name}}:{{index "
+	                         ".metadata.labels \"team\"}}{{\"\\n\"}}{{end}}",
+	                         NULL),
+	        0);
+	ck_assert_str_eq(out, "alice:a\nbob:b\ncarol:a\n");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(
+	        ctl(&out, &err, "get", "us/bob", "-o", "go-template={{.spec.nope}}", NULL), 0);
+	ck_assert_str_eq(out, "<no value>");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(
+	        ctl(&out, &err, "get", "us", "-o", "go-template=x{{if .items}}y{{end}}", NULL), 2);
+	ASSERT_HAS(err, "unsupported action \"if\"");
+	ASSERT_HAS(err, "at offset 3");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(
+	        ctl(&out, &err, "get", "us", "-o", "go-template={{.items | len}}", NULL), 2);
+	ASSERT_HAS(err, "at offset 9");
+	ctl_free(&out, &err);
+}
+END_TEST
+
+START_TEST(get_field_selector)
+{
+	char *out, *err;
+
+	apply_three();
+	ck_assert_int_eq(ctl(&out, &err, "get", "us", "--field-selector", "spec.userID=u-a", "-o",
+	                         "name", NULL),
+	        0);
+	ck_assert_str_eq(out, "userspace/bob\n");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "get", "us", "--field-selector",
+	                         "metadata.name!=alice,spec.mode==Running", "-o", "name", NULL),
+	        0);
+	ck_assert_str_eq(out, "userspace/bob\nuserspace/carol\n");
+	ctl_free(&out, &err);
+	/* no controller: no phase yet, so every object has status.phase "" */
+	ck_assert_int_eq(
+	        ctl(&out, &err, "get", "us", "--field-selector=status.phase=Running", NULL), 0);
+	ck_assert_str_eq(out, "");
+	ASSERT_HAS(err, "No resources found.");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "get", "us", "--field-selector", "spec.nope=1", NULL), 2);
+	ASSERT_HAS(err, "field label not supported: spec.nope");
+	ctl_free(&out, &err);
+}
+END_TEST
+
+START_TEST(describe_all_and_delete_dry_run_wait)
+{
+	char *out, *err;
+
+	apply_three();
+	ck_assert_int_eq(ctl(&out, &err, "describe", "userspaces", NULL), 0);
+	ASSERT_HAS(out, "alice");
+	ASSERT_HAS(out, "u-a");
+	ASSERT_HAS(out, "carol");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "describe", "us", "-l", "team=b", NULL), 0);
+	ASSERT_HAS(out, "bob");
+	ASSERT_HASNT(out, "alice");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "delete", "us", "alice", "--dry-run", NULL), 0);
+	ck_assert_str_eq(out, "userspace/alice deleted (dry run)\n");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(
+	        ctl(&out, &err, "delete", "us", "-l", "team=a", "--dry-run=server", NULL), 0);
+	ck_assert_str_eq(out,
+	        "userspace/alice deleted (server dry run)\nuserspace/carol deleted (server dry "
+	        "run)\n");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "delete", "us", "nothere", "--dry-run", NULL), 1);
+	ctl_free(&out, &err);
+	{
+		sk_userspace *a = ctl_stored("alice");
+		ck_assert_ptr_nonnull(a);
+		ck_assert_int_eq(a->meta.deletion_ms, 0);
+		sk_userspace_free(a);
+	}
+	ck_assert_int_eq(ctl(&out, &err, "delete", "us", "bob", "--wait=false", NULL), 0);
+	ck_assert_str_eq(out, "userspace/bob deleted\n");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "delete", "us", "carol", "--wait=maybe", NULL), 2);
+	ctl_free(&out, &err);
+}
+END_TEST
+
+START_TEST(api_resources_and_version_client)
+{
+	char *out, *err;
+
+	ck_assert_int_eq(ctl(&out, &err, "api-resources", NULL), 0);
+	ck_assert_str_eq(out,
+	        "NAME         SHORTNAMES   APIVERSION                 NAMESPACED   KIND\n"
+	        "userspaces   us           spacekeeper.dev/v1alpha1   false        "
+	        "UserSpace\n");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "api-resources", "-o", "name", NULL), 0);
+	ck_assert_str_eq(out, "userspaces.spacekeeper.dev\n");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "version", "--client", NULL), 0);
+	ASSERT_HAS(out, "spacectl version ");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "version", "--client=true", "-o", "json", NULL), 0);
+	ASSERT_HAS(out, "\"apiVersion\": \"spacekeeper.dev/v1alpha1\"");
+	ctl_free(&out, &err);
+}
+END_TEST
+
+/* Every field explain knows (each schema row and each object holding rows) has a
+ * description: a new field without one fails here. */
+START_TEST(explain_every_field_described)
+{
+	for (size_t i = 0; i < sk_spec_n_fields; i++) {
+		char *path = sk_strdup(sk_spec_fields[i].path);
+		for (char *dot = path + strlen(path); dot != NULL;) {
+			char *arg = sk_asprintf("userspace.%s", path), *out, *err, *d, *end;
+			ck_assert_msg(
+			        ctl(&out, &err, "explain", arg, NULL) == 0, "%s: %s", arg, err);
+			d = strstr(out, "DESCRIPTION:\n");
+			ck_assert_msg(d != NULL, "%s: %s", arg, out);
+			d += strlen("DESCRIPTION:\n");
+			end = strstr(d, "\n\n");
+			ck_assert_msg(strspn(d, " \n") < (size_t)((end ? end : d + strlen(d)) - d),
+			        "%s has no description:\n%s", arg, out);
+			ASSERT_HASNT(err, "runtime error");
+			ctl_free(&out, &err);
+			free(arg);
+			*dot = '\0';
+			dot = strrchr(path, '.');
+			if (dot == NULL)
+				break;
+		}
+		free(path);
+	}
+}
+END_TEST
+
+START_TEST(validate_did_you_mean)
+{
+	char *out, *err,
+	        *file = ctl_write_us("typo.yaml", "typo", "u-typo",
+	                "  tempalte: gpu\n  lifecycle: {autoResum: true}\n");
+
+	ck_assert_int_eq(ctl(&out, &err, "validate", "-f", file, NULL), 1);
+	ASSERT_HAS(err, "spec.tempalte: unknown field (did you mean template?)");
+	ASSERT_HAS(err, "spec.lifecycle.autoResum: unknown field (did you mean autoResume?)");
+	ctl_free(&out, &err);
+	free(file);
+}
+END_TEST
+
+/* get -w's header is as wide as the rows that follow will be: a phase
+ * (Migrating, Deleting) or a sandbox ID arriving later lines up. */
+START_TEST(watch_columns_sized_for_later_rows)
+{
+	char *out, *err;
+
+	apply_three();
+	ck_assert_int_eq(ctl(&out, &err, "get", "us", "-w", "--watch-timeout", "1s", NULL), 0);
+	ck_assert_msg(strncmp(out,
+	                      "NAME    USERID   MODE      PHASE       SANDBOX                 "
+	                      "READY     DRIFT   AGE\n",
+	                      82) == 0,
+	        "%s", out);
+	ASSERT_HASNT(out, "xxxxxxxx"); /* the sizing row is not printed */
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "delete", "us", "bob", NULL), 0);
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "get", "us", "bob", NULL), 0);
+	ASSERT_HAS(out, "Running   Deleting   -");
+	ctl_free(&out, &err);
+}
+END_TEST
+
 Suite *
 sk_suite_spacectl_kubectl(void)
 {
@@ -856,6 +1190,17 @@ sk_suite_spacectl_kubectl(void)
 	tcase_add_test(tc, config_contexts);
 	tcase_add_test(tc, config_controller_config);
 	tcase_add_test(tc, config_file_errors);
+	tcase_add_test(tc, apply_dry_run_modes);
+	tcase_add_test(tc, apply_recursive_output_name_server_side);
+	tcase_add_test(tc, create_replace_and_generate_name);
+	tcase_add_test(tc, get_from_file_and_label_columns);
+	tcase_add_test(tc, get_custom_columns_and_go_template);
+	tcase_add_test(tc, get_field_selector);
+	tcase_add_test(tc, describe_all_and_delete_dry_run_wait);
+	tcase_add_test(tc, api_resources_and_version_client);
+	tcase_add_test(tc, explain_every_field_described);
+	tcase_add_test(tc, validate_did_you_mean);
+	tcase_add_test(tc, watch_columns_sized_for_later_rows);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../testutil.h"
@@ -176,12 +177,20 @@ write_config(rl_replica *r, int i, const char *extra)
 void
 rl_start(int i, const char *extra)
 {
-	const char *env[] = { "E2B_API_KEY=" RL_DUMMY_KEY, NULL };
+	rl_start_env(i, extra, NULL);
+}
+
+void
+rl_start_env(int i, const char *extra, const char *const *more_env)
+{
+	const char *env[16] = { "E2B_API_KEY=" RL_DUMMY_KEY, NULL };
 	rl_replica *r = &rl.reps[i];
 	const char *argv[] = { "spacekeeper", "--config", r->cfg, "--mongodb-uri", rl.mongo_uri,
 		"--database", rl.db, "--poll", "200ms", NULL };
 
 	ck_assert_int_lt(i, RL_MAX_REPLICAS);
+	for (size_t k = 0; more_env && more_env[k] && k + 2 < 16; k++)
+		env[k + 1] = more_env[k];
 	write_config(r, i, extra);
 	snprintf(r->log, sizeof(r->log), "%s/replica-%s-%d.log", sk_test_tmpdir(), rl.db, i);
 	r->pid = sk_test_spawn(argv, env, r->log);
@@ -359,4 +368,205 @@ rl_ready_bindings(void)
 	}
 	json_decref(v);
 	return m;
+}
+
+/* ---- the simulator, logs and fencing (check_replicas.c, check_clock.c) ---- */
+
+json_t *
+rl_sim_sandboxes(void)
+{
+	char url[256], *text = NULL;
+	json_t *v;
+
+	snprintf(url, sizeof(url), "%s/_sim/sandboxes", rl.sim_url);
+	rl_http("GET", url, &text);
+	v = json_loads(text ? text : "", 0, NULL);
+	free(text);
+	ck_assert_msg(json_is_array(v), "GET /_sim/sandboxes");
+	return v;
+}
+
+/* Users "r000".."r<n-1>": how many have exactly one live (running or
+ * paused) sandbox, and (when bound is given) that one is the Ready object's
+ * binding; the extra live sandboxes in *dups. */
+int
+rl_count_one_each_bound(const char *prefix, int n, json_t *bound, int *dups)
+{
+	json_t *all = rl_sim_sandboxes(), *sb;
+	int *per = calloc((size_t)n, sizeof(int)), *ok = calloc((size_t)n, sizeof(int)), ones = 0;
+	size_t i;
+	char name[64];
+
+	json_array_foreach(all, i, sb)
+	{
+		const char *st = json_string_value(json_object_get(sb, "state"));
+		const char *u = json_string_value(
+		        json_object_get(json_object_get(sb, "metadata"), "user_id"));
+		const char *id = json_string_value(json_object_get(sb, "sandboxID"));
+		if (!u || !st || strncmp(u, prefix, strlen(prefix)) != 0 ||
+		        (strcmp(st, "running") != 0 && strcmp(st, "paused") != 0))
+			continue;
+		int k = atoi(u + strlen(prefix));
+		if (k < 0 || k >= n)
+			continue;
+		per[k]++;
+		snprintf(name, sizeof(name), "%s%03d", prefix, k);
+		ok[k] = !bound ||
+		        (id && json_is_string(json_object_get(bound, name)) &&
+		                strcmp(json_string_value(json_object_get(bound, name)), id) == 0);
+	}
+	*dups = 0;
+	for (int k = 0; k < n; k++) {
+		ones += per[k] == 1 && ok[k];
+		*dups += per[k] > 1 ? per[k] - 1 : 0;
+	}
+	free(per);
+	free(ok);
+	json_decref(all);
+	return ones;
+}
+
+bool
+rl_converged(const char *prefix, int n, int timeout_s)
+{
+	int dups = 0;
+
+	for (int64_t t0 = sk_monotonic_ms(); sk_monotonic_ms() - t0 < timeout_s * 1000;) {
+		json_t *bound = rl_ready_bindings();
+		bool ok = rl_count_one_each_bound(prefix, n, bound, &dups) == n && dups == 0;
+		json_decref(bound);
+		if (ok)
+			return true;
+		usleep(500000);
+	}
+	return false;
+}
+
+int
+rl_count_one_each(const char *prefix, int n, int *dups)
+{
+	return rl_count_one_each_bound(prefix, n, NULL, dups);
+}
+
+/* Sets the simulator's faults (a JSON document), or clears them (NULL). */
+void
+rl_sim_faults(const char *body)
+{
+	char url[256], *out = NULL;
+	long st;
+
+	snprintf(url, sizeof(url), "%s/_sim/faults", rl.sim_url);
+	st = body ? sk_test_post_json(rl.sim_url, "/_sim/faults", body)
+	          : rl_http("DELETE", url, &out);
+	free(out);
+	ck_assert_msg(st >= 200 && st < 300, "%s /_sim/faults: %ld", body ? "POST" : "DELETE", st);
+}
+
+/* Whether a space of a shard replica r holds is marked Creating (the mark
+ * is written just before the provider's create call). */
+bool
+rl_creating_on(const rl_replica *r)
+{
+	const char *argv[] = { "spacectl", "--mongodb-uri", rl.mongo_uri, "--database", rl.db,
+		"get", "userspaces", "-o", "json", NULL };
+	char *out = NULL, series[96];
+	json_t *v, *it;
+	bool *mine = calloc((size_t)rl.shards, sizeof(bool)), found = false;
+	size_t i;
+
+	for (unsigned k = 0; k < (unsigned)rl.shards; k++) {
+		snprintf(series, sizeof(series),
+		        "spacekeeper_leader_election_master_status{name=\"shard-%02u\"}", k);
+		mine[k] = rl_metric(r, series) == 1;
+	}
+	ck_assert_int_eq(sk_test_run(argv, NULL, NULL, &out, NULL, 120), 0);
+	v = json_loads(out ? out : "", 0, NULL);
+	free(out);
+	json_array_foreach(json_object_get(v, "items"), i, it)
+	{
+		const char *user =
+		        json_string_value(json_object_get(json_object_get(it, "spec"), "userID"));
+		const char *phase =
+		        json_string_value(json_object_get(json_object_get(it, "status"), "phase"));
+		if (user && phase && strcmp(phase, "Creating") == 0 && mine[rl_shard_of(user)])
+			found = true;
+	}
+	json_decref(v);
+	free(mine);
+	return found;
+}
+
+off_t
+rl_file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? st.st_size : 0;
+}
+
+char *
+rl_log_since(const rl_replica *r, off_t off)
+{
+	FILE *f = fopen(r->log, "r");
+	off_t end = rl_file_size(r->log);
+	char *buf = calloc(1, (size_t)(end - off) + 1);
+
+	if (f && end > off) {
+		fseeko(f, off, SEEK_SET);
+		size_t got = fread(buf, 1, (size_t)(end - off), f);
+		buf[got] = '\0';
+	}
+	if (f)
+		fclose(f);
+	return buf;
+}
+
+/* The value of key=VALUE in one log line (into out). */
+static void
+log_value(const char *line, const char *key, char *out, size_t len)
+{
+	const char *p = strstr(line, key);
+	size_t n = 0;
+
+	out[0] = '\0';
+	if (!p)
+		return;
+	for (p += strlen(key); *p && *p != ' ' && *p != '\n' && n + 1 < len; p++)
+		out[n++] = *p;
+	out[n] = '\0';
+}
+
+/* After SIGCONT, until the replica holds a lease again: the only actions it
+ * logs ("action" or "action failed", logged when a call returns) are the
+ * provider calls that were in flight at SIGSTOP (at most one per worker),
+ * and each is followed by a fenced stop of the same space: no call starts
+ * and nothing is written on the stale lease. */
+void
+rl_assert_no_stale_action(const rl_replica *r, off_t off, int *in_flight, int *fenced)
+{
+	char *text = rl_log_since(r, off), *end = strstr(text, "msg=\"shards acquired\"");
+	char name[128], want[160];
+
+	*in_flight = *fenced = 0;
+	if (end)
+		*end = '\0';
+	for (char *p = text; (p = strstr(p, "msg=\"fenced\"")) != NULL; p++)
+		(*fenced)++;
+	for (char *p = text; (p = strstr(p, "msg=\"action")) != NULL; p++) {
+		char *eol = strchr(p, '\n');
+		ck_assert_ptr_nonnull(eol);
+		*eol = '\0';
+		if (strstr(p, "error=\"") && strstr(p, "fenced")) {
+			*eol = '\n'; /* refused by the fence itself: no call made */
+			continue;
+		}
+		log_value(p, "userspace=", name, sizeof(name));
+		snprintf(want, sizeof(want), "msg=\"fenced\" userspace=%s ", name);
+		ck_assert_msg(strstr(eol + 1, want),
+		        "replica acted after SIGCONT without a lease and was not fenced: %s", p);
+		(*in_flight)++;
+		*eol = '\n';
+	}
+	ck_assert_int_le(*in_flight, 8); /* workers: 8 */
+	free(text);
 }

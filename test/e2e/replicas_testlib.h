@@ -49,6 +49,8 @@ void rl_track_pid(pid_t pid);
 /* Starts replica i ("replica-I") and waits until its metrics port listens.
  * extra: more `controller:` lines (each indented two spaces), or NULL. */
 void rl_start(int i, const char *extra);
+/* rl_start with more NAME=VALUE environment (NULL-terminated, up to 14). */
+void rl_start_env(int i, const char *extra, const char *const *more_env);
 
 /* HTTP with the simulator's API key; the status, 0 when nothing answered.
  * rl_http_auth adds `Authorization: Bearer TOKEN` (token not NULL) and
@@ -81,5 +83,28 @@ void rl_apply_names(const char *const *names, size_t n);
 /* The objects as spacectl lists them: name -> status.sandboxID of the Ready
  * ones. */
 json_t *rl_ready_bindings(void);
+
+/* The simulator's sandboxes (GET /_sim/sandboxes, a JSON array). */
+json_t *rl_sim_sandboxes(void);
+/* Users PREFIX000..: how many have exactly one live (running or paused)
+ * sandbox, and (bound not NULL: name -> sandboxID) that one is the Ready
+ * object's binding; the extra live sandboxes in *dups. */
+int rl_count_one_each_bound(const char *prefix, int n, json_t *bound, int *dups);
+int rl_count_one_each(const char *prefix, int n, int *dups);
+/* Waits up to timeout_s until every object PREFIX000.. of n is Ready and
+ * bound to its user's only live sandbox. */
+bool rl_converged(const char *prefix, int n, int timeout_s);
+/* Sets the simulator's faults (a JSON document), or clears them (NULL). */
+void rl_sim_faults(const char *body);
+/* A space of a shard replica r holds is marked Creating (the mark is
+ * written just before the provider's create call). */
+bool rl_creating_on(const rl_replica *r);
+off_t rl_file_size(const char *path);
+/* The replica's log from offset off on (caller frees). */
+char *rl_log_since(const rl_replica *r, off_t off);
+/* After SIGCONT, until the replica logs "shards acquired": the only
+ * actions it logs are the provider calls in flight at SIGSTOP, each
+ * followed by a fenced stop of the same space (counts into the outs). */
+void rl_assert_no_stale_action(const rl_replica *r, off_t off, int *in_flight, int *fenced);
 
 #endif

@@ -1599,6 +1599,73 @@ sk_suite_provider_faults(void)
 	return s;
 }
 
+/* spec.network in each provider's shape: sent at create, reported back where
+ * the provider reports it (E2B, Daytona), changed live on E2B only, and what
+ * Daytona cannot express refused before any call. */
+START_TEST(sim_network_shapes)
+{
+	sk_provider_type type = all_types[_i];
+	sk_kvlist meta = { 0 }, env = { 0 };
+	sk_network want = { .internet = SK_NET_DENY }, next = { 0 }, bad = { 0 };
+	sk_create_request req = { .template_id = "base",
+		.timeout_ms = 600000,
+		.auto_pause = true,
+		.metadata = &meta,
+		.env = &env,
+		.network = &want };
+	sk_provider *p;
+	sk_sandbox sb, got;
+	sk_error err;
+	int rc;
+
+	sim_up(_i);
+	p = client(type, sim_url, 5000);
+	sk_strlist_add(&want.allow_out, "10.0.0.0/8");
+	sk_kvlist_set(&meta, "managed_by", "spacekeeper");
+	sk_error_clear(&err);
+	ck_assert_msg(sk_sandbox_create(p, &req, &sb, &err) == 0, "create: %s", err.message);
+	ck_assert_int_eq(sk_sandbox_get(p, sb.id, &got, &err), 0);
+	/* Cube reports no policy: the controller relies on what it applied */
+	ck_assert_int_eq(got.network_known, type != SK_PROVIDER_CUBE);
+	if (got.network_known)
+		ck_assert_msg(sk_network_satisfies(&want, &got.network), "reported policy differs");
+	sk_sandbox_dispose(&got);
+	/* live update: E2B only */
+	next.internet = SK_NET_DENY;
+	sk_strlist_add(&next.allow_out, "192.168.0.0/16");
+	rc = sk_sandbox_set_network(p, sb.id, &next, &err);
+	ck_assert_int_eq(sk_sandbox_network_live(p), type == SK_PROVIDER_E2B);
+	if (type == SK_PROVIDER_E2B) {
+		ck_assert_msg(rc == 0, "set network: %s", err.message);
+		ck_assert_int_eq(sk_sandbox_get(p, sb.id, &got, &err), 0);
+		ck_assert(sk_network_satisfies(&next, &got.network));
+		ck_assert(!sk_network_satisfies(&want, &got.network));
+		sk_sandbox_dispose(&got);
+	} else {
+		ck_assert_int_eq(rc, SK_ENOTSUPPORTED);
+	}
+	sk_sandbox_dispose(&sb);
+	/* a denyOut: E2B and Cube take it, Daytona cannot express it */
+	sk_strlist_add(&bad.deny_out, "169.254.0.0/16");
+	req.network = &bad;
+	sk_error_clear(&err);
+	rc = sk_sandbox_create(p, &req, &sb, &err);
+	if (type == SK_PROVIDER_DAYTONA) {
+		ck_assert_int_eq(rc, SK_EINVALID);
+		ck_assert_ptr_nonnull(strstr(err.message, "spec.network.denyOut: Daytona cannot"));
+	} else {
+		ck_assert_msg(rc == 0, "create: %s", err.message);
+		sk_sandbox_dispose(&sb);
+	}
+	sk_network_dispose(&want);
+	sk_network_dispose(&next);
+	sk_network_dispose(&bad);
+	sk_kvlist_dispose(&meta);
+	sk_provider_free(p);
+	sim_down();
+}
+END_TEST
+
 Suite *
 sk_suite_provider_sim(void)
 {
@@ -1615,6 +1682,7 @@ sk_suite_provider_sim(void)
 	tcase_add_test(tc, sim_init_env_secure);
 	tcase_add_loop_test(tc, sim_injected_errors, 0, 3);
 	tcase_add_loop_test(tc, sim_wrong_key_is_unauthorized, 0, 3);
+	tcase_add_loop_test(tc, sim_network_shapes, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
 }

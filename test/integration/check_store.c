@@ -634,6 +634,28 @@ START_TEST(test_lease_claims)
 }
 END_TEST
 
+/* The server's clock (hello's localTime, FerretDB 1.24 answers it): the
+ * test's FerretDB runs on this host, so the reading is within a second and
+ * writes pass the guard; the memory backend has no clock to read. */
+START_TEST(test_clock_reading)
+{
+	sk_store *s = open_store(), *m = NULL;
+	sk_clock_reading r;
+	sk_error err = { 0 };
+
+	ck_assert_msg(sk_store_clock_check(s, &r, &err) == 0, "%s", err.message);
+	ck_assert(r.measured);
+	ck_assert_int_ge(r.rtt_ms, 0);
+	ck_assert_msg(llabs(r.skew_ms) < 1000, "skew %lld ms on one host", (long long)r.skew_ms);
+	ck_assert_int_eq(sk_store_clock_verdict(&r, 0, &err), 0);
+	ck_assert_int_eq(sk_store_open_memory(&m), 0);
+	ck_assert_int_eq(sk_store_clock_check(m, &r, &err), 0);
+	ck_assert(!r.measured);
+	sk_store_close(m);
+	close_store(s);
+}
+END_TEST
+
 START_TEST(test_list_selector)
 {
 	sk_store *s = open_store();
@@ -973,6 +995,7 @@ sk_suite_store(void)
 	tcase_add_test(tc, test_unreachable_domain);
 	tcase_add_test(tc, test_bad_uri);
 	tcase_add_test(tc, test_lease_claims);
+	tcase_add_test(tc, test_clock_reading);
 	tcase_add_test(tc, test_server_goes_away);
 	suite_add_tcase(s, tc);
 	return s;

@@ -566,11 +566,16 @@ START_TEST(test_lease_rules)
 	ck_assert_int_eq(r.acquire_ms, a.acquire_ms);
 	ck_assert_int_gt(r.renew_ms, a.renew_ms);
 	ck_assert_int_gt(r.version, a.version);
-	sk_lease_dispose(&r);
-	/* after expiry B steals it; A's renew then fails */
+	/* no clock decides for B (issue 21): past its renew time plus its
+	 * duration the lease is still A's to acquire; B takes it over only by
+	 * naming the version it saw unchanged, and not over an older one */
 	usleep(1600 * 1000);
-	ck_assert_msg(
-	        sk_store_lease_acquire(s, "shard-0", "B", 1500, &b, &err) == 0, "%s", err.message);
+	ck_assert_int_eq(sk_store_lease_acquire(s, "shard-0", "B", 1500, NULL, &err), SK_ECONFLICT);
+	ck_assert_int_eq(sk_store_lease_take_over(s, &a, "B", 1500, NULL, &err), SK_ECONFLICT);
+	ck_assert_msg(strstr(err.message, "changed since it was observed") != NULL, "message: %s",
+	        err.message);
+	ck_assert_msg(sk_store_lease_take_over(s, &r, "B", 1500, &b, &err) == 0, "%s", err.message);
+	sk_lease_dispose(&r);
 	ck_assert_str_eq(b.holder, "B");
 	ck_assert_int_gt(b.acquire_ms, a.acquire_ms);
 	ck_assert_int_eq(sk_store_lease_renew(s, "shard-0", "A", NULL, &err), SK_ECONFLICT);
@@ -603,6 +608,7 @@ typedef struct lease_racer {
 	const char *lease;
 	char holder[16];
 	pthread_barrier_t *go;
+	const sk_lease *seen; /* a take-over of this version, else an acquire */
 	int rc;
 } lease_racer;
 
@@ -613,13 +619,34 @@ race_acquire(void *arg)
 	sk_error err = { 0 };
 
 	pthread_barrier_wait(r->go);
-	r->rc = sk_store_lease_acquire(r->s, r->lease, r->holder, 600, NULL, &err);
+	r->rc = r->seen ? sk_store_lease_take_over(r->s, r->seen, r->holder, 600, NULL, &err)
+	                : sk_store_lease_acquire(r->s, r->lease, r->holder, 600, NULL, &err);
 	return NULL;
 }
 
-/* Acquirers racing for one lease, started together: exactly one wins. */
+/* The lease as listed (the caller disposes it). */
 static void
-race_once(sk_store *s, const char *lease, const char *round)
+listed(sk_store *s, const char *name, sk_lease *out)
+{
+	sk_lease_list l;
+	sk_error err = { 0 };
+	bool found = false;
+
+	ck_assert_msg(sk_store_lease_list(s, &l, &err) == 0, "%s", err.message);
+	for (size_t i = 0; i < l.len; i++)
+		if (strcmp(l.items[i].name, name) == 0) {
+			*out = l.items[i];
+			memset(&l.items[i], 0, sizeof(l.items[i]));
+			found = true;
+		}
+	sk_lease_list_dispose(&l);
+	ck_assert_msg(found, "lease %s not listed", name);
+}
+
+/* Acquirers racing for one lease, started together (taking over the
+ * version seen, when not NULL): exactly one wins. */
+static void
+race_once(sk_store *s, const char *lease, const char *round, const sk_lease *seen)
 {
 	enum { N = 8 };
 	lease_racer r[N];
@@ -632,7 +659,7 @@ race_once(sk_store *s, const char *lease, const char *round)
 
 	pthread_barrier_init(&go, NULL, N);
 	for (int i = 0; i < N; i++) {
-		r[i] = (lease_racer){ s, lease, "", &go, -1 };
+		r[i] = (lease_racer){ s, lease, "", &go, seen, -1 };
 		snprintf(r[i].holder, sizeof(r[i].holder), "%s%d", round, i);
 		pthread_create(&th[i], NULL, race_acquire, &r[i]);
 	}
@@ -652,7 +679,7 @@ race_once(sk_store *s, const char *lease, const char *round)
 	sk_lease_dispose(&got);
 }
 
-/* Races for new leases, then for the same leases once expired (a steal). */
+/* Races for new leases, then to take the same leases over (a steal). */
 START_TEST(test_lease_one_holder)
 {
 	sk_store *s = open_backend(_i);
@@ -661,12 +688,14 @@ START_TEST(test_lease_one_holder)
 
 	for (int i = 0; i < rounds; i++) {
 		snprintf(lease, sizeof(lease), "shard-%d", i);
-		race_once(s, lease, "new");
+		race_once(s, lease, "new", NULL);
 	}
-	usleep(700 * 1000);
 	for (int i = 0; i < rounds; i++) {
+		sk_lease seen;
 		snprintf(lease, sizeof(lease), "shard-%d", i);
-		race_once(s, lease, "steal");
+		listed(s, lease, &seen);
+		race_once(s, lease, "steal", &seen);
+		sk_lease_dispose(&seen);
 	}
 	close_backend(s);
 }

@@ -1,5 +1,6 @@
 /* Unit tests of the connect API's settings (pkg/api/config.c): connectListen,
- * connectTokenFile, connectInsecure, TLS files, limits, storeUnavailableAfter. */
+ * connectTokenFile, connectTokens (config_tokens.c), connectInsecure, TLS
+ * files, limits, storeUnavailableAfter. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,27 @@ static const struct {
 	        "between 1s and 1h" },
 	{ "{connectTLSCertFile: /c.pem}", "controller.connectTLSKeyFile", "go together" },
 	{ "{connectTLSKeyFile: /k.pem}", "controller.connectTLSCertFile", "go together" },
+	{ "{connectTokens: {name: a}}", "controller.connectTokens", "must be a list" },
+	{ "{connectTokens: [{name: a, file: /a}]}", "controller.connectTokens[0].selector",
+	        "required" },
+	{ "{connectTokens: [{name: a, selector: t=a}]}", "controller.connectTokens[0].file",
+	        "required" },
+	{ "{connectTokens: [{file: /a, selector: t=a}]}", "controller.connectTokens[0].name",
+	        "required" },
+	{ "{connectTokens: [{name: a, file: '', selector: t=a}]}",
+	        "controller.connectTokens[0].file", "must not be empty" },
+	{ "{connectTokens: [{name: all, file: /a, selector: t=a}]}",
+	        "controller.connectTokens[0].name", "reserved" },
+	{ "{connectTokens: [{name: Tenant_A, file: /a, selector: t=a}]}",
+	        "controller.connectTokens[0].name", "DNS-1123" },
+	{ "{connectTokens: [{name: a, file: /a, selector: 't in (a'}]}",
+	        "controller.connectTokens[0].selector", "" },
+	{ "{connectTokens: [{name: a, file: /a, selector: t=a, scope: x}]}",
+	        "controller.connectTokens[0].scope", "unknown field" },
+	{ "{connectTokens: [{name: a, file: /a, selector: t=a}, {name: a, file: /b, selector: "
+	  "t=b}]}",
+	        "controller.connectTokens[1].name", "duplicate token name" },
+	{ "{connectTokens: [7]}", "controller.connectTokens[0]", "must be an object" },
 };
 
 START_TEST(bad_settings)
@@ -153,6 +175,40 @@ START_TEST(non_loopback_needs_token_or_insecure)
 }
 END_TEST
 
+/* Tenants' tokens: decoded in order, and enough for a non-loopback listener. */
+START_TEST(scoped_tokens)
+{
+	sk_config_sources src = { 0 };
+	sk_errlist errs = { 0 };
+	sk_controller_config *c;
+
+	src.config_path = sk_test_write_file("tokens.yaml",
+	        HEAD P0 "controller:\n  connectListen: 0.0.0.0:9443\n  connectTokens:\n"
+	                "    - {name: tenant-a, file: /run/a, selector: tenant=a}\n"
+	                "    - name: tenant-b\n      file: /run/b\n"
+	                "      selector: 'tenant in (b, c),!frozen'\n");
+	c = resolve(&src, &errs);
+	ck_assert_msg(c != NULL, "%s", errs.len ? errs.items[0].message : "-");
+	ck_assert_uint_eq(c->n_connect_tokens, 2);
+	ck_assert_ptr_null(c->connect_token_file);
+	ck_assert_str_eq(c->connect_tokens[0].name, "tenant-a");
+	ck_assert_str_eq(c->connect_tokens[0].file, "/run/a");
+	ck_assert_str_eq(c->connect_tokens[0].selector, "tenant=a");
+	ck_assert_str_eq(c->connect_tokens[1].name, "tenant-b");
+	ck_assert_str_eq(c->connect_tokens[1].selector, "tenant in (b, c),!frozen");
+	sk_config_free(c);
+	/* an error names the file's line and column */
+	src.config_path = sk_test_write_file("tokens-bad.yaml",
+	        HEAD P0 "controller:\n  connectTokens:\n"
+	                "    - {name: a, file: /run/a, selector: 'a in b'}\n");
+	ck_assert_ptr_null(resolve(&src, &errs));
+	assert_error(&errs, "controller.connectTokens[0].selector", "");
+	ck_assert_int_eq(errs.items[0].line, 10);
+	ck_assert_int_gt(errs.items[0].col, 1);
+	sk_errlist_dispose(&errs);
+}
+END_TEST
+
 START_TEST(token_file)
 {
 	sk_controller_config c = { 0 };
@@ -194,6 +250,7 @@ sk_suite_config_connect(void)
 	tcase_add_loop_test(tc, bad_settings, 0, (int)(sizeof(bad) / sizeof(bad[0])));
 	tcase_add_test(tc, non_loopback_needs_token_or_insecure);
 	tcase_add_test(tc, token_file);
+	tcase_add_test(tc, scoped_tokens);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -466,35 +466,89 @@ static const plan_case cases[] = {
 	        .activity = -7 * MIN, /* before end - D = -6m */
 	        .actions = "",
 	        .want_phase = SK_PHASE_RUNNING },
-	{ .name = "running, below D/2, activity since: renew to D",
+	{ .name = "running, below D/2 but outside the renewal window, activity since: not yet "
+	          "(issue 22: one renewal per D, not two)",
 	        .bound = "i1",
 	        .phase = SK_PHASE_RUNNING,
 	        .idle = 10 * MIN,
-	        .sbs = { RUN("i1", -HOUR, 4 * MIN) },
+	        .busy_ignore = true,
+	        .sbs = { RUN("i1", -HOUR, 80 * SEC) },
 	        .probes = { OK("i1") },
 	        .activity = -5 * MIN,
-	        .actions = "set-timeout:i1",
-	        .want_phase = SK_PHASE_RUNNING },
-	{ .name = "running, above D/2, activity: no renewal yet, requeue when due",
-	        .bound = "i1",
-	        .phase = SK_PHASE_RUNNING,
-	        .idle = MIN,
-	        .sbs = { RUN("i1", -HOUR, 50 * SEC) },
-	        .probes = { OK("i1") },
-	        .activity = -SEC,
 	        .actions = "",
 	        .want_phase = SK_PHASE_RUNNING,
 	        .requeue_min = 20 * SEC - 1,
 	        .requeue_max = 20 * SEC + 1 },
-	{ .name = "falling asleep: not probed (a probe would wake it), requeue past the deadline",
+	{ .name = "within the renewal window, activity since: renew to D after the last activity",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 10 * MIN,
+	        .sbs = { RUN("i1", -HOUR, 50 * SEC) },
+	        .probes = { OK("i1") },
+	        .activity = -5 * MIN,
+	        .actions = "set-timeout:i1",
+	        .want_phase = SK_PHASE_RUNNING,
+	        .want_timeout = 5 * MIN },
+	{ .name = "within the renewal window, the deadline already past the last activity + D: "
+	          "no renewal",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = MIN,
+	        .sbs = { RUN("i1", -HOUR, 10 * SEC) },
+	        .probes = { OK("i1") },
+	        .activity = -50 * SEC,
+	        .actions = "",
+	        .want_phase = SK_PHASE_RUNNING },
+	{ .name = "busy Processes, above D/2: requeue at D/2, when a busy check may be due",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = MIN,
+	        .sbs = { RUN("i1", -HOUR, 40 * SEC) },
+	        .probes = { OK("i1") },
+	        .activity = -SEC,
+	        .actions = "",
+	        .want_phase = SK_PHASE_RUNNING,
+	        .requeue_min = 10 * SEC - 1,
+	        .requeue_max = 10 * SEC + 1 },
+	{ .name = "running, above the renewal window, activity: no renewal yet, requeue when due",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = MIN,
+	        .busy_ignore = true,
+	        .sbs = { RUN("i1", -HOUR, 40 * SEC) },
+	        .probes = { OK("i1") },
+	        .activity = -SEC,
+	        .actions = "",
+	        .want_phase = SK_PHASE_RUNNING,
+	        .requeue_min = 25 * SEC - 1,
+	        .requeue_max = 25 * SEC + 1 },
+	{ .name = "falling asleep: not probed (a probe would wake it), no GET at the deadline: "
+	          "the next list says",
 	        .bound = "i1",
 	        .phase = SK_PHASE_RUNNING,
 	        .idle = MIN,
 	        .sbs = { RUN("i1", -HOUR, SEC) },
 	        .actions = "",
 	        .want_phase = SK_PHASE_RUNNING,
-	        .requeue_min = 3 * SEC - 1,
-	        .requeue_max = 3 * SEC + 1 },
+	        .requeue_min = 30 * SEC },
+	{ .name = "state unknown at its deadline, a connect waits: resume with the deadline (one "
+	          "call answers and acts)",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = MIN,
+	        .sbs = { { "i1", SK_SANDBOX_UNKNOWN, -HOUR, SEC, NULL, 0 } },
+	        .activity = -SEC,
+	        .wake = true,
+	        .actions = "connect:i1",
+	        .want_phase = SK_PHASE_RESUMING,
+	        .want_follow_up = 1 },
+	{ .name = "state unknown at its deadline, nobody waits: not asked, not woken, as before",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = MIN,
+	        .sbs = { { "i1", SK_SANDBOX_UNKNOWN, -HOUR, SEC, NULL, 0 } },
+	        .actions = "",
+	        .want_phase = SK_PHASE_RUNNING },
 	{ .name = "quiet: no activity within D, not probed (traffic keeps Cube awake): as before",
 	        .bound = "i1",
 	        .phase = SK_PHASE_RUNNING,
@@ -1285,6 +1339,12 @@ fake_apply(const sk_plan_result *r, sk_observed *ob, sk_userspace *us, int64_t n
 				free(us->meta.finalizers[f]);
 			us->meta.n_finalizers = 0;
 			break;
+		case SK_ACTION_SET_NETWORK:
+			ck_assert_ptr_nonnull(sb);
+			sk_network_dispose(&sb->network);
+			sk_network_copy(&sb->network, &a->network);
+			sb->network_known = true;
+			break;
 		case SK_ACTION_BIND:
 		case SK_ACTION_EVENT:
 		case SK_ACTION_INIT_ENV: break;
@@ -1367,6 +1427,9 @@ START_TEST(test_busy_check)
 	ck_assert(!sk_plan_busy_check(us, &k, 0, NOW, &o));
 	k.end_ms = NOW + 4 * MIN;
 	ck_assert(!sk_plan_busy_check(us, &k, NOW - MIN, NOW, &o)); /* activity renews */
+	/* activity the deadline already covers (last activity + D is the
+	 * deadline: no renewal for it, issue 22): envd is asked */
+	ck_assert(sk_plan_busy_check(us, &k, NOW - 6 * MIN, NOW, &o));
 	us->spec.max_busy_ms = 15 * MIN; /* 20 min since the last activity */
 	ck_assert(!sk_plan_busy_check(us, &k, 0, NOW, &o));
 	us->spec.max_busy_ms = 2 * 60 * MIN;
@@ -1407,6 +1470,36 @@ START_TEST(test_plan_deterministic)
 	sk_observed_dispose(&ob);
 	sk_userspace_free(us);
 	sk_userspace_free(copy);
+}
+END_TEST
+
+/* A template the controller only reports says how to roll it out (issue 26:
+ * plan said "no changes" and nothing more). */
+START_TEST(test_spec_mismatch_says_how_to_roll_out)
+{
+	const plan_case *tc = NULL;
+	sk_plan_options o;
+	sk_userspace *us;
+	sk_observed ob;
+	sk_plan_result r;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]) && tc == NULL; i++) {
+		if (strncmp(cases[i].name, "template and cpu differ", 23) == 0)
+			tc = &cases[i];
+	}
+	ck_assert_ptr_nonnull(tc);
+	us = build_us(tc);
+	opts_for(tc, &o);
+	build_ob(tc, &ob);
+	sk_plan(us, &ob, NOW, &o, &r);
+	ck_assert_uint_eq(r.next.n_drift, 1);
+	ck_assert_msg(strstr(r.next.drift[0].detail, "template other, spec wants base") != NULL &&
+	                strstr(r.next.drift[0].detail, "spec.updateStrategy: Migrate") != NULL &&
+	                strstr(r.next.drift[0].detail, "spacectl rollout restart") != NULL,
+	        "%s", r.next.drift[0].detail);
+	sk_plan_result_dispose(&r);
+	sk_observed_dispose(&ob);
+	sk_userspace_free(us);
 }
 END_TEST
 
@@ -1603,6 +1696,7 @@ sk_suite_plan(void)
 	tcase_add_loop_test(tc, test_plan_table, 0, (int)NCASES);
 	tcase_add_test(tc, test_busy_check);
 	tcase_add_test(tc, test_plan_deterministic);
+	tcase_add_test(tc, test_spec_mismatch_says_how_to_roll_out);
 	tcase_add_test(tc, test_create_request);
 	tcase_add_test(tc, test_describe);
 	tcase_add_test(tc, test_transition_time_kept);

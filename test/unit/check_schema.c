@@ -109,6 +109,28 @@ static const row_case cases[] = {
 	                "spec.migration.maxBytes: must be a string" } },
 	{ "spec.migration.sourcePolicy", "\"Retain\"", { "\"Keep\"" },
 	        { "spec.migration.sourcePolicy: must be one of: Delete, Retain" } },
+	{ "spec.network.internet", "\"Deny\"", { "\"deny\"", "false" },
+	        { "spec.network.internet: must be one of: Allow, Deny",
+	                "spec.network.internet: must be a string (got a boolean: YAML reads a "
+	                "plain true, yes, no, on, off, y or n as one, as kubectl does; quote the "
+	                "value)" } },
+	{ "spec.network.allowOut",
+	        "[\"10.0.0.0/8\", \"*.pypi.org\", \"2001:db8::/32\", \"1.2.3.4\"]",
+	        { "[\"10.0.0.0/33\"]", "[\"10.0.0.1\", \"*.-bad.com\"]", "[]" },
+	        { "spec.network.allowOut[0]: must be an IP address, a CIDR or a host name (*. "
+	          "wildcard allowed) (got \"10.0.0.0/33\")",
+	                "spec.network.allowOut[1]: must be an IP address, a CIDR or a host name "
+	                "(*. wildcard allowed) (got \"*.-bad.com\")",
+	                "spec.network.allowOut: must have 1 to 64 entries" } },
+	{ "spec.network.denyOut", "[\"169.254.0.0/16\", \"fd00::1\"]",
+	        { "[\"10.0.0.0/8\", \"evil.example.com\"]", "[\"300.1.1.1\"]", "\"10.0.0.0/8\"" },
+	        { "spec.network.denyOut[1]: a host name is allowed in allowOut only; denyOut "
+	          "takes IP addresses and CIDRs (got \"evil.example.com\")",
+	                "spec.network.denyOut[0]: must be an IP address or a CIDR (got "
+	                "\"300.1.1.1\")",
+	                "spec.network.denyOut: must be a list of strings" } },
+	{ "spec.network.publicTraffic", "\"Deny\"", { "\"Private\"" },
+	        { "spec.network.publicTraffic: must be one of: Allow, Deny" } },
 };
 
 #define N_CASES (sizeof(cases) / sizeof(cases[0]))
@@ -311,14 +333,16 @@ n_entries(int64_t n)
 	return m;
 }
 
+/* n valid entries of a LIST row (paths; CIDRs for spec.network's lists). */
 static json_t *
-n_paths(int64_t n)
+n_paths(const sk_field *f, int64_t n)
 {
 	json_t *a = json_array();
+	bool net = strncmp(f->path, "spec.network.", 13) == 0;
 
 	for (int64_t i = 0; i < n; i++) {
 		char p[32];
-		snprintf(p, sizeof(p), "/w/%lld", (long long)i);
+		snprintf(p, sizeof(p), net ? "10.%lld.0.0/16" : "/w/%lld", (long long)i);
 		json_array_append_new(a, json_string(p));
 	}
 	return a;
@@ -352,9 +376,9 @@ START_TEST(test_row_bounds)
 		assert_valid(f, n_entries(f->max + 1), false);
 		break;
 	case SK_FIELD_LIST:
-		assert_valid(f, n_paths(f->max), true);
-		assert_valid(f, n_paths(f->max + 1), false);
-		assert_valid(f, n_paths(0), false);
+		assert_valid(f, n_paths(f, f->max), true);
+		assert_valid(f, n_paths(f, f->max + 1), false);
+		assert_valid(f, n_paths(f, 0), false);
 		break;
 	default: break;
 	}

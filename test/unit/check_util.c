@@ -68,6 +68,38 @@ START_TEST(test_duration_parse_bad)
 }
 END_TEST
 
+/* kubectl's HumanDuration, whole seconds: never milliseconds (issue 26). */
+START_TEST(test_age_format)
+{
+	static const struct {
+		int64_t ms;
+		const char *want;
+	} cases[] = {
+		{ -5, "0s" },
+		{ 999, "0s" },
+		{ 5000, "5s" },
+		{ 119999, "119s" },
+		{ 120000, "2m" },
+		{ 291728, "4m51s" },
+		{ 600000, "10m" },
+		{ 179 * 60000LL, "179m" },
+		{ 3 * 3600000LL + 5 * 60000, "3h5m" },
+		{ 8 * 3600000LL + 5 * 60000, "8h" },
+		{ 47 * 3600000LL, "47h" },
+		{ 4 * 86400000LL + 3 * 3600000LL, "4d3h" },
+		{ 10 * 86400000LL, "10d" },
+		{ 800 * 86400000LL, "2y70d" },
+	};
+	char buf[32];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		sk_age_format(cases[i].ms, buf, sizeof(buf));
+		ck_assert_msg(strcmp(buf, cases[i].want) == 0, "%lld ms: got %s, want %s",
+		        (long long)cases[i].ms, buf, cases[i].want);
+	}
+}
+END_TEST
+
 START_TEST(test_time_round_trip)
 {
 	char buf[64];
@@ -441,6 +473,7 @@ sk_suite_util(void)
 	        tc, test_duration_parse_bad, 0, sizeof(bad_durations) / sizeof(bad_durations[0]));
 	tcase_add_test(tc, test_duration_round_trip);
 	tcase_add_test(tc, test_time_round_trip);
+	tcase_add_test(tc, test_age_format);
 	tcase_add_test(tc, test_buf_cap);
 	tcase_add_loop_test(
 	        tc, test_error_retry_table, 0, sizeof(retry_table) / sizeof(retry_table[0]));

@@ -108,6 +108,39 @@ START_TEST(test_priority)
 }
 END_TEST
 
+/* A priority add while a worker holds the key (a connect arrives during a
+ * background reconcile of its space): when done, the key goes ahead of
+ * everything queued meanwhile (a resync burst), not behind it. */
+START_TEST(test_priority_while_processing)
+{
+	sk_workqueue *q = fake_queue();
+	char *k = NULL;
+
+	sk_workqueue_add(q, "u");
+	ck_assert_int_eq(sk_workqueue_get(q, 0, &k), 0);
+	ck_assert_str_eq(k, "u");
+	sk_workqueue_add(q, "r1"); /* the resync burst */
+	sk_workqueue_add(q, "r2");
+	sk_workqueue_add_priority(q, "u");
+	sk_workqueue_done(q, k);
+	free(k);
+	expect_key(q, "u");
+	expect_key(q, "r1");
+	expect_key(q, "r2");
+	/* a plain add while held goes to the back, as before */
+	sk_workqueue_add(q, "u");
+	ck_assert_int_eq(sk_workqueue_get(q, 0, &k), 0);
+	sk_workqueue_add(q, "r3");
+	sk_workqueue_add(q, "u");
+	sk_workqueue_done(q, k);
+	free(k);
+	expect_key(q, "r3");
+	expect_key(q, "u");
+	expect_empty(q);
+	sk_workqueue_free(q);
+}
+END_TEST
+
 /* ---- concurrency: one key is never processed twice at once ---- */
 
 typedef struct conc_state {
@@ -438,6 +471,7 @@ sk_suite_workqueue(void)
 	tcase_add_test(q, test_dedup);
 	tcase_add_test(q, test_readd_while_processing);
 	tcase_add_test(q, test_priority);
+	tcase_add_test(q, test_priority_while_processing);
 	tcase_add_test(q, test_no_concurrent_processing);
 	tcase_add_test(q, test_shutdown_wakes_waiters);
 	tcase_add_test(q, test_done_after_shutdown);
