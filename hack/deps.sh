@@ -11,6 +11,8 @@
 #   - kustomize (pinned, go install) into .deps/bin and kubernetes-validate (pinned, with its
 #     dependencies, test/deploy/requirements.txt) into a venv at .deps/python, for the
 #     manifest check (test/deploy/check.sh)
+#   - versitygw (pinned, go install, POSIX backend) into .deps/bin: the S3-compatible server
+#     of the archive's tests and demo (issue 24; no mock server)
 #   - the e2b Python SDK, pytest, jsonschema and openapi-spec-validator (pinned, with their
 #     dependencies, test/client/requirements.txt) into a venv at .deps/pyclient, for the
 #     Python client suite (test/client) and the application benchmark
@@ -120,6 +122,16 @@ if [ ! -x "$deps/bin/kustomize" ] ||
 	command -v go >/dev/null || { log "go is required to install kustomize"; exit 1; }
 	log "installing kustomize $KUSTOMIZE_VERSION with go install"
 	GOBIN="$deps/bin" go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+fi
+# The S3-compatible server the archive is tested against (test/integration/check_objstore.c).
+# A go-installed versitygw prints no version of its own: the install leaves a stamp beside it.
+VERSITYGW_VERSION=v1.8.0
+if [ ! -x "$deps/bin/versitygw" ] ||
+	[ "$(cat "$deps/bin/versitygw.version" 2>/dev/null)" != "$VERSITYGW_VERSION" ]; then
+	command -v go >/dev/null || { log "go is required to install versitygw"; exit 1; }
+	log "installing versitygw $VERSITYGW_VERSION with go install (a few minutes the first time)"
+	GOBIN="$deps/bin" go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+	echo "$VERSITYGW_VERSION" >"$deps/bin/versitygw.version"
 fi
 pyreq="$root/test/deploy/requirements.txt"
 if ! cmp -s "$pyreq" "$deps/python/requirements.txt"; then

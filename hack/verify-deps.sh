@@ -41,7 +41,7 @@ objdir=${1:-build/rel}
 case $objdir in /*) ;; *) objdir=$root/$objdir ;; esac
 
 # Package -> the packages its files may include. The order of the layering:
-# util <- api <- {store, sandbox} <- reconcile <- controller; workqueue,
+# util <- api <- {store, sandbox, objstore} <- reconcile <- controller; workqueue,
 # metrics and informer sit beside reconcile and know nothing of each other
 # (the controller connects the informer to the queue).
 declare -A may_include=(
@@ -49,11 +49,12 @@ declare -A may_include=(
 	[api]="util"
 	[store]="util api"
 	[sandbox]="util api"
-	[reconcile]="util api store sandbox"
+	[objstore]="util"
+	[reconcile]="util api store sandbox objstore"
 	[workqueue]="util"
 	[metrics]="util"
 	[informer]="util api store"
-	[controller]="util api store sandbox reconcile workqueue informer metrics"
+	[controller]="util api store sandbox objstore reconcile workqueue informer metrics"
 )
 # Package -> the external libraries whose headers it may include (jansson
 # and libc are everyone's).
@@ -61,6 +62,7 @@ declare -A may_use=(
 	[api]="yaml"
 	[store]="mongoc bson"
 	[sandbox]="curl"
+	[objstore]="curl" # the S3 client (SigV4 signed by libcurl)
 	# curl: forward.c passes a connect on to the replica holding the user's shard
 	[controller]="microhttpd curl"
 )

@@ -25,6 +25,6 @@ main(void)
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
-	sk_test_global_teardown();
+	sk_test_global_teardown(failed);
 	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -146,9 +147,15 @@ exec_child(const char *const *argv, const char *const *env)
 pid_t
 sk_test_spawn(const char *const *argv, const char *const *env, const char *log_path)
 {
+	pid_t parent = getpid();
 	pid_t pid = fork();
 
 	if (pid == 0) {
+		/* A test that fails (its process exits at the assert, before its
+		 * teardown) or times out (SIGKILL) takes what it started with it: no
+		 * sandboxsim --preload 900 left running. */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+			_exit(127);
 		int fd = open(
 		        log_path ? log_path : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
 		int devnull = open("/dev/null", O_RDONLY);
@@ -249,6 +256,7 @@ sk_test_run(const char *const *argv, const char *const *env, const char *stdin_d
 	}
 	pid = fork();
 	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* as sk_test_spawn */
 		dup2(in_fd, 0);
 		dup2(out_fd, 1);
 		dup2(err_fd, 2);
@@ -395,6 +403,38 @@ sk_test_sim_start(const char *const *extra_args, char *base_url, size_t len)
 	return pid;
 }
 
+pid_t
+sk_test_s3_start(const char *dir, int port, const char *bucket, const char *access_key,
+        const char *secret, char *url, size_t len)
+{
+	char bin[1024], listen[64], log[1100], path[1100];
+	const char *argv[] = { bin, "--access", access_key, "--secret", secret, "--port", listen,
+		"posix", dir, NULL };
+	pid_t pid;
+
+	snprintf(bin, sizeof(bin), "%s", sk_test_path(".deps/bin/versitygw"));
+	if (access(bin, X_OK) != 0) {
+		fprintf(stderr, "%s missing: run hack/deps.sh\n", bin);
+		abort();
+	}
+	if (port == 0)
+		port = sk_test_free_port();
+	mkdir(dir, 0700);
+	if (bucket != NULL) {
+		snprintf(path, sizeof(path), "%s/%s", dir, bucket);
+		mkdir(path, 0700); /* the POSIX backend: a bucket is a directory */
+	}
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	snprintf(log, sizeof(log), "%s/versitygw-%d.log", sk_test_tmpdir(), port);
+	pid = sk_test_spawn(argv, NULL, log);
+	if (!sk_test_wait_port(port, 20000)) {
+		fprintf(stderr, "versitygw did not listen on %s (log: %s)\n", listen, log);
+		abort();
+	}
+	snprintf(url, len, "http://127.0.0.1:%d", port);
+	return pid;
+}
+
 void
 sk_test_global_setup(void)
 {
@@ -407,18 +447,21 @@ sk_test_global_setup(void)
 }
 
 void
-sk_test_global_teardown(void)
+sk_test_global_teardown(int failed)
 {
 	char cmd[700];
+	bool keep = getenv("SK_TEST_KEEP_TMP") != NULL || failed > 0;
 
 	if (getpid() != owner_pid)
 		return;
 	if (ferretdb_pid > 0)
 		sk_test_stop(ferretdb_pid, false);
 	sk_store_global_cleanup();
-	if (tmpdir[0] && getenv("SK_TEST_KEEP_TMP") != NULL)
-		fprintf(stderr, "SK_TEST_KEEP_TMP: kept %s\n", tmpdir);
-	if (tmpdir[0] && getenv("SK_TEST_KEEP_TMP") == NULL) {
+	/* a failed run keeps the logs its messages point to */
+	if (tmpdir[0] && keep)
+		fprintf(stderr, "%s: kept %s (logs and data)\n",
+		        failed > 0 ? "tests failed" : "SK_TEST_KEEP_TMP", tmpdir);
+	if (tmpdir[0] && !keep) {
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
 		if (system(cmd) != 0)
 			fprintf(stderr, "could not remove %s\n", tmpdir);

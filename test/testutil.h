@@ -13,7 +13,9 @@
 #include <sys/types.h>
 
 void sk_test_global_setup(void);
-void sk_test_global_teardown(void);
+/* Stops what the run started; removes the temporary directory unless a test
+ * failed (failed > 0) or SK_TEST_KEEP_TMP is set, and then prints where it is. */
+void sk_test_global_teardown(int failed);
 
 /* A free TCP port on 127.0.0.1. */
 int sk_test_free_port(void);
@@ -69,6 +71,13 @@ pid_t sk_test_sim_start(const char *const *extra_args, char *base_url, size_t le
  * at most 18) within 60 s; *out (may be NULL) gets stdout (caller frees).
  * Returns the exit code. */
 int sk_test_spacectl(const char *uri, const char *db, const char *const *args, char **out);
+/* A versitygw S3 server (POSIX backend, .deps/bin/versitygw) on 127.0.0.1:port
+ * (0: a free one) with its data under dir (made when missing, with the
+ * bucket directory `bucket` in it when given) and the root credentials
+ * access:secret; waits until it listens, fills url and returns the pid.
+ * Restarting it on the same port and dir keeps the objects. */
+pid_t sk_test_s3_start(const char *dir, int port, const char *bucket, const char *access_key,
+        const char *secret, char *url, size_t len);
 /* POSTs a JSON document to base_url + path (a simulator's admin API, within
  * 5 s); returns the HTTP status, -1 when no answer came. */
 long sk_test_post_json(const char *base_url, const char *path, const char *json);

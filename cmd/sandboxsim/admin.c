@@ -4,6 +4,8 @@
  *   GET  /_sim/sandboxes                  every sandbox with its state (and env:
  *                                         envVars, initEnvVars, createEnvLost)
  *   POST /_sim/sandboxes/{id}/kill|pause  out-of-band kill or pause
+ *   POST /_sim/sandboxes/{id}/files       {"path", "bytes", "seed"}: a regular file
+ *                                         of pseudo-random bytes (benchmark trees)
  *   POST /_sim/reset                      drop sandboxes, faults and stats
  *   GET  /_sim/stats, POST /_sim/stats/reset
  */
@@ -100,6 +102,47 @@ out_of_band(sim *s, sim_req *r, const char *id, const char *action)
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* A file made in place: large trees without uploading them. */
+static void
+fill(sim *s, sim_req *r, const char *id)
+{
+	json_t *doc = sim_req_json(s, r, false), *path, *bytes, *seed;
+	sim_sandbox *sb;
+	char *abs;
+	int rc;
+
+	if (doc == NULL)
+		return;
+	path = json_object_get(doc, "path");
+	bytes = json_object_get(doc, "bytes");
+	seed = json_object_get(doc, "seed");
+	if (!json_is_string(path) || !json_is_integer(bytes) || json_integer_value(bytes) < 0 ||
+	        json_integer_value(bytes) > ((json_int_t)1 << 32) ||
+	        (seed && !json_is_integer(seed))) {
+		json_decref(doc);
+		sim_reply_error(s, r, 400, "files: want {path, bytes (0..4Gi), seed}");
+		return;
+	}
+	pthread_mutex_lock(&s->lock);
+	sb = sim_store_get(s, id, sk_now_ms());
+	if (sb == NULL) {
+		sim_reply_error(s, r, 404, "sandbox %s not found", id);
+	} else {
+		sim_fs *fs = sim_sandbox_fs(s, sb);
+		abs = sim_fs_path(fs, json_string_value(path));
+		rc = sim_fs_fill(fs, abs, (size_t)json_integer_value(bytes),
+		        seed ? (uint64_t)json_integer_value(seed) : 1);
+		free(abs);
+		if (rc != 0)
+			sim_reply_error(
+			        s, r, 400, "files: %s: error %d", json_string_value(path), rc);
+		else
+			sim_reply_empty(r, 204);
+	}
+	pthread_mutex_unlock(&s->lock);
+	json_decref(doc);
+}
+
 static void
 faults(sim *s, sim_req *r)
 {
@@ -146,6 +189,8 @@ sim_admin_route(sim *s, sim_req *r)
 		faults(s, r);
 	else if (n == 2 && strcmp(seg[1], "sandboxes") == 0 && get)
 		list_all(s, r);
+	else if (n == 4 && strcmp(seg[1], "sandboxes") == 0 && post && strcmp(seg[3], "files") == 0)
+		fill(s, r, seg[2]);
 	else if (n == 4 && strcmp(seg[1], "sandboxes") == 0 && post)
 		out_of_band(s, r, seg[2], seg[3]);
 	else if (n == 2 && strcmp(seg[1], "reset") == 0 && post)

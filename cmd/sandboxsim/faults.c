@@ -14,6 +14,10 @@
  *     "list_empty_s": 10,           lists return [] for N s (-1: until cleared)
  *     "overload": { "max_inflight": 8, "retry_after_s": 2 },
  *                                   503 + Retry-After above N concurrent API calls
+ *     "resume_lose_files": { "mode": "empty|partial", "count": 1 },
+ *                                   a resume of a paused sandbox loses its
+ *                                   files: all of them, or every other regular
+ *                                   file (count: resumes left, default unlimited)
  *     "bodies":  { "<endpoint>|*": { "mode": "truncate|garbage|oversize",
  *                                    "size_mb": 16, "count": 1 } }
  *                                   bad response bodies: JSON cut in half, an
@@ -60,6 +64,8 @@ clear_locked(sim_faults *f)
 	f->overload_max_inflight = 0;
 	f->overload_retry_after_s = 0;
 	memset(&f->caps, 0, sizeof(f->caps));
+	f->resume_lose_mode = SIM_LOSE_NONE;
+	f->resume_lose_count = 0;
 }
 
 void
@@ -221,6 +227,27 @@ parse_overload(sim_faults *f, json_t *v, char *why, size_t len)
 	return 0;
 }
 
+static const char *const lose_modes[] = { "none", "empty", "partial" };
+
+static int
+parse_lose(sim_faults *f, json_t *v, char *why, size_t len)
+{
+	json_t *mode = json_object_get(v, "mode"), *cnt = json_object_get(v, "count");
+
+	f->resume_lose_mode = SIM_LOSE_NONE;
+	if (json_is_null(v))
+		return 0;
+	if (!json_is_object(v) || !json_is_string(mode) || (cnt && !json_is_integer(cnt)))
+		return fail(why, len, "resume_lose_files%s: want {mode, count}", "");
+	for (int i = 1; i < 3; i++)
+		if (strcmp(json_string_value(mode), lose_modes[i]) == 0)
+			f->resume_lose_mode = i;
+	f->resume_lose_count = cnt ? (int)json_integer_value(cnt) : -1;
+	if (f->resume_lose_mode == SIM_LOSE_NONE)
+		return fail(why, len, "resume_lose_files%s: mode empty|partial", "");
+	return 0;
+}
+
 static int
 apply_key(sim_faults *f, const char *k, json_t *v, char *why, size_t len)
 {
@@ -232,6 +259,8 @@ apply_key(sim_faults *f, const char *k, json_t *v, char *why, size_t len)
 		return parse_overload(f, v, why, len);
 	if (strcmp(k, "caps") == 0)
 		return sim_caps_parse(&f->caps, v, why, len);
+	if (strcmp(k, "resume_lose_files") == 0)
+		return parse_lose(f, v, why, len);
 	if (strcmp(k, "resume_504_s") == 0 || strcmp(k, "list_empty_s") == 0) {
 		int n;
 		if (!json_is_integer(v) || json_integer_value(v) < -1)
@@ -303,11 +332,29 @@ sim_faults_to_json(sim_faults *f)
 	        "retry_after_s", f->overload_retry_after_s);
 	json_object_set_new(o, "bodies", bod);
 	json_object_set_new(o, "caps", sim_caps_json(&f->caps));
+	if (f->resume_lose_mode != SIM_LOSE_NONE)
+		json_object_set_new(o, "resume_lose_files",
+		        json_pack("{s:s,s:i}", "mode", lose_modes[f->resume_lose_mode], "count",
+		                f->resume_lose_count));
 	pthread_mutex_unlock(&f->lock);
 	return o;
 }
 
 /* ---- applying ---- */
+
+int
+sim_faults_resume_loss(sim *s)
+{
+	sim_faults *f = &s->faults;
+	int mode;
+
+	pthread_mutex_lock(&f->lock);
+	mode = f->resume_lose_mode;
+	if (mode != SIM_LOSE_NONE && f->resume_lose_count > 0 && --f->resume_lose_count == 0)
+		f->resume_lose_mode = SIM_LOSE_NONE;
+	pthread_mutex_unlock(&f->lock);
+	return mode;
+}
 
 int64_t
 sim_faults_delay_ms(sim *s, int ep)

@@ -304,6 +304,48 @@ sim_fs_remove(sim_fs *fs, const char *path)
 	return 0;
 }
 
+void
+sim_fs_lose(sim_fs *fs, int mode)
+{
+	size_t first, n = sim_fs_subtree(fs, fs->home, &first);
+	bool drop = true;
+
+	if (mode == SIM_LOSE_EMPTY) {
+		for (size_t k = first; k < first + n; k++)
+			node_free(fs->items[k]);
+		memmove(fs->items + first, fs->items + first + n,
+		        (fs->len - first - n) * sizeof(*fs->items));
+		fs->len -= n;
+		return;
+	}
+	if (mode != SIM_LOSE_PARTIAL)
+		return;
+	for (size_t k = first; k < first + n;) {
+		if (fs->items[k]->type == SIM_F_FILE && (drop = !drop)) {
+			node_free(fs->items[k]);
+			memmove(fs->items + k, fs->items + k + 1,
+			        (fs->len - k - 1) * sizeof(*fs->items));
+			fs->len--;
+			n--;
+			continue;
+		}
+		k++;
+	}
+}
+
+int
+sim_fs_fill(sim_fs *fs, const char *path, size_t len, uint64_t seed)
+{
+	char *data = sk_malloc(len ? len : 1);
+	uint64_t st = seed ? seed : 1;
+
+	for (size_t i = 0; i < len; i += 8) {
+		uint64_t x = sim_rand(&st);
+		memcpy(data + i, &x, len - i < 8 ? len - i : 8);
+	}
+	return sim_fs_put(fs, path, data, len);
+}
+
 size_t
 sim_fs_subtree(sim_fs *fs, const char *dir, size_t *first)
 {

@@ -19,7 +19,8 @@ static const char usage_lines[] =
         "sandboxsim --listen HOST:PORT [--flavor e2b|cube|daytona] [--api-key KEY]\n"
         "           [--latency DUR] [--seed N] [--faults FILE.json] [--domain NAME] "
         "[--preload N]\n"
-        "           [--daytona-minute DUR] [--max-running N] [--creates-per-second R]";
+        "           [--daytona-minute DUR] [--paused-retention DUR] [--max-running N]\n"
+        "           [--creates-per-second R]";
 
 static const char help_text[] =
         "An E2B-compatible sandbox API (and envd GET /health) on one listener.\n"
@@ -39,6 +40,9 @@ static const char help_text[] =
         "                       managed_by=spacekeeper) at start, for benchmarks\n"
         "  --daytona-minute DUR  length of a Daytona auto-stop minute (default 60s;\n"
         "                       tests use e.g. 1s)\n"
+        "  --paused-retention DUR  a sandbox paused (stopped) this long is deleted, as\n"
+        "                       E2B deletes paused sandboxes after 30 days (default:\n"
+        "                       never)\n"
         "  --max-running N      a plan's concurrency limit: a create or resume with N\n"
         "                       sandboxes running gets E2B's 429 (0: none, default)\n"
         "  --creates-per-second R  a plan's start rate (creates and resumes, burst\n"
@@ -54,8 +58,9 @@ static const char help_text[] =
         "only what /init set survives (the login-shell env defect).\n"
         "\n"
         "The admin API (no key): GET|POST|DELETE /_sim/faults, GET /_sim/sandboxes,\n"
-        "POST /_sim/sandboxes/{id}/kill|pause, POST /_sim/reset, GET /_sim/stats,\n"
-        "POST /_sim/stats/reset.\n"
+        "POST /_sim/sandboxes/{id}/kill|pause, POST /_sim/sandboxes/{id}/files\n"
+        "({\"path\", \"bytes\", \"seed\"}: a file of pseudo-random bytes), POST /_sim/reset,\n"
+        "GET /_sim/stats, POST /_sim/stats/reset.\n"
         "\n"
         "The fault document (POST merges per key; null removes an entry):\n"
         "\n"
@@ -64,6 +69,7 @@ static const char help_text[] =
         "                                \"retry_after_s\": 2, \"count\": 3}},\n"
         "   \"resume_504_s\": 5, \"unreachable\": [\"<id>\"], \"list_empty_s\": 10,\n"
         "   \"overload\": {\"max_inflight\": 8, \"retry_after_s\": 2},\n"
+        "   \"resume_lose_files\": {\"mode\": \"empty|partial\", \"count\": 1},\n"
         "   \"bodies\": {\"<endpoint>|*\": {\"mode\": \"truncate|garbage|oversize\",\n"
         "                                \"size_mb\": 16, \"count\": 1}},\n"
         "   \"caps\": {\"max_running\": 5, \"creates_per_second\": 1}}\n"
@@ -80,8 +86,9 @@ static const char help_text[] =
 static const struct option longopts[] = { { "listen", 1, NULL, 'l' }, { "flavor", 1, NULL, 'f' },
 	{ "api-key", 1, NULL, 'k' }, { "latency", 1, NULL, 'L' }, { "seed", 1, NULL, 's' },
 	{ "faults", 1, NULL, 'F' }, { "domain", 1, NULL, 'd' }, { "preload", 1, NULL, 'p' },
-	{ "daytona-minute", 1, NULL, 'm' }, { "max-running", 1, NULL, 'M' },
-	{ "creates-per-second", 1, NULL, 'R' }, { "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 } };
+	{ "daytona-minute", 1, NULL, 'm' }, { "paused-retention", 1, NULL, 'P' },
+	{ "max-running", 1, NULL, 'M' }, { "creates-per-second", 1, NULL, 'R' },
+	{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 } };
 
 /* Prints the usage lines, and with full the whole help. */
 static void
@@ -193,6 +200,11 @@ parse_args(int argc, char **argv, sim *s, struct opts *o)
 			if (cap_flag(o, c == 'M', optarg) != 0)
 				return bad(c == 'M' ? "--max-running" : "--creates-per-second",
 				        optarg);
+			break;
+		case 'P':
+			if (sk_duration_parse(optarg, &s->paused_retention_ms) != 0 ||
+			        s->paused_retention_ms < 0)
+				return bad("--paused-retention", optarg);
 			break;
 		case 'h': usage(stdout, true); return 1;
 		default: usage(stderr, false); return 2;

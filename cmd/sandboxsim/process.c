@@ -272,32 +272,19 @@ unsupported(sk_buf *err)
 	return 127;
 }
 
-/* A file command on sandbox id's tree (under s->lock); -1 when w is none. */
+/* A command on sandbox id (under s->lock): a connection its network
+ * policy decides (curl, wget, nc), else a file command of its tree; -1
+ * when w is neither. */
 static int
-fs_command(sim *s, const char *id, const words *w, sk_buf *out, sk_buf *err)
+sandbox_command(sim *s, const char *id, const words *w, sk_buf *out, sk_buf *err)
 {
 	sim_sandbox *sb;
 	int rc = -1;
 
 	pthread_mutex_lock(&s->lock);
 	sb = sim_store_get(s, id, sk_now_ms());
-	if (sb)
+	if (sb && (rc = sim_net_command(sb, w->n, w->v, out, err)) < 0)
 		rc = sim_fs_command(sim_sandbox_fs(s, sb), w->n, w->v, out, err);
-	pthread_mutex_unlock(&s->lock);
-	return rc;
-}
-
-/* curl, wget or nc against sandbox id's network policy; -1 when w is none. */
-static int
-net_command(sim *s, const char *id, const words *w, sk_buf *out, sk_buf *err)
-{
-	sim_sandbox *sb;
-	int rc = -1;
-
-	pthread_mutex_lock(&s->lock);
-	sb = sim_store_get(s, id, sk_now_ms());
-	if (sb)
-		rc = sim_net_command(sb, w->n, w->v, out, err);
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
@@ -323,9 +310,7 @@ evaluate(sim *s, const char *id, const char *script, const json_t *env, sk_buf *
 		rc = run_printenv(&w, env, out);
 	else if (strcmp(w.v[0], "env") == 0)
 		rc = w.n == 1 ? run_printenv(&w, env, out) : unsupported(err);
-	else if ((rc = net_command(s, id, &w, out, err)) >= 0)
-		; /* curl, wget, nc: as the sandbox's network policy lets them */
-	else if ((rc = fs_command(s, id, &w, out, err)) < 0) {
+	else if ((rc = sandbox_command(s, id, &w, out, err)) < 0) {
 		sk_buf_printf(err, "bash: line 1: %s: command not found\n", w.v[0]);
 		rc = 127;
 	}

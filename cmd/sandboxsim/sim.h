@@ -91,6 +91,7 @@ typedef struct sim_sandbox {
 	const char *user_id; /* points into meta, NULL when absent */
 	int state;
 	int64_t created_ms, started_ms, end_ms, resumed_ms, activity_ms, updated_ms;
+	int64_t paused_ms; /* when it last paused (--paused-retention counts from it) */
 	int32_t timeout_s; /* create-time timeout (auto-resume TTL, cube idle window) */
 	bool auto_pause, auto_resume, auto_pause_memory, secure, never;
 	int cpu, memory_mb, disk_mb;
@@ -175,7 +176,12 @@ typedef struct sim_faults {
 	int inflight;
 	sim_bodyfault bodies[SIM_EP_COUNT + 1];
 	sim_caps caps;
+	/* resume_lose_files: the next resumes of a paused sandbox lose its
+	 * file tree, whole ("empty") or every other regular file ("partial"). */
+	int resume_lose_mode; /* SIM_LOSE_* */
+	int resume_lose_count; /* remaining, -1 unlimited */
 } sim_faults;
+enum sim_lose_mode { SIM_LOSE_NONE, SIM_LOSE_EMPTY, SIM_LOSE_PARTIAL };
 
 typedef struct sim_stats {
 	pthread_mutex_t lock;
@@ -207,6 +213,7 @@ typedef struct sim {
 	uint64_t seed;
 	char *domain;
 	int64_t minute_ms; /* length of a Daytona interval minute (tests shorten it) */
+	int64_t paused_retention_ms; /* a paused sandbox is deleted after it; 0 never */
 	pthread_mutex_t lock; /* guards store, next_pid and procs */
 	int next_pid;
 	sim_proc *procs;
@@ -360,6 +367,10 @@ int sim_fs_symlink(sim_fs *fs, const char *target, const char *path);
 int sim_fs_mkfifo(sim_fs *fs, const char *path);
 int sim_fs_chmod(sim_fs *fs, const char *path, uint32_t mode);
 int sim_fs_remove(sim_fs *fs, const char *path); /* recursive */
+/* A resume's loss (SIM_LOSE_*): every entry below home, or every other regular file. */
+void sim_fs_lose(sim_fs *fs, int mode);
+/* A regular file of len pseudo-random bytes from seed (the bench's trees). */
+int sim_fs_fill(sim_fs *fs, const char *path, size_t len, uint64_t seed);
 /* The run of entries below dir: count returned, index in *first. */
 size_t sim_fs_subtree(sim_fs *fs, const char *dir, size_t *first);
 /* 1 for dir's own entries, 2 for theirs, ... */
@@ -391,6 +402,8 @@ bool sim_faults_list_empty(sim *s, int64_t now);
 bool sim_faults_unreachable(sim *s, const sim_sandbox *sb, int64_t now);
 bool sim_faults_overload_enter(sim *s, int *retry_after_s);
 void sim_faults_overload_leave(sim *s);
+/* The resume_lose_files fault, taken once (SIM_LOSE_NONE when not set). */
+int sim_faults_resume_loss(sim *s);
 /* Rewrites r's response body when a body fault matches its endpoint. */
 void sim_faults_mangle(sim *s, sim_req *r);
 void sim_stats_count(sim *s, int ep, int status);

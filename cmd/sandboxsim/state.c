@@ -428,6 +428,7 @@ sim_sandbox_pause(sim_sandbox *sb, int64_t now)
 	sb->state = SIM_PAUSED;
 	sb->end_ms = now;
 	sb->updated_ms = now;
+	sb->paused_ms = now;
 }
 
 void
@@ -437,6 +438,8 @@ sim_sandbox_resume(sim *s, sim_sandbox *sb, int64_t now, int32_t timeout_s)
 	 * a Daytona container keeps its env across stop/start. */
 	if (sb->state != SIM_RUNNING && s->flavor != SIM_DAYTONA)
 		sb->boot_env_lost = true;
+	if (sb->state != SIM_RUNNING && sb->fs != NULL)
+		sim_fs_lose(sb->fs, sim_faults_resume_loss(s));
 	sim_sandbox_account(sb, now);
 	sb->state = SIM_RUNNING;
 	sb->started_ms = sb->resumed_ms = sb->activity_ms = sb->updated_ms = now;
@@ -460,7 +463,8 @@ sim_sandbox_resume(sim *s, sim_sandbox *sb, int64_t now, int32_t timeout_s)
  *  - daytona: stopped after auto_stop_min minutes (s->minute_ms each) without
  *    activity (start, autostop, data-plane traffic); 0 never.
  * At the deadline autoPause pauses (daytona: stops), otherwise the sandbox
- * is killed. Every lookup and list applies this first, and the sweeper
+ * is killed. With --paused-retention a sandbox paused (stopped) that long is
+ * deleted, as E2B deletes paused sandboxes after 30 days. Every lookup and list applies this first, and the sweeper
  * (server.c) every 200 ms, so a reader never sees a sandbox past its deadline.
  */
 bool
@@ -468,6 +472,11 @@ sim_sandbox_tick(sim *s, sim_sandbox *sb, int64_t now)
 {
 	if (sb->state == SIM_KILLED)
 		return true;
+	if (sb->state == SIM_PAUSED && s->paused_retention_ms > 0 &&
+	        now - sb->paused_ms >= s->paused_retention_ms) {
+		sb->state = SIM_KILLED;
+		return true;
+	}
 	if (sb->state != SIM_RUNNING)
 		return false;
 	if (s->flavor == SIM_DAYTONA) {

@@ -195,6 +195,11 @@ parse_flag(apply_ctx *c, int ch, char **argv)
 static int
 check_args(apply_ctx *c, int argc, char **argv)
 {
+	if (optind < argc && c->dry_run &&
+	        (strcmp(argv[optind], "client") == 0 || strcmp(argv[optind], "server") == 0))
+		return sk_cli_usage_error(c->help,
+		        "unexpected argument \"%s\": the mode goes with =, --dry-run=%s",
+		        argv[optind], argv[optind]);
 	if (optind < argc)
 		return sk_cli_usage_error(c->help, "unexpected argument \"%s\"", argv[optind]);
 	if (c->files.len == 0 && !c->recover)

@@ -48,6 +48,9 @@ static const struct object_doc {
 	{ "spec.lifecycle", "When the sandbox sleeps and wakes." },
 	{ "spec.health", "What counts as unhealthy, and what the controller does about it." },
 	{ "spec.workspace", "The user's files: what a migration copies to the new sandbox." },
+	{ "spec.network",
+	        "The sandbox's network policy: which destinations it may reach, and whether "
+	        "its URLs need its access token. Unset: the provider's own (open)." },
 	{ "spec.migration",
 	        "How a migration (updateStrategy Migrate, spacectl rollout restart) runs: when "
 	        "it starts, how much it copies, what happens to the old sandbox." },

@@ -174,13 +174,21 @@ cell_labels(const sk_userspace *us, int64_t now, char *buf, size_t len)
 		snprintf(buf, len, "<none>");
 }
 
-/* A migration's phase and progress ("Copying 120/200 files 41%"); "-" when none. */
+/* A migration's phase and progress ("Copying 120/200 files 41%"); when none, whether
+ * the spec differs from the sandbox (SpecMismatch: a template not rolled out). */
 static void
 cell_migration(const sk_userspace *us, int64_t now, char *buf, size_t len)
 {
 	const sk_migration_status *m = &us->status.migration;
 
-	if (m->phase == SK_MIG_NONE)
+	bool mismatch = false;
+
+	for (size_t i = 0; i < us->status.n_drift && !mismatch; i++)
+		mismatch = us->status.drift[i].type &&
+		        strcmp(us->status.drift[i].type, SK_DRIFT_SPEC) == 0;
+	if (m->phase == SK_MIG_NONE && mismatch)
+		snprintf(buf, len, "not rolled out (describe says how)");
+	else if (m->phase == SK_MIG_NONE)
 		snprintf(buf, len, "-");
 	else if (m->phase == SK_MIG_COPYING && m->bytes_total > 0)
 		snprintf(buf, len, "%s %lld/%lld files %lld%%", sk_migration_phase_name(m->phase),

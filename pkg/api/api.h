@@ -66,6 +66,8 @@ typedef enum sk_mode { SK_MODE_RUNNING, SK_MODE_PAUSED } sk_mode;
 typedef enum sk_on_timeout { SK_ON_TIMEOUT_PAUSE, SK_ON_TIMEOUT_KILL } sk_on_timeout;
 typedef enum sk_deletion_policy { SK_DELETE_DELETE, SK_DELETE_RETAIN } sk_deletion_policy;
 typedef enum sk_remediation { SK_REMEDIATION_REPORT, SK_REMEDIATION_REPLACE } sk_remediation;
+/* spec.health.onLoss: what a lost workspace (WorkspaceIntact False) does. */
+typedef enum sk_on_loss { SK_ON_LOSS_REPORT, SK_ON_LOSS_RESTORE } sk_on_loss;
 /* spec.updateStrategy: what a template change does. */
 typedef enum sk_update_strategy { SK_UPDATE_REPORT, SK_UPDATE_MIGRATE } sk_update_strategy;
 /* spec.lifecycle.busy: whether processes running in envd keep the space awake. */
@@ -164,6 +166,7 @@ typedef struct sk_userspace_spec {
 	sk_deletion_policy deletion_policy; /* spec.deletionPolicy */
 	int64_t unhealthy_after_ms; /* spec.health.unhealthyAfter */
 	sk_remediation remediation; /* spec.health.remediation */
+	sk_on_loss on_loss; /* spec.health.onLoss */
 	sk_update_strategy update_strategy; /* spec.updateStrategy */
 	sk_strlist workspace_paths; /* spec.workspace.paths */
 	int64_t keep_source_ms; /* spec.migration.keepSourceFor */
@@ -179,6 +182,9 @@ typedef struct sk_userspace_spec {
 #define SK_COND_DRIFTED "Drifted"
 #define SK_COND_MIGRATED "Migrated" /* present once a migration was recorded */
 #define SK_COND_BUSY "Busy" /* present once running processes kept the space awake */
+/* present once the workspace marker was written: False when a resume found
+ * it missing or another space's, or the bound sandbox vanished (files lost) */
+#define SK_COND_WORKSPACE "WorkspaceIntact"
 /* present once spec.network was applied: "sandbox ID: POLICY" */
 #define SK_COND_NETWORK "NetworkPolicy"
 
@@ -197,6 +203,10 @@ typedef struct sk_condition {
 #define SK_DRIFT_SPEC "SpecMismatch"
 #define SK_DRIFT_MISSING "Missing"
 #define SK_DRIFT_ORPHAN "Orphan"
+#define SK_DRIFT_WORKSPACE_LOST "WorkspaceLost"
+/* Clears WorkspaceIntact False: the time (RFC 3339) the loss was seen to; a
+ * value at or after the condition's lastTransitionTime sets it True again. */
+#define SK_ANNOTATION_LOSS_ACK "spacekeeper.dev/workspaceLossAcknowledged"
 
 typedef struct sk_drift {
 	char *type;
@@ -572,6 +582,9 @@ typedef struct sk_provider_config {
 	bool has_price;
 	double price_running_per_hour;
 	double price_paused_per_hour;
+	/* How long the provider keeps a paused sandbox before it deletes it
+	 * (E2B: 720h); 0 (default): not known, kept forever. */
+	int64_t paused_retention_ms;
 } sk_provider_config;
 
 /* One entry of controller.connectTokens: a tenant's bearer token (read from
@@ -582,6 +595,16 @@ typedef struct sk_connect_token_config {
 	char *file; /* path, never the token */
 	char *selector; /* a label selector (kubectl -l syntax), not empty */
 } sk_connect_token_config;
+
+/* archive: the object storage of spaces' workspaces (issue 24, config_archive.c). */
+typedef struct sk_archive_config {
+	char *endpoint; /* http(s) URL of an S3-compatible server */
+	char *bucket;
+	char *region; /* default us-east-1 */
+	char *prefix; /* key prefix, default "spaces": PREFIX/USERID/GENERATION/ */
+	char *access_key_file; /* paths, never the keys */
+	char *secret_key_file;
+} sk_archive_config;
 
 typedef struct sk_controller_config {
 	char *mongodb_uri; /* default mongodb://127.0.0.1:27017 */
@@ -611,6 +634,7 @@ typedef struct sk_controller_config {
 	int64_t renew_deadline_ms; /* default 10s */
 	int64_t retry_period_ms; /* default 2s */
 	char *advertise_address; /* HOST:PORT others forward connects to; "": listen */
+	sk_archive_config *archive; /* NULL: no archive configured */
 } sk_controller_config;
 
 /* Parses and validates a config file (errors with path and file:line:col). */
@@ -689,6 +713,8 @@ bool sk_config_connect_token_warning(const sk_controller_config *c, char *msg, s
 /* A token file's one line (as sk_config_connect_token); what names the file
  * in errors ("connect token file"). Caller frees. */
 char *sk_config_token_read(const char *path, const char *what, sk_error *err);
+/* The archive's keys from their files (caller frees both; never logged). */
+int sk_config_archive_keys(const sk_archive_config *a, char **access, char **secret, sk_error *err);
 /* The name controller.connectTokenFile's token has in metrics. */
 #define SK_CONNECT_TOKEN_ALL "all"
 /* Whether a HOST:PORT listens on loopback only (127.0.0.0/8, localhost, ""). */

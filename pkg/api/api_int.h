@@ -84,11 +84,23 @@ const char *sk_config_setting_path(size_t i);
 /* Checks v against setting i and stores it in out; false with why filled. */
 bool sk_config_setting_set(size_t i, json_t *v, sk_controller_config *out, char *why, size_t n);
 
+/* A non-empty string at obj[key] (path.key in errors), or NULL: an error
+ * when it is not a string, empty, or missing and required. */
+const char *sk_check_nonempty(
+        sk_vctx *v, json_t *obj, const char *path, const char *key, bool required);
 /* config_tokens.c: controller.connectTokens into out (errors into errs). */
 void sk_config_decode_connect_tokens(
         const sk_doc *doc, sk_errlist *errs, json_t *arr, sk_controller_config *out);
 void sk_config_connect_tokens_free(sk_controller_config *c);
+/* config_archive.c: the archive section into out (errors into errs). */
+void sk_config_decode_archive(
+        const sk_doc *doc, sk_errlist *errs, json_t *m, sk_controller_config *out);
+void sk_config_archive_free(sk_controller_config *c);
 
+/* schema.c: a LIST row's value: a list of 1 to f->max strings, each
+ * passing f->valid, else "must be RULE"; why (may be NULL) may give a bad
+ * entry a message of its own. */
+void sk_check_list(sk_vctx *v, const sk_field *f, json_t *a, const char *(*why)(const char *s));
 /* network.c: the rules of spec.network's lists (schema rows). */
 void sk_net_check_list(sk_vctx *v, const sk_field *f, json_t *a);
 bool sk_net_allow_ok(const char *s);

@@ -248,6 +248,7 @@ sk_config_free(sk_controller_config *c)
 	free(c->connect_listen);
 	free(c->connect_token_file);
 	sk_config_connect_tokens_free(c);
+	sk_config_archive_free(c);
 	free(c->connect_tls_cert_file);
 	free(c->connect_tls_key_file);
 	free(c->identity);
@@ -348,6 +349,8 @@ decode_provider_limits(cfg_ctx *c, json_t *m, const char *path, sk_provider_conf
 		want_bool(c, v, fp, &p->delete_orphans);
 	if ((v = field(c, m, path, "orphanGracePeriod", false)) && SUB("orphanGracePeriod"))
 		want_duration(c, v, fp, 0, 30LL * 86400000, &p->orphan_grace_ms);
+	if ((v = field(c, m, path, "pausedRetention", false)) && SUB("pausedRetention"))
+		want_duration(c, v, fp, 0, 365LL * 86400000, &p->paused_retention_ms);
 #undef SUB
 	free(fp);
 }
@@ -406,7 +409,7 @@ decode_provider(cfg_ctx *c, json_t *m, const char *path, sk_provider_config *p)
 	static const char *const allowed[] = { "name", "type", "apiURL", "sandboxURL", "domain",
 		"apiKeyEnv", "apiKeyFile", "maxInFlight", "qps", "burst", "requestTimeout",
 		"sandboxTimeout", "insecureSkipTLSVerify", "deleteOrphans", "orphanGracePeriod",
-		"capacity", "price", NULL };
+		"pausedRetention", "capacity", "price", NULL };
 	static const char *const types[] = { "e2b", "cube", "daytona", NULL };
 	json_t *v;
 	const char *s;
@@ -493,7 +496,7 @@ static void
 decode_root(cfg_ctx *c, json_t *root, sk_controller_config *out)
 {
 	static const char *const allowed[] = { "apiVersion", "kind", "mongodb", "providers",
-		"controller", NULL };
+		"controller", "archive", NULL };
 	json_t *v;
 	const char *s;
 
@@ -515,6 +518,8 @@ decode_root(cfg_ctx *c, json_t *root, sk_controller_config *out)
 		if (json_is_object(v) && (v = json_object_get(v, "connectTokens")) != NULL)
 			sk_config_decode_connect_tokens(c->doc, c->errs, v, out);
 	}
+	if ((v = field(c, root, "", "archive", false)))
+		sk_config_decode_archive(c->doc, c->errs, v, out);
 }
 
 int

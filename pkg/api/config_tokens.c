@@ -15,11 +15,10 @@
 
 #include "api_int.h"
 
-/* A non-empty string at obj[key] (required), or NULL with an error. */
-static const char *
-token_string(sk_vctx *v, json_t *obj, const char *path, const char *key)
+const char *
+sk_check_nonempty(sk_vctx *v, json_t *obj, const char *path, const char *key, bool required)
 {
-	json_t *val = sk_check_field(v, obj, path, key, true);
+	json_t *val = sk_check_field(v, obj, path, key, required);
 	char *fp = sk_path_join(path, key);
 	const char *s = val ? sk_check_string(v, val, fp) : NULL;
 
@@ -43,7 +42,7 @@ decode_token(sk_vctx *v, json_t *m, const char *path, sk_connect_token_config *t
 	if (!sk_check_object(v, m, path))
 		return;
 	sk_check_known(v, m, path, allowed);
-	if ((s = token_string(v, m, path, "name")) != NULL) {
+	if ((s = sk_check_nonempty(v, m, path, "name", true)) != NULL) {
 		fp = sk_path_join(path, "name");
 		if (!sk_valid_name(s))
 			sk_doc_error(v->errs, v->doc, fp,
@@ -55,9 +54,9 @@ decode_token(sk_vctx *v, json_t *m, const char *path, sk_connect_token_config *t
 		t->name = sk_strdup(s);
 		free(fp);
 	}
-	if ((s = token_string(v, m, path, "file")) != NULL)
+	if ((s = sk_check_nonempty(v, m, path, "file", true)) != NULL)
 		t->file = sk_strdup(s);
-	if ((s = token_string(v, m, path, "selector")) != NULL) {
+	if ((s = sk_check_nonempty(v, m, path, "selector", true)) != NULL) {
 		fp = sk_path_join(path, "selector");
 		if (sk_selector_parse(s, &sel, &err) != 0)
 			sk_doc_error(v->errs, v->doc, fp, "%s", err.message);

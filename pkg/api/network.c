@@ -91,38 +91,21 @@ sk_net_is_host(const char *s)
 	return !digits;
 }
 
+/* A denyOut entry that is a host name gets its own message. */
+static const char *
+deny_why(const char *s)
+{
+	return sk_net_is_host(s) ? "a host name is allowed in allowOut only; denyOut takes IP "
+	                           "addresses and CIDRs"
+	                         : NULL;
+}
+
 /* .check of spec.network.allowOut and denyOut: 1 to f->max entries, each
  * an IP or CIDR (allowOut: or a host name), errors at the entry. */
 void
 sk_net_check_list(sk_vctx *v, const sk_field *f, json_t *a)
 {
-	bool allow = strcmp(f->path, "spec.network.allowOut") == 0;
-	json_t *item;
-	size_t i;
-
-	if (!json_is_array(a)) {
-		sk_doc_error(v->errs, v->doc, f->path, "must be a list of strings");
-		return;
-	}
-	if (json_array_size(a) < 1 || json_array_size(a) > (size_t)f->max)
-		sk_doc_error(
-		        v->errs, v->doc, f->path, "must have 1 to %lld entries", (long long)f->max);
-	json_array_foreach(a, i, item)
-	{
-		char *p = sk_path_index(f->path, i);
-		const char *s = sk_check_string(v, item, p);
-		if (s == NULL || sk_net_is_ip_or_cidr(s) || (allow && sk_net_is_host(s)))
-			; /* fine, or already reported */
-		else if (!allow && sk_net_is_host(s))
-			sk_doc_error(v->errs, v->doc, p,
-			        "a host name is allowed in allowOut only; denyOut takes IP "
-			        "addresses "
-			        "and CIDRs (got \"%.140s\")",
-			        s);
-		else
-			sk_doc_error(v->errs, v->doc, p, "must be %s (got \"%.140s\")", f->rule, s);
-		free(p);
-	}
+	sk_check_list(v, f, a, strcmp(f->path, "spec.network.denyOut") == 0 ? deny_why : NULL);
 }
 
 bool

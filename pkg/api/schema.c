@@ -18,7 +18,8 @@ _Static_assert(sizeof(sk_mode) == sizeof(int) && sizeof(sk_on_timeout) == sizeof
                 sizeof(sk_deletion_policy) == sizeof(int) &&
                 sizeof(sk_remediation) == sizeof(int) &&
                 sizeof(sk_update_strategy) == sizeof(int) &&
-                sizeof(sk_busy_policy) == sizeof(int) && sizeof(sk_net_access) == sizeof(int),
+                sizeof(sk_busy_policy) == sizeof(int) && sizeof(sk_on_loss) == sizeof(int) &&
+                sizeof(sk_net_access) == sizeof(int),
         "ENUM fields are read and written as int");
 
 /* ---- rules of the fields that need more than a type and bounds ---- */
@@ -84,9 +85,8 @@ quantity_ok(const char *s)
 	return strlen(s) <= 18 && sk_quantity_parse(s, &n) == SK_OK;
 }
 
-/* A list of at most f->max strings, each passing f->valid. */
-static void
-check_list(sk_vctx *v, const sk_field *f, json_t *a)
+void
+sk_check_list(sk_vctx *v, const sk_field *f, json_t *a, const char *(*why)(const char *s))
 {
 	json_t *item;
 	size_t i;
@@ -102,10 +102,20 @@ check_list(sk_vctx *v, const sk_field *f, json_t *a)
 	{
 		char *p = sk_path_index(f->path, i);
 		const char *s = sk_check_string(v, item, p);
-		if (s != NULL && !f->valid(s))
+		const char *rule = s != NULL && !f->valid(s) && why ? why(s) : NULL;
+		if (rule != NULL)
+			sk_doc_error(v->errs, v->doc, p, "%s (got \"%.140s\")", rule, s);
+		else if (s != NULL && !f->valid(s))
 			sk_doc_error(v->errs, v->doc, p, "must be %s (got \"%.140s\")", f->rule, s);
 		free(p);
 	}
+}
+
+/* A list of at most f->max strings, each passing f->valid. */
+static void
+check_list(sk_vctx *v, const sk_field *f, json_t *a)
+{
+	sk_check_list(v, f, a, NULL);
 }
 
 static bool
@@ -194,6 +204,7 @@ static const char *const remediation_names[] = { "Replace", "Report", NULL };
 static const int remediation_values[] = { SK_REMEDIATION_REPLACE, SK_REMEDIATION_REPORT };
 static const char *const update_names[] = { "Report", "Migrate", NULL };
 static const char *const busy_names[] = { "Processes", "Ignore", NULL };
+static const char *const on_loss_names[] = { "Report", "Restore", NULL };
 static const char *const net_access_names[] = { "Allow", "Deny", NULL };
 static const int net_access_values[] = { SK_NET_ALLOW, SK_NET_DENY };
 
@@ -323,6 +334,15 @@ const sk_field sk_spec_fields[] = {
 	        .desc = "What the controller does when the data plane stays unreachable for "
 	                "unhealthyAfter: Report (drift only) or Replace (a new sandbox, then "
 	                "the old one deleted)." },
+	{ .path = "spec.health.onLoss",
+	        .type = SK_FIELD_ENUM,
+	        .offset = AT(on_loss),
+	        .def = "Report",
+	        .names = on_loss_names,
+	        .desc = "What a lost workspace (a resume without the workspace marker, or a "
+	                "sandbox gone while asleep) does: Report (condition WorkspaceIntact "
+	                "False, drift WorkspaceLost, workspaceLost in the connect answer) or "
+	                "Restore (from the newest archive, when there is one)." },
 	{ .path = "spec.updateStrategy",
 	        .type = SK_FIELD_ENUM,
 	        .offset = AT(update_strategy),
@@ -419,7 +439,7 @@ const int64_t sk_default_sandbox_timeout_ms = HOUR_MS;
  * that fits in padding would slip through, so the size is pinned here too:
  * a new member needs a row above, then this size. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(sk_userspace_spec) == 216, "a new spec member needs a row in sk_spec_fields");
+_Static_assert(sizeof(sk_userspace_spec) == 224, "a new spec member needs a row in sk_spec_fields");
 #endif
 
 /* ---- access ---- */

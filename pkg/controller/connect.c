@@ -15,7 +15,8 @@
  * once).
  * The answer carries what an SDK needs to attach with no provider call:
  * envdURL (+ envdHeaders), envdVersion, envdAccessToken (a secret: only
- * ever in this answer, on the guarded listener), provider, deadline.
+ * ever in this answer, on the guarded listener), provider, deadline, and
+ * workspaceLost: true while the space's files are known lost.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +136,16 @@ add_keeper_detail(json_t *o, const sk_userspace *us, const sk_ctl_keeper *k)
 	}
 }
 
+/* WorkspaceIntact False: the files were lost (a resume without them, or a
+ * sandbox gone), until the loss is acknowledged. */
+static bool
+workspace_lost(const sk_userspace *us)
+{
+	const sk_condition *w = sk_userspace_condition(us, SK_COND_WORKSPACE);
+
+	return w != NULL && w->status != NULL && strcmp(w->status, "False") == 0;
+}
+
 static void
 reply_ready(sk_controller *c, sk_http_reply *r, const sk_userspace *us, const sk_ctl_keeper *k,
         const char *path)
@@ -163,6 +174,8 @@ reply_ready(sk_controller *c, sk_http_reply *r, const sk_userspace *us, const sk
 		json_object_set_new(o, "previousSandboxID", json_string(k->replaced_id));
 		json_object_set_new(o, "replacedAt", json_string(when));
 	}
+	if (workspace_lost(us))
+		json_object_set_new(o, "workspaceLost", json_true());
 	sk_ctl_reply_json(r, 200, o); /* the token lives on only in r->body */
 	free(url);
 }
@@ -420,7 +433,8 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, bool fres
 }
 
 bool
-sk_ctl_connect_fast(sk_controller *c, const char *arg, bool by_user, sk_http_reply *r)
+sk_ctl_connect_fast(sk_controller *c, const char *arg, bool by_user, const sk_ctl_origin *from,
+        sk_http_reply *r)
 {
 	double t0 = sk_metrics_now();
 	int64_t now = sk_now_ms();
@@ -435,7 +449,11 @@ sk_ctl_connect_fast(sk_controller *c, const char *arg, bool by_user, sk_http_rep
 		free(name);
 		return false;
 	}
-	if (sk_ctl_may_act(c, us->spec.user_id)) {
+	/* A space outside the caller's token scope: the thread's path answers
+	 * (404, as for a missing space, after the same store read; counted there). */
+	if ((from == NULL || from->scope == NULL ||
+	            sk_selector_matches(from->scope, &us->meta.labels)) &&
+	        sk_ctl_may_act(c, us->spec.user_id)) {
 		sk_ctl_plan_options(c, us, &o);
 		sk_ctl_space_keeper(c, name, &k);
 		sk_connect_decide(us, &k.mem, now, &o, &d);

@@ -348,7 +348,7 @@ handler(void *cls, struct MHD_Connection *conn, const char *url, const char *met
 	}
 	if (!route(q, method, url))
 		return send_reply(q);
-	if (!q->fresh && sk_ctl_connect_fast(c, q->arg, q->kind == CALL_USER, &q->r))
+	if (!q->fresh && sk_ctl_connect_fast(c, q->arg, q->kind == CALL_USER, &q->from, &q->r))
 		return send_reply(q); /* answered from memory: no thread, no suspend */
 	if (start_call(q))
 		return MHD_YES;

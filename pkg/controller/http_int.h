@@ -90,12 +90,14 @@ void sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, bool
 void sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms, bool fresh,
         const sk_ctl_origin *from, sk_http_reply *r);
 /* The fast path without a thread of its own (the listener's): true with the
- * answer in r when this replica holds the user's shard and the keeper is
- * known ready (sk_connect_decide: READY, its envd details known); false,
- * r untouched, when the connect may wait (starting, forward, fresh, any
- * slow path): then sk_ctl_connect or sk_ctl_connect_user, in a thread.
+ * answer in r when the space is within the caller's token scope, this
+ * replica holds the user's shard and the keeper is known ready
+ * (sk_connect_decide: READY, its envd details known); false, r untouched,
+ * otherwise (starting, out of scope, forward, fresh, any slow path): then
+ * sk_ctl_connect or sk_ctl_connect_user, in a thread, decide.
  * by_user: arg is a userID, else a UserSpace name. */
-bool sk_ctl_connect_fast(sk_controller *c, const char *arg, bool by_user, sk_http_reply *r);
+bool sk_ctl_connect_fast(sk_controller *c, const char *arg, bool by_user, const sk_ctl_origin *from,
+        sk_http_reply *r);
 /* POST /v1/users/ID/activity: a heartbeat, 204. */
 void sk_ctl_activity(
         sk_controller *c, const char *user_id, const sk_ctl_origin *from, sk_http_reply *r);

@@ -559,7 +559,8 @@ sk_ctl_shards_tick(sk_controller *c)
 		}
 	/* Start at a point of our own, so joining replicas try different shards. */
 	taken = sk_calloc((size_t)sh->n, sizeof(*taken));
-	for (int k = 0, o = sk_ctl_shard_of(sh->holder, sh->n); k < sh->n && held < target; k++) {
+	for (int k = 0, o = sk_ctl_shard_of(sh->holder, sh->n);
+	        k < sh->n && held < target && !sk_ctl_stopping(c); k++) {
 		int i = (o + k) % sh->n;
 		if (!is_held(c, i) && take_shard(c, &ll, i, t1)) {
 			taken[gained++] = i;

@@ -1,9 +1,15 @@
 /*
  * metrics: counters, gauges and histograms keyed by "name{labels}" in an
- * array (a few dozen series), rendered as Prometheus text.
+ * array, rendered as Prometheus text in the order declared. A map from
+ * name (and name + labels) to the array index finds a family or a series
+ * without a scan: the connect fast path updates two series per call, and
+ * a scan of every series with strcmp under the one lock was the top of its
+ * profile (issue 22).
  */
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -50,6 +56,8 @@ struct sk_metrics {
 	size_t n_fam;
 	metric_series *ser;
 	size_t n_ser;
+	sk_strmap *fam_index; /* name -> index + 1 (as a pointer) */
+	sk_strmap *ser_index; /* name "\x1f" labels -> index + 1 */
 };
 
 sk_metrics *
@@ -58,6 +66,8 @@ sk_metrics_new(void)
 	sk_metrics *m = sk_calloc(1, sizeof(*m));
 
 	pthread_mutex_init(&m->mu, NULL);
+	m->fam_index = sk_strmap_new(NULL);
+	m->ser_index = sk_strmap_new(NULL);
 	return m;
 }
 
@@ -78,6 +88,8 @@ sk_metrics_free(sk_metrics *m)
 	}
 	free(m->fam);
 	free(m->ser);
+	sk_strmap_free(m->fam_index);
+	sk_strmap_free(m->ser_index);
 	pthread_mutex_destroy(&m->mu);
 	free(m);
 }
@@ -85,10 +97,9 @@ sk_metrics_free(sk_metrics *m)
 static metric_family *
 family_find(sk_metrics *m, const char *name)
 {
-	for (size_t i = 0; i < m->n_fam; i++)
-		if (strcmp(m->fam[i].name, name) == 0)
-			return &m->fam[i];
-	return NULL;
+	uintptr_t i = (uintptr_t)sk_strmap_get(m->fam_index, name);
+
+	return i ? &m->fam[i - 1] : NULL;
 }
 
 static void
@@ -101,6 +112,7 @@ declare_locked(sk_metrics *m, const char *name, sk_metric_type type, const char 
 		return;
 	m->fam = sk_realloc(m->fam, (m->n_fam + 1) * sizeof(*m->fam));
 	f = &m->fam[m->n_fam++];
+	sk_strmap_put(m->fam_index, name, (void *)(uintptr_t)m->n_fam);
 	f->name = sk_strdup(name);
 	f->help = sk_strdup(help ? help : "");
 	f->type = type;
@@ -134,14 +146,23 @@ static metric_series *
 series_get(sk_metrics *m, const char *name, const char *labels)
 {
 	metric_series *s;
+	char buf[512], *key = buf;
+	uintptr_t i;
 
 	if (!labels)
 		labels = "";
-	for (size_t i = 0; i < m->n_ser; i++)
-		if (strcmp(m->ser[i].name, name) == 0 && strcmp(m->ser[i].labels, labels) == 0)
-			return &m->ser[i];
+	if ((size_t)snprintf(buf, sizeof(buf), "%s\x1f%s", name, labels) >= sizeof(buf))
+		key = sk_asprintf("%s\x1f%s", name, labels);
+	if ((i = (uintptr_t)sk_strmap_get(m->ser_index, key)) != 0) {
+		if (key != buf)
+			free(key);
+		return &m->ser[i - 1];
+	}
 	m->ser = sk_realloc(m->ser, (m->n_ser + 1) * sizeof(*m->ser));
 	s = &m->ser[m->n_ser++];
+	sk_strmap_put(m->ser_index, key, (void *)(uintptr_t)m->n_ser);
+	if (key != buf)
+		free(key);
 	memset(s, 0, sizeof(*s));
 	s->name = sk_strdup(name);
 	s->labels = sk_strdup(labels);
@@ -274,6 +295,8 @@ sk_metrics_render(sk_metrics *m, sk_buf *out)
 {
 	pthread_mutex_lock(&m->mu);
 	qsort(m->fam, m->n_fam, sizeof(*m->fam), family_cmp);
+	for (size_t i = 0; i < m->n_fam; i++) /* sorted in place: the index follows */
+		sk_strmap_put(m->fam_index, m->fam[i].name, (void *)(uintptr_t)(i + 1));
 	for (size_t i = 0; i < m->n_fam; i++)
 		render_family(m, &m->fam[i], out);
 	pthread_mutex_unlock(&m->mu);

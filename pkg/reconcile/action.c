@@ -48,6 +48,7 @@ sk_plan_options_from_config(sk_plan_options *o, const sk_provider_config *pc, in
 	if (pc->orphan_grace_ms > 0)
 		o->orphan_grace_ms = pc->orphan_grace_ms;
 	o->evict_after_ms = pc->evict_after_ms;
+	o->markers = true;
 }
 
 /* ---- observed ---- */
@@ -220,6 +221,7 @@ sk_action_type_name(sk_action_type t)
 	case SK_ACTION_REMOVE_FINALIZER: return "remove-finalizer";
 	case SK_ACTION_EVENT: return "event";
 	case SK_ACTION_INIT_ENV: return "init-env";
+	case SK_ACTION_WRITE_MARKER: return "write-marker";
 	case SK_ACTION_SET_NETWORK: return "set-network";
 	}
 	return "?";
@@ -243,7 +245,8 @@ sk_action_is_mutating(const sk_action *a)
 {
 	return a->type == SK_ACTION_CREATE || a->type == SK_ACTION_CONNECT ||
 	        a->type == SK_ACTION_PAUSE || a->type == SK_ACTION_KILL ||
-	        a->type == SK_ACTION_INIT_ENV || a->type == SK_ACTION_SET_NETWORK;
+	        a->type == SK_ACTION_INIT_ENV || a->type == SK_ACTION_WRITE_MARKER ||
+	        a->type == SK_ACTION_SET_NETWORK;
 }
 
 static const char *
@@ -292,6 +295,9 @@ sk_action_describe(const sk_action *a, sk_buf *out)
 		break;
 	case SK_ACTION_INIT_ENV: /* names only: values never leave the plan */
 		sk_buf_printf(out, "re-assert env of %s (%zu variables)", target(a), a->env.len);
+		break;
+	case SK_ACTION_WRITE_MARKER:
+		sk_buf_printf(out, "write the workspace marker in %s", target(a));
 		break;
 	case SK_ACTION_SET_NETWORK: {
 		char net[1024];

@@ -489,6 +489,30 @@ do_init_env(sk_xctx *x, const sk_action *a, sk_error *err)
 	return rc;
 }
 
+/* The workspace marker (plan_workspace.c). A backend without files has
+ * none to write: nothing to check later either. */
+static int
+do_write_marker(sk_xctx *x, const sk_action *a, sk_error *err)
+{
+	const char *id = id_of(x, a);
+	sk_sandbox bare;
+	const sk_sandbox *sb = NULL;
+	int rc;
+
+	for (size_t i = 0; x->ob != NULL && i < x->ob->sandboxes.len; i++) {
+		if (sk_str_eq(x->ob->sandboxes.items[i].id, id))
+			sb = &x->ob->sandboxes.items[i];
+	}
+	memset(&bare, 0, sizeof(bare));
+	bare.id = (char *)id;
+	rc = sk_marker_write(x->p, sb ? sb : &bare, x->cur, x->now, err);
+	if (rc == SK_ENOTSUPPORTED) {
+		sk_error_clear(err);
+		return 0;
+	}
+	return rc;
+}
+
 /* spec.network on a live sandbox (E2B's PUT .../network). */
 static int
 do_set_network(sk_xctx *x, const sk_action *a, sk_error *err)
@@ -517,6 +541,7 @@ run_action(sk_xctx *x, const sk_action *a, sk_error *err)
 	case SK_ACTION_REMOVE_FINALIZER: return do_unfinalize(x, err);
 	case SK_ACTION_EVENT: event(x, a->event_type, a->reason, "%s", a->message); return 0;
 	case SK_ACTION_INIT_ENV: return do_init_env(x, a, err);
+	case SK_ACTION_WRITE_MARKER: return do_write_marker(x, a, err);
 	case SK_ACTION_SET_NETWORK: return do_set_network(x, a, err);
 	}
 	return sk_error_set(err, SK_EINVALID, "unknown action %d", (int)a->type);
@@ -591,7 +616,7 @@ execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_user
 		        (rc = fence(&x, sk_action_type_name(a->type), err)) != 0)
 			break;
 		rc = run_action(&x, a, err);
-		if (rc == 0 && a->type != SK_ACTION_INIT_ENV &&
+		if (rc == 0 && a->type != SK_ACTION_INIT_ENV && a->type != SK_ACTION_WRITE_MARKER &&
 		        (sk_action_is_mutating(a) || a->type == SK_ACTION_SET_TIMEOUT))
 			x.changed_provider = true;
 		if (rc != 0)

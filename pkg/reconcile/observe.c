@@ -218,6 +218,21 @@ check_busy(sk_provider *p, const sk_userspace *us, const sk_plan_options *opts, 
 	o->procs_error = rc;
 }
 
+/* The workspace marker of the running keeper whose data plane answered,
+ * when the planner will judge it (after a resume). */
+static void
+check_marker(sk_provider *p, const sk_userspace *us, const sk_plan_options *opts, sk_observed *o)
+{
+	const sk_sandbox *k = find_id(o, us->status.sandbox_id);
+	const sk_probe *pr = k ? sk_observed_probe(o, k->id) : NULL;
+
+	if (pr == NULL || !pr->made || pr->health != SK_HEALTH_OK ||
+	        k->state != SK_SANDBOX_RUNNING ||
+	        sk_plan_marker_step(us, opts) != SK_MARKER_STEP_CHECK)
+		return;
+	o->marker = sk_marker_read(p, k, us, o->marker_detail, sizeof(o->marker_detail));
+}
+
 int
 sk_observe(sk_provider *p, const sk_userspace *us, const sk_list_view *list,
         const sk_plan_options *opts, int64_t activity_ms, sk_observed *out, sk_error *err)
@@ -325,6 +340,7 @@ sk_observe_known(sk_provider *p, const sk_userspace *us, const sk_list_view *lis
 		probe(p, us, opts, out);
 		if (bound != NULL && out->bound != SK_LOOKUP_NOT_FOUND)
 			confirm_unhealthy(p, us, out, got);
+		check_marker(p, us, opts, out);
 	}
 	if (!deleting && us->spec.mode == SK_MODE_RUNNING)
 		check_busy(p, us, opts, activity_ms, out);

@@ -29,6 +29,7 @@ static const struct {
 	{ SK_ACTION_REMOVE_FINALIZER, SK_REASON_FINALIZER_FAILED },
 	{ SK_ACTION_EVENT, SK_REASON_EVENT_FAILED },
 	{ SK_ACTION_INIT_ENV, SK_REASON_INIT_ENV_FAILED },
+	{ SK_ACTION_WRITE_MARKER, SK_REASON_MARKER_WRITE_FAILED },
 	{ SK_ACTION_SET_NETWORK, SK_REASON_NETWORK_FAILED },
 };
 
@@ -98,6 +99,19 @@ keep_warm_up(const sk_userspace *us, int64_t now, sk_userspace_status *st)
 	}
 }
 
+/* A marker that was not written is written again next round (a loss
+ * already reported stays reported). */
+static void
+marker_not_written(const sk_userspace *us, const char *msg, int64_t now, sk_userspace_status *st)
+{
+	const sk_condition *w = sk_userspace_condition(us, SK_COND_WORKSPACE);
+
+	if (w != NULL && sk_str_eq(w->status, "False"))
+		return;
+	sk_status_set_condition(st, SK_COND_WORKSPACE, "Unknown", SK_REASON_MARKER_WRITE_FAILED,
+	        msg, now, us->meta.generation);
+}
+
 void
 sk_plan_failure(const sk_userspace *us, const sk_outcome *o, int64_t now, sk_userspace_status *st)
 {
@@ -118,6 +132,8 @@ sk_plan_failure(const sk_userspace *us, const sk_outcome *o, int64_t now, sk_use
 		sk_status_set_condition(st, SK_COND_READY, "False", reason, msg, now, gen);
 	} else if (a != NULL && a->type == SK_ACTION_INIT_ENV) {
 		keep_warm_up(us, now, st);
+	} else if (a != NULL && a->type == SK_ACTION_WRITE_MARKER) {
+		marker_not_written(us, msg, now, st);
 	} else if (!transient) {
 		st->phase = SK_PHASE_ERROR;
 	}

@@ -419,6 +419,7 @@ plan_running(sk_pctx *c, const sk_sandbox *k)
 		 * create set may be gone. */
 		if (started(c) || c->prev->phase == SK_PHASE_IDLE)
 			push_init_env(c, k->id);
+		sk_plan_workspace(c, k);
 	} else if (p->health == SK_HEALTH_UNREACHABLE) {
 		unreachable(c, k, p);
 	} else {
@@ -607,6 +608,7 @@ plan_live(sk_pctx *c)
 	if (ks == K_FOUND && !c->hold)
 		sk_plan_set_binding(c, k->id);
 	if (ks == K_CREATE && !c->hold) {
+		sk_plan_workspace_gone(c, c->prev->sandbox_id);
 		sk_plan_set_binding(c, NULL);
 		if (!sk_str_eq(sk_bound_provider(c->us), c->us->spec.provider)) {
 			/* nothing to move: the next round creates at spec.provider */
@@ -614,6 +616,7 @@ plan_live(sk_pctx *c)
 			n->provider = sk_strdup(c->us->spec.provider);
 			n->phase = SK_PHASE_PENDING;
 			sk_plan_requeue(c, c->o->min_requeue_ms);
+			sk_plan_workspace_finish(c);
 			return;
 		}
 	}
@@ -647,6 +650,7 @@ plan_live(sk_pctx *c)
 			        "%s", c->r->wait_message);
 		break;
 	}
+	sk_plan_workspace_finish(c);
 }
 
 static void

@@ -101,28 +101,3 @@ sk_plan_network(sk_pctx *c, const sk_sandbox *k, sk_buf *b)
 	sk_buf_printf(b, "%snetwork %s, spec wants %s%s", b->len ? "; " : "", have, want,
 	        c->o->network_live ? " (applied when the sandbox runs)" : "");
 }
-
-void
-sk_plan_network_finish(sk_pctx *c)
-{
-	sk_userspace_status *n = &c->r->next;
-	const sk_condition *old = sk_plan_prev_cond(c, SK_COND_NETWORK);
-	const sk_cond_decision *d = &c->network;
-	sk_condition *out;
-
-	if (d->status == NULL && old == NULL)
-		return;
-	n->conditions = sk_realloc(n->conditions, (n->n_conditions + 1) * sizeof(*n->conditions));
-	out = &n->conditions[n->n_conditions++];
-	out->type = sk_strdup(SK_COND_NETWORK);
-	out->status = sk_strdup(d->status ? d->status : old->status);
-	out->reason = sk_strdup(d->status ? d->reason : old->reason);
-	out->message = sk_strdup(d->status ? d->message : old->message);
-	out->observed_generation = c->us->meta.generation;
-	out->last_transition_ms = c->now;
-	if (old != NULL && sk_str_eq(old->status, out->status) &&
-	        sk_str_eq(old->reason, out->reason))
-		out->last_transition_ms = old->last_transition_ms;
-	free(c->network.message);
-	c->network.message = NULL;
-}

@@ -203,20 +203,20 @@ finish_migrated(sk_pctx *c)
 		out->last_transition_ms = old->last_transition_ms;
 }
 
-/* The Busy condition: as decided this round, else the previous one kept. */
-static void
-finish_busy(sk_pctx *c)
+/* A condition present once decided (Busy, WorkspaceIntact, NetworkPolicy): as
+ * decided this round, else the previous one kept. */
+void
+sk_plan_finish_kept(sk_pctx *c, const char *type, sk_cond_decision *d)
 {
 	sk_userspace_status *n = &c->r->next;
-	const sk_condition *old = sk_plan_prev_cond(c, SK_COND_BUSY);
-	const sk_cond_decision *d = &c->busy;
+	const sk_condition *old = sk_plan_prev_cond(c, type);
 	sk_condition *out;
 
 	if (d->status == NULL && old == NULL)
 		return;
 	n->conditions = sk_realloc(n->conditions, (n->n_conditions + 1) * sizeof(*n->conditions));
 	out = &n->conditions[n->n_conditions++];
-	out->type = sk_strdup(SK_COND_BUSY);
+	out->type = sk_strdup(type);
 	out->status = sk_strdup(d->status ? d->status : old->status);
 	out->reason = sk_strdup(d->status ? d->reason : old->reason);
 	out->message = sk_strdup(d->status ? d->message : old->message);
@@ -225,8 +225,8 @@ finish_busy(sk_pctx *c)
 	if (old != NULL && sk_str_eq(old->status, out->status) &&
 	        sk_str_eq(old->reason, out->reason))
 		out->last_transition_ms = old->last_transition_ms;
-	free(c->busy.message);
-	c->busy.message = NULL;
+	free(d->message);
+	d->message = NULL;
 }
 
 void
@@ -246,8 +246,9 @@ sk_plan_finish(sk_pctx *c)
 		c->cond[i].message = NULL;
 	}
 	finish_migrated(c);
-	finish_busy(c);
-	sk_plan_network_finish(c);
+	sk_plan_finish_kept(c, SK_COND_BUSY, &c->busy);
+	sk_plan_finish_kept(c, SK_COND_NETWORK, &c->network);
+	sk_plan_finish_kept(c, SK_COND_WORKSPACE, &c->workspace);
 	n->observed_generation = c->us->meta.generation;
 	c->r->requeue_after_ms = c->requeue ? c->requeue : c->o->resync_ms;
 	if (c->r->requeue_after_ms > c->o->resync_ms && c->o->resync_ms > 0)

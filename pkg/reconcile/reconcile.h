@@ -36,6 +36,7 @@
 #define SK_RECONCILE_H
 
 #include "../api/api.h"
+#include "../objstore/objstore.h"
 #include "../sandbox/sandbox.h"
 #include "../store/store.h"
 #include "../util/util.h"
@@ -104,6 +105,13 @@
 #define SK_REASON_FINALIZER_FAILED "FinalizerRemovalFailed"
 #define SK_REASON_EVENT_FAILED "EventFailed"
 #define SK_REASON_NO_PROVIDER "NoProvider"
+#define SK_REASON_MARKER_WRITE_FAILED "MarkerWriteFailed"
+/* WorkspaceIntact (the workspace marker; drift WorkspaceLost) */
+#define SK_REASON_MARKER_WRITTEN "MarkerWritten"
+#define SK_REASON_MARKER_FOUND "MarkerFound"
+#define SK_REASON_MARKER_UNREADABLE "MarkerUnreadable"
+#define SK_REASON_WORKSPACE_LOST "WorkspaceLost"
+#define SK_REASON_LOSS_ACKNOWLEDGED "LossAcknowledged"
 /* Migration (status.migration; condition Migrated and events) */
 #define SK_REASON_MIGRATION_PENDING "MigrationPending"
 #define SK_REASON_MIGRATING "Migrating"
@@ -147,6 +155,10 @@ typedef struct sk_plan_options {
 	/* providers[].capacity.evictAfter: a space connected to within this
 	 * long is never evicted (1m). */
 	int64_t evict_after_ms;
+	/* The workspace marker (plan_workspace.c): written at create, read back
+	 * after every resume; a bound sandbox gone is a lost workspace. On from
+	 * a config (the providers' data planes have files); off by default. */
+	bool markers;
 	/* The provider changes a live sandbox's network policy (E2B): a change
 	 * of spec.network is applied in place, else by migration or reported. */
 	bool network_live;
@@ -239,6 +251,10 @@ typedef struct sk_observed {
 	bool evict;
 	bool capacity_wait;
 	const char *capacity_message;
+	/* The workspace marker read back from the running keeper, made only when
+	 * sk_plan_marker_step says CHECK and its data plane answered. */
+	int marker; /* sk_marker_check */
+	char marker_detail[256];
 	/* How the bound keeper's state was learnt, and when it was last truly
 	 * seen (0: not seen; see sk_keeper_known.look_ms). */
 	sk_look look;
@@ -323,6 +339,66 @@ void sk_reconcile_sandbox_metadata(const sk_userspace *us, sk_kvlist *out);
 void sk_reconcile_create_request(const sk_userspace *us, const sk_plan_options *opts,
         sk_kvlist *meta, sk_create_request *req);
 
+/* ---- the workspace marker (plan_workspace.c, marker.c) ----
+ * A small file in the first workspace path, written through envd at create
+ * and whenever a loss was found, read back after every resume: missing or
+ * another space's means the provider resumed the sandbox without its files
+ * (WorkspaceIntact False, drift WorkspaceLost, workspaceLost in the connect
+ * answer) instead of a silent loss. */
+#define SK_MARKER_FILE ".spacekeeper/workspace.json"
+
+typedef enum sk_marker_check {
+	SK_MARKER_UNCHECKED, /* not read (not due, or the backend has no files) */
+	SK_MARKER_FOUND, /* this space's marker */
+	SK_MARKER_MISSING, /* no marker file */
+	SK_MARKER_FOREIGN, /* another space's, or not a marker */
+	SK_MARKER_UNREADABLE, /* the read failed: proves nothing */
+} sk_marker_check;
+
+typedef enum sk_marker_step {
+	SK_MARKER_STEP_NONE,
+	SK_MARKER_STEP_WRITE, /* after a create, or none written yet */
+	SK_MARKER_STEP_CHECK, /* after a resume (or an unreadable one): read it back */
+} sk_marker_step;
+
+/* What the marker round of us's running, healthy keeper does (pure). */
+sk_marker_step sk_plan_marker_step(const sk_userspace *us, const sk_plan_options *opts);
+/* The marker's absolute path in us's sandboxes (caller frees). */
+char *sk_marker_path(const sk_userspace *us);
+/* Writes us's marker (space, uid, generation, sandbox, time) into sb. */
+int sk_marker_write(sk_provider *p, const sk_sandbox *sb, const sk_userspace *us, int64_t now_ms,
+        sk_error *err);
+/* Reads sb's marker back and compares it with us; detail says what differs. */
+sk_marker_check sk_marker_read(
+        sk_provider *p, const sk_sandbox *sb, const sk_userspace *us, char *detail, size_t len);
+
+/* ---- the archive: a workspace in object storage (archive.c) ----
+ * PREFIX/files/<path> per regular file, PREFIX/manifest.json written last
+ * (path, type, mode, size, SHA-256, symlink target). Moved by the copy
+ * engine (sk_workspace_copy, sk_workspace_verify): the archive is a
+ * provider with files only. No manifest: incomplete, never restored from. */
+typedef struct sk_archive sk_archive;
+
+/* An archive under prefix (e.g. PREFIX/USERID/GENERATION) in s3 (borrowed). */
+sk_archive *sk_archive_new(sk_s3 *s3, const char *prefix);
+void sk_archive_free(sk_archive *a);
+/* The engine's view of it: a provider and the sandbox to name it by. */
+sk_provider *sk_archive_provider(sk_archive *a);
+const sk_sandbox *sk_archive_sandbox(sk_archive *a);
+size_t sk_archive_entries(const sk_archive *a);
+/* Writes the manifest of what was copied into the archive. */
+int sk_archive_commit(sk_archive *a, const char *space, int64_t now_ms, sk_error *err);
+/* Reads the manifest: SK_ENOTFOUND when there is none (incomplete). */
+int sk_archive_load(sk_archive *a, sk_error *err);
+/* sb's workspace into a: copy, the manifest last, reloaded as stored, then
+ * verified against the sandbox hash for hash. 0 only when all of it held. */
+int sk_archive_workspace(sk_provider *p, const sk_sandbox *sb, const sk_copy_options *opt,
+        sk_archive *a, const char *space, int64_t now_ms, sk_copy_report *rep, sk_error *err);
+/* a's workspace into sb: load, copy, verify (every object also against the
+ * manifest's SHA-256). */
+int sk_archive_restore(sk_archive *a, sk_provider *p, const sk_sandbox *sb,
+        const sk_copy_options *opt, sk_copy_report *rep, sk_error *err);
+
 /* ---- plan ---- */
 
 typedef enum sk_action_type {
@@ -335,6 +411,7 @@ typedef enum sk_action_type {
 	SK_ACTION_REMOVE_FINALIZER,
 	SK_ACTION_EVENT,
 	SK_ACTION_INIT_ENV, /* re-assert spec.env through envd POST /init */
+	SK_ACTION_WRITE_MARKER, /* write the workspace marker through envd */
 	SK_ACTION_SET_NETWORK, /* apply spec.network live (E2B) */
 } sk_action_type;
 
@@ -394,7 +471,8 @@ void sk_plan_result_dispose(sk_plan_result *r);
 
 const char *sk_action_type_name(sk_action_type t); /* "create", "kill", ... */
 const char *sk_kill_reason_name(sk_kill_reason r); /* "Duplicate", "Replace", ... */
-bool sk_action_is_mutating(const sk_action *a); /* CREATE CONNECT PAUSE KILL INIT_ENV */
+bool sk_action_is_mutating(
+        const sk_action *a); /* CREATE CONNECT PAUSE KILL INIT_ENV WRITE_MARKER */
 /* One line: "create sandbox (template base, timeout 1h)", "kill i123 (Duplicate)". */
 void sk_action_describe(const sk_action *a, sk_buf *out);
 

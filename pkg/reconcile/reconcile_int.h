@@ -28,6 +28,8 @@ typedef struct sk_pctx {
 	/* The Busy condition (lifecycle.busy): status NULL keeps the previous
 	 * one as it is (or none). */
 	sk_cond_decision busy;
+	/* WorkspaceIntact, the same way (plan_workspace.c) */
+	sk_cond_decision workspace;
 	/* The NetworkPolicy condition (plan_network.c): NULL status keeps the
 	 * previous one. */
 	sk_cond_decision network;
@@ -47,6 +49,10 @@ const sk_drift *sk_plan_prev_drift(const sk_pctx *c, const char *type, const cha
 const sk_condition *sk_plan_prev_cond(const sk_pctx *c, const char *type);
 void sk_plan_requeue(sk_pctx *c, int64_t ms);
 void sk_plan_wait(sk_pctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A condition outside the fixed set (Busy, NetworkPolicy): as decided
+ * this round (d->status set), else the previous one kept; d's message is
+ * taken. */
+void sk_plan_finish_kept(sk_pctx *c, const char *type, sk_cond_decision *d);
 /* Builds next.conditions from the decisions (transition times kept when the
  * status did not change) and sets the requeue delay. */
 void sk_plan_finish(sk_pctx *c);
@@ -72,6 +78,13 @@ bool sk_plan_evict(sk_pctx *c, const sk_sandbox *k);
 void sk_plan_usage(sk_pctx *c);
 /* plan_capacity.c: a create waits for a slot (observed.capacity_wait). */
 void sk_plan_capacity_wait(sk_pctx *c);
+/* plan_workspace.c: the marker round of the running, healthy keeper k
+ * (write it, or judge what observe read back), the loss of a bound sandbox
+ * that is gone, and, every round, the WorkspaceLost drift while the
+ * workspace is known lost (until acknowledged). */
+void sk_plan_workspace(sk_pctx *c, const sk_sandbox *k);
+void sk_plan_workspace_gone(sk_pctx *c, const char *gone_id);
+void sk_plan_workspace_finish(sk_pctx *c);
 /* CAS write of st over *cur (sk_store_write_status); on success *cur is
  * replaced by the stored object. */
 int sk_reconcile_write_status(
@@ -80,10 +93,9 @@ int sk_reconcile_write_status(
 /* plan_network.c: spec.network against the keeper's policy. The trigger
  * of a migration (updateStrategy Migrate, a provider without live update),
  * else NULL; sk_plan_network applies it live (SET_NETWORK) or writes the
- * difference into b (SpecMismatch, report only); sk_plan_network_finish
- * writes the NetworkPolicy condition. */
+ * difference into b (SpecMismatch, report only) and decides the
+ * NetworkPolicy condition (c->network). */
 const char *sk_plan_network_trigger(sk_pctx *c, const sk_sandbox *k);
 void sk_plan_network(sk_pctx *c, const sk_sandbox *k, sk_buf *b);
-void sk_plan_network_finish(sk_pctx *c);
 
 #endif

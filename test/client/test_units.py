@@ -57,14 +57,16 @@ def test_answer_fields_and_secret():
         "envdHeaders": {"E2b-Sandbox-Id": "s1"}, "envdVersion": "0.2.0",
         "envdAccessToken": "sekrit", "deadline": "2026-12-01T10:00:00Z",
         "previousSandboxID": "s0", "replacedAt": "2026-12-01T09:00:00.123Z",
+        "workspaceLost": True,
     })
     assert a.headers == {"E2b-Sandbox-Id": "s1", "X-Access-Token": "sekrit"}
     assert a.deadline == dt.datetime(2026, 12, 1, 10, tzinfo=dt.timezone.utc)
     assert a.replaced and a.previous_sandbox_id == "s0" and a.path == "replace"
+    assert a.workspace_lost
     assert "sekrit" not in repr(a) and "sekrit" not in str(a)
     b = SandboxAnswer.from_json({"name": "b", "userID": "b", "sandboxID": "s", "state": "Running",
                                  "ready": True, "path": "fast", "envdURL": "http://h"})
-    assert b.headers == {} and b.deadline is None and not b.replaced
+    assert b.headers == {} and b.deadline is None and not b.replaced and not b.workspace_lost
 
 
 def test_client_arguments(tmp_path):

@@ -1136,18 +1136,17 @@ START_TEST(test_idle_sleep_and_wake)
 }
 END_TEST
 
-/* GET /envs of a sandbox's envd at the simulator: the value of key, or NULL. */
+/* GET path of a sandbox's envd at the simulator: the body (caller frees),
+ * *status the answer's status. */
 static char *
-sandbox_env(const char *id, const char *key)
+envd_get(const char *id, const char *path, long *status)
 {
 	CURL *h = curl_easy_init();
 	struct curl_slist *hdr = NULL;
 	sk_buf b = SK_BUF_INIT(1 << 20);
-	char url[256], hid[160];
-	json_t *v;
-	char *out = NULL;
+	char url[1024], hid[160];
 
-	snprintf(url, sizeof(url), "%s/envs", sim_url);
+	snprintf(url, sizeof(url), "%s%s", sim_url, path);
 	snprintf(hid, sizeof(hid), "E2b-Sandbox-Id: %s", id);
 	hdr = curl_slist_append(hdr, hid);
 	hdr = curl_slist_append(hdr, "E2b-Sandbox-Port: 49983");
@@ -1157,14 +1156,26 @@ sandbox_env(const char *id, const char *key)
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
 	ck_assert_int_eq(curl_easy_perform(h), CURLE_OK);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
 	sk_buf_append(&b, "", 0);
-	v = json_loads(b.data ? b.data : "", 0, NULL);
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(h);
+	return sk_buf_detach(&b);
+}
+
+/* GET /envs of a sandbox's envd at the simulator: the value of key, or NULL. */
+static char *
+sandbox_env(const char *id, const char *key)
+{
+	long status = 0;
+	char *body = envd_get(id, "/envs", &status);
+	json_t *v = json_loads(body, 0, NULL);
+	char *out = NULL;
+
 	if (json_is_string(json_object_get(v, key)))
 		out = sk_strdup(json_string_value(json_object_get(v, key)));
 	json_decref(v);
-	sk_buf_dispose(&b);
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
+	free(body);
 	return out;
 }
 
@@ -1196,6 +1207,141 @@ START_TEST(test_env_after_create_and_resume)
 	ck_assert_msg(
 	        val && strcmp(val, "bar") == 0, "after resume: FOO=%s", val ? val : "(unset)");
 	free(val);
+	free(id);
+	keeper_stop_checked();
+}
+END_TEST
+
+/* ---- no silent loss of a workspace (issue 24) ---- */
+
+#define MARKER_PATH "/files?path=/home/user/.spacekeeper/workspace.json"
+
+/* "NAME=STATUS": NAME's WorkspaceIntact condition has that status. */
+static bool
+workspace_is(void *arg)
+{
+	char name[64];
+	const char *want = strchr(arg, '=') + 1;
+	json_t *items = get_items(), *it, *c;
+	bool ok = false;
+	size_t i;
+
+	snprintf(name, sizeof(name), "%.*s", (int)(want - 1 - (const char *)arg), (char *)arg);
+	it = find_item(items, name);
+	json_array_foreach(json_object_get(json_object_get(it, "status"), "conditions"), i, c)
+	{
+		if (strcmp(json_string_value(json_object_get(c, "type")), "WorkspaceIntact") == 0)
+			ok = strcmp(json_string_value(json_object_get(c, "status")), want) == 0;
+	}
+	json_decref(items);
+	return ok;
+}
+
+static bool
+has_drift(const char *name, const char *type)
+{
+	json_t *items = get_items();
+	bool ok = item_has_drift(find_item(items, name), type);
+
+	json_decref(items);
+	return ok;
+}
+
+/* The marker written at create is read back after a resume: a resume that
+ * lost the files (the simulator's fault) is WorkspaceLost, a Warning event
+ * and workspaceLost in the connect answer until acknowledged; the marker is
+ * written again, so the next resume without a loss stays quiet. */
+START_TEST(test_workspace_lost_after_resume)
+{
+	char *id, *body, *out = NULL;
+	const char *events[] = { "events", "lossy", NULL };
+	char ack[128], when[64];
+	const char *annotate[] = { "annotate", "userspace", "lossy", ack, NULL };
+	json_t *v;
+	long st = 0;
+
+	apply_yaml("lossy.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: lossy\nspec:\n  userID: lossy\n"
+	        "  lifecycle:\n    idleTimeout: 3s\n");
+	keeper_start();
+	connect_ok("lossy", &v);
+	id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
+	ck_assert_ptr_null(json_object_get(v, "workspaceLost"));
+	json_decref(v);
+	ck_assert_msg(eventually(workspace_is, (void *)"lossy=True", 30), "no marker written");
+	body = envd_get(id, MARKER_PATH, &st);
+	ck_assert_int_eq(st, 200);
+	ck_assert_msg(strstr(body, "\"space\":\"lossy\"") != NULL, "marker: %s", body);
+	free(body);
+	/* a resume with the files: intact */
+	ck_assert_msg(eventually(phase_is, (void *)"lossy=Idle", 30), "lossy never Idle");
+	connect_ok("lossy", &v);
+	ck_assert_str_eq(json_string_value(json_object_get(v, "path")), "wake");
+	ck_assert_ptr_null(json_object_get(v, "workspaceLost"));
+	json_decref(v);
+	ck_assert(workspace_is((void *)"lossy=True"));
+	/* a resume without them: reported, never silent */
+	ck_assert_msg(eventually(phase_is, (void *)"lossy=Idle", 30), "lossy never Idle again");
+	sim_post("/_sim/faults", "{\"resume_lose_files\": {\"mode\": \"empty\", \"count\": 1}}");
+	connect_ok("lossy", &v);
+	ck_assert_str_eq(json_string_value(json_object_get(v, "path")), "wake");
+	ck_assert_str_eq(json_string_value(json_object_get(v, "sandboxID")), id);
+	ck_assert_msg(json_is_true(json_object_get(v, "workspaceLost")), "no workspaceLost");
+	json_decref(v);
+	ck_assert(workspace_is((void *)"lossy=False"));
+	ck_assert(has_drift("lossy", "WorkspaceLost"));
+	ck_assert_int_eq(spacectl(events, &out), 0);
+	ck_assert_msg(strstr(out, "WorkspaceLost") && strstr(out, "resumed without its files"),
+	        "events: %s", out);
+	free(out);
+	/* the marker is back, and the flag stays on every answer */
+	body = envd_get(id, MARKER_PATH, &st);
+	ck_assert_int_eq(st, 200);
+	free(body);
+	connect_ok("lossy", &v);
+	ck_assert(json_is_true(json_object_get(v, "workspaceLost")));
+	json_decref(v);
+	/* until someone acknowledges it */
+	sk_time_format(sk_now_ms(), when, sizeof(when));
+	snprintf(ack, sizeof(ack), "spacekeeper.dev/workspaceLossAcknowledged=%s", when);
+	ck_assert_int_eq(spacectl(annotate, NULL), 0);
+	ck_assert_msg(eventually(workspace_is, (void *)"lossy=True", 30), "not acknowledged");
+	ck_assert(!has_drift("lossy", "WorkspaceLost"));
+	connect_ok("lossy", &v);
+	ck_assert_ptr_null(json_object_get(v, "workspaceLost"));
+	json_decref(v);
+	free(id);
+	keeper_stop_checked();
+}
+END_TEST
+
+/* A sandbox deleted while asleep (the provider's retention) is reported lost
+ * on the next connect, which gets a new sandbox and workspaceLost: true. */
+START_TEST(test_workspace_gone_while_asleep)
+{
+	char *id;
+	char path[160];
+	json_t *v;
+
+	apply_yaml("gone.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: gone\nspec:\n  userID: gone\n"
+	        "  lifecycle:\n    idleTimeout: 3s\n");
+	keeper_start();
+	connect_ok("gone", &v);
+	id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
+	json_decref(v);
+	ck_assert_msg(eventually(phase_is, (void *)"gone=Idle", 30), "gone never Idle");
+	ck_assert(workspace_is((void *)"gone=True"));
+	snprintf(path, sizeof(path), "/_sim/sandboxes/%s/kill", id);
+	sim_post(path, "");
+	connect_ok("gone", &v);
+	ck_assert_str_ne(json_string_value(json_object_get(v, "sandboxID")), id);
+	ck_assert_msg(json_is_true(json_object_get(v, "workspaceLost")), "no workspaceLost");
+	json_decref(v);
+	ck_assert(workspace_is((void *)"gone=False"));
+	ck_assert(has_drift("gone", "WorkspaceLost"));
 	free(id);
 	keeper_stop_checked();
 }
@@ -1587,6 +1733,8 @@ sk_suite_controller(void)
 	tcase_add_test(daemon, test_status_page);
 	tcase_add_test(daemon, test_idle_sleep_and_wake);
 	tcase_add_test(daemon, test_env_after_create_and_resume);
+	tcase_add_test(daemon, test_workspace_lost_after_resume);
+	tcase_add_test(daemon, test_workspace_gone_while_asleep);
 	tcase_add_test(daemon, test_connect_unreachable_report);
 	tcase_add_test(daemon, test_connect_unreachable_replace);
 	tcase_add_test(daemon, test_once_pass);

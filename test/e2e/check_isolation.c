@@ -11,7 +11,6 @@
  * Real binaries: FerretDB, sandboxsim, spacekeeper, spacectl.
  */
 #include <check.h>
-#include <curl/curl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,49 +73,8 @@ token_file(const char *name, const char *token)
 	return p;
 }
 
-static size_t
-collect(char *p, size_t size, size_t n, void *arg)
-{
-	sk_buf_append(arg, p, size * n);
-	return size * n;
-}
-
-/* An HTTP call with an optional bearer token and one more header; the
- * status (0: no answer), *out the body (caller frees). */
-static long
-call(const char *method, const char *url, const char *token, const char *header, char **out)
-{
-	CURL *h = curl_easy_init();
-	struct curl_slist *hdr = NULL;
-	sk_buf b = SK_BUF_INIT(16 << 20);
-	char auth[256];
-	long status = 0;
-
-	if (token) {
-		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-		hdr = curl_slist_append(hdr, auth);
-	}
-	if (header)
-		hdr = curl_slist_append(hdr, header);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-	if (strcmp(method, "POST") == 0)
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
-	if (curl_easy_perform(h) == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
-	sk_buf_append(&b, "", 0);
-	*out = sk_buf_detach(&b);
-	sk_buf_dispose(&b);
-	return status;
-}
-
-/* A call to the connect API of a replica (path with its query). */
+/* A call to a replica's connect API (path with its query), with an
+ * optional token and one more header; *out the body. */
 static long
 api(int replica, const char *method, const char *path, const char *token, const char *header,
         char **out)
@@ -124,38 +82,20 @@ api(int replica, const char *method, const char *path, const char *token, const 
 	char url[300];
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", rl.reps[replica].connect_port, path);
-	return call(method, url, token, header, out);
+	return rl_http_send(method, url, token, header, NULL, out);
 }
 
-/* A call to the simulator's API with a JSON body (may be NULL); its answer. */
+/* A call to the simulator's API with a JSON body; its answer. */
 static json_t *
 sim_call(const char *method, const char *path, const char *body, long *status)
 {
-	CURL *h = curl_easy_init();
-	struct curl_slist *hdr = NULL;
-	sk_buf b = SK_BUF_INIT(16 << 20);
-	char url[300];
+	char url[300], *out = NULL;
 	json_t *v;
 
-	*status = 0;
 	snprintf(url, sizeof(url), "%s%s", rl.sim_url, path);
-	hdr = curl_slist_append(hdr, "X-API-Key: " RL_DUMMY_KEY);
-	hdr = curl_slist_append(hdr, "Content-Type: application/json");
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, 30L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-	if (body)
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	if (curl_easy_perform(h) == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
-	sk_buf_append(&b, "", 0);
-	v = json_loads(b.data ? b.data : "", 0, NULL);
-	sk_buf_dispose(&b);
+	*status = rl_http_send(method, url, NULL, "Content-Type: application/json", body, &out);
+	v = json_loads(out, 0, NULL);
+	free(out);
 	return v;
 }
 

@@ -861,6 +861,119 @@ END_TEST
 
 /* ---- faults ---- */
 
+/* A file made through the admin API; its size read back through envd. */
+static void
+fill(const char *id, const char *path, long bytes, int seed)
+{
+	char body[256], url[128];
+
+	snprintf(body, sizeof(body), "{\"path\":\"%s\",\"bytes\":%ld,\"seed\":%d}", path, bytes,
+	        seed);
+	snprintf(url, sizeof(url), "/_sim/sandboxes/%s/files", id);
+	ck_assert_int_eq(req("POST", url, body)->status, 204);
+}
+
+static long
+file_size(const char *id, const char *path)
+{
+	char url[256];
+	resp *r;
+
+	snprintf(url, sizeof(url), "/files?path=%s", path);
+	r = envd("GET", url, NULL, id, NULL);
+	return r->status == 200 ? (long)strlen(r->body) : -r->status;
+}
+
+static void
+pause_resume(const char *id)
+{
+	ck_assert_int_eq(reqf("POST", NULL, "/sandboxes/%s/pause", id)->status, 204);
+	ck_assert_int_eq(
+	        reqf("POST", "{\"timeout\":60}", "/sandboxes/%s/connect", id)->status, 201);
+}
+
+/* resume_lose_files: partial drops every other regular file, once (count 1);
+ * empty drops the whole tree; neither touches a running sandbox's files. */
+START_TEST(test_fault_resume_lose_files)
+{
+	const char *id;
+	resp *r;
+
+	start_sim(NULL);
+	id = create("{\"templateID\":\"base\"}");
+	fill(id, "d/a.txt", 0, 1); /* sorted: d/a.txt d/b.txt d/c.txt */
+	fill(id, "d/b.txt", 0, 2);
+	fill(id, "d/c.txt", 0, 3);
+	fill(id, "big.bin", 3 << 20, 7);
+	r = envd("GET", "/files?path=big.bin", NULL, id, NULL);
+	ck_assert_int_eq(r->status, 200);
+	ck_assert_int_eq(file_size(id, "d/a.txt"), 0);
+	ck_assert_int_eq(
+	        req("POST", "/_sim/faults", "{\"resume_lose_files\":{\"mode\":\"sometimes\"}}")
+	                ->status,
+	        400);
+	ck_assert_int_eq(req("POST", "/_sim/faults",
+	                         "{\"resume_lose_files\":{\"mode\":\"partial\",\"count\":1}}")
+	                         ->status,
+	        200);
+	ck_assert_int_eq(reqf("POST", "{\"timeout\":60}", "/sandboxes/%s/connect", id)->status,
+	        200); /* running: nothing lost */
+	ck_assert_int_eq(file_size(id, "d/b.txt"), 0);
+	pause_resume(id);
+	/* big.bin d/a.txt d/b.txt d/c.txt: the second and fourth go */
+	ck_assert_int_eq(envd("GET", "/files?path=big.bin", NULL, id, NULL)->status, 200);
+	ck_assert_int_eq(file_size(id, "d/a.txt"), -404);
+	ck_assert_int_eq(file_size(id, "d/b.txt"), 0);
+	ck_assert_int_eq(file_size(id, "d/c.txt"), -404);
+	ck_assert_ptr_null(json_object_get(
+	        req("GET", "/_sim/faults", NULL)->json, "resume_lose_files")); /* used up */
+	pause_resume(id);
+	ck_assert_int_eq(file_size(id, "d/b.txt"), 0);
+	ck_assert_int_eq(
+	        req("POST", "/_sim/faults", "{\"resume_lose_files\":{\"mode\":\"empty\"}}")->status,
+	        200);
+	pause_resume(id);
+	ck_assert_int_eq(file_size(id, "d/b.txt"), -404);
+	ck_assert_int_eq(envd("GET", "/files?path=big.bin", NULL, id, NULL)->status, 404);
+	/* the home directory itself stays: a new file can be written */
+	fill(id, "again.txt", 0, 1);
+	ck_assert_int_eq(file_size(id, "again.txt"), 0);
+}
+END_TEST
+
+/* --paused-retention: a paused sandbox is deleted after it, a running one
+ * never; a resume restarts the count. */
+START_TEST(test_paused_retention)
+{
+	static const char *const args[] = { "--paused-retention", "3s", NULL };
+	const char *paused, *resumed, *running;
+	int64_t t0;
+
+	start_sim(args);
+	paused = create("{\"templateID\":\"base\",\"timeout\":60}");
+	resumed = create("{\"templateID\":\"base\",\"timeout\":60}");
+	running = create("{\"templateID\":\"base\",\"timeout\":60}");
+	ck_assert_int_eq(reqf("POST", NULL, "/sandboxes/%s/pause", paused)->status, 204);
+	ck_assert_int_eq(reqf("POST", NULL, "/sandboxes/%s/pause", resumed)->status, 204);
+	t0 = sk_now_ms();
+	usleep(1500 * 1000);
+	ck_assert_str_eq(state_of(paused), "paused");
+	ck_assert_int_eq(
+	        reqf("POST", "{\"timeout\":60}", "/sandboxes/%s/connect", resumed)->status, 201);
+	ck_assert_int_eq(reqf("POST", NULL, "/sandboxes/%s/pause", resumed)->status, 204);
+	while (reqf("GET", NULL, "/sandboxes/%s", paused)->status == 200) {
+		ck_assert_int_lt(sk_now_ms() - t0, 10000);
+		usleep(100 * 1000); /* the responses are kept until teardown */
+	}
+	ck_assert_int_ge(sk_now_ms() - t0, 3000);
+	/* the sweeper removed it from lists as well */
+	ck_assert_int_eq(json_array_size(req("GET", "/v2/sandboxes?state=paused", NULL)->json), 1);
+	ck_assert_str_eq(state_of(resumed), "paused"); /* paused 1.5 s later */
+	ck_assert_str_eq(state_of(running), "running");
+	assert_error(reqf("POST", "{\"timeout\":60}", "/sandboxes/%s/connect", paused), 404);
+}
+END_TEST
+
 START_TEST(test_fault_504_after_resume)
 {
 	const char *id, *other;
@@ -1638,6 +1751,8 @@ sk_suite_sandboxsim(void)
 	tcase_add_test(faults, test_stats_oob_reset);
 	tcase_add_test(faults, test_caps_concurrency);
 	tcase_add_test(faults, test_caps_create_rate);
+	tcase_add_test(faults, test_fault_resume_lose_files);
+	tcase_add_test(flavors, test_paused_retention);
 	tcase_add_test(flavors, test_cube_flavor);
 	tcase_add_test(flavors, test_cube_idle_window_and_overload);
 	tcase_add_test(flavors, test_daytona_flavor);

@@ -54,6 +54,8 @@ START_TEST(test_deps_second_run_returns_at_once)
 	        "done\n"
 	        "printf '#!/bin/sh\\necho %%s\\n' \"$KUSTOMIZE_VERSION\" >$d/bin/kustomize\n"
 	        "chmod +x $d/bin/kustomize\n"
+	        "printf '#!/bin/sh\\n' >$d/bin/versitygw; chmod +x $d/bin/versitygw\n"
+	        "echo \"$VERSITYGW_VERSION\" >$d/bin/versitygw.version\n"
 	        "mkdir -p $d/python; cp \"$(dirname \"$s\")/../test/deploy/requirements.txt\" "
 	        "$d/python/\n"
 	        "mkdir -p $d/pyclient; cp \"$(dirname \"$s\")/../test/client/requirements.txt\" "

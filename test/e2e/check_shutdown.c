@@ -6,6 +6,11 @@
  * what it abandoned. Once during the start-up list, once mid-work (pauses in
  * flight, keys queued, a resync list in progress); then calls longer than
  * the stop's grace, and the provider abort hook on its own.
+ *
+ * On a loaded machine (make test runs suites side by side on 2 cores) each
+ * step waits for what it needs (a log line, with a generous bound), never a
+ * fixed sleep; a failed test's processes die with it (sk_test_spawn) and its
+ * logs stay (the run keeps its temporary directory and prints where).
  */
 #include <check.h>
 #include <curl/curl.h>
@@ -100,7 +105,7 @@ apply_n_spaces(int n, const char *extra_spec)
 		        "metadata:\n  name: u%d\nspec:\n  userID: u%d\n%s",
 		        i, i, extra_spec);
 	argv[3] = sk_test_write_file("spaces.yaml", b.data);
-	rc = sk_test_run(argv, env, NULL, &out, &err, 120);
+	rc = sk_test_run(argv, env, NULL, &out, &err, 300);
 	ck_assert_msg(rc == 0, "apply: rc=%d\n%s", rc, err);
 	free(out);
 	free(err);
@@ -126,9 +131,11 @@ setup(void)
 	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
 	        "providers:\n  - name: default\n    type: e2b\n    apiURL: %s\n"
 	        "    sandboxURL: %s\n    apiKeyEnv: E2B_API_KEY\n    requestTimeout: 30s\n"
-	        "controller:\n  workers: 16\n  resyncPeriod: 2s\n  listen: 127.0.0.1:%d\n"
-	        "  connectListen: 127.0.0.1:0\n", /* not the default 9091: suites run side by side */
-	        sim_url, sim_url, sk_test_free_port());
+	        "controller:\n  workers: 16\n  resyncPeriod: 2s\n  listen: 127.0.0.1:0\n"
+	        "  connectListen: 127.0.0.1:0\n", /* ports the kernel picks: suites run side by
+	                                            side, and a port found free can be taken
+	                                            before spacekeeper binds it */
+	        sim_url, sim_url);
 	snprintf(cfg_path, sizeof(cfg_path), "%s", sk_test_write_file("shutdown.yaml", yaml));
 	keeper_pid = 0;
 }
@@ -185,6 +192,28 @@ log_has(const char *needle, int timeout_s)
 	return false;
 }
 
+/* The log's last lines, for a failure message. Static buffer. */
+static const char *
+log_tail(void)
+{
+	static char tail[4096];
+	char *text = read_log();
+	size_t n = strlen(text);
+
+	snprintf(tail, sizeof(tail), "%s",
+	        n > sizeof(tail) - 1 ? text + n - (sizeof(tail) - 1) : text);
+	free(text);
+	return tail;
+}
+
+/* Waits (bounded, generous: the machine may be loaded) for a log line. */
+static void
+await_log(const char *needle, int timeout_s)
+{
+	ck_assert_msg(log_has(needle, timeout_s), "no %s within %d s (log %s):\n%s", needle,
+	        timeout_s, log_path, log_tail());
+}
+
 /* SIGTERM; returns the milliseconds until the exit, which must be 0. */
 static int64_t
 term_and_time(void)
@@ -193,9 +222,9 @@ term_and_time(void)
 	int rc;
 
 	kill(keeper_pid, SIGTERM);
-	rc = sk_test_wait(keeper_pid, 60);
+	rc = sk_test_wait(keeper_pid, 120);
 	keeper_pid = 0;
-	ck_assert_msg(rc == 0, "exit status %d (log %s)", rc, log_path);
+	ck_assert_msg(rc == 0, "exit status %d (log %s):\n%s", rc, log_path, log_tail());
 	return sk_monotonic_ms() - t0;
 }
 
@@ -263,7 +292,9 @@ START_TEST(test_sigterm_during_first_list)
 	apply_spaces("");
 	sim_faults("{\"latency\": {\"*\": {\"fixed_ms\": 2000}}}");
 	keeper_start();
-	sleep(3);
+	/* the shards are taken just before the start-up list (ten pages of 2 s) */
+	await_log("summary=\"holds ", 120);
+	sleep(1);
 	took = term_and_time();
 	log = read_log();
 	ck_assert_msg(took <= promise, "SIGTERM took %lld ms, the README promises %lld ms:\n%s",
@@ -284,7 +315,7 @@ START_TEST(test_sigterm_under_load)
 	apply_spaces("  mode: Paused\n");
 	sim_faults("{\"latency\": {\"pause\": {\"fixed_ms\": 2000}}}");
 	keeper_start();
-	ck_assert_msg(log_has("msg=\"controller started\"", 60), "not started (log %s)", log_path);
+	await_log("msg=\"controller started\"", 180);
 	sim_faults("{\"latency\": {\"*\": {\"fixed_ms\": 2000}}}");
 	sleep(5); /* the next resync's list has begun (every 2 s) and takes 20 s */
 	took = term_and_time();
@@ -310,7 +341,7 @@ START_TEST(test_sigterm_aborts_calls_after_grace)
 	apply_n_spaces(8, "");
 	sim_faults("{\"latency\": {\"create\": {\"fixed_ms\": 20000}}}");
 	keeper_start();
-	ck_assert_msg(log_has("msg=\"controller started\"", 60), "not started (log %s)", log_path);
+	await_log("msg=\"controller started\"", 180);
 	sleep(1); /* every space's worker inside its create */
 	took = term_and_time();
 	log = read_log();
@@ -382,18 +413,50 @@ START_TEST(test_provider_abort_hook)
 }
 END_TEST
 
+/* What a failed test started dies with it: a test process that exits at an
+ * assert (before its teardown) leaves no sandboxsim running. The child here
+ * stands for such a test: it starts one and exits at once. */
+START_TEST(test_failed_test_leaves_no_process)
+{
+	int fds[2];
+	pid_t test, sim = 0;
+	int64_t deadline;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	test = fork();
+	if (test == 0) {
+		const char *argv[] = { "sandboxsim", "--listen", "127.0.0.1:0", NULL };
+		pid_t p = sk_test_spawn(argv, NULL, NULL);
+		if (write(fds[1], &p, sizeof(p)) != (ssize_t)sizeof(p))
+			_exit(2);
+		_exit(1); /* "failed", no teardown */
+	}
+	close(fds[1]);
+	ck_assert_int_eq(read(fds[0], &sim, sizeof(sim)), (ssize_t)sizeof(sim));
+	close(fds[0]);
+	ck_assert_int_gt(sim, 0);
+	ck_assert_int_eq(sk_test_wait(test, 30), 1);
+	deadline = sk_monotonic_ms() + 30000;
+	while (kill(sim, 0) == 0 && sk_monotonic_ms() < deadline)
+		usleep(50000);
+	ck_assert_msg(
+	        kill(sim, 0) != 0, "sandboxsim %d outlived the test that started it", (int)sim);
+}
+END_TEST
+
 Suite *
 sk_suite_shutdown(void)
 {
 	Suite *s = suite_create("shutdown");
 	TCase *tc = tcase_create("sigterm");
 
-	tcase_set_timeout(tc, 180);
+	tcase_set_timeout(tc, 600); /* bounds above: 300 s apply, 180 s start, 120 s stop */
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_sigterm_during_first_list);
 	tcase_add_test(tc, test_sigterm_under_load);
 	tcase_add_test(tc, test_sigterm_aborts_calls_after_grace);
 	tcase_add_test(tc, test_provider_abort_hook);
+	tcase_add_test(tc, test_failed_test_leaves_no_process);
 	suite_add_tcase(s, tc);
 	return s;
 }

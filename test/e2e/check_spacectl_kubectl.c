@@ -843,6 +843,9 @@ START_TEST(apply_dry_run_modes)
 	ASSERT_HAS(
 	        err, "Invalid dry-run value (bogus). Must be \"none\", \"server\", or \"client\".");
 	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "apply", "--dry-run", "server", "-f", file, NULL), 2);
+	ASSERT_HAS(err, "the mode goes with =, --dry-run=server");
+	ctl_free(&out, &err);
 	ck_assert_int_eq(ctl(&out, &err, "apply", "--dry-run=none", "-f", file, NULL), 0);
 	ck_assert_str_eq(out, "userspace/dr created\n");
 	ctl_free(&out, &err);

@@ -23,8 +23,9 @@ collect(char *p, size_t size, size_t n, void *arg)
 	return size * n;
 }
 
-long
-rl_http_auth(const char *method, const char *url, const char *token, const char *cacert, char **out)
+static long
+http_core(const char *method, const char *url, const char *token, const char *cacert,
+        const char *header, const char *body, char **out)
 {
 	CURL *h = curl_easy_init();
 	struct curl_slist *hdr = NULL;
@@ -37,6 +38,8 @@ rl_http_auth(const char *method, const char *url, const char *token, const char 
 		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
 		hdr = curl_slist_append(hdr, auth);
 	}
+	if (header)
+		hdr = curl_slist_append(hdr, header);
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
@@ -45,8 +48,8 @@ rl_http_auth(const char *method, const char *url, const char *token, const char 
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
 	if (cacert)
 		curl_easy_setopt(h, CURLOPT_CAINFO, cacert);
-	if (strcmp(method, "POST") == 0)
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
+	if (body || strcmp(method, "POST") == 0)
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? body : "");
 	if (curl_easy_perform(h) == CURLE_OK)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	curl_slist_free_all(hdr);
@@ -55,6 +58,19 @@ rl_http_auth(const char *method, const char *url, const char *token, const char 
 	*out = sk_buf_detach(&b);
 	sk_buf_dispose(&b);
 	return status;
+}
+
+long
+rl_http_auth(const char *method, const char *url, const char *token, const char *cacert, char **out)
+{
+	return http_core(method, url, token, cacert, NULL, NULL, out);
+}
+
+long
+rl_http_send(const char *method, const char *url, const char *token, const char *header,
+        const char *body, char **out)
+{
+	return http_core(method, url, token, NULL, header, body, out);
 }
 
 long

@@ -58,6 +58,9 @@ void rl_start_env(int i, const char *extra, const char *const *more_env);
 long rl_http(const char *method, const char *url, char **out);
 long rl_http_auth(
         const char *method, const char *url, const char *token, const char *cacert, char **out);
+/* With one more header (may be NULL) and a request body (may be NULL). */
+long rl_http_send(const char *method, const char *url, const char *token, const char *header,
+        const char *body, char **out);
 
 /* A sample of a replica's /metrics (-1 when absent or no answer); the sum of
  * every sample of a family (0 when none); the shards it holds. */

@@ -678,6 +678,84 @@ START_TEST(replica_settings)
 }
 END_TEST
 
+/* The archive section (config_archive.c): defaults, keys from their files
+ * (never in an error), bad input named by field path; a provider's
+ * pausedRetention. */
+static sk_errlist
+load_errors(const char *name, const char *yaml)
+{
+	sk_controller_config *c = NULL;
+	sk_errlist errs = { 0 };
+	sk_error err;
+
+	sk_error_clear(&err);
+	ck_assert_int_eq(
+	        sk_config_load(sk_test_write_file(name, yaml), &c, &errs, &err), SK_EINVALID);
+	ck_assert_ptr_null(c);
+	return errs;
+}
+
+START_TEST(archive_section)
+{
+	char yaml[2048], afp[600], sfp[600], *access = NULL, *secret = NULL;
+	sk_controller_config *c;
+	sk_error err = { 0 };
+
+	snprintf(afp, sizeof(afp), "%s", sk_test_write_file("s3-access", "AKIAEXAMPLE\n"));
+	snprintf(sfp, sizeof(sfp), "%s", sk_test_write_file("s3-secret", "wJalrXUtnFEMI/K7\n"));
+	c = load_ok("no-archive.yaml", HEAD P0 "    apiKeyEnv: K\n");
+	ck_assert_ptr_null(c->archive);
+	ck_assert_int_eq(c->providers[0].paused_retention_ms, 0);
+	sk_config_free(c);
+	snprintf(yaml, sizeof(yaml),
+	        HEAD P0 "    apiKeyEnv: K\n    pausedRetention: 720h\n"
+	                "archive:\n  endpoint: http://127.0.0.1:7070\n  bucket: spaces\n"
+	                "  accessKeyFile: %s\n  secretKeyFile: %s\n",
+	        afp, sfp);
+	c = load_ok("archive.yaml", yaml);
+	ck_assert_int_eq(c->providers[0].paused_retention_ms, 720LL * 3600 * 1000);
+	ck_assert_str_eq(c->archive->endpoint, "http://127.0.0.1:7070");
+	ck_assert_str_eq(c->archive->bucket, "spaces");
+	ck_assert_str_eq(c->archive->region, "us-east-1");
+	ck_assert_str_eq(c->archive->prefix, "spaces");
+	ck_assert_int_eq(sk_config_archive_keys(c->archive, &access, &secret, &err), 0);
+	ck_assert_str_eq(access, "AKIAEXAMPLE");
+	ck_assert_str_eq(secret, "wJalrXUtnFEMI/K7");
+	free(access);
+	free(secret);
+	/* an empty key file: named, no key in the message */
+	free(c->archive->secret_key_file);
+	c->archive->secret_key_file = sk_strdup(sk_test_write_file("s3-empty", "\n"));
+	ck_assert_int_eq(sk_config_archive_keys(c->archive, &access, &secret, &err), SK_EINVALID);
+	ck_assert_ptr_null(access);
+	ck_assert_msg(
+	        strstr(err.message, "archive secret key file") && strstr(err.message, "empty"),
+	        "%s", err.message);
+	ck_assert(strstr(err.message, "AKIAEXAMPLE") == NULL);
+	sk_config_free(c);
+}
+END_TEST
+
+START_TEST(archive_bad_input)
+{
+	sk_errlist errs = load_errors("bad-archive.yaml",
+	        HEAD P0 "    apiKeyEnv: K\n    pausedRetention: forever\n"
+	                "archive:\n  endpoint: s3.example.com\n  bucket: My_Bucket\n"
+	                "  prefix: /spaces/\n  secretKeyFile: /x\n  sekret: y\n");
+
+	assert_error(&errs, "providers[0].pausedRetention", "duration");
+	assert_error(&errs, "archive.endpoint", "http:// or https://");
+	assert_error(&errs, "archive.bucket", "S3 bucket name");
+	assert_error(&errs, "archive.prefix", "no leading or trailing");
+	assert_error(&errs, "archive.accessKeyFile", "required");
+	assert_error(&errs, "archive.sekret", "unknown field");
+	sk_errlist_dispose(&errs);
+	errs = load_errors("list-archive.yaml", HEAD P0 "    apiKeyEnv: K\narchive: [a]\n");
+	assert_error(&errs, "archive", "object");
+	sk_errlist_dispose(&errs);
+}
+END_TEST
+
 Suite *
 sk_suite_config(void)
 {
@@ -709,6 +787,8 @@ sk_suite_config(void)
 	tcase_add_test(tc, key_never_in_errors);
 	tcase_add_test(tc, key_file_mode_warning);
 	tcase_add_test(tc, replica_settings);
+	tcase_add_test(tc, archive_section);
+	tcase_add_test(tc, archive_bad_input);
 	suite_add_tcase(s, tc);
 	return s;
 }

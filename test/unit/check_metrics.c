@@ -54,6 +54,45 @@ START_TEST(test_counter_and_gauge)
 }
 END_TEST
 
+/* Many series (the index that finds them, issue 22): each its own value,
+ * long label sets included, a name that is another's prefix kept apart. */
+START_TEST(test_many_series)
+{
+	sk_metrics *m = sk_metrics_new();
+	char l[700];
+
+	sk_metrics_declare(m, "c_total", SK_METRIC_COUNTER, "Cs");
+	sk_metrics_declare(m, "c_total_x", SK_METRIC_COUNTER, "Cxs");
+	for (int r = 0; r < 2; r++) {
+		for (int i = 0; i < 2000; i++) {
+			snprintf(l, sizeof(l), "i=\"%d\"", i);
+			sk_metrics_add(m, "c_total", l, i);
+		}
+	}
+	memset(l, 'v', sizeof(l) - 1);
+	l[sizeof(l) - 1] = '\0';
+	memcpy(l, "k=\"", 3);
+	l[sizeof(l) - 2] = '"';
+	sk_metrics_add(m, "c_total", l, 1);
+	sk_metrics_add(m, "c_total", l, 1);
+	sk_metrics_add(m, "c_total_x", "i=\"7\"", 1);
+	ck_assert_double_eq(sk_metrics_value(m, "c_total", "i=\"7\""), 14);
+	ck_assert_double_eq(sk_metrics_value(m, "c_total", "i=\"1999\""), 3998);
+	ck_assert_double_eq(sk_metrics_value(m, "c_total", l), 2);
+	ck_assert_double_eq(sk_metrics_value(m, "c_total_x", "i=\"7\""), 1);
+	/* rendering sorts the families: a histogram declared after still counts */
+	sk_metrics_declare_histogram(m, "b_seconds", "Bs", (const double[]){ 1 }, 1);
+	free(render(m));
+	sk_metrics_observe(m, "b_seconds", NULL, 0.5);
+	free(render(m));
+	sk_metrics_observe(m, "c_total", "i=\"7\"", 0.5); /* not a histogram: ignored */
+	sk_metrics_observe(m, "b_seconds", NULL, 2);
+	ck_assert_double_eq(sk_metrics_value(m, "b_seconds", NULL), 2.5);
+	ck_assert_double_eq(sk_metrics_value(m, "c_total", "i=\"7\""), 14);
+	sk_metrics_free(m);
+}
+END_TEST
+
 START_TEST(test_histogram_cumulative)
 {
 	const double b[] = { 0.1, 1, 10 };
@@ -188,6 +227,7 @@ sk_suite_metrics(void)
 	TCase *t = tcase_create("metrics");
 
 	tcase_add_test(t, test_counter_and_gauge);
+	tcase_add_test(t, test_many_series);
 	tcase_add_test(t, test_histogram_cumulative);
 	tcase_add_test(t, test_histogram_no_labels_and_buckets);
 	tcase_add_test(t, test_process_collector);

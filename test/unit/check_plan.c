@@ -1347,7 +1347,8 @@ fake_apply(const sk_plan_result *r, sk_observed *ob, sk_userspace *us, int64_t n
 			break;
 		case SK_ACTION_BIND:
 		case SK_ACTION_EVENT:
-		case SK_ACTION_INIT_ENV: break;
+		case SK_ACTION_INIT_ENV:
+		case SK_ACTION_WRITE_MARKER: break;
 		}
 	}
 	sk_userspace_status_dispose(&us->status);

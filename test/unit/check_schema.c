@@ -86,6 +86,8 @@ static const row_case cases[] = {
 	                "spec.health.unhealthyAfter: must be between 1s and 24h" } },
 	{ "spec.health.remediation", "\"Replace\"", { "\"replace\"" },
 	        { "spec.health.remediation: must be one of: Replace, Report" } },
+	{ "spec.health.onLoss", "\"Restore\"", { "\"restore\"" },
+	        { "spec.health.onLoss: must be one of: Report, Restore" } },
 	{ "spec.updateStrategy", "\"Migrate\"", { "\"migrate\"" },
 	        { "spec.updateStrategy: must be one of: Report, Migrate" } },
 	{ "spec.workspace.paths", "[\"/home/user\", \"/data\"]",

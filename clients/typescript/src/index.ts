@@ -34,6 +34,8 @@ export interface SandboxAnswer {
   deadline?: string;
   previousSandboxID?: string;
   replacedAt?: string;
+  /** The space's files are known lost (a resume without them, or a sandbox gone). */
+  workspaceLost?: boolean;
 }
 
 /** Every header an envd request needs: routing headers and X-Access-Token. */

@@ -54,6 +54,9 @@ class SandboxAnswer:
     previous_sandbox_id: Optional[str] = None
     """Set after a replacement: the files of that sandbox were not carried over."""
     replaced_at: Optional[_dt.datetime] = None
+    workspace_lost: bool = False
+    """True while the space's files are known lost (a resume without them, or a
+    sandbox gone while asleep), until the loss is acknowledged."""
     ready: bool = True
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """The whole JSON answer (holds the token, if any)."""
@@ -78,6 +81,7 @@ class SandboxAnswer:
             deadline=_time(obj.get("deadline")),
             previous_sandbox_id=_str(obj.get("previousSandboxID")),
             replaced_at=_time(obj.get("replacedAt")),
+            workspace_lost=obj.get("workspaceLost") is True,
             ready=bool(obj.get("ready", True)),
             raw=dict(obj),
         )
