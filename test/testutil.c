@@ -503,3 +503,28 @@ sk_test_post_json(const char *base_url, const char *path, const char *json)
 	fclose(devnull);
 	return status;
 }
+
+int
+sk_test_spacectl(const char *uri, const char *db, const char *const *args, char **out)
+{
+	const char *argv[24];
+	char *err = NULL, *o = NULL;
+	size_t n = 0;
+	int rc;
+
+	argv[n++] = "spacectl";
+	argv[n++] = "--mongodb-uri";
+	argv[n++] = uri;
+	argv[n++] = "--database";
+	argv[n++] = db;
+	for (size_t i = 0; args[i] && n < 23; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	rc = sk_test_run(argv, NULL, NULL, &o, &err, 60);
+	free(err);
+	if (out)
+		*out = o;
+	else
+		free(o);
+	return rc;
+}

@@ -67,6 +67,10 @@ const char *sk_test_write_file(const char *name, const char *content);
 /* A sandboxsim on a free port: returns the pid and fills base_url ("http://127.0.0.1:P").
  * extra_args NULL-terminated or NULL. */
 pid_t sk_test_sim_start(const char *const *extra_args, char *base_url, size_t len);
+/* Runs `spacectl --mongodb-uri URI --database DB ARGS...` (args NULL-terminated,
+ * at most 18) within 60 s; *out (may be NULL) gets stdout (caller frees).
+ * Returns the exit code. */
+int sk_test_spacectl(const char *uri, const char *db, const char *const *args, char **out);
 /* A versitygw S3 server (POSIX backend, .deps/bin/versitygw) on 127.0.0.1:port
  * (0: a free one) with its data under dir (made when missing, with the
  * bucket directory `bucket` in it when given) and the root credentials

@@ -14,6 +14,17 @@
 
 #include "sim.h"
 
+/* The simulator's own accounting, up to now: runningSeconds, pausedSeconds. */
+static void
+account_json(json_t *o, const sim_sandbox *sb)
+{
+	sim_sandbox copy = *sb;
+
+	sim_sandbox_account(&copy, sk_now_ms());
+	json_object_set_new(o, "runningSeconds", json_real((double)copy.run_ms / 1000.0));
+	json_object_set_new(o, "pausedSeconds", json_real((double)copy.pause_ms / 1000.0));
+}
+
 static json_t *
 sim_sandbox_json(sim *s, const sim_sandbox *sb)
 {
@@ -36,6 +47,7 @@ sim_sandbox_json(sim *s, const sim_sandbox *sb)
 	}
 	if (sb->name)
 		json_object_set_new(o, "name", json_string(sb->name));
+	account_json(o, sb);
 	return o;
 }
 

@@ -111,9 +111,12 @@ reachable(sim *s, sim_req *r, const char *id, int64_t now)
 {
 	sim_sandbox *sb = sim_store_get(s, id, now);
 
-	if (sb && sb->state == SIM_PAUSED && sb->auto_resume && s->flavor == SIM_E2B)
+	if (sb && sb->state == SIM_PAUSED && sb->auto_resume && s->flavor == SIM_E2B) {
+		if (!sim_caps_admit(s, r, now))
+			return NULL; /* the team's limit: 429, answered */
 		sim_sandbox_resume(s, sb, now,
 		        sb->timeout_s > AUTO_RESUME_MIN_S ? sb->timeout_s : AUTO_RESUME_MIN_S);
+	}
 	if (sb == NULL || sb->state != SIM_RUNNING) {
 		gone(s, r, id, "The sandbox was not found");
 		return NULL;

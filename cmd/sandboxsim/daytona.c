@@ -219,11 +219,16 @@ h_create(sim *s, sim_req *r, const char *unused)
 		sim_kv_free(&c.labels);
 		sim_kv_free(&c.env);
 		json_decref(policy.net);
+	} else if (!sim_caps_admit(s, r, now)) {
+		sim_kv_free(&c.labels);
+		sim_kv_free(&c.env);
+		json_decref(policy.net);
 	} else {
 		sb = sim_store_new(s, now);
 		fill(sb, &c);
 		sb->net = policy.net;
 		policy.net = NULL;
+		sim_caps_note_running(s);
 		sim_store_set_meta(&s->store, sb, &c.labels);
 		sim_reply_json(s, r, 200, dt_json(s, r, sb, true));
 	}
@@ -264,6 +269,9 @@ transition(sim *s, sim_req *r, const char *key)
 	pthread_mutex_lock(&s->lock);
 	if ((sb = find(s, r, key, now)) == NULL) {
 		/* replied */
+	} else if (strcmp(action, "start") == 0 && sb->state != SIM_RUNNING &&
+	        !sim_caps_admit(s, r, now)) {
+		/* refused: answered */
 	} else if (strcmp(action, "start") == 0) {
 		if (sb->state != SIM_RUNNING)
 			sim_sandbox_resume(s, sb, now, 0);

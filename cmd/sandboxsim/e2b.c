@@ -264,6 +264,13 @@ h_create(sim *s, sim_req *r, const char *id)
 		return;
 	}
 	pthread_mutex_lock(&s->lock);
+	if (!sim_caps_admit(s, r, now)) {
+		pthread_mutex_unlock(&s->lock);
+		sim_kv_free(&a.meta);
+		sim_kv_free(&a.env);
+		json_decref(doc);
+		return;
+	}
 	sb = sim_store_new(s, now);
 	sb->net = policy.net;
 	snprintf(sb->template_id, sizeof(sb->template_id), "%s", a.template_id);
@@ -387,7 +394,8 @@ h_connect(sim *s, sim_req *r, const char *id)
 	}
 	json_decref(doc);
 	pthread_mutex_lock(&s->lock);
-	if ((sb = find(s, r, id, now)) != NULL) {
+	if ((sb = find(s, r, id, now)) != NULL &&
+	        (sb->state == SIM_RUNNING || sim_caps_admit(s, r, now))) {
 		bool resumed = sb->state != SIM_RUNNING;
 		if (resumed)
 			sim_sandbox_resume(s, sb, now, (int32_t)t);
@@ -418,7 +426,7 @@ h_resume(sim *s, sim_req *r, const char *id)
 		/* replied */
 	} else if (sb->state == SIM_RUNNING) {
 		sim_reply_error(s, r, 409, "Sandbox %s is already running", id);
-	} else {
+	} else if (sim_caps_admit(s, r, now)) {
 		if (has_ap)
 			sb->auto_pause = auto_pause;
 		sim_sandbox_resume(s, sb, now, (int32_t)t);

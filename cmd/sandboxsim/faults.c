@@ -22,6 +22,8 @@
  *                                    "size_mb": 16, "count": 1 } }
  *                                   bad response bodies: JSON cut in half, an
  *                                   HTML page, or JSON padded to size_mb MiB
+ *     "caps": { "max_running": 5, "creates_per_second": 1 }
+ *                                   a plan's limits, refused as E2B does (caps.c)
  *   }
  *
  * Endpoints: create get list list_v1 kill pause connect resume timeout
@@ -61,6 +63,7 @@ clear_locked(sim_faults *f)
 	f->list_empty_until = 0;
 	f->overload_max_inflight = 0;
 	f->overload_retry_after_s = 0;
+	memset(&f->caps, 0, sizeof(f->caps));
 	f->resume_lose_mode = SIM_LOSE_NONE;
 	f->resume_lose_count = 0;
 }
@@ -254,6 +257,8 @@ apply_key(sim_faults *f, const char *k, json_t *v, char *why, size_t len)
 		return parse_unreachable(f, v, why, len);
 	if (strcmp(k, "overload") == 0)
 		return parse_overload(f, v, why, len);
+	if (strcmp(k, "caps") == 0)
+		return sim_caps_parse(&f->caps, v, why, len);
 	if (strcmp(k, "resume_lose_files") == 0)
 		return parse_lose(f, v, why, len);
 	if (strcmp(k, "resume_504_s") == 0 || strcmp(k, "list_empty_s") == 0) {
@@ -326,6 +331,7 @@ sim_faults_to_json(sim_faults *f)
 	        f->list_empty_s, "overload", "max_inflight", f->overload_max_inflight,
 	        "retry_after_s", f->overload_retry_after_s);
 	json_object_set_new(o, "bodies", bod);
+	json_object_set_new(o, "caps", sim_caps_json(&f->caps));
 	if (f->resume_lose_mode != SIM_LOSE_NONE)
 		json_object_set_new(o, "resume_lose_files",
 		        json_pack("{s:s,s:i}", "mode", lose_modes[f->resume_lose_mode], "count",
@@ -530,8 +536,11 @@ sim_stats_json(sim *s)
 		if (by)
 			json_object_set_new(req, sim_ep_names[ep], by);
 	}
-	o = json_pack("{s:o,s:I,s:I}", "requests", req, "total", (json_int_t)s->stats.total,
-	        "running", running);
+	o = json_pack("{s:o,s:I,s:I,s:i,s:{s:I,s:I}}", "requests", req, "total",
+	        (json_int_t)s->stats.total, "running", running, "max_running",
+	        s->stats.max_running > running ? s->stats.max_running : (int)running, "refused",
+	        "concurrency", (json_int_t)s->stats.refused_concurrency, "rate",
+	        (json_int_t)s->stats.refused_rate);
 	pthread_mutex_unlock(&s->stats.lock);
 	return o;
 }
@@ -542,5 +551,8 @@ sim_stats_reset(sim *s)
 	pthread_mutex_lock(&s->stats.lock);
 	memset(s->stats.counts, 0, sizeof(s->stats.counts));
 	s->stats.total = 0;
+	s->stats.max_running = 0;
+	s->stats.refused_concurrency = 0;
+	s->stats.refused_rate = 0;
 	pthread_mutex_unlock(&s->stats.lock);
 }

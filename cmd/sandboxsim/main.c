@@ -19,7 +19,8 @@ static const char usage_lines[] =
         "sandboxsim --listen HOST:PORT [--flavor e2b|cube|daytona] [--api-key KEY]\n"
         "           [--latency DUR] [--seed N] [--faults FILE.json] [--domain NAME] "
         "[--preload N]\n"
-        "           [--daytona-minute DUR] [--paused-retention DUR]";
+        "           [--daytona-minute DUR] [--paused-retention DUR] [--max-running N]\n"
+        "           [--creates-per-second R]";
 
 static const char help_text[] =
         "An E2B-compatible sandbox API (and envd GET /health) on one listener.\n"
@@ -42,6 +43,11 @@ static const char help_text[] =
         "  --paused-retention DUR  a sandbox paused (stopped) this long is deleted, as\n"
         "                       E2B deletes paused sandboxes after 30 days (default:\n"
         "                       never)\n"
+        "  --max-running N      a plan's concurrency limit: a create or resume with N\n"
+        "                       sandboxes running gets E2B's 429 (0: none, default)\n"
+        "  --creates-per-second R  a plan's start rate (creates and resumes, burst\n"
+        "                       max(1, R)): beyond it 429 Rate limit exceeded with\n"
+        "                       Retry-After (0: none, default)\n"
         "  -h, --help           this text\n"
         "\n"
         "The data plane (envd), routed by E2b-Sandbox-Id/E2b-Sandbox-Port headers or\n"
@@ -65,7 +71,8 @@ static const char help_text[] =
         "   \"overload\": {\"max_inflight\": 8, \"retry_after_s\": 2},\n"
         "   \"resume_lose_files\": {\"mode\": \"empty|partial\", \"count\": 1},\n"
         "   \"bodies\": {\"<endpoint>|*\": {\"mode\": \"truncate|garbage|oversize\",\n"
-        "                                \"size_mb\": 16, \"count\": 1}}}\n"
+        "                                \"size_mb\": 16, \"count\": 1}},\n"
+        "   \"caps\": {\"max_running\": 5, \"creates_per_second\": 1}}\n"
         "\n"
         "Its endpoints: create get list list_v1 kill pause connect resume timeout\n"
         "refreshes start stop archive labels autostop api_health health envd init\n"
@@ -80,6 +87,7 @@ static const struct option longopts[] = { { "listen", 1, NULL, 'l' }, { "flavor"
 	{ "api-key", 1, NULL, 'k' }, { "latency", 1, NULL, 'L' }, { "seed", 1, NULL, 's' },
 	{ "faults", 1, NULL, 'F' }, { "domain", 1, NULL, 'd' }, { "preload", 1, NULL, 'p' },
 	{ "daytona-minute", 1, NULL, 'm' }, { "paused-retention", 1, NULL, 'P' },
+	{ "max-running", 1, NULL, 'M' }, { "creates-per-second", 1, NULL, 'R' },
 	{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 } };
 
 /* Prints the usage lines, and with full the whole help. */
@@ -98,6 +106,7 @@ struct opts {
 	int port;
 	const char *faults;
 	int preload;
+	json_t *caps; /* --max-running, --creates-per-second */
 };
 
 static int
@@ -140,6 +149,24 @@ bad(const char *what, const char *arg)
 	return 2;
 }
 
+/* --max-running N, --creates-per-second R: the caps fault entry. */
+static int
+cap_flag(struct opts *o, bool running, const char *arg)
+{
+	char *end;
+	double v = strtod(arg, &end);
+
+	if (*end != '\0' || end == arg || v < 0 || (running && v != (double)(int)v))
+		return -1;
+	if (o->caps == NULL)
+		o->caps = json_object();
+	if (running)
+		json_object_set_new(o->caps, "max_running", json_integer((json_int_t)v));
+	else
+		json_object_set_new(o->caps, "creates_per_second", json_real(v));
+	return 0;
+}
+
 static int
 parse_args(int argc, char **argv, sim *s, struct opts *o)
 {
@@ -167,6 +194,12 @@ parse_args(int argc, char **argv, sim *s, struct opts *o)
 		case 'm':
 			if (sk_duration_parse(optarg, &s->minute_ms) != 0 || s->minute_ms <= 0)
 				return bad("--daytona-minute", optarg);
+			break;
+		case 'M':
+		case 'R':
+			if (cap_flag(o, c == 'M', optarg) != 0)
+				return bad(c == 'M' ? "--max-running" : "--creates-per-second",
+				        optarg);
 			break;
 		case 'P':
 			if (sk_duration_parse(optarg, &s->paused_retention_ms) != 0 ||
@@ -234,6 +267,7 @@ main(int argc, char **argv)
 {
 	static sim s;
 	struct opts o = { .port = 0 };
+	char why[300];
 	sigset_t set;
 	int rc;
 
@@ -254,6 +288,11 @@ main(int argc, char **argv)
 		rc = 2;
 		goto cleanup;
 	}
+	if (o.caps && sim_caps_parse(&s.faults.caps, o.caps, why, sizeof(why)) != 0) {
+		fprintf(stderr, "sandboxsim: %s\n", why);
+		rc = 2;
+		goto cleanup;
+	}
 	if (o.preload > 0)
 		sim_preload(&s, o.preload);
 	/* Every thread inherits the blocked mask; sim_serve waits with sigwait. */
@@ -271,6 +310,7 @@ cleanup:
 	pthread_mutex_destroy(&s.stats.lock);
 	pthread_mutex_destroy(&s.lock);
 done:
+	json_decref(o.caps);
 	free(s.api_key);
 	free(s.domain);
 	return rc == 1 && o.host[0] == '\0' ? 0 : rc;

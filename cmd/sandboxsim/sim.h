@@ -104,6 +104,8 @@ typedef struct sim_sandbox {
 	int auto_stop_min, auto_archive_min, auto_delete_min;
 	bool kvm; /* daytona: echoed back as asked at create */
 	sim_fs *fs; /* made on first use (sim_sandbox_fs) */
+	/* the simulator's own accounting: ms running and paused up to acct_ms */
+	int64_t acct_ms, run_ms, pause_ms;
 	json_t *net; /* the network policy (netpolicy.c), NULL: open */
 } sim_sandbox;
 
@@ -151,6 +153,14 @@ typedef struct sim_bodyfault {
 	int count; /* remaining, -1 unlimited */
 } sim_bodyfault;
 
+/* caps.c: a plan's limits (0: none) and the start-rate token bucket. */
+typedef struct sim_caps {
+	int max_running;
+	double creates_per_second;
+	double tokens;
+	int64_t refill_ms; /* last refill, 0: full */
+} sim_caps;
+
 typedef struct sim_faults {
 	pthread_mutex_t lock;
 	uint64_t rng;
@@ -165,6 +175,7 @@ typedef struct sim_faults {
 	int overload_retry_after_s;
 	int inflight;
 	sim_bodyfault bodies[SIM_EP_COUNT + 1];
+	sim_caps caps;
 	/* resume_lose_files: the next resumes of a paused sandbox lose its
 	 * file tree, whole ("empty") or every other regular file ("partial"). */
 	int resume_lose_mode; /* SIM_LOSE_* */
@@ -176,6 +187,8 @@ typedef struct sim_stats {
 	pthread_mutex_t lock;
 	uint64_t counts[SIM_EP_COUNT][600];
 	uint64_t total;
+	int max_running; /* most sandboxes running at once since the last reset */
+	uint64_t refused_concurrency, refused_rate; /* caps.c's 429s */
 } sim_stats;
 
 /* procs.c: a process started through envd that runs for a while (`sleep N`):
@@ -276,6 +289,8 @@ bool sim_sandbox_tick(sim *s, sim_sandbox *sb, int64_t now);
 void sim_sandbox_touch(sim *s, sim_sandbox *sb, int64_t now);
 void sim_sandbox_resume(sim *s, sim_sandbox *sb, int64_t now, int32_t timeout_s);
 void sim_sandbox_pause(sim_sandbox *sb, int64_t now);
+/* Counts the time since the last count into run_ms or pause_ms (by state). */
+void sim_sandbox_account(sim_sandbox *sb, int64_t now);
 void sim_store_sweep(sim *s, int64_t now);
 int sim_kv_from_json(json_t *obj, sim_kv *out, char *why, size_t whylen);
 const char *sim_kv_get(const sim_kv *kv, const char *key);
@@ -396,6 +411,14 @@ json_t *sim_stats_json(sim *s);
 void sim_stats_reset(sim *s);
 void sim_admin_route(sim *s, sim_req *r);
 
+/* caps.c: the "caps" fault entry (null removes it); -1 with why on bad input. */
+int sim_caps_parse(sim_caps *c, json_t *v, char *why, size_t len);
+json_t *sim_caps_json(const sim_caps *c);
+/* Before a create or a resume of a paused sandbox, s->lock held: false when
+ * a cap refuses it (r answered 429 the way E2B answers). */
+bool sim_caps_admit(sim *s, sim_req *r, int64_t now);
+/* After a sandbox started (s->lock held): the running high-water mark. */
+void sim_caps_note_running(sim *s);
 /* netpolicy.c: each sandbox's network policy (see there). The create and
  * update functions set sb->net, or return -1 with *why (a 400). */
 int sim_net_e2b_create(sim_sandbox *sb, const json_t *body, bool secure, const char **why);

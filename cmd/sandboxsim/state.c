@@ -408,8 +408,23 @@ sim_store_remove(sim_store *st, sim_sandbox *sb)
 /* ---- lifecycle ---- */
 
 void
+sim_sandbox_account(sim_sandbox *sb, int64_t now)
+{
+	int64_t from = sb->acct_ms ? sb->acct_ms : sb->created_ms;
+
+	if (now <= from)
+		return;
+	if (sb->state == SIM_RUNNING)
+		sb->run_ms += now - from;
+	else if (sb->state == SIM_PAUSED || sb->state == SIM_ARCHIVED)
+		sb->pause_ms += now - from;
+	sb->acct_ms = now;
+}
+
+void
 sim_sandbox_pause(sim_sandbox *sb, int64_t now)
 {
+	sim_sandbox_account(sb, now);
 	sb->state = SIM_PAUSED;
 	sb->end_ms = now;
 	sb->updated_ms = now;
@@ -425,8 +440,10 @@ sim_sandbox_resume(sim *s, sim_sandbox *sb, int64_t now, int32_t timeout_s)
 		sb->boot_env_lost = true;
 	if (sb->state != SIM_RUNNING && sb->fs != NULL)
 		sim_fs_lose(sb->fs, sim_faults_resume_loss(s));
+	sim_sandbox_account(sb, now);
 	sb->state = SIM_RUNNING;
 	sb->started_ms = sb->resumed_ms = sb->activity_ms = sb->updated_ms = now;
+	sim_caps_note_running(s);
 	if (s->flavor == SIM_CUBE && timeout_s < 0) {
 		sb->never = true;
 		return;

@@ -33,6 +33,7 @@ static const sk_cli_command commands[] = {
 	{ "plan", sk_cmd_plan, "show what the controller would do now (changes nothing)" },
 	{ "drift", sk_cmd_drift, "list the drift the controller reports (exit 1 when any)" },
 	{ "events", sk_cmd_events, "list the events of every UserSpace or of one" },
+	{ "top", sk_cmd_top, "show what spaces used and cost (top userspaces --by LABEL)" },
 	{ "wait", sk_cmd_wait, "wait until UserSpaces meet a condition (--for=condition=Ready)" },
 	{ "rollout", sk_cmd_rollout,
 	        "move a space to a new sandbox (restart) and follow it (status)" },

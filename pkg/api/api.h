@@ -259,6 +259,18 @@ int sk_migration_from_json(json_t *o, sk_migration_status *out, sk_error *err);
 /* A byte quantity: "5Gi", "500Mi", "10M", "1000". SK_EINVALID when not one. */
 int sk_quantity_parse(const char *s, int64_t *out);
 
+/* status.usage: what the space used, from the phases its reconciles saw
+ * (pkg/reconcile/plan_usage.c). Seconds are counted up to updated_ms;
+ * since_ms 0: not counted yet. */
+typedef struct sk_usage {
+	int64_t running_s; /* runningSeconds: a sandbox ran (Creating..Running) */
+	int64_t paused_s; /* pausedSeconds: it slept (Idle, Paused) */
+	int64_t wakes; /* resumes */
+	int64_t creates;
+	int64_t since_ms; /* since */
+	int64_t updated_ms; /* lastUpdateTime */
+} sk_usage;
+
 typedef struct sk_userspace_status {
 	sk_phase phase;
 	char *sandbox_id; /* the binding; NULL when unbound */
@@ -272,6 +284,7 @@ typedef struct sk_userspace_status {
 	int64_t last_activity_ms; /* the last connect or heartbeat, persisted coarsely; 0 none */
 	char *provider; /* the provider entry of the binding; NULL: spec.provider */
 	sk_migration_status migration;
+	sk_usage usage;
 } sk_userspace_status;
 
 typedef struct sk_userspace {
@@ -559,6 +572,16 @@ typedef struct sk_provider_config {
 	bool insecure_skip_tls_verify;
 	bool delete_orphans; /* default false */
 	int64_t orphan_grace_ms; /* default 10m */
+	/* capacity: what the provider's plan allows (0: unlimited). Connects
+	 * waiting for a slot beyond max_queued get 429 (default 1000). */
+	int max_running; /* capacity.maxRunning */
+	double creates_per_second; /* capacity.createsPerSecond: creates and resumes */
+	int max_queued; /* capacity.maxQueued */
+	int64_t evict_after_ms; /* capacity.evictAfter: a space connected to within it stays (1m) */
+	/* price (optional): per sandbox-hour running and paused */
+	bool has_price;
+	double price_running_per_hour;
+	double price_paused_per_hour;
 	/* How long the provider keeps a paused sandbox before it deletes it
 	 * (E2B: 720h); 0 (default): not known, kept forever. */
 	int64_t paused_retention_ms;

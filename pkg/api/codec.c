@@ -179,6 +179,15 @@ sk_userspace_status_to_json(const sk_userspace_status *st)
 	sk_json_set_str(o, "provider", st->provider);
 	if (st->migration.phase != SK_MIG_NONE)
 		json_object_set_new(o, "migration", sk_migration_to_json(&st->migration));
+	if (st->usage.since_ms != 0) {
+		json_t *u = json_pack("{s:I, s:I, s:I, s:I}", "runningSeconds",
+		        (json_int_t)st->usage.running_s, "pausedSeconds",
+		        (json_int_t)st->usage.paused_s, "wakes", (json_int_t)st->usage.wakes,
+		        "creates", (json_int_t)st->usage.creates);
+		sk_json_set_time(u, "since", st->usage.since_ms);
+		sk_json_set_time(u, "lastUpdateTime", st->usage.updated_ms);
+		json_object_set_new(o, "usage", u);
+	}
 	return o;
 }
 
@@ -447,6 +456,19 @@ decode_drift(dctx *c, json_t *o, sk_drift *out)
 }
 
 static void
+decode_usage(dctx *c, json_t *u, sk_usage *out)
+{
+	if (!json_is_object(u))
+		return;
+	out->running_s = get_int(c, u, "runningSeconds", "status.usage.runningSeconds");
+	out->paused_s = get_int(c, u, "pausedSeconds", "status.usage.pausedSeconds");
+	out->wakes = get_int(c, u, "wakes", "status.usage.wakes");
+	out->creates = get_int(c, u, "creates", "status.usage.creates");
+	out->since_ms = get_time(c, u, "since", "status.usage.since");
+	out->updated_ms = get_time(c, u, "lastUpdateTime", "status.usage.lastUpdateTime");
+}
+
+static void
 decode_status(dctx *c, json_t *s, sk_userspace_status *out)
 {
 	json_t *conds = json_object_get(s, "conditions");
@@ -462,6 +484,7 @@ decode_status(dctx *c, json_t *s, sk_userspace_status *out)
 	out->last_reconcile_ms = get_time(c, s, "lastReconcileTime", "status.lastReconcileTime");
 	out->last_activity_ms = get_time(c, s, "lastActivityTime", "status.lastActivityTime");
 	out->provider = get_str(c, s, "provider", "status.provider");
+	decode_usage(c, json_object_get(s, "usage"), &out->usage);
 	if (c->rc == SK_OK)
 		c->rc = sk_migration_from_json(
 		        json_object_get(s, "migration"), &out->migration, c->err);

@@ -178,6 +178,8 @@ provider_defaults(sk_provider_config *p)
 	p->request_timeout_ms = 30000;
 	p->sandbox_timeout_ms = sk_default_sandbox_timeout_ms;
 	p->orphan_grace_ms = 600000;
+	p->max_queued = 1000;
+	p->evict_after_ms = 60000;
 }
 
 sk_controller_config *
@@ -353,13 +355,61 @@ decode_provider_limits(cfg_ctx *c, json_t *m, const char *path, sk_provider_conf
 	free(fp);
 }
 
+/* A number in [0, max] (a rate or a price); false when bad. */
+static bool
+want_number(cfg_ctx *c, json_t *v, const char *path, double max, double *out)
+{
+	if (!json_is_number(v) || !(json_number_value(v) >= 0) || json_number_value(v) > max) {
+		sk_doc_error(c->errs, c->doc, path, "must be a number between 0 and %g", max);
+		return false;
+	}
+	*out = json_number_value(v);
+	return true;
+}
+
+/* capacity: {maxRunning, createsPerSecond, maxQueued} and price:
+ * {runningPerHour, pausedPerHour}: what the provider's plan allows and costs. */
+static void
+decode_provider_plan(cfg_ctx *c, json_t *m, const char *path, sk_provider_config *p)
+{
+	static const char *const cap_fields[] = { "maxRunning", "createsPerSecond", "maxQueued",
+		"evictAfter", NULL };
+	static const char *const price_fields[] = { "runningPerHour", "pausedPerHour", NULL };
+	json_t *cap = json_object_get(m, "capacity"), *price = json_object_get(m, "price"), *v;
+	char *sub = sk_path_join(path, "capacity"), *fp = NULL;
+
+#define SUB(name) (free(fp), fp = sk_path_join(sub, name))
+	if (cap && want_object(c, cap, sub) && known_fields(c, cap, sub, cap_fields)) {
+		if ((v = json_object_get(cap, "maxRunning")) && SUB("maxRunning"))
+			want_int(c, v, fp, 0, 1000000, &p->max_running);
+		if ((v = json_object_get(cap, "createsPerSecond")) && SUB("createsPerSecond"))
+			want_number(c, v, fp, 1e6, &p->creates_per_second);
+		if ((v = json_object_get(cap, "maxQueued")) && SUB("maxQueued"))
+			want_int(c, v, fp, 0, 1000000, &p->max_queued);
+		if ((v = json_object_get(cap, "evictAfter")) && SUB("evictAfter"))
+			want_duration(c, v, fp, 0, 86400000, &p->evict_after_ms);
+	}
+	free(sub);
+	sub = sk_path_join(path, "price");
+	if (price && want_object(c, price, sub) && known_fields(c, price, sub, price_fields)) {
+		p->has_price = true;
+		if ((v = json_object_get(price, "runningPerHour")) && SUB("runningPerHour"))
+			want_number(c, v, fp, 1e9, &p->price_running_per_hour);
+		if ((v = json_object_get(price, "pausedPerHour")) && SUB("pausedPerHour"))
+			want_number(c, v, fp, 1e9, &p->price_paused_per_hour);
+	}
+#undef SUB
+	free(fp);
+	free(sub);
+}
+
 static void
 decode_provider(cfg_ctx *c, json_t *m, const char *path, sk_provider_config *p)
 {
 	static const char *const allowed[] = { "name", "type", "apiURL", "sandboxURL", "domain",
 		"apiKeyEnv", "apiKeyFile", "maxInFlight", "qps", "burst", "requestTimeout",
 		"sandboxTimeout", "insecureSkipTLSVerify", "deleteOrphans", "orphanGracePeriod",
-		"pausedRetention", NULL };
+		"pausedRetention", "capacity", "price", NULL };
 	static const char *const types[] = { "e2b", "cube", "daytona", NULL };
 	json_t *v;
 	const char *s;
@@ -409,6 +459,7 @@ decode_provider(cfg_ctx *c, json_t *m, const char *path, sk_provider_config *p)
 	}
 	decode_provider_key(c, m, path, p);
 	decode_provider_limits(c, m, path, p);
+	decode_provider_plan(c, m, path, p);
 }
 
 static void

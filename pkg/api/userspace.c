@@ -243,7 +243,8 @@ sk_userspace_status_equal(const sk_userspace_status *a, const sk_userspace_statu
 	        a->n_conditions != b->n_conditions || a->n_drift != b->n_drift ||
 	        !str_eq(a->message, b->message) || a->last_reconcile_ms != b->last_reconcile_ms ||
 	        a->last_activity_ms != b->last_activity_ms || !str_eq(a->provider, b->provider) ||
-	        !sk_migration_equal(&a->migration, &b->migration))
+	        !sk_migration_equal(&a->migration, &b->migration) ||
+	        memcmp(&a->usage, &b->usage, sizeof(a->usage)) != 0)
 		return false;
 	for (size_t i = 0; i < a->n_conditions; i++) {
 		if (!condition_equal(&a->conditions[i], &b->conditions[i]))

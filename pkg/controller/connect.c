@@ -294,8 +294,10 @@ wait_ready(sk_controller *c, sk_userspace **us, const char *path, int64_t deadli
 				break;
 			}
 			gen0 = sk_ctl_gen(c);
-			if (d.verdict == SK_CONNECT_WAKE || d.verdict == SK_CONNECT_REPLACE) {
-				/* found asleep or unreachable meanwhile: ask again */
+			if ((d.verdict == SK_CONNECT_WAKE || d.verdict == SK_CONNECT_REPLACE) &&
+			        !sk_ctl_capacity_queued(c, key)) {
+				/* found asleep or unreachable meanwhile: ask again (a start
+				 * waiting for a slot is queued when one frees) */
 				sk_ctl_space_request(c, key, true, d.verdict == SK_CONNECT_REPLACE);
 				sk_workqueue_add_priority(c->q, key);
 			}
@@ -343,6 +345,14 @@ forwarded(sk_controller *c, const sk_userspace *us, int64_t timeout_ms, bool fre
 
 	free(path);
 	return done;
+}
+
+/* The connect will start its space: wake the Idle keeper, or create one. */
+static bool
+starts_space(const sk_connect_decision *d, const sk_userspace *us)
+{
+	return d->verdict == SK_CONNECT_WAKE ||
+	        (d->verdict == SK_CONNECT_RECONCILE && us->status.sandbox_id == NULL);
 }
 
 /* A fresh connect reconciles whatever memory says, unless the answer
@@ -404,10 +414,17 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, bool fres
 		break;
 	default:
 		path = fresh ? "reconcile" : slow_path(d.verdict, us);
+		/* A start (a wake or a create) takes its place in the provider's
+		 * queue: beyond capacity.maxQueued waiting, 429 at once. */
+		if (starts_space(&d, us) && !sk_ctl_capacity_enter(c, us, deadline, r)) {
+			path = "capacity";
+			break;
+		}
 		/* A connect always wants the keeper awake: if the reconcile finds it
 		 * asleep (the list had not seen the pause yet), it wakes it. */
 		sk_ctl_space_request(c, name, true, d.verdict == SK_CONNECT_REPLACE);
 		wait_ready(c, &us, path, deadline, fresh ? now : 0, r);
+		sk_ctl_capacity_leave(c, name);
 		break;
 	}
 	explicit_bzero(k.envd_token, sizeof(k.envd_token));

@@ -171,6 +171,7 @@ sk_controller_new(sk_controller **out, const sk_controller_options *opts, sk_err
 	sk_ctl_views_init(c);
 	sk_ctl_spaces_init(c);
 	sk_ctl_metrics_declare(c);
+	c->capacity = sk_ctl_capacity_new(c);
 	rc = open_parts(c, err);
 	if (rc != 0) {
 		sk_controller_free(c);
@@ -195,6 +196,7 @@ sk_controller_free(sk_controller *c)
 	free(c->views.clients);
 	sk_ctl_views_dispose(c);
 	sk_ctl_spaces_dispose(c);
+	sk_ctl_capacity_free(c->capacity);
 	sk_store_close(c->store);
 	sk_workqueue_free(c->q);
 	sk_metrics_free(c->metrics);

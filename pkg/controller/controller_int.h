@@ -38,6 +38,8 @@
  *   tokens.c      the connect API's bearer tokens, their scopes and reloads.
  *   connect.c     the connect API and the heartbeat.
  *   page.c        the status page (HTML).
+ *   capacity.c    each provider's capacity: running count, evictions, the
+ *                 FIFO queue of starts (capacity_int.h).
  *
  * Locks: every lock is a leaf (nothing else is locked while it is held),
  * except http.render_mu, held over a whole scrape (it takes spaces.mu, the
@@ -55,6 +57,7 @@
 #include "../sandbox/sandbox.h"
 #include "../store/store.h"
 #include "../workqueue/workqueue.h"
+#include "capacity_int.h"
 #include "controller.h"
 #include "http_int.h"
 #include "shards_int.h"
@@ -101,6 +104,7 @@ struct sk_controller {
 	sk_ctl_views views; /* views_int.h */
 	sk_ctl_shards *shards; /* shards_int.h */
 	sk_ctl_http http; /* http_int.h */
+	sk_ctl_capacity *capacity; /* capacity_int.h */
 
 	/* Lifecycle (controller.c). */
 	pthread_mutex_t mu; /* guards running and once */

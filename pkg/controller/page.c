@@ -184,6 +184,29 @@ phases_table(sk_buf *b, const page_rows *rows)
 	sk_buf_printf(b, "</table>");
 }
 
+/* Each provider's capacity: running against the cap, the wait queue, evictions. */
+static void
+capacity_table(sk_controller *c, sk_buf *b)
+{
+	sk_ctl_capacity_view v;
+
+	sk_buf_printf(b,
+	        "<h2>Capacity</h2><table><tr><th>provider</th><th>running</th><th>cap</th>"
+	        "<th>waiting</th><th>evictions</th></tr>");
+	for (size_t i = 0; i < c->n_prov; i++) {
+		sk_ctl_capacity_view_of(c, i, &v);
+		sk_buf_printf(b, "<tr><td>%s</td><td class=\"n\">%d</td><td class=\"n\">",
+		        c->cfg->providers[i].name, v.running);
+		if (v.max > 0)
+			sk_buf_printf(b, "%d%s", v.max, v.max != v.configured ? " (429)" : "");
+		else
+			sk_buf_printf(b, "none");
+		sk_buf_printf(b, "</td><td class=\"n\">%zu</td><td class=\"n\">%llu</td></tr>",
+		        v.queued, (unsigned long long)v.evictions);
+	}
+	sk_buf_printf(b, "</table>");
+}
+
 typedef struct drift_rows {
 	sk_buf *b;
 	int64_t now;
@@ -271,6 +294,7 @@ sk_ctl_page_index(sk_controller *c, sk_http_reply *r)
 	        sk_informer_has_synced(c->inf) ? "synced"
 	                                       : "<span class=\"bad\">not synced</span>");
 	phases_table(&b, &rows);
+	capacity_table(c, &b);
 	drift_table(c, &b);
 	timeline_chart(&b, "Reconcile time", c->http.tl_reconcile);
 	timeline_chart(&b, "Connect latency", c->http.tl_connect);

@@ -28,6 +28,7 @@ typedef struct space_record {
 	int64_t activity_ms;
 	bool wake;
 	bool replace_now;
+	bool evict; /* capacity.c: pause the keeper to free a slot */
 	char *replaced_id;
 	int64_t replaced_ms;
 	char *envd_token; /* secret */
@@ -53,7 +54,7 @@ mem_clear(space_record *m)
 	m->keeper_id = NULL;
 	m->replaced_id = NULL;
 	m->envd_token = m->envd_version = NULL;
-	m->known = m->running = m->healthy = m->wake = m->replace_now = false;
+	m->known = m->running = m->healthy = m->wake = m->replace_now = m->evict = false;
 	m->detail_seen = false;
 	m->seen_ms = m->end_ms = m->activity_ms = m->replaced_ms = 0;
 	m->deadline_ms = m->deadline_set_ms = 0;
@@ -158,6 +159,27 @@ sk_ctl_space_request(sk_controller *c, const char *name, bool wake, bool replace
 }
 
 void
+sk_ctl_space_request_evict(sk_controller *c, const char *name)
+{
+	pthread_mutex_lock(&c->spaces.mu);
+	mem_of(c, name)->evict = true;
+	pthread_mutex_unlock(&c->spaces.mu);
+}
+
+int64_t
+sk_ctl_space_activity(sk_controller *c, const char *name)
+{
+	space_record *m;
+	int64_t a;
+
+	pthread_mutex_lock(&c->spaces.mu);
+	m = sk_strmap_get(c->spaces.by_name, name);
+	a = m ? m->activity_ms : 0;
+	pthread_mutex_unlock(&c->spaces.mu);
+	return a;
+}
+
+void
 sk_ctl_space_take(sk_controller *c, const char *name, sk_reconcile_env *env)
 {
 	pthread_mutex_lock(&c->spaces.mu);
@@ -166,8 +188,10 @@ sk_ctl_space_take(sk_controller *c, const char *name, sk_reconcile_env *env)
 		env->activity_ms = m->activity_ms;
 		env->wake = m->wake;
 		env->replace_now = m->replace_now;
+		env->evict = m->evict;
 		m->wake = false;
 		m->replace_now = false;
+		m->evict = false;
 		env->known.sandbox_id = sk_strdup(m->keeper_id);
 		env->known.envd_access_token = sk_strdup(m->envd_token);
 		env->known.envd_version = sk_strdup(m->envd_version);

@@ -241,6 +241,7 @@ worker_process(sk_worker *w, const char *key)
 		/* Gone from the store: nothing to reconcile (orphans are the observer's). */
 		sk_workqueue_forget(c->q, key);
 		sk_ctl_space_forget(c, key);
+		sk_ctl_capacity_forget(c, key);
 		sk_ctl_note_drift(c, key, NULL);
 		mark_reconciled(c, key, false);
 		goto done;
@@ -273,6 +274,8 @@ worker_process(sk_worker *w, const char *key)
 	env.migration_arg = c;
 	env.may_act = sk_ctl_fence_holds; /* the shard, still under the generation taken */
 	env.may_act_arg = &fence;
+	env.may_start = sk_ctl_capacity_may_start;
+	env.may_start_arg = c;
 	sk_ctl_space_take(c, key, &env);
 	t0 = sk_monotonic_ms();
 	if (sk_ctl_stopping(c)) { /* taken, not started: no new work after a stop */
@@ -287,6 +290,7 @@ worker_process(sk_worker *w, const char *key)
 	snprintf(l, sizeof(l), "look=\"%s\"", sk_look_name(report.look));
 	sk_metrics_add(c->metrics, SK_CTL_METRIC_LOOKS, l, 1);
 	sk_ctl_space_note(c, key, &report, rc == 0);
+	sk_ctl_capacity_note(c, key, updated ? updated : us, &report);
 	sk_ctl_note_drift(c, key, updated ? updated : us);
 	note_written(c, key, updated);
 	if (updated != NULL && updated->meta.resource_version != us->meta.resource_version)

@@ -24,6 +24,7 @@ sk_plan_options_init(sk_plan_options *o)
 	o->orphan_grace_ms = 10 * 60 * 1000;
 	o->probe_fresh_ms = 10 * 1000;
 	o->sleep_margin_ms = 2 * 1000;
+	o->evict_after_ms = 60 * 1000;
 }
 
 void
@@ -46,6 +47,7 @@ sk_plan_options_from_config(sk_plan_options *o, const sk_provider_config *pc, in
 	o->delete_orphans = pc->delete_orphans;
 	if (pc->orphan_grace_ms > 0)
 		o->orphan_grace_ms = pc->orphan_grace_ms;
+	o->evict_after_ms = pc->evict_after_ms;
 	o->markers = true;
 }
 

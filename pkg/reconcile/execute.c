@@ -796,6 +796,55 @@ report_keeper(const sk_reconcile_env *env, const sk_observed *ob, const sk_users
 	report_look(r, ob, id, ok);
 }
 
+/* The plan starts a sandbox: a create (not a replacement's) or a resume. */
+static bool
+starts(const sk_plan_result *plan)
+{
+	bool create = false;
+
+	for (size_t i = 0; i < plan->n_actions; i++) {
+		const sk_action *a = &plan->actions[i];
+		if (a->type == SK_ACTION_CONNECT)
+			return true;
+		if (a->type == SK_ACTION_KILL && a->why == SK_KILL_REPLACE)
+			return false;
+		create = create || a->type == SK_ACTION_CREATE;
+	}
+	return create;
+}
+
+/* The plan paused sandbox id. */
+static bool
+paused(const sk_plan_result *plan, const char *id)
+{
+	for (size_t i = 0; id != NULL && i < plan->n_actions; i++) {
+		if (plan->actions[i].type == SK_ACTION_PAUSE &&
+		        sk_str_eq(plan->actions[i].sandbox_id, id))
+			return true;
+	}
+	return false;
+}
+
+/* The capacity gate (env->may_start): a start it refuses waits; the round
+ * is planned again with observed.capacity_wait, and nothing starts. */
+static void
+gate_start(const sk_reconcile_env *env, const sk_userspace *us, sk_observed *ob, int64_t now,
+        sk_plan_result *plan)
+{
+	char why[256] = "";
+
+	if (env->may_start == NULL || !starts(plan) ||
+	        env->may_start(env->may_start_arg, us, why, sizeof(why)))
+		return;
+	if (env->report != NULL)
+		env->report->start_waited = true;
+	ob->capacity_wait = true;
+	ob->capacity_message = why;
+	sk_plan_result_dispose(plan);
+	sk_plan(us, ob, now, &env->opts, plan);
+	ob->capacity_message = NULL; /* why lives on this frame only */
+}
+
 /* One observe -> plan -> execute round. `planned` is observed and planned
  * for; `stored` (the object as stored) is what the status is written over:
  * the same object, except in the follow-up round, whose status was handed
@@ -815,7 +864,9 @@ round_once(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *plan
 	ob.activity_ms = env->activity_ms;
 	ob.wake = env->wake;
 	ob.replace_now = env->replace_now;
+	ob.evict = env->evict;
 	sk_plan(planned, &ob, now, &env->opts, &plan);
+	gate_start(env, planned, &ob, now, &plan);
 	if (env->report != NULL && kind != ROUND_FOLLOW_UP)
 		env->report->look = ob.look;
 	if (when_written(kind, &plan, false) != HAND_ON)
@@ -825,10 +876,17 @@ round_once(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *plan
 	if (fu != NULL)
 		fu->seen.list_valid = ob.list_valid;
 	rc = execute_round(env, stored, planned, &ob, &plan, kind, fu, updated, err);
+	/* The provider's own concurrency cap: a 429 on a start without
+	 * Retry-After (a rate limit says when to come back, and is only waited). */
+	if (rc != 0 && err->http_status == 429 && err->retry_after_ms == 0 && starts(&plan) &&
+	        env->report != NULL)
+		env->report->start_refused = true;
 	if (rc == 0 && plan.wait_code != 0)
 		rc = sk_error_set(err, plan.wait_code, "%s", plan.wait_message);
 	if (fu == NULL || !fu->armed)
 		report_keeper(env, &ob, updated ? *updated : NULL, now, rc == 0);
+	if (rc == 0 && env->report != NULL && paused(&plan, env->report->keeper_id))
+		env->report->running = false; /* observed running, paused by this round */
 	*requeue = plan.requeue_after_ms;
 	result_dispose(&ob, &plan);
 	return rc;

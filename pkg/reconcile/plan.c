@@ -215,6 +215,10 @@ plan_absent(sk_pctx *c)
 		sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_NO_SANDBOX, "no sandbox");
 		return;
 	}
+	if (c->ob->capacity_wait) {
+		sk_plan_capacity_wait(c);
+		return;
+	}
 	push_create(c);
 	n->phase = SK_PHASE_CREATING;
 	sk_plan_cond(c, SK_C_READY, "False", SK_REASON_CREATING, "creating the sandbox");
@@ -451,8 +455,8 @@ resume(sk_pctx *c, const sk_sandbox *k)
 {
 	sk_action *a;
 
-	if (!always_on(c) && !(c->ob->wake && !c->hold)) {
-		idle(c, k);
+	if ((!always_on(c) && !(c->ob->wake && !c->hold)) || (c->ob->capacity_wait && !c->hold)) {
+		idle(c, k); /* asleep; or waiting for a slot at its provider */
 		return;
 	}
 	if (c->hold) {
@@ -530,7 +534,7 @@ plan_keeper(sk_pctx *c, const sk_sandbox *k)
 		park(c, k);
 	else if (k->state == SK_SANDBOX_PAUSED)
 		resume(c, k);
-	else
+	else if (!sk_plan_evict(c, k))
 		plan_running(c, k);
 }
 
@@ -768,6 +772,7 @@ sk_plan(const sk_userspace *desired, const sk_observed *observed, int64_t now_ms
 		plan_delete(&c);
 	else
 		plan_live(&c);
+	sk_plan_usage(&c);
 	sk_plan_finish(&c);
 	out->follow_up = wants_follow_up(&c);
 	return 0;

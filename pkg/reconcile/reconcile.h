@@ -79,6 +79,10 @@
 #define SK_REASON_ORPHAN_DELETED "OrphanDeleted"
 #define SK_REASON_SANDBOX_DELETED "SandboxDeleted"
 #define SK_REASON_FINALIZER_REMOVED "FinalizerRemoved"
+/* Capacity (providers[].capacity): an awake space paused to free a slot
+ * (event), and a create waiting for one (Ready False). */
+#define SK_REASON_EVICTED "Evicted"
+#define SK_REASON_WAITING_FOR_CAPACITY "WaitingForCapacity"
 /* lifecycle.busy: the Busy condition (present once a space was kept awake
  * as busy) and its events */
 #define SK_REASON_KEPT_AWAKE "KeptAwake" /* event: deadline renewed for running processes */
@@ -148,6 +152,9 @@ typedef struct sk_plan_options {
 	/* The provider moves a sandbox's deadline on data-plane traffic (Cube's
 	 * idle window): a deadline other than the one set is not an override. */
 	bool deadline_slides;
+	/* providers[].capacity.evictAfter: a space connected to within this
+	 * long is never evicted (1m). */
+	int64_t evict_after_ms;
 	/* The workspace marker (plan_workspace.c): written at create, read back
 	 * after every resume; a bound sandbox gone is a lost workspace. On from
 	 * a config (the providers' data planes have files); off by default. */
@@ -236,6 +243,14 @@ typedef struct sk_observed {
 	const char *deadline_for;
 	int64_t deadline_ms;
 	int64_t deadline_set_ms;
+	/* Capacity (providers[].capacity): the controller asks to pause the
+	 * running keeper to free a slot at its provider (evict; the planner
+	 * still spares a busy or just-connected space), or says no slot is
+	 * free for a start now (capacity_wait, why in capacity_message,
+	 * borrowed): a create or a wake waits. */
+	bool evict;
+	bool capacity_wait;
+	const char *capacity_message;
 	/* The workspace marker read back from the running keeper, made only when
 	 * sk_plan_marker_step says CHECK and its data plane answered. */
 	int marker; /* sk_marker_check */
@@ -539,6 +554,51 @@ void sk_connect_decide(const sk_userspace *us, const sk_keeper_memory *mem, int6
  * (always on). */
 int64_t sk_plan_ttl(const sk_userspace *us, const sk_plan_options *opts);
 
+/* ---- usage: status.usage (pure; plan_usage.c) ---- */
+
+/* The usage count is written at most this often when nothing else changes. */
+#define SK_USAGE_FOLD_MS (10 * 60 * 1000)
+
+/* Counts the time from u->updated_ms to now_ms at phase (the phase the space
+ * was in meanwhile) into u; starts counting when u->since_ms is 0. Whole
+ * seconds: the rest stays for the next count. */
+void sk_usage_advance(sk_usage *u, sk_phase phase, int64_t now_ms);
+
+/* ---- capacity: a provider's cap on running sandboxes (pure; plan_capacity.c) ---- */
+
+typedef enum sk_capacity_verdict {
+	SK_CAPACITY_START, /* a slot is free for it: start now */
+	SK_CAPACITY_EVICT, /* evict one more awake space, then wait */
+	SK_CAPACITY_WAIT, /* the evictions asked will free its slot: wait */
+} sk_capacity_verdict;
+
+typedef struct sk_capacity_state {
+	int max_running; /* the cap (configured, or the provider's as learned); 0: none */
+	int running; /* running at the provider, starts granted but not seen included */
+	int evicting; /* evictions asked and not done yet */
+	size_t position; /* the space's place in the provider's FIFO queue, 0: first */
+} sk_capacity_state;
+
+sk_capacity_verdict sk_capacity_decide(const sk_capacity_state *s);
+
+/* An awake space at the provider, as the controller knows it. */
+typedef struct sk_capacity_candidate {
+	const char *name;
+	const char *tenant; /* its quota tenant, NULL: none */
+	int64_t activity_ms; /* the last connect or heartbeat (wall ms), 0: none */
+	int64_t started_ms; /* when it was seen running first, for spaces never used */
+	bool busy; /* lifecycle.busy: processes run (the Busy condition True) */
+	bool always_on; /* lifecycle.idleTimeout 0 */
+	bool evicting; /* already asked to pause */
+} sk_capacity_candidate;
+
+/* The index of the space to evict at now_ms, -1 when none may be: the one
+ * whose last use is oldest (ties: by name), skipping busy, always-on,
+ * already evicting and just-connected (within recent_ms) ones; with tenant
+ * given, one of that tenant when there is one. */
+int sk_capacity_pick_victim(const sk_capacity_candidate *c, size_t n, const char *tenant,
+        int64_t now_ms, int64_t recent_ms);
+
 /* ---- migration: a move to another provider or template (pure; migrate_plan.c) ----
  *
  * Started by the regular plan (status.migration Pending) when the binding's
@@ -665,6 +725,14 @@ typedef struct sk_reconcile_env {
 	 * to act on this user, e.g. its shard lease). NULL: always may act. */
 	bool (*may_act)(void *arg, const char *user_id);
 	void *may_act_arg;
+	/* Optional capacity gate (providers[].capacity): asked when a round's
+	 * plan starts a sandbox (a create, or the resume of a paused keeper),
+	 * before anything runs; false (why in why): the start waits, the round
+	 * is planned again with observed.capacity_wait. NULL: always. */
+	bool (*may_start)(void *arg, const sk_userspace *us, char *why, size_t len);
+	void *may_start_arg;
+	/* The controller asks this run to evict the running keeper (observed.evict). */
+	bool evict;
 } sk_reconcile_env;
 
 typedef struct sk_reconcile_report {
@@ -690,6 +758,11 @@ typedef struct sk_reconcile_report {
 	char *set_token;
 	char *set_version;
 	bool set_seen; /* set_token/set_version are from that answer */
+	/* A start of this run (create or resume) was refused by the provider
+	 * with 429 and no Retry-After (its concurrency limit), or waited at the
+	 * gate. */
+	bool start_refused;
+	bool start_waited;
 	/* The run's look at the keeper (sk_keeper_known.look_ms): 0 when the
 	 * run failed or saw nothing new; its deadline then. */
 	int64_t look_ms;

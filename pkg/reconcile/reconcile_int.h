@@ -71,6 +71,13 @@ bool sk_plan_was_busy(const sk_pctx *c);
 /* Decides the Busy condition of the next status. */
 void sk_plan_busy_cond(sk_pctx *c, const char *status, const char *reason, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
+/* plan_capacity.c: the running keeper k paused to free a slot (observed.evict),
+ * unless busy or just connected: true when planned. */
+bool sk_plan_evict(sk_pctx *c, const sk_sandbox *k);
+/* plan_usage.c: status.usage of the next status. */
+void sk_plan_usage(sk_pctx *c);
+/* plan_capacity.c: a create waits for a slot (observed.capacity_wait). */
+void sk_plan_capacity_wait(sk_pctx *c);
 /* plan_workspace.c: the marker round of the running, healthy keeper k
  * (write it, or judge what observe read back), the loss of a bound sandbox
  * that is gone, and, every round, the WorkspaceLost drift while the

@@ -318,6 +318,16 @@ static const member drift_members[] = {
 	{ NULL, M_STR, 0 },
 };
 
+static const member usage_members[] = {
+	{ "runningSeconds", M_INT, offsetof(sk_usage, running_s) },
+	{ "pausedSeconds", M_INT, offsetof(sk_usage, paused_s) },
+	{ "wakes", M_INT, offsetof(sk_usage, wakes) },
+	{ "creates", M_INT, offsetof(sk_usage, creates) },
+	{ "since", M_TIME, offsetof(sk_usage, since_ms) },
+	{ "lastUpdateTime", M_TIME, offsetof(sk_usage, updated_ms) },
+	{ NULL, M_STR, 0 },
+};
+
 static const member status_members[] = {
 	{ "sandboxID", M_STR, offsetof(sk_userspace_status, sandbox_id) },
 	{ "observedGeneration", M_INT, offsetof(sk_userspace_status, observed_generation) },
@@ -383,6 +393,22 @@ r_array(rd *r, const bson_iter_t *it, const member *members, void **items, size_
 	}
 }
 
+/* status.usage: its members, anything else to the general path. */
+static void
+r_usage(rd *r, const bson_iter_t *it, sk_usage *out)
+{
+	bson_iter_t u;
+
+	if (!BSON_ITER_HOLDS_DOCUMENT(it) || !bson_iter_recurse(it, &u)) {
+		r->slow = true;
+		return;
+	}
+	while (!r->slow && bson_iter_next(&u)) {
+		if (!r_member(r, &u, usage_members, out))
+			r->slow = true;
+	}
+}
+
 static void
 r_status(rd *r, const bson_iter_t *it, sk_userspace_status *out)
 {
@@ -411,6 +437,8 @@ r_status(rd *r, const bson_iter_t *it, sk_userspace_status *out)
 			        sizeof(sk_drift));
 		} else if (strcmp(key, "migration") == 0 && !absent(&s)) {
 			r->slow = true; /* rare: sk_migration_from_json decides it */
+		} else if (strcmp(key, "usage") == 0 && !absent(&s)) {
+			r_usage(r, &s, &out->usage);
 		}
 	}
 }

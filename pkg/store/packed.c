@@ -32,7 +32,7 @@ struct sk_packed_userspace {
  * of metadata or status changes these sizes: encode it below (writer and
  * reader) and set it in test/unit/check_store_pack.c's full_object. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(sk_object_meta) == 104 && sizeof(sk_userspace_status) == 208,
+_Static_assert(sizeof(sk_object_meta) == 104 && sizeof(sk_userspace_status) == 256,
         "sk_object_meta or sk_userspace_status changed: update packed.c");
 #endif
 
@@ -200,6 +200,12 @@ w_status(writer *w, const sk_userspace_status *st)
 	w_int(w, st->last_activity_ms);
 	w_str(w, st->provider);
 	w_migration(w, &st->migration);
+	w_int(w, st->usage.running_s);
+	w_int(w, st->usage.paused_s);
+	w_int(w, st->usage.wakes);
+	w_int(w, st->usage.creates);
+	w_int(w, st->usage.since_ms);
+	w_int(w, st->usage.updated_ms);
 }
 
 sk_packed_userspace *
@@ -434,6 +440,12 @@ r_status(reader *r, sk_userspace_status *st)
 	st->last_activity_ms = r_int(r);
 	st->provider = r_str(r);
 	r_migration(r, &st->migration);
+	st->usage.running_s = r_int(r);
+	st->usage.paused_s = r_int(r);
+	st->usage.wakes = r_int(r);
+	st->usage.creates = r_int(r);
+	st->usage.since_ms = r_int(r);
+	st->usage.updated_ms = r_int(r);
 }
 
 int

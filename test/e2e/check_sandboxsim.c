@@ -1513,6 +1513,77 @@ START_TEST(test_daytona_toolbox)
 }
 END_TEST
 
+/* ---- caps: a plan's concurrency limit and start rate, refused as E2B does ---- */
+
+static json_int_t
+stat_int(const char *a, const char *b)
+{
+	json_t *o = req("GET", "/_sim/stats", NULL)->json;
+
+	o = json_object_get(o, a);
+	return json_integer_value(b ? json_object_get(o, b) : o);
+}
+
+START_TEST(test_caps_concurrency)
+{
+	static const char *const args[] = { "--max-running", "2", NULL };
+	const char *a, *b;
+	resp *r;
+
+	start_sim(args);
+	a = create("{\"templateID\":\"base\"}");
+	b = create("{\"templateID\":\"base\"}");
+	r = req("POST", "/sandboxes", "{\"templateID\":\"base\"}");
+	assert_error(r, 429);
+	ck_assert_msg(strstr(jstr(r, "message"),
+	                      "you have reached the maximum number of concurrent E2B sandboxes "
+	                      "(2)") != NULL,
+	        "%s", r->body);
+	/* a paused sandbox frees its slot; its resume needs one again */
+	ck_assert_int_eq(reqf("POST", NULL, "/sandboxes/%s/pause", a)->status, 204);
+	create("{\"templateID\":\"base\"}");
+	assert_error(reqf("POST", "{\"timeout\":60}", "/sandboxes/%s/connect", a), 429);
+	assert_error(reqf("POST", "{\"timeout\":60}", "/sandboxes/%s/resume", a), 429);
+	/* a running one's connect only extends it: no slot needed */
+	ck_assert_int_eq(reqf("POST", "{\"timeout\":60}", "/sandboxes/%s/connect", b)->status, 200);
+	ck_assert_int_eq(stat_int("max_running", NULL), 2);
+	ck_assert_int_eq(stat_int("refused", "concurrency"), 3);
+	ck_assert_int_eq(reqf("DELETE", NULL, "/sandboxes/%s", b)->status, 204);
+	ck_assert_int_eq(reqf("POST", "{\"timeout\":60}", "/sandboxes/%s/connect", a)->status, 201);
+	/* the fault API lifts and sets it at run time */
+	r = req("POST", "/_sim/faults", "{\"caps\":{\"max_running\":0}}");
+	ck_assert_int_eq(json_integer_value(
+	                         json_object_get(json_object_get(r->json, "caps"), "max_running")),
+	        0);
+	create("{\"templateID\":\"base\"}");
+	ck_assert_int_eq(stat_int("running", NULL), 3);
+	ck_assert_int_eq(stat_int("max_running", NULL), 3);
+	req("POST", "/_sim/faults", "{\"caps\":{\"max_running\":3}}");
+	assert_error(req("POST", "/sandboxes", "{\"templateID\":\"base\"}"), 429);
+	assert_error(req("POST", "/_sim/faults", "{\"caps\":{\"max_running\":-1}}"), 400);
+}
+END_TEST
+
+START_TEST(test_caps_create_rate)
+{
+	resp *r;
+
+	start_sim(NULL);
+	/* one start per 5 s, a burst of 1: the second create at once is refused */
+	req("POST", "/_sim/faults", "{\"caps\":{\"creates_per_second\":0.2}}");
+	create("{\"templateID\":\"base\"}");
+	r = req("POST", "/sandboxes", "{\"templateID\":\"base\"}");
+	assert_error(r, 429);
+	ck_assert_str_eq(jstr(r, "message"), "Rate limit exceeded");
+	ck_assert_msg(atoi(r->retry_after) >= 1 && atoi(r->retry_after) <= 5, "Retry-After %s",
+	        r->retry_after);
+	ck_assert_int_eq(stat_int("refused", "rate"), 1);
+	ck_assert_int_eq(stat_int("running", NULL), 1);
+	req("POST", "/_sim/faults", "{\"caps\":null}");
+	create("{\"templateID\":\"base\"}");
+}
+END_TEST
+
 /* ---- network policy (issue 25) ---- */
 
 /* The exit code of a command in sandbox id (E2B and Cube: envd). */
@@ -1678,6 +1749,8 @@ sk_suite_sandboxsim(void)
 	tcase_add_test(faults, test_fault_latency_and_file);
 	tcase_add_test(faults, test_fault_bodies);
 	tcase_add_test(faults, test_stats_oob_reset);
+	tcase_add_test(faults, test_caps_concurrency);
+	tcase_add_test(faults, test_caps_create_rate);
 	tcase_add_test(faults, test_fault_resume_lose_files);
 	tcase_add_test(flavors, test_paused_retention);
 	tcase_add_test(flavors, test_cube_flavor);

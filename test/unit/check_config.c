@@ -104,6 +104,28 @@ START_TEST(minimal_config_gets_defaults)
 	ck_assert_int_eq(p->request_timeout_ms, 30000);
 	ck_assert_int_eq(p->sandbox_timeout_ms, 3600000);
 	ck_assert(!p->delete_orphans);
+	ck_assert_int_eq(p->max_running, 0);
+	ck_assert(p->creates_per_second == 0);
+	ck_assert_int_eq(p->max_queued, 1000);
+	ck_assert(!p->has_price);
+	sk_config_free(c);
+}
+END_TEST
+
+START_TEST(capacity_and_price)
+{
+	sk_controller_config *c = load_ok("cap.yaml",
+	        HEAD "providers:\n"
+	             "  - name: a\n    type: cube\n    apiURL: http://c:1\n"
+	             "    capacity: {maxRunning: 100, createsPerSecond: 0.5, maxQueued: 7}\n"
+	             "    price: {runningPerHour: 0.12, pausedPerHour: 0.01}\n");
+
+	ck_assert_int_eq(c->providers[0].max_running, 100);
+	ck_assert(c->providers[0].creates_per_second == 0.5);
+	ck_assert_int_eq(c->providers[0].max_queued, 7);
+	ck_assert(c->providers[0].has_price);
+	ck_assert(c->providers[0].price_running_per_hour == 0.12);
+	ck_assert(c->providers[0].price_paused_per_hour == 0.01);
 	sk_config_free(c);
 }
 END_TEST
@@ -196,6 +218,12 @@ static const struct bad_case {
 	{ HEAD P0 "    apiKeyEnv: K\n    maxInFlight: 4097\n", "providers[0].maxInFlight", 8,
 	        "1 and 4096" },
 	{ HEAD P0 "    apiKeyEnv: K\n    qps: 0\n", "providers[0].qps", 8, "> 0" },
+	{ HEAD P0 "    apiKeyEnv: K\n    capacity: {maxRunning: -1}\n",
+	        "providers[0].capacity.maxRunning", 8, "between 0 and" },
+	{ HEAD P0 "    apiKeyEnv: K\n    capacity: {maxRuning: 5}\n",
+	        "providers[0].capacity.maxRuning", 8, "unknown field" },
+	{ HEAD P0 "    apiKeyEnv: K\n    price: {runningPerHour: cheap}\n",
+	        "providers[0].price.runningPerHour", 8, "number" },
 	{ HEAD P0 "    apiKeyEnv: K\n    qps: fast\n", "providers[0].qps", 8, "number" },
 	{ HEAD P0 "    apiKeyEnv: K\n    burst: 0\n", "providers[0].burst", 8, "between" },
 	{ HEAD P0 "    apiKeyEnv: K\n    requestTimeout: 30\n", "providers[0].requestTimeout", 8,
@@ -738,6 +766,7 @@ sk_suite_config(void)
 	tcase_add_test(tc, demo_config_loads);
 	tcase_add_test(tc, minimal_config_gets_defaults);
 	tcase_add_test(tc, full_config_values);
+	tcase_add_test(tc, capacity_and_price);
 	tcase_add_test(tc, cube_defaults);
 	tcase_add_test(tc, default_config);
 	tcase_add_loop_test(

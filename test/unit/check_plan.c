@@ -74,6 +74,8 @@ typedef struct plan_case {
 	int procs; /* envd's process list: -1 not made, else how many run */
 	int64_t deadline; /* the deadline spacekeeper set on the bound keeper (offset); 0 none */
 	int64_t deadline_set; /* when it set it (offset from NOW) */
+	bool evict; /* capacity: the controller asks to pause the keeper */
+	bool capacity_wait; /* capacity: no slot for a start now */
 	/* expected */
 	const char *actions; /* non-event actions: "create bind kill:i1(Replace)" */
 	sk_phase want_phase;
@@ -930,6 +932,66 @@ static const plan_case cases[] = {
 	        .actions = "",
 	        .want_phase = SK_PHASE_RUNNING,
 	        .want_ready = "Unknown" },
+	/* capacity (providers[].capacity): eviction and waiting for a slot */
+	{ .name = "capacity: evict the awake keeper, Idle with Ready True",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 15 * MIN,
+	        .prev_activity = -10 * MIN,
+	        .sbs = { RUN("i1", -HOUR, 5 * MIN) },
+	        .probes = { OK("i1") },
+	        .evict = true,
+	        .actions = "pause:i1",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_ready = "True",
+	        .want_event = "Evicted" },
+	{ .name = "capacity: a just-connected keeper is not evicted",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 15 * MIN,
+	        .activity = -10 * SEC,
+	        .sbs = { RUN("i1", -HOUR, 14 * MIN) },
+	        .probes = { OK("i1") },
+	        .evict = true,
+	        .actions = "",
+	        .want_phase = SK_PHASE_RUNNING,
+	        .no_event = "Evicted" },
+	{ .name = "capacity: a busy keeper is not evicted",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 15 * MIN,
+	        .prev_activity = -10 * MIN,
+	        .prev_busy = true,
+	        .sbs = { RUN("i1", -HOUR, 5 * MIN) },
+	        .probes = { OK("i1") },
+	        .evict = true,
+	        .actions = "",
+	        .no_event = "Evicted",
+	        .want_phase = SK_PHASE_RUNNING },
+	{ .name = "capacity: an always-on keeper is not evicted",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .prev_activity = -10 * MIN,
+	        .sbs = { RUN("i1", -HOUR, 50 * MIN) },
+	        .probes = { OK("i1") },
+	        .evict = true,
+	        .actions = "",
+	        .want_phase = SK_PHASE_RUNNING },
+	{ .name = "capacity: a wake waits for a slot, Idle, nothing resumed",
+	        .bound = "i1",
+	        .phase = SK_PHASE_IDLE,
+	        .idle = 15 * MIN,
+	        .sbs = { PAUSED("i1", -HOUR) },
+	        .wake = true,
+	        .capacity_wait = true,
+	        .actions = "",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_ready = "True" },
+	{ .name = "capacity: a create waits for a slot, Pending",
+	        .capacity_wait = true,
+	        .actions = "",
+	        .want_phase = SK_PHASE_PENDING,
+	        .want_ready = "False" },
 };
 
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
@@ -1065,6 +1127,8 @@ build_ob(const plan_case *tc, sk_observed *ob)
 	ob->activity_ms = at(tc->activity);
 	ob->wake = tc->wake;
 	ob->replace_now = tc->replace_now;
+	ob->evict = tc->evict;
+	ob->capacity_wait = tc->capacity_wait;
 	ob->procs_made = tc->procs >= 0 && (tc->procs > 0 || tc->want_busy != NULL);
 	ob->procs_running = tc->procs > 0 ? tc->procs : 0;
 	if (tc->deadline) {

@@ -97,6 +97,7 @@ full_object(void)
 	st->message = sk_strdup("");
 	st->last_reconcile_ms = 1700000500789;
 	st->last_activity_ms = 1700000400321;
+	st->usage = (sk_usage){ 7200, 360, 4, 1, 1700000000000, 1700000500789 };
 	add_condition(st, SK_COND_SYNCED, "True", 1700000100001);
 	add_condition(st, SK_COND_READY, "True", 1700000200002);
 	add_condition(st, SK_COND_DATAPLANE, "False", 1700000300003);

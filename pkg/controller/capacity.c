@@ -1,0 +1,609 @@
+/*
+ * controller/capacity: each provider's capacity (capacity_int.h says what).
+ * The decisions are the planner's (pkg/reconcile/plan_capacity.c); this
+ * file keeps the state they are made on, under capacity->mu (a leaf: the
+ * spaces, the workqueue and the metrics are called with it released):
+ *   spaces    name -> what the last reconcile saw (provider, running, busy,
+ *             always on), a start granted and not seen yet, an eviction
+ *             asked and not done yet;
+ *   queues    per provider, the names waiting for a slot in arrival order
+ *             (a connect's own timeout bounds its place; a create at apply
+ *             waits one resync period, then asks again);
+ *   learned   the cap the provider's own 429 showed (what ran then), for
+ *             LEARNED_MS, also when none is configured;
+ *   starts    the start rate (createsPerSecond), a token bucket (sk_limiter).
+ * A slot freeing (a keeper seen paused or gone, a start that failed) wakes
+ * the first waiters: the connect's wake request is put back, the key queued.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "controller_int.h"
+
+/* How long the provider's refusal stands for its cap. */
+#define LEARNED_MS (5 * 60 * 1000)
+/* A create at apply waits this long beyond a resync for its turn. */
+#define CREATE_WAIT_EXTRA_MS 5000
+
+typedef struct cap_space {
+	int prov; /* -1: not known */
+	bool running;
+	bool busy;
+	bool always_on;
+	bool granted; /* a start was let through; its reconcile has not ended */
+	bool evicting; /* asked to pause; its reconcile has not ended */
+	int64_t started_ms; /* wall ms it was first seen running */
+} cap_space;
+
+typedef struct cap_waiter {
+	char *name;
+	int64_t until; /* monotonic ms */
+	bool wake; /* a connect: the space's wake request is put back when its turn comes */
+	bool refused; /* the gate refused its start: a slot freeing queues it again */
+} cap_waiter;
+
+typedef struct cap_count {
+	int running; /* running or granted */
+	int awake; /* running */
+	int evicting;
+} cap_count;
+
+typedef struct cap_provider {
+	int configured;
+	int learned; /* 0: none */
+	int64_t learned_until; /* monotonic */
+	double rate;
+	sk_limiter *starts; /* the start rate, NULL: none */
+	int max_queued;
+	cap_waiter *queue;
+	size_t n_queue, cap_queue;
+	uint64_t evictions;
+	cap_count count; /* of the spaces at this provider (tally) */
+} cap_provider;
+
+struct sk_ctl_capacity {
+	pthread_mutex_t mu;
+	sk_strmap *spaces; /* name -> cap_space* */
+	cap_provider *prov;
+	size_t n_prov;
+};
+
+sk_ctl_capacity *
+sk_ctl_capacity_new(sk_controller *c)
+{
+	sk_ctl_capacity *cap = sk_calloc(1, sizeof(*cap));
+	char l[160];
+
+	pthread_mutex_init(&cap->mu, NULL);
+	cap->spaces = sk_strmap_new(free);
+	cap->n_prov = c->n_prov;
+	cap->prov = sk_calloc(c->n_prov + 1, sizeof(*cap->prov));
+	sk_metrics_declare(c->metrics, SK_CTL_METRIC_SANDBOXES_RUNNING, SK_METRIC_GAUGE,
+	        "Sandboxes running per provider, as the controller's reconciles saw them");
+	sk_metrics_declare(c->metrics, SK_CTL_METRIC_CAPACITY_MAX, SK_METRIC_GAUGE,
+	        "Running sandboxes a provider allows (capacity.maxRunning, or what its 429 "
+	        "showed; 0: unlimited)");
+	sk_metrics_declare(c->metrics, SK_CTL_METRIC_QUEUE_LENGTH, SK_METRIC_GAUGE,
+	        "Starts (connects and creates) waiting for a slot at a provider");
+	sk_metrics_declare(c->metrics, SK_CTL_METRIC_EVICTIONS, SK_METRIC_COUNTER,
+	        "Awake spaces paused to free a slot, by provider and reason");
+	for (size_t i = 0; i < c->n_prov; i++) {
+		const sk_provider_config *pc = &c->cfg->providers[i];
+		cap_provider *p = &cap->prov[i];
+		p->configured = pc->max_running;
+		p->rate = pc->creates_per_second;
+		if (p->rate > 0) {
+			sk_limiter_options lo = SK_LIMITER_OPTIONS_INIT;
+			lo.qps = p->rate;
+			lo.burst = p->rate > 1 ? (int)p->rate : 1;
+			p->starts = sk_limiter_new(&lo);
+		}
+		p->max_queued = pc->max_queued;
+		snprintf(l, sizeof(l), "provider=\"%s\"", pc->name);
+		sk_metrics_set(c->metrics, SK_CTL_METRIC_SANDBOXES_RUNNING, l, 0);
+		sk_metrics_set(c->metrics, SK_CTL_METRIC_CAPACITY_MAX, l, p->configured);
+		sk_metrics_set(c->metrics, SK_CTL_METRIC_QUEUE_LENGTH, l, 0);
+		snprintf(l, sizeof(l), "provider=\"%s\",reason=\"capacity\"", pc->name);
+		sk_metrics_add(c->metrics, SK_CTL_METRIC_EVICTIONS, l, 0);
+	}
+	return cap;
+}
+
+void
+sk_ctl_capacity_free(sk_ctl_capacity *cap)
+{
+	if (cap == NULL)
+		return;
+	for (size_t i = 0; i < cap->n_prov; i++) {
+		for (size_t j = 0; j < cap->prov[i].n_queue; j++)
+			free(cap->prov[i].queue[j].name);
+		free(cap->prov[i].queue);
+		sk_limiter_free(cap->prov[i].starts);
+	}
+	free(cap->prov);
+	sk_strmap_free(cap->spaces);
+	pthread_mutex_destroy(&cap->mu);
+	free(cap);
+}
+
+/* ---- state, under cap->mu ---- */
+
+static cap_space *
+space_of(sk_ctl_capacity *cap, const char *name)
+{
+	cap_space *s = sk_strmap_get(cap->spaces, name);
+
+	if (s == NULL) {
+		s = sk_calloc(1, sizeof(*s));
+		s->prov = -1;
+		sk_strmap_put(cap->spaces, name, s);
+	}
+	return s;
+}
+
+/* The cap in force: the configured one, lowered by the provider's 429. */
+static int
+effective_max(cap_provider *p, int64_t mono)
+{
+	if (p->learned > 0 && mono >= p->learned_until)
+		p->learned = 0;
+	if (p->learned > 0 && (p->configured == 0 || p->learned < p->configured))
+		return p->learned;
+	return p->configured;
+}
+
+/* Adds (sign 1) or takes away (-1) what s counts at its provider: call
+ * with -1 before changing s, with 1 after, so the counts stay O(1). */
+static void
+tally(sk_ctl_capacity *cap, const cap_space *s, int sign)
+{
+	cap_count *k;
+
+	if (s->prov < 0)
+		return;
+	k = &cap->prov[s->prov].count;
+	k->running += sign * (s->running || s->granted);
+	k->awake += sign * s->running;
+	k->evicting += sign * (s->running && s->evicting);
+}
+
+static cap_count
+count(sk_ctl_capacity *cap, int prov)
+{
+	return cap->prov[prov].count;
+}
+
+static ssize_t
+queue_index(const cap_provider *p, const char *name)
+{
+	for (size_t i = 0; i < p->n_queue; i++) {
+		if (strcmp(p->queue[i].name, name) == 0)
+			return (ssize_t)i;
+	}
+	return -1;
+}
+
+static void
+queue_remove(cap_provider *p, size_t i)
+{
+	free(p->queue[i].name);
+	memmove(&p->queue[i], &p->queue[i + 1], (p->n_queue - i - 1) * sizeof(*p->queue));
+	p->n_queue--;
+}
+
+/* name's place (appended when absent, its deadline moved on when later). */
+static size_t
+queue_enter(cap_provider *p, const char *name, int64_t until, bool wake)
+{
+	ssize_t i = queue_index(p, name);
+
+	if (i >= 0) {
+		if (until > p->queue[i].until)
+			p->queue[i].until = until;
+		p->queue[i].wake = p->queue[i].wake || wake;
+		return (size_t)i;
+	}
+	if (p->n_queue == p->cap_queue) {
+		p->cap_queue = p->cap_queue ? 2 * p->cap_queue : 16;
+		p->queue = sk_realloc(p->queue, p->cap_queue * sizeof(*p->queue));
+	}
+	p->queue[p->n_queue].name = sk_strdup(name);
+	p->queue[p->n_queue].until = until;
+	p->queue[p->n_queue].wake = wake;
+	p->queue[p->n_queue].refused = false;
+	return p->n_queue++;
+}
+
+static void
+queue_expire(cap_provider *p, int64_t mono)
+{
+	for (size_t i = 0; i < p->n_queue;) {
+		if (p->queue[i].until <= mono)
+			queue_remove(p, i);
+		else
+			i++;
+	}
+}
+
+/* A token of the start rate (createsPerSecond); false with *wait_ms, about
+ * when the next one is due, when none is left. */
+static bool
+take_token(cap_provider *p, int64_t *wait_ms)
+{
+	if (p->starts == NULL || sk_limiter_try_take(p->starts))
+		return true;
+	*wait_ms = (int64_t)ceil(1000.0 / p->rate);
+	return false;
+}
+
+/* ---- acting, with cap->mu released ---- */
+
+typedef struct cap_kick {
+	char **names;
+	bool *wake;
+	size_t n;
+} cap_kick;
+
+/* The first waiters a free slot lets start (all when there is no cap). */
+static void
+collect_kick(sk_ctl_capacity *cap, int prov, cap_kick *out)
+{
+	cap_provider *p = &cap->prov[prov];
+	int64_t mono = sk_monotonic_ms();
+	int max = effective_max(p, mono);
+	cap_count k = count(cap, prov);
+	size_t n;
+
+	if (p->n_queue == 0) {
+		memset(out, 0, sizeof(*out));
+		return;
+	}
+	queue_expire(p, mono);
+	n = max <= 0 ? p->n_queue : max > k.running ? (size_t)(max - k.running) : 0;
+	if (n > p->n_queue)
+		n = p->n_queue;
+	out->names = sk_calloc(n + 1, sizeof(char *));
+	out->wake = sk_calloc(n + 1, sizeof(bool));
+	out->n = n;
+	for (size_t i = 0; i < n; i++) {
+		out->names[i] = sk_strdup(p->queue[i].name);
+		out->wake[i] = p->queue[i].wake;
+	}
+}
+
+static void
+run_kick(sk_controller *c, cap_kick *k)
+{
+	for (size_t i = 0; i < k->n; i++) {
+		if (k->wake[i])
+			sk_ctl_space_request(c, k->names[i], true, false);
+		sk_workqueue_add_priority(c->q, k->names[i]);
+		free(k->names[i]);
+	}
+	free(k->names);
+	free(k->wake);
+}
+
+static void
+publish(sk_controller *c, int prov)
+{
+	sk_ctl_capacity_view v;
+	char l[160];
+
+	sk_ctl_capacity_view_of(c, (size_t)prov, &v);
+	snprintf(l, sizeof(l), "provider=\"%s\"", c->cfg->providers[prov].name);
+	sk_metrics_set(c->metrics, SK_CTL_METRIC_SANDBOXES_RUNNING, l, v.running);
+	sk_metrics_set(c->metrics, SK_CTL_METRIC_CAPACITY_MAX, l, v.max);
+	sk_metrics_set(c->metrics, SK_CTL_METRIC_QUEUE_LENGTH, l, (double)v.queued);
+}
+
+typedef struct cap_pick {
+	int prov;
+	sk_capacity_candidate *items;
+	size_t n, cap;
+} cap_pick;
+
+static void
+collect_candidate(const char *name, void *value, void *payload)
+{
+	const cap_space *s = value;
+	cap_pick *pk = payload;
+	sk_capacity_candidate *x;
+
+	if (s->prov != pk->prov || !s->running || s->granted)
+		return;
+	if (pk->n == pk->cap) {
+		pk->cap = pk->cap ? 2 * pk->cap : 32;
+		pk->items = sk_realloc(pk->items, pk->cap * sizeof(*pk->items));
+	}
+	x = &pk->items[pk->n++];
+	memset(x, 0, sizeof(*x));
+	x->name = sk_strdup(name);
+	x->busy = s->busy;
+	x->always_on = s->always_on;
+	x->evicting = s->evicting;
+	x->started_ms = s->started_ms;
+}
+
+/* Picks the space to evict at prov and asks it to pause; false when none may be. */
+static bool
+evict_one(sk_controller *c, int prov, char *victim, size_t len)
+{
+	sk_ctl_capacity *cap = c->capacity;
+	cap_pick pk = { prov, NULL, 0, 0 };
+	int64_t now = sk_now_ms();
+	char l[160];
+	int i;
+
+	pthread_mutex_lock(&cap->mu);
+	sk_strmap_foreach(cap->spaces, collect_candidate, &pk);
+	pthread_mutex_unlock(&cap->mu);
+	for (size_t j = 0; j < pk.n; j++)
+		pk.items[j].activity_ms = sk_ctl_space_activity(c, pk.items[j].name);
+	i = sk_capacity_pick_victim(
+	        pk.items, pk.n, NULL, now, c->cfg->providers[prov].evict_after_ms);
+	if (i >= 0) {
+		snprintf(victim, len, "%s", pk.items[i].name);
+		pthread_mutex_lock(&cap->mu);
+		cap_space *vs = space_of(cap, victim);
+		tally(cap, vs, -1);
+		vs->evicting = true;
+		tally(cap, vs, 1);
+		cap->prov[prov].evictions++;
+		pthread_mutex_unlock(&cap->mu);
+		snprintf(l, sizeof(l), "provider=\"%s\",reason=\"capacity\"",
+		        c->cfg->providers[prov].name);
+		sk_metrics_add(c->metrics, SK_CTL_METRIC_EVICTIONS, l, 1);
+		sk_ctl_space_request_evict(c, victim);
+		sk_workqueue_add_priority(c->q, victim);
+		sk_ctl_log(c, SK_LOG_INFO, "evicting", "userspace=%s provider=%s", victim,
+		        c->cfg->providers[prov].name);
+	}
+	for (size_t j = 0; j < pk.n; j++)
+		free((char *)pk.items[j].name);
+	free(pk.items);
+	return i >= 0;
+}
+
+static int
+prov_of(sk_controller *c, const sk_userspace *us)
+{
+	int prov = sk_ctl_provider_index(c, sk_bound_provider(us));
+
+	return prov >= 0 ? prov : sk_ctl_provider_index(c, us->spec.provider);
+}
+
+bool
+sk_ctl_capacity_may_start(void *controller, const sk_userspace *us, char *why, size_t len)
+{
+	sk_controller *c = controller;
+	sk_ctl_capacity *cap = c->capacity;
+	const char *name = us->meta.name;
+	int prov = prov_of(c, us), max;
+	int64_t mono = sk_monotonic_ms(), wait_ms = 0;
+	sk_capacity_verdict v = SK_CAPACITY_START;
+	sk_capacity_state st = { 0 };
+	cap_provider *p;
+	cap_count k;
+	char victim[256] = "";
+	cap_space *s;
+	ssize_t at;
+
+	if (prov < 0)
+		return true;
+	pthread_mutex_lock(&cap->mu);
+	p = &cap->prov[prov];
+	s = space_of(cap, name);
+	tally(cap, s, -1);
+	s->prov = prov;
+	tally(cap, s, 1);
+	max = effective_max(p, mono);
+	queue_expire(p, mono);
+	at = queue_index(p, name);
+	if (max > 0) {
+		k = count(cap, prov);
+		st.max_running = max;
+		st.running = k.running;
+		st.evicting = k.evicting;
+		st.position = at >= 0 ? (size_t)at : p->n_queue;
+		v = sk_capacity_decide(&st);
+	}
+	if (v == SK_CAPACITY_START && !take_token(p, &wait_ms)) {
+		bool wake;
+		at = (ssize_t)queue_enter(p, name, mono + wait_ms + c->cfg->resync_ms, false);
+		p->queue[at].refused = true;
+		wake = p->queue[at].wake;
+		pthread_mutex_unlock(&cap->mu);
+		snprintf(why, len, "waiting for a start at provider %s (createsPerSecond %g)",
+		        c->cfg->providers[prov].name, p->rate);
+		if (wake) /* its turn comes with the next token: the connect's wake again */
+			sk_ctl_space_request(c, name, true, false);
+		sk_workqueue_add_after(c->q, name, wait_ms);
+		return false;
+	}
+	if (v == SK_CAPACITY_START) {
+		if (at >= 0)
+			queue_remove(p, (size_t)at);
+		tally(cap, s, -1);
+		s->granted = true;
+		tally(cap, s, 1);
+		pthread_mutex_unlock(&cap->mu);
+		if (max > 0)
+			publish(c, prov);
+		return true;
+	}
+	if (at < 0)
+		at = (ssize_t)queue_enter(
+		        p, name, mono + c->cfg->resync_ms + CREATE_WAIT_EXTRA_MS, false);
+	p->queue[at].refused = true;
+	pthread_mutex_unlock(&cap->mu);
+	if (v == SK_CAPACITY_EVICT)
+		evict_one(c, prov, victim, sizeof(victim));
+	snprintf(why, len, "provider %s is at capacity (%d of %d running)%s%s",
+	        c->cfg->providers[prov].name, st.running, max, victim[0] ? "; evicting " : "",
+	        victim);
+	publish(c, prov);
+	return false;
+}
+
+void
+sk_ctl_capacity_note(
+        sk_controller *c, const char *name, const sk_userspace *us, const sk_reconcile_report *r)
+{
+	sk_ctl_capacity *cap = c->capacity;
+	const sk_condition *busy = sk_userspace_condition(us, SK_COND_BUSY);
+	int prov = prov_of(c, us);
+	cap_kick kick = { 0 };
+	bool freed, rearm = false, was;
+	cap_space *s;
+
+	if (prov < 0)
+		return;
+	pthread_mutex_lock(&cap->mu);
+	s = space_of(cap, name);
+	freed = s->prov != prov || (s->running && !(r->running && r->keeper_id)) ||
+	        (s->granted && !r->running) || r->start_refused;
+	tally(cap, s, -1);
+	s->prov = prov;
+	was = s->running;
+	if (r->running && r->keeper_id != NULL && !s->running)
+		s->started_ms = sk_now_ms();
+	s->running = r->running && r->keeper_id != NULL;
+	s->busy = busy != NULL && strcmp(busy->status, "True") == 0;
+	s->always_on = us->spec.idle_timeout_ms <= 0;
+	s->granted = false;
+	s->evicting = false;
+	tally(cap, s, 1);
+	if (r->start_refused) {
+		/* The provider's own cap: what runs now (this start not counted;
+		 * with none of ours running, the plan is someone else's to free);
+		 * the start waits its turn, a connect's wake asked again. */
+		cap_provider *p = &cap->prov[prov];
+		cap_count k = count(cap, prov);
+		int64_t mono = sk_monotonic_ms();
+		size_t at;
+		if (k.awake > 0 && (p->learned == 0 || k.awake < p->learned)) {
+			p->learned = k.awake;
+			p->learned_until = mono + LEARNED_MS;
+		}
+		at = queue_enter(p, name, mono + c->cfg->resync_ms, false);
+		p->queue[at].refused = true;
+		rearm = p->queue[at].wake;
+	}
+	if (freed)
+		collect_kick(cap, prov, &kick);
+	pthread_mutex_unlock(&cap->mu);
+	if (rearm)
+		sk_ctl_space_request(c, name, true, false);
+	run_kick(c, &kick);
+	if (freed || was != (r->running && r->keeper_id != NULL))
+		publish(c, prov); /* an O(spaces) count: only on a change */
+}
+
+void
+sk_ctl_capacity_forget(sk_controller *c, const char *name)
+{
+	sk_ctl_capacity *cap = c->capacity;
+	cap_kick kick = { 0 };
+	cap_space *s;
+	int prov = -1;
+
+	pthread_mutex_lock(&cap->mu);
+	if ((s = sk_strmap_get(cap->spaces, name)) != NULL) {
+		prov = s->prov;
+		tally(cap, s, -1);
+		sk_strmap_remove(cap->spaces, name);
+	}
+	for (size_t i = 0; i < cap->n_prov; i++) {
+		ssize_t at = queue_index(&cap->prov[i], name);
+		if (at >= 0)
+			queue_remove(&cap->prov[i], (size_t)at);
+	}
+	if (prov >= 0)
+		collect_kick(cap, prov, &kick);
+	pthread_mutex_unlock(&cap->mu);
+	run_kick(c, &kick);
+	if (prov >= 0)
+		publish(c, prov);
+}
+
+bool
+sk_ctl_capacity_enter(sk_controller *c, const sk_userspace *us, int64_t deadline, sk_http_reply *r)
+{
+	sk_ctl_capacity *cap = c->capacity;
+	int prov = prov_of(c, us), max;
+	int64_t mono = sk_monotonic_ms();
+	cap_provider *p;
+	bool full, capped;
+	char msg[256];
+
+	if (prov < 0)
+		return true;
+	pthread_mutex_lock(&cap->mu);
+	p = &cap->prov[prov];
+	max = effective_max(p, mono);
+	queue_expire(p, mono);
+	/* no cap, no queue: the connect waits for its reconcile as always */
+	capped = max > 0 || p->rate > 0;
+	full = capped && queue_index(p, us->meta.name) < 0 && p->n_queue >= (size_t)p->max_queued;
+	if (capped && !full)
+		queue_enter(p, us->meta.name, deadline, true);
+	pthread_mutex_unlock(&cap->mu);
+	if (full) {
+		snprintf(msg, sizeof(msg),
+		        "provider %s is at capacity and %d connects wait for a slot already",
+		        c->cfg->providers[prov].name, p->max_queued);
+		snprintf(r->retry_after, sizeof(r->retry_after), "%d", 5);
+		sk_ctl_reply_error(r, 429, "TooManyConnects", msg);
+		return false;
+	}
+	publish(c, prov);
+	return true;
+}
+
+void
+sk_ctl_capacity_leave(sk_controller *c, const char *name)
+{
+	sk_ctl_capacity *cap = c->capacity;
+
+	pthread_mutex_lock(&cap->mu);
+	for (size_t i = 0; i < cap->n_prov; i++) {
+		ssize_t at = queue_index(&cap->prov[i], name);
+		if (at >= 0 && cap->prov[i].queue[at].wake)
+			queue_remove(&cap->prov[i], (size_t)at);
+	}
+	pthread_mutex_unlock(&cap->mu);
+}
+
+bool
+sk_ctl_capacity_queued(sk_controller *c, const char *name)
+{
+	sk_ctl_capacity *cap = c->capacity;
+	bool q = false;
+
+	pthread_mutex_lock(&cap->mu);
+	for (size_t i = 0; i < cap->n_prov && !q; i++) {
+		ssize_t at = queue_index(&cap->prov[i], name);
+		q = at >= 0 && cap->prov[i].queue[at].refused;
+	}
+	pthread_mutex_unlock(&cap->mu);
+	return q;
+}
+
+void
+sk_ctl_capacity_view_of(sk_controller *c, size_t prov, sk_ctl_capacity_view *out)
+{
+	sk_ctl_capacity *cap = c->capacity;
+	cap_provider *p = &cap->prov[prov];
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&cap->mu);
+	out->running = count(cap, (int)prov).running;
+	out->max = effective_max(p, sk_monotonic_ms());
+	out->configured = p->configured;
+	out->queued = p->n_queue;
+	out->evictions = p->evictions;
+	pthread_mutex_unlock(&cap->mu);
+}

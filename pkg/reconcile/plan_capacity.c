@@ -1,0 +1,109 @@
+/*
+ * reconcile/plan_capacity: what a provider's capacity (providers[].capacity,
+ * or the provider's own 429) decides, pure and table-tested
+ * (test/unit/check_plan_capacity.c):
+ *   sk_capacity_decide       a start (create or wake) at a provider: start
+ *                            now, evict one more awake space first, or wait
+ *                            its turn in the FIFO queue;
+ *   sk_capacity_pick_victim  which awake space to evict: the one whose last
+ *                            activity is oldest, never a busy, always-on,
+ *                            just-connected or already evicting one; within
+ *                            the quota tenant first when one is named;
+ *   sk_plan_evict            the evicted space's own plan: pause its keeper
+ *                            (phase Idle; a connect wakes it again), unless
+ *                            it became busy or active meanwhile;
+ *   sk_plan_capacity_wait    a create that waits for a slot.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "reconcile_int.h"
+
+sk_capacity_verdict
+sk_capacity_decide(const sk_capacity_state *s)
+{
+	int free_slots = s->max_running - s->running;
+
+	if (s->max_running <= 0 || (int64_t)s->position < free_slots)
+		return SK_CAPACITY_START;
+	/* Every waiter up to this one needs a slot: one eviction each, those
+	 * already asked for included. */
+	if ((int64_t)s->position + 1 - free_slots > s->evicting)
+		return SK_CAPACITY_EVICT;
+	return SK_CAPACITY_WAIT;
+}
+
+/* The time a space was last used: its activity, else when it started. */
+static int64_t
+last_used(const sk_capacity_candidate *c)
+{
+	return c->activity_ms > c->started_ms ? c->activity_ms : c->started_ms;
+}
+
+static bool
+evictable(const sk_capacity_candidate *c, int64_t now_ms, int64_t recent_ms)
+{
+	return !c->busy && !c->always_on && !c->evicting && now_ms - c->activity_ms >= recent_ms;
+}
+
+static bool
+older(const sk_capacity_candidate *a, const sk_capacity_candidate *b)
+{
+	int64_t ua = last_used(a), ub = last_used(b);
+
+	return ua < ub || (ua == ub && strcmp(a->name, b->name) < 0);
+}
+
+int
+sk_capacity_pick_victim(const sk_capacity_candidate *c, size_t n, const char *tenant,
+        int64_t now_ms, int64_t recent_ms)
+{
+	int best = -1;
+	bool best_in = false;
+
+	for (size_t i = 0; i < n; i++) {
+		bool in = tenant != NULL && sk_str_eq(c[i].tenant, tenant);
+		if (!evictable(&c[i], now_ms, recent_ms))
+			continue;
+		if (best < 0 || (in && !best_in) || (in == best_in && older(&c[i], &c[best]))) {
+			best = (int)i;
+			best_in = in;
+		}
+	}
+	return best;
+}
+
+/* ---- the evicted space's plan ---- */
+
+bool
+sk_plan_evict(sk_pctx *c, const sk_sandbox *k)
+{
+	int64_t act = c->ob->activity_ms > c->prev->last_activity_ms ? c->ob->activity_ms
+	                                                             : c->prev->last_activity_ms;
+	bool busy = sk_plan_was_busy(c) || (c->ob->procs_made && c->ob->procs_running > 0);
+
+	if (!c->ob->evict || c->hold || k->state != SK_SANDBOX_RUNNING ||
+	        c->us->spec.mode != SK_MODE_RUNNING || c->us->spec.idle_timeout_ms <= 0 || busy ||
+	        c->now - act < c->o->evict_after_ms)
+		return false;
+	sk_plan_push(c, SK_ACTION_PAUSE, k->id);
+	c->r->next.phase = SK_PHASE_IDLE;
+	sk_plan_cond(c, SK_C_READY, "True", SK_REASON_IDLE,
+	        "sandbox %s was paused to free a slot at provider %s; a connect resumes it", k->id,
+	        sk_bound_provider(c->us));
+	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_IDLE, "sandbox is asleep");
+	sk_plan_event(c, "Normal", SK_REASON_EVICTED,
+	        "paused sandbox %s to free a slot at provider %s (the oldest activity)", k->id,
+	        sk_bound_provider(c->us));
+	return true;
+}
+
+void
+sk_plan_capacity_wait(sk_pctx *c)
+{
+	c->r->next.phase = SK_PHASE_PENDING;
+	sk_plan_cond(c, SK_C_READY, "False", SK_REASON_WAITING_FOR_CAPACITY, "%s",
+	        c->ob->capacity_message ? c->ob->capacity_message
+	                                : "waiting for a free slot at the provider");
+	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_NO_SANDBOX, "no sandbox");
+}
