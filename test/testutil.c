@@ -520,7 +520,10 @@ sk_test_spacectl(const char *uri, const char *db, const char *const *args, char 
 	for (size_t i = 0; args[i] && n < 23; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
-	rc = sk_test_run(argv, NULL, NULL, &o, &err, 60);
+	/* A generous bound: it matters only when spacectl hangs on a loaded machine. */
+	rc = sk_test_run(argv, NULL, NULL, &o, &err, 300);
+	if (rc > 1) /* 1 is an answer for some commands (drift, diff) */
+		fprintf(stderr, "spacectl %s: exit %d: %s\n", args[0], rc, err ? err : "");
 	free(err);
 	if (out)
 		*out = o;

@@ -68,7 +68,8 @@ const char *sk_test_write_file(const char *name, const char *content);
  * extra_args NULL-terminated or NULL. */
 pid_t sk_test_sim_start(const char *const *extra_args, char *base_url, size_t len);
 /* Runs `spacectl --mongodb-uri URI --database DB ARGS...` (args NULL-terminated,
- * at most 18) within 60 s; *out (may be NULL) gets stdout (caller frees).
+ * at most 18) within 300 s; *out (may be NULL) gets stdout (caller frees); an exit
+ * above 1 prints its stderr.
  * Returns the exit code. */
 int sk_test_spacectl(const char *uri, const char *db, const char *const *args, char **out);
 /* A versitygw S3 server (POSIX backend, .deps/bin/versitygw) on 127.0.0.1:port

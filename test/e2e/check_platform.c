@@ -196,26 +196,7 @@ eventually(bool (*check)(void *), void *arg, int timeout_s)
 static int
 spacectl(const char *const *args, char **out)
 {
-	const char *argv[24];
-	char *err = NULL, *o = NULL;
-	size_t n = 0;
-	int rc;
-
-	argv[n++] = "spacectl";
-	argv[n++] = "--mongodb-uri";
-	argv[n++] = mongo_uri;
-	argv[n++] = "--database";
-	argv[n++] = db;
-	for (size_t i = 0; args[i] && n < 23; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	rc = sk_test_run(argv, NULL, NULL, &o, &err, 60);
-	free(err);
-	if (out)
-		*out = o;
-	else
-		free(o);
-	return rc;
+	return sk_test_spacectl(mongo_uri, db, args, out);
 }
 
 static void
