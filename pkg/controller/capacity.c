@@ -448,6 +448,16 @@ sk_ctl_capacity_may_start(void *controller, const sk_userspace *us, char *why, s
 	return false;
 }
 
+/* The provider ran this many at once: its cap is at least that. A refusal
+ * seen while other starts were still in flight counts fewer than ran
+ * (3 of a provider's 5 on a loaded machine); what runs afterwards corrects it. */
+static void
+raise_learned(cap_provider *p, cap_count k)
+{
+	if (p->learned > 0 && k.awake > p->learned)
+		p->learned = k.awake;
+}
+
 void
 sk_ctl_capacity_note(
         sk_controller *c, const char *name, const sk_userspace *us, const sk_reconcile_report *r)
@@ -476,6 +486,8 @@ sk_ctl_capacity_note(
 	s->granted = false;
 	s->evicting = false;
 	tally(cap, s, 1);
+	if (!r->start_refused)
+		raise_learned(&cap->prov[prov], count(cap, prov));
 	if (r->start_refused) {
 		/* The provider's own cap: what runs now (this start not counted;
 		 * with none of ours running, the plan is someone else's to free);
