@@ -98,4 +98,47 @@ int sk_reconcile_write_status(
 const char *sk_plan_network_trigger(sk_pctx *c, const sk_sandbox *k);
 void sk_plan_network(sk_pctx *c, const sk_sandbox *k, sk_buf *b);
 
+/*
+ * One reconcile of an object (sk_reconcile_object) is a sequence:
+ *   1. the migration steps: while a migration is active, its steps run one
+ *      after another as long as each moves it on (migration_steps);
+ *   2. the round: observe, plan, execute (SK_ROUND_FIRST; sk_execute alone
+ *      runs SK_ROUND_ONLY);
+ *   3. the follow-up: when the round started the keeper, a second round
+ *      probes it at once and writes the status (SK_ROUND_FOLLOW_UP).
+ * When a round's status is written is decided in one place, sk_when_written.
+ */
+typedef enum sk_round_kind {
+	SK_ROUND_ONLY, /* sk_execute: one round, nothing handed on */
+	SK_ROUND_FIRST, /* the regular round: may hand its status to the follow-up */
+	SK_ROUND_FOLLOW_UP, /* plans from the handed-on status, writes it */
+} sk_round_kind;
+
+typedef enum sk_status_write {
+	SK_WRITE_IF_CHANGED, /* now, when it differs from the stored status */
+	SK_WRITE_ALWAYS, /* now, even unchanged: the handed-on status was never stored */
+	SK_HAND_ON, /* not now: the follow-up writes it with what its probe finds */
+} sk_status_write;
+
+/* When a round's status is written: the one place that decides. The round
+ * that started the keeper (its plan asks for a follow-up) hands the status
+ * on, unless an action failed: a failure is written now, and no follow-up
+ * runs. The follow-up writes what it was handed, changed or not. */
+sk_status_write sk_when_written(sk_round_kind kind, const sk_plan_result *plan, bool failed);
+
+/* What a round that starts the keeper hands to its follow-up round. */
+typedef struct sk_followup {
+	sk_observed seen; /* the round's sandboxes, updated with what it started */
+	sk_userspace_status next; /* the status it left unwritten */
+	bool armed; /* it left one: the follow-up must run and write */
+} sk_followup;
+
+/* execute.c: runs plan's actions over us (planned: what it was made from).
+ * With fu (the status may be handed on), the status goes to fu->next
+ * instead of the store (*updated stays the stored object) and the sandboxes
+ * the plan started are noted in fu->seen. */
+int sk_execute_round(const sk_reconcile_env *env, const sk_userspace *us,
+        const sk_userspace *planned, const sk_observed *ob, const sk_plan_result *plan,
+        sk_round_kind kind, sk_followup *fu, sk_userspace **updated, sk_error *err);
+
 #endif
