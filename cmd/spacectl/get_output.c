@@ -154,9 +154,11 @@ print_selected(const sk_cli_get_output *o, sk_userspace **items, size_t n, bool 
 	json_decref(v);
 	return rc;
 }
+
 /* A JSONPath flag's template; "{.a}" or ".a" (kubectl accepts both for --sort-by). */
 static int
-parse_template(const sk_cli_help *h, const char *flag, const char *text, bool wrap, sk_jsonpath **out)
+parse_template(
+        const sk_cli_help *h, const char *flag, const char *text, bool wrap, sk_jsonpath **out)
 {
 	sk_buf t = SK_BUF_INIT(0);
 	char msg[512];
@@ -211,6 +213,7 @@ sk_cli_get_output_parse(sk_cli_get_output *o, const sk_cli_help *h, const char *
 		        s);
 	return SK_CLI_CONTINUE;
 }
+
 /* -L K1,K2 (repeatable). */
 void
 sk_cli_get_label_columns_add(sk_cli_get_output *o, char *arg)
