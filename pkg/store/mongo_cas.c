@@ -142,7 +142,7 @@ sk_store_next_rv(
         sk_mongo *s, mongoc_client_t *client, int64_t expected, int64_t *out, sk_error *err)
 {
 	int64_t v;
-	int grc = sk_mongo_clock_guard(s, err); /* a version is a wall-clock tick */
+	int grc = sk_mongo_clock_guard(s, client, err); /* a version is a wall-clock tick */
 
 	if (grc != 0)
 		return grc;
@@ -270,7 +270,7 @@ sk_store_claimed(sk_mongo *s, sk_store_conn *c, const sk_claimed_write *w, sk_er
 
 	c->claim_ms = sk_monotonic_ms();
 	c->written = false;
-	rc = sk_mongo_clock_guard(s, err); /* a claim is stamped with the wall clock */
+	rc = sk_mongo_clock_guard(s, c->client, err); /* a claim is stamped with the wall clock */
 	if (rc != 0)
 		return rc;
 	rc = claim(s, c->client, w->kind, w->name, w->expected, &id, err);

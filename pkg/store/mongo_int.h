@@ -78,9 +78,10 @@ int sk_store_next_rv(
 /* mongo_clock.c: reads the server's clock (sk_store_clock_check), and the
  * guard of every versioned write: SK_EUNAVAILABLE naming the skew when the
  * last reading (renewed when older than SK_STORE_CLOCK_RECHECK_MS) is
- * beyond the limit. */
+ * beyond the limit. client: the connection the writer holds (the reading is
+ * renewed on it), NULL when it holds none. */
 int sk_mongo_clock_check(sk_store *store, sk_clock_reading *out, sk_error *err);
-int sk_mongo_clock_guard(sk_mongo *s, sk_error *err);
+int sk_mongo_clock_guard(sk_mongo *s, mongoc_client_t *client, sk_error *err);
 /* Advances the store's clock past a resourceVersion read from the server. */
 void sk_store_rv_observe(sk_mongo *s, int64_t rv);
 /* What differs between the kinds of objects written under claims: their
