@@ -102,7 +102,8 @@ collect(void *arg, const char *key, uint64_t size)
 static int
 by_generation(const void *a, const void *b)
 {
-	return sk_archive_generation_cmp(((const prune_gen *)a)->name, ((const prune_gen *)b)->name);
+	return sk_archive_generation_cmp(
+	        ((const prune_gen *)a)->name, ((const prune_gen *)b)->name);
 }
 
 static void
@@ -172,8 +173,8 @@ sk_archive_prune(sk_s3 *s3, const char *base, const char *restored, int keep,
 		snprintf(rep->anchor, sizeof(rep->anchor), "%s", s.gens[anchor].name);
 	for (ssize_t i = anchor - 1; rc == 0 && i >= 0; i--) {
 		const prune_gen *g = &s.gens[i];
-		if (g->complete && (older < keep ||
-		                           (restored != NULL && strcmp(g->name, restored) == 0))) {
+		if (g->complete &&
+		        (older < keep || (restored != NULL && strcmp(g->name, restored) == 0))) {
 			older++;
 			continue;
 		}

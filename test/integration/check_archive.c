@@ -7,6 +7,8 @@
  * from); an object changed after the archive fails the restore's check
  * against the manifest. Pruning (archive_prune.c): the right generations
  * kept, never the only complete one, a prune cut short finished by the next.
+ * Bad input: a 50 MB file, a full disk at the S3 server (a tmpfs in a
+ * namespace of its own), a wrong secret key, a missing bucket.
  */
 #include <check.h>
 #include <stdio.h>
@@ -415,6 +417,154 @@ START_TEST(test_prune_interrupted)
 }
 END_TEST
 
+/* ---- bad input at the engine's level ---- */
+
+static sk_s3 *
+s3_client(const char *url, const char *bucket, const char *secret)
+{
+	sk_s3_config cfg = { .endpoint = url,
+		.bucket = bucket,
+		.access_key = ACCESS,
+		.secret_key = secret,
+		.part_bytes = 5 << 20 };
+	sk_s3 *c = NULL;
+	sk_error err;
+
+	ck_assert_int_eq(sk_s3_new(&cfg, &c, &err), 0);
+	return c;
+}
+
+/* Nothing under prefix: no object, no manifest. */
+static void
+assert_nothing_under(const char *prefix)
+{
+	gen_seen g = { "", 0 };
+	sk_error err;
+
+	ck_assert_int_eq(sk_s3_list(s3, prefix, seen_key, &g, &err), 0);
+	ck_assert_msg(g.objects == 0, "%d object(s) left under %s: %s", g.objects, prefix, g.names);
+}
+
+/* A 50 MB file made in place by the simulator: archived (multipart), then
+ * restored hash for hash. The same archive to an S3 server whose disk is
+ * full (versitygw on a 20 MB tmpfs) fails naming the cause, leaves no
+ * manifest (incomplete: never restored from, never a prune's anchor) and
+ * no half-uploaded object. */
+START_TEST(test_50mb_file_and_a_full_disk)
+{
+	sk_sandbox a, b;
+	sk_archive *arc;
+	sk_archive_prune_report prep;
+	sk_copy_report rep = { 0 };
+	char dir[700], url[64];
+	uint64_t size = 0;
+	sk_s3 *full;
+	sk_error err;
+	pid_t small;
+	int rc;
+
+	new_sandbox(&a);
+	fill(&a, WS "/big50.bin", 50L << 20, 21);
+	fill(&a, WS "/notes.txt", 1000, 5);
+	snprintf(dir, sizeof(dir), "%s/archive-full-%d", sk_test_tmpdir(), gw_port);
+	small = sk_test_s3_start_small(dir, "spaces", ACCESS, SECRET, 20, url, sizeof(url));
+	if (small < 0) {
+		fprintf(stderr,
+		        "archive: no user namespace for a small tmpfs here: the full-disk "
+		        "case is not run\n");
+	} else {
+		full = s3_client(url, "spaces", SECRET);
+		arc = sk_archive_new(full, "spaces/hana/1");
+		rc = sk_archive_workspace(prov, &a, &opts, arc, "hana", sk_now_ms(), &rep, &err);
+		sk_copy_report_free(&rep);
+		ck_assert_int_ne(rc, 0);
+		ck_assert_msg(strstr(err.message, "InsufficientStorage") != NULL &&
+		                strstr(err.message, "archive to spaces/hana/1") != NULL,
+		        "%s", err.message);
+		ck_assert_int_eq(sk_error_retry(rc), SK_RETRY_SAME); /* space may come back */
+		ck_assert_int_eq(sk_archive_load(arc, &err), SK_ENOTFOUND);
+		ck_assert_msg(strstr(err.message, "incomplete") != NULL, "%s", err.message);
+		ck_assert_int_eq(
+		        sk_s3_head(full, "spaces/hana/1/files" WS "/big50.bin", &size, &err),
+		        SK_ENOTFOUND); /* the multipart upload was aborted */
+		ck_assert_int_eq(sk_archive_prune(full, "spaces/hana", NULL, 0, &prep, &err), 0);
+		ck_assert_int_eq(prep.deleted, 0);
+		ck_assert_str_eq(prep.anchor, "");
+		sk_archive_free(arc);
+		sk_s3_free(full);
+		sk_test_stop(small, true);
+	}
+	/* with room: archived and restored, identical */
+	arc = sk_archive_new(s3, "spaces/hana/2");
+	ck_assert_msg(
+	        sk_archive_workspace(prov, &a, &opts, arc, "hana", sk_now_ms(), &rep, &err) == 0,
+	        "archive: %s", err.message);
+	sk_copy_report_free(&rep);
+	ck_assert_int_eq(sk_s3_head(s3, "spaces/hana/2/files" WS "/big50.bin", &size, &err), 0);
+	ck_assert_int_eq(size, 50L << 20);
+	new_sandbox(&b);
+	ck_assert_msg(sk_archive_restore(arc, prov, &b, &opts, &rep, &err) == 0, "restore: %s",
+	        err.message);
+	sk_copy_report_free(&rep);
+	ck_assert_msg(sk_workspace_verify(prov, &a, prov, &b, &opts, &rep, &err) == 0,
+	        "the restored tree differs: %s", rep.mismatch ? rep.mismatch : err.message);
+	sk_copy_report_free(&rep);
+	sk_archive_free(arc);
+	sk_sandbox_dispose(&a);
+	sk_sandbox_dispose(&b);
+}
+END_TEST
+
+/* A wrong secret key and a missing bucket: the archive and the restore
+ * fail naming the cause (never the key), nothing is written, and the
+ * sandbox restored into is left as it was. */
+START_TEST(test_wrong_key_and_missing_bucket)
+{
+	sk_s3 *wrong = s3_client(gw_url, "spaces", "not-the-archive-secret");
+	sk_s3 *nobucket = s3_client(gw_url, "no-such-bucket", SECRET);
+	sk_archive *arc = sk_archive_new(wrong, "spaces/ivan/1");
+	sk_archive *nb = sk_archive_new(nobucket, "spaces/ivan/1");
+	sk_copy_report rep = { 0 };
+	sk_file_list files = { 0 };
+	sk_sandbox a;
+	sk_error err;
+	int rc;
+
+	new_sandbox(&a);
+	fill(&a, WS "/notes.txt", 1000, 5);
+	rc = sk_archive_workspace(prov, &a, &opts, arc, "ivan", sk_now_ms(), &rep, &err);
+	sk_copy_report_free(&rep);
+	ck_assert_int_eq(rc, SK_EUNAUTHORIZED);
+	ck_assert_msg(strstr(err.message, "archive to spaces/ivan/1") != NULL &&
+	                strstr(err.message, "SignatureDoesNotMatch") != NULL,
+	        "%s", err.message);
+	ck_assert(strstr(err.message, "not-the-archive-secret") == NULL);
+	ck_assert_int_eq(sk_error_retry(rc), SK_RETRY_NEVER);
+	assert_nothing_under("spaces/ivan/");
+	rc = sk_archive_workspace(prov, &a, &opts, nb, "ivan", sk_now_ms(), &rep, &err);
+	sk_copy_report_free(&rep);
+	ck_assert_int_eq(rc, SK_ENOTFOUND);
+	ck_assert_msg(strstr(err.message, "NoSuchBucket") != NULL, "%s", err.message);
+	/* restores: refused before anything is written into the sandbox */
+	ck_assert_int_eq(sk_archive_restore(arc, prov, &a, &opts, &rep, &err), SK_EUNAUTHORIZED);
+	sk_copy_report_free(&rep);
+	ck_assert_msg(strstr(err.message, "restore from spaces/ivan/1") != NULL, "%s", err.message);
+	ck_assert_int_eq(sk_archive_restore(nb, prov, &a, &opts, &rep, &err), SK_ENOTFOUND);
+	sk_copy_report_free(&rep);
+	ck_assert_msg(strstr(err.message, "bucket no-such-bucket does not exist") != NULL &&
+	                strstr(err.message, "incomplete") == NULL,
+	        "%s", err.message);
+	ck_assert_int_eq(sk_sandbox_list_files(prov, &a, WS, &files, &err), 0);
+	ck_assert_int_eq(files.len, 1);
+	sk_file_list_free(&files);
+	sk_archive_free(arc);
+	sk_archive_free(nb);
+	sk_s3_free(wrong);
+	sk_s3_free(nobucket);
+	sk_sandbox_dispose(&a);
+}
+END_TEST
+
 Suite *
 sk_suite_archive(void)
 {
@@ -428,6 +578,8 @@ sk_suite_archive(void)
 	tcase_add_test(tc, test_prune_keeps_the_right_generations);
 	tcase_add_test(tc, test_prune_never_deletes_the_only_complete_one);
 	tcase_add_test(tc, test_prune_interrupted);
+	tcase_add_test(tc, test_50mb_file_and_a_full_disk);
+	tcase_add_test(tc, test_wrong_key_and_missing_bucket);
 	suite_add_tcase(s, tc);
 	return s;
 }
