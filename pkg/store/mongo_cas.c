@@ -56,7 +56,9 @@
  * Leases (mongo_lease.c) use the same claims, keyed "lease/NAME/V", always
  * with the re-read (no fresh-copy shortcut).
  * Every write of both goes through sk_store_claimed: claim, verify, write,
- * then retire or delete the claim; what differs is its sk_claim_kind.
+ * then retire or delete the claim; what differs is its sk_claim_kind. Status
+ * writes of many objects at once take the same steps in shared commands
+ * (mongo_batch.c: one insert of their claims, one update of their replaces).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -197,8 +199,8 @@ expire_claim(mongoc_collection_t *coll, const char *id, int64_t expiry_ms)
 
 /* Deletes every claim older than the expiry, at most once per
  * SK_CLAIM_SWEEP_MS per store: the ones left by writes that completed. */
-static void
-sweep_claims(sk_mongo *s, mongoc_collection_t *coll)
+void
+sk_store_sweep_claims(sk_mongo *s, mongoc_collection_t *coll)
 {
 	int64_t now = sk_now_ms();
 	int64_t last = __atomic_load_n(&s->claims_swept_ms, __ATOMIC_RELAXED);
@@ -236,7 +238,7 @@ claim(sk_mongo *s, mongoc_client_t *client, const sk_claim_kind *kind, const cha
 	else if (rc != 0)
 		rc = sk_store_fail(s, &berr, "claim userspace version", err);
 	else
-		sweep_claims(s, coll);
+		sk_store_sweep_claims(s, coll);
 	mongoc_collection_destroy(coll);
 	if (rc == 0)
 		*out = id;

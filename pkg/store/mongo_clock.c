@@ -13,8 +13,10 @@
 
 #include "mongo_int.h"
 
-/* hello's localTime: the server's wall clock (ms), asked on client (the
- * caller's connection), else on one from the pool. */
+/* hello's localTime: the server's wall clock (ms), asked on the caller's
+ * client (NULL: one of its own). A writer that holds a client must pass it:
+ * popping a second one while every client of the pool is held by a writer
+ * doing the same waits forever (64 workers rechecking the clock at once did). */
 static int
 server_time(sk_mongo *s, mongoc_client_t *client, int64_t *out, sk_error *err)
 {
@@ -26,10 +28,11 @@ server_time(sk_mongo *s, mongoc_client_t *client, int64_t *out, sk_error *err)
 	bool ok;
 	int rc = 0;
 
-	if (client == NULL)
+	if (client == NULL) {
 		sk_store_conn_open(s, &c, NULL);
-	ok = mongoc_client_command_simple(
-	        client ? client : c.client, "admin", cmd, NULL, &reply, &berr);
+		client = c.client;
+	}
+	ok = mongoc_client_command_simple(client, "admin", cmd, NULL, &reply, &berr);
 	sk_store_conn_close(s, &c);
 	if (!ok)
 		rc = sk_store_fail(s, &berr, "read the server's clock", err);
@@ -44,7 +47,7 @@ server_time(sk_mongo *s, mongoc_client_t *client, int64_t *out, sk_error *err)
 }
 
 static int
-clock_read(sk_mongo *s, mongoc_client_t *client, sk_clock_reading *out, sk_error *err)
+clock_check(sk_mongo *s, mongoc_client_t *client, sk_clock_reading *out, sk_error *err)
 {
 	int64_t m1 = sk_monotonic_ms(), w1 = sk_now_ms(), server = 0, w2, m2;
 	int rc = server_time(s, client, &server, err);
@@ -68,14 +71,9 @@ clock_read(sk_mongo *s, mongoc_client_t *client, sk_clock_reading *out, sk_error
 int
 sk_mongo_clock_check(sk_store *store, sk_clock_reading *out, sk_error *err)
 {
-	return clock_read(sk_mongo_of(store), NULL, out, err);
+	return clock_check(sk_mongo_of(store), NULL, out, err);
 }
 
-/* The writers that call it hold a connection: the reading is taken on it. A
- * second one from the pool could wait forever: with as many writers as the
- * pool has connections (4 in the controller), each holding one and all
- * renewing a reading at once (the first writes after 5 s without any, as
- * after a stop's grace), none is ever returned. */
 int
 sk_mongo_clock_guard(sk_mongo *s, mongoc_client_t *client, sk_error *err)
 {
@@ -87,7 +85,7 @@ sk_mongo_clock_guard(sk_mongo *s, mongoc_client_t *client, sk_error *err)
 	r = s->clock;
 	pthread_mutex_unlock(&s->hlc_mu);
 	if (!r.measured || sk_monotonic_ms() - r.at_mono_ms >= SK_STORE_CLOCK_RECHECK_MS) {
-		int rc = clock_read(s, client, &r, err);
+		int rc = clock_check(s, client, &r, err);
 		if (rc != 0)
 			return rc;
 	}
