@@ -9,7 +9,6 @@
  * Real binaries: FerretDB, sandboxsim, spacekeeper, spacectl.
  */
 #include <check.h>
-#include <curl/curl.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -27,63 +26,27 @@ Suite *sk_suite_capacity(void);
 #define CAP 5
 #define SPACES 12
 
-static char db[64];
-static char mongo_uri[128];
-static char sim_url[128];
-static char keeper_log[700];
-static pid_t sim_pid, keeper_pid;
-static int main_port, connect_port;
-
-static size_t
-collect(char *p, size_t size, size_t n, void *arg)
-{
-	sk_buf_append(arg, p, size * n);
-	return size * n;
-}
+static sk_test_world w; /* the simulator, the database, spacekeeper */
 
 /* The status (0: no answer); *out (may be NULL) the body, caller frees.
- * hdrs: extra headers, NULL-terminated (may be NULL). */
+ * hdrs: more headers after the simulator's key, NULL-terminated (may be NULL). */
 static long
 http(const char *method, const char *url, const char *body, const char *const *hdrs, char **out)
 {
-	CURL *h = curl_easy_init();
-	struct curl_slist *hl = NULL;
-	sk_buf b = SK_BUF_INIT(16 << 20);
-	long status = 0;
+	const char *all[8] = { "X-API-Key: " API_KEY };
+	sk_test_req r = { .method = method, .body = body, .extra = all };
+	size_t n = 1;
+	long st;
 
-	hl = curl_slist_append(hl, "X-API-Key: " API_KEY);
-	for (size_t i = 0; hdrs && hdrs[i]; i++)
-		hl = curl_slist_append(hl, hdrs[i]);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, 120L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-	if (body)
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	if (curl_easy_perform(h) == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(hl);
-	curl_easy_cleanup(h);
-	sk_buf_append(&b, "", 0);
+	for (size_t i = 0; hdrs && hdrs[i] && n + 1 < sizeof(all) / sizeof(all[0]); i++)
+		all[n++] = hdrs[i];
+	st = sk_test_http_do(url, &r);
 	if (out)
-		*out = sk_buf_detach(&b);
-	sk_buf_dispose(&b);
-	return status;
-}
-
-static json_t *
-http_json(const char *method, const char *url, long *status)
-{
-	char *text = NULL;
-	long st = http(method, url, NULL, NULL, &text);
-	json_t *v = json_loads(text ? text : "", 0, NULL);
-
-	free(text);
-	if (status)
-		*status = st;
-	return v;
+		*out = r.out;
+	else
+		free(r.out);
+	free(r.headers);
+	return st;
 }
 
 static json_int_t
@@ -93,8 +56,8 @@ sim_stat(const char *key)
 	json_t *v;
 	json_int_t n;
 
-	snprintf(url, sizeof(url), "%s/_sim/stats", sim_url);
-	v = http_json("GET", url, NULL);
+	snprintf(url, sizeof(url), "%s/_sim/stats", w.sim_url);
+	v = sk_test_http_json("GET", url, NULL, NULL);
 	n = json_integer_value(json_object_get(v, key));
 	json_decref(v);
 	return n;
@@ -123,7 +86,7 @@ sample(void *arg)
 static int
 spacectl(const char *const *args, char **out)
 {
-	return sk_test_spacectl(mongo_uri, db, args, out);
+	return sk_test_spacectl(w.mongo_uri, w.db, args, out);
 }
 
 /* name -> phase of every space (spacectl get -o json). */
@@ -167,33 +130,16 @@ count_phase(json_t *ph, const char *want)
 static void
 keeper_start(const char *capacity)
 {
-	char yaml[2048], cfg[600], url[128];
-	const char *env[] = { "E2B_API_KEY=" API_KEY, NULL };
-	const char *argv[] = { "spacekeeper", "--config", cfg, "--mongodb-uri", mongo_uri,
-		"--database", db, "--poll", "200ms", "--log-level", "debug", NULL };
-	int64_t deadline;
+	char provider[512];
+	sk_test_keeper_opts o = { .provider = provider,
+		.controller = "  workers: 4\n  resyncPeriod: 3s\n",
+		.log_level = "debug" };
 
-	main_port = sk_test_free_port();
-	connect_port = sk_test_free_port();
-	snprintf(yaml, sizeof(yaml),
-	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
-	        "providers:\n  - name: default\n    type: e2b\n    apiURL: %s\n"
-	        "    sandboxURL: %s\n    apiKeyEnv: E2B_API_KEY\n    requestTimeout: 5s\n"
-	        "    capacity: {%s}\n"
-	        "    price: {runningPerHour: 3600, pausedPerHour: 360}\n"
-	        "controller:\n  workers: 4\n  resyncPeriod: 3s\n  listen: 127.0.0.1:%d\n"
-	        "  connectListen: 127.0.0.1:%d\n",
-	        sim_url, sim_url, capacity, main_port, connect_port);
-	snprintf(cfg, sizeof(cfg), "%s", sk_test_write_file("config.yaml", yaml));
-	snprintf(keeper_log, sizeof(keeper_log), "%s/keeper-%s.log", sk_test_tmpdir(), db);
-	keeper_pid = sk_test_spawn(argv, env, keeper_log);
-	ck_assert_msg(sk_test_wait_port(main_port, 20000), "no listener (%s)", keeper_log);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", main_port);
-	deadline = sk_monotonic_ms() + 30000;
-	while (http("GET", url, NULL, NULL, NULL) != 200) {
-		ck_assert_msg(sk_monotonic_ms() < deadline, "not ready (%s)", keeper_log);
-		sk_sleep_ms(50);
-	}
+	snprintf(provider, sizeof(provider),
+	        "    requestTimeout: 5s\n    capacity: {%s}\n"
+	        "    price: {runningPerHour: 3600, pausedPerHour: 360}\n",
+	        capacity);
+	sk_test_keeper_start(&w, &o);
 }
 
 static void
@@ -203,10 +149,7 @@ world_start_n(const char *const *sim_args, const char *capacity, int n)
 	const char *args[] = { "apply", "-f", NULL, NULL };
 	char path[600];
 
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	snprintf(db, sizeof(db), "%s", sk_test_unique_db());
-	snprintf(mongo_uri, sizeof(mongo_uri), "%s", sk_test_mongodb_uri());
-	sim_pid = sk_test_sim_start(sim_args, sim_url, sizeof(sim_url));
+	sk_test_world_setup(&w, sim_args);
 	atomic_store(&max_sampled, 0);
 	atomic_store(&sampling, true);
 	ck_assert_int_eq(pthread_create(&sampler, NULL, sample, NULL), 0);
@@ -234,11 +177,7 @@ world_stop(void)
 {
 	atomic_store(&sampling, false);
 	pthread_join(sampler, NULL);
-	if (keeper_pid > 0)
-		ck_assert_int_eq(sk_test_stop(keeper_pid, false), 0); /* clean, no ASan report */
-	keeper_pid = 0;
-	sk_test_stop(sim_pid, true);
-	curl_global_cleanup();
+	sk_test_world_teardown(&w);
 }
 
 /* ---- a user ---- */
@@ -260,9 +199,9 @@ connect_user(const char *user, attach *a)
 	int n = 0;
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/%s/sandbox?timeout=60s",
-	        connect_port, user);
+	        w.connect_port, user);
 	st = http("GET", url, NULL, NULL, &text);
-	ck_assert_msg(st == 200, "connect %s: %ld %s (%s)", user, st, text, keeper_log);
+	ck_assert_msg(st == 200, "connect %s: %ld %s (%s)", user, st, text, w.log);
 	v = json_loads(text, 0, NULL);
 	free(text);
 	memset(a, 0, sizeof(*a));
@@ -332,7 +271,7 @@ twelve_users(void)
 	json_t *ph;
 
 	while (!all_bound()) {
-		ck_assert_msg(sk_monotonic_ms() < deadline, "spaces not bound (%s)", keeper_log);
+		ck_assert_msg(sk_monotonic_ms() < deadline, "spaces not bound (%s)", w.log);
 		sk_sleep_ms(250);
 	}
 	/* 12 users in turn, each a short session (past evictAfter) */
@@ -368,8 +307,8 @@ START_TEST(test_cap_configured)
 	twelve_users();
 	/* the configured cap is used, not just respected */
 	ck_assert_int_ge(atomic_load(&max_sampled), CAP - 1);
-	snprintf(url, sizeof(url), "%s/_sim/stats", sim_url);
-	v = http_json("GET", url, NULL);
+	snprintf(url, sizeof(url), "%s/_sim/stats", w.sim_url);
+	v = sk_test_http_json("GET", url, NULL, NULL);
 	ck_assert_int_eq(
 	        json_integer_value(json_object_get(json_object_get(v, "refused"), "rate")), 0);
 	ck_assert_int_eq(
@@ -387,14 +326,14 @@ START_TEST(test_cap_only_at_provider)
 	json_t *v;
 
 	world_start(sim_args, "evictAfter: 1s");
-	snprintf(url, sizeof(url), "%s/_sim/stats", sim_url);
+	snprintf(url, sizeof(url), "%s/_sim/stats", w.sim_url);
 	twelve_users();
 	ck_assert_int_gt(sim_stat("max_running"), 0);
 	/* the cap was reached (the provider refused) and then used: a cap
 	 * learned from a refusal while starts were in flight is raised by
 	 * what ran (it stayed at 3 of 5 before, on a loaded machine) */
 	ck_assert_int_ge(atomic_load(&max_sampled), CAP - 1);
-	v = http_json("GET", url, NULL);
+	v = sk_test_http_json("GET", url, NULL, NULL);
 	ck_assert_int_gt(
 	        json_integer_value(json_object_get(json_object_get(v, "refused"), "concurrency")),
 	        0);
@@ -413,8 +352,8 @@ sim_accounting(void)
 	json_t *v, *sb, *out = json_object();
 	size_t i;
 
-	snprintf(url, sizeof(url), "%s/_sim/sandboxes", sim_url);
-	v = http_json("GET", url, NULL);
+	snprintf(url, sizeof(url), "%s/_sim/sandboxes", w.sim_url);
+	v = sk_test_http_json("GET", url, NULL, NULL);
 	json_array_foreach(v, i, sb)
 	{
 		const char *user = json_string_value(
@@ -473,12 +412,12 @@ START_TEST(test_top_matches_the_simulator)
 
 	world_start_n(NULL, "", 3);
 	while (!all_phase(3, "Running")) {
-		ck_assert_msg(sk_monotonic_ms() < deadline, "not Running (%s)", keeper_log);
+		ck_assert_msg(sk_monotonic_ms() < deadline, "not Running (%s)", w.log);
 		sk_sleep_ms(250);
 	}
 	ck_assert_int_eq(spacectl(pause, NULL), 0);
 	while (!all_phase(2, "Running")) {
-		ck_assert_msg(sk_monotonic_ms() < deadline, "u02 not Paused (%s)", keeper_log);
+		ck_assert_msg(sk_monotonic_ms() < deadline, "u02 not Paused (%s)", w.log);
 		sk_sleep_ms(250);
 	}
 	sk_sleep_ms(5000); /* time to count */
