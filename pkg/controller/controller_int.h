@@ -73,12 +73,6 @@
 #define SK_CONTROLLER_SYNC_MS 30000
 #define SK_CONTROLLER_RETRY_MIN_MS 1000
 #define SK_CONTROLLER_RETRY_MAX_MS 30000
-/* Stop: in-flight reconciles get GRACE_MS to finish their provider calls;
- * calls still running then are aborted (the state is as after a crash, which
- * the next start repairs). The observer's list is abandoned at once. Well
- * inside the README's promise (SIGTERM exits within 10 s). */
-#define SK_CONTROLLER_STOP_GRACE_MS 5000
-
 /* worker.c: one worker thread and its provider clients (its own). */
 typedef struct sk_worker {
 	struct sk_controller *c;
