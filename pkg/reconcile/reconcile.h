@@ -399,6 +399,62 @@ int sk_archive_workspace(sk_provider *p, const sk_sandbox *sb, const sk_copy_opt
 int sk_archive_restore(sk_archive *a, sk_provider *p, const sk_sandbox *sb,
         const sk_copy_options *opt, sk_copy_report *rep, sk_error *err);
 
+/* ---- the retention of a user's archives (archive_prune.c) ---- */
+typedef struct sk_archive_prune_report {
+	size_t generations; /* found under BASE/ */
+	size_t complete; /* of them with a manifest */
+	size_t deleted; /* generations deleted */
+	uint64_t objects_deleted;
+	char anchor[128]; /* the newest complete generation, "" when none */
+} sk_archive_prune_report;
+
+/* Orders generation names: numerically when both are digits only (2 < 10),
+ * else as strings. */
+int sk_archive_generation_cmp(const char *a, const char *b);
+/*
+ * Prunes the archives of one user. base is PREFIX/USERID (a trailing '/'
+ * is ignored); each generation is an archive at BASE/GEN/ (sk_archive_new's
+ * prefix), complete when BASE/GEN/manifest.json exists.
+ *
+ * Kept: the newest complete generation (the anchor); the keep complete
+ * generations just older than it (archive.keepGenerations, default 1);
+ * restored, the generation last restored successfully (NULL: none), when
+ * it is complete; every generation newer than the anchor (an archive in
+ * progress, incomplete). Deleted: every other generation older than the
+ * anchor, incomplete ones included. With no complete generation nothing is
+ * deleted, so a prune never deletes the only complete archive, nor the
+ * complete predecessor of a newer incomplete one.
+ *
+ * Each generation goes manifest first, then its objects: a prune cut short
+ * (error, crash) leaves it incomplete, never restored from, and the next
+ * prune finishes it. Idempotent; safe to call after every successful
+ * archive or restore (not during an archive of the same user into a
+ * generation older than the anchor: generations only grow). Returns 0, or
+ * the S3 error (SK_EUNAUTHORIZED, SK_ENOTFOUND for a missing bucket, a
+ * transient one) with rep counting what was deleted before it.
+ */
+int sk_archive_prune(sk_s3 *s3, const char *base, const char *restored, int keep,
+        sk_archive_prune_report *rep, sk_error *err);
+
+/* ---- a sleep near the provider's retention, no archive (retention.c) ---- */
+typedef struct sk_retention {
+	int64_t since_ms; /* when the sleep began (estimated) */
+	int64_t retention_ms; /* the provider's pausedRetention */
+	int64_t left_ms; /* until the provider deletes the sandbox; <= 0 past it */
+	const char *provider; /* borrowed from the config */
+	bool warn;
+} sk_retention;
+
+/* Whether us, asleep (Idle or Paused) at a provider with a pausedRetention
+ * and no archive configured, is within a fifth of that retention or a day
+ * of it (whichever is longer): out says how long is left. Pure. */
+bool sk_retention_check(
+        const sk_controller_config *cfg, const sk_userspace *us, int64_t now_ms, sk_retention *out);
+/* The warning's text (no secret in it): the space, the sleep, the provider,
+ * what is left. */
+void sk_retention_format(
+        const sk_retention *r, const char *name, int64_t now_ms, char *buf, size_t len);
+
 /* ---- plan ---- */
 
 typedef enum sk_action_type {
