@@ -35,7 +35,8 @@ capw_collect(char *p, size_t size, size_t n, void *arg)
 /* The status (0: no answer); *out (may be NULL) the body, caller frees.
  * hdrs: extra headers, NULL-terminated (may be NULL). */
 long
-capw_http(const char *method, const char *url, const char *body, const char *const *hdrs, char **out)
+capw_http(
+        const char *method, const char *url, const char *body, const char *const *hdrs, char **out)
 {
 	CURL *h = curl_easy_init();
 	struct curl_slist *hl = NULL;
@@ -91,7 +92,7 @@ capw_sim_stat(const char *key)
 	return n;
 }
 
-/* ---- the capw_sampler: the simulator's running count every 100 ms ---- */
+/* ---- the sampler: the simulator's running count every 100 ms ---- */
 
 atomic_bool capw_sampling;
 atomic_int capw_max_sampled;
@@ -109,7 +110,7 @@ capw_sample(void *arg)
 	return NULL;
 }
 
-/* ---- capw_spacectl ---- */
+/* ---- spacectl ---- */
 
 int
 capw_spacectl(const char *const *args, char **out)
@@ -117,7 +118,7 @@ capw_spacectl(const char *const *args, char **out)
 	return sk_test_spacectl(capw_mongo_uri, capw_db, args, out);
 }
 
-/* name -> phase of every space (capw_spacectl get -o json). */
+/* name -> phase of every space (spacectl get -o json). */
 json_t *
 capw_phases(void)
 {
@@ -176,9 +177,11 @@ capw_keeper_start(const char *capacity)
 	        "  connectListen: 127.0.0.1:%d\n",
 	        capw_sim_url, capw_sim_url, capacity, capw_main_port, capw_connect_port);
 	snprintf(cfg, sizeof(cfg), "%s", sk_test_write_file("config.yaml", yaml));
-	snprintf(capw_keeper_log, sizeof(capw_keeper_log), "%s/keeper-%s.log", sk_test_tmpdir(), capw_db);
+	snprintf(capw_keeper_log, sizeof(capw_keeper_log), "%s/keeper-%s.log", sk_test_tmpdir(),
+	        capw_db);
 	capw_keeper_pid = sk_test_spawn(argv, env, capw_keeper_log);
-	ck_assert_msg(sk_test_wait_port(capw_main_port, 20000), "no listener (%s)", capw_keeper_log);
+	ck_assert_msg(
+	        sk_test_wait_port(capw_main_port, 20000), "no listener (%s)", capw_keeper_log);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", capw_main_port);
 	deadline = sk_monotonic_ms() + 30000;
 	while (capw_http("GET", url, NULL, NULL, NULL) != 200) {
@@ -229,7 +232,8 @@ capw_world_stop(void)
 	atomic_store(&capw_sampling, false);
 	pthread_join(capw_sampler, NULL);
 	if (capw_keeper_pid > 0)
-		ck_assert_int_eq(sk_test_stop(capw_keeper_pid, false), 0); /* clean, no ASan report */
+		ck_assert_int_eq(
+		        sk_test_stop(capw_keeper_pid, false), 0); /* clean, no ASan report */
 	capw_keeper_pid = 0;
 	sk_test_stop(capw_sim_pid, true);
 	curl_global_cleanup();
@@ -299,4 +303,3 @@ capw_check_file(const capw_attach *a, const char *user)
 	ck_assert_msg(st == 200 && strcmp(text, want) == 0, "read %s: %ld %s", user, st, text);
 	free(text);
 }
-

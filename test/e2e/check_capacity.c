@@ -125,7 +125,142 @@ START_TEST(test_cap_only_at_provider)
 }
 END_TEST
 
-/* ---- usage and cost: capw_spacectl top against the simulator's own accounting ---- */
+/* ---- the queue's cap: 429 with Retry-After ---- */
+
+static size_t
+collect_body(char *p, size_t size, size_t n, void *arg)
+{
+	sk_buf_append(arg, p, size * n);
+	return size * n;
+}
+
+static size_t
+header_cb(char *p, size_t size, size_t n, void *arg)
+{
+	char *retry = arg;
+	size_t len = size * n;
+
+	if (len > 12 && strncasecmp(p, "Retry-After:", 12) == 0) {
+		const char *v = p + 12 + strspn(p + 12, " ");
+		snprintf(retry, 16, "%.*s", (int)strcspn(v, "\r\n"), v);
+	}
+	return len;
+}
+
+/* A connect of user with timeout; the status, the body (caller frees) and
+ * the Retry-After header ("" when none). */
+static long
+connect_raw(const char *user, const char *timeout, char **body, char retry[16])
+{
+	CURL *h = curl_easy_init();
+	sk_buf b = SK_BUF_INIT(1 << 20);
+	char url[300];
+	long st = 0;
+
+	retry[0] = '\0';
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/%s/sandbox?timeout=%s",
+	        capw_connect_port, user, timeout);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 120L);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, retry);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	if (curl_easy_perform(h) == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+	curl_easy_cleanup(h);
+	sk_buf_append(&b, "", 0);
+	*body = sk_buf_detach(&b);
+	sk_buf_dispose(&b);
+	return st;
+}
+
+static const char *waiting_user;
+
+static void *
+waiting_connect(void *arg)
+{
+	char retry[16], *body = NULL;
+	long *st = arg;
+
+	*st = connect_raw(waiting_user, "8s", &body, retry);
+	free(body);
+	return NULL;
+}
+
+/* The metrics say one connect waits at the provider. */
+static bool
+queue_has_one(void)
+{
+	char url[128], *text = NULL;
+	bool ok;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", capw_main_port);
+	capw_http("GET", url, NULL, NULL, &text);
+	ok = text &&
+	        strstr(text, "spacekeeper_connect_queue_length{provider=\"default\"} 1") != NULL;
+	free(text);
+	return ok;
+}
+
+/* Cap 2, maxQueued 1, the two running spaces just connected (nothing to
+ * evict): one connect waits for a slot, the next gets 429 TooManyConnects
+ * with Retry-After at once; the waiting one ends within its own timeout. */
+START_TEST(test_queue_full)
+{
+	capw_attach a;
+	pthread_t th;
+	long waited = 0, st;
+	char retry[16], *body = NULL;
+	int64_t deadline = sk_monotonic_ms() + 120000, t0;
+	const char *running[2];
+	const char *idle[2];
+	json_t *ph = NULL;
+	int nr = 0, ni = 0;
+
+	capw_world_start_n(NULL, "maxRunning: 2, maxQueued: 1, evictAfter: 1m", 4);
+	for (;;) {
+		json_decref(ph);
+		ph = capw_phases();
+		if (capw_count_phase(ph, "Running") == 2 && capw_count_phase(ph, "Idle") == 2)
+			break;
+		ck_assert_msg(sk_monotonic_ms() < deadline, "not settled (%s)", capw_keeper_log);
+		sk_sleep_ms(250);
+	}
+	for (int i = 1; i <= 4; i++) {
+		static const char *const names[] = { "", "u01", "u02", "u03", "u04" };
+		const char *p = json_string_value(json_object_get(ph, names[i]));
+		if (strcmp(p, "Running") == 0)
+			running[nr++] = names[i];
+		else
+			idle[ni++] = names[i];
+	}
+	capw_connect_user(running[0], &a);
+	capw_connect_user(running[1], &a);
+	waiting_user = idle[0];
+	ck_assert_int_eq(pthread_create(&th, NULL, waiting_connect, &waited), 0);
+	deadline = sk_monotonic_ms() + 30000;
+	while (!queue_has_one()) {
+		ck_assert_msg(sk_monotonic_ms() < deadline, "%s not queued (%s)", idle[0],
+		        capw_keeper_log);
+		sk_sleep_ms(50);
+	}
+	t0 = sk_monotonic_ms();
+	st = connect_raw(idle[1], "30s", &body, retry);
+	ck_assert_msg(st == 429 && strstr(body, "TooManyConnects") != NULL, "%s: %ld %s", idle[1],
+	        st, body);
+	ck_assert_str_eq(retry, "5");
+	ck_assert_int_lt(sk_monotonic_ms() - t0, 5000); /* at once, not after its timeout */
+	free(body);
+	pthread_join(th, NULL);
+	ck_assert_msg(waited != 200 && waited != 0, "%s ended %ld", idle[0], waited);
+	ck_assert_int_le(capw_sim_stat("max_running"), 2);
+	json_decref(ph);
+	capw_world_stop();
+}
+END_TEST
+
+/* ---- usage and cost: spacectl top against the simulator's own accounting ---- */
 
 /* user -> [runningSeconds, pausedSeconds] as the simulator counts them. */
 static json_t *
@@ -149,13 +284,16 @@ sim_accounting(void)
 	return out;
 }
 
-/* capw_spacectl top userspaces -o json [--by LABEL]: name -> item. */
+/* spacectl top userspaces -o json [--by LABEL | -l SELECTOR]: name -> item. */
 static json_t *
-top(const char *by)
+top(const char *by, const char *sel)
 {
 	char cfg[600], *text = NULL;
 	const char *args[] = { "top", "userspaces", "-o", "json", "--config", cfg,
-		by ? "--by" : NULL, by, NULL };
+		by            ? "--by"
+		        : sel ? "-l"
+		              : NULL,
+		by ? by : sel, NULL };
 	json_t *v, *item, *out = json_object();
 	size_t i;
 
@@ -189,7 +327,7 @@ START_TEST(test_top_matches_the_simulator)
 {
 	const char *pause[] = { "patch", "us", "u02", "-p", "{\"spec\":{\"mode\":\"Paused\"}}",
 		NULL };
-	json_t *acct, *t, *by;
+	json_t *acct, *t, *by, *red;
 	double red_run = 0, red_cost = 0;
 	int64_t deadline = sk_monotonic_ms() + 60000;
 
@@ -205,8 +343,9 @@ START_TEST(test_top_matches_the_simulator)
 	}
 	sk_sleep_ms(5000); /* time to count */
 	acct = sim_accounting();
-	t = top(NULL);
-	by = top("team");
+	t = top(NULL, NULL);
+	by = top("team", NULL);
+	red = top(NULL, "team=red");
 	for (int i = 1; i <= 3; i++) {
 		char u[16];
 		json_t *a, *row;
@@ -234,6 +373,20 @@ START_TEST(test_top_matches_the_simulator)
 	        red_run, 2.0);
 	NEAR(json_number_value(json_object_get(json_object_get(by, "red"), "cost")), red_cost, 2.0);
 	ck_assert_ptr_nonnull(json_object_get(by, "blue"));
+	/* -l: the red spaces only, the same figures */
+	ck_assert_uint_eq(json_object_size(red), 2);
+	for (int i = 1; i <= 3; i += 2) {
+		char u[16];
+		snprintf(u, sizeof(u), "u%02d", i);
+		ck_assert_ptr_nonnull(json_object_get(red, u));
+		NEAR(json_number_value(json_object_get(json_object_get(red, u), "runningHours")) *
+		                3600,
+		        json_number_value(json_object_get(json_object_get(t, u), "runningHours")) *
+		                3600,
+		        2.0);
+	}
+	ck_assert_ptr_null(json_object_get(red, "u02"));
+	json_decref(red);
 	json_decref(acct);
 	json_decref(t);
 	json_decref(by);
@@ -250,6 +403,7 @@ sk_suite_capacity(void)
 	tcase_set_timeout(tc, 400);
 	tcase_add_test(tc, test_cap_configured);
 	tcase_add_test(tc, test_cap_only_at_provider);
+	tcase_add_test(tc, test_queue_full);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("usage");
 	tcase_set_timeout(tc, 200);

@@ -98,8 +98,8 @@ wait_settled(void)
 		json_decref(ph);
 		if (ok)
 			return;
-		ck_assert_msg(sk_monotonic_ms() < deadline, "spaces not settled (%s)",
-		        capw_keeper_log);
+		ck_assert_msg(
+		        sk_monotonic_ms() < deadline, "spaces not settled (%s)", capw_keeper_log);
 		sk_sleep_ms(250);
 	}
 }
@@ -202,8 +202,9 @@ START_TEST(test_quota_admission_and_status)
 	wait_used(3, 2);
 	/* a fourth red space: refused, the quota named, nothing written */
 	ck_assert_int_eq(apply_space("u07", "red", &err), 1);
-	ck_assert_msg(strstr(err, "exceeded quota: team-red, requested: spaces=1, used: "
-	                          "spaces=3, limited: spaces=3") != NULL,
+	ck_assert_msg(strstr(err,
+	                      "exceeded quota: team-red, requested: spaces=1, used: "
+	                      "spaces=3, limited: spaces=3") != NULL,
 	        "%s", err);
 	free(err);
 	ck_assert_int_eq(ctl(&out, &err, get_u07), 1);

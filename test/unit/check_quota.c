@@ -64,7 +64,8 @@ static const struct {
 	{ "  hard: {spaces: -1}\n", "spec.hard.spaces" },
 	{ "  hard: {spaces: 1, pods: 2}\n", "spec.hard.pods" },
 	{ "  hard: {running: x}\n", "spec.hard.running" },
-	{ "  hard: {}\n  selector: {matchLabels: {team: 'a b'}}\n", "spec.selector.matchLabels.team" },
+	{ "  hard: {}\n  selector: {matchLabels: {team: 'a b'}}\n",
+	        "spec.selector.matchLabels.team" },
 	{ "  hard: {}\n  selector: {matchExpressions: [{key: t, operator: Is, values: [a]}]}\n",
 	        "spec.selector.matchExpressions[0].operator" },
 	{ "  hard: {}\n  selector: {matchExpressions: [{key: t, operator: In}]}\n",
@@ -219,8 +220,9 @@ START_TEST(running_message_names_quota)
 
 	a->hard_running = 2;
 	sk_quota_running_message(a, 2, msg, sizeof(msg));
-	ck_assert_str_eq(msg, "exceeded quota: team-a, requested: running=1, used: running=2, "
-	                      "limited: running=2");
+	ck_assert_str_eq(msg,
+	        "exceeded quota: team-a, requested: running=1, used: running=2, "
+	        "limited: running=2");
 	sk_spacequota_free(a);
 }
 END_TEST
@@ -260,8 +262,8 @@ START_TEST(every_field_described)
 {
 	for (size_t i = 0; i < sk_quota_n_fields; i++) {
 		const sk_quota_field *f = &sk_quota_fields[i];
-		ck_assert_msg(f->desc != NULL && strlen(f->desc) > 10, "%s: no description",
-		        f->path);
+		ck_assert_msg(
+		        f->desc != NULL && strlen(f->desc) > 10, "%s: no description", f->path);
 		ck_assert_msg(f->type != NULL && *f->type, "%s: no type", f->path);
 		ck_assert_ptr_eq(sk_quota_field_of(f->path), f);
 	}
@@ -313,8 +315,8 @@ START_TEST(crd_matches_table)
 	json_t *v, *schema;
 	size_t rows = 0;
 
-	ck_assert_msg(sk_doc_load_path(sk_test_path("crds/spacekeeper.dev_spacequotas.yaml"),
-	                      &docs, &err) == SK_OK,
+	ck_assert_msg(sk_doc_load_path(sk_test_path("crds/spacekeeper.dev_spacequotas.yaml"), &docs,
+	                      &err) == SK_OK,
 	        "%s", err.message);
 	v = json_array_get(
 	        json_object_get(json_object_get(sk_doc_root(docs.items[0]), "spec"), "versions"),
@@ -331,10 +333,9 @@ START_TEST(crd_matches_table)
 		rows += *f->path && strncmp(f->path, "metadata", 8) != 0;
 	}
 	/* every CRD property outside metadata is a row, and each row is there */
-	ck_assert_uint_eq(crd_rows(schema, "") - crd_rows(json_object_get(
-	                                                  json_object_get(schema, "properties"),
-	                                                  "metadata"),
-	                                          "metadata") -
+	ck_assert_uint_eq(crd_rows(schema, "") -
+	                crd_rows(json_object_get(json_object_get(schema, "properties"), "metadata"),
+	                        "metadata") -
 	                1,
 	        rows);
 	sk_doclist_dispose(&docs);
