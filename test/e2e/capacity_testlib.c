@@ -24,6 +24,7 @@ char capw_sim_url[128];
 char capw_keeper_log[700];
 pid_t capw_sim_pid, capw_keeper_pid;
 int capw_main_port, capw_connect_port;
+const char *capw_provider_type = "e2b";
 
 static size_t
 capw_collect(char *p, size_t size, size_t n, void *arg)
@@ -169,13 +170,14 @@ capw_keeper_start(const char *capacity)
 	capw_connect_port = sk_test_free_port();
 	snprintf(yaml, sizeof(yaml),
 	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
-	        "providers:\n  - name: default\n    type: e2b\n    apiURL: %s\n"
+	        "providers:\n  - name: default\n    type: %s\n    apiURL: %s\n"
 	        "    sandboxURL: %s\n    apiKeyEnv: E2B_API_KEY\n    requestTimeout: 5s\n"
 	        "    capacity: {%s}\n"
 	        "    price: {runningPerHour: 3600, pausedPerHour: 360}\n"
 	        "controller:\n  workers: 4\n  resyncPeriod: 3s\n  listen: 127.0.0.1:%d\n"
 	        "  connectListen: 127.0.0.1:%d\n",
-	        capw_sim_url, capw_sim_url, capacity, capw_main_port, capw_connect_port);
+	        capw_provider_type, capw_sim_url, capw_sim_url, capacity, capw_main_port,
+	        capw_connect_port);
 	snprintf(cfg, sizeof(cfg), "%s", sk_test_write_file("config.yaml", yaml));
 	snprintf(capw_keeper_log, sizeof(capw_keeper_log), "%s/keeper-%s.log", sk_test_tmpdir(),
 	        capw_db);

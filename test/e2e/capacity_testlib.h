@@ -20,6 +20,7 @@ extern char capw_sim_url[128];
 extern char capw_keeper_log[700];
 extern pid_t capw_sim_pid, capw_keeper_pid;
 extern int capw_main_port, capw_connect_port;
+extern const char *capw_provider_type; /* the provider's type (default e2b) */
 extern atomic_bool capw_sampling;
 extern atomic_int capw_max_sampled; /* the highest running count sampled */
 

@@ -260,6 +260,55 @@ START_TEST(test_queue_full)
 }
 END_TEST
 
+/* ---- Daytona: the simulator's Daytona API caps create and start ---- */
+
+/* No cap configured, the Daytona simulator running at most 3: the five
+ * spaces are all bound (3 running, 2 stopped: Idle) through its 429s,
+ * never more than 3 run, and a connect to a stopped one is served. */
+START_TEST(test_daytona_cap)
+{
+	static const char *const sim_args[] = { "--flavor", "daytona", "--max-running", "3", NULL };
+	int64_t deadline = sk_monotonic_ms() + 120000;
+	char url[300], *text = NULL;
+	const char *idle = NULL;
+	json_t *ph = NULL, *v;
+	long st;
+
+	capw_provider_type = "daytona";
+	capw_world_start_n(sim_args, "evictAfter: 1s", 5);
+	for (;;) {
+		json_decref(ph);
+		ph = capw_phases();
+		if (capw_count_phase(ph, "Running") == 3 && capw_count_phase(ph, "Idle") == 2)
+			break;
+		ck_assert_msg(sk_monotonic_ms() < deadline, "not settled (%s)", capw_keeper_log);
+		sk_sleep_ms(250);
+	}
+	for (int i = 1; i <= 5 && idle == NULL; i++) {
+		static const char *const names[] = { "", "u01", "u02", "u03", "u04", "u05" };
+		if (strcmp(json_string_value(json_object_get(ph, names[i])), "Idle") == 0)
+			idle = names[i];
+	}
+	sk_sleep_ms(1200); /* past evictAfter */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/%s/sandbox?timeout=60s",
+	        capw_connect_port, idle);
+	st = capw_http("GET", url, NULL, NULL, &text);
+	ck_assert_msg(st == 200, "connect %s: %ld %s (%s)", idle, st, text, capw_keeper_log);
+	free(text);
+	ck_assert_int_le(capw_sim_stat("max_running"), 3);
+	ck_assert_int_le(atomic_load(&capw_max_sampled), 3);
+	snprintf(url, sizeof(url), "%s/_sim/stats", capw_sim_url);
+	v = capw_http_json("GET", url, NULL);
+	ck_assert_int_gt(
+	        json_integer_value(json_object_get(json_object_get(v, "refused"), "concurrency")),
+	        0);
+	json_decref(v);
+	json_decref(ph);
+	capw_world_stop();
+	capw_provider_type = "e2b";
+}
+END_TEST
+
 /* ---- usage and cost: spacectl top against the simulator's own accounting ---- */
 
 /* user -> [runningSeconds, pausedSeconds] as the simulator counts them. */
@@ -404,6 +453,7 @@ sk_suite_capacity(void)
 	tcase_add_test(tc, test_cap_configured);
 	tcase_add_test(tc, test_cap_only_at_provider);
 	tcase_add_test(tc, test_queue_full);
+	tcase_add_test(tc, test_daytona_cap);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("usage");
 	tcase_set_timeout(tc, 200);
