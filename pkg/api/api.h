@@ -161,6 +161,7 @@ typedef struct sk_userspace_spec {
 	bool auto_resume; /* spec.lifecycle.autoResume */
 	int64_t max_busy_ms; /* spec.lifecycle.maxBusy */
 	sk_busy_policy busy; /* spec.lifecycle.busy */
+	int64_t archive_after_ms; /* spec.lifecycle.archiveAfter; 0: never */
 	sk_kvlist env; /* spec.env */
 	sk_kvlist metadata; /* spec.metadata */
 	sk_deletion_policy deletion_policy; /* spec.deletionPolicy */
