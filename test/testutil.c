@@ -403,13 +403,20 @@ sk_test_sim_start(const char *const *extra_args, char *base_url, size_t len)
 	return pid;
 }
 
-pid_t
-sk_test_s3_start(const char *dir, int port, const char *bucket, const char *access_key,
-        const char *secret, char *url, size_t len)
+/* Starts versitygw over dir: as is (limit_mb 0), or inside a new user and
+ * mount namespace (unshare -rm, no root needed) on a tmpfs of limit_mb. */
+static pid_t
+s3_spawn(const char *dir, int port, const char *bucket, const char *access_key, const char *secret,
+        int limit_mb, char *url, size_t len)
 {
-	char bin[1024], listen[64], log[1100], path[1100];
-	const char *argv[] = { bin, "--access", access_key, "--secret", secret, "--port", listen,
+	static const char inner[] = "mount -t tmpfs -o size=\"$1\" tmpfs \"$2\" && "
+	                            "mkdir -p \"$2/$3\" && shift 3 && exec \"$@\"";
+	char bin[1024], listen[64], log[1100], path[1100], size[32];
+	const char *gw[] = { bin, "--access", access_key, "--secret", secret, "--port", listen,
 		"posix", dir, NULL };
+	const char *boxed[] = { "/usr/bin/unshare", "-rm", "sh", "-c", inner, "sh", size, dir,
+		bucket ? bucket : ".", bin, "--access", access_key, "--secret", secret, "--port",
+		listen, "posix", dir, NULL };
 	pid_t pid;
 
 	snprintf(bin, sizeof(bin), "%s", sk_test_path(".deps/bin/versitygw"));
@@ -420,19 +427,43 @@ sk_test_s3_start(const char *dir, int port, const char *bucket, const char *acce
 	if (port == 0)
 		port = sk_test_free_port();
 	mkdir(dir, 0700);
-	if (bucket != NULL) {
+	if (bucket != NULL && limit_mb == 0) {
 		snprintf(path, sizeof(path), "%s/%s", dir, bucket);
 		mkdir(path, 0700); /* the POSIX backend: a bucket is a directory */
 	}
+	snprintf(size, sizeof(size), "%dm", limit_mb);
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
 	snprintf(log, sizeof(log), "%s/versitygw-%d.log", sk_test_tmpdir(), port);
-	pid = sk_test_spawn(argv, NULL, log);
+	pid = sk_test_spawn(limit_mb > 0 ? boxed : gw, NULL, log);
 	if (!sk_test_wait_port(port, 20000)) {
 		fprintf(stderr, "versitygw did not listen on %s (log: %s)\n", listen, log);
 		abort();
 	}
 	snprintf(url, len, "http://127.0.0.1:%d", port);
 	return pid;
+}
+
+pid_t
+sk_test_s3_start(const char *dir, int port, const char *bucket, const char *access_key,
+        const char *secret, char *url, size_t len)
+{
+	return s3_spawn(dir, port, bucket, access_key, secret, 0, url, len);
+}
+
+pid_t
+sk_test_s3_start_small(const char *dir, const char *bucket, const char *access_key,
+        const char *secret, int limit_mb, char *url, size_t len)
+{
+	char probe[1200];
+
+	mkdir(dir, 0700);
+	snprintf(probe, sizeof(probe),
+	        "/usr/bin/unshare -rm sh -c 'mount -t tmpfs -o size=1m tmpfs \"%s\"' "
+	        ">/dev/null 2>&1",
+	        dir);
+	if (access("/usr/bin/unshare", X_OK) != 0 || system(probe) != 0)
+		return -1;
+	return s3_spawn(dir, 0, bucket, access_key, secret, limit_mb, url, len);
 }
 
 void

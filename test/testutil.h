@@ -79,6 +79,11 @@ int sk_test_spacectl(const char *uri, const char *db, const char *const *args, c
  * Restarting it on the same port and dir keeps the objects. */
 pid_t sk_test_s3_start(const char *dir, int port, const char *bucket, const char *access_key,
         const char *secret, char *url, size_t len);
+/* The same on a size-limited disk: a tmpfs of limit_mb mounted over dir
+ * in a user and mount namespace of its own (unshare -rm, no root needed),
+ * the bucket made in it. -1 when this machine allows no such namespace. */
+pid_t sk_test_s3_start_small(const char *dir, const char *bucket, const char *access_key,
+        const char *secret, int limit_mb, char *url, size_t len);
 /* POSTs a JSON document to base_url + path (a simulator's admin API, within
  * 5 s); returns the HTTP status, -1 when no answer came. */
 long sk_test_post_json(const char *base_url, const char *path, const char *json);

@@ -214,14 +214,6 @@ void sk_cli_strv_dispose(sk_cli_strv *v); /* frees the array, not the strings */
  * global flags; returns SK_CLI_CONTINUE or the exit code (help printed, usage error). */
 int sk_cli_parse_files_only(int argc, char **argv, const sk_cli_help *help, sk_cli_strv *files);
 
-/* get's table of UserSpaces (get.c). last_only: only the last row, aligned as
- * in the whole table (get -w prints one row per change). */
-void sk_cli_print_userspace_table(sk_userspace *const *items, size_t n, bool wide, bool last_only);
-/* get -w (watch.c): prints the objects (the named ones, or those matching sel),
- * then one row per change until Ctrl-C or timeout_ms (0: none). Returns an exit code. */
-int sk_cli_get_watch(sk_store *st, char **names, size_t nnames, const sk_selector *sel,
-        sk_output fmt, int64_t timeout_ms);
-
 /* ---- contexts (config.c) ---- */
 /* The context file: $SPACECTL_CONFIG, $XDG_CONFIG_HOME/spacectl/config.yaml
  * or ~/.config/spacectl/config.yaml. Static buffer. */
@@ -284,6 +276,43 @@ int sk_cli_fieldsel_parse(const char *text, sk_cli_fieldsel **out, sk_error *err
 void sk_cli_fieldsel_free(sk_cli_fieldsel *s); /* NULL-safe */
 /* Whether obj (as -o json prints it) matches; a NULL selector matches all. */
 bool sk_cli_fieldsel_matches(const sk_cli_fieldsel *s, json_t *obj);
+
+/* ---- get's outputs (table.c, get_output.c, watch.c) ---- */
+/* What get's table shows. */
+typedef struct sk_cli_table_opts {
+	bool wide, show_labels, no_headers, last_only;
+	const sk_cli_strv *label_columns; /* -L keys; NULL: none */
+	bool sized; /* get -w: columns as wide as their widest usual value */
+} sk_cli_table_opts;
+/* get's table of UserSpaces (table.c). */
+void sk_cli_userspace_table_print(sk_userspace *const *items, size_t n, const sk_cli_table_opts *o);
+/* The same, sized for get -w. last_only: only the last row, aligned as in the
+ * whole table (get -w prints one row per change). */
+void sk_cli_print_userspace_table(sk_userspace *const *items, size_t n, bool wide, bool last_only);
+/* What get prints and how (get_output.c): -o, -L, --field-selector, --sort-by. */
+typedef struct sk_cli_get_output {
+	sk_output fmt;
+	bool names_only; /* -o name */
+	sk_jsonpath *template; /* -o jsonpath=... or go-template=... */
+	sk_cli_columns *columns; /* -o custom-columns=... */
+	sk_cli_strv label_columns; /* -L */
+	sk_cli_fieldsel *fields; /* --field-selector */
+	sk_jsonpath *sort_by; /* --sort-by */
+	bool no_headers, show_labels;
+} sk_cli_get_output;
+/* The flag parsers: SK_CLI_CONTINUE, or the exit code of a usage error (h's). */
+int sk_cli_get_output_parse(sk_cli_get_output *o, const sk_cli_help *h, const char *arg); /* -o */
+int sk_cli_get_sort_by_parse(sk_cli_get_output *o, const sk_cli_help *h, const char *arg);
+int sk_cli_get_field_selector_parse(sk_cli_get_output *o, const sk_cli_help *h, const char *arg);
+void sk_cli_get_label_columns_add(sk_cli_get_output *o, char *arg); /* -L K1,K2 */
+/* Prints the objects of all that --field-selector keeps; single: one object
+ * (yaml, json, templates) rather than a List. Returns an exit code. */
+int sk_cli_get_print(const sk_cli_get_output *o, sk_userspace **all, size_t nall, bool single);
+void sk_cli_get_output_dispose(sk_cli_get_output *o);
+/* get -w (watch.c): prints the objects (the named ones, or those matching sel),
+ * then one row per change until Ctrl-C or timeout_ms (0: none). Returns an exit code. */
+int sk_cli_get_watch(sk_store *st, char **names, size_t nnames, const sk_selector *sel,
+        sk_output fmt, int64_t timeout_ms);
 
 /* The object as the user wrote it: apiVersion, kind, metadata (name, labels,
  * annotations) and the defaulted spec. What apply compares and diff prints. */

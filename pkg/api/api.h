@@ -636,6 +636,9 @@ typedef struct sk_archive_config {
 	char *prefix; /* key prefix, default "spaces": PREFIX/USERID/GENERATION/ */
 	char *access_key_file; /* paths, never the keys */
 	char *secret_key_file;
+	/* complete generations kept besides the newest when a user's archives
+	 * are pruned (sk_archive_prune), default 1, 0..1000 */
+	int keep_generations;
 } sk_archive_config;
 
 typedef struct sk_controller_config {

@@ -18,6 +18,8 @@ struct sk_doc {
 	json_t *pos; /* path -> [line, col] */
 };
 
+/* An empty document of file (doc.c; the reader fills it). */
+sk_doc *sk_doc_new(const char *file);
 /* Records the position of a dotted path ("" is the document root). */
 void sk_doc_set_position(sk_doc *d, const char *path, int line, int col);
 

@@ -9,6 +9,7 @@
  *     prefix: spacekeeper                            # default "spaces"
  *     accessKeyFile: /run/secrets/s3/access
  *     secretKeyFile: /run/secrets/s3/secret
+ *     keepGenerations: 1                             # older complete archives kept, default 1
  *
  * Keys are read from their files like a provider's apiKeyFile, never logged.
  * Every error names its field path and file:line:col.
@@ -70,10 +71,12 @@ void
 sk_config_decode_archive(const sk_doc *doc, sk_errlist *errs, json_t *m, sk_controller_config *out)
 {
 	static const char *const allowed[] = { "endpoint", "bucket", "region", "prefix",
-		"accessKeyFile", "secretKeyFile", NULL };
+		"accessKeyFile", "secretKeyFile", "keepGenerations", NULL };
 	sk_vctx v = { doc, errs };
 	sk_archive_config *a;
 	const char *s;
+	json_t *f;
+	int64_t n;
 
 	if (!sk_check_object(&v, m, "archive"))
 		return;
@@ -100,6 +103,10 @@ sk_config_decode_archive(const sk_doc *doc, sk_errlist *errs, json_t *m, sk_cont
 		a->access_key_file = sk_strdup(s);
 	if ((s = sk_check_nonempty(&v, m, "archive", "secretKeyFile", true)) != NULL)
 		a->secret_key_file = sk_strdup(s);
+	a->keep_generations = 1;
+	if ((f = sk_check_field(&v, m, "archive", "keepGenerations", false)) != NULL &&
+	        sk_check_int(&v, f, "archive.keepGenerations", 0, 1000, &n))
+		a->keep_generations = (int)n;
 }
 
 void

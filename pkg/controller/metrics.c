@@ -302,6 +302,22 @@ declare_known_series(sk_controller *c)
 	}
 }
 
+/* The store's own count of the write commands it sent. */
+static void
+render_store_writes(sk_controller *c)
+{
+	uint64_t n[SK_STORE_WRITE_COLLS] = { 0 };
+	char l[64];
+
+	if (c->store != NULL) /* declared before the store is opened */
+		sk_store_write_commands(c->store, n);
+	for (int i = 0; i < SK_STORE_WRITE_COLLS; i++) {
+		snprintf(l, sizeof(l), "collection=\"%s\"",
+		        sk_store_write_coll_name((sk_store_write_coll)i));
+		sk_metrics_set(c->metrics, SK_CTL_METRIC_STORE_WRITES, l, (double)n[i]);
+	}
+}
+
 void
 sk_ctl_metrics_declare(sk_controller *c)
 {
@@ -327,6 +343,11 @@ sk_ctl_metrics_declare(sk_controller *c)
 	sk_metrics_add(m, SK_CTL_METRIC_STORE_ERRORS, "op=\"share\"", 0);
 	sk_ctl_share_declare(c);
 	sk_metrics_set(m, SK_CTL_METRIC_STORE_ERRORS, "op=\"informer\"", 0);
+	sk_metrics_declare(m, SK_CTL_METRIC_STORE_WRITES, SK_METRIC_COUNTER,
+	        "Write commands (insert, update, delete, findAndModify) sent to MongoDB by "
+	        "the controller, by the collection they name; a command of many documents "
+	        "counts once");
+	render_store_writes(c);
 	declare_drift(m);
 	sk_metrics_declare(m, SK_CTL_METRIC_MIGRATIONS, SK_METRIC_COUNTER,
 	        "Migrations by target provider and result (started, completed, aborted)");
@@ -428,6 +449,7 @@ sk_controller_render_metrics(sk_controller *c, sk_buf *out)
 	sk_metrics_set(m, SK_CTL_METRIC_STORE_ERRORS, "op=\"informer\"", (double)is.errors);
 	sk_metrics_set(m, "spacekeeper_informer_polls_total", NULL, (double)is.polls);
 	render_drift(c);
+	render_store_writes(c);
 	sk_ctl_metrics_userspaces(m, c->inf);
 	sk_metrics_collect_process(m, NULL);
 	sk_metrics_render(m, out);

@@ -258,6 +258,54 @@ drift_table(sk_controller *c, sk_buf *b)
 	free(d.since);
 }
 
+/* Spaces asleep near their provider's pausedRetention with no archive to
+ * keep their files (sk_retention_check): only the sleeping ones are read. */
+static void
+retention_table(sk_controller *c, sk_buf *b, const page_rows *rows)
+{
+	int64_t now = sk_now_ms();
+	bool any = false, known = false;
+	char text[512];
+
+	for (size_t i = 0; i < c->cfg->n_providers; i++)
+		known |= c->cfg->providers[i].paused_retention_ms > 0;
+	if (c->cfg->archive != NULL || !known)
+		return;
+	sk_buf_printf(b, "<h2>Retention</h2>");
+	for (size_t i = 0; i < rows->len; i++) {
+		sk_userspace *us = NULL;
+		sk_retention ret;
+		if ((rows->items[i].phase != SK_PHASE_IDLE &&
+		            rows->items[i].phase != SK_PHASE_PAUSED) ||
+		        sk_informer_get(c->inf, rows->items[i].name, &us) != 0)
+			continue;
+		if (sk_retention_check(c->cfg, us, now, &ret)) {
+			if (!any)
+				sk_buf_printf(b,
+				        "<table><tr><th>space</th><th>provider</th>"
+				        "<th>asleep</th><th>warning</th></tr>");
+			any = true;
+			sk_retention_format(&ret, us->meta.name, now, text, sizeof(text));
+			sk_buf_printf(b, "<tr><td>");
+			space_link(b, us->meta.name);
+			sk_buf_printf(b, "</td><td>");
+			html(b, ret.provider);
+			sk_buf_printf(b, "</td><td>");
+			age(b, ret.since_ms, now);
+			sk_buf_printf(b, "</td><td class=\"bad\">");
+			html(b, text);
+			sk_buf_printf(b, "</td></tr>");
+		}
+		sk_userspace_free(us);
+	}
+	if (any)
+		sk_buf_printf(b, "</table>");
+	else
+		sk_buf_printf(b,
+		        "<p class=\"ok\">No sleeping space near its provider's "
+		        "pausedRetention.</p>");
+}
+
 static void
 spaces_table(sk_buf *b, page_rows *rows)
 {
@@ -296,6 +344,7 @@ sk_ctl_page_index(sk_controller *c, sk_http_reply *r)
 	phases_table(&b, &rows);
 	capacity_table(c, &b);
 	drift_table(c, &b);
+	retention_table(c, &b, &rows);
 	timeline_chart(&b, "Reconcile time", c->http.tl_reconcile);
 	timeline_chart(&b, "Connect latency", c->http.tl_connect);
 	spaces_table(&b, &rows);
@@ -454,6 +503,8 @@ sk_ctl_page_space(sk_controller *c, const char *name, sk_http_reply *r)
 	sk_error err = { 0 };
 	int64_t now = sk_now_ms();
 	int rc = sk_informer_get(c->inf, name, &us);
+	sk_retention ret;
+	char text[512];
 
 	if (rc != 0)
 		rc = sk_store_get(c->store, name, &us, &err);
@@ -470,6 +521,12 @@ sk_ctl_page_space(sk_controller *c, const char *name, sk_http_reply *r)
 	sk_buf_printf(&b, "</b>, sandbox <b>");
 	html(&b, us->status.sandbox_id ? us->status.sandbox_id : "none");
 	sk_buf_printf(&b, "</b></p>");
+	if (sk_retention_check(c->cfg, us, now, &ret)) {
+		sk_retention_format(&ret, us->meta.name, now, text, sizeof(text));
+		sk_buf_printf(&b, "<p class=\"bad\">Warning: ");
+		html(&b, text);
+		sk_buf_printf(&b, "</p>");
+	}
 	json_block(&b, "Labels", sk_kvlist_to_json(&us->meta.labels));
 	json_block(&b, "Annotations", sk_kvlist_to_json(&us->meta.annotations));
 	json_block(&b, "Spec", spec_masked(&us->spec));

@@ -280,6 +280,7 @@ worker_process(sk_worker *w, const char *key)
 	if (c->archive_s3.bucket != NULL) {
 		env.archive_s3 = &c->archive_s3;
 		env.archive_prefix = c->cfg->archive->prefix;
+		env.archive_keep = c->cfg->archive->keep_generations;
 	}
 	sk_ctl_space_take(c, key, &env);
 	t0 = sk_monotonic_ms();

@@ -395,7 +395,8 @@ sk_archive_load(sk_archive *a, sk_error *err)
 
 	clear_entries(a);
 	rc = sk_s3_get(a->s3, key, manifest_sink, &b, err);
-	if (rc == SK_ENOTFOUND)
+	/* a missing bucket is not an incomplete archive: its own error */
+	if (rc == SK_ENOTFOUND && sk_s3_check_bucket(a->s3, err) == 0)
 		sk_error_set(err, rc, "archive %s: no manifest (incomplete)", a->prefix);
 	if (rc == 0 &&
 	        ((doc = json_loadb(b.data ? b.data : "", b.len, 0, NULL)) == NULL ||

@@ -18,8 +18,8 @@
 #include "reconcile_int.h"
 
 static int
-open_archive(const sk_reconcile_env *env, const char *key, sk_s3 **s3, sk_archive **arc,
-        sk_error *err)
+open_archive(
+        const sk_reconcile_env *env, const char *key, sk_s3 **s3, sk_archive **arc, sk_error *err)
 {
 	int rc;
 
@@ -71,9 +71,35 @@ sk_execute_archive(const sk_reconcile_env *env, sk_provider *p, const sk_sandbox
 	return rc;
 }
 
+/* After a successful restore, the user's archives older than the one
+ * restored (beyond archive.keepGenerations) go; a failed prune changes
+ * nothing and only says why in note. */
+static void
+prune(const sk_reconcile_env *env, sk_s3 *s3, const sk_userspace *us, char *note, size_t len)
+{
+	const sk_archive_status *a = &us->status.archive;
+	const char *slash = a->key ? strrchr(a->key, '/') : NULL;
+	sk_archive_prune_report rep;
+	sk_error e;
+	char *base;
+
+	note[0] = '\0';
+	if (slash == NULL)
+		return;
+	base = sk_strndup(a->key, (size_t)(slash - a->key));
+	memset(&rep, 0, sizeof(rep));
+	sk_error_clear(&e);
+	if (sk_archive_prune(s3, base, slash + 1, env->archive_keep, &rep, &e) != 0)
+		snprintf(note, len, "pruning the older archives failed: %s", e.message);
+	else if (rep.deleted > 0)
+		snprintf(note, len, "pruned %zu older archive generations", rep.deleted);
+	free(base);
+}
+
 int
 sk_execute_restore(const sk_reconcile_env *env, sk_provider *p, const sk_sandbox *sb,
-        const sk_userspace *us, sk_copy_report *rep, sk_error *err)
+        const sk_userspace *us, sk_copy_report *rep, char *prune_note, size_t note_len,
+        sk_error *err)
 {
 	sk_copy_options o;
 	sk_archive *arc;
@@ -86,8 +112,8 @@ sk_execute_restore(const sk_reconcile_env *env, sk_provider *p, const sk_sandbox
 		if (rc == SK_ECONFLICT && rep->mismatch != NULL)
 			sk_error_set(err, SK_ETERMINAL, "verify: %s", rep->mismatch);
 	}
-	/* Archives older than the last successful restore go here once
-	 * sk_archive_prune exists (issue 24, wt/retention). */
+	if (rc == 0)
+		prune(env, s3, us, prune_note, note_len);
 	sk_archive_free(arc);
 	sk_s3_free(s3);
 	return rc;

@@ -71,8 +71,8 @@ sk_archive_key(const char *prefix, const char *user_id, int64_t generation)
 }
 
 void
-sk_archive_record(sk_userspace_status *st, const char *bucket, const char *key,
-        int64_t generation, int64_t files, int64_t bytes, int64_t now_ms, int64_t observed_gen)
+sk_archive_record(sk_userspace_status *st, const char *bucket, const char *key, int64_t generation,
+        int64_t files, int64_t bytes, int64_t now_ms, int64_t observed_gen)
 {
 	sk_archive_status *a = &st->archive;
 	char *archived = st->sandbox_id;
@@ -154,8 +154,7 @@ asleep_since(const sk_pctx *c)
 	const sk_condition *dp = sk_plan_prev_cond(c, SK_COND_DATAPLANE);
 	int64_t since, act;
 
-	if (c->prev->phase != SK_PHASE_IDLE || dp == NULL ||
-	        !sk_str_eq(dp->reason, SK_REASON_IDLE))
+	if (c->prev->phase != SK_PHASE_IDLE || dp == NULL || !sk_str_eq(dp->reason, SK_REASON_IDLE))
 		return 0;
 	since = dp->last_transition_ms;
 	act = c->prev->last_activity_ms + c->us->spec.idle_timeout_ms;

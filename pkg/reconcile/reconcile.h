@@ -114,6 +114,7 @@
 #define SK_REASON_RESTORING "Restoring"
 #define SK_REASON_RESTORED "Restored"
 #define SK_REASON_ARCHIVED_SANDBOX_DELETED "ArchivedSandboxDeleted"
+#define SK_REASON_ARCHIVE_PRUNED "ArchivePruned" /* older generations pruned after a restore */
 /* WorkspaceIntact (the workspace marker; drift WorkspaceLost) */
 #define SK_REASON_MARKER_WRITTEN "MarkerWritten"
 #define SK_REASON_MARKER_FOUND "MarkerFound"
@@ -430,6 +431,62 @@ void sk_archive_record(sk_userspace_status *st, const char *bucket, const char *
         int64_t generation, int64_t files, int64_t bytes, int64_t now_ms, int64_t observed_gen);
 /* The key prefix of an archive generation: PREFIX/USERID/GENERATION. */
 char *sk_archive_key(const char *prefix, const char *user_id, int64_t generation);
+
+/* ---- the retention of a user's archives (archive_prune.c) ---- */
+typedef struct sk_archive_prune_report {
+	size_t generations; /* found under BASE/ */
+	size_t complete; /* of them with a manifest */
+	size_t deleted; /* generations deleted */
+	uint64_t objects_deleted;
+	char anchor[128]; /* the newest complete generation, "" when none */
+} sk_archive_prune_report;
+
+/* Orders generation names: numerically when both are digits only (2 < 10),
+ * else as strings. */
+int sk_archive_generation_cmp(const char *a, const char *b);
+/*
+ * Prunes the archives of one user. base is PREFIX/USERID (a trailing '/'
+ * is ignored); each generation is an archive at BASE/GEN/ (sk_archive_new's
+ * prefix), complete when BASE/GEN/manifest.json exists.
+ *
+ * Kept: the newest complete generation (the anchor); the keep complete
+ * generations just older than it (archive.keepGenerations, default 1);
+ * restored, the generation last restored successfully (NULL: none), when
+ * it is complete; every generation newer than the anchor (an archive in
+ * progress, incomplete). Deleted: every other generation older than the
+ * anchor, incomplete ones included. With no complete generation nothing is
+ * deleted, so a prune never deletes the only complete archive, nor the
+ * complete predecessor of a newer incomplete one.
+ *
+ * Each generation goes manifest first, then its objects: a prune cut short
+ * (error, crash) leaves it incomplete, never restored from, and the next
+ * prune finishes it. Idempotent; safe to call after every successful
+ * archive or restore (not during an archive of the same user into a
+ * generation older than the anchor: generations only grow). Returns 0, or
+ * the S3 error (SK_EUNAUTHORIZED, SK_ENOTFOUND for a missing bucket, a
+ * transient one) with rep counting what was deleted before it.
+ */
+int sk_archive_prune(sk_s3 *s3, const char *base, const char *restored, int keep,
+        sk_archive_prune_report *rep, sk_error *err);
+
+/* ---- a sleep near the provider's retention, no archive (retention.c) ---- */
+typedef struct sk_retention {
+	int64_t since_ms; /* when the sleep began (estimated) */
+	int64_t retention_ms; /* the provider's pausedRetention */
+	int64_t left_ms; /* until the provider deletes the sandbox; <= 0 past it */
+	const char *provider; /* borrowed from the config */
+	bool warn;
+} sk_retention;
+
+/* Whether us, asleep (Idle or Paused) at a provider with a pausedRetention
+ * and no archive configured, is within a fifth of that retention or a day
+ * of it (whichever is longer): out says how long is left. Pure. */
+bool sk_retention_check(
+        const sk_controller_config *cfg, const sk_userspace *us, int64_t now_ms, sk_retention *out);
+/* The warning's text (no secret in it): the space, the sleep, the provider,
+ * what is left. */
+void sk_retention_format(
+        const sk_retention *r, const char *name, int64_t now_ms, char *buf, size_t len);
 
 /* ---- plan ---- */
 
@@ -777,6 +834,7 @@ typedef struct sk_reconcile_env {
 	 * GENERATION). A client is made per ARCHIVE or RESTORE action. */
 	const sk_s3_config *archive_s3;
 	const char *archive_prefix;
+	int archive_keep; /* archive.keepGenerations: kept when pruning after a restore */
 } sk_reconcile_env;
 
 typedef struct sk_reconcile_report {

@@ -107,7 +107,8 @@ int sk_execute_archive(const sk_reconcile_env *env, sk_provider *p, const sk_san
         const sk_userspace *us, int64_t now_ms, sk_userspace_status *st, sk_copy_report *rep,
         sk_error *err);
 int sk_execute_restore(const sk_reconcile_env *env, sk_provider *p, const sk_sandbox *sb,
-        const sk_userspace *us, sk_copy_report *rep, sk_error *err);
+        const sk_userspace *us, sk_copy_report *rep, char *prune_note, size_t note_len,
+        sk_error *err);
 
 /* CAS write of st over *cur (sk_store_write_status); on success *cur is
  * replaced by the stored object. */

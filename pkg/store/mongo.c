@@ -276,6 +276,7 @@ ensure_indexes(sk_mongo *s, sk_error *err)
 }
 
 static void mongo_close(sk_store *store);
+static void watch_commands(sk_mongo *s);
 
 /* opts->uri is the URI to open (store.c resolved the default). */
 int
@@ -306,6 +307,7 @@ sk_store_open_mongo(sk_store **out, const sk_store_options *opts, sk_error *err)
 	s = sk_calloc(1, sizeof(*s));
 	s->base.ops = &sk_store_mongo_ops;
 	pthread_mutex_init(&s->hlc_mu, NULL);
+	sk_mongo_batches_init(s);
 	s->uri_shown = sk_store_redact_uri(text);
 	s->database = sk_strdup(opts->database ? opts->database : SK_DEFAULT_DATABASE);
 	s->timeout_ms = opts->timeout_ms;
@@ -318,6 +320,7 @@ sk_store_open_mongo(sk_store **out, const sk_store_options *opts, sk_error *err)
 		goto done;
 	}
 	mongoc_client_pool_set_error_api(s->pool, MONGOC_ERROR_API_VERSION_2);
+	watch_commands(s);
 	if (!opts->lazy)
 		rc = sk_store_mongo_connect(&s->base, opts->ensure_indexes, err);
 done:
@@ -328,6 +331,55 @@ done:
 	return rc;
 }
 
+/* Command monitoring: counts each write command as it is sent, by the
+ * collection it names (the value of its first field). */
+static void
+command_started(const mongoc_apm_command_started_t *ev)
+{
+	static const char *const writes[] = { "insert", "update", "delete", "findAndModify" };
+	const char *cmd = mongoc_apm_command_started_get_command_name(ev);
+	sk_mongo *s = mongoc_apm_command_started_get_context(ev);
+	const bson_t *body;
+	bson_iter_t it;
+	const char *coll = "";
+	int k = SK_STORE_WRITES_OTHER;
+	bool write = false;
+
+	for (size_t i = 0; i < sizeof(writes) / sizeof(writes[0]) && !write; i++)
+		write = strcmp(cmd, writes[i]) == 0;
+	if (!write)
+		return;
+	body = mongoc_apm_command_started_get_command(ev);
+	if (bson_iter_init_find(&it, body, cmd) && BSON_ITER_HOLDS_UTF8(&it))
+		coll = bson_iter_utf8(&it, NULL);
+	if (strcmp(coll, SK_COLL_USERSPACES) == 0)
+		k = SK_STORE_WRITES_USERSPACES;
+	else if (strcmp(coll, SK_COLL_CLAIMS) == 0)
+		k = SK_STORE_WRITES_CLAIMS;
+	else if (strcmp(coll, SK_COLL_EVENTS) == 0)
+		k = SK_STORE_WRITES_EVENTS;
+	__atomic_add_fetch(&s->writes[k], 1, __ATOMIC_RELAXED);
+}
+
+static void
+watch_commands(sk_mongo *s)
+{
+	mongoc_apm_callbacks_t *cb = mongoc_apm_callbacks_new();
+
+	mongoc_apm_set_command_started_cb(cb, command_started);
+	mongoc_client_pool_set_apm_callbacks(s->pool, cb, s);
+	mongoc_apm_callbacks_destroy(cb);
+}
+
+static void
+mongo_write_commands(sk_store *store, uint64_t out[SK_STORE_WRITE_COLLS])
+{
+	sk_mongo *s = sk_mongo_of(store);
+
+	for (int i = 0; i < SK_STORE_WRITE_COLLS; i++)
+		out[i] = __atomic_load_n(&s->writes[i], __ATOMIC_RELAXED);
+}
+
 static void
 mongo_close(sk_store *store)
 {
@@ -336,6 +388,7 @@ mongo_close(sk_store *store)
 	if (s->pool)
 		mongoc_client_pool_destroy(s->pool);
 	pthread_mutex_destroy(&s->hlc_mu);
+	sk_mongo_batches_destroy(s);
 	free(s->database);
 	free(s->uri_shown);
 	free(s);
@@ -403,5 +456,6 @@ const sk_store_backend_ops sk_store_mongo_ops = {
 	.observation_prune = sk_mongo_observation_prune,
 	.rv_floor = sk_store_mongo_rv_floor,
 	.clock_check = sk_mongo_clock_check,
+	.write_commands = mongo_write_commands,
 	.drop = mongo_drop,
 };

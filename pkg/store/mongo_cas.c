@@ -56,7 +56,9 @@
  * Leases (mongo_lease.c) use the same claims, keyed "lease/NAME/V", always
  * with the re-read (no fresh-copy shortcut).
  * Every write of both goes through sk_store_claimed: claim, verify, write,
- * then retire or delete the claim; what differs is its sk_claim_kind.
+ * then retire or delete the claim; what differs is its sk_claim_kind. Status
+ * writes of many objects at once take the same steps in shared commands
+ * (mongo_batch.c: one insert of their claims, one update of their replaces).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -142,7 +144,7 @@ sk_store_next_rv(
         sk_mongo *s, mongoc_client_t *client, int64_t expected, int64_t *out, sk_error *err)
 {
 	int64_t v;
-	int grc = sk_mongo_clock_guard(s, err); /* a version is a wall-clock tick */
+	int grc = sk_mongo_clock_guard(s, client, err); /* a version is a wall-clock tick */
 
 	if (grc != 0)
 		return grc;
@@ -197,8 +199,8 @@ expire_claim(mongoc_collection_t *coll, const char *id, int64_t expiry_ms)
 
 /* Deletes every claim older than the expiry, at most once per
  * SK_CLAIM_SWEEP_MS per store: the ones left by writes that completed. */
-static void
-sweep_claims(sk_mongo *s, mongoc_collection_t *coll)
+void
+sk_store_sweep_claims(sk_mongo *s, mongoc_collection_t *coll)
 {
 	int64_t now = sk_now_ms();
 	int64_t last = __atomic_load_n(&s->claims_swept_ms, __ATOMIC_RELAXED);
@@ -236,7 +238,7 @@ claim(sk_mongo *s, mongoc_client_t *client, const sk_claim_kind *kind, const cha
 	else if (rc != 0)
 		rc = sk_store_fail(s, &berr, "claim userspace version", err);
 	else
-		sweep_claims(s, coll);
+		sk_store_sweep_claims(s, coll);
 	mongoc_collection_destroy(coll);
 	if (rc == 0)
 		*out = id;
@@ -270,7 +272,7 @@ sk_store_claimed(sk_mongo *s, sk_store_conn *c, const sk_claimed_write *w, sk_er
 
 	c->claim_ms = sk_monotonic_ms();
 	c->written = false;
-	rc = sk_mongo_clock_guard(s, err); /* a claim is stamped with the wall clock */
+	rc = sk_mongo_clock_guard(s, c->client, err); /* a claim is stamped with the wall clock */
 	if (rc != 0)
 		return rc;
 	rc = claim(s, c->client, w->kind, w->name, w->expected, &id, err);

@@ -13,11 +13,14 @@
 
 #include "mongo_int.h"
 
-/* hello's localTime: the server's wall clock (ms). */
+/* hello's localTime: the server's wall clock (ms), asked on the caller's
+ * client (NULL: one of its own). A writer that holds a client must pass it:
+ * popping a second one while every client of the pool is held by a writer
+ * doing the same waits forever (64 workers rechecking the clock at once did). */
 static int
-server_time(sk_mongo *s, int64_t *out, sk_error *err)
+server_time(sk_mongo *s, mongoc_client_t *client, int64_t *out, sk_error *err)
 {
-	sk_store_conn c;
+	sk_store_conn c = { 0 };
 	bson_error_t berr;
 	bson_t *cmd = BCON_NEW("hello", BCON_INT32(1));
 	bson_t reply;
@@ -25,8 +28,11 @@ server_time(sk_mongo *s, int64_t *out, sk_error *err)
 	bool ok;
 	int rc = 0;
 
-	sk_store_conn_open(s, &c, NULL);
-	ok = mongoc_client_command_simple(c.client, "admin", cmd, NULL, &reply, &berr);
+	if (client == NULL) {
+		sk_store_conn_open(s, &c, NULL);
+		client = c.client;
+	}
+	ok = mongoc_client_command_simple(client, "admin", cmd, NULL, &reply, &berr);
 	sk_store_conn_close(s, &c);
 	if (!ok)
 		rc = sk_store_fail(s, &berr, "read the server's clock", err);
@@ -40,12 +46,11 @@ server_time(sk_mongo *s, int64_t *out, sk_error *err)
 	return rc;
 }
 
-int
-sk_mongo_clock_check(sk_store *store, sk_clock_reading *out, sk_error *err)
+static int
+clock_check(sk_mongo *s, mongoc_client_t *client, sk_clock_reading *out, sk_error *err)
 {
-	sk_mongo *s = sk_mongo_of(store);
 	int64_t m1 = sk_monotonic_ms(), w1 = sk_now_ms(), server = 0, w2, m2;
-	int rc = server_time(s, &server, err);
+	int rc = server_time(s, client, &server, err);
 
 	w2 = sk_now_ms();
 	m2 = sk_monotonic_ms();
@@ -64,7 +69,13 @@ sk_mongo_clock_check(sk_store *store, sk_clock_reading *out, sk_error *err)
 }
 
 int
-sk_mongo_clock_guard(sk_mongo *s, sk_error *err)
+sk_mongo_clock_check(sk_store *store, sk_clock_reading *out, sk_error *err)
+{
+	return clock_check(sk_mongo_of(store), NULL, out, err);
+}
+
+int
+sk_mongo_clock_guard(sk_mongo *s, mongoc_client_t *client, sk_error *err)
 {
 	sk_clock_reading r;
 
@@ -74,7 +85,7 @@ sk_mongo_clock_guard(sk_mongo *s, sk_error *err)
 	r = s->clock;
 	pthread_mutex_unlock(&s->hlc_mu);
 	if (!r.measured || sk_monotonic_ms() - r.at_mono_ms >= SK_STORE_CLOCK_RECHECK_MS) {
-		int rc = sk_mongo_clock_check(&s->base, &r, err);
+		int rc = clock_check(s, client, &r, err);
 		if (rc != 0)
 			return rc;
 	}

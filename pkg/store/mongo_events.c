@@ -13,8 +13,8 @@
 
 #include "mongo_int.h"
 
-static bson_t *
-event_update(const char *object, const char *uid, const char *type, const char *reason,
+bson_t *
+sk_mongo_event_update(const char *object, const char *uid, const char *type, const char *reason,
         const char *message)
 {
 	int64_t now = sk_now_ms();
@@ -26,8 +26,9 @@ event_update(const char *object, const char *uid, const char *type, const char *
 	        BCON_UTF8(reason), "firstTimestamp", BCON_DATE_TIME(now), "}");
 }
 
+/* One event alone (mongo_batch.c coalesces concurrent ones). */
 int
-sk_mongo_event(sk_store *store, const char *object, const char *uid, const char *type,
+sk_mongo_event_one(sk_store *store, const char *object, const char *uid, const char *type,
         const char *reason, const char *message, sk_error *err)
 {
 	sk_mongo *s = sk_mongo_of(store);
@@ -39,7 +40,7 @@ sk_mongo_event(sk_store *store, const char *object, const char *uid, const char 
 
 	id = sk_asprintf("%s/%s/%s/%s", object, uid, type, reason);
 	filter = BCON_NEW("_id", BCON_UTF8(id));
-	update = event_update(object, uid, type, reason, message);
+	update = sk_mongo_event_update(object, uid, type, reason, message);
 	opts = BCON_NEW("upsert", BCON_BOOL(true));
 
 	sk_store_conn_open(s, &c, SK_COLL_EVENTS);

@@ -21,6 +21,8 @@
 #define SK_EVENT_TTL_S 3600
 #define SK_DUPLICATE_KEY 11000
 
+typedef struct sk_mongo_batches sk_mongo_batches; /* mongo_batch.c */
+
 typedef struct sk_mongo {
 	sk_store base; /* first: an sk_store * is an sk_mongo * */
 	mongoc_client_pool_t *pool;
@@ -36,6 +38,10 @@ typedef struct sk_mongo {
 	 * hlc_mu) and the skew beyond which no write is made (<0: none). */
 	sk_clock_reading clock;
 	int64_t max_skew_ms;
+	/* Write commands sent (libmongoc's command monitoring, mongo.c), by
+	 * the collection they name (sk_store_write_commands). */
+	uint64_t writes[SK_STORE_WRITE_COLLS];
+	sk_mongo_batches *batches; /* writes of many objects coalesced (mongo_batch.c) */
 } sk_mongo;
 
 static inline sk_mongo *
@@ -77,10 +83,11 @@ int sk_store_next_rv(
         sk_mongo *s, mongoc_client_t *client, int64_t expected, int64_t *out, sk_error *err);
 /* mongo_clock.c: reads the server's clock (sk_store_clock_check), and the
  * guard of every versioned write: SK_EUNAVAILABLE naming the skew when the
- * last reading (renewed when older than SK_STORE_CLOCK_RECHECK_MS) is
- * beyond the limit. */
+ * last reading (renewed when older than SK_STORE_CLOCK_RECHECK_MS, on
+ * client: the caller's when it holds one, NULL: one of its own) is beyond
+ * the limit. */
 int sk_mongo_clock_check(sk_store *store, sk_clock_reading *out, sk_error *err);
-int sk_mongo_clock_guard(sk_mongo *s, sk_error *err);
+int sk_mongo_clock_guard(sk_mongo *s, mongoc_client_t *client, sk_error *err);
 /* Advances the store's clock past a resourceVersion read from the server. */
 void sk_store_rv_observe(sk_mongo *s, int64_t rv);
 /* What differs between the kinds of objects written under claims: their
@@ -116,6 +123,22 @@ int sk_store_claimed(sk_mongo *s, sk_store_conn *c, const sk_claimed_write *w, s
  * over without reading the object again (see mongo_cas.c). */
 bool sk_store_claim_usable(int64_t claim_ms);
 bool sk_store_copy_fresh(int64_t read_ms);
+
+/* Deletes every claim older than its expiry, at most once per sweep period
+ * per store (mongo_cas.c): the ones left by writes that completed. */
+void sk_store_sweep_claims(sk_mongo *s, mongoc_collection_t *claims);
+
+/* mongo_batch.c: the queues of coalesced writes, made on open, freed on
+ * close; the single paths a lone write (or one whose claim is another's)
+ * takes; the update an event is recorded with. */
+void sk_mongo_batches_init(sk_mongo *s);
+void sk_mongo_batches_destroy(sk_mongo *s);
+int sk_mongo_write_status_one(sk_store *s, const sk_userspace *base,
+        const sk_userspace_status *status, sk_userspace **out, sk_error *err);
+int sk_mongo_event_one(sk_store *s, const char *object, const char *uid, const char *type,
+        const char *reason, const char *message, sk_error *err);
+bson_t *sk_mongo_event_update(const char *object, const char *uid, const char *type,
+        const char *reason, const char *message);
 
 /* A copy of uri with the password of any "user:pass@" replaced by "***". */
 char *sk_store_redact_uri(const char *uri);

@@ -19,7 +19,7 @@ sk_mongo_record_put(
 	bson_t *doc = BCON_NEW("_id", BCON_UTF8(id), "createTime", BCON_DATE_TIME(create_ms),
 	        "body", BCON_UTF8(body));
 	bson_error_t berr;
-	int rc = sk_mongo_clock_guard(s, err); /* another spacectl ages it by its clock */
+	int rc = sk_mongo_clock_guard(s, NULL, err); /* another spacectl ages it by its clock */
 
 	if (rc != 0) {
 		bson_destroy(doc);

@@ -496,9 +496,10 @@ write_status_over(sk_mongo *s, sk_store_conn *c, void *arg, sk_error *err)
 	return write_changed(s, c, w, sk_store_with_status(w->cur, w->status), err);
 }
 
+/* One status write alone (mongo_batch.c coalesces concurrent ones). */
 int
-sk_mongo_write_status(sk_store *store, const sk_userspace *base, const sk_userspace_status *status,
-        sk_userspace **out, sk_error *err)
+sk_mongo_write_status_one(sk_store *store, const sk_userspace *base,
+        const sk_userspace_status *status, sk_userspace **out, sk_error *err)
 {
 	sk_mongo *s = sk_mongo_of(store);
 	sk_store_conn c = { 0 };

@@ -132,6 +132,28 @@ sk_store_clock_verdict(const sk_clock_reading *r, int64_t max_ms, sk_error *err)
 	        (long long)(max_ms % 1000));
 }
 
+const char *
+sk_store_write_coll_name(sk_store_write_coll c)
+{
+	static const char *const names[SK_STORE_WRITE_COLLS] = { "userspaces", "claims", "events",
+		"other" };
+
+	return (unsigned)c < SK_STORE_WRITE_COLLS ? names[c] : "other";
+}
+
+uint64_t
+sk_store_write_commands(sk_store *s, uint64_t out[SK_STORE_WRITE_COLLS])
+{
+	uint64_t sum = 0;
+
+	memset(out, 0, SK_STORE_WRITE_COLLS * sizeof(*out));
+	if (s->ops->write_commands != NULL)
+		s->ops->write_commands(s, out);
+	for (int i = 0; i < SK_STORE_WRITE_COLLS; i++)
+		sum += out[i];
+	return sum;
+}
+
 int64_t
 sk_store_rv_floor(sk_store *s, int64_t wall_ms)
 {

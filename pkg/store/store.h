@@ -150,7 +150,9 @@ int sk_store_update(sk_store *s, const sk_userspace *us, sk_userspace **out, sk_
  * differs; never bumps generation. A status equal to base's writes nothing
  * (resourceVersion stays; *out is a copy). On MongoDB a copy read a moment
  * ago (meta.read_ms) is written over without reading the object again, one
- * round-trip less (see mongo_cas.c for why that is safe). */
+ * round-trip less (see mongo_cas.c for why that is safe); writes of many
+ * objects made at the same time share their commands (mongo_batch.c), each
+ * still its own compare-and-swap. */
 int sk_store_write_status(sk_store *s, const sk_userspace *base, const sk_userspace_status *status,
         sk_userspace **out, sk_error *err);
 /* Sets deletionTimestamp (idempotent). When the object has no finalizers it is removed at once. */
@@ -185,7 +187,7 @@ void sk_event_list_dispose(sk_event_list *l);
 #define SK_STORE_ORPHANS "_orphans"
 
 /* Appends or aggregates (same object+uid+type+reason: count++, last_ms, message
- * updated). uid: the object's metadata.uid (NULL or "": none), so that a
+ * updated; events recorded at the same time share one command on MongoDB). uid: the object's metadata.uid (NULL or "": none), so that a
  * re-created object with the same name does not inherit its predecessor's events. */
 int sk_store_event(sk_store *s, const char *object, const char *uid, const char *type,
         const char *reason, const char *message, sk_error *err);
@@ -338,6 +340,24 @@ int sk_store_observation_head_get(
         sk_store *s, const char *group, sk_observation *out, sk_error *err);
 /* Removes group's parts of lists started before before_ms. */
 int sk_store_observation_prune(sk_store *s, const char *group, int64_t before_ms, sk_error *err);
+
+/* ---- write commands (issue 22: the store's cost per new user) ----
+ * The write commands (insert, update, delete, findAndModify) this store has
+ * sent to the server since it was opened, counted by libmongoc's command
+ * monitoring as they leave (failed ones too), by the collection they name.
+ * A command of many documents or statements counts once. The memory
+ * backend sends none: all zero. */
+typedef enum sk_store_write_coll {
+	SK_STORE_WRITES_USERSPACES, /* the objects (status and spec writes, creates) */
+	SK_STORE_WRITES_CLAIMS, /* the compare-and-swap claims (mongo_cas.c) */
+	SK_STORE_WRITES_EVENTS,
+	SK_STORE_WRITES_OTHER, /* leases, apply records, shared lists, ... */
+	SK_STORE_WRITE_COLLS
+} sk_store_write_coll;
+/* "userspaces", "claims", "events", "other". */
+const char *sk_store_write_coll_name(sk_store_write_coll c);
+/* Fills out[SK_STORE_WRITE_COLLS]; returns their sum. */
+uint64_t sk_store_write_commands(sk_store *s, uint64_t out[SK_STORE_WRITE_COLLS]);
 
 /* The lowest resourceVersion a write made at wall time wall_ms or later can
  * get, from any process (MongoDB: versions never fall behind the writer's

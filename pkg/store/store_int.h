@@ -63,6 +63,8 @@ typedef struct sk_store_backend_ops {
 	int (*observation_prune)(sk_store *s, const char *group, int64_t before_ms, sk_error *err);
 	int64_t (*rv_floor)(sk_store *s, int64_t wall_ms);
 	int (*clock_check)(sk_store *s, sk_clock_reading *out, sk_error *err); /* NULL: none */
+	/* Write commands sent, by collection (NULL: none, all zero). */
+	void (*write_commands)(sk_store *s, uint64_t out[SK_STORE_WRITE_COLLS]);
 	int (*drop)(sk_store *s, sk_error *err);
 } sk_store_backend_ops;
 

@@ -50,6 +50,13 @@ t1=$(date +%s.%N)
 db_c1=$(cpu_ticks "$db_pid")
 sim_c1=$(cpu_ticks "$sim_pid")
 keeper_c1=$(cpu_ticks "$keeper_pid")
+# The controller's write commands to FerretDB while converging, by collection
+# (spacekeeper_store_write_commands_total: counted as they leave, a command
+# of many documents once), read before anything else writes.
+store_writes=$(metric_sum spacekeeper_store_write_commands_total)
+store_by_coll=$(for c in userspaces claims events other; do
+	printf '%s %s, ' "$c" "$(metric_sum spacekeeper_store_write_commands_total "collection=\"$c\"")"
+done)
 inf_c1=$(thread_cpu_ns "$keeper_pid" sk-informer)
 converge=$(calc "$t1 - $t0")
 stats=$(curl -s "$sim/_sim/stats")
@@ -108,7 +115,8 @@ cpu=$(calc "($ut + $st) / $clk")
 hwm=$(awk '/VmHWM/ {print $2}' "/proc/$keeper_pid/status")
 
 printf '\nspacekeeper convergence benchmark: N=%d, maxInFlight=%d, latency=%dms\n' "$n" "$mif" "$lat"
-printf '  time to converge (all Ready)     %8.2f s\n' "$converge"
+printf '  time to converge (all Ready)     %8.2f s  (target <= 4 s at N=2000: %s)\n' "$converge" \
+	"$(met "$converge <= 4")"
 printf '  control-plane calls per user     %8s\n' "$per_user"
 printf '  lower bound N*calls*lat/mif      %8.2f s\n' "$bound"
 printf '  ratio (target <= 1.5)            %8s\n' "$ratio"
@@ -123,6 +131,10 @@ printf '  informer CPU (steady poll)       %8.2f ms (%d polls of %d objects: %.1
 	"$(calc "($inf_s1 - $inf_s0) / 1e6 / $ipolls")" "$ipolls" "$reread" \
 	"$(calc "($inf_s1 - $inf_s0) / 1e3 / $ipolls / $reread")"
 printf '  FerretDB CPU (convergence)       %8s s\n' "$(calc "($db_c1 - $db_c0) / $clk")"
+if [ "$store_writes" -ge 0 ]; then
+	printf '  FerretDB write commands per user %8s    (target <= 3: %s; %s)\n' \
+		"$(calc "$store_writes / $n")" "$(met "$store_writes / $n <= 3")" "${store_by_coll%, }"
+fi
 printf '  sandboxsim CPU (convergence)     %8s s\n' "$(calc "($sim_c1 - $sim_c0) / $clk")"
 echo "  calls per user by endpoint (convergence):"
 json "Object.entries(d.requests).map(([k,v])=>'    '+k.padEnd(12)+' '+(Object.values(v).reduce((x,y)=>x+y,0)/$n).toFixed(3)+'  '+JSON.stringify(v)).join('\n')" <<<"$stats"

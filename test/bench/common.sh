@@ -23,6 +23,9 @@ bench_need_bins() {
 # calc EXPR: arithmetic (and comparisons, 1/0) with awk.
 calc() { awk "BEGIN { x = $1; printf (x == int(x) ? \"%d\n\" : \"%.3f\n\"), x }"; }
 
+# met COND: "met" when the awk comparison COND holds, else "NOT met".
+met() { [ "$(calc "$1")" = 1 ] && echo "met" || echo "NOT met"; }
+
 # json EXPR: evaluates a JavaScript expression over the JSON on stdin (as `d`).
 json() { node -e "let s='';process.stdin.on('data',c=>s+=c).on('end',()=>{const d=JSON.parse(s);console.log($1)})"; }
 

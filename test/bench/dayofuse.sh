@@ -112,8 +112,6 @@ snap() {
 	[ "$writes" -ge 0 ] || { echo "day: $bin/spacekeeper has no spacekeeper_status_writes_total; rebuild it" >&2; exit 1; }
 }
 
-met() { [ "$(calc "$1")" = 1 ] && echo "met" || echo "NOT met"; }
-
 # looks: reconciles by how they learnt the bound sandbox's state
 # (spacekeeper_observe_looks_total), "list=N known=N asleep-maybe=N get=N none=N".
 looks() {

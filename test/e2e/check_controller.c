@@ -1341,6 +1341,82 @@ START_TEST(test_workspace_gone_while_asleep)
 }
 END_TEST
 
+/* The status page's text at path (200 expected; caller frees). */
+static char *
+page_text(const char *path)
+{
+	char url[256], *body = NULL;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", keeper_port, path);
+	ck_assert_int_eq(http("GET", url, NULL, &body), 200);
+	return body;
+}
+
+/* The index page warns about NAME (a row of its Retention table). */
+static bool
+page_warns(void *name)
+{
+	char *body = page_text("/"), row[160];
+	bool ok;
+
+	snprintf(row, sizeof(row), "<a href=\"/spaces/%s\">%s</a></td><td>default</td>",
+	        (char *)name, (char *)name);
+	ok = strstr(body, "<h2>Retention</h2>") != NULL && strstr(body, row) != NULL;
+	free(body);
+	return ok;
+}
+
+static bool
+page_quiet(void *name)
+{
+	return !page_warns(name);
+}
+
+/* No archive, and the provider's pausedRetention known (the simulator's
+ * --paused-retention, the same in the config): a space asleep near it is
+ * warned about on the status page (index and its own page), an awake one
+ * is not, and the warning goes when the space wakes. */
+START_TEST(test_retention_warning_without_archive)
+{
+	const char *args[] = { "--latency", "2ms", "--paused-retention", "40s", NULL };
+	char *body;
+
+	sk_test_stop(sim_pid, true);
+	sim_pid = sk_test_sim_start(args, sim_url, sizeof(sim_url));
+	track_pid(sim_pid);
+	write_config("    pausedRetention: 40s\n");
+	apply_yaml("sleepy.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: sleepy\nspec:\n  userID: sleepy\n"
+	        "  lifecycle:\n    idleTimeout: 3s\n---\n"
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: awake\nspec:\n  userID: awake\n"
+	        "  lifecycle:\n    idleTimeout: 0s\n");
+	keeper_start();
+	connect_ok("sleepy", NULL);
+	connect_ok("awake", NULL);
+	ck_assert(page_quiet((void *)"sleepy")); /* awake: nothing to say */
+	ck_assert_msg(eventually(phase_is, (void *)"sleepy=Idle", 30), "sleepy never Idle");
+	ck_assert_msg(eventually(page_warns, (void *)"sleepy", 10), "no warning on the index");
+	body = page_text("/");
+	ck_assert_msg(strstr(body, "/spaces/awake\">awake</a></td><td>default") == NULL,
+	        "an awake space warned about");
+	ck_assert_ptr_nonnull(strstr(body, "provider default deletes a sandbox paused 40s"));
+	free(body);
+	body = page_text("/spaces/sleepy");
+	ck_assert_msg(strstr(body, "Warning: userspace sleepy has slept") != NULL, "%s", body);
+	ck_assert_ptr_nonnull(strstr(body, "no archive is configured"));
+	free(body);
+	body = page_text("/spaces/awake");
+	ck_assert(strstr(body, "Warning: userspace") == NULL);
+	free(body);
+	/* awake again: the warning goes */
+	connect_ok("sleepy", NULL);
+	ck_assert_msg(eventually(page_quiet, (void *)"sleepy", 10), "the warning stayed");
+	keeper_stop_checked();
+}
+END_TEST
+
 /* Waits until NAME is Degraded with DataPlaneUnreachable drift. */
 static bool
 degraded(void *arg)
@@ -1701,7 +1777,12 @@ sk_suite_controller(void)
 	TCase *core = tcase_create("converge");
 	TCase *fault = tcase_create("faults");
 	TCase *daemon = tcase_create("daemon");
+	TCase *retention = tcase_create("retention");
 
+	tcase_set_timeout(retention, 300);
+	tcase_add_unchecked_fixture(retention, NULL, kill_leftovers);
+	tcase_add_checked_fixture(retention, setup, teardown);
+	tcase_add_test(retention, test_retention_warning_without_archive);
 	tcase_set_timeout(core, 300);
 	tcase_set_timeout(fault, 300);
 	tcase_set_timeout(daemon, 300);
@@ -1737,5 +1818,6 @@ sk_suite_controller(void)
 	suite_add_tcase(s, core);
 	suite_add_tcase(s, fault);
 	suite_add_tcase(s, daemon);
+	suite_add_tcase(s, retention);
 	return s;
 }

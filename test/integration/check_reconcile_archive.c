@@ -308,12 +308,12 @@ START_TEST(test_archive_then_restore)
 	ck_assert_str_ne(us->status.sandbox_id, id);
 	ck_assert_int_gt(us->status.archive.restore_ms, 0);
 	ck_assert(sk_rfix_has_event(&a.f, "alice", SK_REASON_RESTORED));
-	ck_assert(sk_rfix_has_event(&a.f, "alice", SK_REASON_ENV_ASSERTED) ||
-	        us->spec.env.len == 0);
+	ck_assert(
+	        sk_rfix_has_event(&a.f, "alice", SK_REASON_ENV_ASSERTED) || us->spec.env.len == 0);
 	{
 		sk_sandbox now_sb = { .id = us->status.sandbox_id };
-		ck_assert_msg(sk_workspace_verify(a.f.p, &ref, a.f.p, &now_sb, &ws_opts, &rep,
-		                      &err) == 0,
+		ck_assert_msg(
+		        sk_workspace_verify(a.f.p, &ref, a.f.p, &now_sb, &ws_opts, &rep, &err) == 0,
 		        "the restored tree differs: %s", rep.mismatch ? rep.mismatch : err.message);
 	}
 	sk_copy_report_free(&rep);
@@ -385,7 +385,8 @@ START_TEST(test_archive_crash_at_every_step)
 		us = sk_rfix_get(&a.f, "alice");
 		if (!sandbox_exists(&a, id)) {
 			ck_assert_msg(us->status.archive.state == SK_ARCHIVE_ARCHIVED,
-			        "stopped after %d steps: the sandbox is gone, no archive recorded", n);
+			        "stopped after %d steps: the sandbox is gone, no archive recorded",
+			        n);
 			assert_manifest(&a, us);
 		}
 		ck_assert_uint_le(count_user(&a), 1);

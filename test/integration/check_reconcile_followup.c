@@ -466,6 +466,114 @@ START_TEST(test_mark_before_create)
 }
 END_TEST
 
+/* 1d. New users created at the same time (issue 22): their status writes
+ * and events are coalesced into shared commands, so the store's write
+ * commands per new user stay at 3 or fewer (5 when each space writes alone:
+ * the mark's claim and replace, the final claim and replace, the event),
+ * while each space still gets its own two compare-and-swap writes (the
+ * Creating mark, then the binding), its own sandbox and its Created event. */
+#define COALESCE_USERS 32
+
+typedef struct coalesce_call {
+	fixture *f;
+	char name[32];
+	sk_userspace *us;
+	sk_list_view view;
+	sk_sandbox_list listed;
+	pthread_barrier_t *start;
+	outcome o;
+} coalesce_call;
+
+static void *
+coalesce_once(void *arg)
+{
+	coalesce_call *b = arg;
+	sk_reconcile_env env = b->f->env; /* one per worker, as the controller has */
+
+	env.provider = sk_rfix_provider(b->f);
+	pthread_barrier_wait(b->start);
+	b->o.rc =
+	        sk_reconcile_object(&env, b->us, &b->view, &b->o.requeue, &b->o.updated, &b->o.err);
+	sk_provider_free(env.provider);
+	return NULL;
+}
+
+START_TEST(test_coalesced_creates)
+{
+	fixture f;
+	coalesce_call *calls = calloc(COALESCE_USERS, sizeof(*calls));
+	pthread_t t[COALESCE_USERS];
+	pthread_barrier_t start;
+	uint64_t before[SK_STORE_WRITE_COLLS], after[SK_STORE_WRITE_COLLS];
+	uint64_t w0, w1;
+	double per_user;
+
+	setup(&f);
+	for (int i = 0; i < COALESCE_USERS; i++) {
+		coalesce_call *b = &calls[i];
+		snprintf(b->name, sizeof(b->name), "co%02d", i);
+		sk_rfix_apply(&f, b->name, b->name, NULL);
+	}
+	for (int i = 0; i < COALESCE_USERS; i++) {
+		coalesce_call *b = &calls[i];
+		b->f = &f;
+		b->start = &start;
+		list_user(&f, b->name, &b->listed);
+		b->view.valid = true;
+		b->view.for_user = &b->listed;
+		b->view.listed_ms = sk_now_ms();
+		b->us = sk_rfix_get(&f, b->name);
+		b->o.rv_before = b->us->meta.resource_version;
+	}
+	ck_assert_int_eq(pthread_barrier_init(&start, NULL, COALESCE_USERS), 0);
+	w0 = sk_store_write_commands(f.store, before);
+	for (int i = 0; i < COALESCE_USERS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, coalesce_once, &calls[i]), 0);
+	for (int i = 0; i < COALESCE_USERS; i++)
+		ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+	w1 = sk_store_write_commands(f.store, after);
+	per_user = (double)(w1 - w0) / COALESCE_USERS;
+	fprintf(stderr,
+	        "coalesced creates: %d users, %llu write commands (%.2f per user; "
+	        "userspaces %llu, claims %llu, events %llu, other %llu)\n",
+	        COALESCE_USERS, (unsigned long long)(w1 - w0), per_user,
+	        (unsigned long long)(after[0] - before[0]),
+	        (unsigned long long)(after[1] - before[1]),
+	        (unsigned long long)(after[2] - before[2]),
+	        (unsigned long long)(after[3] - before[3]));
+	for (int i = 0; i < COALESCE_USERS; i++) {
+		coalesce_call *b = &calls[i];
+		sk_userspace *us;
+		char *id;
+
+		ck_assert_msg(b->o.rc == 0, "%s: %s", b->name, b->o.err.message);
+		id = only_sandbox(&f, b->name, SK_SANDBOX_RUNNING);
+		us = sk_rfix_get(&f, b->name);
+		ck_assert_int_eq(us->status.phase, SK_PHASE_RUNNING);
+		ck_assert_ptr_nonnull(us->status.sandbox_id);
+		ck_assert_str_eq(us->status.sandbox_id, id);
+		assert_cond(us, SK_COND_READY, "True", "Running");
+		ck_assert_ptr_nonnull(b->o.updated);
+		ck_assert_int_eq(b->o.updated->meta.resource_version, us->meta.resource_version);
+		assert_writes(&f, b->name, &b->o, 2);
+		ck_assert_msg(
+		        sk_rfix_has_event(&f, b->name, "Created"), "%s: no Created event", b->name);
+		sk_userspace_free(us);
+		free(id);
+	}
+	ck_assert_msg(
+	        per_user <= 3.0, "%.2f write commands per new user, want at most 3", per_user);
+	for (int i = 0; i < COALESCE_USERS; i++) {
+		outcome_dispose(&calls[i].o);
+		sk_sandbox_list_dispose(&calls[i].listed);
+		sk_userspace_free(calls[i].us);
+	}
+	pthread_barrier_destroy(&start);
+	free(calls);
+	sk_rfix_teardown(&f);
+}
+END_TEST
+
 /* 1c. Someone edits the object (a label) while the create runs: the final
  * status write meets a newer resourceVersion whose status is still the
  * Creating mark, so it is retried (execute.c: "retries once only when nobody
@@ -838,6 +946,7 @@ sk_suite_reconcile_followup(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_create_one_call);
 	tcase_add_test(tc, test_mark_before_create);
+	tcase_add_test(tc, test_coalesced_creates);
 	tcase_add_test(tc, test_resume_one_call);
 	tcase_add_test(tc, test_resume_dataplane_504);
 	tcase_add_test(tc, test_create_dataplane_502);

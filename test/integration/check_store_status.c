@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <mongoc/mongoc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -199,6 +200,112 @@ START_TEST(test_fresh_copy_after_remove)
 }
 END_TEST
 
+/* Status writes of many objects at once share commands (mongo_batch.c) and
+ * keep every compare-and-swap: of two writers from one version of an object
+ * one wins and the other conflicts; an old copy is still re-read (and loses
+ * to an edit it did not see); an object removed meanwhile is not found; and
+ * the writes that won are stored as written. */
+#define BATCH_OBJECTS 8
+#define BATCH_WRITERS (2 * BATCH_OBJECTS + 3)
+
+typedef struct batch_writer {
+	sk_store *s;
+	const sk_userspace *base;
+	pthread_barrier_t *start;
+	char sandbox[32];
+	int rc;
+	sk_userspace *out;
+} batch_writer;
+
+static void *
+batch_write(void *arg)
+{
+	batch_writer *w = arg;
+	sk_userspace_status st = { .phase = SK_PHASE_RUNNING, .sandbox_id = w->sandbox };
+	sk_error err = { 0 };
+
+	pthread_barrier_wait(w->start);
+	w->rc = sk_store_write_status(w->s, w->base, &st, &w->out, &err);
+	return NULL;
+}
+
+START_TEST(test_batched_writes_keep_cas)
+{
+	sk_store *s = open_store();
+	sk_userspace *base[BATCH_OBJECTS], *old, *edited_old, *stale, *gone, *edited;
+	batch_writer w[BATCH_WRITERS];
+	pthread_t th[BATCH_WRITERS];
+	pthread_barrier_t start;
+	uint64_t c0[SK_STORE_WRITE_COLLS], c1[SK_STORE_WRITE_COLLS];
+	uint64_t n0, n1;
+	sk_error err = { 0 };
+	char name[32];
+	int k = 0;
+
+	for (int i = 0; i < BATCH_OBJECTS; i++) {
+		snprintf(name, sizeof(name), "b%02d", i);
+		base[i] = create(s, name);
+	}
+	old = create(s, "old"); /* an old copy, nobody else wrote: it re-reads and wins */
+	old->meta.read_ms = sk_monotonic_ms() - 60000;
+	stale = create(s, "stale"); /* an old copy of an edited object: it loses */
+	edited = edit_template(s, stale, "gpu");
+	sweep_all_claims(); /* only the re-read can tell */
+	stale->meta.read_ms = sk_monotonic_ms() - 60000;
+	gone = create(s, "gone"); /* removed before the write */
+	ck_assert_msg(sk_store_remove(s, "gone", &err) == 0, "%s", err.message);
+	ck_assert_int_eq(pthread_barrier_init(&start, NULL, BATCH_WRITERS), 0);
+	for (int i = 0; i < BATCH_OBJECTS; i++) {
+		for (int j = 0; j < 2; j++, k++) {
+			w[k] = (batch_writer){ s, base[i], &start, "", -1, NULL };
+			snprintf(w[k].sandbox, sizeof(w[k].sandbox), "i-%d-%d", i, j);
+		}
+	}
+	w[k++] = (batch_writer){ s, old, &start, "i-old", -1, NULL };
+	w[k++] = (batch_writer){ s, stale, &start, "i-stale", -1, NULL };
+	w[k++] = (batch_writer){ s, gone, &start, "i-gone", -1, NULL };
+	ck_assert_int_eq(k, BATCH_WRITERS);
+	n0 = sk_store_write_commands(s, c0);
+	for (int i = 0; i < BATCH_WRITERS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, batch_write, &w[i]), 0);
+	for (int i = 0; i < BATCH_WRITERS; i++)
+		ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+	n1 = sk_store_write_commands(s, c1);
+	ck_assert_uint_gt(n1, n0); /* counted */
+	for (int i = 0; i < BATCH_OBJECTS; i++) {
+		batch_writer *a = &w[2 * i], *b = &w[2 * i + 1], *won = a->rc == 0 ? a : b;
+		sk_userspace *got;
+
+		ck_assert_msg((a->rc == 0 && b->rc == SK_ECONFLICT) ||
+		                (b->rc == 0 && a->rc == SK_ECONFLICT),
+		        "object %d: rc %d and %d, want one 0 and one conflict", i, a->rc, b->rc);
+		got = get(s, base[i]->meta.name);
+		ck_assert_str_eq(got->status.sandbox_id, won->sandbox);
+		ck_assert_int_eq(got->meta.resource_version, won->out->meta.resource_version);
+		ck_assert_int_gt(got->meta.resource_version, base[i]->meta.resource_version);
+		sk_userspace_free(got);
+	}
+	ck_assert_int_eq(w[k - 3].rc, 0);
+	ck_assert_str_eq(w[k - 3].out->status.sandbox_id, "i-old");
+	ck_assert_int_eq(w[k - 2].rc, SK_ECONFLICT);
+	ck_assert_int_eq(w[k - 1].rc, SK_ENOTFOUND);
+	edited_old = get(s, "stale");
+	ck_assert_str_eq(edited_old->spec.template_id, "gpu");
+	ck_assert_ptr_null(edited_old->status.sandbox_id);
+	for (int i = 0; i < BATCH_WRITERS; i++)
+		sk_userspace_free(w[i].out);
+	for (int i = 0; i < BATCH_OBJECTS; i++)
+		sk_userspace_free(base[i]);
+	pthread_barrier_destroy(&start);
+	sk_userspace_free(edited_old);
+	sk_userspace_free(edited);
+	sk_userspace_free(old);
+	sk_userspace_free(stale);
+	sk_userspace_free(gone);
+	close_store(s);
+}
+END_TEST
+
 /* The FerretDB the tests and the demo run (hack/deps.sh builds it with its
  * _id filter written like its _id index) finds an object by _id through the
  * index; without that fix every status write reads the whole collection. */
@@ -239,6 +346,7 @@ sk_suite_store_status(void)
 	tcase_add_test(tc, test_fresh_copy_conflict);
 	tcase_add_test(tc, test_old_copy_rereads);
 	tcase_add_test(tc, test_fresh_copy_after_remove);
+	tcase_add_test(tc, test_batched_writes_keep_cas);
 	tcase_add_test(tc, test_id_lookup_uses_index);
 	suite_add_tcase(s, tc);
 	return s;

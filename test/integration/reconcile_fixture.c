@@ -9,33 +9,42 @@
 #include "../testutil.h"
 #include "reconcile_fixture.h"
 
+/* The provider config of the fixture's simulator. */
+static void
+rfix_config(sk_rfix *f, sk_provider_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->name = "default";
+	c->type = SK_PROVIDER_E2B;
+	c->api_url = f->url;
+	c->sandbox_url = f->url;
+	c->domain = "sim.local";
+	c->api_key_env = (char *)f->key_var;
+	c->max_in_flight = 8;
+	c->qps = 1000;
+	c->burst = 1000;
+	c->request_timeout_ms = 5000;
+	c->sandbox_timeout_ms = 3600000;
+	c->orphan_grace_ms = 600000;
+}
+
 void
 sk_rfix_setup(sk_rfix *f, const char *key_var)
 {
 	const char *args[] = { "--flavor", "e2b", "--api-key", SK_RFIX_KEY, "--seed", "11", NULL };
 	sk_store_options so = SK_STORE_OPTIONS_INIT;
-	sk_provider_config c = { 0 };
+	sk_provider_config c;
 	sk_error err = { 0 };
 
 	memset(f, 0, sizeof(*f));
+	f->key_var = key_var;
 	f->sim = sk_test_sim_start(args, f->url, sizeof(f->url));
 	so.uri = sk_test_mongodb_uri();
 	snprintf(f->db, sizeof(f->db), "%s", sk_test_unique_db());
 	so.database = f->db;
 	ck_assert_msg(sk_store_open(&f->store, &so, &err) == 0, "store: %s", err.message);
 	setenv(key_var, SK_RFIX_KEY, 1);
-	c.name = "default";
-	c.type = SK_PROVIDER_E2B;
-	c.api_url = f->url;
-	c.sandbox_url = f->url;
-	c.domain = "sim.local";
-	c.api_key_env = (char *)key_var;
-	c.max_in_flight = 8;
-	c.qps = 1000;
-	c.burst = 1000;
-	c.request_timeout_ms = 5000;
-	c.sandbox_timeout_ms = 3600000;
-	c.orphan_grace_ms = 600000;
+	rfix_config(f, &c);
 	ck_assert_msg(sk_provider_new(&c, &f->p, &err) == 0, "provider: %s", err.message);
 	f->env.store = f->store;
 	f->env.provider = f->p;
@@ -43,6 +52,18 @@ sk_rfix_setup(sk_rfix *f, const char *key_var)
 	/* An active user: the keeper is probed every round (a quiet space's is
 	 * not, see sk_plan_quiet; the planner's table tests cover that). */
 	f->env.activity_ms = sk_now_ms();
+}
+
+sk_provider *
+sk_rfix_provider(sk_rfix *f)
+{
+	sk_provider_config c;
+	sk_provider *p = NULL;
+	sk_error err = { 0 };
+
+	rfix_config(f, &c);
+	ck_assert_msg(sk_provider_new(&c, &p, &err) == 0, "provider: %s", err.message);
+	return p;
 }
 
 void

@@ -17,6 +17,7 @@ typedef struct sk_rfix {
 	pid_t sim;
 	char url[128];
 	char db[64];
+	const char *key_var; /* the provider's key is read from it */
 	sk_store *store;
 	sk_provider *p;
 	sk_reconcile_env env;
@@ -26,6 +27,9 @@ typedef struct sk_rfix {
  * the provider's defaults with a 30 s resync; tests adjust them after. */
 void sk_rfix_setup(sk_rfix *f, const char *key_var);
 void sk_rfix_teardown(sk_rfix *f);
+/* Another client of the fixture's provider (one per thread: a client is
+ * not thread-safe; the controller takes one per worker). */
+sk_provider *sk_rfix_provider(sk_rfix *f);
 /* Creates UserSpace name for user; extra_spec is appended inside spec's {...}. */
 void sk_rfix_apply(sk_rfix *f, const char *name, const char *user, const char *extra_spec);
 sk_userspace *sk_rfix_get(sk_rfix *f, const char *name);

@@ -718,6 +718,7 @@ START_TEST(archive_section)
 	ck_assert_str_eq(c->archive->bucket, "spaces");
 	ck_assert_str_eq(c->archive->region, "us-east-1");
 	ck_assert_str_eq(c->archive->prefix, "spaces");
+	ck_assert_int_eq(c->archive->keep_generations, 1);
 	ck_assert_int_eq(sk_config_archive_keys(c->archive, &access, &secret, &err), 0);
 	ck_assert_str_eq(access, "AKIAEXAMPLE");
 	ck_assert_str_eq(secret, "wJalrXUtnFEMI/K7");
@@ -733,6 +734,15 @@ START_TEST(archive_section)
 	        "%s", err.message);
 	ck_assert(strstr(err.message, "AKIAEXAMPLE") == NULL);
 	sk_config_free(c);
+	/* keepGenerations: 0 keeps only the newest */
+	snprintf(yaml, sizeof(yaml),
+	        HEAD P0 "    apiKeyEnv: K\n"
+	                "archive:\n  endpoint: http://127.0.0.1:7070\n  bucket: spaces\n"
+	                "  accessKeyFile: %s\n  secretKeyFile: %s\n  keepGenerations: 0\n",
+	        afp, sfp);
+	c = load_ok("archive-keep0.yaml", yaml);
+	ck_assert_int_eq(c->archive->keep_generations, 0);
+	sk_config_free(c);
 }
 END_TEST
 
@@ -741,7 +751,8 @@ START_TEST(archive_bad_input)
 	sk_errlist errs = load_errors("bad-archive.yaml",
 	        HEAD P0 "    apiKeyEnv: K\n    pausedRetention: forever\n"
 	                "archive:\n  endpoint: s3.example.com\n  bucket: My_Bucket\n"
-	                "  prefix: /spaces/\n  secretKeyFile: /x\n  sekret: y\n");
+	                "  prefix: /spaces/\n  secretKeyFile: /x\n  sekret: y\n"
+	                "  keepGenerations: -1\n");
 
 	assert_error(&errs, "providers[0].pausedRetention", "duration");
 	assert_error(&errs, "archive.endpoint", "http:// or https://");
@@ -749,6 +760,7 @@ START_TEST(archive_bad_input)
 	assert_error(&errs, "archive.prefix", "no leading or trailing");
 	assert_error(&errs, "archive.accessKeyFile", "required");
 	assert_error(&errs, "archive.sekret", "unknown field");
+	assert_error(&errs, "archive.keepGenerations", "between 0 and 1000");
 	sk_errlist_dispose(&errs);
 	errs = load_errors("list-archive.yaml", HEAD P0 "    apiKeyEnv: K\narchive: [a]\n");
 	assert_error(&errs, "archive", "object");
