@@ -319,6 +319,10 @@ typedef struct sk_userspace_status {
 	sk_archive_status archive;
 } sk_userspace_status;
 
+/* Where a space's files are, one line (spacectl describe, the status page):
+ * its sandbox, or the archive's location and time, and the newest archive. */
+void sk_archive_where(const sk_userspace_status *st, char *out, size_t len);
+
 typedef struct sk_userspace {
 	sk_object_meta meta;
 	sk_userspace_spec spec;

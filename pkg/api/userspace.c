@@ -347,3 +347,29 @@ sk_archive_status_equal(const sk_archive_status *a, const sk_archive_status *b)
 	        str_eq(a->sandbox_id, b->sandbox_id) && a->restore_ms == b->restore_ms &&
 	        a->intent_ms == b->intent_ms;
 }
+
+void
+sk_archive_where(const sk_userspace_status *st, char *out, size_t len)
+{
+	const sk_archive_status *a = &st->archive;
+	char when[40] = "", loc[512] = "";
+
+	if (a->key != NULL) {
+		sk_time_format(a->time_ms, when, sizeof(when));
+		snprintf(loc, sizeof(loc),
+		        "s3://%s/%s/ (generation %lld, %lld files, %lld bytes, %s)",
+		        a->bucket ? a->bucket : "", a->key, (long long)a->generation,
+		        (long long)a->files, (long long)a->bytes, when);
+	}
+	if (a->state == SK_ARCHIVE_ARCHIVED && st->sandbox_id == NULL)
+		snprintf(out, len, "archive %s", loc);
+	else if (a->state == SK_ARCHIVE_ARCHIVED)
+		snprintf(out, len, "archive %s, being restored into sandbox %s", loc,
+		        st->sandbox_id);
+	else if (st->sandbox_id != NULL && a->key != NULL)
+		snprintf(out, len, "sandbox %s (newest archive %s)", st->sandbox_id, loc);
+	else if (st->sandbox_id != NULL)
+		snprintf(out, len, "sandbox %s", st->sandbox_id);
+	else
+		snprintf(out, len, "none (no sandbox, no archive)");
+}

@@ -589,6 +589,30 @@ START_TEST(test_archive_failures)
 }
 END_TEST
 
+/* Where the files are, as describe and the status page say it. */
+START_TEST(test_archive_where)
+{
+	ar_case tc = cases[11];
+	sk_userspace *us = build_us(&tc);
+	char out[1024];
+
+	sk_archive_where(&us->status, out, sizeof(out));
+	ck_assert_msg(
+	        strstr(out, "archive s3://spaces/spaces/alice/2/ (generation 2, 7 files") == out,
+	        "%s", out);
+	us->status.sandbox_id = strdup("n1");
+	sk_archive_where(&us->status, out, sizeof(out));
+	ck_assert_ptr_nonnull(strstr(out, "being restored into sandbox n1"));
+	us->status.archive.state = SK_ARCHIVE_RESTORED;
+	sk_archive_where(&us->status, out, sizeof(out));
+	ck_assert_msg(strncmp(out, "sandbox n1 (newest archive s3://", 32) == 0, "%s", out);
+	sk_archive_status_dispose(&us->status.archive);
+	sk_archive_where(&us->status, out, sizeof(out));
+	ck_assert_str_eq(out, "sandbox n1");
+	sk_userspace_free(us);
+}
+END_TEST
+
 Suite *
 sk_suite_plan_archive(void)
 {
@@ -600,6 +624,7 @@ sk_suite_plan_archive(void)
 	tcase_add_test(tc, test_archive_record);
 	tcase_add_test(tc, test_archive_key_and_due);
 	tcase_add_test(tc, test_archive_failures);
+	tcase_add_test(tc, test_archive_where);
 	suite_add_tcase(s, tc);
 	return s;
 }
