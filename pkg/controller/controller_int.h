@@ -89,6 +89,10 @@ struct sk_controller {
 	sk_controller_options opts;
 	const sk_controller_config *cfg;
 	char *identity; /* controller.identity, else spacekeeper-PID */
+	/* The archive (cfg->archive): the S3 settings with its keys (secrets,
+	 * read once at start, wiped at free); archive_s3.bucket NULL: none. */
+	sk_s3_config archive_s3;
+	char *archive_access, *archive_secret;
 	size_t n_prov;
 	sk_store *store;
 	sk_informer *inf;
