@@ -35,8 +35,8 @@ asleep_since(const sk_userspace *us)
 }
 
 bool
-sk_retention_check(const sk_controller_config *cfg, const sk_userspace *us, int64_t now_ms,
-        sk_retention *out)
+sk_retention_check(
+        const sk_controller_config *cfg, const sk_userspace *us, int64_t now_ms, sk_retention *out)
 {
 	const sk_provider_config *p;
 	int64_t margin;
@@ -66,8 +66,9 @@ sk_retention_format(const sk_retention *r, const char *name, int64_t now_ms, cha
 	sk_duration_format(r->left_ms > 0 ? r->left_ms / 1000 * 1000 : 0, left, sizeof(left));
 	if (r->left_ms > 0)
 		snprintf(buf, len,
-		        "userspace %s has slept %s; provider %s deletes a sandbox paused %s, in %s, "
-		        "and no archive is configured: its files will be lost unless it wakes",
+		        "userspace %s has slept %s; provider %s deletes a sandbox paused %s, "
+		        "in %s, and no archive is configured: its files will be lost unless it "
+		        "wakes",
 		        name, asleep, r->provider, ret, left);
 	else
 		snprintf(buf, len,

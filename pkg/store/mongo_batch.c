@@ -175,11 +175,11 @@ take_claims(sk_mongo *s, mongoc_client_t *client, sk_batch_item **items, size_t 
 
 	for (size_t i = 0; i < n; i++) {
 		items[i]->claim = sk_asprintf("%s%s/%lld", sk_claim_userspace.prefix,
-		        items[i]->base->meta.name, (long long)items[i]->base->meta.resource_version);
+		        items[i]->base->meta.name,
+		        (long long)items[i]->base->meta.resource_version);
 		docs[i] = BCON_NEW("_id", BCON_UTF8(items[i]->claim), "at", BCON_DATE_TIME(now));
 	}
-	if (!mongoc_collection_insert_many(
-	            coll, (const bson_t **)docs, n, opts, &reply, &berr)) {
+	if (!mongoc_collection_insert_many(coll, (const bson_t **)docs, n, opts, &reply, &berr)) {
 		bool per_doc = bson_iter_init_find(&it, &reply, "writeErrors") &&
 		        BSON_ITER_HOLDS_ARRAY(&it) && bson_iter_recurse(&it, &arr);
 
@@ -204,8 +204,8 @@ take_claims(sk_mongo *s, mongoc_client_t *client, sk_batch_item **items, size_t 
 			if (code == SK_DUPLICATE_KEY)
 				items[idx]->fallback = true;
 			else
-				items[idx]->rc = sk_store_fail(s, &berr, "claim userspace version",
-				        items[idx]->err);
+				items[idx]->rc = sk_store_fail(
+				        s, &berr, "claim userspace version", items[idx]->err);
 		}
 	} else {
 		sk_store_sweep_claims(s, coll);
@@ -271,7 +271,8 @@ read_back(sk_mongo *s, mongoc_collection_t *coll, sk_batch_item **w, size_t k)
 	for (size_t i = 0; i < k; i++) {
 		bson_t *filter = BCON_NEW("_id", BCON_UTF8(w[i]->next->meta.name),
 		        "metadata.resourceVersion", BCON_INT64(w[i]->next->meta.resource_version));
-		int64_t found = mongoc_collection_count_documents(coll, filter, NULL, NULL, NULL, NULL);
+		int64_t found =
+		        mongoc_collection_count_documents(coll, filter, NULL, NULL, NULL, NULL);
 
 		bson_destroy(filter);
 		if (found == 1)
@@ -290,7 +291,8 @@ replace_all(sk_mongo *s, sk_store_conn *c, sk_batch_item **items, size_t n, int6
 	mongoc_collection_t *coll = c->coll;
 	sk_batch_item *w[SK_BATCH_MAX];
 	bson_t *opts = BCON_NEW("ordered", BCON_BOOL(false));
-	mongoc_bulk_operation_t *bulk = mongoc_collection_create_bulk_operation_with_opts(coll, opts);
+	mongoc_bulk_operation_t *bulk =
+	        mongoc_collection_create_bulk_operation_with_opts(coll, opts);
 	int64_t t0 = sk_monotonic_ms();
 	bson_t reply;
 	bson_error_t berr;
@@ -327,9 +329,8 @@ replace_all(sk_mongo *s, sk_store_conn *c, sk_batch_item **items, size_t n, int6
 	if (k > 0) {
 		bool ok = mongoc_bulk_operation_execute(bulk, &reply, &berr) != 0;
 		bson_iter_t it;
-		int64_t matched = bson_iter_init_find(&it, &reply, "nMatched")
-		        ? bson_iter_as_int64(&it)
-		        : -1;
+		int64_t matched =
+		        bson_iter_init_find(&it, &reply, "nMatched") ? bson_iter_as_int64(&it) : -1;
 
 		if (ok && matched == (int64_t)k) {
 			for (size_t i = 0; i < k; i++)
@@ -400,7 +401,8 @@ flush_status(sk_mongo *s, sk_batch_item **items, size_t n)
 	}
 	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
 	claim_ms = sk_monotonic_ms();
-	if (sk_mongo_clock_guard(s, c.client, &e) != 0) { /* a claim is stamped with the wall clock */
+	if (sk_mongo_clock_guard(s, c.client, &e) !=
+	        0) { /* a claim is stamped with the wall clock */
 		fail_all(items, n, e.code, &e);
 	} else if (take_claims(s, c.client, items, n, &e) != 0) {
 		fail_all(items, n, e.code, &e);
@@ -468,8 +470,8 @@ flush_events(sk_mongo *s, sk_batch_item **items, size_t n)
 		sk_batch_item *it = items[i];
 		char *id = sk_asprintf("%s/%s/%s/%s", it->object, it->uid, it->type, it->reason);
 		bson_t *filter = BCON_NEW("_id", BCON_UTF8(id));
-		bson_t *update =
-		        sk_mongo_event_update(it->object, it->uid, it->type, it->reason, it->message);
+		bson_t *update = sk_mongo_event_update(
+		        it->object, it->uid, it->type, it->reason, it->message);
 		bson_t *uopts = BCON_NEW("upsert", BCON_BOOL(true));
 
 		mongoc_bulk_operation_update_one_with_opts(bulk, filter, update, uopts, NULL);

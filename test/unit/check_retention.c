@@ -34,10 +34,10 @@ typedef struct ret_case {
 
 static const ret_case cases[] = {
 	{ "awake: no warning", SK_PHASE_RUNNING, NULL, false, "True", 700, 0, 1, false, 0, NULL },
-	{ "asleep 10 days of 30: not yet", SK_PHASE_IDLE, NULL, false, "Unknown", 240, 0, 1,
-	        false, 480, NULL },
-	{ "asleep 24 days of 30: within a fifth", SK_PHASE_IDLE, NULL, false, "Unknown", 577, 0,
-	        1, true, 143, "in 143h" },
+	{ "asleep 10 days of 30: not yet", SK_PHASE_IDLE, NULL, false, "Unknown", 240, 0, 1, false,
+	        480, NULL },
+	{ "asleep 24 days of 30: within a fifth", SK_PHASE_IDLE, NULL, false, "Unknown", 577, 0, 1,
+	        true, 143, "in 143h" },
 	{ "asleep 25 days with an archive: none", SK_PHASE_IDLE, NULL, true, "Unknown", 600, 0, 1,
 	        false, 0, NULL },
 	{ "paused by spec, 29 days: warned", SK_PHASE_PAUSED, NULL, false, "Unknown", 700, 0, 1,
@@ -52,8 +52,7 @@ static const ret_case cases[] = {
 	        0, false, 48, NULL },
 	{ "the last activity plus idleTimeout is earlier", SK_PHASE_IDLE, NULL, false, "Unknown",
 	        10, 590, 10, true, 140, "slept 580h" },
-	{ "no known start: no warning", SK_PHASE_IDLE, NULL, false, NULL, 0, 0, 1, false, 0,
-	        NULL },
+	{ "no known start: no warning", SK_PHASE_IDLE, NULL, false, NULL, 0, 0, 1, false, 0, NULL },
 };
 
 static sk_controller_config *
