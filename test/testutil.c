@@ -698,11 +698,12 @@ sk_test_keeper_start(sk_test_world *w, const sk_test_keeper_opts *o)
 	w->connect_port = sk_test_free_port();
 	sk_buf_printf(&y,
 	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
-	        "providers:\n  - name: default\n    type: e2b\n    apiURL: %s\n"
+	        "providers:\n  - name: default\n    type: %s\n    apiURL: %s\n"
 	        "    sandboxURL: %s\n    apiKeyEnv: E2B_API_KEY\n%s"
 	        "controller:\n%s  listen: 127.0.0.1:%d\n  connectListen: 127.0.0.1:%d\n",
-	        w->sim_url, w->sim_url, o->provider ? o->provider : "",
-	        o->controller ? o->controller : "", w->main_port, w->connect_port);
+	        o->provider_type ? o->provider_type : "e2b", w->sim_url, w->sim_url,
+	        o->provider ? o->provider : "", o->controller ? o->controller : "", w->main_port,
+	        w->connect_port);
 	snprintf(cfg, sizeof(cfg), "%s", sk_test_write_file("config.yaml", y.data));
 	sk_buf_dispose(&y);
 	snprintf(w->log, sizeof(w->log), "%s/keeper-%s.log", sk_test_tmpdir(), w->db);

@@ -129,6 +129,7 @@ void sk_test_world_setup(sk_test_world *w, const char *const *sim_args);
  * report), and kills the simulator. */
 void sk_test_world_teardown(sk_test_world *w);
 typedef struct sk_test_keeper_opts {
+	const char *provider_type; /* NULL: e2b */
 	const char *provider; /* more YAML lines of the provider (indented four); NULL: none */
 	const char *controller; /* YAML lines of controller: besides the listeners (indented two) */
 	const char *log_level; /* --log-level; NULL: spacekeeper's default */
