@@ -236,6 +236,8 @@ sk_cmd_get(int argc, char **argv)
 	sk_cli_input in;
 	int rc;
 
+	if (sk_cli_quota_args(argc, argv))
+		return sk_cli_quota_get(argc, argv);
 	memset(&o, 0, sizeof(o));
 	memset(&in, 0, sizeof(in));
 	o.out.fmt = SK_OUTPUT_TABLE;

@@ -87,6 +87,26 @@ store_uri(const char *uri)
 	return sk_asprintf("%s/?maxPoolSize=%d", uri, SK_CONTROLLER_STORE_POOL);
 }
 
+/* The archive's keys, read like apiKeyFile (never logged). */
+static int
+open_archive(sk_controller *c, sk_error *err)
+{
+	const sk_archive_config *a = c->cfg->archive;
+	int rc;
+
+	if (a == NULL)
+		return 0;
+	rc = sk_config_archive_keys(a, &c->archive_access, &c->archive_secret, err);
+	if (rc != 0)
+		return rc;
+	c->archive_s3.endpoint = a->endpoint;
+	c->archive_s3.bucket = a->bucket;
+	c->archive_s3.region = a->region;
+	c->archive_s3.access_key = c->archive_access;
+	c->archive_s3.secret_key = c->archive_secret;
+	return 0;
+}
+
 static int
 open_parts(sk_controller *c, sk_error *err)
 {
@@ -126,7 +146,7 @@ open_parts(sk_controller *c, sk_error *err)
 		sk_ctl_watch_provider(c, c->views.clients[i]);
 		sk_provider_set_abort(c->views.clients[i], sk_ctl_abort_now, c);
 	}
-	return 0;
+	return open_archive(c, err);
 }
 
 int
@@ -172,6 +192,7 @@ sk_controller_new(sk_controller **out, const sk_controller_options *opts, sk_err
 	sk_ctl_spaces_init(c);
 	sk_ctl_metrics_declare(c);
 	c->capacity = sk_ctl_capacity_new(c);
+	c->quotas = sk_ctl_quotas_new(c);
 	rc = open_parts(c, err);
 	if (rc != 0) {
 		sk_controller_free(c);
@@ -197,6 +218,7 @@ sk_controller_free(sk_controller *c)
 	sk_ctl_views_dispose(c);
 	sk_ctl_spaces_dispose(c);
 	sk_ctl_capacity_free(c->capacity);
+	sk_ctl_quotas_free(c->quotas);
 	sk_store_close(c->store);
 	sk_workqueue_free(c->q);
 	sk_metrics_free(c->metrics);
@@ -206,6 +228,8 @@ sk_controller_free(sk_controller *c)
 	sk_timeline_free(c->http.tl_reconcile);
 	sk_timeline_free(c->http.tl_connect);
 	sk_ctl_shards_dispose(c);
+	sk_wipe_free(c->archive_access);
+	sk_wipe_free(c->archive_secret);
 	free(c->identity);
 	free(c);
 }
@@ -252,6 +276,7 @@ start_parts(sk_controller *c, sk_error *err)
 	sk_ctl_shards_prepare(c);
 	sk_ctl_shards_tick(c); /* the shards to start with */
 	sk_ctl_observe_all(c, true);
+	sk_ctl_quotas_refresh(c); /* the quotas before the first start */
 	pthread_mutex_lock(&c->mu);
 	c->running = !c->stopping;
 	pthread_mutex_unlock(&c->mu);
@@ -432,6 +457,7 @@ sk_controller_run_once(sk_controller *c, int64_t settle_ms, int64_t timeout_ms, 
 		return rc;
 	sk_ctl_shards_all(c); /* one pass over everything, no leases */
 	sk_ctl_observe_all(c, true);
+	sk_ctl_quotas_refresh(c); /* the quotas before the first start */
 	pthread_mutex_lock(&c->mu);
 	c->running = true;
 	c->once = true;
