@@ -39,6 +39,7 @@ typedef struct ar_case {
 	const char *sb_id; /* the one observed sandbox; NULL none */
 	sk_sandbox_state state;
 	bool wake;
+	int64_t activity; /* a heartbeat at NOW + activity; 0 none */
 	int marker; /* sk_marker_check read back */
 	/* expected */
 	const char *want_actions; /* non-event actions */
@@ -180,6 +181,18 @@ static const ar_case cases[] = {
 	        .sb_id = "i1",
 	        .state = SK_SANDBOX_RUNNING,
 	        .wake = true,
+	        .want_phase = SK_PHASE_RUNNING,
+	        .want_intent = 0 },
+	{ .name = "an archive under way and a heartbeat since: the user first, intent dropped",
+	        .archive_after = 10 * MIN,
+	        .phase = SK_PHASE_IDLE,
+	        .bound = "i1",
+	        .prev_dp = "Unknown:Idle",
+	        .dp_since = -11 * MIN,
+	        .intent = true,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_RUNNING,
+	        .activity = -10 * SEC,
 	        .want_phase = SK_PHASE_RUNNING,
 	        .want_intent = 0 },
 	{ .name = "archived, no sandbox, no connect: phase Archived, Ready True, nothing made",
@@ -367,6 +380,7 @@ build_ob(const ar_case *tc, sk_observed *ob)
 	ob->list_valid = true;
 	ob->listed_ms = NOW - SEC;
 	ob->wake = tc->wake;
+	ob->activity_ms = tc->activity ? NOW + tc->activity : 0;
 	ob->marker = tc->marker;
 	snprintf(ob->marker_detail, sizeof(ob->marker_detail), "no marker");
 	if (tc->bound != NULL && (tc->sb_id == NULL || strcmp(tc->sb_id, tc->bound) != 0))
@@ -562,7 +576,7 @@ START_TEST(test_archive_failures)
 {
 	sk_action a = { .type = SK_ACTION_RESTORE };
 	sk_outcome out = { SK_ETRANSIENT, &a, false, 503, "restore: 503" };
-	sk_userspace *us = build_us(&cases[15]);
+	sk_userspace *us = build_us(&cases[16]);
 	sk_userspace_status st;
 
 	sk_userspace_status_copy(&st, &us->status);
@@ -592,7 +606,7 @@ END_TEST
 /* Where the files are, as describe and the status page say it. */
 START_TEST(test_archive_where)
 {
-	ar_case tc = cases[11];
+	ar_case tc = cases[12];
 	sk_userspace *us = build_us(&tc);
 	char out[1024];
 
@@ -600,6 +614,7 @@ START_TEST(test_archive_where)
 	ck_assert_msg(
 	        strstr(out, "archive s3://spaces/spaces/alice/2/ (generation 2, 7 files") == out,
 	        "%s", out);
+	ck_assert(sk_plan_settled(us)); /* spacekeeper --once ends on Archived */
 	us->status.sandbox_id = strdup("n1");
 	sk_archive_where(&us->status, out, sizeof(out));
 	ck_assert_ptr_nonnull(strstr(out, "being restored into sandbox n1"));
