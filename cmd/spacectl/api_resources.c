@@ -23,6 +23,7 @@ static const struct api_resource {
 } resources[] = {
 	{ "userspaces", "us", "spacekeeper.dev", SK_KIND_USERSPACE,
 	        "create,delete,get,list,patch,replace,update,watch" },
+	{ "spacequotas", "sq", "spacekeeper.dev", "SpaceQuota", "create,delete,get,list,update" },
 };
 #define NRESOURCES (sizeof(resources) / sizeof(resources[0]))
 

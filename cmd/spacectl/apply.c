@@ -711,10 +711,14 @@ apply_run(apply_ctx *c)
 	if (c->files.len == 0)
 		return SK_EXIT_OK; /* --recover alone */
 	c->start_ms = sk_now_ms();
-	if ((rc = preflight(c)) != SK_EXIT_OK) {
+	if ((rc = preflight(c)) != SK_EXIT_OK ||
+	        (rc = sk_cli_quota_admit(c->store, &c->in)) != SK_EXIT_OK) {
 		sk_cli_errorf("no changes made");
 		return rc;
 	}
+	if ((rc = sk_cli_quota_write(c->store, &c->in, c->dry_run, dry_suffix[c->dry])) !=
+	        SK_EXIT_OK)
+		return rc;
 	if (!c->dry_run && (rc = execute(c)) != SK_EXIT_OK)
 		return rc;
 	if ((rc = print_result(c)) != SK_EXIT_OK)

@@ -304,6 +304,8 @@ sk_cmd_delete(int argc, char **argv)
 	sk_doclist docs = { NULL, 0 };
 	int rc;
 
+	if (sk_cli_quota_args(argc, argv))
+		return sk_cli_quota_delete(argc, argv);
 	memset(&o, 0, sizeof(o));
 	if ((rc = parse_args(&o, argc, argv)) != SK_CLI_CONTINUE)
 		goto done;

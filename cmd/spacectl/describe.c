@@ -347,6 +347,8 @@ sk_cmd_describe(int argc, char **argv)
 	sk_store *st = NULL;
 	int ch, rc, exit_code = SK_EXIT_OK;
 
+	if (sk_cli_quota_args(argc, argv))
+		return sk_cli_quota_describe(argc, argv);
 	while ((ch = sk_cli_getopt(argc, argv, ":l:h", opts)) != -1) {
 		if (ch == 'l')
 			selector_text = optarg;

@@ -11,17 +11,18 @@
 
 static const sk_cli_help help = {
 	"explain",
-	"spacectl explain userspace[.field[.field ...]]",
-	"Describes a field of UserSpace and lists the fields under it: type,\n"
-	"default, allowed values and bounds, from the same schema table the\n"
-	"validator and the CRD use. Works offline.\n"
+	"spacectl explain userspace|spacequota[.field[.field ...]]",
+	"Describes a field of UserSpace (or SpaceQuota) and lists the fields under\n"
+	"it: type, default, allowed values and bounds, from the same schema table\n"
+	"the validator and the CRD use. Works offline.\n"
 	"\n"
 	"Exit codes: 0 done; 1 no such field; 2 usage.\n"
 	"\n"
 	"Examples:\n"
 	"  spacectl explain userspace\n"
 	"  spacectl explain userspace.spec\n"
-	"  spacectl explain us.spec.lifecycle.idleTimeout\n",
+	"  spacectl explain us.spec.lifecycle.idleTimeout\n"
+	"  spacectl explain spacequota.spec.hard\n",
 };
 
 /* The objects that hold the schema rows; path "" is the resource itself. */
@@ -274,6 +275,10 @@ sk_cmd_explain(int argc, char **argv)
 	arg = argv[optind];
 	dot = strchr(arg, '.');
 	type = dot ? sk_strndup(arg, (size_t)(dot - arg)) : sk_strdup(arg);
+	if (sk_cli_is_quota_resource(type)) {
+		free(type);
+		return sk_cli_quota_explain(dot ? dot + 1 : "");
+	}
 	rc = sk_cli_is_userspace_resource(type) ? SK_CLI_CONTINUE : unknown_type(type);
 	free(type);
 	if (rc != SK_CLI_CONTINUE)

@@ -162,6 +162,8 @@ input_load(sk_cli_input *in, char **paths, size_t npaths, bool create)
 
 	memset(in, 0, sizeof(*in));
 	rc = load_paths(&in->docs, paths, npaths);
+	if (sk_cli_input_take_quotas(in) != SK_EXIT_OK)
+		rc = SK_EXIT_FAIL;
 	if (validate_docs(in, create) != SK_EXIT_OK)
 		rc = SK_EXIT_FAIL;
 	warn_namespaces(in);
@@ -188,6 +190,7 @@ sk_cli_input_dispose(sk_cli_input *in)
 	for (size_t i = 0; i < in->len; i++)
 		sk_userspace_free(in->objs[i]);
 	free(in->objs);
+	sk_cli_input_quotas_dispose(in);
 	sk_doclist_dispose(&in->docs);
 	memset(in, 0, sizeof(*in));
 }

@@ -170,6 +170,10 @@ typedef struct sk_cli_input {
 	sk_doclist docs;
 	sk_userspace **objs; /* parallel to docs.items; NULL entries when invalid */
 	size_t len;
+	/* kind SpaceQuota, moved out of docs (quota.c); NULL entries when invalid */
+	sk_doc **quota_docs;
+	struct sk_spacequota **quotas;
+	size_t n_quotas;
 } sk_cli_input;
 
 /* Loads every path, validates every document and checks that names and
@@ -197,6 +201,9 @@ int sk_cli_record_remove(sk_store *st, const char *apply_id, size_t nparts, sk_e
 int sk_cli_records_recover(sk_store *st, bool force);
 /* A warning per apply that has not finished (get, diff). */
 void sk_cli_records_warn(sk_store *st);
+/* get's "Warning:" line on stderr per space asleep near its provider's
+ * pausedRetention with no archive in cfg (NULL: none); returns how many. */
+size_t sk_cli_retention_warn(const sk_controller_config *cfg, sk_userspace *const *items, size_t n);
 
 /* The error apply and diff give when another object holds want's spec.userID. */
 void sk_cli_user_id_taken(const sk_userspace *want, const sk_doc *doc, const char *holder);
@@ -299,6 +306,7 @@ typedef struct sk_cli_get_output {
 	sk_cli_fieldsel *fields; /* --field-selector */
 	sk_jsonpath *sort_by; /* --sort-by */
 	bool no_headers, show_labels;
+	const sk_controller_config *cfg; /* retention warnings (borrowed; NULL none) */
 } sk_cli_get_output;
 /* The flag parsers: SK_CLI_CONTINUE, or the exit code of a usage error (h's). */
 int sk_cli_get_output_parse(sk_cli_get_output *o, const sk_cli_help *h, const char *arg); /* -o */
@@ -317,5 +325,28 @@ int sk_cli_get_watch(sk_store *st, char **names, size_t nnames, const sk_selecto
 /* The object as the user wrote it: apiVersion, kind, metadata (name, labels,
  * annotations) and the defaulted spec. What apply compares and diff prints. */
 json_t *sk_cli_desired_json(const sk_userspace *us);
+
+/* ---- SpaceQuota (quota.c) ---- */
+struct sk_spacequota;
+/* True when s names the SpaceQuota resource ("spacequotas", "sq", ...). */
+bool sk_cli_is_quota_resource(const char *s);
+/* True when the first argument after the flags of get, describe or delete
+ * names spacequotas (or is sq/NAME): the command is quota.c's. */
+bool sk_cli_quota_args(int argc, char **argv);
+int sk_cli_quota_get(int argc, char **argv);
+int sk_cli_quota_describe(int argc, char **argv);
+int sk_cli_quota_delete(int argc, char **argv);
+/* explain spacequota[.path]: path "" is the kind. */
+int sk_cli_quota_explain(const char *path);
+void sk_cli_quota_describe_one(const struct sk_spacequota *q, bool blank_before);
+/* Moves the SpaceQuota documents of in->docs to in->quotas, validated
+ * (errors printed: SK_EXIT_FAIL). */
+int sk_cli_input_take_quotas(sk_cli_input *in);
+void sk_cli_input_quotas_dispose(sk_cli_input *in);
+/* Admission: refuses (printed, SK_EXIT_FAIL) when a UserSpace of the input
+ * would take a quota (stored, or of the input) past spec.hard.spaces. */
+int sk_cli_quota_admit(sk_store *st, const sk_cli_input *in);
+/* Writes the input's quotas (dry: decides only), one line each. */
+int sk_cli_quota_write(sk_store *st, const sk_cli_input *in, bool dry, const char *suffix);
 
 #endif

@@ -108,4 +108,11 @@ void sk_net_check_list(sk_vctx *v, const sk_field *f, json_t *a);
 bool sk_net_allow_ok(const char *s);
 bool sk_net_deny_ok(const char *s);
 
+/* Object metadata shared by the kinds (UserSpace, SpaceQuota): strict
+ * checks (validate.c), the JSON form and back (codec.c), release (userspace.c). */
+void sk_check_meta(sk_vctx *v, json_t *m);
+json_t *sk_meta_to_json(const sk_object_meta *m);
+int sk_meta_decode(json_t *m, sk_object_meta *out, sk_error *err);
+void sk_meta_dispose(sk_object_meta *m);
+
 #endif

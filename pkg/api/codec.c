@@ -25,8 +25,8 @@ sk_json_set_time(json_t *o, const char *key, int64_t ms)
 	json_object_set_new(o, key, json_string(buf));
 }
 
-static json_t *
-meta_to_json(const sk_object_meta *m)
+json_t *
+sk_meta_to_json(const sk_object_meta *m)
 {
 	json_t *o = json_object();
 
@@ -214,7 +214,7 @@ sk_userspace_to_json(const sk_userspace *us)
 
 	json_object_set_new(o, "apiVersion", json_string(SK_API_VERSION));
 	json_object_set_new(o, "kind", json_string(SK_KIND_USERSPACE));
-	json_object_set_new(o, "metadata", meta_to_json(&us->meta));
+	json_object_set_new(o, "metadata", sk_meta_to_json(&us->meta));
 	json_object_set_new(o, "spec", sk_userspace_spec_to_json(&us->spec));
 	if (json_object_size(st) > 0)
 		json_object_set(o, "status", st);
@@ -396,6 +396,15 @@ decode_meta(dctx *c, json_t *m, sk_object_meta *out)
 				        sk_strdup(json_string_value(f));
 		}
 	}
+}
+
+int
+sk_meta_decode(json_t *m, sk_object_meta *out, sk_error *err)
+{
+	dctx c = { err, SK_OK };
+
+	decode_meta(&c, m, out);
+	return c.rc;
 }
 
 static void

@@ -72,8 +72,8 @@ sk_userspace_status_dispose(sk_userspace_status *st)
 	memset(st, 0, sizeof(*st));
 }
 
-static void
-meta_dispose(sk_object_meta *m)
+void
+sk_meta_dispose(sk_object_meta *m)
 {
 	free(m->name);
 	sk_kvlist_dispose(&m->labels);
@@ -103,7 +103,7 @@ sk_userspace_free(sk_userspace *us)
 {
 	if (us == NULL)
 		return;
-	meta_dispose(&us->meta);
+	sk_meta_dispose(&us->meta);
 	spec_dispose(&us->spec);
 	sk_userspace_status_dispose(&us->status);
 	free(us);

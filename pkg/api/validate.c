@@ -131,8 +131,8 @@ check_label_map(sk_vctx *v, json_t *m, const char *path, bool label_values)
 	return total;
 }
 
-static void
-check_meta(sk_vctx *v, json_t *m)
+void
+sk_check_meta(sk_vctx *v, json_t *m)
 {
 	const char *path = "metadata";
 	char *p;
@@ -368,7 +368,7 @@ sk_userspace_validate(const sk_doc *d, sk_errlist *errs)
 	check_exact(&v, root, "kind", SK_KIND_USERSPACE);
 	sk_check_known(&v, root, "", top_fields);
 	if ((val = sk_check_field(&v, root, "", "metadata", true)) != NULL)
-		check_meta(&v, val);
+		sk_check_meta(&v, val);
 	if ((val = sk_check_field(&v, root, "", "spec", true)) != NULL)
 		check_spec(&v, val);
 	if ((val = json_object_get(root, "status")) != NULL)

@@ -35,6 +35,7 @@ typedef struct cap_space {
 	bool granted; /* a start was let through; its reconcile has not ended */
 	bool evicting; /* asked to pause; its reconcile has not ended */
 	int64_t started_ms; /* wall ms it was first seen running */
+	sk_kvlist labels; /* its labels: which SpaceQuotas' tenant it is in */
 } cap_space;
 
 typedef struct cap_waiter {
@@ -70,6 +71,26 @@ struct sk_ctl_capacity {
 	size_t n_prov;
 };
 
+static void
+space_free(void *p)
+{
+	cap_space *s = p;
+
+	sk_kvlist_dispose(&s->labels);
+	free(s);
+}
+
+/* s->labels = labels (a copy), when they differ. */
+static void
+space_labels(cap_space *s, const sk_kvlist *labels)
+{
+	if (sk_kvlist_equal(&s->labels, labels))
+		return;
+	sk_kvlist_dispose(&s->labels);
+	for (size_t i = 0; i < labels->len; i++)
+		sk_kvlist_set(&s->labels, labels->items[i].key, labels->items[i].value);
+}
+
 sk_ctl_capacity *
 sk_ctl_capacity_new(sk_controller *c)
 {
@@ -77,7 +98,7 @@ sk_ctl_capacity_new(sk_controller *c)
 	char l[160];
 
 	pthread_mutex_init(&cap->mu, NULL);
-	cap->spaces = sk_strmap_new(free);
+	cap->spaces = sk_strmap_new(space_free);
 	cap->n_prov = c->n_prov;
 	cap->prov = sk_calloc(c->n_prov + 1, sizeof(*cap->prov));
 	sk_metrics_declare(c->metrics, SK_CTL_METRIC_SANDBOXES_RUNNING, SK_METRIC_GAUGE,
@@ -106,6 +127,8 @@ sk_ctl_capacity_new(sk_controller *c)
 		sk_metrics_set(c->metrics, SK_CTL_METRIC_CAPACITY_MAX, l, p->configured);
 		sk_metrics_set(c->metrics, SK_CTL_METRIC_QUEUE_LENGTH, l, 0);
 		snprintf(l, sizeof(l), "provider=\"%s\",reason=\"capacity\"", pc->name);
+		sk_metrics_add(c->metrics, SK_CTL_METRIC_EVICTIONS, l, 0);
+		snprintf(l, sizeof(l), "provider=\"%s\",reason=\"quota\"", pc->name);
 		sk_metrics_add(c->metrics, SK_CTL_METRIC_EVICTIONS, l, 0);
 	}
 	return cap;
@@ -300,7 +323,9 @@ publish(sk_controller *c, int prov)
 }
 
 typedef struct cap_pick {
-	int prov;
+	int prov; /* -1: any provider */
+	const sk_spacequota *only; /* a quota's tenant only; NULL: any space */
+	const sk_spacequota *prefer; /* its tenant first (the candidates' tenant); NULL none */
 	sk_capacity_candidate *items;
 	size_t n, cap;
 } cap_pick;
@@ -312,7 +337,8 @@ collect_candidate(const char *name, void *value, void *payload)
 	cap_pick *pk = payload;
 	sk_capacity_candidate *x;
 
-	if (s->prov != pk->prov || !s->running || s->granted)
+	if ((pk->prov >= 0 && s->prov != pk->prov) || !s->running || s->granted ||
+	        (pk->only != NULL && !sk_spacequota_matches(pk->only, &s->labels)))
 		return;
 	if (pk->n == pk->cap) {
 		pk->cap = pk->cap ? 2 * pk->cap : 32;
@@ -325,16 +351,49 @@ collect_candidate(const char *name, void *value, void *payload)
 	x->always_on = s->always_on;
 	x->evicting = s->evicting;
 	x->started_ms = s->started_ms;
+	if (pk->prefer != NULL && sk_spacequota_matches(pk->prefer, &s->labels))
+		x->tenant = pk->prefer->meta.name;
 }
 
-/* Picks the space to evict at prov and asks it to pause; false when none may be. */
-static bool
-evict_one(sk_controller *c, int prov, char *victim, size_t len)
+/* Asks the victim (at its provider) to pause, for reason. */
+static void
+evict(sk_controller *c, const char *victim, const char *reason)
 {
 	sk_ctl_capacity *cap = c->capacity;
-	cap_pick pk = { prov, NULL, 0, 0 };
-	int64_t now = sk_now_ms();
+	cap_space *vs;
 	char l[160];
+	int prov;
+
+	pthread_mutex_lock(&cap->mu);
+	vs = space_of(cap, victim);
+	tally(cap, vs, -1);
+	vs->evicting = true;
+	tally(cap, vs, 1);
+	prov = vs->prov;
+	if (prov >= 0)
+		cap->prov[prov].evictions++;
+	pthread_mutex_unlock(&cap->mu);
+	if (prov >= 0) {
+		snprintf(l, sizeof(l), "provider=\"%s\",reason=\"%s\"",
+		        c->cfg->providers[prov].name, reason);
+		sk_metrics_add(c->metrics, SK_CTL_METRIC_EVICTIONS, l, 1);
+	}
+	sk_ctl_space_request_evict(c, victim);
+	sk_workqueue_add_priority(c->q, victim);
+	sk_ctl_log(c, SK_LOG_INFO, "evicting", "userspace=%s provider=%s reason=%s", victim,
+	        prov >= 0 ? c->cfg->providers[prov].name : "", reason);
+}
+
+/* Picks the space to evict at prov (a capacity eviction, prefer's tenant
+ * first) or in only's tenant (a quota's), and asks it to pause unless
+ * dry; false when none may be. evictAfter is the space's provider's. */
+static bool
+evict_one(sk_controller *c, int prov, const sk_spacequota *only, const sk_spacequota *prefer,
+        bool dry, char *victim, size_t len)
+{
+	sk_ctl_capacity *cap = c->capacity;
+	cap_pick pk = { prov, only, only != NULL ? only : prefer, NULL, 0, 0 };
+	int64_t now = sk_now_ms(), recent = c->cfg->providers[prov >= 0 ? prov : 0].evict_after_ms;
 	int i;
 
 	pthread_mutex_lock(&cap->mu);
@@ -343,28 +402,102 @@ evict_one(sk_controller *c, int prov, char *victim, size_t len)
 	for (size_t j = 0; j < pk.n; j++)
 		pk.items[j].activity_ms = sk_ctl_space_activity(c, pk.items[j].name);
 	i = sk_capacity_pick_victim(
-	        pk.items, pk.n, NULL, now, c->cfg->providers[prov].evict_after_ms);
-	if (i >= 0) {
+	        pk.items, pk.n, pk.prefer ? pk.prefer->meta.name : NULL, now, recent);
+	if (i >= 0 && !dry) {
 		snprintf(victim, len, "%s", pk.items[i].name);
-		pthread_mutex_lock(&cap->mu);
-		cap_space *vs = space_of(cap, victim);
-		tally(cap, vs, -1);
-		vs->evicting = true;
-		tally(cap, vs, 1);
-		cap->prov[prov].evictions++;
-		pthread_mutex_unlock(&cap->mu);
-		snprintf(l, sizeof(l), "provider=\"%s\",reason=\"capacity\"",
-		        c->cfg->providers[prov].name);
-		sk_metrics_add(c->metrics, SK_CTL_METRIC_EVICTIONS, l, 1);
-		sk_ctl_space_request_evict(c, victim);
-		sk_workqueue_add_priority(c->q, victim);
-		sk_ctl_log(c, SK_LOG_INFO, "evicting", "userspace=%s provider=%s", victim,
-		        c->cfg->providers[prov].name);
+		evict(c, victim, only != NULL ? "quota" : "capacity");
 	}
 	for (size_t j = 0; j < pk.n; j++)
 		free((char *)pk.items[j].name);
 	free(pk.items);
 	return i >= 0;
+}
+
+/* ---- SpaceQuotas' spec.hard.running ---- */
+
+typedef enum { QUOTA_OK, QUOTA_EVICT, QUOTA_WAIT, QUOTA_REFUSE } quota_verdict;
+
+typedef struct tenant_count {
+	const sk_spacequota *q;
+	const char *self;
+	int running, evicting;
+} tenant_count;
+
+static void
+count_tenant(const char *name, void *value, void *payload)
+{
+	const cap_space *s = value;
+	tenant_count *t = payload;
+
+	if (strcmp(name, t->self) == 0 || !sk_spacequota_matches(t->q, &s->labels))
+		return;
+	t->running += s->running || s->granted;
+	t->evicting += s->running && s->evicting;
+}
+
+/* Under cap->mu: whether starting us stays within every SpaceQuota's
+ * spec.hard.running of its tenant (the planner's rule, the tenant as the
+ * provider); else the first quota it exceeds in *which, its use in *used. */
+static quota_verdict
+quota_decide(sk_ctl_capacity *cap, const sk_ctl_quota_set *set, const sk_userspace *us,
+        const sk_spacequota **which, int *used)
+{
+	for (size_t i = 0; i < set->n; i++) {
+		const sk_spacequota *q = set->items[i];
+		tenant_count t = { q, us->meta.name, 0, 0 };
+		sk_capacity_state st = { 0 };
+		sk_capacity_verdict v;
+		if (q->hard_running < 0 || !sk_spacequota_matches(q, &us->meta.labels))
+			continue;
+		sk_strmap_foreach(cap->spaces, count_tenant, &t);
+		*which = q;
+		*used = t.running;
+		if (q->hard_running == 0)
+			return QUOTA_REFUSE;
+		st.max_running = (int)q->hard_running;
+		st.running = t.running;
+		st.evicting = t.evicting;
+		v = sk_capacity_decide(&st);
+		if (v != SK_CAPACITY_START)
+			return v == SK_CAPACITY_EVICT ? QUOTA_EVICT : QUOTA_WAIT;
+	}
+	return QUOTA_OK;
+}
+
+/* The first quota whose tenant us is in (a capacity eviction takes its
+ * spaces first); NULL none. */
+static const sk_spacequota *
+tenant_of(const sk_ctl_quota_set *set, const sk_userspace *us)
+{
+	for (size_t i = 0; i < set->n; i++) {
+		if (sk_spacequota_matches(set->items[i], &us->meta.labels))
+			return set->items[i];
+	}
+	return NULL;
+}
+
+/* A start the quota holds back waits in its provider's queue, refused (a
+ * slot freeing there, or the retry, asks again); a wake is asked again. */
+static bool
+quota_hold(sk_controller *c, cap_provider *p, const sk_userspace *us, quota_verdict v,
+        const sk_spacequota *q, int used, char *why, size_t len)
+{
+	sk_ctl_capacity *cap = c->capacity;
+	bool wake = us->status.sandbox_id != NULL;
+	char victim[256] = "", msg[256];
+	size_t at;
+
+	at = queue_enter(p, us->meta.name, sk_monotonic_ms() + c->cfg->resync_ms, wake);
+	p->queue[at].refused = true;
+	pthread_mutex_unlock(&cap->mu);
+	if (v == QUOTA_EVICT)
+		evict_one(c, -1, q, NULL, false, victim, sizeof(victim));
+	sk_quota_running_message(q, used, msg, sizeof(msg));
+	snprintf(why, len, "%s%s%s", msg, victim[0] ? "; evicting " : "", victim);
+	if (wake)
+		sk_ctl_space_request(c, us->meta.name, true, false);
+	sk_workqueue_add_after(c->q, us->meta.name, 1000);
+	return false;
 }
 
 static int
@@ -390,15 +523,27 @@ sk_ctl_capacity_may_start(void *controller, const sk_userspace *us, char *why, s
 	char victim[256] = "";
 	cap_space *s;
 	ssize_t at;
+	sk_ctl_quota_set *set;
+	const sk_spacequota *q = NULL;
+	quota_verdict qv;
+	int qused = 0;
+	bool ok;
 
 	if (prov < 0)
 		return true;
+	set = sk_ctl_quotas_get(c);
 	pthread_mutex_lock(&cap->mu);
 	p = &cap->prov[prov];
 	s = space_of(cap, name);
 	tally(cap, s, -1);
 	s->prov = prov;
 	tally(cap, s, 1);
+	space_labels(s, &us->meta.labels);
+	if ((qv = quota_decide(cap, set, us, &q, &qused)) != QUOTA_OK) {
+		ok = quota_hold(c, p, us, qv, q, qused, why, len);
+		sk_ctl_quotas_put(c, set);
+		return ok;
+	}
 	max = effective_max(p, mono);
 	queue_expire(p, mono);
 	at = queue_index(p, name);
@@ -421,6 +566,7 @@ sk_ctl_capacity_may_start(void *controller, const sk_userspace *us, char *why, s
 		if (wake) /* its turn comes with the next token: the connect's wake again */
 			sk_ctl_space_request(c, name, true, false);
 		sk_workqueue_add_after(c->q, name, wait_ms);
+		sk_ctl_quotas_put(c, set);
 		return false;
 	}
 	if (v == SK_CAPACITY_START) {
@@ -432,6 +578,7 @@ sk_ctl_capacity_may_start(void *controller, const sk_userspace *us, char *why, s
 		pthread_mutex_unlock(&cap->mu);
 		if (max > 0)
 			publish(c, prov);
+		sk_ctl_quotas_put(c, set);
 		return true;
 	}
 	if (at < 0)
@@ -440,7 +587,8 @@ sk_ctl_capacity_may_start(void *controller, const sk_userspace *us, char *why, s
 	p->queue[at].refused = true;
 	pthread_mutex_unlock(&cap->mu);
 	if (v == SK_CAPACITY_EVICT)
-		evict_one(c, prov, victim, sizeof(victim));
+		evict_one(c, prov, NULL, tenant_of(set, us), false, victim, sizeof(victim));
+	sk_ctl_quotas_put(c, set);
 	snprintf(why, len, "provider %s is at capacity (%d of %d running)%s%s",
 	        c->cfg->providers[prov].name, st.running, max, victim[0] ? "; evicting " : "",
 	        victim);
@@ -483,6 +631,7 @@ sk_ctl_capacity_note(
 	s->running = r->running && r->keeper_id != NULL;
 	s->busy = busy != NULL && strcmp(busy->status, "True") == 0;
 	s->always_on = us->spec.idle_timeout_ms <= 0;
+	space_labels(s, &us->meta.labels);
 	s->granted = false;
 	s->evicting = false;
 	tally(cap, s, 1);
@@ -541,6 +690,34 @@ sk_ctl_capacity_forget(sk_controller *c, const char *name)
 		publish(c, prov);
 }
 
+/* A connect's start beyond a quota's spec.hard.running with nothing in
+ * the tenant to evict (and no eviction under way) is answered at once:
+ * 429 naming the quota. */
+static bool
+quota_admits_wake(sk_controller *c, const sk_userspace *us, sk_http_reply *r)
+{
+	sk_ctl_capacity *cap = c->capacity;
+	sk_ctl_quota_set *set = sk_ctl_quotas_get(c);
+	const sk_spacequota *q = NULL;
+	quota_verdict v;
+	int used = 0;
+	char msg[256];
+	bool ok;
+
+	pthread_mutex_lock(&cap->mu);
+	v = quota_decide(cap, set, us, &q, &used);
+	pthread_mutex_unlock(&cap->mu);
+	ok = v == QUOTA_OK || v == QUOTA_WAIT ||
+	        (v == QUOTA_EVICT && evict_one(c, -1, q, NULL, true, NULL, 0));
+	if (!ok) {
+		sk_quota_running_message(q, used, msg, sizeof(msg));
+		snprintf(r->retry_after, sizeof(r->retry_after), "%d", 5);
+		sk_ctl_reply_error(r, 429, "QuotaExceeded", msg);
+	}
+	sk_ctl_quotas_put(c, set);
+	return ok;
+}
+
 bool
 sk_ctl_capacity_enter(sk_controller *c, const sk_userspace *us, int64_t deadline, sk_http_reply *r)
 {
@@ -553,6 +730,8 @@ sk_ctl_capacity_enter(sk_controller *c, const sk_userspace *us, int64_t deadline
 
 	if (prov < 0)
 		return true;
+	if (!quota_admits_wake(c, us, r))
+		return false;
 	pthread_mutex_lock(&cap->mu);
 	p = &cap->prov[prov];
 	max = effective_max(p, mono);

@@ -192,6 +192,7 @@ sk_controller_new(sk_controller **out, const sk_controller_options *opts, sk_err
 	sk_ctl_spaces_init(c);
 	sk_ctl_metrics_declare(c);
 	c->capacity = sk_ctl_capacity_new(c);
+	c->quotas = sk_ctl_quotas_new(c);
 	rc = open_parts(c, err);
 	if (rc != 0) {
 		sk_controller_free(c);
@@ -217,6 +218,7 @@ sk_controller_free(sk_controller *c)
 	sk_ctl_views_dispose(c);
 	sk_ctl_spaces_dispose(c);
 	sk_ctl_capacity_free(c->capacity);
+	sk_ctl_quotas_free(c->quotas);
 	sk_store_close(c->store);
 	sk_workqueue_free(c->q);
 	sk_metrics_free(c->metrics);
@@ -274,6 +276,7 @@ start_parts(sk_controller *c, sk_error *err)
 	sk_ctl_shards_prepare(c);
 	sk_ctl_shards_tick(c); /* the shards to start with */
 	sk_ctl_observe_all(c, true);
+	sk_ctl_quotas_refresh(c); /* the quotas before the first start */
 	pthread_mutex_lock(&c->mu);
 	c->running = !c->stopping;
 	pthread_mutex_unlock(&c->mu);
@@ -454,6 +457,7 @@ sk_controller_run_once(sk_controller *c, int64_t settle_ms, int64_t timeout_ms, 
 		return rc;
 	sk_ctl_shards_all(c); /* one pass over everything, no leases */
 	sk_ctl_observe_all(c, true);
+	sk_ctl_quotas_refresh(c); /* the quotas before the first start */
 	pthread_mutex_lock(&c->mu);
 	c->running = true;
 	c->once = true;

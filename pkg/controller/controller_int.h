@@ -40,6 +40,8 @@
  *   page.c        the status page (HTML).
  *   capacity.c    each provider's capacity: running count, evictions, the
  *                 FIFO queue of starts (capacity_int.h).
+ *   quota.c       the SpaceQuotas: status.used, metrics, the set the
+ *                 capacity gate holds spec.hard.running with (quota_int.h).
  *
  * Locks: every lock is a leaf (nothing else is locked while it is held),
  * except http.render_mu, held over a whole scrape (it takes spaces.mu, the
@@ -60,6 +62,7 @@
 #include "capacity_int.h"
 #include "controller.h"
 #include "http_int.h"
+#include "quota_int.h"
 #include "shards_int.h"
 #include "spaces_int.h"
 #include "views_int.h"
@@ -73,12 +76,6 @@
 #define SK_CONTROLLER_SYNC_MS 30000
 #define SK_CONTROLLER_RETRY_MIN_MS 1000
 #define SK_CONTROLLER_RETRY_MAX_MS 30000
-/* Stop: in-flight reconciles get GRACE_MS to finish their provider calls;
- * calls still running then are aborted (the state is as after a crash, which
- * the next start repairs). The observer's list is abandoned at once. Well
- * inside the README's promise (SIGTERM exits within 10 s). */
-#define SK_CONTROLLER_STOP_GRACE_MS 5000
-
 /* worker.c: one worker thread and its provider clients (its own). */
 typedef struct sk_worker {
 	struct sk_controller *c;
@@ -109,6 +106,7 @@ struct sk_controller {
 	sk_ctl_shards *shards; /* shards_int.h */
 	sk_ctl_http http; /* http_int.h */
 	sk_ctl_capacity *capacity; /* capacity_int.h */
+	sk_ctl_quotas *quotas; /* quota_int.h */
 
 	/* Lifecycle (controller.c). */
 	pthread_mutex_t mu; /* guards running and once */

@@ -402,8 +402,13 @@ observer_main(void *arg)
 	int64_t wait = next_look_in(c);
 	bool asked;
 
-	while (observer_sleep(c, wait, &asked))
+	while (observer_sleep(c, wait, &asked)) {
 		wait = sk_ctl_observe_all(c, asked);
+		/* the SpaceQuotas' use, more often than the lists */
+		sk_ctl_quotas_refresh(c);
+		if (wait > SK_CTL_QUOTA_REFRESH_MS)
+			wait = SK_CTL_QUOTA_REFRESH_MS;
+	}
 	return NULL;
 }
 

@@ -575,6 +575,8 @@ clear(sk_memstore *m)
 	sk_userspace_list_dispose(&objs);
 	sk_apply_record_list_dispose(&m->records);
 	sk_mem_observations_clear(m);
+	json_decref(m->quotas);
+	m->quotas = NULL;
 	m->events = NULL;
 	m->leases = NULL;
 	m->objs = NULL;
@@ -633,6 +635,11 @@ const sk_store_backend_ops sk_store_memory_ops = {
 	.lease_get = mem_lease_get,
 	.lease_swap = mem_lease_swap,
 	.lease_list = mem_lease_list,
+	.quota_insert = sk_mem_quota_insert,
+	.quota_replace = sk_mem_quota_replace,
+	.quota_status = sk_mem_quota_status,
+	.quota_list = sk_mem_quota_list,
+	.quota_remove = sk_mem_quota_remove,
 	.record_put = mem_record_put,
 	.record_list = mem_record_list,
 	.record_remove = mem_record_remove,

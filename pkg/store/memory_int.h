@@ -27,6 +27,7 @@ typedef struct sk_memstore {
 	sk_mem_part *parts; /* shared lists' parts */
 	size_t n_parts;
 	sk_observation_list heads;
+	json_t *quotas; /* name -> {"object": text, "status": text} (memory_quota.c) */
 	int64_t last_version; /* the last resourceVersion or lease version given */
 } sk_memstore;
 
@@ -58,5 +59,12 @@ int sk_mem_observation_head_put(sk_store *s, const char *group, int64_t listed_m
         const char *writer, const char *body, sk_error *err);
 int sk_mem_observation_head_get(sk_store *s, const char *group, sk_observation *out, sk_error *err);
 int sk_mem_observation_prune(sk_store *s, const char *group, int64_t before_ms, sk_error *err);
+
+/* memory_quota.c: the SpaceQuota ops. */
+int sk_mem_quota_insert(sk_store *s, const char *name, const char *object, sk_error *err);
+int sk_mem_quota_replace(sk_store *s, const char *name, const char *object, sk_error *err);
+int sk_mem_quota_status(sk_store *s, const char *name, const char *status, sk_error *err);
+int sk_mem_quota_list(sk_store *s, sk_spacequota_list *out, sk_error *err);
+int sk_mem_quota_remove(sk_store *s, const char *name, sk_error *err);
 
 #endif

@@ -15,6 +15,7 @@
 #define SK_COLL_CLAIMS "claims"
 #define SK_COLL_LEASES "leases"
 #define SK_COLL_APPLIES "applies" /* apply records (mongo_record.c) */
+#define SK_COLL_QUOTAS "spacequotas" /* SpaceQuotas (mongo_quota.c) */
 #define SK_COLL_OBSERVATIONS "observations" /* shared lists' parts (mongo_observation.c) */
 #define SK_COLL_OBSERVATION_HEADS "observation_heads" /* and their heads */
 #define SK_INDEX_USER_ID "spec_userID_unique"
@@ -166,6 +167,11 @@ int sk_mongo_lease_swap(sk_store *s, const sk_lease *cur, sk_lease *next, sk_err
 int sk_mongo_lease_list(sk_store *s, sk_lease_list *out, sk_error *err);
 int sk_mongo_record_put(
         sk_store *s, const char *id, int64_t create_ms, const char *body, sk_error *err);
+int sk_mongo_quota_insert(sk_store *s, const char *name, const char *object, sk_error *err);
+int sk_mongo_quota_replace(sk_store *s, const char *name, const char *object, sk_error *err);
+int sk_mongo_quota_status(sk_store *s, const char *name, const char *status, sk_error *err);
+int sk_mongo_quota_list(sk_store *s, sk_spacequota_list *out, sk_error *err);
+int sk_mongo_quota_remove(sk_store *s, const char *name, sk_error *err);
 int sk_mongo_record_list(sk_store *s, sk_apply_record_list *out, sk_error *err);
 int sk_mongo_record_remove(sk_store *s, const char *id, sk_error *err);
 int sk_mongo_observation_put(sk_store *s, const char *group, const char *part, int64_t listed_ms,

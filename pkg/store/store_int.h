@@ -15,6 +15,7 @@
 #include <mongoc/mongoc.h>
 
 #include "store.h"
+#include "store_quota.h"
 
 /* Every slot is required. Results as documented for the sk_store_* call of
  * the same name in store.h. */
@@ -61,6 +62,14 @@ typedef struct sk_store_backend_ops {
 	int (*observation_head_get)(
 	        sk_store *s, const char *group, sk_observation *out, sk_error *err);
 	int (*observation_prune)(sk_store *s, const char *group, int64_t before_ms, sk_error *err);
+	/* SpaceQuotas (store_quota.h): the object and its status as JSON text
+	 * (checked by quota.c); insert SK_EEXISTS, the others SK_ENOTFOUND;
+	 * list hands each stored pair to sk_store_quota_add. */
+	int (*quota_insert)(sk_store *s, const char *name, const char *object, sk_error *err);
+	int (*quota_replace)(sk_store *s, const char *name, const char *object, sk_error *err);
+	int (*quota_status)(sk_store *s, const char *name, const char *status, sk_error *err);
+	int (*quota_list)(sk_store *s, sk_spacequota_list *out, sk_error *err);
+	int (*quota_remove)(sk_store *s, const char *name, sk_error *err);
 	int64_t (*rv_floor)(sk_store *s, int64_t wall_ms);
 	int (*clock_check)(sk_store *s, sk_clock_reading *out, sk_error *err); /* NULL: none */
 	/* Write commands sent, by collection (NULL: none, all zero). */
@@ -150,5 +159,12 @@ void sk_store_read_owned_fields(const bson_t *doc, sk_object_meta *m);
 
 /* packed.c: decodes a stored document and packs it. */
 sk_packed_userspace *sk_store_pack_doc(const bson_t *doc, int64_t read_ms, sk_error *err);
+
+/* quota.c: a stored quota (object and status text, status may be NULL)
+ * appended to out, decoded; SK_EINVALID when it does not decode. The
+ * message every backend gives for an absent quota. */
+int sk_store_quota_add(
+        sk_spacequota_list *out, const char *object, const char *status, sk_error *err);
+int sk_store_quota_not_found(const char *name, sk_error *err);
 
 #endif

@@ -19,305 +19,26 @@
 #include <unistd.h>
 
 #include "../testutil.h"
+#include "capacity_testlib.h"
 #include "util/util.h"
 
 Suite *sk_suite_capacity(void);
 
-#define API_KEY "e2b_0000000000000000000000000000000000000000"
 #define CAP 5
 #define SPACES 12
 
-static char db[64];
-static char mongo_uri[128];
-static char sim_url[128];
-static char keeper_log[700];
-static pid_t sim_pid, keeper_pid;
-static int main_port, connect_port;
-
-static size_t
-collect(char *p, size_t size, size_t n, void *arg)
-{
-	sk_buf_append(arg, p, size * n);
-	return size * n;
-}
-
-/* The status (0: no answer); *out (may be NULL) the body, caller frees.
- * hdrs: extra headers, NULL-terminated (may be NULL). */
-static long
-http(const char *method, const char *url, const char *body, const char *const *hdrs, char **out)
-{
-	CURL *h = curl_easy_init();
-	struct curl_slist *hl = NULL;
-	sk_buf b = SK_BUF_INIT(16 << 20);
-	long status = 0;
-
-	hl = curl_slist_append(hl, "X-API-Key: " API_KEY);
-	for (size_t i = 0; hdrs && hdrs[i]; i++)
-		hl = curl_slist_append(hl, hdrs[i]);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, 120L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-	if (body)
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	if (curl_easy_perform(h) == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(hl);
-	curl_easy_cleanup(h);
-	sk_buf_append(&b, "", 0);
-	if (out)
-		*out = sk_buf_detach(&b);
-	sk_buf_dispose(&b);
-	return status;
-}
-
-static json_t *
-http_json(const char *method, const char *url, long *status)
-{
-	char *text = NULL;
-	long st = http(method, url, NULL, NULL, &text);
-	json_t *v = json_loads(text ? text : "", 0, NULL);
-
-	free(text);
-	if (status)
-		*status = st;
-	return v;
-}
-
-static json_int_t
-sim_stat(const char *key)
-{
-	char url[200];
-	json_t *v;
-	json_int_t n;
-
-	snprintf(url, sizeof(url), "%s/_sim/stats", sim_url);
-	v = http_json("GET", url, NULL);
-	n = json_integer_value(json_object_get(v, key));
-	json_decref(v);
-	return n;
-}
-
-/* ---- the sampler: the simulator's running count every 100 ms ---- */
-
-static atomic_bool sampling;
-static atomic_int max_sampled;
-static pthread_t sampler;
-
-static void *
-sample(void *arg)
-{
-	while (atomic_load(&sampling)) {
-		int n = (int)sim_stat("running");
-		if (n > atomic_load(&max_sampled))
-			atomic_store(&max_sampled, n);
-		usleep(100000);
-	}
-	return NULL;
-}
-
-/* ---- spacectl ---- */
-
-static int
-spacectl(const char *const *args, char **out)
-{
-	return sk_test_spacectl(mongo_uri, db, args, out);
-}
-
-/* name -> phase of every space (spacectl get -o json). */
-static json_t *
-phases(void)
-{
-	const char *args[] = { "get", "userspaces", "-o", "json", NULL };
-	json_t *v, *item, *out = json_object();
-	char *text = NULL;
-	size_t i;
-
-	ck_assert_int_eq(spacectl(args, &text), 0);
-	v = json_loads(text ? text : "", 0, NULL);
-	free(text);
-	json_array_foreach(json_object_get(v, "items"), i, item)
-	{
-		json_t *st = json_object_get(item, "status");
-		json_object_set(out,
-		        json_string_value(
-		                json_object_get(json_object_get(item, "metadata"), "name")),
-		        json_object_get(st, "phase") ? json_object_get(st, "phase") : json_null());
-	}
-	json_decref(v);
-	return out;
-}
-
-static int
-count_phase(json_t *ph, const char *want)
-{
-	const char *k;
-	json_t *v;
-	int n = 0;
-
-	json_object_foreach(ph, k, v) n +=
-	        json_is_string(v) && strcmp(json_string_value(v), want) == 0;
-	return n;
-}
-
-/* ---- the world ---- */
-
 static void
-keeper_start(const char *capacity)
+capw_world_start(const char *const *sim_args, const char *capacity)
 {
-	char yaml[2048], cfg[600], url[128];
-	const char *env[] = { "E2B_API_KEY=" API_KEY, NULL };
-	const char *argv[] = { "spacekeeper", "--config", cfg, "--mongodb-uri", mongo_uri,
-		"--database", db, "--poll", "200ms", "--log-level", "debug", NULL };
-	int64_t deadline;
-
-	main_port = sk_test_free_port();
-	connect_port = sk_test_free_port();
-	snprintf(yaml, sizeof(yaml),
-	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
-	        "providers:\n  - name: default\n    type: e2b\n    apiURL: %s\n"
-	        "    sandboxURL: %s\n    apiKeyEnv: E2B_API_KEY\n    requestTimeout: 5s\n"
-	        "    capacity: {%s}\n"
-	        "    price: {runningPerHour: 3600, pausedPerHour: 360}\n"
-	        "controller:\n  workers: 4\n  resyncPeriod: 3s\n  listen: 127.0.0.1:%d\n"
-	        "  connectListen: 127.0.0.1:%d\n",
-	        sim_url, sim_url, capacity, main_port, connect_port);
-	snprintf(cfg, sizeof(cfg), "%s", sk_test_write_file("config.yaml", yaml));
-	snprintf(keeper_log, sizeof(keeper_log), "%s/keeper-%s.log", sk_test_tmpdir(), db);
-	keeper_pid = sk_test_spawn(argv, env, keeper_log);
-	ck_assert_msg(sk_test_wait_port(main_port, 20000), "no listener (%s)", keeper_log);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", main_port);
-	deadline = sk_monotonic_ms() + 30000;
-	while (http("GET", url, NULL, NULL, NULL) != 200) {
-		ck_assert_msg(sk_monotonic_ms() < deadline, "not ready (%s)", keeper_log);
-		sk_sleep_ms(50);
-	}
-}
-
-static void
-world_start_n(const char *const *sim_args, const char *capacity, int n)
-{
-	sk_buf y = SK_BUF_INIT(1 << 20);
-	const char *args[] = { "apply", "-f", NULL, NULL };
-	char path[600];
-
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	snprintf(db, sizeof(db), "%s", sk_test_unique_db());
-	snprintf(mongo_uri, sizeof(mongo_uri), "%s", sk_test_mongodb_uri());
-	sim_pid = sk_test_sim_start(sim_args, sim_url, sizeof(sim_url));
-	atomic_store(&max_sampled, 0);
-	atomic_store(&sampling, true);
-	ck_assert_int_eq(pthread_create(&sampler, NULL, sample, NULL), 0);
-	for (int i = 1; i <= n; i++)
-		sk_buf_printf(&y,
-		        "---\napiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
-		        "metadata: {name: u%02d, labels: {team: %s}}\nspec:\n  userID: u%02d\n"
-		        "  template: base\n  mode: Running\n  lifecycle: {idleTimeout: 10m}\n",
-		        i, i % 2 ? "red" : "blue", i);
-	snprintf(path, sizeof(path), "%s", sk_test_write_file("spaces.yaml", y.data));
-	sk_buf_dispose(&y);
-	args[2] = path;
-	ck_assert_int_eq(spacectl(args, NULL), 0);
-	keeper_start(capacity);
-}
-
-static void
-world_start(const char *const *sim_args, const char *capacity)
-{
-	world_start_n(sim_args, capacity, SPACES);
-}
-
-static void
-world_stop(void)
-{
-	atomic_store(&sampling, false);
-	pthread_join(sampler, NULL);
-	if (keeper_pid > 0)
-		ck_assert_int_eq(sk_test_stop(keeper_pid, false), 0); /* clean, no ASan report */
-	keeper_pid = 0;
-	sk_test_stop(sim_pid, true);
-	curl_global_cleanup();
-}
-
-/* ---- a user ---- */
-
-typedef struct attach {
-	char url[300];
-	char hdr[3][300];
-	const char *hdrs[4];
-} attach;
-
-/* Connects user (200 expected) and fills a's envd target. */
-static void
-connect_user(const char *user, attach *a)
-{
-	char url[300], *text = NULL;
-	json_t *v, *h, *val;
-	const char *k;
-	long st;
-	int n = 0;
-
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/%s/sandbox?timeout=60s",
-	        connect_port, user);
-	st = http("GET", url, NULL, NULL, &text);
-	ck_assert_msg(st == 200, "connect %s: %ld %s (%s)", user, st, text, keeper_log);
-	v = json_loads(text, 0, NULL);
-	free(text);
-	memset(a, 0, sizeof(*a));
-	snprintf(a->url, sizeof(a->url), "%s", json_string_value(json_object_get(v, "envdURL")));
-	h = json_object_get(v, "envdHeaders");
-	json_object_foreach(h, k, val)
-	{
-		if (n < 2)
-			snprintf(a->hdr[n++], sizeof(a->hdr[0]), "%s: %s", k,
-			        json_string_value(val));
-	}
-	if (json_object_get(v, "envdAccessToken"))
-		snprintf(a->hdr[n++], sizeof(a->hdr[0]), "X-Access-Token: %s",
-		        json_string_value(json_object_get(v, "envdAccessToken")));
-	for (int i = 0; i < n; i++)
-		a->hdrs[i] = a->hdr[i];
-	json_decref(v);
-}
-
-static void
-write_file(const attach *a, const char *user)
-{
-	const char *hdrs[5] = { a->hdrs[0], a->hdrs[1], a->hdrs[2], NULL, NULL };
-	char url[400], body[64];
-	long st;
-	int n = 0;
-
-	while (n < 3 && hdrs[n])
-		n++;
-	hdrs[n] = "Content-Type: application/octet-stream";
-	snprintf(url, sizeof(url), "%s/files?path=/home/user/owner.txt", a->url);
-	snprintf(body, sizeof(body), "files of %s", user);
-	st = http("POST", url, body, hdrs, NULL);
-	ck_assert_msg(st == 200 || st == 204, "write %s: %ld", user, st);
-}
-
-static void
-check_file(const attach *a, const char *user)
-{
-	char url[400], want[64], *text = NULL;
-	long st;
-
-	snprintf(url, sizeof(url), "%s/files?path=/home/user/owner.txt", a->url);
-	snprintf(want, sizeof(want), "files of %s", user);
-	st = http("GET", url, NULL, a->hdrs, &text);
-	ck_assert_msg(st == 200 && strcmp(text, want) == 0, "read %s: %ld %s", user, st, text);
-	free(text);
+	capw_world_start_n(sim_args, capacity, SPACES);
 }
 
 /* Every space has its sandbox: Running or Idle (asleep, evicted). */
 static bool
 all_bound(void)
 {
-	json_t *ph = phases();
-	bool ok = count_phase(ph, "Running") + count_phase(ph, "Idle") == SPACES;
+	json_t *ph = capw_phases();
+	bool ok = capw_count_phase(ph, "Running") + capw_count_phase(ph, "Idle") == SPACES;
 
 	json_decref(ph);
 	return ok;
@@ -326,34 +47,35 @@ all_bound(void)
 static void
 twelve_users(void)
 {
-	attach a;
+	capw_attach a;
 	char user[16];
 	int64_t deadline = sk_monotonic_ms() + 120000;
 	json_t *ph;
 
 	while (!all_bound()) {
-		ck_assert_msg(sk_monotonic_ms() < deadline, "spaces not bound (%s)", keeper_log);
+		ck_assert_msg(
+		        sk_monotonic_ms() < deadline, "spaces not bound (%s)", capw_keeper_log);
 		sk_sleep_ms(250);
 	}
 	/* 12 users in turn, each a short session (past evictAfter) */
 	for (int i = 1; i <= SPACES; i++) {
 		snprintf(user, sizeof(user), "u%02d", i);
-		connect_user(user, &a);
-		write_file(&a, user);
+		capw_connect_user(user, &a);
+		capw_write_file(&a, user);
 		sk_sleep_ms(1200);
 	}
-	ph = phases();
-	ck_assert_msg(count_phase(ph, "Idle") >= SPACES - CAP, "evicted spaces not Idle");
+	ph = capw_phases();
+	ck_assert_msg(capw_count_phase(ph, "Idle") >= SPACES - CAP, "evicted spaces not Idle");
 	json_decref(ph);
 	/* they come back: woken with their files */
 	for (int i = 1; i <= SPACES; i++) {
 		snprintf(user, sizeof(user), "u%02d", i);
-		connect_user(user, &a);
-		check_file(&a, user);
+		capw_connect_user(user, &a);
+		capw_check_file(&a, user);
 		sk_sleep_ms(1200);
 	}
-	ck_assert_int_le(sim_stat("max_running"), CAP);
-	ck_assert_int_le(atomic_load(&max_sampled), CAP);
+	ck_assert_int_le(capw_sim_stat("max_running"), CAP);
+	ck_assert_int_le(atomic_load(&capw_max_sampled), CAP);
 }
 
 /* ... and the start rate: the simulator allows 5 starts a second, the
@@ -364,19 +86,19 @@ START_TEST(test_cap_configured)
 	char url[200];
 	json_t *v;
 
-	world_start(sim_args, "maxRunning: 5, createsPerSecond: 4, evictAfter: 1s");
+	capw_world_start(sim_args, "maxRunning: 5, createsPerSecond: 4, evictAfter: 1s");
 	twelve_users();
 	/* the configured cap is used, not just respected */
-	ck_assert_int_ge(atomic_load(&max_sampled), CAP - 1);
-	snprintf(url, sizeof(url), "%s/_sim/stats", sim_url);
-	v = http_json("GET", url, NULL);
+	ck_assert_int_ge(atomic_load(&capw_max_sampled), CAP - 1);
+	snprintf(url, sizeof(url), "%s/_sim/stats", capw_sim_url);
+	v = capw_http_json("GET", url, NULL);
 	ck_assert_int_eq(
 	        json_integer_value(json_object_get(json_object_get(v, "refused"), "rate")), 0);
 	ck_assert_int_eq(
 	        json_integer_value(json_object_get(json_object_get(v, "refused"), "concurrency")),
 	        0);
 	json_decref(v);
-	world_stop();
+	capw_world_stop();
 }
 END_TEST
 
@@ -386,20 +108,204 @@ START_TEST(test_cap_only_at_provider)
 	char url[200];
 	json_t *v;
 
-	world_start(sim_args, "evictAfter: 1s");
-	snprintf(url, sizeof(url), "%s/_sim/stats", sim_url);
+	capw_world_start(sim_args, "evictAfter: 1s");
+	snprintf(url, sizeof(url), "%s/_sim/stats", capw_sim_url);
 	twelve_users();
-	ck_assert_int_gt(sim_stat("max_running"), 0);
+	ck_assert_int_gt(capw_sim_stat("max_running"), 0);
 	/* the cap was reached (the provider refused) and then used: a cap
 	 * learned from a refusal while starts were in flight is raised by
 	 * what ran (it stayed at 3 of 5 before, on a loaded machine) */
-	ck_assert_int_ge(atomic_load(&max_sampled), CAP - 1);
-	v = http_json("GET", url, NULL);
+	ck_assert_int_ge(atomic_load(&capw_max_sampled), CAP - 1);
+	v = capw_http_json("GET", url, NULL);
 	ck_assert_int_gt(
 	        json_integer_value(json_object_get(json_object_get(v, "refused"), "concurrency")),
 	        0);
 	json_decref(v);
-	world_stop();
+	capw_world_stop();
+}
+END_TEST
+
+/* ---- the queue's cap: 429 with Retry-After ---- */
+
+static size_t
+collect_body(char *p, size_t size, size_t n, void *arg)
+{
+	sk_buf_append(arg, p, size * n);
+	return size * n;
+}
+
+static size_t
+header_cb(char *p, size_t size, size_t n, void *arg)
+{
+	char *retry = arg;
+	size_t len = size * n;
+
+	if (len > 12 && strncasecmp(p, "Retry-After:", 12) == 0) {
+		const char *v = p + 12 + strspn(p + 12, " ");
+		snprintf(retry, 16, "%.*s", (int)strcspn(v, "\r\n"), v);
+	}
+	return len;
+}
+
+/* A connect of user with timeout; the status, the body (caller frees) and
+ * the Retry-After header ("" when none). */
+static long
+connect_raw(const char *user, const char *timeout, char **body, char retry[16])
+{
+	CURL *h = curl_easy_init();
+	sk_buf b = SK_BUF_INIT(1 << 20);
+	char url[300];
+	long st = 0;
+
+	retry[0] = '\0';
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/%s/sandbox?timeout=%s",
+	        capw_connect_port, user, timeout);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, 120L);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, retry);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	if (curl_easy_perform(h) == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+	curl_easy_cleanup(h);
+	sk_buf_append(&b, "", 0);
+	*body = sk_buf_detach(&b);
+	sk_buf_dispose(&b);
+	return st;
+}
+
+static const char *waiting_user;
+
+static void *
+waiting_connect(void *arg)
+{
+	char retry[16], *body = NULL;
+	long *st = arg;
+
+	*st = connect_raw(waiting_user, "8s", &body, retry);
+	free(body);
+	return NULL;
+}
+
+/* The metrics say one connect waits at the provider. */
+static bool
+queue_has_one(void)
+{
+	char url[128], *text = NULL;
+	bool ok;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", capw_main_port);
+	capw_http("GET", url, NULL, NULL, &text);
+	ok = text &&
+	        strstr(text, "spacekeeper_connect_queue_length{provider=\"default\"} 1") != NULL;
+	free(text);
+	return ok;
+}
+
+/* Cap 2, maxQueued 1, the two running spaces just connected (nothing to
+ * evict): one connect waits for a slot, the next gets 429 TooManyConnects
+ * with Retry-After at once; the waiting one ends within its own timeout. */
+START_TEST(test_queue_full)
+{
+	capw_attach a;
+	pthread_t th;
+	long waited = 0, st;
+	char retry[16], *body = NULL;
+	int64_t deadline = sk_monotonic_ms() + 120000, t0;
+	const char *running[2];
+	const char *idle[2];
+	json_t *ph = NULL;
+	int nr = 0, ni = 0;
+
+	capw_world_start_n(NULL, "maxRunning: 2, maxQueued: 1, evictAfter: 1m", 4);
+	for (;;) {
+		json_decref(ph);
+		ph = capw_phases();
+		if (capw_count_phase(ph, "Running") == 2 && capw_count_phase(ph, "Idle") == 2)
+			break;
+		ck_assert_msg(sk_monotonic_ms() < deadline, "not settled (%s)", capw_keeper_log);
+		sk_sleep_ms(250);
+	}
+	for (int i = 1; i <= 4; i++) {
+		static const char *const names[] = { "", "u01", "u02", "u03", "u04" };
+		const char *p = json_string_value(json_object_get(ph, names[i]));
+		if (strcmp(p, "Running") == 0)
+			running[nr++] = names[i];
+		else
+			idle[ni++] = names[i];
+	}
+	capw_connect_user(running[0], &a);
+	capw_connect_user(running[1], &a);
+	waiting_user = idle[0];
+	ck_assert_int_eq(pthread_create(&th, NULL, waiting_connect, &waited), 0);
+	deadline = sk_monotonic_ms() + 30000;
+	while (!queue_has_one()) {
+		ck_assert_msg(sk_monotonic_ms() < deadline, "%s not queued (%s)", idle[0],
+		        capw_keeper_log);
+		sk_sleep_ms(50);
+	}
+	t0 = sk_monotonic_ms();
+	st = connect_raw(idle[1], "30s", &body, retry);
+	ck_assert_msg(st == 429 && strstr(body, "TooManyConnects") != NULL, "%s: %ld %s", idle[1],
+	        st, body);
+	ck_assert_str_eq(retry, "5");
+	ck_assert_int_lt(sk_monotonic_ms() - t0, 5000); /* at once, not after its timeout */
+	free(body);
+	pthread_join(th, NULL);
+	ck_assert_msg(waited != 200 && waited != 0, "%s ended %ld", idle[0], waited);
+	ck_assert_int_le(capw_sim_stat("max_running"), 2);
+	json_decref(ph);
+	capw_world_stop();
+}
+END_TEST
+
+/* ---- Daytona: the simulator's Daytona API caps create and start ---- */
+
+/* No cap configured, the Daytona simulator running at most 3: the five
+ * spaces are all bound (3 running, 2 stopped: Idle) through its 429s,
+ * never more than 3 run, and a connect to a stopped one is served. */
+START_TEST(test_daytona_cap)
+{
+	static const char *const sim_args[] = { "--flavor", "daytona", "--max-running", "3", NULL };
+	int64_t deadline = sk_monotonic_ms() + 120000;
+	char url[300], *text = NULL;
+	const char *idle = NULL;
+	json_t *ph = NULL, *v;
+	long st;
+
+	capw_provider_type = "daytona";
+	capw_world_start_n(sim_args, "evictAfter: 1s", 5);
+	for (;;) {
+		json_decref(ph);
+		ph = capw_phases();
+		if (capw_count_phase(ph, "Running") == 3 && capw_count_phase(ph, "Idle") == 2)
+			break;
+		ck_assert_msg(sk_monotonic_ms() < deadline, "not settled (%s)", capw_keeper_log);
+		sk_sleep_ms(250);
+	}
+	for (int i = 1; i <= 5 && idle == NULL; i++) {
+		static const char *const names[] = { "", "u01", "u02", "u03", "u04", "u05" };
+		if (strcmp(json_string_value(json_object_get(ph, names[i])), "Idle") == 0)
+			idle = names[i];
+	}
+	sk_sleep_ms(1200); /* past evictAfter */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/%s/sandbox?timeout=60s",
+	        capw_connect_port, idle);
+	st = capw_http("GET", url, NULL, NULL, &text);
+	ck_assert_msg(st == 200, "connect %s: %ld %s (%s)", idle, st, text, capw_keeper_log);
+	free(text);
+	ck_assert_int_le(capw_sim_stat("max_running"), 3);
+	ck_assert_int_le(atomic_load(&capw_max_sampled), 3);
+	snprintf(url, sizeof(url), "%s/_sim/stats", capw_sim_url);
+	v = capw_http_json("GET", url, NULL);
+	ck_assert_int_gt(
+	        json_integer_value(json_object_get(json_object_get(v, "refused"), "concurrency")),
+	        0);
+	json_decref(v);
+	json_decref(ph);
+	capw_world_stop();
+	capw_provider_type = "e2b";
 }
 END_TEST
 
@@ -413,8 +319,8 @@ sim_accounting(void)
 	json_t *v, *sb, *out = json_object();
 	size_t i;
 
-	snprintf(url, sizeof(url), "%s/_sim/sandboxes", sim_url);
-	v = http_json("GET", url, NULL);
+	snprintf(url, sizeof(url), "%s/_sim/sandboxes", capw_sim_url);
+	v = capw_http_json("GET", url, NULL);
 	json_array_foreach(v, i, sb)
 	{
 		const char *user = json_string_value(
@@ -427,18 +333,21 @@ sim_accounting(void)
 	return out;
 }
 
-/* spacectl top userspaces -o json [--by LABEL]: name -> item. */
+/* spacectl top userspaces -o json [--by LABEL | -l SELECTOR]: name -> item. */
 static json_t *
-top(const char *by)
+top(const char *by, const char *sel)
 {
 	char cfg[600], *text = NULL;
 	const char *args[] = { "top", "userspaces", "-o", "json", "--config", cfg,
-		by ? "--by" : NULL, by, NULL };
+		by            ? "--by"
+		        : sel ? "-l"
+		              : NULL,
+		by ? by : sel, NULL };
 	json_t *v, *item, *out = json_object();
 	size_t i;
 
 	snprintf(cfg, sizeof(cfg), "%s/config.yaml", sk_test_tmpdir());
-	ck_assert_int_eq(spacectl(args, &text), 0);
+	ck_assert_int_eq(capw_spacectl(args, &text), 0);
 	v = json_loads(text ? text : "", 0, NULL);
 	ck_assert_msg(v != NULL, "top: %s", text);
 	free(text);
@@ -451,8 +360,8 @@ top(const char *by)
 static bool
 all_phase(int n, const char *want)
 {
-	json_t *ph = phases();
-	bool ok = count_phase(ph, want) == n;
+	json_t *ph = capw_phases();
+	bool ok = capw_count_phase(ph, want) == n;
 
 	json_decref(ph);
 	return ok;
@@ -467,24 +376,25 @@ START_TEST(test_top_matches_the_simulator)
 {
 	const char *pause[] = { "patch", "us", "u02", "-p", "{\"spec\":{\"mode\":\"Paused\"}}",
 		NULL };
-	json_t *acct, *t, *by;
+	json_t *acct, *t, *by, *red;
 	double red_run = 0, red_cost = 0;
 	int64_t deadline = sk_monotonic_ms() + 60000;
 
-	world_start_n(NULL, "", 3);
+	capw_world_start_n(NULL, "", 3);
 	while (!all_phase(3, "Running")) {
-		ck_assert_msg(sk_monotonic_ms() < deadline, "not Running (%s)", keeper_log);
+		ck_assert_msg(sk_monotonic_ms() < deadline, "not Running (%s)", capw_keeper_log);
 		sk_sleep_ms(250);
 	}
-	ck_assert_int_eq(spacectl(pause, NULL), 0);
+	ck_assert_int_eq(capw_spacectl(pause, NULL), 0);
 	while (!all_phase(2, "Running")) {
-		ck_assert_msg(sk_monotonic_ms() < deadline, "u02 not Paused (%s)", keeper_log);
+		ck_assert_msg(sk_monotonic_ms() < deadline, "u02 not Paused (%s)", capw_keeper_log);
 		sk_sleep_ms(250);
 	}
 	sk_sleep_ms(5000); /* time to count */
 	acct = sim_accounting();
-	t = top(NULL);
-	by = top("team");
+	t = top(NULL, NULL);
+	by = top("team", NULL);
+	red = top(NULL, "team=red");
 	for (int i = 1; i <= 3; i++) {
 		char u[16];
 		json_t *a, *row;
@@ -512,10 +422,24 @@ START_TEST(test_top_matches_the_simulator)
 	        red_run, 2.0);
 	NEAR(json_number_value(json_object_get(json_object_get(by, "red"), "cost")), red_cost, 2.0);
 	ck_assert_ptr_nonnull(json_object_get(by, "blue"));
+	/* -l: the red spaces only, the same figures */
+	ck_assert_uint_eq(json_object_size(red), 2);
+	for (int i = 1; i <= 3; i += 2) {
+		char u[16];
+		snprintf(u, sizeof(u), "u%02d", i);
+		ck_assert_ptr_nonnull(json_object_get(red, u));
+		NEAR(json_number_value(json_object_get(json_object_get(red, u), "runningHours")) *
+		                3600,
+		        json_number_value(json_object_get(json_object_get(t, u), "runningHours")) *
+		                3600,
+		        2.0);
+	}
+	ck_assert_ptr_null(json_object_get(red, "u02"));
+	json_decref(red);
 	json_decref(acct);
 	json_decref(t);
 	json_decref(by);
-	world_stop();
+	capw_world_stop();
 }
 END_TEST
 
@@ -528,6 +452,8 @@ sk_suite_capacity(void)
 	tcase_set_timeout(tc, 400);
 	tcase_add_test(tc, test_cap_configured);
 	tcase_add_test(tc, test_cap_only_at_provider);
+	tcase_add_test(tc, test_queue_full);
+	tcase_add_test(tc, test_daytona_cap);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("usage");
 	tcase_set_timeout(tc, 200);

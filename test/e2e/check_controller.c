@@ -1381,14 +1381,36 @@ page_quiet(void *name)
 	return !page_warns(name);
 }
 
+/* spacectl get userspaces --config CONFIG [-o json]: exit 0; *err gets stderr
+ * (caller frees), stdout is checked to be the listing alone. */
+static void
+get_warnings(const char *config, bool json, char **err)
+{
+	const char *argv[] = { "spacectl", "--mongodb-uri", mongo_uri, "--database", db, "get",
+		"userspaces", "--config", config, json ? "-o" : NULL, "json", NULL };
+	char *out = NULL;
+	json_t *v;
+
+	ck_assert_int_eq(sk_test_run(argv, NULL, NULL, &out, err, 120), 0);
+	ck_assert_msg(strstr(out, "Warning") == NULL, "a warning on stdout: %s", out);
+	if (json) {
+		ck_assert_ptr_nonnull(v = json_loads(out, 0, NULL));
+		json_decref(v);
+	} else {
+		ck_assert_ptr_nonnull(strstr(out, "sleepy"));
+	}
+	free(out);
+}
+
 /* No archive, and the provider's pausedRetention known (the simulator's
  * --paused-retention, the same in the config): a space asleep near it is
  * warned about on the status page (index and its own page), an awake one
- * is not, and the warning goes when the space wakes. */
+ * is not, and the warning goes when the space wakes; spacectl get prints
+ * the same as a Warning line on stderr, none with an archive configured. */
 START_TEST(test_retention_warning_without_archive)
 {
 	const char *args[] = { "--latency", "2ms", "--paused-retention", "40s", NULL };
-	char *body;
+	char *body, *errs = NULL, keys[600], yaml[2600];
 
 	sk_test_stop(sim_pid, true);
 	sim_pid = sk_test_sim_start(args, sim_url, sizeof(sim_url));
@@ -1419,9 +1441,35 @@ START_TEST(test_retention_warning_without_archive)
 	body = page_text("/spaces/awake");
 	ck_assert(strstr(body, "Warning: userspace") == NULL);
 	free(body);
-	/* awake again: the warning goes */
+	/* spacectl get: a Warning line on stderr, as kubectl prints them */
+	get_warnings(cfg_path, false, &errs);
+	ck_assert_msg(strstr(errs, "Warning: userspace sleepy has slept") != NULL &&
+	                strstr(errs, "no archive is configured") != NULL,
+	        "%s", errs);
+	ck_assert(strstr(errs, "userspace awake") == NULL);
+	free(errs);
+	get_warnings(cfg_path, true, &errs);
+	ck_assert_ptr_nonnull(strstr(errs, "Warning: userspace sleepy"));
+	free(errs);
+	/* with an archive configured the space is archived in time: no warning */
+	snprintf(keys, sizeof(keys), "%s", sk_test_write_file("ak", "access\n"));
+	snprintf(yaml, sizeof(yaml),
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
+	        "providers:\n  - name: default\n    type: e2b\n    apiURL: %s\n"
+	        "    apiKeyEnv: E2B_API_KEY\n    pausedRetention: 40s\n"
+	        "archive:\n  endpoint: http://127.0.0.1:9\n  bucket: spaces\n"
+	        "  accessKeyFile: %s\n  secretKeyFile: %s\n",
+	        sim_url, keys, keys);
+	snprintf(keys, sizeof(keys), "%s", sk_test_write_file("with-archive.yaml", yaml));
+	get_warnings(keys, false, &errs);
+	ck_assert_msg(strstr(errs, "Warning: userspace") == NULL, "%s", errs);
+	free(errs);
+	/* awake again: the warnings go */
 	connect_ok("sleepy", NULL);
 	ck_assert_msg(eventually(page_quiet, (void *)"sleepy", 10), "the warning stayed");
+	get_warnings(cfg_path, false, &errs);
+	ck_assert_msg(strstr(errs, "Warning: userspace") == NULL, "%s", errs);
+	free(errs);
 	keeper_stop_checked();
 }
 END_TEST

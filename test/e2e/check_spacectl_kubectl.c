@@ -1081,12 +1081,14 @@ START_TEST(api_resources_and_version_client)
 
 	ck_assert_int_eq(ctl(&out, &err, "api-resources", NULL), 0);
 	ck_assert_str_eq(out,
-	        "NAME         SHORTNAMES   APIVERSION                 NAMESPACED   KIND\n"
-	        "userspaces   us           spacekeeper.dev/v1alpha1   false        "
-	        "UserSpace\n");
+	        "NAME          SHORTNAMES   APIVERSION                 NAMESPACED   KIND\n"
+	        "userspaces    us           spacekeeper.dev/v1alpha1   false        "
+	        "UserSpace\n"
+	        "spacequotas   sq           spacekeeper.dev/v1alpha1   false        "
+	        "SpaceQuota\n");
 	ctl_free(&out, &err);
 	ck_assert_int_eq(ctl(&out, &err, "api-resources", "-o", "name", NULL), 0);
-	ck_assert_str_eq(out, "userspaces.spacekeeper.dev\n");
+	ck_assert_str_eq(out, "userspaces.spacekeeper.dev\nspacequotas.spacekeeper.dev\n");
 	ctl_free(&out, &err);
 	ck_assert_int_eq(ctl(&out, &err, "version", "--client", NULL), 0);
 	ASSERT_HAS(out, "spacectl version ");
