@@ -1912,6 +1912,7 @@ user_sandboxes(const char *user)
 START_TEST(test_archive_after_sleep_and_restore)
 {
 	const char *describe[] = { "describe", "userspace", "deep", NULL };
+	const char *get[] = { "get", "userspace", "deep", NULL };
 	sk_provider *p;
 	char *id, *ref, *out = NULL, *val;
 	json_t *v;
@@ -1937,6 +1938,9 @@ START_TEST(test_archive_after_sleep_and_restore)
 	ck_assert_int_eq(spacectl(describe, &out), 0);
 	ck_assert_msg(strstr(out, "Files:") && strstr(out, "archive s3://spaces/spaces/deep/1/"),
 	        "describe: %s", out);
+	free(out);
+	ck_assert_int_eq(spacectl(get, &out), 0);
+	ck_assert_msg(strstr(out, "Archived") != NULL, "get: %s", out);
 	free(out);
 	/* a connect restores it */
 	connect_within("deep", 55, &v);
