@@ -32,7 +32,8 @@ const sk_quota_field sk_quota_fields[] = {
 	        "ANDed; an empty or absent selector matches every UserSpace." },
 	{ "spec.selector.matchLabels", "map[string]string",
 	        "Labels a UserSpace must carry with exactly these values." },
-	{ EXPRS, "[]Object", "Requirements on a UserSpace's labels, each a key, an operator and values." },
+	{ EXPRS, "[]Object",
+	        "Requirements on a UserSpace's labels, each a key, an operator and values." },
 	{ EXPRS ".key", "string", "The label key the requirement is about." },
 	{ EXPRS ".operator", "string",
 	        "In, NotIn (the label's value is, or is not, one of values; NotIn also matches a "
@@ -52,7 +53,8 @@ const sk_quota_field sk_quota_fields[] = {
 	{ "status.used", "Object", "The tenant's current use of each limited resource." },
 	{ "status.used.spaces", "integer", "UserSpaces the selector matches." },
 	{ "status.used.running", "integer", "Those whose sandbox runs (or is starting)." },
-	{ "status.lastUpdateTime", "string", "When the controller last wrote status.used (RFC 3339)." },
+	{ "status.lastUpdateTime", "string",
+	        "When the controller last wrote status.used (RFC 3339)." },
 };
 const size_t sk_quota_n_fields = sizeof(sk_quota_fields) / sizeof(sk_quota_fields[0]);
 
@@ -120,7 +122,8 @@ check_labels(sk_vctx *v, json_t *m, const char *path)
 			sk_doc_error(v->errs, v->doc, p, "invalid label key \"%s\"", key);
 		if (s != NULL && !sk_valid_label_value(s))
 			sk_doc_error(v->errs, v->doc, p,
-			        "invalid label value: at most 63 characters [A-Za-z0-9_.-], starting "
+			        "invalid label value: at most 63 characters [A-Za-z0-9_.-], "
+			        "starting "
 			        "and ending alphanumeric");
 		free(p);
 	}
@@ -168,8 +171,8 @@ check_expr(sk_vctx *v, json_t *e, const char *path)
 			sk_doc_error(v->errs, v->doc, p, "required: at least one value for %s",
 			        json_string_value(op));
 		if (!listed && json_array_size(vals) > 0)
-			sk_doc_error(v->errs, v->doc, p, "must be empty for %s",
-			        json_string_value(op));
+			sk_doc_error(
+			        v->errs, v->doc, p, "must be empty for %s", json_string_value(op));
 	}
 	free(p);
 }
@@ -237,7 +240,8 @@ validate(const sk_doc *d, sk_errlist *errs)
 	if ((val = sk_check_field(&v, root, "", "apiVersion", true)) != NULL &&
 	        (s = sk_check_string(&v, val, "apiVersion")) != NULL &&
 	        strcmp(s, SK_API_VERSION) != 0)
-		sk_doc_error(errs, d, "apiVersion", "must be \"%s\" (got \"%s\")", SK_API_VERSION, s);
+		sk_doc_error(
+		        errs, d, "apiVersion", "must be \"%s\" (got \"%s\")", SK_API_VERSION, s);
 	check_known(&v, root, "", "");
 	if ((val = sk_check_field(&v, root, "", "metadata", true)) != NULL)
 		sk_check_meta(&v, val);
@@ -294,8 +298,9 @@ decode_exprs(json_t *me, sk_spacequota *q, sk_error *err)
 		while (op != NULL && OPS[k] != NULL && strcmp(OPS[k], op) != 0)
 			k++;
 		if (key == NULL || op == NULL || OPS[k] == NULL)
-			return sk_error_set(err, SK_EINVALID, EXPRS "[%zu]: a key and an operator "
-			                                            "(In, NotIn, Exists, DoesNotExist)",
+			return sk_error_set(err, SK_EINVALID,
+			        EXPRS "[%zu]: a key and an operator "
+			              "(In, NotIn, Exists, DoesNotExist)",
 			        i);
 		r->key = sk_strdup(key);
 		r->op = (sk_label_op)k;
@@ -493,8 +498,8 @@ sk_spacequota_selector_format(const sk_spacequota *q, char *buf, size_t len)
 		        q->match_labels.items[i].value);
 	for (size_t i = 0; i < q->n_exprs; i++) {
 		const sk_label_requirement *r = &q->exprs[i];
-		sk_buf_printf(&b, "%s%s%s", b.len ? "," : "", r->op == SK_LABEL_DOES_NOT_EXIST ? "!" : "",
-		        r->key);
+		sk_buf_printf(&b, "%s%s%s", b.len ? "," : "",
+		        r->op == SK_LABEL_DOES_NOT_EXIST ? "!" : "", r->key);
 		if (r->op == SK_LABEL_IN || r->op == SK_LABEL_NOT_IN) {
 			sk_buf_printf(&b, " %s (", r->op == SK_LABEL_IN ? "in" : "notin");
 			for (size_t j = 0; j < r->values.len; j++)

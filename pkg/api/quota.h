@@ -61,8 +61,10 @@ typedef struct sk_spacequota_list {
 
 /* Every field of the kind, in document order ("" is the kind itself). */
 typedef struct sk_quota_field {
-	const char *path; /* "spec.hard.running"; matchExpressions' items: "...matchExpressions.key" */
-	const char *type; /* "string", "integer", "object", "map[string]string", "[]Object", "[]string" */
+	const char
+	        *path; /* "spec.hard.running"; matchExpressions' items: "...matchExpressions.key" */
+	const char *
+	        type; /* "string", "integer", "object", "map[string]string", "[]Object", "[]string" */
 	const char *desc;
 } sk_quota_field;
 extern const sk_quota_field sk_quota_fields[];

@@ -10,7 +10,7 @@
  *             (a connect's own timeout bounds its place; a create at apply
  *             waits one resync period, then asks again);
  *   learned   the cap the provider's own 429 showed (what ran then), for
- *             LEARNED_MS, also when none is configured;
+ *             capacity.learnedFor (5m), also when none is configured;
  *   starts    the start rate (createsPerSecond), a token bucket (sk_limiter).
  * A slot freeing (a keeper seen paused or gone, a start that failed) wakes
  * the first waiters: the connect's wake request is put back, the key queued.
@@ -22,8 +22,6 @@
 
 #include "controller_int.h"
 
-/* How long the provider's refusal stands for its cap. */
-#define LEARNED_MS (5 * 60 * 1000)
 /* A create at apply waits this long beyond a resync for its turn. */
 #define CREATE_WAIT_EXTRA_MS 5000
 
@@ -55,6 +53,7 @@ typedef struct cap_provider {
 	int configured;
 	int learned; /* 0: none */
 	int64_t learned_until; /* monotonic */
+	int64_t learned_for; /* capacity.learnedFor */
 	double rate;
 	sk_limiter *starts; /* the start rate, NULL: none */
 	int max_queued;
@@ -122,6 +121,7 @@ sk_ctl_capacity_new(sk_controller *c)
 			p->starts = sk_limiter_new(&lo);
 		}
 		p->max_queued = pc->max_queued;
+		p->learned_for = pc->learned_for_ms;
 		snprintf(l, sizeof(l), "provider=\"%s\"", pc->name);
 		sk_metrics_set(c->metrics, SK_CTL_METRIC_SANDBOXES_RUNNING, l, 0);
 		sk_metrics_set(c->metrics, SK_CTL_METRIC_CAPACITY_MAX, l, p->configured);
@@ -647,7 +647,7 @@ sk_ctl_capacity_note(
 		size_t at;
 		if (k.awake > 0 && (p->learned == 0 || k.awake < p->learned)) {
 			p->learned = k.awake;
-			p->learned_until = mono + LEARNED_MS;
+			p->learned_until = mono + p->learned_for;
 		}
 		at = queue_enter(p, name, mono + c->cfg->resync_ms, false);
 		p->queue[at].refused = true;

@@ -147,8 +147,8 @@ publish_one(sk_controller *c, const sk_spacequota *q, bool gone)
 		snprintf(l, sizeof(l), "quota=\"%s\",resource=\"%s\"", name, res[r]);
 		sk_metrics_set(c->metrics, SK_CTL_METRIC_QUOTA_USED, l, gone ? 0 : (double)used);
 		if (hard >= 0 || gone)
-			sk_metrics_set(c->metrics, SK_CTL_METRIC_QUOTA_HARD, l,
-			        gone ? 0 : (double)hard);
+			sk_metrics_set(
+			        c->metrics, SK_CTL_METRIC_QUOTA_HARD, l, gone ? 0 : (double)hard);
 	}
 }
 
@@ -190,10 +190,11 @@ write_status(sk_controller *c, sk_ctl_quota_set *s, const int64_t *was_spaces,
 		sk_error_clear(&err);
 		q->has_used = true;
 		q->updated_ms = sk_now_ms();
-		if (sk_store_quota_write_status(c->store, q, &err) != 0 && err.code != SK_ENOTFOUND) {
+		if (sk_store_quota_write_status(c->store, q, &err) != 0 &&
+		        err.code != SK_ENOTFOUND) {
 			sk_ctl_store_error(c, "quota_status");
-			sk_ctl_log(c, SK_LOG_WARN, "quota status not written", "spacequota=%s err=%s",
-			        q->meta.name, err.message);
+			sk_ctl_log(c, SK_LOG_WARN, "quota status not written",
+			        "spacequota=%s err=%s", q->meta.name, err.message);
 		}
 	}
 }

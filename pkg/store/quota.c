@@ -32,7 +32,8 @@ sk_store_quota_add(sk_spacequota_list *out, const char *object, const char *stat
 
 	if (root == NULL)
 		return SK_EINVALID;
-	if (status != NULL && (st = sk_store_body_parse("spacequota status", status, err)) == NULL) {
+	if (status != NULL &&
+	        (st = sk_store_body_parse("spacequota status", status, err)) == NULL) {
 		json_decref(root);
 		return SK_EINVALID;
 	}
@@ -95,8 +96,9 @@ object_text(const sk_spacequota *q, const sk_spacequota *cur, sk_error *err)
 		snprintf(uid, sizeof(uid), "%s", cur->meta.uid);
 	else
 		sk_uuid4(uid);
-	sk_time_format(cur != NULL && cur->meta.creation_ms > 0 ? cur->meta.creation_ms : sk_now_ms(),
-	        t, sizeof(t));
+	sk_time_format(
+	        cur != NULL && cur->meta.creation_ms > 0 ? cur->meta.creation_ms : sk_now_ms(), t,
+	        sizeof(t));
 	json_object_set_new(meta, "uid", json_string(uid));
 	json_object_set_new(meta, "creationTimestamp", json_string(t));
 	text = sk_store_body_text("spacequota", o, err);
