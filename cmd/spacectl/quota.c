@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/store_quota.h"
 #include "spacectl.h"
+#include "store/store_quota.h"
 
 static const sk_cli_help help = {
 	"spacequotas",
@@ -71,8 +71,9 @@ sk_cli_quota_args(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (argv[i][0] == '-') {
 			if (strcmp(argv[i], "--") == 0)
-				return i + 1 < argc && (sk_cli_is_quota_resource(argv[i + 1]) ||
-				                               is_quota_slash(argv[i + 1]));
+				return i + 1 < argc &&
+				        (sk_cli_is_quota_resource(argv[i + 1]) ||
+				                is_quota_slash(argv[i + 1]));
 			i += takes_value(argv[i]);
 			continue;
 		}
@@ -154,7 +155,8 @@ quotas_after(const sk_spacequota_list *stored, const sk_cli_input *in, const sk_
 	for (size_t i = 0; i < stored->len; i++) {
 		bool replaced = false;
 		for (size_t j = 0; j < in->n_quotas && !replaced; j++)
-			replaced = strcmp(in->quotas[j]->meta.name, stored->items[i]->meta.name) == 0;
+			replaced =
+			        strcmp(in->quotas[j]->meta.name, stored->items[i]->meta.name) == 0;
 		if (!replaced)
 			out[n++] = stored->items[i];
 	}
@@ -192,10 +194,11 @@ admit_all(const sk_spacequota **q, size_t nq, int64_t *used, const sk_userspace_
 				used[i]--;
 				continue;
 			}
-			if (sk_quota_admit(&q[i], 1, &used[i], &want->meta.labels, msg, sizeof(msg)) >=
-			        0) {
-				sk_cli_errorf("userspaces \"%s\" is forbidden: %s (%s)", want->meta.name,
-				        msg, sk_cli_doc_where(in->docs.items[k], "metadata.labels"));
+			if (sk_quota_admit(&q[i], 1, &used[i], &want->meta.labels, msg,
+			            sizeof(msg)) >= 0) {
+				sk_cli_errorf("userspaces \"%s\" is forbidden: %s (%s)",
+				        want->meta.name, msg,
+				        sk_cli_doc_where(in->docs.items[k], "metadata.labels"));
 				return false;
 			}
 			used[i]++;
@@ -272,11 +275,12 @@ print_table(sk_spacequota *const *items, size_t n, bool no_headers)
 		const sk_spacequota *q = items[i];
 		char sel[512], sp[48], run[48], age[32];
 		sk_spacequota_selector_format(q, sel, sizeof(sel));
-		sk_spacequota_use_format(q->has_used, q->used_spaces, q->hard_spaces, sp, sizeof(sp));
+		sk_spacequota_use_format(
+		        q->has_used, q->used_spaces, q->hard_spaces, sp, sizeof(sp));
 		sk_spacequota_use_format(
 		        q->has_used, q->used_running, q->hard_running, run, sizeof(run));
-		sk_age_format(q->meta.creation_ms > 0 ? now - q->meta.creation_ms : 0, age,
-		        sizeof(age));
+		sk_age_format(
+		        q->meta.creation_ms > 0 ? now - q->meta.creation_ms : 0, age, sizeof(age));
 		const char *row[] = { q->meta.name, sel[0] ? sel : "<all>", sp, run, age };
 		sk_table_add_row(t, row);
 	}
@@ -292,9 +296,9 @@ print_objects(sk_spacequota *const *items, size_t n, bool single, sk_output fmt)
 
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(a, sk_spacequota_to_json(items[i]));
-	v = single && n == 1 ? json_incref(json_array_get(a, 0))
-	                     : json_pack("{s:s, s:s, s:O}", "apiVersion", "v1", "kind", "List",
-	                               "items", a);
+	v = single && n == 1
+	        ? json_incref(json_array_get(a, 0))
+	        : json_pack("{s:s, s:s, s:O}", "apiVersion", "v1", "kind", "List", "items", a);
 	rc = sk_cli_print_value(v, fmt);
 	json_decref(v);
 	json_decref(a);
@@ -304,8 +308,8 @@ print_objects(sk_spacequota *const *items, size_t n, bool single, sk_output fmt)
 /* The quotas names asks for (all when none), in that order; prints the
  * missing ones. Returns an exit code. */
 static int
-select_quotas(sk_store *st, const sk_cli_strv *names, sk_spacequota_list *all,
-        sk_spacequota ***out, size_t *n)
+select_quotas(sk_store *st, const sk_cli_strv *names, sk_spacequota_list *all, sk_spacequota ***out,
+        size_t *n)
 {
 	sk_error err;
 	int rc, exit_code = SK_EXIT_OK;
@@ -362,8 +366,7 @@ parse_opts(int argc, char **argv, quota_opts *o)
 	return parse_names(argv + optind, argc - optind, &o->names);
 }
 
-static int
-show(sk_store *st, quota_opts *o, bool describe);
+static int show(sk_store *st, quota_opts *o, bool describe);
 
 static int
 run(int argc, char **argv, int (*fn)(sk_store *, quota_opts *))
@@ -519,8 +522,8 @@ sk_cli_quota_explain(const char *path)
 	for (size_t i = 0; i < sk_quota_n_fields; i++) {
 		const sk_quota_field *c = &sk_quota_fields[i];
 		const char *rest = c->path + pl + (pl > 0);
-		if (*c->path == '\0' || (pl > 0 && (strncmp(c->path, path, pl) != 0 ||
-		                                           c->path[pl] != '.')) ||
+		if (*c->path == '\0' ||
+		        (pl > 0 && (strncmp(c->path, path, pl) != 0 || c->path[pl] != '.')) ||
 		        strchr(rest, '.') != NULL)
 			continue;
 		if (!header)
