@@ -7,7 +7,8 @@
 #   make docs         the CLI reference (docs/cli/*.md, docs/man/*.1) from each --help
 #   make verify-docs  those pages are current and lint-clean (make test runs it too)
 #   make bench-sim    simulator throughput and memory
-#   make bench        convergence, "day of use", migration, replicas, application and capacity benchmarks
+#   make bench        convergence, "day of use", migration, replicas, archive, application and
+#                     capacity benchmarks
 #   make demo         the embedded-defaults demo (README)
 
 CC ?= cc
@@ -48,7 +49,8 @@ CMD_BINS := $(CMDS:%=$(BIN)/%)
 TEST_KINDS := unit integration e2e
 TEST_COMMON := test/runner.c test/testutil.c
 TEST_BINS := $(TEST_KINDS:%=$(OUT)/test/%_tests)
-TOOLS := $(OUT)/tools/mongoping $(OUT)/tools/loadgen $(OUT)/tools/connectload
+TOOLS := $(OUT)/tools/mongoping $(OUT)/tools/loadgen $(OUT)/tools/connectload \
+	$(OUT)/tools/archivebench
 
 .PHONY: all test check test-unit test-integration test-e2e test-readme test-demo test-conformance \
 	test-client tests fmt fmt-check clean deps bench bench-sim demo verify-deps docs verify-docs
@@ -98,6 +100,11 @@ $(OUT)/tools/loadgen: $(OUT)/test/bench/loadgen.o $(LIB)
 
 # The connect load of make bench's "day of use" (test/bench/connectload.c).
 $(OUT)/tools/connectload: $(OUT)/test/bench/connectload.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The archive engine of make bench's "archive" (test/bench/archivebench.c).
+$(OUT)/tools/archivebench: $(OUT)/test/bench/archivebench.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -179,11 +186,12 @@ bench-sim: deps
 	@./test/bench/bench-sim.sh
 
 bench: deps
-	@$(MAKE) --no-print-directory all build/rel/tools/connectload
+	@$(MAKE) --no-print-directory all build/rel/tools/connectload build/rel/tools/archivebench
 	@./test/bench/bench.sh
 	@./test/bench/dayofuse.sh
 	@./test/bench/migrate.sh
 	@./test/bench/replicas.sh
+	@./test/bench/archive.sh
 	@./test/bench/application.sh
 	@./test/bench/capacity.sh
 

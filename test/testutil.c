@@ -1,4 +1,5 @@
 /* Test helpers: processes, ports, a shared FerretDB, temp files. */
+#include <check.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 
 #include "store/store.h"
 #include "testutil.h"
+#include "util/util.h"
 
 /* SQLite pragmas for FerretDB (it already sets WAL): a commit in WAL mode
  * with synchronous NORMAL skips the per-commit fsync; halves an insert. Keep
@@ -194,7 +196,7 @@ sk_test_stop(pid_t pid, bool hard)
 int
 sk_test_wait(pid_t pid, int timeout_s)
 {
-	time_t deadline = time(NULL) + (timeout_s > 0 ? timeout_s : 60);
+	int64_t deadline = sk_monotonic_ms() + (int64_t)(timeout_s > 0 ? timeout_s : 60) * 1000;
 
 	for (;;) {
 		int st;
@@ -203,7 +205,7 @@ sk_test_wait(pid_t pid, int timeout_s)
 			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 		if (r < 0 && errno != EINTR)
 			return -1;
-		if (time(NULL) > deadline)
+		if (sk_monotonic_ms() > deadline)
 			return sk_test_stop(pid, true);
 		usleep(10 * 1000);
 	}
@@ -262,7 +264,7 @@ sk_test_run(const char *const *argv, const char *const *env, const char *stdin_d
 		dup2(err_fd, 2);
 		exec_child(argv, env);
 	}
-	deadline = time(NULL) + (timeout_s > 0 ? timeout_s : 60);
+	deadline = sk_monotonic_ms() + (int64_t)(timeout_s > 0 ? timeout_s : 60) * 1000;
 	for (;;) {
 		int st;
 		pid_t r = waitpid(pid, &st, WNOHANG);
@@ -270,7 +272,7 @@ sk_test_run(const char *const *argv, const char *const *env, const char *stdin_d
 			status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 			break;
 		}
-		if (time(NULL) > deadline) {
+		if (sk_monotonic_ms() > deadline) {
 			kill(pid, SIGKILL);
 			status = wait_status(pid);
 			break;
@@ -510,29 +512,118 @@ sk_test_ferretdb_start(char *uri, size_t len)
 	return ferretdb_start_fresh(dir, uri, len);
 }
 
+/* ---- HTTP ---- */
+
+static size_t
+collect(char *p, size_t size, size_t n, void *arg)
+{
+	sk_buf_append(arg, p, size * n);
+	return size * n;
+}
+
+static struct curl_slist *
+req_headers(const sk_test_req *r)
+{
+	struct curl_slist *hdr = NULL;
+	char line[512];
+
+	if (r->token) {
+		snprintf(line, sizeof(line), "Authorization: Bearer %s", r->token);
+		hdr = curl_slist_append(hdr, line);
+	}
+	if (r->api_key || r->body)
+		hdr = curl_slist_append(hdr, "Content-Type: application/json");
+	if (r->api_key) {
+		snprintf(line, sizeof(line), "X-API-Key: %s", r->api_key);
+		hdr = curl_slist_append(hdr, line);
+	}
+	return hdr;
+}
+
+long
+sk_test_http_do(const char *url, sk_test_req *r)
+{
+	CURL *h = curl_easy_init();
+	struct curl_slist *hdr = req_headers(r);
+	sk_buf b = SK_BUF_INIT(64 << 20), hb = SK_BUF_INIT(1 << 20);
+	const char *method = r->method ? r->method : "GET";
+	long status = 0;
+
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, r->timeout_s > 0 ? r->timeout_s : 60L);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, collect);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, &hb);
+	if (r->body)
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, r->body);
+	if (strcmp(method, "HEAD") == 0)
+		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+	if (r->cacert)
+		curl_easy_setopt(h, CURLOPT_CAINFO, r->cacert);
+	if (curl_easy_perform(h) == CURLE_OK)
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(h);
+	sk_buf_append(&b, "", 0);
+	sk_buf_append(&hb, "", 0);
+	r->out = sk_buf_detach(&b);
+	r->headers = sk_buf_detach(&hb);
+	return status;
+}
+
+long
+sk_test_http(const char *method, const char *url, const char *body, char **out)
+{
+	sk_test_req r = { .method = method, .body = body, .api_key = SK_TEST_SIM_KEY };
+	long status = sk_test_http_do(url, &r);
+
+	if (out)
+		*out = r.out;
+	else
+		free(r.out);
+	free(r.headers);
+	return status;
+}
+
+json_t *
+sk_test_http_json(const char *method, const char *url, const char *body, long *status)
+{
+	char *text = NULL;
+	long st = sk_test_http(method, url, body, &text);
+	json_t *v = json_loads(text ? text : "", 0, NULL);
+
+	free(text);
+	if (status)
+		*status = st;
+	return v;
+}
+
+void
+sk_test_sim_post(const char *base_url, const char *path, const char *body)
+{
+	char url[512];
+	long st;
+
+	snprintf(url, sizeof(url), "%s%s", base_url, path);
+	st = sk_test_http("POST", url, body, NULL);
+	ck_assert_msg(st >= 200 && st < 300, "POST %s: %ld", path, st);
+}
+
 long
 sk_test_post_json(const char *base_url, const char *path, const char *json)
 {
-	CURL *c = curl_easy_init();
-	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-	FILE *devnull = fopen("/dev/null", "w");
-	char url[256];
-	long status = 0;
+	sk_test_req r = { .method = "POST", .body = json, .timeout_s = 5 };
+	char url[512];
+	long status;
 
 	snprintf(url, sizeof(url), "%s%s", base_url, path);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, json);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, devnull);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
-	if (curl_easy_perform(c) == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	else
-		status = -1;
-	curl_slist_free_all(h);
-	curl_easy_cleanup(c);
-	fclose(devnull);
-	return status;
+	status = sk_test_http_do(url, &r);
+	free(r.out);
+	free(r.headers);
+	return status != 0 ? status : -1;
 }
 
 int

@@ -8,6 +8,7 @@
 #ifndef SK_TESTUTIL_H
 #define SK_TESTUTIL_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -87,5 +88,27 @@ pid_t sk_test_s3_start_small(const char *dir, const char *bucket, const char *ac
 /* POSTs a JSON document to base_url + path (a simulator's admin API, within
  * 5 s); returns the HTTP status, -1 when no answer came. */
 long sk_test_post_json(const char *base_url, const char *path, const char *json);
+
+/* ---- HTTP: the e2e suites' one client (libcurl) ---- */
+#define SK_TEST_SIM_KEY "e2b_0000000000000000000000000000000000000000"
+typedef struct sk_test_req {
+	const char *method; /* NULL: GET; "HEAD" asks for no body */
+	const char *body; /* NULL: none */
+	const char *token; /* Authorization: Bearer TOKEN; NULL: none */
+	const char *api_key; /* X-API-Key; NULL: none (with it or a body: a JSON Content-Type) */
+	const char *cacert; /* https: the CA file; NULL: the system's */
+	long timeout_s; /* 0: 60 */
+	char *out; /* the answer's body ("" when none; caller frees) */
+	char *headers; /* the answer's headers (caller frees) */
+} sk_test_req;
+/* The status, 0 when nothing answered. */
+long sk_test_http_do(const char *url, sk_test_req *r);
+/* method url [body] with the simulator's key (SK_TEST_SIM_KEY): the status (0:
+ * no answer); *out (may be NULL) the body, caller frees. */
+long sk_test_http(const char *method, const char *url, const char *body, char **out);
+/* The same, the body parsed (NULL when not JSON); *status may be NULL. */
+json_t *sk_test_http_json(const char *method, const char *url, const char *body, long *status);
+/* POST base_url + path with the simulator's key, asserting a 2xx. */
+void sk_test_sim_post(const char *base_url, const char *path, const char *body);
 
 #endif

@@ -219,6 +219,16 @@ print_status(const sk_userspace *us, int64_t now)
 	printf("Status:\n");
 	printf("  %-18s%s\n", "Phase:", phase && *phase ? phase : "<none>");
 	printf("  %-18s%s\n", "Sandbox:", us->status.sandbox_id ? us->status.sandbox_id : "<none>");
+	{
+		char where[1024];
+		sk_archive_where(&us->status, where, sizeof(where));
+		printf("  %-18s%s\n", "Files:", where);
+	}
+	if (us->status.archive.intent_ms) {
+		char age[32];
+		sk_age_format(now - us->status.archive.intent_ms, age, sizeof(age));
+		printf("  %-18sstarted %s ago\n", "Archiving:", age);
+	}
 	printf("  %-18s%lld\n", "Observed Gen:", (long long)us->status.observed_generation);
 	if (us->status.message)
 		printf("  %-18s%s\n", "Message:", us->status.message);

@@ -42,6 +42,13 @@ static const sk_cli_help help = {
 	"                         changes, as it happens (-o json: one object per line),\n"
 	"                         until Ctrl-C (exit 0)\n"
 	"      --watch-timeout D  stop watching after D (e.g. 30s; exit 0)\n"
+	"      --config FILE      the ControllerConfig whose providers' pausedRetention\n"
+	"                         the warnings use (default: the context's\n"
+	"                         controllerConfig)\n"
+	"\n"
+	"A space asleep near its provider's pausedRetention with no archive configured\n"
+	"(within a fifth of it or a day, whichever is longer) gets a \"Warning:\" line\n"
+	"on stderr: the provider will delete its sandbox and files.\n"
 	"\n"
 	"JSONPath templates (kubectl's common subset): text, {.a.b}, {.items[*].x},\n"
 	"{.items[0]}, {['key.with.dots']}, {range .items[*]}...{end}, {\"\\n\"}.\n"
@@ -72,6 +79,8 @@ typedef struct get_opts {
 	bool watch;
 	int64_t watch_ms;
 	sk_cli_strv names;
+	const char *config; /* --config */
+	sk_controller_config *cfg; /* its providers' pausedRetention (warnings) */
 } get_opts;
 
 /* Gets the named objects; NotFound is reported per name and makes the exit 1. */
@@ -140,6 +149,7 @@ enum {
 	OPT_SHOW_LABELS,
 	OPT_SORT_BY,
 	OPT_FIELD_SELECTOR,
+	OPT_CONFIG,
 };
 
 static int
@@ -156,6 +166,7 @@ parse_flag(get_opts *o, int ch, char **argv)
 	case OPT_NO_HEADERS: o->out.no_headers = true; return SK_CLI_CONTINUE;
 	case OPT_SHOW_LABELS: o->out.show_labels = true; return SK_CLI_CONTINUE;
 	case OPT_SORT_BY: return sk_cli_get_sort_by_parse(&o->out, &help, optarg);
+	case OPT_CONFIG: o->config = optarg; return SK_CLI_CONTINUE;
 	case OPT_WATCH_TIMEOUT:
 		if (sk_duration_parse(optarg, &o->watch_ms) != 0 || o->watch_ms <= 0)
 			return sk_cli_usage_error(&help,
@@ -179,7 +190,7 @@ parse_args(get_opts *o, int argc, char **argv)
 		{ "recursive", no_argument, NULL, 'R' },
 		{ "label-columns", required_argument, NULL, 'L' },
 		{ "field-selector", required_argument, NULL, OPT_FIELD_SELECTOR },
-		SK_CLI_GLOBAL_OPTIONS, { 0 } };
+		{ "config", required_argument, NULL, OPT_CONFIG }, SK_CLI_GLOBAL_OPTIONS, { 0 } };
 	int ch, rc;
 
 	while ((ch = sk_cli_getopt(argc, argv, ":o:l:f:L:hwR", opts)) != -1) {
@@ -234,6 +245,9 @@ sk_cmd_get(int argc, char **argv)
 		goto done;
 	if (o.files.len > 0 && (rc = names_from_files(&o, &in)) != SK_EXIT_OK)
 		goto done;
+	if ((rc = sk_cli_load_config(o.config, &o.cfg)) != SK_EXIT_OK)
+		goto done;
+	o.out.cfg = o.cfg;
 	if ((rc = sk_cli_store_open(&st)) != SK_EXIT_OK)
 		goto done;
 	sk_cli_records_warn(st); /* an interrupted apply: what is shown may be half of it */
@@ -249,5 +263,6 @@ done:
 	sk_cli_strv_dispose(&o.names);
 	sk_cli_strv_dispose(&o.files);
 	sk_cli_input_dispose(&in);
+	sk_config_free(o.cfg);
 	return rc;
 }

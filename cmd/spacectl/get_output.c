@@ -110,7 +110,10 @@ sk_cli_get_print(const sk_cli_get_output *o, sk_userspace **all, size_t nall, bo
 {
 	size_t n = nall;
 	sk_userspace **items = select_fields(o, all, &n);
-	int rc = print_selected(o, items, n, single);
+	int rc;
+
+	sk_cli_retention_warn(o->cfg, items, n);
+	rc = print_selected(o, items, n, single);
 
 	free(items);
 	return rc;

@@ -201,6 +201,9 @@ int sk_cli_record_remove(sk_store *st, const char *apply_id, size_t nparts, sk_e
 int sk_cli_records_recover(sk_store *st, bool force);
 /* A warning per apply that has not finished (get, diff). */
 void sk_cli_records_warn(sk_store *st);
+/* get's "Warning:" line on stderr per space asleep near its provider's
+ * pausedRetention with no archive in cfg (NULL: none); returns how many. */
+size_t sk_cli_retention_warn(const sk_controller_config *cfg, sk_userspace *const *items, size_t n);
 
 /* The error apply and diff give when another object holds want's spec.userID. */
 void sk_cli_user_id_taken(const sk_userspace *want, const sk_doc *doc, const char *holder);
@@ -303,6 +306,7 @@ typedef struct sk_cli_get_output {
 	sk_cli_fieldsel *fields; /* --field-selector */
 	sk_jsonpath *sort_by; /* --sort-by */
 	bool no_headers, show_labels;
+	const sk_controller_config *cfg; /* retention warnings (borrowed; NULL none) */
 } sk_cli_get_output;
 /* The flag parsers: SK_CLI_CONTINUE, or the exit code of a usage error (h's). */
 int sk_cli_get_output_parse(sk_cli_get_output *o, const sk_cli_help *h, const char *arg); /* -o */

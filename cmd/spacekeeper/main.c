@@ -8,6 +8,7 @@
 #include <mongoc/mongoc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,7 +90,8 @@ static const char help_text[] =
         "\n"
         "Exit codes: 0 stopped cleanly (SIGTERM or SIGINT), --once: every reconcile\n"
         "succeeded; 1 --once: some reconcile failed; 64 usage; 69 database unavailable\n"
-        "(at start or during --once) or the controller could not start; 78 invalid\n"
+        "(at start or during --once; at a stop, writes still unanswered 4 s after the\n"
+        "5 s grace) or the controller could not start; 78 invalid\n"
         "config (the file, $SPACEKEEPER_MONGODB_URI, a provider); 128+N a second\n"
         "signal N forced the exit during the graceful stop.\n";
 
@@ -287,6 +289,33 @@ second_signal(void *arg)
 	return NULL;
 }
 
+/* The stop's bound (controller.h): the grace, then the writes of what it
+ * cut short. A stop still running then waits on a database that stopped
+ * answering: logged, and the process exits 69 (EX_UNAVAILABLE) rather than
+ * past the promise. */
+static atomic_bool stop_done;
+
+static void *
+stop_watchdog(void *arg)
+{
+	sk_log_config *log = arg;
+	char kv[160];
+	int64_t deadline =
+	        sk_monotonic_ms() + SK_CONTROLLER_STOP_GRACE_MS + SK_CONTROLLER_STOP_WRITE_MS;
+
+	while (!atomic_load(&stop_done) && sk_monotonic_ms() < deadline)
+		usleep(20 * 1000);
+	if (atomic_load(&stop_done))
+		return NULL;
+	snprintf(kv, sizeof(kv),
+	        "grace_ms=%d write_ms=%d error=\"still waiting on the database after the "
+	        "grace\"",
+	        SK_CONTROLLER_STOP_GRACE_MS, SK_CONTROLLER_STOP_WRITE_MS);
+	sk_daemon_log(SK_LOG_ERROR, "stop timed out", kv, log);
+	_exit(EX_UNAVAILABLE);
+	return NULL;
+}
+
 /* msg with key="<text, quoted>" at level. */
 static void
 log_at(sk_log_config *log, sk_log_level level, const char *msg, const char *key, const char *text)
@@ -326,7 +355,10 @@ serve(sk_controller *c, sk_log_config *log, sigset_t *set)
 	        sig == SIGINT ? "signal=SIGINT" : "signal=SIGTERM", log);
 	if (pthread_create(&th, NULL, second_signal, set) == 0)
 		pthread_detach(th);
+	if (pthread_create(&th, NULL, stop_watchdog, log) == 0)
+		pthread_detach(th);
 	sk_controller_stop(c);
+	atomic_store(&stop_done, true);
 	return 0;
 }
 

@@ -128,6 +128,7 @@ typedef enum sk_phase {
 	SK_PHASE_ERROR,
 	SK_PHASE_IDLE, /* asleep after lifecycle.idleTimeout; a connect wakes it */
 	SK_PHASE_MIGRATING, /* moving to another provider or template (status.migration) */
+	SK_PHASE_ARCHIVED, /* no sandbox: the workspace is in the archive; a connect restores it */
 	SK_PHASE_COUNT
 } sk_phase;
 
@@ -161,6 +162,7 @@ typedef struct sk_userspace_spec {
 	bool auto_resume; /* spec.lifecycle.autoResume */
 	int64_t max_busy_ms; /* spec.lifecycle.maxBusy */
 	sk_busy_policy busy; /* spec.lifecycle.busy */
+	int64_t archive_after_ms; /* spec.lifecycle.archiveAfter; 0: never */
 	sk_kvlist env; /* spec.env */
 	sk_kvlist metadata; /* spec.metadata */
 	sk_deletion_policy deletion_policy; /* spec.deletionPolicy */
@@ -271,6 +273,35 @@ typedef struct sk_usage {
 	int64_t updated_ms; /* lastUpdateTime */
 } sk_usage;
 
+/* status.archive: the space's newest archive (issue 24). state ARCHIVED:
+ * the files are there and in no sandbox (phase Archived, or a restore
+ * under way); RESTORED: copied back into a sandbox at restore_ms. */
+typedef enum sk_archive_state {
+	SK_ARCHIVE_NONE,
+	SK_ARCHIVE_ARCHIVED,
+	SK_ARCHIVE_RESTORED,
+} sk_archive_state;
+
+typedef struct sk_archive_status {
+	sk_archive_state state; /* state: "Archived" | "Restored" */
+	char *bucket; /* bucket */
+	char *key; /* key: PREFIX/USERID/GENERATION, the objects' prefix */
+	int64_t generation; /* generation: 1, 2, ... */
+	int64_t time_ms; /* time: when its manifest was verified */
+	int64_t files; /* files */
+	int64_t bytes; /* bytes */
+	char *sandbox_id; /* sandboxID: the sandbox archived (deleted once recorded) */
+	int64_t restore_ms; /* restoreTime: the last restore from it, 0 none */
+	/* archivingSince: a new archive of the bound sandbox is under way (the
+	 * intent, written before it is woken for the copy); 0 none */
+	int64_t intent_ms;
+} sk_archive_status;
+
+void sk_archive_status_dispose(sk_archive_status *a);
+void sk_archive_status_copy(sk_archive_status *dst, const sk_archive_status *src);
+bool sk_archive_status_equal(const sk_archive_status *a, const sk_archive_status *b);
+const char *sk_archive_state_name(sk_archive_state s); /* "" for NONE */
+
 typedef struct sk_userspace_status {
 	sk_phase phase;
 	char *sandbox_id; /* the binding; NULL when unbound */
@@ -285,7 +316,12 @@ typedef struct sk_userspace_status {
 	char *provider; /* the provider entry of the binding; NULL: spec.provider */
 	sk_migration_status migration;
 	sk_usage usage;
+	sk_archive_status archive;
 } sk_userspace_status;
+
+/* Where a space's files are, one line (spacectl describe, the status page):
+ * its sandbox, or the archive's location and time, and the newest archive. */
+void sk_archive_where(const sk_userspace_status *st, char *out, size_t len);
 
 typedef struct sk_userspace {
 	sk_object_meta meta;

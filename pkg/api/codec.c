@@ -188,6 +188,21 @@ sk_userspace_status_to_json(const sk_userspace_status *st)
 		sk_json_set_time(u, "lastUpdateTime", st->usage.updated_ms);
 		json_object_set_new(o, "usage", u);
 	}
+	if (st->archive.state != SK_ARCHIVE_NONE || st->archive.intent_ms != 0) {
+		const sk_archive_status *a = &st->archive;
+		json_t *x = json_pack("{s:I, s:I, s:I}", "generation", (json_int_t)a->generation,
+		        "files", (json_int_t)a->files, "bytes", (json_int_t)a->bytes);
+		if (a->state != SK_ARCHIVE_NONE)
+			json_object_set_new(
+			        x, "state", json_string(sk_archive_state_name(a->state)));
+		sk_json_set_time(x, "archivingSince", a->intent_ms);
+		sk_json_set_str(x, "bucket", a->bucket);
+		sk_json_set_str(x, "key", a->key);
+		sk_json_set_time(x, "time", a->time_ms);
+		sk_json_set_str(x, "sandboxID", a->sandbox_id);
+		sk_json_set_time(x, "restoreTime", a->restore_ms);
+		json_object_set_new(o, "archive", x);
+	}
 	return o;
 }
 
@@ -478,6 +493,32 @@ decode_usage(dctx *c, json_t *u, sk_usage *out)
 }
 
 static void
+decode_archive(dctx *c, json_t *a, sk_archive_status *out)
+{
+	char *state;
+
+	if (!json_is_object(a))
+		return;
+	state = get_str(c, a, "state", "status.archive.state");
+	if (state != NULL && strcmp(state, "Archived") == 0)
+		out->state = SK_ARCHIVE_ARCHIVED;
+	else if (state != NULL && strcmp(state, "Restored") == 0)
+		out->state = SK_ARCHIVE_RESTORED;
+	else if (state != NULL && state[0] != '\0')
+		dfail(c, "status.archive.state", "must be Archived or Restored");
+	free(state);
+	out->bucket = get_str(c, a, "bucket", "status.archive.bucket");
+	out->key = get_str(c, a, "key", "status.archive.key");
+	out->generation = get_int(c, a, "generation", "status.archive.generation");
+	out->time_ms = get_time(c, a, "time", "status.archive.time");
+	out->files = get_int(c, a, "files", "status.archive.files");
+	out->bytes = get_int(c, a, "bytes", "status.archive.bytes");
+	out->sandbox_id = get_str(c, a, "sandboxID", "status.archive.sandboxID");
+	out->restore_ms = get_time(c, a, "restoreTime", "status.archive.restoreTime");
+	out->intent_ms = get_time(c, a, "archivingSince", "status.archive.archivingSince");
+}
+
+static void
 decode_status(dctx *c, json_t *s, sk_userspace_status *out)
 {
 	json_t *conds = json_object_get(s, "conditions");
@@ -494,6 +535,7 @@ decode_status(dctx *c, json_t *s, sk_userspace_status *out)
 	out->last_activity_ms = get_time(c, s, "lastActivityTime", "status.lastActivityTime");
 	out->provider = get_str(c, s, "provider", "status.provider");
 	decode_usage(c, json_object_get(s, "usage"), &out->usage);
+	decode_archive(c, json_object_get(s, "archive"), &out->archive);
 	if (c->rc == SK_OK)
 		c->rc = sk_migration_from_json(
 		        json_object_get(s, "migration"), &out->migration, c->err);

@@ -299,6 +299,16 @@ const sk_field sk_spec_fields[] = {
 	        .names = busy_names,
 	        .desc = "Processes: a running envd process keeps the space awake (up to "
 	                "maxBusy); Ignore: only connects and heartbeats do." },
+	{ .path = "spec.lifecycle.archiveAfter",
+	        .type = SK_FIELD_DURATION,
+	        .offset = AT(archive_after_ms),
+	        .def = "0s",
+	        .min = 0, /* 0s: never */
+	        .max = 8760 * HOUR_MS,
+	        .desc = "Go duration, at most 8760h. A space asleep this long is archived: its "
+	                "workspace is copied to the ControllerConfig's archive (verified), then "
+	                "its sandbox is deleted (phase Archived; a connect restores it). 0s "
+	                "means never (a provider's pausedRetention still archives first)." },
 	{ .path = "spec.env",
 	        .type = SK_FIELD_MAP,
 	        .offset = AT(env),
@@ -439,7 +449,7 @@ const int64_t sk_default_sandbox_timeout_ms = HOUR_MS;
  * that fits in padding would slip through, so the size is pinned here too:
  * a new member needs a row above, then this size. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(sk_userspace_spec) == 224, "a new spec member needs a row in sk_spec_fields");
+_Static_assert(sizeof(sk_userspace_spec) == 232, "a new spec member needs a row in sk_spec_fields");
 #endif
 
 /* ---- access ---- */

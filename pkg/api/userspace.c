@@ -5,7 +5,7 @@
 #include "api_int.h"
 
 static const char *const phase_names[] = { "", "Pending", "Creating", "Running", "Resuming",
-	"Paused", "Degraded", "Deleting", "Error", "Idle", "Migrating" };
+	"Paused", "Degraded", "Deleting", "Error", "Idle", "Migrating", "Archived" };
 
 const char *
 sk_phase_name(sk_phase p)
@@ -68,6 +68,7 @@ sk_userspace_status_dispose(sk_userspace_status *st)
 	free(st->message);
 	free(st->provider);
 	sk_migration_dispose(&st->migration);
+	sk_archive_status_dispose(&st->archive);
 	memset(st, 0, sizeof(*st));
 }
 
@@ -143,6 +144,7 @@ sk_userspace_status_copy(sk_userspace_status *dst, const sk_userspace_status *sr
 	dst->message = sk_strdup(src->message);
 	dst->provider = sk_strdup(src->provider);
 	sk_migration_copy(&dst->migration, &src->migration);
+	sk_archive_status_copy(&dst->archive, &src->archive);
 	dst->conditions =
 	        src->n_conditions ? sk_calloc(src->n_conditions, sizeof(sk_condition)) : NULL;
 	for (size_t i = 0; i < src->n_conditions; i++) {
@@ -244,7 +246,8 @@ sk_userspace_status_equal(const sk_userspace_status *a, const sk_userspace_statu
 	        !str_eq(a->message, b->message) || a->last_reconcile_ms != b->last_reconcile_ms ||
 	        a->last_activity_ms != b->last_activity_ms || !str_eq(a->provider, b->provider) ||
 	        !sk_migration_equal(&a->migration, &b->migration) ||
-	        memcmp(&a->usage, &b->usage, sizeof(a->usage)) != 0)
+	        memcmp(&a->usage, &b->usage, sizeof(a->usage)) != 0 ||
+	        !sk_archive_status_equal(&a->archive, &b->archive))
 		return false;
 	for (size_t i = 0; i < a->n_conditions; i++) {
 		if (!condition_equal(&a->conditions[i], &b->conditions[i]))
@@ -303,4 +306,70 @@ sk_userspace_apply_defaults(sk_userspace *us)
 		else if (f->type == SK_FIELD_LIST && SK_FIELD_AT(f, s, sk_strlist)->len == 0)
 			sk_strlist_add(SK_FIELD_AT(f, s, sk_strlist), f->def);
 	}
+}
+
+/* ---- status.archive ---- */
+
+static const char *const archive_state_names[] = { "", "Archived", "Restored" };
+
+const char *
+sk_archive_state_name(sk_archive_state s)
+{
+	return (size_t)s < sizeof(archive_state_names) / sizeof(archive_state_names[0])
+	        ? archive_state_names[s]
+	        : "";
+}
+
+void
+sk_archive_status_dispose(sk_archive_status *a)
+{
+	free(a->bucket);
+	free(a->key);
+	free(a->sandbox_id);
+	memset(a, 0, sizeof(*a));
+}
+
+void
+sk_archive_status_copy(sk_archive_status *dst, const sk_archive_status *src)
+{
+	*dst = *src;
+	dst->bucket = sk_strdup(src->bucket);
+	dst->key = sk_strdup(src->key);
+	dst->sandbox_id = sk_strdup(src->sandbox_id);
+}
+
+bool
+sk_archive_status_equal(const sk_archive_status *a, const sk_archive_status *b)
+{
+	return a->state == b->state && str_eq(a->bucket, b->bucket) && str_eq(a->key, b->key) &&
+	        a->generation == b->generation && a->time_ms == b->time_ms &&
+	        a->files == b->files && a->bytes == b->bytes &&
+	        str_eq(a->sandbox_id, b->sandbox_id) && a->restore_ms == b->restore_ms &&
+	        a->intent_ms == b->intent_ms;
+}
+
+void
+sk_archive_where(const sk_userspace_status *st, char *out, size_t len)
+{
+	const sk_archive_status *a = &st->archive;
+	char when[40] = "", loc[512] = "";
+
+	if (a->key != NULL) {
+		sk_time_format(a->time_ms, when, sizeof(when));
+		snprintf(loc, sizeof(loc),
+		        "s3://%s/%s/ (generation %lld, %lld files, %lld bytes, %s)",
+		        a->bucket ? a->bucket : "", a->key, (long long)a->generation,
+		        (long long)a->files, (long long)a->bytes, when);
+	}
+	if (a->state == SK_ARCHIVE_ARCHIVED && st->sandbox_id == NULL)
+		snprintf(out, len, "archive %s", loc);
+	else if (a->state == SK_ARCHIVE_ARCHIVED)
+		snprintf(out, len, "archive %s, being restored into sandbox %s", loc,
+		        st->sandbox_id);
+	else if (st->sandbox_id != NULL && a->key != NULL)
+		snprintf(out, len, "sandbox %s (newest archive %s)", st->sandbox_id, loc);
+	else if (st->sandbox_id != NULL)
+		snprintf(out, len, "sandbox %s", st->sandbox_id);
+	else
+		snprintf(out, len, "none (no sandbox, no archive)");
 }

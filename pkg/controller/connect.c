@@ -217,7 +217,10 @@ slow_path(sk_connect_verdict v, const sk_userspace *us)
 	switch (v) {
 	case SK_CONNECT_WAKE: return "wake";
 	case SK_CONNECT_REPLACE: return "replace";
-	default: return us->status.sandbox_id == NULL ? "create" : "reconcile";
+	default:
+		if (us->status.phase == SK_PHASE_ARCHIVED)
+			return "restore";
+		return us->status.sandbox_id == NULL ? "create" : "reconcile";
 	}
 }
 

@@ -87,6 +87,26 @@ store_uri(const char *uri)
 	return sk_asprintf("%s/?maxPoolSize=%d", uri, SK_CONTROLLER_STORE_POOL);
 }
 
+/* The archive's keys, read like apiKeyFile (never logged). */
+static int
+open_archive(sk_controller *c, sk_error *err)
+{
+	const sk_archive_config *a = c->cfg->archive;
+	int rc;
+
+	if (a == NULL)
+		return 0;
+	rc = sk_config_archive_keys(a, &c->archive_access, &c->archive_secret, err);
+	if (rc != 0)
+		return rc;
+	c->archive_s3.endpoint = a->endpoint;
+	c->archive_s3.bucket = a->bucket;
+	c->archive_s3.region = a->region;
+	c->archive_s3.access_key = c->archive_access;
+	c->archive_s3.secret_key = c->archive_secret;
+	return 0;
+}
+
 static int
 open_parts(sk_controller *c, sk_error *err)
 {
@@ -126,7 +146,7 @@ open_parts(sk_controller *c, sk_error *err)
 		sk_ctl_watch_provider(c, c->views.clients[i]);
 		sk_provider_set_abort(c->views.clients[i], sk_ctl_abort_now, c);
 	}
-	return 0;
+	return open_archive(c, err);
 }
 
 int
@@ -208,6 +228,8 @@ sk_controller_free(sk_controller *c)
 	sk_timeline_free(c->http.tl_reconcile);
 	sk_timeline_free(c->http.tl_connect);
 	sk_ctl_shards_dispose(c);
+	sk_wipe_free(c->archive_access);
+	sk_wipe_free(c->archive_secret);
 	free(c->identity);
 	free(c);
 }

@@ -62,6 +62,16 @@ void sk_controller_free(sk_controller *c);
  * reason). An error only for what fails at once: the listener, a database
  * that refuses (not one that is away). */
 int sk_controller_start(sk_controller *c, sk_error *err);
+/* Stop: in-flight reconciles get GRACE_MS to finish their provider calls;
+ * calls still running then are aborted (the state is as after a crash, which
+ * the next start repairs). The observer's list is abandoned at once. What
+ * the grace cut short is then written (a failed create's status and event)
+ * within WRITE_MS: spacekeeper exits when a stop runs past both (a database
+ * that stopped answering mid-write), inside docs/operations.md's promise
+ * (SIGTERM exits within 10 s). */
+#define SK_CONTROLLER_STOP_GRACE_MS 5000
+#define SK_CONTROLLER_STOP_WRITE_MS 4000
+
 /* Graceful stop, bounded: no new work from the call on (the queue is shut,
  * keys taken but not started are dropped, a provider list in progress is
  * abandoned), in-flight reconciles get SK_CONTROLLER_STOP_GRACE_MS (5 s)

@@ -76,12 +76,6 @@
 #define SK_CONTROLLER_SYNC_MS 30000
 #define SK_CONTROLLER_RETRY_MIN_MS 1000
 #define SK_CONTROLLER_RETRY_MAX_MS 30000
-/* Stop: in-flight reconciles get GRACE_MS to finish their provider calls;
- * calls still running then are aborted (the state is as after a crash, which
- * the next start repairs). The observer's list is abandoned at once. Well
- * inside the README's promise (SIGTERM exits within 10 s). */
-#define SK_CONTROLLER_STOP_GRACE_MS 5000
-
 /* worker.c: one worker thread and its provider clients (its own). */
 typedef struct sk_worker {
 	struct sk_controller *c;
@@ -95,6 +89,10 @@ struct sk_controller {
 	sk_controller_options opts;
 	const sk_controller_config *cfg;
 	char *identity; /* controller.identity, else spacekeeper-PID */
+	/* The archive (cfg->archive): the S3 settings with its keys (secrets,
+	 * read once at start, wiped at free); archive_s3.bucket NULL: none. */
+	sk_s3_config archive_s3;
+	char *archive_access, *archive_secret;
 	size_t n_prov;
 	sk_store *store;
 	sk_informer *inf;

@@ -265,7 +265,7 @@ declare_shards(sk_controller *c)
 static const struct {
 	const char *path, *code;
 } connect_paths[] = { { "fast", "200" }, { "wake", "200" }, { "create", "200" },
-	{ "replace", "200" }, { "reconcile", "200" }, { "forward", "200" },
+	{ "replace", "200" }, { "restore", "200" }, { "reconcile", "200" }, { "forward", "200" },
 	{ "unavailable", "503" }, { "capacity", "429" }, { "none", "404" } };
 
 static const char *const migration_results[] = { "started", "completed", "aborted" };

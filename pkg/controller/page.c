@@ -504,7 +504,7 @@ sk_ctl_page_space(sk_controller *c, const char *name, sk_http_reply *r)
 	int64_t now = sk_now_ms();
 	int rc = sk_informer_get(c->inf, name, &us);
 	sk_retention ret;
-	char text[512];
+	char text[1024];
 
 	if (rc != 0)
 		rc = sk_store_get(c->store, name, &us, &err);
@@ -520,7 +520,10 @@ sk_ctl_page_space(sk_controller *c, const char *name, sk_http_reply *r)
 	html(&b, sk_phase_name(us->status.phase));
 	sk_buf_printf(&b, "</b>, sandbox <b>");
 	html(&b, us->status.sandbox_id ? us->status.sandbox_id : "none");
-	sk_buf_printf(&b, "</b></p>");
+	sk_buf_printf(&b, "</b></p><p>files: ");
+	sk_archive_where(&us->status, text, sizeof(text));
+	html(&b, text);
+	sk_buf_printf(&b, "</p>");
 	if (sk_retention_check(c->cfg, us, now, &ret)) {
 		sk_retention_format(&ret, us->meta.name, now, text, sizeof(text));
 		sk_buf_printf(&b, "<p class=\"bad\">Warning: ");

@@ -160,6 +160,7 @@ sk_ctl_plan_options(sk_controller *c, const sk_userspace *us, sk_plan_options *o
 	int i = sk_ctl_provider_index(c, us->spec.provider);
 
 	sk_plan_options_from_config(out, i >= 0 ? &c->cfg->providers[i] : NULL, c->cfg->resync_ms);
+	out->archive = c->archive_s3.bucket != NULL;
 }
 
 char *
@@ -276,6 +277,11 @@ worker_process(sk_worker *w, const char *key)
 	env.may_act_arg = &fence;
 	env.may_start = sk_ctl_capacity_may_start;
 	env.may_start_arg = c;
+	if (c->archive_s3.bucket != NULL) {
+		env.archive_s3 = &c->archive_s3;
+		env.archive_prefix = c->cfg->archive->prefix;
+		env.archive_keep = c->cfg->archive->keep_generations;
+	}
 	sk_ctl_space_take(c, key, &env);
 	t0 = sk_monotonic_ms();
 	if (sk_ctl_stopping(c)) { /* taken, not started: no new work after a stop */

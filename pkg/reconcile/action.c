@@ -49,6 +49,7 @@ sk_plan_options_from_config(sk_plan_options *o, const sk_provider_config *pc, in
 		o->orphan_grace_ms = pc->orphan_grace_ms;
 	o->evict_after_ms = pc->evict_after_ms;
 	o->markers = true;
+	o->paused_retention_ms = pc->paused_retention_ms;
 }
 
 /* ---- observed ---- */
@@ -223,6 +224,8 @@ sk_action_type_name(sk_action_type t)
 	case SK_ACTION_INIT_ENV: return "init-env";
 	case SK_ACTION_WRITE_MARKER: return "write-marker";
 	case SK_ACTION_SET_NETWORK: return "set-network";
+	case SK_ACTION_ARCHIVE: return "archive";
+	case SK_ACTION_RESTORE: return "restore";
 	}
 	return "?";
 }
@@ -236,6 +239,7 @@ sk_kill_reason_name(sk_kill_reason r)
 	case SK_KILL_REPLACE: return "Replace";
 	case SK_KILL_DELETE: return "Delete";
 	case SK_KILL_ORPHAN: return "Orphan";
+	case SK_KILL_ARCHIVED: return "Archived";
 	}
 	return "?";
 }
@@ -246,7 +250,8 @@ sk_action_is_mutating(const sk_action *a)
 	return a->type == SK_ACTION_CREATE || a->type == SK_ACTION_CONNECT ||
 	        a->type == SK_ACTION_PAUSE || a->type == SK_ACTION_KILL ||
 	        a->type == SK_ACTION_INIT_ENV || a->type == SK_ACTION_WRITE_MARKER ||
-	        a->type == SK_ACTION_SET_NETWORK;
+	        a->type == SK_ACTION_SET_NETWORK || a->type == SK_ACTION_ARCHIVE ||
+	        a->type == SK_ACTION_RESTORE;
 }
 
 static const char *
@@ -298,6 +303,13 @@ sk_action_describe(const sk_action *a, sk_buf *out)
 		break;
 	case SK_ACTION_WRITE_MARKER:
 		sk_buf_printf(out, "write the workspace marker in %s", target(a));
+		break;
+	case SK_ACTION_ARCHIVE:
+		sk_buf_printf(
+		        out, "archive the workspace of %s (manifest last, verified)", target(a));
+		break;
+	case SK_ACTION_RESTORE:
+		sk_buf_printf(out, "restore the workspace into %s from the archive", target(a));
 		break;
 	case SK_ACTION_SET_NETWORK: {
 		char net[1024];

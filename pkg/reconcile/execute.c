@@ -49,6 +49,8 @@ typedef struct sk_xctx {
 	 * as stored then, handed to the caller instead of cur (whose cache may
 	 * have missed that write: retrying from it would conflict again). */
 	sk_userspace *conflicted;
+	/* The last CONNECT's answer (its envd details), for the ARCHIVE after it. */
+	sk_sandbox connected;
 } sk_xctx;
 
 static void xlog(const sk_xctx *x, sk_log_level lvl, const char *msg, const char *fmt, ...)
@@ -305,6 +307,7 @@ kill_event(sk_kill_reason why)
 	case SK_KILL_DUPLICATE: return SK_REASON_DUPLICATE_DELETED;
 	case SK_KILL_REPLACE: return SK_REASON_REPLACED;
 	case SK_KILL_ORPHAN: return SK_REASON_ORPHAN_DELETED;
+	case SK_KILL_ARCHIVED: return SK_REASON_ARCHIVED_SANDBOX_DELETED;
 	default: return SK_REASON_SANDBOX_DELETED;
 	}
 }
@@ -356,6 +359,10 @@ do_connect(sk_xctx *x, const sk_action *a, sk_error *err)
 		note_deadline(x, id_of(x, a), a->timeout_ms, &sb);
 	if (rc == 0 && x->fu != NULL)
 		note_running(x, id_of(x, a), a->timeout_ms);
+	if (rc == 0 && sb.id != NULL) {
+		sk_sandbox_dispose(&x->connected);
+		sk_sandbox_copy(&x->connected, &sb);
+	}
 	sk_sandbox_dispose(&sb);
 	if (rc == 0 && a->wake)
 		event(x, "Normal", SK_REASON_WOKEN, "a connect woke sandbox %s%s", id_of(x, a),
@@ -430,6 +437,22 @@ do_set_timeout(sk_xctx *x, const sk_action *a, sk_error *err)
 	return rc;
 }
 
+/* The sandbox id as this run knows it (a CONNECT's answer, else the
+ * observation), else bare with only the id. */
+static const sk_sandbox *
+sandbox_of(const sk_xctx *x, const char *id, sk_sandbox *bare)
+{
+	if (x->connected.id != NULL && sk_str_eq(x->connected.id, id))
+		return &x->connected;
+	for (size_t i = 0; x->ob != NULL && i < x->ob->sandboxes.len; i++) {
+		if (sk_str_eq(x->ob->sandboxes.items[i].id, id))
+			return &x->ob->sandboxes.items[i];
+	}
+	memset(bare, 0, sizeof(*bare));
+	bare->id = (char *)id;
+	return bare;
+}
+
 /* envd /init with spec.env. The values never reach a log, an event or an
  * error message: only the variable count does. A backend without it
  * (SK_ENOTSUPPORTED) has nothing to re-assert. */
@@ -438,16 +461,8 @@ do_init_env(sk_xctx *x, const sk_action *a, sk_error *err)
 {
 	const char *id = id_of(x, a);
 	sk_sandbox bare;
-	const sk_sandbox *sb = NULL;
-	int rc;
+	int rc = sk_sandbox_init_env(x->p, sandbox_of(x, id, &bare), &a->env, err);
 
-	for (size_t i = 0; x->ob != NULL && i < x->ob->sandboxes.len; i++) {
-		if (sk_str_eq(x->ob->sandboxes.items[i].id, id))
-			sb = &x->ob->sandboxes.items[i];
-	}
-	memset(&bare, 0, sizeof(bare));
-	bare.id = (char *)id;
-	rc = sk_sandbox_init_env(x->p, sb ? sb : &bare, &a->env, err);
 	if (rc == SK_ENOTSUPPORTED) {
 		sk_error_clear(err);
 		return 0;
@@ -465,16 +480,8 @@ do_write_marker(sk_xctx *x, const sk_action *a, sk_error *err)
 {
 	const char *id = id_of(x, a);
 	sk_sandbox bare;
-	const sk_sandbox *sb = NULL;
-	int rc;
+	int rc = sk_marker_write(x->p, sandbox_of(x, id, &bare), x->cur, x->now, err);
 
-	for (size_t i = 0; x->ob != NULL && i < x->ob->sandboxes.len; i++) {
-		if (sk_str_eq(x->ob->sandboxes.items[i].id, id))
-			sb = &x->ob->sandboxes.items[i];
-	}
-	memset(&bare, 0, sizeof(bare));
-	bare.id = (char *)id;
-	rc = sk_marker_write(x->p, sb ? sb : &bare, x->cur, x->now, err);
 	if (rc == SK_ENOTSUPPORTED) {
 		sk_error_clear(err);
 		return 0;
@@ -497,6 +504,52 @@ do_set_network(sk_xctx *x, const sk_action *a, sk_error *err)
 	return rc;
 }
 
+/* The workspace into the archive; recorded in x->st only once verified. */
+static int
+do_archive(sk_xctx *x, const sk_action *a, sk_error *err)
+{
+	const char *id = id_of(x, a);
+	sk_copy_report rep = { 0 };
+	sk_sandbox bare;
+	int rc = sk_execute_archive(
+	        x->env, x->p, sandbox_of(x, id, &bare), x->cur, sk_now_ms(), &x->st, &rep, err);
+
+	if (rc == 0)
+		event(x, "Normal", SK_REASON_ARCHIVED,
+		        "archived the workspace of sandbox %s: %llu files, %llu bytes at "
+		        "s3://%s/%s/ (verified)",
+		        id, (unsigned long long)rep.files_total,
+		        (unsigned long long)rep.bytes_total,
+		        x->st.archive.bucket ? x->st.archive.bucket : "",
+		        x->st.archive.key ? x->st.archive.key : "");
+	sk_copy_report_free(&rep);
+	return rc;
+}
+
+static int
+do_restore(sk_xctx *x, const sk_action *a, sk_error *err)
+{
+	const char *id = id_of(x, a);
+	sk_copy_report rep = { 0 };
+	sk_sandbox bare;
+	char note[512] = "";
+	int rc = sk_execute_restore(
+	        x->env, x->p, sandbox_of(x, id, &bare), x->cur, &rep, note, sizeof(note), err);
+
+	if (rc == 0)
+		event(x, "Normal", SK_REASON_RESTORED,
+		        "restored %llu files, %llu bytes into sandbox %s from s3://%s/%s/ "
+		        "(verified against its manifest)",
+		        (unsigned long long)rep.files_total, (unsigned long long)rep.bytes_total,
+		        id, x->cur->status.archive.bucket ? x->cur->status.archive.bucket : "",
+		        x->cur->status.archive.key ? x->cur->status.archive.key : "");
+	if (rc == 0 && note[0] != '\0')
+		event(x, strncmp(note, "pruned", 6) == 0 ? "Normal" : "Warning",
+		        SK_REASON_ARCHIVE_PRUNED, "%s", note);
+	sk_copy_report_free(&rep);
+	return rc;
+}
+
 static int
 run_action(sk_xctx *x, const sk_action *a, sk_error *err)
 {
@@ -512,6 +565,8 @@ run_action(sk_xctx *x, const sk_action *a, sk_error *err)
 	case SK_ACTION_INIT_ENV: return do_init_env(x, a, err);
 	case SK_ACTION_WRITE_MARKER: return do_write_marker(x, a, err);
 	case SK_ACTION_SET_NETWORK: return do_set_network(x, a, err);
+	case SK_ACTION_ARCHIVE: return do_archive(x, a, err);
+	case SK_ACTION_RESTORE: return do_restore(x, a, err);
 	}
 	return sk_error_set(err, SK_EINVALID, "unknown action %d", (int)a->type);
 }
@@ -583,6 +638,7 @@ sk_execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_u
 			break;
 		rc = run_action(&x, a, err);
 		if (rc == 0 && a->type != SK_ACTION_INIT_ENV && a->type != SK_ACTION_WRITE_MARKER &&
+		        a->type != SK_ACTION_ARCHIVE && a->type != SK_ACTION_RESTORE &&
 		        (sk_action_is_mutating(a) || a->type == SK_ACTION_SET_TIMEOUT))
 			x.changed_provider = true;
 		if (rc != 0)
@@ -607,6 +663,7 @@ sk_execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_u
 	sk_userspace_free(x.conflicted);
 	sk_userspace_free(x.cur);
 	sk_userspace_status_dispose(&x.st);
+	sk_sandbox_dispose(&x.connected);
 	free(x.created);
 	return rc;
 }

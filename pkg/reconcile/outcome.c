@@ -31,6 +31,8 @@ static const struct {
 	{ SK_ACTION_INIT_ENV, SK_REASON_INIT_ENV_FAILED },
 	{ SK_ACTION_WRITE_MARKER, SK_REASON_MARKER_WRITE_FAILED },
 	{ SK_ACTION_SET_NETWORK, SK_REASON_NETWORK_FAILED },
+	{ SK_ACTION_ARCHIVE, SK_REASON_ARCHIVE_FAILED },
+	{ SK_ACTION_RESTORE, SK_REASON_RESTORE_FAILED },
 };
 
 const char *
@@ -134,6 +136,13 @@ sk_plan_failure(const sk_userspace *us, const sk_outcome *o, int64_t now, sk_use
 		keep_warm_up(us, now, st);
 	} else if (a != NULL && a->type == SK_ACTION_WRITE_MARKER) {
 		marker_not_written(us, msg, now, st);
+	} else if (a != NULL && a->type == SK_ACTION_ARCHIVE) {
+		/* nothing recorded: the sandbox stays bound, the archive is redone */
+	} else if (a != NULL && a->type == SK_ACTION_RESTORE) {
+		/* the files are still only in the archive: retried, not ready */
+		st->archive.state = SK_ARCHIVE_ARCHIVED;
+		st->archive.restore_ms = us->status.archive.restore_ms;
+		sk_status_set_condition(st, SK_COND_READY, "False", reason, msg, now, gen);
 	} else if (!transient) {
 		st->phase = SK_PHASE_ERROR;
 	}

@@ -81,7 +81,7 @@ choose_best(const sk_pctx *c)
 	for (size_t i = 0; i < c->ob->sandboxes.len; i++) {
 		const sk_sandbox *sb = &c->ob->sandboxes.items[i];
 		int r = rank(c, sb);
-		if (sb->state == SK_SANDBOX_GONE)
+		if (sb->state == SK_SANDBOX_GONE || sk_plan_archived_sandbox(c, sb->id))
 			continue;
 		if (best == NULL || r > best_rank ||
 		        (r == best_rank &&
@@ -381,6 +381,16 @@ keep_alive(sk_pctx *c, const sk_sandbox *k)
 		sk_plan_requeue(c, remaining - window); /* when a renewal may be due */
 }
 
+static bool
+has_action(const sk_pctx *c, sk_action_type t)
+{
+	for (size_t i = 0; i < c->r->n_actions; i++) {
+		if (c->r->actions[i].type == t)
+			return true;
+	}
+	return false;
+}
+
 static void
 plan_running(sk_pctx *c, const sk_sandbox *k)
 {
@@ -417,9 +427,14 @@ plan_running(sk_pctx *c, const sk_sandbox *k)
 		/* The warm-up ends (the data plane answers), or the provider resumed
 		 * an Idle keeper on traffic (autoResume): either way the env the
 		 * create set may be gone. */
-		if (started(c) || c->prev->phase == SK_PHASE_IDLE)
+		bool restore = sk_plan_archive_pending(c) && !c->hold;
+		if (restore)
+			sk_plan_restore(c, k);
+		if (started(c) || c->prev->phase == SK_PHASE_IDLE || restore)
 			push_init_env(c, k->id);
 		sk_plan_workspace(c, k);
+		if (restore && !has_action(c, SK_ACTION_WRITE_MARKER) && c->o->markers)
+			sk_plan_push(c, SK_ACTION_WRITE_MARKER, k->id);
 	} else if (p->health == SK_HEALTH_UNREACHABLE) {
 		unreachable(c, k, p);
 	} else {
@@ -448,6 +463,8 @@ idle(sk_pctx *c, const sk_sandbox *k)
 		        c, "False", SK_REASON_NO_PROCESSES, "sandbox %s is asleep", k->id);
 	if (c->prev->phase != SK_PHASE_IDLE)
 		sk_plan_event(c, "Normal", SK_REASON_IDLE, "sandbox %s is asleep (idle)", k->id);
+	if (!sk_plan_archive_pending(c))
+		sk_plan_archive_idle(c, k);
 }
 
 static void
@@ -534,7 +551,7 @@ plan_keeper(sk_pctx *c, const sk_sandbox *k)
 		park(c, k);
 	else if (k->state == SK_SANDBOX_PAUSED)
 		resume(c, k);
-	else if (!sk_plan_evict(c, k))
+	else if (!sk_plan_archive_running(c, k) && !sk_plan_evict(c, k))
 		plan_running(c, k);
 }
 
@@ -585,7 +602,7 @@ duplicates(sk_pctx *c, const char *keeper)
 	for (size_t i = 0; i < c->ob->sandboxes.len; i++) {
 		const sk_sandbox *sb = &c->ob->sandboxes.items[i];
 		if (keeper == NULL || sb->state == SK_SANDBOX_GONE || sk_str_eq(sb->id, keeper) ||
-		        kept_source(c, sb->id))
+		        kept_source(c, sb->id) || sk_plan_archived_sandbox(c, sb->id))
 			continue;
 		sk_plan_drift(c, SK_DRIFT_DUPLICATE, sb->id, "duplicate of %s%s", keeper,
 		        c->hold ? " (not deleted: paused annotation)" : "; deleting");
@@ -608,7 +625,8 @@ plan_live(sk_pctx *c)
 	if (ks == K_FOUND && !c->hold)
 		sk_plan_set_binding(c, k->id);
 	if (ks == K_CREATE && !c->hold) {
-		sk_plan_workspace_gone(c, c->prev->sandbox_id);
+		if (!sk_plan_archive_gone(c, c->prev->sandbox_id))
+			sk_plan_workspace_gone(c, c->prev->sandbox_id);
 		sk_plan_set_binding(c, NULL);
 		if (!sk_str_eq(sk_bound_provider(c->us), c->us->spec.provider)) {
 			/* nothing to move: the next round creates at spec.provider */
@@ -628,9 +646,17 @@ plan_live(sk_pctx *c)
 			start_migration(c, k, why);
 	}
 	duplicates(c, ks == K_FOUND ? k->id : c->prev->sandbox_id);
+	sk_plan_archive_cleanup(c);
 	switch (ks) {
 	case K_FOUND: plan_keeper(c, k); break;
-	case K_CREATE: plan_absent(c); break;
+	case K_CREATE:
+		/* archived: a sandbox is made (and the files restored) for a connect */
+		if (n->archive.state == SK_ARCHIVE_ARCHIVED && !c->ob->wake &&
+		        c->us->spec.mode == SK_MODE_RUNNING && !c->hold)
+			sk_plan_archived(c);
+		else
+			plan_absent(c);
+		break;
 	case K_WAIT:
 		if (n->phase == SK_PHASE_NONE)
 			n->phase = SK_PHASE_PENDING;
@@ -759,6 +785,9 @@ sk_plan(const sk_userspace *desired, const sk_observed *observed, int64_t now_ms
 	out->next.last_activity_ms = next_activity(&c);
 	out->next.provider = sk_strdup(sk_bound_provider(desired));
 	sk_migration_copy(&out->next.migration, &c.prev->migration);
+	sk_archive_status_copy(&out->next.archive, &c.prev->archive);
+	if (observed->wake)
+		out->next.archive.intent_ms = 0; /* a connect first: no archive under way */
 	sk_plan_cond(&c, SK_C_SYNCED, "True", SK_REASON_RECONCILED, "observed state converged");
 	if (c.hold && desired->meta.deletion_ms == 0) {
 		synced = sk_plan_prev_cond(&c, SK_COND_SYNCED);

@@ -20,8 +20,10 @@
  * WorkspaceIntact False stays, and the connect answer carries
  * workspaceLost: true, until the annotation spacekeeper.dev/
  * workspaceLossAcknowledged holds a time at or after the condition's
- * lastTransitionTime (LossAcknowledged). spec.health.onLoss Restore needs
- * an archive to restore from; without one the loss is reported.
+ * lastTransitionTime (LossAcknowledged). spec.health.onLoss Restore copies
+ * the newest archive back into the keeper (plan_archive.c); without one the
+ * loss is only reported. A bound sandbox gone while an archive exists is
+ * no loss: the space goes back to Archived (plan_archive.c).
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -78,21 +80,34 @@ known_lost(const sk_pctx *c)
 	return cond_is(sk_plan_prev_cond(c, SK_COND_WORKSPACE), "False", NULL);
 }
 
-static const char *
-restore_note(const sk_pctx *c)
+/* onLoss Restore with an archive: the archive's files go back into the
+ * keeper (plan_archive.c restores a pending archive in the next round). */
+static char *
+restore_note(sk_pctx *c, bool keeper)
 {
-	return c->us->spec.on_loss == SK_ON_LOSS_RESTORE
-	        ? "; onLoss Restore: no archive to restore from"
-	        : "";
+	sk_archive_status *a = &c->r->next.archive;
+
+	if (c->us->spec.on_loss != SK_ON_LOSS_RESTORE)
+		return sk_strdup("");
+	if (!keeper || !c->o->archive || a->state == SK_ARCHIVE_NONE || a->key == NULL)
+		return sk_strdup("; onLoss Restore: no archive to restore from");
+	a->state = SK_ARCHIVE_ARCHIVED;
+	sk_plan_requeue(c, c->o->min_requeue_ms);
+	return sk_asprintf("; onLoss Restore: restoring the archive of generation %lld",
+	        (long long)a->generation);
 }
 
 /* A new loss found in sandbox id: the condition, and the drift (its event). */
 static void
-lost(sk_pctx *c, const char *id, const char *detail)
+lost(sk_pctx *c, const char *id, const char *detail, bool keeper)
 {
+	char *note;
+
 	if (known_lost(c))
 		return; /* the first loss's time and message stay */
-	decide(c, "False", SK_REASON_WORKSPACE_LOST, "%s%s", detail, restore_note(c));
+	note = restore_note(c, keeper);
+	decide(c, "False", SK_REASON_WORKSPACE_LOST, "%s%s", detail, note);
+	free(note);
 	sk_plan_drift(c, SK_DRIFT_WORKSPACE_LOST, id, "%s", c->workspace.message);
 }
 
@@ -120,7 +135,7 @@ sk_plan_workspace(sk_pctx *c, const sk_sandbox *k)
 	case SK_MARKER_FOREIGN: {
 		char *why = sk_asprintf(
 		        "sandbox %s resumed without its files: %s", k->id, c->ob->marker_detail);
-		lost(c, k->id, why);
+		lost(c, k->id, why, true);
 		free(why);
 		sk_plan_push(c, SK_ACTION_WRITE_MARKER, k->id);
 		break;
@@ -143,7 +158,7 @@ sk_plan_workspace_gone(sk_pctx *c, const char *gone_id)
 	{
 		char *why = sk_asprintf("sandbox %s is gone and its files with it", gone_id);
 
-		lost(c, gone_id, why);
+		lost(c, gone_id, why, false);
 		free(why);
 	}
 }

@@ -106,6 +106,15 @@
 #define SK_REASON_EVENT_FAILED "EventFailed"
 #define SK_REASON_NO_PROVIDER "NoProvider"
 #define SK_REASON_MARKER_WRITE_FAILED "MarkerWriteFailed"
+#define SK_REASON_ARCHIVE_FAILED "ArchiveFailed"
+#define SK_REASON_RESTORE_FAILED "RestoreFailed"
+/* The archive (status.archive; phase Archived, Ready True) */
+#define SK_REASON_ARCHIVED "Archived"
+#define SK_REASON_ARCHIVING "Archiving" /* event: the archive of an asleep space starts */
+#define SK_REASON_RESTORING "Restoring"
+#define SK_REASON_RESTORED "Restored"
+#define SK_REASON_ARCHIVED_SANDBOX_DELETED "ArchivedSandboxDeleted"
+#define SK_REASON_ARCHIVE_PRUNED "ArchivePruned" /* older generations pruned after a restore */
 /* WorkspaceIntact (the workspace marker; drift WorkspaceLost) */
 #define SK_REASON_MARKER_WRITTEN "MarkerWritten"
 #define SK_REASON_MARKER_FOUND "MarkerFound"
@@ -162,6 +171,12 @@ typedef struct sk_plan_options {
 	/* The provider changes a live sandbox's network policy (E2B): a change
 	 * of spec.network is applied in place, else by migration or reported. */
 	bool network_live;
+	/* An archive is configured (the ControllerConfig's archive): asleep
+	 * spaces are archived after spec.lifecycle.archiveAfter, or before the
+	 * provider's pausedRetention (paused_retention_ms, 0: none) deletes
+	 * their paused sandbox (plan_archive.c). */
+	bool archive;
+	int64_t paused_retention_ms;
 } sk_plan_options;
 
 void sk_plan_options_init(sk_plan_options *o);
@@ -399,6 +414,24 @@ int sk_archive_workspace(sk_provider *p, const sk_sandbox *sb, const sk_copy_opt
 int sk_archive_restore(sk_archive *a, sk_provider *p, const sk_sandbox *sb,
         const sk_copy_options *opt, sk_copy_report *rep, sk_error *err);
 
+/* ---- the archive in the plan (plan_archive.c, pure) ---- */
+
+/* When the Idle space us (asleep since since_ms) is due to be archived:
+ * since + archiveAfter, or before its provider's pausedRetention deletes
+ * the paused sandbox (since + retention - sk_archive_margin), whichever
+ * comes first; 0 when never (no archive configured, or neither set). */
+int64_t sk_archive_due(const sk_userspace *us, int64_t since_ms, const sk_plan_options *opts);
+/* How long before pausedRetention a space is archived: a quarter of it, at
+ * most an hour. */
+int64_t sk_archive_margin(int64_t retention_ms);
+/* The status an ARCHIVE action records once the archive is verified: a
+ * copy of st with status.archive (generation, key, counts, the archived
+ * sandbox), phase Archived, nothing bound, Ready True (Archived). */
+void sk_archive_record(sk_userspace_status *st, const char *bucket, const char *key,
+        int64_t generation, int64_t files, int64_t bytes, int64_t now_ms, int64_t observed_gen);
+/* The key prefix of an archive generation: PREFIX/USERID/GENERATION. */
+char *sk_archive_key(const char *prefix, const char *user_id, int64_t generation);
+
 /* ---- the retention of a user's archives (archive_prune.c) ---- */
 typedef struct sk_archive_prune_report {
 	size_t generations; /* found under BASE/ */
@@ -469,6 +502,12 @@ typedef enum sk_action_type {
 	SK_ACTION_INIT_ENV, /* re-assert spec.env through envd POST /init */
 	SK_ACTION_WRITE_MARKER, /* write the workspace marker through envd */
 	SK_ACTION_SET_NETWORK, /* apply spec.network live (E2B) */
+	/* Copy the keeper's workspace into the archive (manifest last, verified),
+	 * then record it in status (phase Archived, nothing bound): the KILL
+	 * that follows may only run after that write. */
+	SK_ACTION_ARCHIVE,
+	/* Copy status.archive back into the keeper, verified against its manifest */
+	SK_ACTION_RESTORE,
 } sk_action_type;
 
 typedef enum sk_kill_reason {
@@ -477,6 +516,7 @@ typedef enum sk_kill_reason {
 	SK_KILL_REPLACE,
 	SK_KILL_DELETE,
 	SK_KILL_ORPHAN,
+	SK_KILL_ARCHIVED, /* its workspace is in the archive, recorded in status */
 } sk_kill_reason;
 
 typedef struct sk_action {
@@ -789,6 +829,12 @@ typedef struct sk_reconcile_env {
 	void *may_start_arg;
 	/* The controller asks this run to evict the running keeper (observed.evict). */
 	bool evict;
+	/* The archive (opts.archive): the S3 client's settings, keys included
+	 * (secrets, borrowed), and the key prefix (PREFIX of PREFIX/USERID/
+	 * GENERATION). A client is made per ARCHIVE or RESTORE action. */
+	const sk_s3_config *archive_s3;
+	const char *archive_prefix;
+	int archive_keep; /* archive.keepGenerations: kept when pruning after a restore */
 } sk_reconcile_env;
 
 typedef struct sk_reconcile_report {

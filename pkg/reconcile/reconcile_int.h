@@ -85,6 +85,31 @@ void sk_plan_capacity_wait(sk_pctx *c);
 void sk_plan_workspace(sk_pctx *c, const sk_sandbox *k);
 void sk_plan_workspace_gone(sk_pctx *c, const char *gone_id);
 void sk_plan_workspace_finish(sk_pctx *c);
+/* plan_archive.c: the archive in the plan (see there). */
+bool sk_plan_archive_pending(const sk_pctx *c);
+bool sk_plan_archived_sandbox(const sk_pctx *c, const char *id);
+void sk_plan_archive_cleanup(sk_pctx *c);
+/* The Idle keeper k: archived when due (or an archive under way is redone). */
+void sk_plan_archive_idle(sk_pctx *c, const sk_sandbox *k);
+/* The running keeper k woken by an archive that did not finish: true when
+ * the archive is redone (false: the user came back, the intent dropped). */
+bool sk_plan_archive_running(sk_pctx *c, const sk_sandbox *k);
+/* No sandbox, the files in the archive, no connect waiting: phase Archived. */
+void sk_plan_archived(sk_pctx *c);
+/* The bound sandbox gone_id is gone and an archive exists: the files are
+ * restored from it at the next connect (true), not reported lost. */
+bool sk_plan_archive_gone(sk_pctx *c, const char *gone_id);
+/* RESTORE into the running, healthy keeper k (status.archive Restored once done). */
+void sk_plan_restore(sk_pctx *c, const sk_sandbox *k);
+/* execute_archive.c: the ARCHIVE action (the archive recorded into st
+ * when verified) and the RESTORE action. */
+int sk_execute_archive(const sk_reconcile_env *env, sk_provider *p, const sk_sandbox *sb,
+        const sk_userspace *us, int64_t now_ms, sk_userspace_status *st, sk_copy_report *rep,
+        sk_error *err);
+int sk_execute_restore(const sk_reconcile_env *env, sk_provider *p, const sk_sandbox *sb,
+        const sk_userspace *us, sk_copy_report *rep, char *prune_note, size_t note_len,
+        sk_error *err);
+
 /* CAS write of st over *cur (sk_store_write_status); on success *cur is
  * replaced by the stored object. */
 int sk_reconcile_write_status(

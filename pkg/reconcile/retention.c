@@ -66,9 +66,9 @@ sk_retention_format(const sk_retention *r, const char *name, int64_t now_ms, cha
 	sk_duration_format(r->left_ms > 0 ? r->left_ms / 1000 * 1000 : 0, left, sizeof(left));
 	if (r->left_ms > 0)
 		snprintf(buf, len,
-		        "userspace %s has slept %s; provider %s deletes a sandbox paused %s, in "
-		        "%s, "
-		        "and no archive is configured: its files will be lost unless it wakes",
+		        "userspace %s has slept %s; provider %s deletes a sandbox paused %s, "
+		        "in %s, and no archive is configured: its files will be lost unless it "
+		        "wakes",
 		        name, asleep, r->provider, ret, left);
 	else
 		snprintf(buf, len,

@@ -234,13 +234,17 @@ reread(sk_mongo *s, mongoc_collection_t *coll, sk_batch_item **items, size_t n)
 		const bson_t *doc;
 		bson_error_t berr;
 		sk_userspace *stored = NULL;
+		int64_t t0;
 
 		if (!pending(it) || it->next != NULL)
 			continue;
 		filter = BCON_NEW("_id", BCON_UTF8(it->base->meta.name));
+		t0 = sk_monotonic_ms();
 		cur = mongoc_collection_find_with_opts(coll, filter, opts, NULL);
 		if (mongoc_cursor_next(cur, &doc)) {
 			it->rc = sk_store_userspace_from_doc(doc, &stored, it->err);
+			if (stored != NULL)
+				stored->meta.read_ms = t0; /* a copy as fresh as a get's */
 		} else if (mongoc_cursor_error(cur, &berr)) {
 			it->rc = sk_store_fail(s, &berr, "read userspace", it->err);
 		} else { /* gone under its claim */
@@ -401,8 +405,8 @@ flush_status(sk_mongo *s, sk_batch_item **items, size_t n)
 	}
 	sk_store_conn_open(s, &c, SK_COLL_USERSPACES);
 	claim_ms = sk_monotonic_ms();
-	if (sk_mongo_clock_guard(s, c.client, &e) !=
-	        0) { /* a claim is stamped with the wall clock */
+	/* A claim is stamped with the wall clock: the guard first. */
+	if (sk_mongo_clock_guard(s, c.client, &e) != 0) {
 		fail_all(items, n, e.code, &e);
 	} else if (take_claims(s, c.client, items, n, &e) != 0) {
 		fail_all(items, n, e.code, &e);

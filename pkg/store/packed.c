@@ -32,7 +32,7 @@ struct sk_packed_userspace {
  * of metadata or status changes these sizes: encode it below (writer and
  * reader) and set it in test/unit/check_store_pack.c's full_object. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(sk_object_meta) == 104 && sizeof(sk_userspace_status) == 256,
+_Static_assert(sizeof(sk_object_meta) == 104 && sizeof(sk_userspace_status) == 336,
         "sk_object_meta or sk_userspace_status changed: update packed.c");
 #endif
 
@@ -206,6 +206,18 @@ w_status(writer *w, const sk_userspace_status *st)
 	w_int(w, st->usage.creates);
 	w_int(w, st->usage.since_ms);
 	w_int(w, st->usage.updated_ms);
+	w_int(w, st->archive.state);
+	w_int(w, st->archive.intent_ms);
+	if (st->archive.state == SK_ARCHIVE_NONE)
+		return;
+	w_str(w, st->archive.bucket);
+	w_str(w, st->archive.key);
+	w_int(w, st->archive.generation);
+	w_int(w, st->archive.time_ms);
+	w_int(w, st->archive.files);
+	w_int(w, st->archive.bytes);
+	w_str(w, st->archive.sandbox_id);
+	w_int(w, st->archive.restore_ms);
 }
 
 sk_packed_userspace *
@@ -446,6 +458,22 @@ r_status(reader *r, sk_userspace_status *st)
 	st->usage.creates = r_int(r);
 	st->usage.since_ms = r_int(r);
 	st->usage.updated_ms = r_int(r);
+	st->archive.state = (sk_archive_state)r_int(r);
+	st->archive.intent_ms = r_int(r);
+	if (st->archive.state == SK_ARCHIVE_NONE)
+		return;
+	if (st->archive.state > SK_ARCHIVE_RESTORED) {
+		r->bad = true;
+		return;
+	}
+	st->archive.bucket = r_str(r);
+	st->archive.key = r_str(r);
+	st->archive.generation = r_int(r);
+	st->archive.time_ms = r_int(r);
+	st->archive.files = r_int(r);
+	st->archive.bytes = r_int(r);
+	st->archive.sandbox_id = r_str(r);
+	st->archive.restore_ms = r_int(r);
 }
 
 int

@@ -48,7 +48,7 @@ def test_sandbox_runs_commands_and_files(client, user):
     sbx = client.sandbox(user)
     assert isinstance(sbx, e2b.Sandbox)
     assert sbx.answer.user_id == user and sbx.answer.sandbox_id == sbx.sandbox_id
-    assert sbx.answer.path in ("fast", "reconcile", "wake", "create")
+    assert sbx.answer.path in ("fast", "reconcile", "wake", "create", "restore")
     r = sbx.commands.run("echo hello $USER")
     assert (r.exit_code, r.stdout) == (0, "hello user\n")
     sbx.files.write("/home/user/notes/today.txt", "written for " + user)

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "../testutil.h"
+#include "objstore/objstore.h"
+#include "sandbox/sandbox.h"
 #include "store/store.h"
 
 Suite *sk_suite_controller(void);
@@ -617,16 +619,17 @@ phase_is(void *arg)
 
 /* ---- (c) pause and resume ---- */
 
-/* POST /v1/userspaces/NAME/connect: 200 and ready; *out (may be NULL) the answer. */
+/* POST /v1/userspaces/NAME/connect (within timeout_s): 200 and ready;
+ * *out (may be NULL) the answer. */
 static void
-connect_ok(const char *name, json_t **out)
+connect_within(const char *name, int timeout_s, json_t **out)
 {
 	char url[256];
 	json_t *v;
 	long st;
 
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/%s/connect?timeout=30s",
-	        connect_port, name);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/%s/connect?timeout=%ds",
+	        connect_port, name, timeout_s);
 	v = http_json("POST", url, "", &st);
 	ck_assert_msg(st == 200, "connect %s: %ld", name, st);
 	ck_assert(json_is_true(json_object_get(v, "ready")));
@@ -634,6 +637,12 @@ connect_ok(const char *name, json_t **out)
 		*out = v;
 	else
 		json_decref(v);
+}
+
+static void
+connect_ok(const char *name, json_t **out)
+{
+	connect_within(name, 30, out);
 }
 
 static const char *c_spec_fmt = "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
@@ -1372,14 +1381,36 @@ page_quiet(void *name)
 	return !page_warns(name);
 }
 
+/* spacectl get userspaces --config CONFIG [-o json]: exit 0; *err gets stderr
+ * (caller frees), stdout is checked to be the listing alone. */
+static void
+get_warnings(const char *config, bool json, char **err)
+{
+	const char *argv[] = { "spacectl", "--mongodb-uri", mongo_uri, "--database", db, "get",
+		"userspaces", "--config", config, json ? "-o" : NULL, "json", NULL };
+	char *out = NULL;
+	json_t *v;
+
+	ck_assert_int_eq(sk_test_run(argv, NULL, NULL, &out, err, 120), 0);
+	ck_assert_msg(strstr(out, "Warning") == NULL, "a warning on stdout: %s", out);
+	if (json) {
+		ck_assert_ptr_nonnull(v = json_loads(out, 0, NULL));
+		json_decref(v);
+	} else {
+		ck_assert_ptr_nonnull(strstr(out, "sleepy"));
+	}
+	free(out);
+}
+
 /* No archive, and the provider's pausedRetention known (the simulator's
  * --paused-retention, the same in the config): a space asleep near it is
  * warned about on the status page (index and its own page), an awake one
- * is not, and the warning goes when the space wakes. */
+ * is not, and the warning goes when the space wakes; spacectl get prints
+ * the same as a Warning line on stderr, none with an archive configured. */
 START_TEST(test_retention_warning_without_archive)
 {
 	const char *args[] = { "--latency", "2ms", "--paused-retention", "40s", NULL };
-	char *body;
+	char *body, *errs = NULL, keys[600], yaml[2600];
 
 	sk_test_stop(sim_pid, true);
 	sim_pid = sk_test_sim_start(args, sim_url, sizeof(sim_url));
@@ -1410,9 +1441,35 @@ START_TEST(test_retention_warning_without_archive)
 	body = page_text("/spaces/awake");
 	ck_assert(strstr(body, "Warning: userspace") == NULL);
 	free(body);
-	/* awake again: the warning goes */
+	/* spacectl get: a Warning line on stderr, as kubectl prints them */
+	get_warnings(cfg_path, false, &errs);
+	ck_assert_msg(strstr(errs, "Warning: userspace sleepy has slept") != NULL &&
+	                strstr(errs, "no archive is configured") != NULL,
+	        "%s", errs);
+	ck_assert(strstr(errs, "userspace awake") == NULL);
+	free(errs);
+	get_warnings(cfg_path, true, &errs);
+	ck_assert_ptr_nonnull(strstr(errs, "Warning: userspace sleepy"));
+	free(errs);
+	/* with an archive configured the space is archived in time: no warning */
+	snprintf(keys, sizeof(keys), "%s", sk_test_write_file("ak", "access\n"));
+	snprintf(yaml, sizeof(yaml),
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
+	        "providers:\n  - name: default\n    type: e2b\n    apiURL: %s\n"
+	        "    apiKeyEnv: E2B_API_KEY\n    pausedRetention: 40s\n"
+	        "archive:\n  endpoint: http://127.0.0.1:9\n  bucket: spaces\n"
+	        "  accessKeyFile: %s\n  secretKeyFile: %s\n",
+	        sim_url, keys, keys);
+	snprintf(keys, sizeof(keys), "%s", sk_test_write_file("with-archive.yaml", yaml));
+	get_warnings(keys, false, &errs);
+	ck_assert_msg(strstr(errs, "Warning: userspace") == NULL, "%s", errs);
+	free(errs);
+	/* awake again: the warnings go */
 	connect_ok("sleepy", NULL);
 	ck_assert_msg(eventually(page_quiet, (void *)"sleepy", 10), "the warning stayed");
+	get_warnings(cfg_path, false, &errs);
+	ck_assert_msg(strstr(errs, "Warning: userspace") == NULL, "%s", errs);
+	free(errs);
 	keeper_stop_checked();
 }
 END_TEST
@@ -1770,6 +1827,439 @@ START_TEST(test_usage_and_bad_config)
 }
 END_TEST
 
+/* ---- the archive (issue 24): a space outlives its sandbox ---- */
+
+#define S3_ACCESS "e2e-archive"
+#define S3_SECRET "e2e-archive-secret-0123456789"
+#define WS "/home/user/ws"
+#define BIG_BYTES (50L << 20)
+
+static pid_t gw_pid;
+static int gw_port;
+static char gw_url[64], gw_dir[600];
+
+/* A versitygw for the archive and the config's archive section (after
+ * provider_extra, itself inside the provider entry). */
+static void
+archive_start(const char *provider_extra)
+{
+	char block[2048];
+	const char *ak = sk_test_write_file("s3-access", S3_ACCESS "\n");
+	char akp[600];
+
+	snprintf(akp, sizeof(akp), "%s", ak);
+	gw_port = sk_test_free_port();
+	snprintf(gw_dir, sizeof(gw_dir), "%s/e2e-s3-%d", sk_test_tmpdir(), gw_port);
+	gw_pid = sk_test_s3_start(
+	        gw_dir, gw_port, "spaces", S3_ACCESS, S3_SECRET, gw_url, sizeof(gw_url));
+	track_pid(gw_pid);
+	snprintf(block, sizeof(block),
+	        "%sarchive:\n  endpoint: %s\n  bucket: spaces\n  prefix: spaces\n"
+	        "  accessKeyFile: %s\n  secretKeyFile: %s\n",
+	        provider_extra ? provider_extra : "", gw_url, akp,
+	        sk_test_write_file("s3-secret", S3_SECRET "\n"));
+	write_config(block);
+}
+
+static void
+archive_gw_restart(void)
+{
+	gw_pid = sk_test_s3_start(
+	        gw_dir, gw_port, "spaces", S3_ACCESS, S3_SECRET, gw_url, sizeof(gw_url));
+	track_pid(gw_pid);
+}
+
+static sk_provider *
+sim_provider(void)
+{
+	sk_provider_config c = { 0 };
+	sk_provider *p = NULL;
+	sk_error err;
+
+	setenv("SK_E2E_ARCHIVE_KEY", strchr(DUMMY_KEY, '=') + 1, 1);
+	c.name = "default";
+	c.type = SK_PROVIDER_E2B;
+	c.api_url = sim_url;
+	c.sandbox_url = sim_url;
+	c.domain = "e2b.app";
+	c.api_key_env = "SK_E2E_ARCHIVE_KEY";
+	c.max_in_flight = 4;
+	c.qps = 100;
+	c.burst = 100;
+	c.request_timeout_ms = 30000;
+	c.sandbox_timeout_ms = 3600000;
+	ck_assert_msg(sk_provider_new(&c, &p, &err) == 0, "provider: %s", err.message);
+	return p;
+}
+
+static void
+sim_fill(const char *id, const char *path, long bytes, int seed)
+{
+	char body[300], path_url[160];
+
+	snprintf(body, sizeof(body), "{\"path\":\"%s\",\"bytes\":%ld,\"seed\":%d}", path, bytes,
+	        seed);
+	snprintf(path_url, sizeof(path_url), "/_sim/sandboxes/%s/files", id);
+	sim_post(path_url, body);
+}
+
+/* The workspace: a 50 MB file made in place, an empty file, a private
+ * directory, a mode, a symlink (big_bytes: the large file's size). */
+static void
+seed_workspace(sk_provider *p, const char *id, long big_bytes)
+{
+	sk_sandbox sb = { .id = (char *)id };
+	sk_file_entry dir = { .path = WS "/secret", .type = SK_FILE_DIR, .mode = 0700 };
+	sk_file_entry link = { .path = WS "/latest",
+		.type = SK_FILE_SYMLINK,
+		.mode = 0777,
+		.link_target = "data/big.bin" };
+	sk_error err;
+
+	sim_fill(id, WS "/data/big.bin", big_bytes, 3);
+	sim_fill(id, WS "/data/empty", 0, 1);
+	sim_fill(id, WS "/secret/key", 64, 9);
+	ck_assert_msg(
+	        sk_sandbox_write_file(p, &sb, &dir, NULL, NULL, &err) == 0, "%s", err.message);
+	ck_assert_msg(
+	        sk_sandbox_write_file(p, &sb, &link, NULL, NULL, &err) == 0, "%s", err.message);
+}
+
+/* A sandbox of no user seeded the same way: what the files must equal. */
+static char *
+reference_sandbox(sk_provider *p, long big_bytes)
+{
+	sk_create_request req = { .template_id = "base", .timeout_ms = 3600000 };
+	sk_sandbox sb = { 0 };
+	sk_error err;
+	char *id;
+
+	ck_assert_msg(sk_sandbox_create(p, &req, &sb, &err) == 0, "%s", err.message);
+	id = sk_strdup(sb.id);
+	sk_sandbox_dispose(&sb);
+	seed_workspace(p, id, big_bytes);
+	return id;
+}
+
+/* Every file under WS identical (type, mode, size, target, SHA-256). */
+static void
+assert_same_files(sk_provider *p, const char *ref, const char *id)
+{
+	static const char *const roots[] = { WS };
+	sk_copy_options o = { .paths = roots, .npaths = 1 };
+	sk_sandbox a = { .id = (char *)ref }, b = { .id = (char *)id };
+	sk_copy_report rep = { 0 };
+	sk_error err;
+
+	ck_assert_msg(sk_workspace_verify(p, &a, p, &b, &o, &rep, &err) == 0,
+	        "the restored files differ: %s", rep.mismatch ? rep.mismatch : err.message);
+	ck_assert_int_ge(rep.files_total, 3);
+	sk_copy_report_free(&rep);
+}
+
+/* status.archive.FIELD of NAME as a string ("" when absent; caller frees). */
+static char *
+archive_field(const char *name, const char *field)
+{
+	json_t *items = get_items(), *it = find_item(items, name);
+	json_t *a = json_object_get(json_object_get(it, "status"), "archive");
+	json_t *v = json_object_get(a, field);
+	char *out = json_is_string(v) ? sk_strdup(json_string_value(v))
+	        : json_is_integer(v)  ? sk_asprintf("%lld", (long long)json_integer_value(v))
+	                              : sk_strdup("");
+
+	json_decref(items);
+	return out;
+}
+
+static bool
+archiving(void *name)
+{
+	char *since = archive_field(name, "archivingSince");
+	bool ok = since[0] != '\0';
+
+	free(since);
+	return ok;
+}
+
+/* The archive recorded for NAME has its manifest in the bucket. */
+static void
+assert_manifest(const char *name)
+{
+	sk_s3_config cfg = { .endpoint = gw_url,
+		.bucket = "spaces",
+		.access_key = S3_ACCESS,
+		.secret_key = S3_SECRET };
+	char *key = archive_field(name, "key"), obj[300];
+	uint64_t size = 0;
+	sk_s3 *s3 = NULL;
+	sk_error err;
+
+	ck_assert_msg(key[0] != '\0', "no archive recorded for %s", name);
+	snprintf(obj, sizeof(obj), "%s/manifest.json", key);
+	ck_assert_int_eq(sk_s3_new(&cfg, &s3, &err), 0);
+	ck_assert_msg(sk_s3_head(s3, obj, &size, &err) == 0, "%s: %s", obj, err.message);
+	ck_assert_int_gt(size, 0);
+	sk_s3_free(s3);
+	free(key);
+}
+
+static bool
+has_event(const char *name, const char *reason)
+{
+	const char *args[] = { "events", name, NULL };
+	char *out = NULL;
+	bool ok;
+
+	ck_assert_int_eq(spacectl(args, &out), 0);
+	ok = out && strstr(out, reason) != NULL;
+	free(out);
+	return ok;
+}
+
+static bool
+archive_failed(void *name)
+{
+	return has_event(name, "ArchiveFailed");
+}
+
+static int
+user_sandboxes(const char *user)
+{
+	json_t *all = sim_sandboxes();
+	int n = (int)count_user(all, user, NULL);
+
+	json_decref(all);
+	return n;
+}
+
+/* A space with files archived after archiveAfter 5s asleep (its sandbox
+ * deleted, the manifest in the bucket, describe says where), then a
+ * connect restores it: path restore, every file identical, env present. */
+START_TEST(test_archive_after_sleep_and_restore)
+{
+	const char *describe[] = { "describe", "userspace", "deep", NULL };
+	sk_provider *p;
+	char *id, *ref, *out = NULL, *val;
+	json_t *v;
+
+	archive_start(NULL);
+	apply_yaml("deep.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: deep\nspec:\n  userID: deep\n  env:\n    FOO: bar\n"
+	        "  lifecycle:\n    idleTimeout: 3s\n    archiveAfter: 5s\n");
+	keeper_start();
+	p = sim_provider();
+	connect_ok("deep", &v);
+	id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
+	json_decref(v);
+	seed_workspace(p, id, BIG_BYTES);
+	ref = reference_sandbox(p, BIG_BYTES);
+	ck_assert_msg(eventually(phase_is, (void *)"deep=Idle", 30), "deep never Idle");
+	ck_assert_msg(eventually(phase_is, (void *)"deep=Archived", 120), "deep never Archived");
+	ck_assert(sim_gone(id));
+	ck_assert_int_eq(user_sandboxes("deep"), 0);
+	assert_manifest("deep");
+	ck_assert(has_event("deep", "ArchivedSandboxDeleted"));
+	ck_assert_int_eq(spacectl(describe, &out), 0);
+	ck_assert_msg(strstr(out, "Files:") && strstr(out, "archive s3://spaces/spaces/deep/1/"),
+	        "describe: %s", out);
+	free(out);
+	/* a connect restores it */
+	connect_within("deep", 55, &v);
+	ck_assert_str_eq(json_string_value(json_object_get(v, "path")), "restore");
+	free(id);
+	id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
+	json_decref(v);
+	assert_same_files(p, ref, id);
+	val = sandbox_env(id, "FOO");
+	ck_assert_msg(val && strcmp(val, "bar") == 0, "after restore: FOO=%s", val ? val : "-");
+	free(val);
+	ck_assert_int_eq(user_sandboxes("deep"), 1);
+	ck_assert(phase_is((void *)"deep=Running"));
+	sk_provider_free(p);
+	free(ref);
+	free(id);
+	keeper_stop_checked();
+}
+END_TEST
+
+/* The provider deletes paused sandboxes after 40s (sandboxsim
+ * --paused-retention, the config's pausedRetention): a space that never
+ * sets archiveAfter is archived before that, and comes back whole. */
+START_TEST(test_archive_before_retention)
+{
+	const char *args[] = { "--latency", "2ms", "--paused-retention", "40s", NULL };
+	sk_provider *p;
+	char *id, *ref;
+	json_t *v;
+
+	sk_test_stop(sim_pid, true);
+	sim_pid = sk_test_sim_start(args, sim_url, sizeof(sim_url));
+	track_pid(sim_pid);
+	archive_start("    pausedRetention: 40s\n");
+	apply_yaml("kept.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: kept\nspec:\n  userID: kept\n"
+	        "  lifecycle:\n    idleTimeout: 3s\n");
+	keeper_start();
+	p = sim_provider();
+	connect_ok("kept", &v);
+	id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
+	json_decref(v);
+	seed_workspace(p, id, 1 << 20);
+	ref = reference_sandbox(p, 1 << 20);
+	ck_assert_msg(eventually(phase_is, (void *)"kept=Archived", 90), "kept never Archived");
+	ck_assert(has_event("kept", "ArchivedSandboxDeleted")); /* ours, not the provider's */
+	ck_assert(!workspace_is((void *)"kept=False"));
+	assert_manifest("kept");
+	connect_within("kept", 55, &v);
+	ck_assert_str_eq(json_string_value(json_object_get(v, "path")), "restore");
+	ck_assert_ptr_null(json_object_get(v, "workspaceLost"));
+	free(id);
+	id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
+	json_decref(v);
+	assert_same_files(p, ref, id);
+	sk_provider_free(p);
+	free(ref);
+	free(id);
+	keeper_stop_checked();
+}
+END_TEST
+
+static bool
+file_present(void *id)
+{
+	long st = 0;
+	char *body = envd_get(id, "/files?path=" WS "/secret/key", &st);
+
+	free(body);
+	return st == 200;
+}
+
+/* A resume that loses the files with onLoss Restore: reported
+ * (workspaceLost), and the files come back from the archive. */
+START_TEST(test_archive_restores_lost_files)
+{
+	sk_provider *p;
+	char *id, *ref;
+	json_t *v;
+
+	archive_start(NULL);
+	apply_yaml("lost.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: lost\nspec:\n  userID: lost\n"
+	        "  health:\n    onLoss: Restore\n"
+	        "  lifecycle:\n    idleTimeout: 3s\n    archiveAfter: 4s\n");
+	keeper_start();
+	p = sim_provider();
+	connect_ok("lost", &v);
+	id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
+	json_decref(v);
+	seed_workspace(p, id, 1 << 20);
+	ref = reference_sandbox(p, 1 << 20);
+	ck_assert_msg(eventually(phase_is, (void *)"lost=Archived", 90), "lost never Archived");
+	/* no more archiving: the next sleep must keep its sandbox */
+	apply_yaml("lost.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: lost\nspec:\n  userID: lost\n"
+	        "  health:\n    onLoss: Restore\n"
+	        "  lifecycle:\n    idleTimeout: 3s\n    archiveAfter: 0s\n");
+	connect_within("lost", 55, &v);
+	free(id);
+	id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
+	json_decref(v);
+	ck_assert_msg(eventually(phase_is, (void *)"lost=Idle", 30), "lost never Idle");
+	sim_post("/_sim/faults", "{\"resume_lose_files\": {\"mode\": \"empty\", \"count\": 1}}");
+	connect_ok("lost", &v);
+	ck_assert_str_eq(json_string_value(json_object_get(v, "sandboxID")), id);
+	ck_assert_msg(json_is_true(json_object_get(v, "workspaceLost")), "no workspaceLost");
+	json_decref(v);
+	ck_assert_msg(eventually(file_present, id, 60), "the files never came back");
+	ck_assert_msg(eventually(workspace_is, (void *)"lost=False", 10), "loss not reported");
+	assert_same_files(p, ref, id);
+	sk_provider_free(p);
+	free(ref);
+	free(id);
+	keeper_stop_checked();
+}
+END_TEST
+
+/* NAME's sandbox ID is gone only with a verified archive recorded. */
+static void
+assert_never_lost(const char *name, const char *id)
+{
+	if (sim_gone((void *)id)) {
+		ck_assert_msg(phase_is((void *)strcat(strcpy((char[80]){ 0 }, name), "=Archived")),
+		        "%s: sandbox %s gone without an archive recorded", name, id);
+		assert_manifest(name);
+	}
+	ck_assert_int_le(user_sandboxes(name), 1);
+}
+
+static void
+archive_teardown(void)
+{
+	if (gw_pid > 0)
+		sk_test_stop(gw_pid, true);
+	gw_pid = 0;
+	teardown();
+}
+
+/* kill -9 of the controller, then of the S3 server, while an archive of a
+ * 50 MB workspace runs: the sandbox stays until a verified archive is
+ * recorded, never two; the archive is redone and completes. */
+START_TEST(test_archive_interrupted)
+{
+	sk_provider *p;
+	char *id, *ref;
+	json_t *v;
+
+	archive_start(NULL);
+	apply_yaml("cut.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: cut\nspec:\n  userID: cut\n"
+	        "  lifecycle:\n    idleTimeout: 3s\n    archiveAfter: 4s\n");
+	keeper_start();
+	p = sim_provider();
+	connect_ok("cut", &v);
+	id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
+	json_decref(v);
+	seed_workspace(p, id, BIG_BYTES);
+	ref = reference_sandbox(p, BIG_BYTES);
+	/* the controller killed once the archive started */
+	ck_assert_msg(eventually(archiving, (void *)"cut", 60), "no archive started");
+	sk_test_stop(keeper_pid, true);
+	keeper_pid = 0;
+	assert_never_lost("cut", id);
+	/* the S3 server killed during the redo */
+	keeper_start();
+	sk_test_stop(gw_pid, true);
+	gw_pid = 0;
+	ck_assert_msg(eventually(archiving, (void *)"cut", 30), "the archive is not under way");
+	/* the redo (once the killed controller's shard leases expired) meets
+	 * the dead server */
+	ck_assert_msg(eventually(archive_failed, (void *)"cut", 90), "no ArchiveFailed");
+	assert_never_lost("cut", id);
+	ck_assert_msg(!sim_gone(id), "the sandbox went while the S3 server was down");
+	archive_gw_restart();
+	ck_assert_msg(eventually(phase_is, (void *)"cut=Archived", 120), "cut never Archived");
+	ck_assert(sim_gone(id));
+	assert_manifest("cut");
+	ck_assert_int_eq(user_sandboxes("cut"), 0);
+	connect_within("cut", 55, &v);
+	ck_assert_str_eq(json_string_value(json_object_get(v, "path")), "restore");
+	free(id);
+	id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
+	json_decref(v);
+	assert_same_files(p, ref, id);
+	sk_provider_free(p);
+	free(ref);
+	free(id);
+	keeper_stop_checked();
+}
+END_TEST
+
 Suite *
 sk_suite_controller(void)
 {
@@ -1778,11 +2268,19 @@ sk_suite_controller(void)
 	TCase *fault = tcase_create("faults");
 	TCase *daemon = tcase_create("daemon");
 	TCase *retention = tcase_create("retention");
+	TCase *archive = tcase_create("archive");
 
 	tcase_set_timeout(retention, 300);
 	tcase_add_unchecked_fixture(retention, NULL, kill_leftovers);
 	tcase_add_checked_fixture(retention, setup, teardown);
 	tcase_add_test(retention, test_retention_warning_without_archive);
+	tcase_set_timeout(archive, 600);
+	tcase_add_unchecked_fixture(archive, NULL, kill_leftovers);
+	tcase_add_checked_fixture(archive, setup, archive_teardown);
+	tcase_add_test(archive, test_archive_after_sleep_and_restore);
+	tcase_add_test(archive, test_archive_before_retention);
+	tcase_add_test(archive, test_archive_restores_lost_files);
+	tcase_add_test(archive, test_archive_interrupted);
 	tcase_set_timeout(core, 300);
 	tcase_set_timeout(fault, 300);
 	tcase_set_timeout(daemon, 300);
@@ -1819,5 +2317,6 @@ sk_suite_controller(void)
 	suite_add_tcase(s, fault);
 	suite_add_tcase(s, daemon);
 	suite_add_tcase(s, retention);
+	suite_add_tcase(s, archive);
 	return s;
 }

@@ -5,7 +5,8 @@
  * within N s"), start no reconcile after its "shutting down" line, and log
  * what it abandoned. Once during the start-up list, once mid-work (pauses in
  * flight, keys queued, a resync list in progress); then calls longer than
- * the stop's grace, and the provider abort hook on its own.
+ * the stop's grace, the same with the database stopped (the stop is bounded
+ * all the same), and the provider abort hook on its own.
  *
  * On a loaded machine (make test runs suites side by side on 2 cores) each
  * step waits for what it needs (a log line, with a generous bound), never a
@@ -35,7 +36,8 @@ static char db[64];
 static char sim_url[128];
 static char cfg_path[600];
 static char log_path[700];
-static pid_t sim_pid, keeper_pid;
+static char mongo_uri[256]; /* the suite's FerretDB, or a test's own */
+static pid_t sim_pid, keeper_pid, ferret_pid;
 
 /* The documented promise (docs/operations.md, Running spacekeeper): "exits 0
  * within N s" (milliseconds). */
@@ -58,28 +60,10 @@ promised_ms(void)
 	return (int64_t)s * 1000;
 }
 
-static size_t
-discard(char *p, size_t size, size_t n, void *arg)
-{
-	return size * n;
-}
-
 static void
 sim_post(const char *path, const char *json)
 {
-	char url[256];
-	CURL *h = curl_easy_init();
-	long status = 0;
-
-	snprintf(url, sizeof(url), "%s%s", sim_url, path);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, json);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
-	ck_assert_int_eq(curl_easy_perform(h), CURLE_OK);
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_cleanup(h);
-	ck_assert_msg(status >= 200 && status < 300, "POST %s: %ld", path, status);
+	sk_test_sim_post(sim_url, path, json);
 }
 
 static void
@@ -95,8 +79,8 @@ apply_n_spaces(int n, const char *extra_spec)
 	const char *env[] = { NULL };
 	sk_buf b = SK_BUF_INIT(0);
 	char *out = NULL, *err = NULL;
-	const char *argv[] = { "spacectl", "apply", "-f", NULL, "--mongodb-uri",
-		sk_test_mongodb_uri(), "--database", db, NULL };
+	const char *argv[] = { "spacectl", "apply", "-f", NULL, "--mongodb-uri", mongo_uri,
+		"--database", db, NULL };
 	int rc;
 
 	for (int i = 0; i < n; i++)
@@ -126,6 +110,7 @@ setup(void)
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	snprintf(db, sizeof(db), "%s", sk_test_unique_db());
+	snprintf(mongo_uri, sizeof(mongo_uri), "%s", sk_test_mongodb_uri());
 	sim_pid = sk_test_sim_start(args, sim_url, sizeof(sim_url));
 	snprintf(yaml, sizeof(yaml),
 	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
@@ -137,7 +122,7 @@ setup(void)
 	                                            before spacekeeper binds it */
 	        sim_url, sim_url);
 	snprintf(cfg_path, sizeof(cfg_path), "%s", sk_test_write_file("shutdown.yaml", yaml));
-	keeper_pid = 0;
+	keeper_pid = ferret_pid = 0;
 }
 
 static void
@@ -147,6 +132,10 @@ teardown(void)
 		sk_test_stop(keeper_pid, true);
 	if (sim_pid > 0)
 		sk_test_stop(sim_pid, true);
+	if (ferret_pid > 0) {
+		kill(ferret_pid, SIGCONT);
+		sk_test_stop(ferret_pid, true);
+	}
 	curl_global_cleanup();
 }
 
@@ -154,8 +143,8 @@ static void
 keeper_start(void)
 {
 	const char *env[] = { KEY_ENV, NULL };
-	const char *argv[] = { "spacekeeper", "--config", cfg_path, "--mongodb-uri",
-		sk_test_mongodb_uri(), "--database", db, "--log-level", "debug", NULL };
+	const char *argv[] = { "spacekeeper", "--config", cfg_path, "--mongodb-uri", mongo_uri,
+		"--database", db, "--log-level", "debug", NULL };
 
 	snprintf(log_path, sizeof(log_path), "%s/spacekeeper-%s.log", sk_test_tmpdir(), db);
 	keeper_pid = sk_test_spawn(argv, env, log_path);
@@ -192,11 +181,13 @@ log_has(const char *needle, int timeout_s)
 	return false;
 }
 
-/* The log's last lines, for a failure message. Static buffer. */
+/* The log's last lines, for a failure message. Static buffer: short, as a
+ * Check message longer than its limit (4 KB, half of it in practice) ends the
+ * test process with "Early exit with return value 2", hiding the failure. */
 static const char *
 log_tail(void)
 {
-	static char tail[4096];
+	static char tail[1200];
 	char *text = read_log();
 	size_t n = strlen(text);
 
@@ -212,6 +203,33 @@ await_log(const char *needle, int timeout_s)
 {
 	ck_assert_msg(log_has(needle, timeout_s), "no %s within %d s (log %s):\n%s", needle,
 	        timeout_s, log_path, log_tail());
+}
+
+/* Waits (bounded) until n workers are inside a reconcile, as the
+ * controller's /metrics counts them (its port from "controller started"). */
+static void
+await_active_workers(int n, int timeout_s)
+{
+	char *log = read_log(), *line = strstr(log, "msg=\"controller started\""), url[128];
+	char want[128];
+	const char *p = line ? strstr(line, "http_port=") : NULL;
+	int64_t deadline = sk_monotonic_ms() + (int64_t)timeout_s * 1000;
+	bool seen = false;
+
+	ck_assert_msg(p != NULL, "no http_port in the start line (log %s)", log_path);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", atoi(p + strlen("http_port=")));
+	free(log);
+	snprintf(want, sizeof(want),
+	        "controller_runtime_active_workers{controller=\"userspace\"} %d\n", n);
+	while (!seen && sk_monotonic_ms() < deadline) {
+		char *body = NULL;
+		sk_test_http("GET", url, NULL, &body);
+		seen = body && strstr(body, want) != NULL;
+		free(body);
+		if (!seen)
+			usleep(100 * 1000);
+	}
+	ck_assert_msg(seen, "not %d workers busy within %d s (log %s)", n, timeout_s, log_path);
 }
 
 /* SIGTERM; returns the milliseconds until the exit, which must be 0. */
@@ -255,7 +273,7 @@ assert_no_reconcile_started_after_signal(const char *log)
 	int64_t t_sig, ended_after = 0;
 	const char *line;
 
-	ck_assert_msg(sd != NULL, "no \"shutting down\" line:\n%s", log);
+	ck_assert_msg(sd != NULL, "no \"shutting down\" line (log %s):\n%s", log_path, log_tail());
 	while (sd > log && sd[-1] != '\n')
 		sd--;
 	t_sig = line_ts(sd);
@@ -297,8 +315,8 @@ START_TEST(test_sigterm_during_first_list)
 	sleep(1);
 	took = term_and_time();
 	log = read_log();
-	ck_assert_msg(took <= promise, "SIGTERM took %lld ms, the README promises %lld ms:\n%s",
-	        (long long)took, (long long)promise, log);
+	ck_assert_msg(took <= promise, "SIGTERM took %lld ms, the README promises %lld ms (log %s)",
+	        (long long)took, (long long)promise, log_path);
 	assert_no_reconcile_started_after_signal(log);
 	assert_logged_abandoned(log);
 	free(log);
@@ -342,15 +360,53 @@ START_TEST(test_sigterm_aborts_calls_after_grace)
 	sim_faults("{\"latency\": {\"create\": {\"fixed_ms\": 20000}}}");
 	keeper_start();
 	await_log("msg=\"controller started\"", 180);
-	sleep(1); /* every space's worker inside its create */
+	await_active_workers(8, 120); /* every space's worker inside its reconcile */
 	took = term_and_time();
 	log = read_log();
 	ck_assert_msg(took <= promise, "SIGTERM took %lld ms", (long long)took);
 	ck_assert_msg(
 	        took >= 4500, "the in-flight reconciles got no grace: %lld ms", (long long)took);
-	ck_assert_msg(strstr(log, "msg=\"reconcile abandoned\""), "nothing abandoned:\n%s", log);
-	ck_assert_msg(strstr(log, "aborted: the client is stopping"), "no abort:\n%s", log);
+	ck_assert_msg(strstr(log, "msg=\"reconcile abandoned\""), "nothing abandoned (log %s):\n%s",
+	        log_path, log_tail());
+	ck_assert_msg(strstr(log, "aborted: the client is stopping"), "no abort (log %s):\n%s",
+	        log_path, log_tail());
 	assert_no_reconcile_started_after_signal(log);
+	free(log);
+}
+END_TEST
+
+/* The writes after the grace meet a database that stopped answering (its
+ * process stopped): the stop is bounded all the same, by the grace and then
+ * 4 s for those writes (SK_CONTROLLER_STOP_WRITE_MS), logged, exit 69. A
+ * stop that waited on the database took its socket timeout (60 s) per call. */
+START_TEST(test_sigterm_store_hung_after_grace)
+{
+	int64_t promise = promised_ms(), t0, took;
+	char *log;
+	int rc;
+
+	ferret_pid = sk_test_ferretdb_start(mongo_uri, sizeof(mongo_uri));
+	sim_post("/_sim/reset", "{}");
+	apply_n_spaces(8, "");
+	sim_faults("{\"latency\": {\"create\": {\"fixed_ms\": 20000}}}");
+	keeper_start();
+	await_log("msg=\"controller started\"", 180);
+	await_active_workers(8, 120);
+	ck_assert_int_eq(kill(ferret_pid, SIGSTOP), 0);
+	t0 = sk_monotonic_ms();
+	kill(keeper_pid, SIGTERM);
+	rc = sk_test_wait(keeper_pid, 120);
+	took = sk_monotonic_ms() - t0;
+	keeper_pid = 0;
+	kill(ferret_pid, SIGCONT);
+	log = read_log();
+	ck_assert_msg(rc == 69, "exit status %d after %lld ms (log %s):\n%s", rc, (long long)took,
+	        log_path, log_tail());
+	ck_assert_msg(took <= promise, "SIGTERM took %lld ms with the database stopped (log %s)",
+	        (long long)took, log_path);
+	ck_assert_msg(took >= 4500, "no grace: %lld ms", (long long)took);
+	ck_assert_msg(strstr(log, "msg=\"stop timed out\""), "no \"stop timed out\" (log %s):\n%s",
+	        log_path, log_tail());
 	free(log);
 }
 END_TEST
@@ -455,6 +511,7 @@ sk_suite_shutdown(void)
 	tcase_add_test(tc, test_sigterm_during_first_list);
 	tcase_add_test(tc, test_sigterm_under_load);
 	tcase_add_test(tc, test_sigterm_aborts_calls_after_grace);
+	tcase_add_test(tc, test_sigterm_store_hung_after_grace);
 	tcase_add_test(tc, test_provider_abort_hook);
 	tcase_add_test(tc, test_failed_test_leaves_no_process);
 	suite_add_tcase(s, tc);

@@ -138,6 +138,22 @@ seed(const sk_sandbox *sb)
 static const char *const roots[] = { WS };
 static const sk_copy_options opts = { .paths = roots, .npaths = 1 };
 
+/* arc restored into a new sandbox (*into): every file identical to from's. */
+static void
+restore_identical(sk_archive *arc, const sk_sandbox *from, sk_sandbox *into)
+{
+	sk_copy_report rep = { 0 };
+	sk_error err;
+
+	new_sandbox(into);
+	ck_assert_msg(sk_archive_restore(arc, prov, into, &opts, &rep, &err) == 0, "restore: %s",
+	        err.message);
+	sk_copy_report_free(&rep);
+	ck_assert_msg(sk_workspace_verify(prov, from, prov, into, &opts, &rep, &err) == 0,
+	        "the restored tree differs: %s", rep.mismatch ? rep.mismatch : err.message);
+	sk_copy_report_free(&rep);
+}
+
 START_TEST(test_archive_and_restore)
 {
 	sk_sandbox a, b;
@@ -159,14 +175,8 @@ START_TEST(test_archive_and_restore)
 	ck_assert_int_eq(sk_s3_head(s3, "spaces/alice/3/files" WS "/data/big.bin", &size, &err), 0);
 	ck_assert_int_eq(size, (12 << 20) + 7);
 	/* into a new sandbox: the same tree, hash for hash */
-	new_sandbox(&b);
-	ck_assert_msg(sk_archive_restore(back, prov, &b, &opts, &rep, &err) == 0, "restore: %s",
-	        err.message);
+	restore_identical(back, &a, &b);
 	ck_assert_int_ge(sk_archive_entries(back), 7);
-	sk_copy_report_free(&rep);
-	ck_assert_msg(sk_workspace_verify(prov, &a, prov, &b, &opts, &rep, &err) == 0,
-	        "the restored tree differs: %s", rep.mismatch ? rep.mismatch : err.message);
-	sk_copy_report_free(&rep);
 	/* an object changed behind the manifest's back: the restore refuses it */
 	ck_assert_int_eq(
 	        sk_s3_put_bytes(s3, "spaces/alice/3/files" WS "/notes.txt", "x", 1, &err), 0);
@@ -218,6 +228,21 @@ START_TEST(test_server_killed_mid_archive)
 END_TEST
 
 /* ---- pruning (archive_prune.c) ---- */
+
+static sk_s3 *
+s3_client(const char *url, const char *bucket, const char *secret)
+{
+	sk_s3_config cfg = { .endpoint = url,
+		.bucket = bucket,
+		.access_key = ACCESS,
+		.secret_key = secret,
+		.part_bytes = 5 << 20 };
+	sk_s3 *c = NULL;
+	sk_error err;
+
+	ck_assert_int_eq(sk_s3_new(&cfg, &c, &err), 0);
+	return c;
+}
 
 /* A generation made by hand: nfiles objects, and a manifest when complete. */
 static void
@@ -370,13 +395,7 @@ START_TEST(test_prune_never_deletes_the_only_complete_one)
 	ck_assert_int_eq(rep.deleted, 2);
 	assert_left("dave", NAMES("7+", "8"), NAMES("1", "2"));
 	/* what is kept still restores, hash for hash */
-	new_sandbox(&b);
-	ck_assert_msg(sk_archive_restore(arc, prov, &b, &opts, &crep, &err) == 0, "restore: %s",
-	        err.message);
-	sk_copy_report_free(&crep);
-	ck_assert_msg(sk_workspace_verify(prov, &a, prov, &b, &opts, &crep, &err) == 0,
-	        "the restored tree differs: %s", crep.mismatch ? crep.mismatch : err.message);
-	sk_copy_report_free(&crep);
+	restore_identical(arc, &a, &b);
 	sk_archive_free(arc);
 	sk_sandbox_dispose(&a);
 	sk_sandbox_dispose(&b);
@@ -389,16 +408,11 @@ END_TEST
 START_TEST(test_prune_interrupted)
 {
 	sk_archive_prune_report rep;
-	sk_s3_config cfg = { .endpoint = gw_url,
-		.bucket = "spaces",
-		.access_key = ACCESS,
-		.secret_key = "wrong-secret" };
-	sk_s3 *wrong;
+	sk_s3 *wrong = s3_client(gw_url, "spaces", "wrong-secret");
 	sk_error err;
 
 	make_gen("gina", "1", true, 2);
 	make_gen("gina", "2", true, 1);
-	ck_assert_int_eq(sk_s3_new(&cfg, &wrong, &err), 0);
 	ck_assert_int_eq(
 	        sk_archive_prune(wrong, "spaces/gina", NULL, 0, &rep, &err), SK_EUNAUTHORIZED);
 	ck_assert_msg(strstr(err.message, "archive prune spaces/gina/") != NULL, "%s", err.message);
@@ -418,21 +432,6 @@ START_TEST(test_prune_interrupted)
 END_TEST
 
 /* ---- bad input at the engine's level ---- */
-
-static sk_s3 *
-s3_client(const char *url, const char *bucket, const char *secret)
-{
-	sk_s3_config cfg = { .endpoint = url,
-		.bucket = bucket,
-		.access_key = ACCESS,
-		.secret_key = secret,
-		.part_bytes = 5 << 20 };
-	sk_s3 *c = NULL;
-	sk_error err;
-
-	ck_assert_int_eq(sk_s3_new(&cfg, &c, &err), 0);
-	return c;
-}
 
 /* Nothing under prefix: no object, no manifest. */
 static void
@@ -502,13 +501,7 @@ START_TEST(test_50mb_file_and_a_full_disk)
 	sk_copy_report_free(&rep);
 	ck_assert_int_eq(sk_s3_head(s3, "spaces/hana/2/files" WS "/big50.bin", &size, &err), 0);
 	ck_assert_int_eq(size, 50L << 20);
-	new_sandbox(&b);
-	ck_assert_msg(sk_archive_restore(arc, prov, &b, &opts, &rep, &err) == 0, "restore: %s",
-	        err.message);
-	sk_copy_report_free(&rep);
-	ck_assert_msg(sk_workspace_verify(prov, &a, prov, &b, &opts, &rep, &err) == 0,
-	        "the restored tree differs: %s", rep.mismatch ? rep.mismatch : err.message);
-	sk_copy_report_free(&rep);
+	restore_identical(arc, &a, &b);
 	sk_archive_free(arc);
 	sk_sandbox_dispose(&a);
 	sk_sandbox_dispose(&b);

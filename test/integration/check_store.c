@@ -656,6 +656,80 @@ START_TEST(test_clock_reading)
 }
 END_TEST
 
+/* The writes of a pool of one connection (the controller's is 4, with more
+ * workers): each renews the clock reading on the connection it holds, the
+ * first write (no reading yet) and a status write after the reading aged.
+ * Taking a second connection for the reading waited forever once every
+ * connection was held by a writer doing the same (a stop's aborted creates,
+ * all written at once after the grace). In a thread, bounded. */
+typedef struct pool_writes {
+	sk_store *s;
+	int rc;
+	char msg[SK_ERROR_MSG_MAX];
+	bool done;
+	pthread_mutex_t mu;
+} pool_writes;
+
+static void *
+pool_writes_main(void *arg)
+{
+	pool_writes *w = arg;
+	sk_userspace *in = make_us("alice", "alice", "a"), *v1 = NULL, *v2 = NULL;
+	sk_userspace_status st = { 0 };
+	sk_error err = { 0 };
+	int64_t aged = 0;
+
+	w->rc = sk_store_create(w->s, in, &v1, &err);
+	if (w->rc == 0) {
+		aged = sk_monotonic_ms() + SK_STORE_CLOCK_RECHECK_MS + 100;
+		while (sk_monotonic_ms() < aged) /* the reading ages past its recheck */
+			usleep(50 * 1000);
+		st.phase = SK_PHASE_PAUSED;
+		w->rc = sk_store_write_status(w->s, v1, &st, &v2, &err);
+	}
+	pthread_mutex_lock(&w->mu);
+	snprintf(w->msg, sizeof(w->msg), "%s", err.message);
+	w->done = true;
+	pthread_mutex_unlock(&w->mu);
+	sk_userspace_free(in);
+	sk_userspace_free(v1);
+	sk_userspace_free(v2);
+	return NULL;
+}
+
+START_TEST(test_clock_renewed_on_held_connection)
+{
+	const char *base = sk_test_mongodb_uri();
+	char uri[512];
+	pool_writes w = { 0 };
+	pthread_t th;
+	bool done = false;
+	int64_t deadline;
+
+	snprintf(uri, sizeof(uri), "%s%smaxPoolSize=1", base,
+	        strchr(base, '?')                       ? "&"
+	                : base[strlen(base) - 1] == '/' ? "?"
+	                                                : "/?");
+	snprintf(dbname, sizeof(dbname), "%s", sk_test_unique_db());
+	w.s = open_db(uri, dbname);
+	pthread_mutex_init(&w.mu, NULL);
+	ck_assert_int_eq(pthread_create(&th, NULL, pool_writes_main, &w), 0);
+	deadline = sk_monotonic_ms() + SK_STORE_CLOCK_RECHECK_MS + 30000;
+	while (!done && sk_monotonic_ms() < deadline) {
+		usleep(50 * 1000);
+		pthread_mutex_lock(&w.mu);
+		done = w.done;
+		pthread_mutex_unlock(&w.mu);
+	}
+	/* stuck: the test process exits here and takes the thread with it */
+	ck_assert_msg(done, "a write on a pool of one connection did not return in 30 s");
+	pthread_join(th, NULL);
+	ck_assert_msg(w.rc == 0, "write: %s", w.msg);
+	pthread_mutex_destroy(&w.mu);
+	close_store(w.s);
+}
+END_TEST
+
 START_TEST(test_list_selector)
 {
 	sk_store *s = open_store();
@@ -996,6 +1070,7 @@ sk_suite_store(void)
 	tcase_add_test(tc, test_bad_uri);
 	tcase_add_test(tc, test_lease_claims);
 	tcase_add_test(tc, test_clock_reading);
+	tcase_add_test(tc, test_clock_renewed_on_held_connection);
 	tcase_add_test(tc, test_server_goes_away);
 	suite_add_tcase(s, tc);
 	return s;

@@ -306,6 +306,67 @@ START_TEST(test_batched_writes_keep_cas)
 }
 END_TEST
 
+/* Events recorded at the same time share commands (mongo_batch.c) and
+ * still aggregate: 16 threads recording one event of one object count 16
+ * (one store sends one batch at a time, so no two of its $inc race), and
+ * 16 events of 16 objects are each there once. */
+#define EVENT_THREADS 16
+
+typedef struct event_writer {
+	sk_store *s;
+	pthread_barrier_t *start;
+	char object[32];
+	int rc;
+} event_writer;
+
+static void *
+event_write(void *arg)
+{
+	event_writer *w = arg;
+	sk_error err = { 0 };
+
+	pthread_barrier_wait(w->start);
+	w->rc = sk_store_event(w->s, w->object, "uid-1", "Normal", "Created", "created", &err);
+	return NULL;
+}
+
+START_TEST(test_batched_events_aggregate)
+{
+	sk_store *s = open_store();
+	event_writer w[2 * EVENT_THREADS];
+	pthread_t th[2 * EVENT_THREADS];
+	pthread_barrier_t start;
+	sk_event_list l = { 0 };
+	sk_error err = { 0 };
+
+	ck_assert_int_eq(pthread_barrier_init(&start, NULL, 2 * EVENT_THREADS), 0);
+	for (int i = 0; i < 2 * EVENT_THREADS; i++) {
+		w[i] = (event_writer){ s, &start, "", -1 };
+		if (i < EVENT_THREADS)
+			snprintf(w[i].object, sizeof(w[i].object), "same");
+		else
+			snprintf(w[i].object, sizeof(w[i].object), "e%02d", i);
+		ck_assert_int_eq(pthread_create(&th[i], NULL, event_write, &w[i]), 0);
+	}
+	for (int i = 0; i < 2 * EVENT_THREADS; i++) {
+		ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+		ck_assert_int_eq(w[i].rc, 0);
+	}
+	ck_assert_msg(sk_store_events(s, "same", NULL, 0, &l, &err) == 0, "%s", err.message);
+	ck_assert_uint_eq(l.len, 1);
+	ck_assert_int_eq(l.items[0].count, EVENT_THREADS);
+	sk_event_list_dispose(&l);
+	ck_assert_msg(sk_store_events(s, NULL, NULL, 0, &l, &err) == 0, "%s", err.message);
+	ck_assert_uint_eq(l.len, 1 + EVENT_THREADS);
+	for (size_t i = 0; i < l.len; i++)
+		ck_assert_int_eq(l.items[i].count,
+		        strcmp(l.items[i].object, "same") == 0 ? EVENT_THREADS : 1);
+	sk_event_list_dispose(&l);
+	pthread_barrier_destroy(&start);
+	close_store(s);
+}
+END_TEST
+
 /* The FerretDB the tests and the demo run (hack/deps.sh builds it with its
  * _id filter written like its _id index) finds an object by _id through the
  * index; without that fix every status write reads the whole collection. */
@@ -347,6 +408,7 @@ sk_suite_store_status(void)
 	tcase_add_test(tc, test_old_copy_rereads);
 	tcase_add_test(tc, test_fresh_copy_after_remove);
 	tcase_add_test(tc, test_batched_writes_keep_cas);
+	tcase_add_test(tc, test_batched_events_aggregate);
 	tcase_add_test(tc, test_id_lookup_uses_index);
 	suite_add_tcase(s, tc);
 	return s;

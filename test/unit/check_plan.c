@@ -1345,6 +1345,8 @@ fake_apply(const sk_plan_result *r, sk_observed *ob, sk_userspace *us, int64_t n
 			sk_network_copy(&sb->network, &a->network);
 			sb->network_known = true;
 			break;
+		case SK_ACTION_ARCHIVE:
+		case SK_ACTION_RESTORE:
 		case SK_ACTION_BIND:
 		case SK_ACTION_EVENT:
 		case SK_ACTION_INIT_ENV:

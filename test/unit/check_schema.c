@@ -64,6 +64,11 @@ static const row_case cases[] = {
 	        { "spec.lifecycle.maxBusy: must be at most 720h",
 	                "spec.lifecycle.maxBusy: must be 0 or at least 1s (got \"1ms\")",
 	                "spec.lifecycle.maxBusy: must be a duration like 90s, 15m or 1h30m" } },
+	{ "spec.lifecycle.archiveAfter", "\"168h\"", { "\"8761h\"", "\"1ms\"", "\"week\"" },
+	        { "spec.lifecycle.archiveAfter: must be at most 8760h",
+	                "spec.lifecycle.archiveAfter: must be 0 or at least 1s (got \"1ms\")",
+	                "spec.lifecycle.archiveAfter: must be a duration like 90s, 15m or "
+	                "1h30m" } },
 	{ "spec.lifecycle.busy", "\"Ignore\"", { "\"ignore\"", "true" },
 	        { "spec.lifecycle.busy: must be one of: Processes, Ignore",
 	                "spec.lifecycle.busy: must be a string (got a boolean: YAML reads a plain "

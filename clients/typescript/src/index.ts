@@ -24,7 +24,7 @@ export interface SandboxAnswer {
   sandboxID: string;
   state: string;
   ready: boolean;
-  /** fast | reconcile | wake | create | replace */
+  /** fast | reconcile | wake | create | replace | restore */
   path: string;
   envdURL: string;
   envdHeaders?: Record<string, string>;

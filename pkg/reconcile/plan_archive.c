@@ -1,0 +1,246 @@
+/*
+ * reconcile/plan_archive: a space outlives its sandbox (pure; issue 24).
+ *
+ * With an archive configured (opts.archive), a Running space asleep (phase
+ * Idle) for spec.lifecycle.archiveAfter, or close to its provider's
+ * pausedRetention (whatever archiveAfter says), is archived:
+ *   1. BIND writes the intent (status.archive.archivingSince) first;
+ *   2. CONNECT wakes the sandbox (its files are read through envd);
+ *   3. ARCHIVE copies the workspace to PREFIX/USERID/GENERATION, manifest
+ *      last, reloaded and verified, and records it in the status to write
+ *      (status.archive, phase Archived, nothing bound);
+ *   4. BIND writes that status;
+ *   5. KILL deletes the sandbox, only now.
+ * Crash safety: a round that finds the intent with the sandbox still bound
+ * redoes the archive (3 never happened as far as the status knows: the
+ * sandbox is kept); a round that finds the archived sandbox
+ * (status.archive.sandboxID) still there with nothing bound deletes it. A
+ * connect meanwhile drops the intent: the user comes first.
+ *
+ * Archived (status.archive.state Archived): no sandbox is created until a
+ * connect asks (observed.wake); then the usual create (its Creating mark),
+ * and once the new keeper's data plane answers, RESTORE copies the files
+ * back (verified against the manifest), the env is re-asserted and the
+ * marker written before the space is Running again. A bound sandbox gone
+ * while asleep, when an archive exists, goes back to Archived (restored at
+ * the next connect) instead of a lost workspace; a WorkspaceLost with
+ * spec.health.onLoss Restore marks the archive for a restore into the
+ * keeper (plan_workspace.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "reconcile_int.h"
+
+#define HOUR_MS (3600LL * 1000)
+
+int64_t
+sk_archive_margin(int64_t retention_ms)
+{
+	int64_t m = retention_ms / 4;
+
+	return m > HOUR_MS ? HOUR_MS : m;
+}
+
+int64_t
+sk_archive_due(const sk_userspace *us, int64_t since_ms, const sk_plan_options *opts)
+{
+	int64_t due = 0, after = us->spec.archive_after_ms, ret = opts->paused_retention_ms;
+
+	if (!opts->archive || us->spec.mode != SK_MODE_RUNNING || us->spec.idle_timeout_ms <= 0)
+		return 0;
+	if (after > 0)
+		due = since_ms + after;
+	if (ret > 0 && us->spec.on_timeout == SK_ON_TIMEOUT_PAUSE) {
+		int64_t r = since_ms + ret - sk_archive_margin(ret);
+		if (due == 0 || r < due)
+			due = r;
+	}
+	return due;
+}
+
+char *
+sk_archive_key(const char *prefix, const char *user_id, int64_t generation)
+{
+	size_t n = prefix ? strlen(prefix) : 0;
+
+	while (n > 0 && prefix[n - 1] == '/')
+		n--;
+	return sk_asprintf("%.*s%s%s/%lld", (int)n, n ? prefix : "", n ? "/" : "", user_id,
+	        (long long)generation);
+}
+
+void
+sk_archive_record(sk_userspace_status *st, const char *bucket, const char *key, int64_t generation,
+        int64_t files, int64_t bytes, int64_t now_ms, int64_t observed_gen)
+{
+	sk_archive_status *a = &st->archive;
+	char *archived = st->sandbox_id;
+	char msg[512];
+
+	st->sandbox_id = NULL;
+	sk_archive_status_dispose(a);
+	a->state = SK_ARCHIVE_ARCHIVED;
+	a->bucket = sk_strdup(bucket);
+	a->key = sk_strdup(key);
+	a->generation = generation;
+	a->time_ms = now_ms;
+	a->files = files;
+	a->bytes = bytes;
+	a->sandbox_id = archived;
+	st->phase = SK_PHASE_ARCHIVED;
+	snprintf(msg, sizeof(msg),
+	        "the workspace is archived at s3://%s/%s/ (%lld files); a connect restores it",
+	        bucket ? bucket : "", key ? key : "", (long long)files);
+	sk_status_set_condition(
+	        st, SK_COND_READY, "True", SK_REASON_ARCHIVED, msg, now_ms, observed_gen);
+	sk_status_set_condition(st, SK_COND_DATAPLANE, "Unknown", SK_REASON_ARCHIVED,
+	        "no sandbox: the workspace is archived", now_ms, observed_gen);
+}
+
+/* The files are in the archive and in no sandbox (restore pending). */
+bool
+sk_plan_archive_pending(const sk_pctx *c)
+{
+	return c->prev->archive.state == SK_ARCHIVE_ARCHIVED;
+}
+
+/* id is the archived sandbox, not the binding: never a keeper. */
+bool
+sk_plan_archived_sandbox(const sk_pctx *c, const char *id)
+{
+	return id != NULL && sk_str_eq(c->prev->archive.sandbox_id, id) &&
+	        !sk_str_eq(c->prev->sandbox_id, id);
+}
+
+/* The archived sandbox still there (a crash or a failure after the archive
+ * was recorded): deleted now. */
+void
+sk_plan_archive_cleanup(sk_pctx *c)
+{
+	for (size_t i = 0; i < c->ob->sandboxes.len && !c->hold; i++) {
+		const sk_sandbox *sb = &c->ob->sandboxes.items[i];
+		if (sb->state != SK_SANDBOX_GONE && sk_plan_archived_sandbox(c, sb->id))
+			sk_plan_push(c, SK_ACTION_KILL, sb->id)->why = SK_KILL_ARCHIVED;
+	}
+}
+
+static void
+push_archive(sk_pctx *c, const sk_sandbox *k, bool wake)
+{
+	sk_archive_status *a = &c->r->next.archive;
+	bool redo = c->prev->archive.intent_ms != 0;
+
+	if (!redo)
+		a->intent_ms = c->now;
+	sk_plan_push(c, SK_ACTION_BIND, k->id); /* the intent, before anything moves */
+	if (wake)
+		sk_plan_push(c, SK_ACTION_CONNECT, k->id)->timeout_ms = sk_plan_ttl(c->us, c->o);
+	sk_plan_push(c, SK_ACTION_ARCHIVE, k->id);
+	sk_plan_push(c, SK_ACTION_BIND, NULL); /* the archive recorded: nothing bound */
+	sk_plan_push(c, SK_ACTION_KILL, k->id)->why = SK_KILL_ARCHIVED;
+	if (!redo)
+		sk_plan_event(c, "Normal", SK_REASON_ARCHIVING,
+		        "archiving the workspace of sandbox %s (asleep since %s)", k->id,
+		        c->us->spec.archive_after_ms > 0 ? "archiveAfter" : "pausedRetention");
+}
+
+/* When the Idle space fell asleep: the Idle data-plane condition's time,
+ * or the last activity plus the idle timeout when that is later; 0 when
+ * it was not asleep before this round. */
+static int64_t
+asleep_since(const sk_pctx *c)
+{
+	const sk_condition *dp = sk_plan_prev_cond(c, SK_COND_DATAPLANE);
+	int64_t since, act;
+
+	if (c->prev->phase != SK_PHASE_IDLE || dp == NULL || !sk_str_eq(dp->reason, SK_REASON_IDLE))
+		return 0;
+	since = dp->last_transition_ms;
+	act = c->prev->last_activity_ms + c->us->spec.idle_timeout_ms;
+	return c->prev->last_activity_ms > 0 && act > since ? act : since;
+}
+
+void
+sk_plan_archive_idle(sk_pctx *c, const sk_sandbox *k)
+{
+	int64_t since, due;
+
+	if (!c->o->archive || c->hold || c->ob->capacity_wait)
+		return;
+	if (c->prev->archive.intent_ms != 0) {
+		push_archive(c, k, true); /* an archive under way: redone */
+		return;
+	}
+	since = asleep_since(c);
+	due = since > 0 ? sk_archive_due(c->us, since, c->o) : 0;
+	if (since == 0 && sk_archive_due(c->us, c->now, c->o) > 0)
+		sk_plan_requeue(c, c->o->min_requeue_ms); /* just fell asleep: count from now */
+	if (due == 0)
+		return;
+	if (c->now >= due)
+		push_archive(c, k, true);
+	else
+		sk_plan_requeue(c, due - c->now);
+}
+
+bool
+sk_plan_archive_running(sk_pctx *c, const sk_sandbox *k)
+{
+	sk_archive_status *a = &c->r->next.archive;
+
+	if (c->prev->archive.intent_ms == 0 || c->hold)
+		return false;
+	if (c->ob->wake || !c->o->archive) {
+		a->intent_ms = 0; /* the user came back first: no archive now */
+		return false;
+	}
+	/* woken by the archive, which did not finish: still asleep for the user */
+	c->r->next.phase = SK_PHASE_IDLE;
+	sk_plan_cond(c, SK_C_READY, "True", SK_REASON_IDLE,
+	        "sandbox %s is being archived; a connect keeps it", k->id);
+	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_IDLE, "sandbox is being archived");
+	push_archive(c, k, false);
+	return true;
+}
+
+void
+sk_plan_archived(sk_pctx *c)
+{
+	const sk_archive_status *a = &c->prev->archive;
+
+	c->r->next.phase = SK_PHASE_ARCHIVED;
+	sk_plan_cond(c, SK_C_READY, "True", SK_REASON_ARCHIVED,
+	        "the workspace is archived at s3://%s/%s/ (%lld files); a connect restores it",
+	        a->bucket ? a->bucket : "", a->key ? a->key : "", (long long)a->files);
+	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_ARCHIVED,
+	        "no sandbox: the workspace is archived");
+}
+
+bool
+sk_plan_archive_gone(sk_pctx *c, const char *gone_id)
+{
+	sk_archive_status *a = &c->r->next.archive;
+
+	if (!c->o->archive || c->hold || gone_id == NULL || a->state == SK_ARCHIVE_NONE ||
+	        a->key == NULL)
+		return false;
+	if (a->state != SK_ARCHIVE_ARCHIVED)
+		sk_plan_event(c, "Warning", SK_REASON_ARCHIVED,
+		        "sandbox %s is gone; its workspace is restored from the archive of "
+		        "generation %lld at the next connect",
+		        gone_id, (long long)a->generation);
+	a->state = SK_ARCHIVE_ARCHIVED;
+	a->intent_ms = 0;
+	return true;
+}
+
+void
+sk_plan_restore(sk_pctx *c, const sk_sandbox *k)
+{
+	if (c->hold)
+		return;
+	sk_plan_push(c, SK_ACTION_RESTORE, k->id);
+	c->r->next.archive.state = SK_ARCHIVE_RESTORED;
+	c->r->next.archive.restore_ms = c->now;
+}

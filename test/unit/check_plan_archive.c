@@ -1,0 +1,630 @@
+/*
+ * Table tests of the archive in the plan (pkg/reconcile/plan_archive.c):
+ * when an asleep space is archived (archiveAfter, a provider's
+ * pausedRetention first), the order of the archive's actions (intent,
+ * wake, archive, record, only then delete), an archive under way redone
+ * after a crash, the archived sandbox deleted when it outlived the record,
+ * phase Archived without a connect, the restore once a connect made a new
+ * keeper, a sandbox gone while asleep restored instead of lost, and
+ * onLoss Restore after a resume that lost the files.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reconcile/reconcile.h"
+
+Suite *sk_suite_plan_archive(void);
+
+#define NOW INT64_C(1800000000000)
+#define SEC INT64_C(1000)
+#define MIN (60 * SEC)
+#define HOUR (60 * MIN)
+
+typedef struct ar_case {
+	const char *name;
+	bool no_archive; /* no archive configured */
+	int64_t archive_after;
+	int64_t retention; /* providers[].pausedRetention */
+	sk_on_loss on_loss;
+	/* previous status */
+	sk_phase phase;
+	const char *bound; /* status.sandboxID, NULL none */
+	const char *prev_dp; /* DataPlaneHealthy "Unknown:Idle" */
+	int64_t dp_since; /* its lastTransitionTime, offset from NOW */
+	sk_archive_state arch; /* status.archive.state; NONE: no archive */
+	bool intent; /* status.archive.archivingSince set */
+	/* observed */
+	const char *sb_id; /* the one observed sandbox; NULL none */
+	sk_sandbox_state state;
+	bool wake;
+	int marker; /* sk_marker_check read back */
+	/* expected */
+	const char *want_actions; /* non-event actions */
+	sk_phase want_phase;
+	const char *want_ready; /* "True:Archived"; NULL: not checked */
+	sk_archive_state want_arch;
+	int want_intent; /* 1 set, 0 cleared, -1 not checked */
+	const char *want_event; /* a planned event reason, NULL: not checked */
+	int64_t want_requeue; /* 0: not checked */
+	bool want_lost; /* WorkspaceIntact False */
+} ar_case;
+
+static const ar_case cases[] = {
+	{ .name = "asleep less than archiveAfter: kept, requeued for the due time",
+	        .archive_after = 10 * MIN,
+	        .phase = SK_PHASE_IDLE,
+	        .bound = "i1",
+	        .prev_dp = "Unknown:Idle",
+	        .dp_since = -4 * MIN,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_ready = "True:Idle",
+	        .want_intent = 0,
+	        .want_requeue = 6 * MIN },
+	{ .name = "asleep past archiveAfter: intent, wake, archive, record, then delete",
+	        .archive_after = 10 * MIN,
+	        .phase = SK_PHASE_IDLE,
+	        .bound = "i1",
+	        .prev_dp = "Unknown:Idle",
+	        .dp_since = -11 * MIN,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "bind connect archive bind kill",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 1,
+	        .want_event = SK_REASON_ARCHIVING },
+	{ .name = "no archive configured: never archived",
+	        .no_archive = true,
+	        .archive_after = 10 * MIN,
+	        .phase = SK_PHASE_IDLE,
+	        .bound = "i1",
+	        .prev_dp = "Unknown:Idle",
+	        .dp_since = -11 * MIN,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 0 },
+	{ .name = "archiveAfter 0: never, without a retention",
+	        .phase = SK_PHASE_IDLE,
+	        .bound = "i1",
+	        .prev_dp = "Unknown:Idle",
+	        .dp_since = -1000 * HOUR,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 0 },
+	{ .name = "pausedRetention 720h: archived an hour before it, archiveAfter 0",
+	        .retention = 720 * HOUR,
+	        .phase = SK_PHASE_IDLE,
+	        .bound = "i1",
+	        .prev_dp = "Unknown:Idle",
+	        .dp_since = -719 * HOUR,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "bind connect archive bind kill",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 1 },
+	{ .name = "pausedRetention before archiveAfter: the retention decides",
+	        .archive_after = 168 * HOUR,
+	        .retention = 40 * SEC,
+	        .phase = SK_PHASE_IDLE,
+	        .bound = "i1",
+	        .prev_dp = "Unknown:Idle",
+	        .dp_since = -30 * SEC,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "bind connect archive bind kill",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 1 },
+	{ .name = "pausedRetention not near yet: requeued for its margin",
+	        .retention = 720 * HOUR,
+	        .phase = SK_PHASE_IDLE,
+	        .bound = "i1",
+	        .prev_dp = "Unknown:Idle",
+	        .dp_since = -700 * HOUR,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_requeue = 30 * SEC /* the resync comes first */ },
+	{ .name = "a connect waits: resumed, not archived",
+	        .archive_after = 10 * MIN,
+	        .phase = SK_PHASE_IDLE,
+	        .bound = "i1",
+	        .prev_dp = "Unknown:Idle",
+	        .dp_since = -11 * MIN,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .wake = true,
+	        .want_actions = "connect",
+	        .want_phase = SK_PHASE_RESUMING,
+	        .want_intent = 0 },
+	{ .name = "an archive under way, woken (crash after the wake): redone, no second wake",
+	        .archive_after = 10 * MIN,
+	        .phase = SK_PHASE_IDLE,
+	        .bound = "i1",
+	        .prev_dp = "Unknown:Idle",
+	        .dp_since = -11 * MIN,
+	        .intent = true,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_RUNNING,
+	        .want_actions = "bind archive bind kill",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_ready = "True:Idle",
+	        .want_intent = 1 },
+	{ .name = "an archive under way, asleep again: redone at once",
+	        .archive_after = 10 * MIN,
+	        .phase = SK_PHASE_IDLE,
+	        .bound = "i1",
+	        .prev_dp = "Unknown:Idle",
+	        .dp_since = -1 * SEC,
+	        .intent = true,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "bind connect archive bind kill",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 1 },
+	{ .name = "an archive under way and a connect: the user first, intent dropped",
+	        .archive_after = 10 * MIN,
+	        .phase = SK_PHASE_IDLE,
+	        .bound = "i1",
+	        .prev_dp = "Unknown:Idle",
+	        .dp_since = -11 * MIN,
+	        .intent = true,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_RUNNING,
+	        .wake = true,
+	        .want_phase = SK_PHASE_RUNNING,
+	        .want_intent = 0 },
+	{ .name = "archived, no sandbox, no connect: phase Archived, Ready True, nothing made",
+	        .archive_after = 10 * MIN,
+	        .phase = SK_PHASE_ARCHIVED,
+	        .prev_dp = "Unknown:Archived",
+	        .arch = SK_ARCHIVE_ARCHIVED,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_ARCHIVED,
+	        .want_ready = "True:Archived",
+	        .want_arch = SK_ARCHIVE_ARCHIVED },
+	{ .name = "archived, the archived sandbox still there (crash before the delete): deleted",
+	        .archive_after = 10 * MIN,
+	        .phase = SK_PHASE_ARCHIVED,
+	        .prev_dp = "Unknown:Archived",
+	        .arch = SK_ARCHIVE_ARCHIVED,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_RUNNING,
+	        .want_actions = "kill",
+	        .want_phase = SK_PHASE_ARCHIVED,
+	        .want_ready = "True:Archived",
+	        .want_arch = SK_ARCHIVE_ARCHIVED },
+	{ .name = "archived, the archived sandbox there and a connect: it is no keeper",
+	        .archive_after = 10 * MIN,
+	        .phase = SK_PHASE_ARCHIVED,
+	        .prev_dp = "Unknown:Archived",
+	        .arch = SK_ARCHIVE_ARCHIVED,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .wake = true,
+	        .want_actions = "kill create bind",
+	        .want_phase = SK_PHASE_CREATING,
+	        .want_arch = SK_ARCHIVE_ARCHIVED },
+	{ .name = "archived and a connect: a sandbox is created",
+	        .archive_after = 10 * MIN,
+	        .phase = SK_PHASE_ARCHIVED,
+	        .prev_dp = "Unknown:Archived",
+	        .arch = SK_ARCHIVE_ARCHIVED,
+	        .wake = true,
+	        .want_actions = "create bind",
+	        .want_phase = SK_PHASE_CREATING,
+	        .want_arch = SK_ARCHIVE_ARCHIVED },
+	{ .name = "the new keeper answers: restore, env, marker",
+	        .archive_after = 10 * MIN,
+	        .phase = SK_PHASE_CREATING,
+	        .bound = "n1",
+	        .prev_dp = "Unknown:Starting",
+	        .arch = SK_ARCHIVE_ARCHIVED,
+	        .sb_id = "n1",
+	        .state = SK_SANDBOX_RUNNING,
+	        .want_actions = "restore init-env write-marker",
+	        .want_phase = SK_PHASE_RUNNING,
+	        .want_ready = "True:Running",
+	        .want_arch = SK_ARCHIVE_RESTORED },
+	{ .name = "restore pending, the keeper asleep: not archived over it",
+	        .archive_after = 10 * MIN,
+	        .phase = SK_PHASE_IDLE,
+	        .bound = "n1",
+	        .prev_dp = "Unknown:Idle",
+	        .dp_since = -11 * MIN,
+	        .arch = SK_ARCHIVE_ARCHIVED,
+	        .sb_id = "n1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_arch = SK_ARCHIVE_ARCHIVED },
+	{ .name = "restored space archived again later: generation goes on",
+	        .archive_after = 10 * MIN,
+	        .phase = SK_PHASE_IDLE,
+	        .bound = "n1",
+	        .prev_dp = "Unknown:Idle",
+	        .dp_since = -11 * MIN,
+	        .arch = SK_ARCHIVE_RESTORED,
+	        .sb_id = "n1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "bind connect archive bind kill",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_arch = SK_ARCHIVE_RESTORED,
+	        .want_intent = 1 },
+	{ .name = "the bound sandbox gone while asleep, an archive exists: Archived, not lost",
+	        .archive_after = 10 * MIN,
+	        .phase = SK_PHASE_IDLE,
+	        .bound = "n1",
+	        .prev_dp = "Unknown:Idle",
+	        .arch = SK_ARCHIVE_RESTORED,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_ARCHIVED,
+	        .want_ready = "True:Archived",
+	        .want_arch = SK_ARCHIVE_ARCHIVED,
+	        .want_event = SK_REASON_ARCHIVED },
+	{ .name = "the bound sandbox gone, no archive: reported lost, a new one created",
+	        .archive_after = 10 * MIN,
+	        .phase = SK_PHASE_IDLE,
+	        .bound = "n1",
+	        .prev_dp = "Unknown:Idle",
+	        .want_actions = "create bind",
+	        .want_phase = SK_PHASE_CREATING,
+	        .want_lost = true },
+	{ .name = "a resume lost the files, onLoss Restore and an archive: restore marked",
+	        .archive_after = 10 * MIN,
+	        .on_loss = SK_ON_LOSS_RESTORE,
+	        .phase = SK_PHASE_RESUMING,
+	        .bound = "n1",
+	        .prev_dp = "Unknown:Resuming",
+	        .arch = SK_ARCHIVE_RESTORED,
+	        .sb_id = "n1",
+	        .state = SK_SANDBOX_RUNNING,
+	        .marker = SK_MARKER_MISSING,
+	        .want_actions = "init-env write-marker",
+	        .want_phase = SK_PHASE_RUNNING,
+	        .want_arch = SK_ARCHIVE_ARCHIVED,
+	        .want_lost = true },
+	{ .name = "a resume lost the files, onLoss Report: the archive is left alone",
+	        .archive_after = 10 * MIN,
+	        .phase = SK_PHASE_RESUMING,
+	        .bound = "n1",
+	        .prev_dp = "Unknown:Resuming",
+	        .arch = SK_ARCHIVE_RESTORED,
+	        .sb_id = "n1",
+	        .state = SK_SANDBOX_RUNNING,
+	        .marker = SK_MARKER_MISSING,
+	        .want_actions = "init-env write-marker",
+	        .want_phase = SK_PHASE_RUNNING,
+	        .want_arch = SK_ARCHIVE_RESTORED,
+	        .want_lost = true },
+};
+
+static void
+add_cond(sk_userspace_status *st, const char *type, const char *spec, int64_t since)
+{
+	char status[32];
+	const char *colon = strchr(spec, ':');
+	sk_condition *c;
+
+	snprintf(status, sizeof(status), "%.*s", (int)(colon - spec), spec);
+	st->conditions = realloc(st->conditions, (st->n_conditions + 1) * sizeof(*c));
+	c = &st->conditions[st->n_conditions++];
+	memset(c, 0, sizeof(*c));
+	c->type = strdup(type);
+	c->status = strdup(status);
+	c->reason = strdup(colon + 1);
+	c->message = strdup("before");
+	c->last_transition_ms = since;
+}
+
+static sk_userspace *
+build_us(const ar_case *tc)
+{
+	sk_userspace *us = calloc(1, sizeof(*us));
+	sk_archive_status *a = &us->status.archive;
+
+	us->meta.name = strdup("alice");
+	us->meta.uid = strdup("uid-1");
+	us->meta.generation = 1;
+	us->spec.user_id = strdup("alice");
+	sk_kvlist_set(&us->spec.env, "KEY", "value");
+	sk_userspace_apply_defaults(us);
+	us->spec.idle_timeout_ms = 15 * MIN;
+	us->spec.archive_after_ms = tc->archive_after;
+	us->spec.on_loss = tc->on_loss;
+	us->status.phase = tc->phase;
+	us->status.sandbox_id = tc->bound ? strdup(tc->bound) : NULL;
+	add_cond(&us->status, SK_COND_DATAPLANE, tc->prev_dp, NOW + tc->dp_since);
+	add_cond(&us->status, SK_COND_WORKSPACE, "True:MarkerWritten", NOW - HOUR);
+	if (tc->arch != SK_ARCHIVE_NONE) {
+		a->state = tc->arch;
+		a->bucket = strdup("spaces");
+		a->key = strdup("spaces/alice/2");
+		a->generation = 2;
+		a->time_ms = NOW - 2 * HOUR;
+		a->files = 7;
+		a->sandbox_id = strdup("i1");
+	}
+	if (tc->intent)
+		a->intent_ms = NOW - MIN;
+	return us;
+}
+
+static void
+build_ob(const ar_case *tc, sk_observed *ob)
+{
+	sk_sandbox sb;
+
+	sk_observed_init(ob);
+	ob->list_valid = true;
+	ob->listed_ms = NOW - SEC;
+	ob->wake = tc->wake;
+	ob->marker = tc->marker;
+	snprintf(ob->marker_detail, sizeof(ob->marker_detail), "no marker");
+	if (tc->bound != NULL && (tc->sb_id == NULL || strcmp(tc->sb_id, tc->bound) != 0))
+		ob->bound = SK_LOOKUP_NOT_FOUND;
+	ob->user = SK_LOOKUP_NOT_FOUND;
+	ob->user_ms = NOW;
+	if (tc->sb_id == NULL)
+		return;
+	memset(&sb, 0, sizeof(sb));
+	sb.id = strdup(tc->sb_id);
+	sb.template_id = strdup("base");
+	sb.state = tc->state;
+	sb.started_ms = NOW - HOUR;
+	sb.end_ms = tc->state == SK_SANDBOX_RUNNING ? NOW + 14 * MIN : 0;
+	sk_kvlist_set(&sb.metadata, SK_META_USER_ID, "alice");
+	sk_kvlist_set(&sb.metadata, SK_META_MANAGED_BY, SK_MANAGED_BY_VALUE);
+	sk_observed_add(ob, &sb);
+	sk_sandbox_dispose(&sb);
+	if (tc->state == SK_SANDBOX_RUNNING)
+		sk_observed_add_probe(ob, tc->sb_id, true, SK_HEALTH_OK, 200, NOW - SEC, 0);
+}
+
+static const sk_condition *
+cond_of(const sk_userspace_status *st, const char *type)
+{
+	for (size_t i = 0; i < st->n_conditions; i++) {
+		if (strcmp(st->conditions[i].type, type) == 0)
+			return &st->conditions[i];
+	}
+	return NULL;
+}
+
+static void
+plan_case(const ar_case *tc, sk_userspace **us, sk_plan_result *r)
+{
+	sk_plan_options o;
+	sk_observed ob;
+
+	sk_plan_options_init(&o);
+	o.markers = true;
+	o.archive = !tc->no_archive;
+	o.paused_retention_ms = tc->retention;
+	*us = build_us(tc);
+	build_ob(tc, &ob);
+	ck_assert_int_eq(sk_plan(*us, &ob, NOW, &o, r), 0);
+	sk_observed_dispose(&ob);
+}
+
+START_TEST(test_archive_table)
+{
+	const ar_case *tc = &cases[_i];
+	sk_userspace *us;
+	sk_plan_result r;
+	sk_buf acts = SK_BUF_INIT(0);
+	const sk_condition *c;
+	bool event = false;
+	char got[128];
+
+	plan_case(tc, &us, &r);
+	for (size_t i = 0; i < r.n_actions; i++) {
+		const sk_action *a = &r.actions[i];
+		if (a->type == SK_ACTION_EVENT) {
+			event |= tc->want_event && strcmp(a->reason, tc->want_event) == 0;
+			continue;
+		}
+		sk_buf_printf(&acts, "%s%s", acts.len ? " " : "", sk_action_type_name(a->type));
+	}
+	if (tc->want_actions)
+		ck_assert_msg(strcmp(acts.data ? acts.data : "", tc->want_actions) == 0,
+		        "%s: actions \"%s\", want \"%s\"", tc->name, acts.data ? acts.data : "",
+		        tc->want_actions);
+	ck_assert_msg(r.next.phase == tc->want_phase, "%s: phase %s, want %s", tc->name,
+	        sk_phase_name(r.next.phase), sk_phase_name(tc->want_phase));
+	if (tc->want_ready) {
+		c = cond_of(&r.next, SK_COND_READY);
+		snprintf(got, sizeof(got), "%s:%s", c ? c->status : "-", c ? c->reason : "-");
+		ck_assert_msg(strcmp(got, tc->want_ready) == 0, "%s: Ready %s, want %s", tc->name,
+		        got, tc->want_ready);
+	}
+	ck_assert_msg(r.next.archive.state == tc->want_arch, "%s: archive state %s, want %s",
+	        tc->name, sk_archive_state_name(r.next.archive.state),
+	        sk_archive_state_name(tc->want_arch));
+	if (tc->want_intent >= 0)
+		ck_assert_msg((r.next.archive.intent_ms != 0) == (tc->want_intent == 1),
+		        "%s: intent %lld", tc->name, (long long)r.next.archive.intent_ms);
+	if (tc->want_event)
+		ck_assert_msg(event, "%s: no event %s", tc->name, tc->want_event);
+	if (tc->want_requeue)
+		ck_assert_msg(r.requeue_after_ms > 0 && r.requeue_after_ms <= tc->want_requeue,
+		        "%s: requeue %lld, want at most %lld", tc->name,
+		        (long long)r.requeue_after_ms, (long long)tc->want_requeue);
+	c = cond_of(&r.next, SK_COND_WORKSPACE);
+	ck_assert_msg((c != NULL && strcmp(c->status, "False") == 0) == tc->want_lost,
+	        "%s: WorkspaceIntact %s", tc->name, c ? c->status : "-");
+	/* the binding is never dropped by a plan that archives: the record does that */
+	for (size_t i = 0; i < r.n_actions; i++) {
+		if (r.actions[i].type == SK_ACTION_ARCHIVE)
+			ck_assert_str_eq(r.next.sandbox_id, tc->bound);
+	}
+	sk_buf_dispose(&acts);
+	sk_plan_result_dispose(&r);
+	sk_userspace_free(us);
+}
+END_TEST
+
+/* The kill comes only after the archive and its record, in that order. */
+START_TEST(test_archive_order)
+{
+	sk_userspace *us;
+	sk_plan_result r;
+	int arch = -1, record = -1, kill = -1, intent = -1;
+
+	plan_case(&cases[1], &us, &r);
+	for (size_t i = 0; i < r.n_actions; i++) {
+		const sk_action *a = &r.actions[i];
+		if (a->type == SK_ACTION_BIND && intent < 0)
+			intent = (int)i;
+		else if (a->type == SK_ACTION_ARCHIVE)
+			arch = (int)i;
+		else if (a->type == SK_ACTION_BIND)
+			record = (int)i;
+		else if (a->type == SK_ACTION_KILL) {
+			kill = (int)i;
+			ck_assert_int_eq(a->why, SK_KILL_ARCHIVED);
+			ck_assert_str_eq(a->sandbox_id, "i1");
+		}
+	}
+	ck_assert_int_ge(intent, 0);
+	ck_assert_int_gt(arch, intent);
+	ck_assert_int_gt(record, arch);
+	ck_assert_int_gt(kill, record);
+	sk_plan_result_dispose(&r);
+	sk_userspace_free(us);
+}
+END_TEST
+
+/* What the ARCHIVE action records: nothing bound, phase Archived, Ready
+ * True, the archived sandbox named for its delete. */
+START_TEST(test_archive_record)
+{
+	sk_userspace_status st;
+	const sk_condition *c;
+
+	memset(&st, 0, sizeof(st));
+	st.phase = SK_PHASE_IDLE;
+	st.sandbox_id = strdup("i1");
+	st.archive.intent_ms = NOW - MIN;
+	sk_archive_record(&st, "b", "spaces/alice/3", 3, 12, 4096, NOW, 4);
+	ck_assert_ptr_null(st.sandbox_id);
+	ck_assert_int_eq(st.phase, SK_PHASE_ARCHIVED);
+	ck_assert_int_eq(st.archive.state, SK_ARCHIVE_ARCHIVED);
+	ck_assert_int_eq(st.archive.intent_ms, 0);
+	ck_assert_str_eq(st.archive.sandbox_id, "i1");
+	ck_assert_str_eq(st.archive.key, "spaces/alice/3");
+	ck_assert_int_eq(st.archive.generation, 3);
+	ck_assert_int_eq(st.archive.files, 12);
+	ck_assert_int_eq(st.archive.bytes, 4096);
+	c = cond_of(&st, SK_COND_READY);
+	ck_assert_str_eq(c->status, "True");
+	ck_assert_str_eq(c->reason, SK_REASON_ARCHIVED);
+	ck_assert_int_eq(c->observed_generation, 4);
+	sk_userspace_status_dispose(&st);
+}
+END_TEST
+
+START_TEST(test_archive_key_and_due)
+{
+	char *k = sk_archive_key("spaces/", "alice", 3);
+	sk_userspace *us;
+	sk_plan_options o;
+
+	ck_assert_str_eq(k, "spaces/alice/3");
+	free(k);
+	k = sk_archive_key("", "bob", 1);
+	ck_assert_str_eq(k, "bob/1");
+	free(k);
+	ck_assert_int_eq(sk_archive_margin(720 * HOUR), HOUR);
+	ck_assert_int_eq(sk_archive_margin(40 * SEC), 10 * SEC);
+	sk_plan_options_init(&o);
+	us = build_us(&cases[0]);
+	ck_assert_int_eq(sk_archive_due(us, NOW, &o), 0); /* no archive configured */
+	o.archive = true;
+	ck_assert_int_eq(sk_archive_due(us, NOW, &o), NOW + 10 * MIN);
+	us->spec.idle_timeout_ms = 0; /* always on: never asleep */
+	ck_assert_int_eq(sk_archive_due(us, NOW, &o), 0);
+	sk_userspace_free(us);
+}
+END_TEST
+
+/* A failed restore keeps the files marked as only in the archive, and the
+ * space not ready; a failed archive records nothing. */
+START_TEST(test_archive_failures)
+{
+	sk_action a = { .type = SK_ACTION_RESTORE };
+	sk_outcome out = { SK_ETRANSIENT, &a, false, 503, "restore: 503" };
+	sk_userspace *us = build_us(&cases[15]);
+	sk_userspace_status st;
+
+	sk_userspace_status_copy(&st, &us->status);
+	st.archive.state = SK_ARCHIVE_RESTORED;
+	st.archive.restore_ms = NOW;
+	sk_plan_failure(us, &out, NOW, &st);
+	ck_assert_int_eq(st.archive.state, SK_ARCHIVE_ARCHIVED);
+	ck_assert_int_eq(st.archive.restore_ms, 0);
+	ck_assert_str_eq(cond_of(&st, SK_COND_READY)->status, "False");
+	ck_assert_str_eq(cond_of(&st, SK_COND_READY)->reason, SK_REASON_RESTORE_FAILED);
+	sk_userspace_status_dispose(&st);
+	sk_userspace_free(us);
+
+	a.type = SK_ACTION_ARCHIVE;
+	out.code = SK_EUNAUTHORIZED;
+	us = build_us(&cases[1]);
+	sk_userspace_status_copy(&st, &us->status);
+	sk_plan_failure(us, &out, NOW, &st);
+	ck_assert_int_eq(st.phase, SK_PHASE_IDLE);
+	ck_assert_str_eq(st.sandbox_id, "i1");
+	ck_assert_str_eq(cond_of(&st, SK_COND_SYNCED)->reason, SK_REASON_ARCHIVE_FAILED);
+	sk_userspace_status_dispose(&st);
+	sk_userspace_free(us);
+}
+END_TEST
+
+/* Where the files are, as describe and the status page say it. */
+START_TEST(test_archive_where)
+{
+	ar_case tc = cases[11];
+	sk_userspace *us = build_us(&tc);
+	char out[1024];
+
+	sk_archive_where(&us->status, out, sizeof(out));
+	ck_assert_msg(
+	        strstr(out, "archive s3://spaces/spaces/alice/2/ (generation 2, 7 files") == out,
+	        "%s", out);
+	us->status.sandbox_id = strdup("n1");
+	sk_archive_where(&us->status, out, sizeof(out));
+	ck_assert_ptr_nonnull(strstr(out, "being restored into sandbox n1"));
+	us->status.archive.state = SK_ARCHIVE_RESTORED;
+	sk_archive_where(&us->status, out, sizeof(out));
+	ck_assert_msg(strncmp(out, "sandbox n1 (newest archive s3://", 32) == 0, "%s", out);
+	sk_archive_status_dispose(&us->status.archive);
+	sk_archive_where(&us->status, out, sizeof(out));
+	ck_assert_str_eq(out, "sandbox n1");
+	sk_userspace_free(us);
+}
+END_TEST
+
+Suite *
+sk_suite_plan_archive(void)
+{
+	Suite *s = suite_create("plan_archive");
+	TCase *tc = tcase_create("table");
+
+	tcase_add_loop_test(tc, test_archive_table, 0, (int)(sizeof(cases) / sizeof(cases[0])));
+	tcase_add_test(tc, test_archive_order);
+	tcase_add_test(tc, test_archive_record);
+	tcase_add_test(tc, test_archive_key_and_due);
+	tcase_add_test(tc, test_archive_failures);
+	tcase_add_test(tc, test_archive_where);
+	suite_add_tcase(s, tc);
+	return s;
+}
