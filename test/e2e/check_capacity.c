@@ -183,7 +183,7 @@ waiting_connect(void *arg)
 	char retry[16], *body = NULL;
 	long *st = arg;
 
-	*st = connect_raw(waiting_user, "8s", &body, retry);
+	*st = connect_raw(waiting_user, "20s", &body, retry);
 	free(body);
 	return NULL;
 }
