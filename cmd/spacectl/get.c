@@ -245,11 +245,13 @@ sk_cmd_get(int argc, char **argv)
 		goto done;
 	if (o.files.len > 0 && (rc = names_from_files(&o, &in)) != SK_EXIT_OK)
 		goto done;
-	if ((rc = sk_cli_load_config(o.config, &o.cfg)) != SK_EXIT_OK)
-		goto done;
-	o.out.cfg = o.cfg;
 	if ((rc = sk_cli_store_open(&st)) != SK_EXIT_OK)
 		goto done;
+	if ((rc = sk_cli_retention_config(o.config, &o.cfg)) != SK_EXIT_OK) {
+		sk_store_close(st);
+		goto done;
+	}
+	o.out.cfg = o.cfg;
 	sk_cli_records_warn(st); /* an interrupted apply: what is shown may be half of it */
 	if (o.watch)
 		rc = get_watch(st, &o);

@@ -201,6 +201,10 @@ int sk_cli_record_remove(sk_store *st, const char *apply_id, size_t nparts, sk_e
 int sk_cli_records_recover(sk_store *st, bool force);
 /* A warning per apply that has not finished (get, diff). */
 void sk_cli_records_warn(sk_store *st);
+/* The ControllerConfig of get's retention warnings: path (errors printed,
+ * SK_EXIT_FAIL), else the context's controllerConfig read quietly (*out NULL
+ * when there is none or it does not load). Not the database's settings. */
+int sk_cli_retention_config(const char *path, sk_controller_config **out);
 /* get's "Warning:" line on stderr per space asleep near its provider's
  * pausedRetention with no archive in cfg (NULL: none); returns how many. */
 size_t sk_cli_retention_warn(const sk_controller_config *cfg, sk_userspace *const *items, size_t n);

@@ -406,8 +406,11 @@ sk_controller_stop(sk_controller *c)
 	pthread_cond_broadcast(&c->wake);
 	pthread_mutex_unlock(&c->mu);
 	sk_ctl_spaces_wake(c); /* connects waiting on a reconcile */
-	/* No new work from here: workers stop taking keys at once. */
+	/* No new work from here: workers stop taking keys at once, and the
+	 * informer stops after its current read (joined below). */
 	sk_workqueue_shutdown(c->q);
+	if (c->inf)
+		sk_informer_cancel(c->inf);
 	started = first && (was || c->boot_running);
 	if (started)
 		log_stopping(c);

@@ -376,15 +376,23 @@ sk_informer_start(sk_informer *inf, sk_error *err)
 }
 
 void
+sk_informer_cancel(sk_informer *inf)
+{
+	pthread_mutex_lock(&inf->mu);
+	inf->stop = true;
+	pthread_cond_broadcast(&inf->cond);
+	pthread_mutex_unlock(&inf->mu);
+}
+
+void
 sk_informer_stop(sk_informer *inf)
 {
 	bool join;
 
+	sk_informer_cancel(inf);
 	pthread_mutex_lock(&inf->mu);
 	join = inf->running;
-	inf->stop = true;
 	inf->running = false;
-	pthread_cond_broadcast(&inf->cond);
 	pthread_mutex_unlock(&inf->mu);
 	if (join)
 		pthread_join(inf->thread, NULL);

@@ -61,6 +61,10 @@ void sk_informer_free(sk_informer *inf);
 
 /* Starts the background thread (first a full list, then polls). */
 int sk_informer_start(sk_informer *inf, sk_error *err);
+/* Asks the thread to stop after its current read, without waiting for it:
+ * a stopping controller asks every thread first, then joins them, so that
+ * their store timeouts run side by side instead of one after another. */
+void sk_informer_cancel(sk_informer *inf);
 /* Stops and joins the thread (idempotent). */
 void sk_informer_stop(sk_informer *inf);
 

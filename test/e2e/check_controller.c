@@ -1410,6 +1410,8 @@ get_warnings(const char *config, bool json, char **err)
 START_TEST(test_retention_warning_without_archive)
 {
 	const char *args[] = { "--latency", "2ms", "--paused-retention", "40s", NULL };
+	const char *bad_config[] = { "get", "userspaces", "--config", "/nonexistent/sk.yaml",
+		NULL };
 	char *body, *errs = NULL, keys[600], yaml[2600];
 
 	sk_test_stop(sim_pid, true);
@@ -1464,6 +1466,7 @@ START_TEST(test_retention_warning_without_archive)
 	get_warnings(keys, false, &errs);
 	ck_assert_msg(strstr(errs, "Warning: userspace") == NULL, "%s", errs);
 	free(errs);
+	ck_assert_int_eq(spacectl(bad_config, NULL), 1); /* named, so read: an error */
 	/* awake again: the warnings go */
 	connect_ok("sleepy", NULL);
 	ck_assert_msg(eventually(page_quiet, (void *)"sleepy", 10), "the warning stayed");
