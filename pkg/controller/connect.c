@@ -115,27 +115,6 @@ name_in_scope(sk_controller *c, const char *user_id, const sk_ctl_origin *from)
 	return name;
 }
 
-/* envdVersion, envdAccessToken and deadline of the bound keeper, when the
- * controller's memory is of that sandbox. */
-static void
-add_keeper_detail(json_t *o, const sk_userspace *us, const sk_ctl_keeper *k)
-{
-	char when[64];
-	int64_t deadline = k->deadline_ms > 0 ? k->deadline_ms : k->mem.end_ms;
-
-	if (k->mem.sandbox_id == NULL || us->status.sandbox_id == NULL ||
-	        strcmp(k->mem.sandbox_id, us->status.sandbox_id) != 0)
-		return;
-	if (k->envd_version[0])
-		json_object_set_new(o, "envdVersion", json_string(k->envd_version));
-	if (k->envd_token[0])
-		json_object_set_new(o, "envdAccessToken", json_string(k->envd_token));
-	if (us->spec.idle_timeout_ms > 0 && deadline > 0) {
-		sk_time_format(deadline, when, sizeof(when));
-		json_object_set_new(o, "deadline", json_string(when));
-	}
-}
-
 /* WorkspaceIntact False: the files were lost (a resume without them, or a
  * sandbox gone), until the loss is acknowledged. */
 static bool
@@ -146,37 +125,83 @@ workspace_lost(const sk_userspace *us)
 	return w != NULL && w->status != NULL && strcmp(w->status, "False") == 0;
 }
 
+/* A string literal's bytes, true when appended. */
+#define PUT_LIT(b, lit) (sk_buf_append((b), (lit), sizeof(lit) - 1) == SK_OK)
+
+/* `,"key":` then value as a JSON string; a NULL or non-UTF-8 value spoils
+ * the answer (*ok false), as json_pack fails on one. */
+static void
+put_string(sk_buf *b, bool *ok, const char *key, const char *value)
+{
+	*ok = *ok && value != NULL && (b->len <= 1 || sk_buf_append(b, ",", 1) == SK_OK) &&
+	        sk_buf_json_string(b, key) == SK_OK && sk_buf_append(b, ":", 1) == SK_OK &&
+	        sk_buf_json_string(b, value) == SK_OK;
+}
+
+/* The READY answer, written straight into the reply's body: per request
+ * no JSON tree and no second copy (the fast path's cost). Keys, order and
+ * escaping are json_dumps(JSON_COMPACT)'s, so the bytes are those of the
+ * OpenAPI document's example and of the jansson-built answers. */
 static void
 reply_ready(sk_controller *c, sk_http_reply *r, const sk_userspace *us, const sk_ctl_keeper *k,
         const char *path)
 {
 	char *url = sk_ctl_envd_url(c, us);
-	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:b, s:s, s:s}", "name", us->meta.name,
-	        "userID", us->spec.user_id, "sandboxID", us->status.sandbox_id, "state",
-	        sk_phase_name(us->status.phase), "ready", 1, "envdURL", url, "path", path);
-	char when[64];
 	/* the binding's provider: spec.provider may name a migration's target */
 	int prov = sk_ctl_provider_index(c, sk_bound_provider(us));
+	int64_t deadline = k->deadline_ms > 0 ? k->deadline_ms : k->mem.end_ms;
+	bool same = k->mem.sandbox_id != NULL && us->status.sandbox_id != NULL &&
+	        strcmp(k->mem.sandbox_id, us->status.sandbox_id) == 0;
+	sk_buf b = SK_BUF_INIT(1 << 20);
+	char when[64];
+	bool ok = PUT_LIT(&b, "{");
 
+	put_string(&b, &ok, "name", us->meta.name);
+	put_string(&b, &ok, "userID", us->spec.user_id);
+	put_string(&b, &ok, "sandboxID", us->status.sandbox_id);
+	put_string(&b, &ok, "state", sk_phase_name(us->status.phase));
+	ok = ok && PUT_LIT(&b, ",\"ready\":true");
+	put_string(&b, &ok, "envdURL", url);
+	put_string(&b, &ok, "path", path);
 	if (prov >= 0)
-		json_object_set_new(o, "provider", json_string(c->cfg->providers[prov].name));
-	add_keeper_detail(o, us, k);
-
+		put_string(&b, &ok, "provider", c->cfg->providers[prov].name);
+	/* envdVersion, envdAccessToken and deadline of the bound keeper, when
+	 * the controller's memory is of that sandbox */
+	if (same && k->envd_version[0])
+		put_string(&b, &ok, "envdVersion", k->envd_version);
+	if (same && k->envd_token[0])
+		put_string(&b, &ok, "envdAccessToken", k->envd_token);
+	if (same && us->spec.idle_timeout_ms > 0 && deadline > 0) {
+		sk_time_format(deadline, when, sizeof(when));
+		put_string(&b, &ok, "deadline", when);
+	}
 	if (prov >= 0 && c->cfg->providers[prov].sandbox_url != NULL) {
 		/* one address for every sandbox: the headers name this one */
-		json_object_set_new(o, "envdHeaders",
-		        json_pack("{s:s, s:s}", "E2b-Sandbox-Id", us->status.sandbox_id,
-		                "E2b-Sandbox-Port", SK_ENVD_PORT_STRING));
+		ok = ok && PUT_LIT(&b, ",\"envdHeaders\":{\"E2b-Sandbox-Id\":") &&
+		        sk_buf_json_string(
+		                &b, us->status.sandbox_id ? us->status.sandbox_id : "") == SK_OK &&
+		        PUT_LIT(&b, ",\"E2b-Sandbox-Port\":\"" SK_ENVD_PORT_STRING "\"}");
 	}
 	if (k->replaced_id[0] && k->replaced_ms > 0) {
 		/* The platform can tell its agent that files were not carried over. */
 		sk_time_format(k->replaced_ms, when, sizeof(when));
-		json_object_set_new(o, "previousSandboxID", json_string(k->replaced_id));
-		json_object_set_new(o, "replacedAt", json_string(when));
+		put_string(&b, &ok, "previousSandboxID", k->replaced_id);
+		put_string(&b, &ok, "replacedAt", when);
 	}
 	if (workspace_lost(us))
-		json_object_set_new(o, "workspaceLost", json_true());
-	sk_ctl_reply_json(r, 200, o); /* the token lives on only in r->body */
+		ok = ok && PUT_LIT(&b, ",\"workspaceLost\":true");
+	ok = ok && PUT_LIT(&b, "}\n");
+	free(r->body);
+	r->status = 200;
+	r->type = "application/json";
+	if (ok) {
+		r->body = sk_buf_detach(&b); /* the token lives on only in r->body */
+	} else {
+		r->body = sk_strdup("{}\n");
+		if (b.data)
+			explicit_bzero(b.data, b.len);
+		sk_buf_dispose(&b);
+	}
 	free(url);
 }
 

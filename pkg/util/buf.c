@@ -227,3 +227,76 @@ sk_uuid4(char out[37])
 	        r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12],
 	        r[13], r[14], r[15]);
 }
+
+/* The length of the valid UTF-8 sequence at s (1-4), else 0: no overlong
+ * form, no surrogate, nothing past U+10FFFF (jansson's utf8_check_full). */
+static size_t
+utf8_len(const unsigned char *s)
+{
+	size_t n, i;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xC2 && s[0] <= 0xDF)
+		n = 2, cp = s[0] & 0x1F;
+	else if (s[0] >= 0xE0 && s[0] <= 0xEF)
+		n = 3, cp = s[0] & 0x0F;
+	else if (s[0] >= 0xF0 && s[0] <= 0xF4)
+		n = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3F);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+	        (cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;
+	return n;
+}
+
+int
+sk_buf_json_string(sk_buf *b, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t start = b->len, n;
+	char esc[8];
+
+	for (n = 0; p[n]; n += utf8_len(p + n))
+		if (utf8_len(p + n) == 0)
+			return SK_EINVALID;
+	if (sk_buf_append(b, "\"", 1) != SK_OK)
+		return SK_ENOMEM;
+	while (*p) {
+		const unsigned char *run = p;
+
+		while (*p >= 0x20 && *p != '"' && *p != '\\')
+			p++;
+		if (p > run && sk_buf_append(b, run, (size_t)(p - run)) != SK_OK)
+			goto nomem;
+		if (*p == '\0')
+			break;
+		switch (*p) {
+		case '"': strcpy(esc, "\\\""); break;
+		case '\\': strcpy(esc, "\\\\"); break;
+		case '\b': strcpy(esc, "\\b"); break;
+		case '\f': strcpy(esc, "\\f"); break;
+		case '\n': strcpy(esc, "\\n"); break;
+		case '\r': strcpy(esc, "\\r"); break;
+		case '\t': strcpy(esc, "\\t"); break;
+		default: snprintf(esc, sizeof(esc), "\\u%04X", *p); break;
+		}
+		if (sk_buf_append(b, esc, strlen(esc)) != SK_OK)
+			goto nomem;
+		p++;
+	}
+	if (sk_buf_append(b, "\"", 1) == SK_OK)
+		return SK_OK;
+nomem:
+	b->len = start;
+	if (b->data)
+		b->data[start] = '\0';
+	return SK_ENOMEM;
+}

@@ -112,6 +112,11 @@ void sk_buf_reset(sk_buf *b);
 void sk_buf_dispose(sk_buf *b);
 /* Hands the data to the caller (free() it); the buffer is empty afterwards. */
 char *sk_buf_detach(sk_buf *b);
+/* Appends s as a JSON string, quoted and escaped byte for byte as jansson's
+ * json_dumps writes it (no ASCII or slash escaping): a hand-built answer
+ * reads as a jansson-built one. SK_EINVALID (nothing appended) when s is not
+ * valid UTF-8, which json_string refuses too. */
+int sk_buf_json_string(sk_buf *b, const char *s);
 
 /* Reads a whole file (or stdin for "-") up to max bytes. */
 int sk_file_read(const char *path, size_t max, char **out, size_t *len_out, sk_error *err);

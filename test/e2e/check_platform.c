@@ -32,14 +32,32 @@ static sk_test_world w; /* the simulator, the database, spacekeeper */
 
 /* ---- HTTP ---- */
 
-/* A connect API call (path on the connect listener). */
+/* A connect API call (path on the connect listener). A ready answer is
+ * checked byte for byte against what jansson writes for it (compact, one
+ * newline): the controller writes it by hand, not with jansson. */
 static json_t *
 connect_call(const char *method, const char *path, long *status)
 {
-	char url[300];
+	char url[300], *text = NULL, *again;
+	json_t *v;
+	long st;
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", w.connect_port, path);
-	return sk_test_http_json(method, url, strcmp(method, "POST") == 0 ? "" : NULL, status);
+	st = sk_test_http(method, url, strcmp(method, "POST") == 0 ? "" : NULL, &text);
+	v = json_loads(text ? text : "", 0, NULL);
+	if (st == 200 && json_object_get(v, "ready") != NULL) {
+		again = json_dumps(v, JSON_COMPACT);
+		ck_assert_ptr_nonnull(again);
+		ck_assert_msg(strlen(text) == strlen(again) + 1 &&
+		                strncmp(text, again, strlen(again)) == 0 &&
+		                text[strlen(again)] == '\n',
+		        "connect %s: the answer is not jansson's compact form", path);
+		free(again);
+	}
+	free(text);
+	if (status)
+		*status = st;
+	return v;
 }
 
 /* GET /v1/users/USER/sandbox: 200 and its answer. */
@@ -563,7 +581,7 @@ END_TEST
 
 START_TEST(test_unhealthy)
 {
-	json_t *a, *b, *v;
+	json_t *a, *b, *v, *w;
 	char *rpl_id, *rep_id, body[256];
 	int64_t t0;
 	long st;
@@ -607,6 +625,13 @@ START_TEST(test_unhealthy)
 	ck_assert_str_eq(jstr(v, "previousSandboxID"), rpl_id);
 	fprintf(stderr, "platform: unhealthy -> replacement in %lld ms\n",
 	        (long long)(sk_monotonic_ms() - t0));
+	/* a plain connect after the change answers from memory again, never the
+	 * dead sandbox it handed out before (the fast path's answer is not stale) */
+	w = connect_ok("rpl");
+	ck_assert_str_eq(jstr(w, "sandboxID"), jstr(v, "sandboxID"));
+	ck_assert_str_eq(jstr(w, "previousSandboxID"), rpl_id);
+	ck_assert_str_eq(jstr(w, "path"), "fast");
+	json_decref(w);
 	json_decref(v);
 	/* Report: 503 DataPlaneUnreachable at once, by the report and by ?fresh=1 */
 	t0 = sk_monotonic_ms();

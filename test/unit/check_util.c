@@ -1,5 +1,6 @@
 /* Unit tests for pkg/util: durations, RFC 3339 times, the capped buffer, the limiter, strmap, waits. */
 #include <check.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -139,6 +140,47 @@ START_TEST(test_buf_cap)
 	ck_assert_uint_eq(b.len, 0);
 	free(s);
 	sk_buf_dispose(&b);
+}
+END_TEST
+
+/* sk_buf_json_string writes what json_dumps writes for the same string:
+ * every ASCII byte, UTF-8 of 2-4 bytes; invalid UTF-8 is refused as
+ * json_string refuses it (a wrong escaper fails the byte comparison). */
+START_TEST(test_buf_json_string_as_jansson)
+{
+	static const char *const cases[] = { "", "plain", "a\"b\\c/d", "tab\there\nnl\r\b\f",
+		"\x01\x1f\x7f", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "\xe2\x80\xa8" };
+	static const char *const bad[] = { "\xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
+		"a\xff"
+		"b" };
+	char all[128];
+	size_t i;
+
+	for (i = 1; i < sizeof(all); i++)
+		all[i - 1] = (char)i;
+	all[sizeof(all) - 1] = '\0';
+	for (i = 0; i <= sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *in = i < sizeof(cases) / sizeof(cases[0]) ? cases[i] : all;
+		json_t *j = json_string(in);
+		char *want = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+		sk_buf b = SK_BUF_INIT(4096);
+
+		ck_assert_ptr_nonnull(want);
+		ck_assert_int_eq(sk_buf_json_string(&b, in), SK_OK);
+		ck_assert_str_eq(b.data, want);
+		free(want);
+		json_decref(j);
+		sk_buf_dispose(&b);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		sk_buf b = SK_BUF_INIT(4096);
+
+		ck_assert_ptr_null(json_string(bad[i]));
+		ck_assert_int_eq(sk_buf_append(&b, "x", 1), SK_OK);
+		ck_assert_int_eq(sk_buf_json_string(&b, bad[i]), SK_EINVALID);
+		ck_assert_str_eq(b.data, "x");
+		sk_buf_dispose(&b);
+	}
 }
 END_TEST
 
@@ -475,6 +517,7 @@ sk_suite_util(void)
 	tcase_add_test(tc, test_time_round_trip);
 	tcase_add_test(tc, test_age_format);
 	tcase_add_test(tc, test_buf_cap);
+	tcase_add_test(tc, test_buf_json_string_as_jansson);
 	tcase_add_loop_test(
 	        tc, test_error_retry_table, 0, sizeof(retry_table) / sizeof(retry_table[0]));
 	tcase_add_test(tc, test_error_domain);
