@@ -581,7 +581,7 @@ END_TEST
 
 START_TEST(test_unhealthy)
 {
-	json_t *a, *b, *v, *w;
+	json_t *a, *b, *v, *again;
 	char *rpl_id, *rep_id, body[256];
 	int64_t t0;
 	long st;
@@ -627,11 +627,11 @@ START_TEST(test_unhealthy)
 	        (long long)(sk_monotonic_ms() - t0));
 	/* a plain connect after the change answers from memory again, never the
 	 * dead sandbox it handed out before (the fast path's answer is not stale) */
-	w = connect_ok("rpl");
-	ck_assert_str_eq(jstr(w, "sandboxID"), jstr(v, "sandboxID"));
-	ck_assert_str_eq(jstr(w, "previousSandboxID"), rpl_id);
-	ck_assert_str_eq(jstr(w, "path"), "fast");
-	json_decref(w);
+	again = connect_ok("rpl");
+	ck_assert_str_eq(jstr(again, "sandboxID"), jstr(v, "sandboxID"));
+	ck_assert_str_eq(jstr(again, "previousSandboxID"), rpl_id);
+	ck_assert_str_eq(jstr(again, "path"), "fast");
+	json_decref(again);
 	json_decref(v);
 	/* Report: 503 DataPlaneUnreachable at once, by the report and by ?fresh=1 */
 	t0 = sk_monotonic_ms();
