@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "spacectl.h"
-#include "store/store_quota.h"
+#include "store/store.h"
 
 static const sk_cli_help help = {
 	"spacequotas",

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../store/store_quota.h"
+#include "../store/store.h"
 #include "controller_int.h"
 
 struct sk_ctl_quotas {

@@ -1,5 +1,5 @@
 /*
- * store/quota: SpaceQuotas (store_quota.h), the rules both backends share:
+ * store/quota: SpaceQuotas (store.h), the rules both backends share:
  * apply decides created, configured or unchanged and keeps the store-owned
  * metadata (uid, creationTimestamp); the backends store the object's and
  * the status's JSON text.

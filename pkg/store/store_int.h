@@ -15,7 +15,6 @@
 #include <mongoc/mongoc.h>
 
 #include "store.h"
-#include "store_quota.h"
 
 /* Every slot is required. Results as documented for the sk_store_* call of
  * the same name in store.h. */

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../testutil.h"
-#include "api/quota.h"
+#include "api/api.h"
 
 Suite *sk_suite_quota(void);
 
