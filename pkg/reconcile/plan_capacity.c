@@ -9,6 +9,7 @@
  *                            activity is oldest, never a busy, always-on,
  *                            just-connected or already evicting one; within
  *                            the quota tenant first when one is named;
+ *   sk_capacity_retry_ms     when a start with none to evict asks again;
  *   sk_plan_evict            the evicted space's own plan: pause its keeper
  *                            (phase Idle; a connect wakes it again), unless
  *                            it became busy or active meanwhile;
@@ -71,6 +72,22 @@ sk_capacity_pick_victim(const sk_capacity_candidate *c, size_t n, const char *te
 		}
 	}
 	return best;
+}
+
+int64_t
+sk_capacity_retry_ms(const sk_capacity_candidate *c, size_t n, int64_t now_ms, int64_t recent_ms)
+{
+	int64_t next = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int64_t due = c[i].activity_ms + recent_ms - now_ms;
+		if (!c[i].busy && !c[i].always_on && !c[i].evicting && due > 0 &&
+		        (next == 0 || due < next))
+			next = due;
+	}
+	/* none due: every awake space is busy, evicting, or a start not seen
+	 * yet (not a candidate; a burst's): those may be in recent_ms */
+	return next > 0 ? next : recent_ms > 0 ? recent_ms : 1000;
 }
 
 /* ---- the evicted space's plan ---- */

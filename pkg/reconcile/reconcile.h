@@ -695,6 +695,14 @@ typedef struct sk_capacity_candidate {
 int sk_capacity_pick_victim(const sk_capacity_candidate *c, size_t n, const char *tenant,
         int64_t now_ms, int64_t recent_ms);
 
+/* In how many ms a start that found none of c[] evictable asks again: when
+ * the first just-connected one may be, else recent_ms (the awake spaces
+ * are busy, evicting, or starts granted and not seen yet, which are not
+ * candidates); never 0: nothing else asks for it (no slot frees while
+ * nothing is evicted), and a connect would wait out its timeout. */
+int64_t sk_capacity_retry_ms(
+        const sk_capacity_candidate *c, size_t n, int64_t now_ms, int64_t recent_ms);
+
 /* ---- migration: a move to another provider or template (pure; migrate_plan.c) ----
  *
  * Started by the regular plan (status.migration Pending) when the binding's

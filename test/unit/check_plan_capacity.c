@@ -137,6 +137,23 @@ START_TEST(test_pick_victim)
 }
 END_TEST
 
+/* A start with none to evict asks again when the first just-connected
+ * space may be evicted, else after recent (a burst's starts granted and not
+ * seen yet are no candidates): never 0, which asked no more and left the
+ * connect to its timeout (the capacity bench's 504s). */
+START_TEST(test_retry_ms)
+{
+	sk_capacity_candidate c[] = { CAND("a", NULL, -20 * SEC, 0, 0, 0),
+		CAND("b", NULL, -50 * SEC, 0, 0, 0), CAND("c", NULL, -55 * SEC, 1, 0, 0),
+		CAND("d", NULL, -58 * SEC, 0, 0, 1) };
+
+	ck_assert_int_eq(sk_capacity_retry_ms(c, 4, NOW, MIN), 10 * SEC);
+	ck_assert_int_eq(sk_capacity_retry_ms(c + 2, 2, NOW, MIN), MIN); /* busy, evicting */
+	ck_assert_int_eq(sk_capacity_retry_ms(NULL, 0, NOW, 5 * SEC), 5 * SEC); /* all granted */
+	ck_assert_int_gt(sk_capacity_retry_ms(NULL, 0, NOW, 0), 0);
+}
+END_TEST
+
 /* status.usage: the time since the last count goes to the phase the space
  * was in; whole seconds, the rest kept; counting starts at the first. */
 START_TEST(test_usage_advance)
@@ -170,6 +187,7 @@ sk_suite_plan_capacity(void)
 	        tc, test_decide, 0, (int)(sizeof(decide_cases) / sizeof(decide_cases[0])));
 	tcase_add_test(tc, test_queue_order);
 	tcase_add_test(tc, test_usage_advance);
+	tcase_add_test(tc, test_retry_ms);
 	tcase_add_loop_test(
 	        tc, test_pick_victim, 0, (int)(sizeof(pick_cases) / sizeof(pick_cases[0])));
 	suite_add_tcase(s, tc);
