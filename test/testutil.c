@@ -531,12 +531,13 @@ req_headers(const sk_test_req *r)
 		snprintf(line, sizeof(line), "Authorization: Bearer %s", r->token);
 		hdr = curl_slist_append(hdr, line);
 	}
-	if (r->api_key || r->body)
-		hdr = curl_slist_append(hdr, "Content-Type: application/json");
 	if (r->api_key) {
 		snprintf(line, sizeof(line), "X-API-Key: %s", r->api_key);
+		hdr = curl_slist_append(hdr, "Content-Type: application/json");
 		hdr = curl_slist_append(hdr, line);
 	}
+	for (size_t i = 0; r->extra && r->extra[i]; i++)
+		hdr = curl_slist_append(hdr, r->extra[i]);
 	return hdr;
 }
 
@@ -552,7 +553,7 @@ sk_test_http_do(const char *url, sk_test_req *r)
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, r->timeout_s > 0 ? r->timeout_s : 60L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, r->timeout_s > 0 ? r->timeout_s : 120L);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, collect);
@@ -615,7 +616,8 @@ sk_test_sim_post(const char *base_url, const char *path, const char *body)
 long
 sk_test_post_json(const char *base_url, const char *path, const char *json)
 {
-	sk_test_req r = { .method = "POST", .body = json, .timeout_s = 5 };
+	static const char *const json_type[] = { "Content-Type: application/json", NULL };
+	sk_test_req r = { .method = "POST", .body = json, .extra = json_type, .timeout_s = 5 };
 	char url[512];
 	long status;
 
@@ -652,4 +654,81 @@ sk_test_spacectl(const char *uri, const char *db, const char *const *args, char 
 	else
 		free(o);
 	return rc;
+}
+
+/* ---- an e2e world ---- */
+
+void
+sk_test_world_setup(sk_test_world *w, const char *const *sim_args)
+{
+	memset(w, 0, sizeof(*w));
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	snprintf(w->db, sizeof(w->db), "%s", sk_test_unique_db());
+	snprintf(w->mongo_uri, sizeof(w->mongo_uri), "%s", sk_test_mongodb_uri());
+	w->sim_pid = sk_test_sim_start(sim_args, w->sim_url, sizeof(w->sim_url));
+}
+
+void
+sk_test_world_teardown(sk_test_world *w)
+{
+	if (w->keeper_pid > 0)
+		ck_assert_int_eq(sk_test_stop(w->keeper_pid, false), 0); /* clean, no ASan report */
+	w->keeper_pid = 0;
+	if (w->sim_pid > 0)
+		sk_test_stop(w->sim_pid, true);
+	w->sim_pid = 0;
+	curl_global_cleanup();
+}
+
+void
+sk_test_keeper_start(sk_test_world *w, const sk_test_keeper_opts *o)
+{
+	char cfg[600], url[128];
+	const char *env[] = { "E2B_API_KEY=" SK_TEST_SIM_KEY, NULL };
+	const char *argv[] = { "spacekeeper", "--config", cfg, "--mongodb-uri", w->mongo_uri,
+		"--database", w->db, "--poll", "200ms", NULL, NULL, NULL };
+	sk_buf y = SK_BUF_INIT(1 << 20);
+	int64_t deadline;
+
+	if (o->log_level) {
+		argv[9] = "--log-level";
+		argv[10] = o->log_level;
+	}
+	w->main_port = sk_test_free_port();
+	w->connect_port = sk_test_free_port();
+	sk_buf_printf(&y,
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
+	        "providers:\n  - name: default\n    type: %s\n    apiURL: %s\n"
+	        "    sandboxURL: %s\n    apiKeyEnv: E2B_API_KEY\n%s"
+	        "controller:\n%s  listen: 127.0.0.1:%d\n  connectListen: 127.0.0.1:%d\n",
+	        o->provider_type ? o->provider_type : "e2b", w->sim_url, w->sim_url,
+	        o->provider ? o->provider : "", o->controller ? o->controller : "", w->main_port,
+	        w->connect_port);
+	snprintf(cfg, sizeof(cfg), "%s", sk_test_write_file("config.yaml", y.data));
+	sk_buf_dispose(&y);
+	snprintf(w->log, sizeof(w->log), "%s/keeper-%s.log", sk_test_tmpdir(), w->db);
+	w->keeper_pid = sk_test_spawn(argv, env, w->log);
+	ck_assert_msg(
+	        sk_test_wait_port(w->main_port, 20000) && sk_test_wait_port(w->connect_port, 20000),
+	        "spacekeeper did not listen (%s)", w->log);
+	if (o->no_wait_ready)
+		return;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", w->main_port);
+	deadline = sk_monotonic_ms() + 60000;
+	while (sk_test_http("GET", url, NULL, NULL) != 200) {
+		ck_assert_msg(sk_monotonic_ms() < deadline, "not ready (%s)", w->log);
+		sk_sleep_ms(50);
+	}
+}
+
+char *
+sk_test_slurp(const char *path)
+{
+	char *data = NULL;
+	size_t len = 0;
+	sk_error err = { 0 };
+
+	if (sk_file_read(path, 64 << 20, &data, &len, &err) != 0)
+		return sk_strdup("");
+	return data;
 }

@@ -95,9 +95,11 @@ typedef struct sk_test_req {
 	const char *method; /* NULL: GET; "HEAD" asks for no body */
 	const char *body; /* NULL: none */
 	const char *token; /* Authorization: Bearer TOKEN; NULL: none */
-	const char *api_key; /* X-API-Key; NULL: none (with it or a body: a JSON Content-Type) */
+	const char *api_key; /* X-API-Key, with a JSON Content-Type; NULL: neither */
+	const char *const
+	        *extra; /* more request headers, "Name: value", NULL-terminated; may be NULL */
 	const char *cacert; /* https: the CA file; NULL: the system's */
-	long timeout_s; /* 0: 60 */
+	long timeout_s; /* 0: 120 */
 	char *out; /* the answer's body ("" when none; caller frees) */
 	char *headers; /* the answer's headers (caller frees) */
 } sk_test_req;
@@ -110,5 +112,35 @@ long sk_test_http(const char *method, const char *url, const char *body, char **
 json_t *sk_test_http_json(const char *method, const char *url, const char *body, long *status);
 /* POST base_url + path with the simulator's key, asserting a 2xx. */
 void sk_test_sim_post(const char *base_url, const char *path, const char *body);
+
+/* ---- an e2e world: a simulator, a database of its own, a spacekeeper ---- */
+typedef struct sk_test_world {
+	char db[64];
+	char mongo_uri[256];
+	char sim_url[128];
+	char log[700]; /* the controller's log */
+	pid_t sim_pid, keeper_pid;
+	int main_port, connect_port;
+} sk_test_world;
+/* curl, a fresh database name on the binary's FerretDB, a simulator
+ * (sim_args NULL-terminated, may be NULL); no controller yet. */
+void sk_test_world_setup(sk_test_world *w, const char *const *sim_args);
+/* Stops the controller (when it runs) cleanly, asserting exit 0 (no ASan
+ * report), and kills the simulator. */
+void sk_test_world_teardown(sk_test_world *w);
+typedef struct sk_test_keeper_opts {
+	const char *provider_type; /* NULL: e2b */
+	const char *provider; /* more YAML lines of the provider (indented four); NULL: none */
+	const char *controller; /* YAML lines of controller: besides the listeners (indented two) */
+	const char *log_level; /* --log-level; NULL: spacekeeper's default */
+	bool no_wait_ready; /* wait for the listeners only, not for /readyz 200 */
+} sk_test_keeper_opts;
+/* spacekeeper --poll 200ms on the world: the simulator as provider "default"
+ * (its key in E2B_API_KEY), listeners on free ports, log in w->log; waits
+ * until both listen (20 s) and, unless o->no_wait_ready, /readyz answers 200
+ * (60 s). */
+void sk_test_keeper_start(sk_test_world *w, const sk_test_keeper_opts *o);
+/* The whole file (up to 64 MB), "" when unreadable; caller frees. */
+char *sk_test_slurp(const char *path);
 
 #endif

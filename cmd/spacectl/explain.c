@@ -57,7 +57,8 @@ static const struct object_doc {
 	        "it starts, how much it copies, what happens to the old sandbox." },
 	{ "status",
 	        "The observed state, written by the controller (read-only): phase, "
-	        "sandboxID, conditions, drift. See spacectl describe." },
+	        "sandboxID, conditions, drift, archive (the newest archive of the "
+	        "workspace). See spacectl describe." },
 };
 #define NOBJECTS (sizeof(OBJECTS) / sizeof(OBJECTS[0]))
 

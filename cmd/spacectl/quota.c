@@ -56,7 +56,8 @@ takes_value(const char *opt)
 {
 	static const char *const with[] = { "-o", "-l", "-f", "-L", "--output", "--selector",
 		"--filename", "--label-columns", "--sort-by", "--field-selector", "--watch-timeout",
-		"--mongodb-uri", "--database", "--timeout", "--context", "--grace-period", NULL };
+		"--mongodb-uri", "--database", "--timeout", "--context", "--grace-period",
+		"--config", NULL };
 
 	for (size_t i = 0; with[i]; i++) {
 		if (strcmp(opt, with[i]) == 0)

@@ -614,6 +614,7 @@ typedef struct sk_provider_config {
 	double creates_per_second; /* capacity.createsPerSecond: creates and resumes */
 	int max_queued; /* capacity.maxQueued */
 	int64_t evict_after_ms; /* capacity.evictAfter: a space connected to within it stays (1m) */
+	int64_t learned_for_ms; /* capacity.learnedFor: how long a cap the provider's 429 showed stands (5m) */
 	/* price (optional): per sandbox-hour running and paused */
 	bool has_price;
 	double price_running_per_hour;

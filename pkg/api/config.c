@@ -180,6 +180,7 @@ provider_defaults(sk_provider_config *p)
 	p->orphan_grace_ms = 600000;
 	p->max_queued = 1000;
 	p->evict_after_ms = 60000;
+	p->learned_for_ms = 5 * 60000;
 }
 
 sk_controller_config *
@@ -367,13 +368,13 @@ want_number(cfg_ctx *c, json_t *v, const char *path, double max, double *out)
 	return true;
 }
 
-/* capacity: {maxRunning, createsPerSecond, maxQueued} and price:
+/* capacity: {maxRunning, createsPerSecond, maxQueued, evictAfter, learnedFor} and price:
  * {runningPerHour, pausedPerHour}: what the provider's plan allows and costs. */
 static void
 decode_provider_plan(cfg_ctx *c, json_t *m, const char *path, sk_provider_config *p)
 {
 	static const char *const cap_fields[] = { "maxRunning", "createsPerSecond", "maxQueued",
-		"evictAfter", NULL };
+		"evictAfter", "learnedFor", NULL };
 	static const char *const price_fields[] = { "runningPerHour", "pausedPerHour", NULL };
 	json_t *cap = json_object_get(m, "capacity"), *price = json_object_get(m, "price"), *v;
 	char *sub = sk_path_join(path, "capacity"), *fp = NULL;
@@ -388,6 +389,8 @@ decode_provider_plan(cfg_ctx *c, json_t *m, const char *path, sk_provider_config
 			want_int(c, v, fp, 0, 1000000, &p->max_queued);
 		if ((v = json_object_get(cap, "evictAfter")) && SUB("evictAfter"))
 			want_duration(c, v, fp, 0, 86400000, &p->evict_after_ms);
+		if ((v = json_object_get(cap, "learnedFor")) && SUB("learnedFor"))
+			want_duration(c, v, fp, 1000, 86400000, &p->learned_for_ms);
 	}
 	free(sub);
 	sub = sk_path_join(path, "price");

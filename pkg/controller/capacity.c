@@ -10,7 +10,7 @@
  *             (a connect's own timeout bounds its place; a create at apply
  *             waits one resync period, then asks again);
  *   learned   the cap the provider's own 429 showed (what ran then), for
- *             LEARNED_MS, also when none is configured;
+ *             capacity.learnedFor (5m), also when none is configured;
  *   starts    the start rate (createsPerSecond), a token bucket (sk_limiter).
  * A slot freeing (a keeper seen paused or gone, a start that failed) wakes
  * the first waiters: the connect's wake request is put back, the key queued.
@@ -22,8 +22,6 @@
 
 #include "controller_int.h"
 
-/* How long the provider's refusal stands for its cap. */
-#define LEARNED_MS (5 * 60 * 1000)
 /* A create at apply waits this long beyond a resync for its turn. */
 #define CREATE_WAIT_EXTRA_MS 5000
 
@@ -55,6 +53,7 @@ typedef struct cap_provider {
 	int configured;
 	int learned; /* 0: none */
 	int64_t learned_until; /* monotonic */
+	int64_t learned_for; /* capacity.learnedFor */
 	double rate;
 	sk_limiter *starts; /* the start rate, NULL: none */
 	int max_queued;
@@ -122,6 +121,7 @@ sk_ctl_capacity_new(sk_controller *c)
 			p->starts = sk_limiter_new(&lo);
 		}
 		p->max_queued = pc->max_queued;
+		p->learned_for = pc->learned_for_ms;
 		snprintf(l, sizeof(l), "provider=\"%s\"", pc->name);
 		sk_metrics_set(c->metrics, SK_CTL_METRIC_SANDBOXES_RUNNING, l, 0);
 		sk_metrics_set(c->metrics, SK_CTL_METRIC_CAPACITY_MAX, l, p->configured);
@@ -384,12 +384,29 @@ evict(sk_controller *c, const char *victim, const char *reason)
 	        prov >= 0 ? c->cfg->providers[prov].name : "", reason);
 }
 
+/* In how many ms the first candidate connected to too recently may be
+ * evicted (0: none will be by waiting alone). */
+static int64_t
+next_evictable(const sk_capacity_candidate *x, size_t n, int64_t now, int64_t recent)
+{
+	int64_t next = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int64_t due = x[i].activity_ms + recent - now;
+		if (!x[i].busy && !x[i].always_on && !x[i].evicting && due > 0 &&
+		        (next == 0 || due < next))
+			next = due;
+	}
+	return next;
+}
+
 /* Picks the space to evict at prov (a capacity eviction, prefer's tenant
  * first) or in only's tenant (a quota's), and asks it to pause unless
- * dry; false when none may be. evictAfter is the space's provider's. */
+ * dry; false when none may be, with *next_ms (may be NULL) when one may be
+ * later. evictAfter is the space's provider's. */
 static bool
 evict_one(sk_controller *c, int prov, const sk_spacequota *only, const sk_spacequota *prefer,
-        bool dry, char *victim, size_t len)
+        bool dry, char *victim, size_t len, int64_t *next_ms)
 {
 	sk_ctl_capacity *cap = c->capacity;
 	cap_pick pk = { prov, only, only != NULL ? only : prefer, NULL, 0, 0 };
@@ -407,6 +424,8 @@ evict_one(sk_controller *c, int prov, const sk_spacequota *only, const sk_spaceq
 		snprintf(victim, len, "%s", pk.items[i].name);
 		evict(c, victim, only != NULL ? "quota" : "capacity");
 	}
+	if (next_ms != NULL)
+		*next_ms = i >= 0 ? 0 : next_evictable(pk.items, pk.n, now, recent);
 	for (size_t j = 0; j < pk.n; j++)
 		free((char *)pk.items[j].name);
 	free(pk.items);
@@ -491,7 +510,7 @@ quota_hold(sk_controller *c, cap_provider *p, const sk_userspace *us, quota_verd
 	p->queue[at].refused = true;
 	pthread_mutex_unlock(&cap->mu);
 	if (v == QUOTA_EVICT)
-		evict_one(c, -1, q, NULL, false, victim, sizeof(victim));
+		evict_one(c, -1, q, NULL, false, victim, sizeof(victim), NULL);
 	sk_quota_running_message(q, used, msg, sizeof(msg));
 	snprintf(why, len, "%s%s%s", msg, victim[0] ? "; evicting " : "", victim);
 	if (wake)
@@ -527,7 +546,8 @@ sk_ctl_capacity_may_start(void *controller, const sk_userspace *us, char *why, s
 	const sk_spacequota *q = NULL;
 	quota_verdict qv;
 	int qused = 0;
-	bool ok;
+	int64_t next_ms = 0;
+	bool ok, wake_again;
 
 	if (prov < 0)
 		return true;
@@ -585,9 +605,18 @@ sk_ctl_capacity_may_start(void *controller, const sk_userspace *us, char *why, s
 		at = (ssize_t)queue_enter(
 		        p, name, mono + c->cfg->resync_ms + CREATE_WAIT_EXTRA_MS, false);
 	p->queue[at].refused = true;
+	wake_again = p->queue[at].wake;
 	pthread_mutex_unlock(&cap->mu);
-	if (v == SK_CAPACITY_EVICT)
-		evict_one(c, prov, NULL, tenant_of(set, us), false, victim, sizeof(victim));
+	if (v == SK_CAPACITY_EVICT &&
+	        !evict_one(c, prov, NULL, tenant_of(set, us), false, victim, sizeof(victim),
+	                &next_ms) &&
+	        next_ms > 0) {
+		/* nothing to evict yet: ask again when the first just-connected
+		 * space may be (no slot frees to kick this start meanwhile) */
+		if (wake_again)
+			sk_ctl_space_request(c, name, true, false);
+		sk_workqueue_add_after(c->q, name, next_ms + 10);
+	}
 	sk_ctl_quotas_put(c, set);
 	snprintf(why, len, "provider %s is at capacity (%d of %d running)%s%s",
 	        c->cfg->providers[prov].name, st.running, max, victim[0] ? "; evicting " : "",
@@ -647,7 +676,7 @@ sk_ctl_capacity_note(
 		size_t at;
 		if (k.awake > 0 && (p->learned == 0 || k.awake < p->learned)) {
 			p->learned = k.awake;
-			p->learned_until = mono + LEARNED_MS;
+			p->learned_until = mono + p->learned_for;
 		}
 		at = queue_enter(p, name, mono + c->cfg->resync_ms, false);
 		p->queue[at].refused = true;
@@ -708,7 +737,7 @@ quota_admits_wake(sk_controller *c, const sk_userspace *us, sk_http_reply *r)
 	v = quota_decide(cap, set, us, &q, &used);
 	pthread_mutex_unlock(&cap->mu);
 	ok = v == QUOTA_OK || v == QUOTA_WAIT ||
-	        (v == QUOTA_EVICT && evict_one(c, -1, q, NULL, true, NULL, 0));
+	        (v == QUOTA_EVICT && evict_one(c, -1, q, NULL, true, NULL, 0, NULL));
 	if (!ok) {
 		sk_quota_running_message(q, used, msg, sizeof(msg));
 		snprintf(r->retry_after, sizeof(r->retry_after), "%d", 5);

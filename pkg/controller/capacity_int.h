@@ -6,7 +6,7 @@
  * last activity is oldest (sk_capacity_pick_victim), else waits in the
  * provider's FIFO queue; connects beyond maxQueued waiting get 429. The
  * provider's own 429 on a start lowers the cap to what runs then (for
- * LEARNED_MS). Starts also pass a token bucket at createsPerSecond.
+ * capacity.learnedFor). Starts also pass a token bucket at createsPerSecond.
  */
 #ifndef SK_CONTROLLER_CAPACITY_INT_H
 #define SK_CONTROLLER_CAPACITY_INT_H

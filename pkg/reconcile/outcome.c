@@ -174,7 +174,8 @@ sk_plan_settled(const sk_userspace *us)
 
 	return sk_kvlist_get(&us->meta.annotations, SK_ANNOTATION_PAUSED) != NULL ||
 	        p == SK_PHASE_PAUSED || p == SK_PHASE_DEGRADED || p == SK_PHASE_ERROR ||
-	        p == SK_PHASE_IDLE || (p == SK_PHASE_RUNNING && sk_userspace_is_ready(us));
+	        p == SK_PHASE_IDLE || p == SK_PHASE_ARCHIVED ||
+	        (p == SK_PHASE_RUNNING && sk_userspace_is_ready(us));
 }
 
 /* ---- connect ---- */

@@ -191,8 +191,8 @@ sk_plan_archive_running(sk_pctx *c, const sk_sandbox *k)
 
 	if (c->prev->archive.intent_ms == 0 || c->hold)
 		return false;
-	if (c->ob->wake || !c->o->archive) {
-		a->intent_ms = 0; /* the user came back first: no archive now */
+	if (c->ob->wake || c->ob->activity_ms > c->prev->archive.intent_ms || !c->o->archive) {
+		a->intent_ms = 0; /* the user came back first (a connect, a heartbeat) */
 		return false;
 	}
 	/* woken by the archive, which did not finish: still asleep for the user */

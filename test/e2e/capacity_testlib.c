@@ -26,57 +26,32 @@ pid_t capw_sim_pid, capw_keeper_pid;
 int capw_main_port, capw_connect_port;
 const char *capw_provider_type = "e2b";
 
-static size_t
-capw_collect(char *p, size_t size, size_t n, void *arg)
-{
-	sk_buf_append(arg, p, size * n);
-	return size * n;
-}
-
 /* The status (0: no answer); *out (may be NULL) the body, caller frees.
- * hdrs: extra headers, NULL-terminated (may be NULL). */
+ * hdrs: more headers after the simulator's key, NULL-terminated (may be NULL). */
 long
 capw_http(
         const char *method, const char *url, const char *body, const char *const *hdrs, char **out)
 {
-	CURL *h = curl_easy_init();
-	struct curl_slist *hl = NULL;
-	sk_buf b = SK_BUF_INIT(16 << 20);
-	long status = 0;
+	const char *all[8] = { "X-API-Key: " API_KEY };
+	sk_test_req r = { .method = method, .body = body, .extra = all };
+	size_t n = 1;
+	long st;
 
-	hl = curl_slist_append(hl, "X-API-Key: " API_KEY);
-	for (size_t i = 0; hdrs && hdrs[i]; i++)
-		hl = curl_slist_append(hl, hdrs[i]);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, 120L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, capw_collect);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-	if (body)
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	if (curl_easy_perform(h) == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(hl);
-	curl_easy_cleanup(h);
-	sk_buf_append(&b, "", 0);
+	for (size_t i = 0; hdrs && hdrs[i] && n + 1 < sizeof(all) / sizeof(all[0]); i++)
+		all[n++] = hdrs[i];
+	st = sk_test_http_do(url, &r);
 	if (out)
-		*out = sk_buf_detach(&b);
-	sk_buf_dispose(&b);
-	return status;
+		*out = r.out;
+	else
+		free(r.out);
+	free(r.headers);
+	return st;
 }
 
 json_t *
 capw_http_json(const char *method, const char *url, long *status)
 {
-	char *text = NULL;
-	long st = capw_http(method, url, NULL, NULL, &text);
-	json_t *v = json_loads(text ? text : "", 0, NULL);
-
-	free(text);
-	if (status)
-		*status = st;
-	return v;
+	return sk_test_http_json(method, url, NULL, status);
 }
 
 json_int_t
@@ -160,36 +135,25 @@ capw_count_phase(json_t *ph, const char *want)
 void
 capw_keeper_start(const char *capacity)
 {
-	char yaml[2048], cfg[600], url[128];
-	const char *env[] = { "E2B_API_KEY=" API_KEY, NULL };
-	const char *argv[] = { "spacekeeper", "--config", cfg, "--mongodb-uri", capw_mongo_uri,
-		"--database", capw_db, "--poll", "200ms", "--log-level", "debug", NULL };
-	int64_t deadline;
+	char provider[512];
+	sk_test_world w = { 0 };
+	sk_test_keeper_opts o = { .provider_type = capw_provider_type,
+		.provider = provider,
+		.controller = "  workers: 4\n  resyncPeriod: 3s\n",
+		.log_level = "debug" };
 
-	capw_main_port = sk_test_free_port();
-	capw_connect_port = sk_test_free_port();
-	snprintf(yaml, sizeof(yaml),
-	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
-	        "providers:\n  - name: default\n    type: %s\n    apiURL: %s\n"
-	        "    sandboxURL: %s\n    apiKeyEnv: E2B_API_KEY\n    requestTimeout: 5s\n"
-	        "    capacity: {%s}\n"
-	        "    price: {runningPerHour: 3600, pausedPerHour: 360}\n"
-	        "controller:\n  workers: 4\n  resyncPeriod: 3s\n  listen: 127.0.0.1:%d\n"
-	        "  connectListen: 127.0.0.1:%d\n",
-	        capw_provider_type, capw_sim_url, capw_sim_url, capacity, capw_main_port,
-	        capw_connect_port);
-	snprintf(cfg, sizeof(cfg), "%s", sk_test_write_file("config.yaml", yaml));
-	snprintf(capw_keeper_log, sizeof(capw_keeper_log), "%s/keeper-%s.log", sk_test_tmpdir(),
-	        capw_db);
-	capw_keeper_pid = sk_test_spawn(argv, env, capw_keeper_log);
-	ck_assert_msg(
-	        sk_test_wait_port(capw_main_port, 20000), "no listener (%s)", capw_keeper_log);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", capw_main_port);
-	deadline = sk_monotonic_ms() + 30000;
-	while (capw_http("GET", url, NULL, NULL, NULL) != 200) {
-		ck_assert_msg(sk_monotonic_ms() < deadline, "not ready (%s)", capw_keeper_log);
-		sk_sleep_ms(50);
-	}
+	snprintf(provider, sizeof(provider),
+	        "    requestTimeout: 5s\n    capacity: {%s}\n"
+	        "    price: {runningPerHour: 3600, pausedPerHour: 360}\n",
+	        capacity);
+	snprintf(w.db, sizeof(w.db), "%s", capw_db);
+	snprintf(w.mongo_uri, sizeof(w.mongo_uri), "%s", capw_mongo_uri);
+	snprintf(w.sim_url, sizeof(w.sim_url), "%s", capw_sim_url);
+	sk_test_keeper_start(&w, &o);
+	capw_main_port = w.main_port;
+	capw_connect_port = w.connect_port;
+	capw_keeper_pid = w.keeper_pid;
+	snprintf(capw_keeper_log, sizeof(capw_keeper_log), "%s", w.log);
 }
 
 void

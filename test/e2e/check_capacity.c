@@ -183,7 +183,7 @@ waiting_connect(void *arg)
 	char retry[16], *body = NULL;
 	long *st = arg;
 
-	*st = connect_raw(waiting_user, "8s", &body, retry);
+	*st = connect_raw(waiting_user, "20s", &body, retry);
 	free(body);
 	return NULL;
 }
@@ -255,6 +255,69 @@ START_TEST(test_queue_full)
 	pthread_join(th, NULL);
 	ck_assert_msg(waited != 200 && waited != 0, "%s ended %ld", idle[0], waited);
 	ck_assert_int_le(capw_sim_stat("max_running"), 2);
+	json_decref(ph);
+	capw_world_stop();
+}
+END_TEST
+
+/* ---- a learned cap expires ---- */
+
+static double
+metric(const char *series)
+{
+	char url[128], *text = NULL, *at;
+	double v = -1;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", capw_main_port);
+	capw_http("GET", url, NULL, NULL, &text);
+	if (text && (at = strstr(text, series)) != NULL)
+		v = strtod(at + strlen(series), NULL);
+	free(text);
+	return v;
+}
+
+/* The simulator caps at 3 (nothing configured): the controller learns 3
+ * from its 429s; the plan is raised to 10; after learnedFor (5 s) the
+ * learned cap is gone and the two sleeping users wake with no eviction. */
+START_TEST(test_learned_cap_expires)
+{
+	static const char *const sim_args[] = { "--max-running", "3", NULL };
+	const char *evictions =
+	        "spacekeeper_evictions_total{provider=\"default\",reason=\"capacity\"} ";
+	int64_t deadline = sk_monotonic_ms() + 120000;
+	const char *idle[2];
+	char url[200];
+	double before;
+	capw_attach a;
+	json_t *ph = NULL;
+	int ni = 0;
+
+	capw_world_start_n(sim_args, "evictAfter: 1s, learnedFor: 5s", 5);
+	for (;;) {
+		json_decref(ph);
+		ph = capw_phases();
+		if (capw_count_phase(ph, "Running") == 3 && capw_count_phase(ph, "Idle") == 2)
+			break;
+		ck_assert_msg(sk_monotonic_ms() < deadline, "not settled (%s)", capw_keeper_log);
+		sk_sleep_ms(250);
+	}
+	for (int i = 1; i <= 5; i++) {
+		static const char *const names[] = { "", "u01", "u02", "u03", "u04", "u05" };
+		if (strcmp(json_string_value(json_object_get(ph, names[i])), "Idle") == 0)
+			idle[ni++] = names[i];
+	}
+	ck_assert_int_eq(ni, 2);
+	ck_assert_int_eq(metric("spacekeeper_capacity_max{provider=\"default\"} "), 3);
+	snprintf(url, sizeof(url), "%s/_sim/faults", capw_sim_url);
+	ck_assert_int_eq(
+	        capw_http("POST", url, "{\"caps\": {\"max_running\": 10}}", NULL, NULL), 200);
+	sk_sleep_ms(6000); /* past learnedFor */
+	before = metric(evictions);
+	capw_connect_user(idle[0], &a);
+	capw_connect_user(idle[1], &a);
+	ck_assert_int_eq(metric(evictions), before); /* nobody paused for them */
+	ck_assert_int_eq(capw_sim_stat("running"), 5);
+	ck_assert_int_eq(metric("spacekeeper_capacity_max{provider=\"default\"} "), 0);
 	json_decref(ph);
 	capw_world_stop();
 }
@@ -454,6 +517,7 @@ sk_suite_capacity(void)
 	tcase_add_test(tc, test_cap_only_at_provider);
 	tcase_add_test(tc, test_queue_full);
 	tcase_add_test(tc, test_daytona_cap);
+	tcase_add_test(tc, test_learned_cap_expires);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("usage");
 	tcase_set_timeout(tc, 200);

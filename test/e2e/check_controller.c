@@ -32,123 +32,12 @@ static int connect_port; /* controller.connectListen */
 static char cfg_path[600];
 static int keeper_runs;
 
-/* ---- leftovers: a failed assertion ends the forked test without its
- * teardown, so every child is recorded and the runner kills stragglers ---- */
-
-static void
-track_pid(pid_t pid)
-{
-	char path[600];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/controller-pids", sk_test_tmpdir());
-	f = fopen(path, "a");
-	if (f) {
-		fprintf(f, "%d\n", (int)pid);
-		fclose(f);
-	}
-}
-
-static bool
-is_ours(int pid)
-{
-	char path[64], cmd[256] = "";
-	FILE *f;
-	size_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	n = fread(cmd, 1, sizeof(cmd) - 1, f);
-	fclose(f);
-	cmd[n] = '\0';
-	return strstr(cmd, "sandboxsim") || strstr(cmd, "spacekeeper") || strstr(cmd, "ferretdb");
-}
-
-static void
-kill_leftovers(void)
-{
-	char path[600];
-	FILE *f;
-	int pid;
-
-	snprintf(path, sizeof(path), "%s/controller-pids", sk_test_tmpdir());
-	f = fopen(path, "r");
-	if (!f)
-		return;
-	while (fscanf(f, "%d", &pid) == 1)
-		if (pid > 0 && is_ours(pid))
-			kill(pid, SIGKILL);
-	fclose(f);
-	unlink(path);
-}
-
 /* ---- HTTP against the simulator and the controller ---- */
-
-static size_t
-collect(char *p, size_t size, size_t n, void *arg)
-{
-	sk_buf *b = arg;
-
-	sk_buf_append(b, p, size * n);
-	return size * n;
-}
-
-/* Returns the HTTP status (0 when the request failed); *body caller-freed. */
-static long
-http(const char *method, const char *url, const char *body, char **out)
-{
-	CURL *h = curl_easy_init();
-	struct curl_slist *hdr = NULL;
-	sk_buf b = SK_BUF_INIT(64 << 20);
-	long status = 0;
-
-	hdr = curl_slist_append(hdr, "Content-Type: application/json");
-	hdr = curl_slist_append(hdr, "X-API-Key: e2b_0000000000000000000000000000000000000000");
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-	if (body)
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	if (strcmp(method, "HEAD") == 0)
-		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-	if (curl_easy_perform(h) == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
-	sk_buf_append(&b, "", 0);
-	if (out)
-		*out = sk_buf_detach(&b);
-	sk_buf_dispose(&b);
-	return status;
-}
-
-static json_t *
-http_json(const char *method, const char *url, const char *body, long *status)
-{
-	char *text = NULL;
-	long st = http(method, url, body, &text);
-	json_t *v = json_loads(text ? text : "", 0, NULL);
-
-	free(text);
-	if (status)
-		*status = st;
-	return v;
-}
 
 static void
 sim_post(const char *path, const char *body)
 {
-	char url[256];
-	long st;
-
-	snprintf(url, sizeof(url), "%s%s", sim_url, path);
-	st = http("POST", url, body, NULL);
-	ck_assert_msg(st >= 200 && st < 300, "POST %s: %ld", path, st);
+	sk_test_sim_post(sim_url, path, body);
 }
 
 /* Every sandbox the simulator holds (any state). */
@@ -159,7 +48,7 @@ sim_sandboxes(void)
 	json_t *v;
 
 	snprintf(url, sizeof(url), "%s/_sim/sandboxes", sim_url);
-	v = http_json("GET", url, NULL, NULL);
+	v = sk_test_http_json("GET", url, NULL, NULL);
 	ck_assert_msg(json_is_array(v), "GET /_sim/sandboxes");
 	return v;
 }
@@ -178,7 +67,7 @@ sim_create(const char *user_id, const char *userspace)
 	        "{\"templateID\":\"base\",\"timeout\":3600,\"metadata\":{\"user_id\":\"%s\","
 	        "\"userspace\":\"%s\",\"managed_by\":\"spacekeeper\"}}",
 	        user_id, userspace);
-	v = http_json("POST", url, body, &st);
+	v = sk_test_http_json("POST", url, body, &st);
 	ck_assert_msg(st == 201 || st == 200, "sim create: %ld", st);
 	id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
 	json_decref(v);
@@ -369,7 +258,7 @@ keeper_wait_ready(const char *log)
 	int64_t deadline = sk_monotonic_ms() + 30000;
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", keeper_port);
-	while (http("GET", url, NULL, NULL) != 200) {
+	while (sk_test_http("GET", url, NULL, NULL) != 200) {
 		ck_assert_msg(sk_monotonic_ms() < deadline, "spacekeeper not ready (%s)", log);
 		sk_sleep_ms(50);
 	}
@@ -385,7 +274,6 @@ keeper_start(void)
 
 	snprintf(log, sizeof(log), "%s/spacekeeper-%s-%d.log", sk_test_tmpdir(), db, ++keeper_runs);
 	keeper_pid = sk_test_spawn(argv, env, log);
-	track_pid(keeper_pid);
 	ck_assert_msg(
 	        sk_test_wait_port(keeper_port, 20000), "spacekeeper did not listen (%s)", log);
 	keeper_wait_ready(log);
@@ -410,7 +298,6 @@ setup(void)
 	snprintf(db, sizeof(db), "%s", sk_test_unique_db());
 	snprintf(mongo_uri, sizeof(mongo_uri), "%s", sk_test_mongodb_uri());
 	sim_pid = sk_test_sim_start(args, sim_url, sizeof(sim_url));
-	track_pid(sim_pid);
 	keeper_pid = 0;
 	write_config(NULL);
 }
@@ -506,7 +393,7 @@ sim_stat(const char *endpoint)
 	int n = 0;
 
 	snprintf(url, sizeof(url), "%s/_sim/stats", sim_url);
-	v = http_json("GET", url, NULL, NULL);
+	v = sk_test_http_json("GET", url, NULL, NULL);
 	req = json_object_get(json_object_get(v, "requests"), endpoint);
 	if (json_is_integer(req)) {
 		n = (int)json_integer_value(req);
@@ -630,7 +517,7 @@ connect_within(const char *name, int timeout_s, json_t **out)
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/%s/connect?timeout=%ds",
 	        connect_port, name, timeout_s);
-	v = http_json("POST", url, "", &st);
+	v = sk_test_http_json("POST", url, "", &st);
 	ck_assert_msg(st == 200, "connect %s: %ld", name, st);
 	ck_assert(json_is_true(json_object_get(v, "ready")));
 	if (out)
@@ -806,7 +693,7 @@ orphan_metric(void *arg)
 
 	(void)arg;
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", keeper_port);
-	http("GET", url, NULL, &body);
+	sk_test_http("GET", url, NULL, &body);
 	ok = body && strstr(body, "spacekeeper_orphan_sandboxes{provider=\"default\"} 1\n");
 	free(body);
 	return ok;
@@ -898,7 +785,7 @@ metrics_line(const char *series, const char *value)
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", keeper_port);
 	snprintf(want, sizeof(want), "\n%s %s\n", series, value);
-	ok = http("GET", url, NULL, &body) == 200 && body && strstr(body, want);
+	ok = sk_test_http("GET", url, NULL, &body) == 200 && body && strstr(body, want);
 	free(body);
 	return ok;
 }
@@ -987,7 +874,6 @@ START_TEST(test_i_ferretdb_restart)
 
 	snprintf(dir, sizeof(dir), "%s/fdb-restart-%s", sk_test_tmpdir(), db);
 	fdb = sk_test_ferretdb_start_at(dir, port);
-	track_pid(fdb);
 	snprintf(mongo_uri, sizeof(mongo_uri), "mongodb://127.0.0.1:%d", port);
 	apply_users(10, "i", NULL);
 	keeper_start();
@@ -996,7 +882,6 @@ START_TEST(test_i_ferretdb_restart)
 	sleep(4); /* polls, status writes and resyncs fail meanwhile */
 	ck_assert_int_eq(kill(keeper_pid, 0), 0);
 	fdb = sk_test_ferretdb_start_at(dir, port);
-	track_pid(fdb);
 	apply_users(10, "k", NULL);
 	ck_assert_msg(eventually(converged, &c2, 60), "no convergence after the restart");
 	ck_assert(converged(&c1));
@@ -1129,26 +1014,16 @@ END_TEST
 static char *
 envd_get(const char *id, const char *path, long *status)
 {
-	CURL *h = curl_easy_init();
-	struct curl_slist *hdr = NULL;
-	sk_buf b = SK_BUF_INIT(1 << 20);
 	char url[1024], hid[160];
+	const char *const hdrs[] = { hid, "E2b-Sandbox-Port: 49983", NULL };
+	sk_test_req r = { .extra = hdrs, .timeout_s = 10 };
 
 	snprintf(url, sizeof(url), "%s%s", sim_url, path);
 	snprintf(hid, sizeof(hid), "E2b-Sandbox-Id: %s", id);
-	hdr = curl_slist_append(hdr, hid);
-	hdr = curl_slist_append(hdr, "E2b-Sandbox-Port: 49983");
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-	ck_assert_int_eq(curl_easy_perform(h), CURLE_OK);
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-	sk_buf_append(&b, "", 0);
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
-	return sk_buf_detach(&b);
+	*status = sk_test_http_do(url, &r);
+	ck_assert_msg(*status != 0, "GET %s of %s: no answer", path, id);
+	free(r.headers);
+	return r.out;
 }
 
 /* GET /envs of a sandbox's envd at the simulator: the value of key, or NULL. */
@@ -1326,7 +1201,6 @@ START_TEST(test_workspace_gone_while_asleep)
 
 	sk_test_stop(sim_pid, true);
 	sim_pid = sk_test_sim_start(args, sim_url, sizeof(sim_url));
-	track_pid(sim_pid);
 	write_config(NULL);
 	apply_yaml("gone.yaml",
 	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
@@ -1357,7 +1231,7 @@ page_text(const char *path)
 	char url[256], *body = NULL;
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", keeper_port, path);
-	ck_assert_int_eq(http("GET", url, NULL, &body), 200);
+	ck_assert_int_eq(sk_test_http("GET", url, NULL, &body), 200);
 	return body;
 }
 
@@ -1416,7 +1290,6 @@ START_TEST(test_retention_warning_without_archive)
 
 	sk_test_stop(sim_pid, true);
 	sim_pid = sk_test_sim_start(args, sim_url, sizeof(sim_url));
-	track_pid(sim_pid);
 	write_config("    pausedRetention: 40s\n");
 	apply_yaml("sleepy.yaml",
 	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
@@ -1523,7 +1396,7 @@ START_TEST(test_connect_unreachable_report)
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/rep/connect?timeout=20s",
 	        connect_port);
 	t0 = sk_monotonic_ms();
-	v = http_json("POST", url, "", &st);
+	v = sk_test_http_json("POST", url, "", &st);
 	ck_assert_int_eq(st, 503);
 	ck_assert_int_lt(sk_monotonic_ms() - t0, 2000);
 	ck_assert_str_eq(json_string_value(json_object_get(v, "reason")), "DataPlaneUnreachable");
@@ -1532,18 +1405,18 @@ START_TEST(test_connect_unreachable_report)
 	/* Bad timeouts are the caller's mistake, not the default. */
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/rep/connect?timeout=abc",
 	        connect_port);
-	ck_assert_int_eq(http("POST", url, "", NULL), 400);
+	ck_assert_int_eq(sk_test_http("POST", url, "", NULL), 400);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/rep/sandbox?timeout=-1s",
 	        connect_port);
-	ck_assert_int_eq(http("GET", url, NULL, NULL), 400);
+	ck_assert_int_eq(sk_test_http("GET", url, NULL, NULL), 400);
 	/* HEAD is a read: it never creates or resumes. */
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/rep/sandbox", connect_port);
-	ck_assert_int_eq(http("HEAD", url, NULL, NULL), 405);
+	ck_assert_int_eq(sk_test_http("HEAD", url, NULL, NULL), 405);
 	/* The heartbeat: 204, no body. */
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/rep/activity", connect_port);
-	ck_assert_int_eq(http("POST", url, "", NULL), 204);
+	ck_assert_int_eq(sk_test_http("POST", url, "", NULL), 204);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/nobody/activity", connect_port);
-	ck_assert_int_eq(http("POST", url, "", NULL), 404);
+	ck_assert_int_eq(sk_test_http("POST", url, "", NULL), 404);
 	free(id);
 	keeper_stop_checked();
 }
@@ -1593,14 +1466,13 @@ START_TEST(test_connect_during_start_waits)
 	sim_post("/_sim/faults", "{\"latency\": {\"list\": {\"fixed_ms\": 2000}}}");
 	snprintf(log, sizeof(log), "%s/spacekeeper-%s-%d.log", sk_test_tmpdir(), db, ++keeper_runs);
 	keeper_pid = sk_test_spawn(argv, env, log);
-	track_pid(keeper_pid);
 	ck_assert_msg(
 	        sk_test_wait_port(keeper_port, 20000), "spacekeeper did not listen (%s)", log);
 	snprintf(ready, sizeof(ready), "http://127.0.0.1:%d/readyz", keeper_port);
-	ck_assert_int_eq(http("GET", ready, NULL, NULL), 503); /* still listing */
+	ck_assert_int_eq(sk_test_http("GET", ready, NULL, NULL), 503); /* still listing */
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/early-user/sandbox?timeout=30s",
 	        connect_port);
-	v = http_json("GET", url, NULL, &st);
+	v = sk_test_http_json("GET", url, NULL, &st);
 	ck_assert_msg(st == 200, "connect during start: %ld (%s)", st, log);
 	ck_assert(json_is_true(json_object_get(v, "ready")));
 	json_decref(v);
@@ -1622,13 +1494,13 @@ START_TEST(test_http_endpoints_and_connect)
 	        "metadata:\n  name: sleepy\nspec:\n  userID: sleepy\n  mode: Paused\n");
 	keeper_start();
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/healthz", keeper_port);
-	ck_assert_int_eq(http("GET", url, NULL, NULL), 200);
+	ck_assert_int_eq(sk_test_http("GET", url, NULL, NULL), 200);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", keeper_port);
-	ck_assert_int_eq(http("GET", url, NULL, NULL), 200);
+	ck_assert_int_eq(sk_test_http("GET", url, NULL, NULL), 200);
 	/* Connect answers once the sandbox is Ready, whatever state it was in. */
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/web/connect?timeout=30s",
 	        connect_port);
-	v = http_json("POST", url, "", &st);
+	v = sk_test_http_json("POST", url, "", &st);
 	ck_assert_int_eq(st, 200);
 	ck_assert_int_eq(json_is_true(json_object_get(v, "ready")), 1);
 	ck_assert_str_eq(json_string_value(json_object_get(v, "state")), "Running");
@@ -1647,7 +1519,7 @@ START_TEST(test_http_endpoints_and_connect)
 		        connect_port);
 		for (int i = 0; i < 120; i++) {
 			bool running;
-			all = http_json("GET", url, NULL, &st);
+			all = sk_test_http_json("GET", url, NULL, &st);
 			ck_assert_int_eq(st, 200);
 			ck_assert_str_eq(json_string_value(json_object_get(all, "sandboxID")), id);
 			json_decref(all);
@@ -1665,15 +1537,15 @@ START_TEST(test_http_endpoints_and_connect)
 	json_decref(v);
 	snprintf(
 	        url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/sleepy/connect", connect_port);
-	v = http_json("POST", url, "", &st);
+	v = sk_test_http_json("POST", url, "", &st);
 	ck_assert_int_eq(st, 503);
 	ck_assert_str_eq(json_string_value(json_object_get(v, "reason")), "ModePaused");
 	json_decref(v);
 	snprintf(
 	        url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/nobody/connect", connect_port);
-	ck_assert_int_eq(http("POST", url, "", NULL), 404);
+	ck_assert_int_eq(sk_test_http("POST", url, "", NULL), 404);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", keeper_port);
-	ck_assert_int_eq(http("GET", url, NULL, &body), 200);
+	ck_assert_int_eq(sk_test_http("GET", url, NULL, &body), 200);
 	ck_assert_ptr_nonnull(strstr(body,
 	        "controller_runtime_reconcile_total{controller="
 	        "\"userspace\",result=\"requeue_after\"}"));
@@ -1709,7 +1581,7 @@ START_TEST(test_status_page)
 	keeper_start();
 	ck_assert(eventually(converged, &c, 60));
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", keeper_port);
-	ck_assert_int_eq(http("GET", url, NULL, &body), 200);
+	ck_assert_int_eq(sk_test_http("GET", url, NULL, &body), 200);
 	ck_assert_ptr_nonnull(strstr(body, "<h2>Spaces by phase</h2>"));
 	{
 		/* the reconciles that converged pg000 are counted in the reconcile
@@ -1725,7 +1597,7 @@ START_TEST(test_status_page)
 	ck_assert_ptr_null(strstr(body, "<script"));
 	free(body);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/spaces/pg000", keeper_port);
-	ck_assert_int_eq(http("GET", url, NULL, &body), 200);
+	ck_assert_int_eq(sk_test_http("GET", url, NULL, &body), 200);
 	ck_assert_ptr_nonnull(
 	        strstr(body, "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; more"));
 	ck_assert_ptr_null(strstr(body, "<script"));
@@ -1736,7 +1608,7 @@ START_TEST(test_status_page)
 	        strstr(body, "<h2>At the provider</h2><p>The last list of default ("));
 	free(body);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/spaces/nobody", keeper_port);
-	ck_assert_int_eq(http("GET", url, NULL, &body), 404);
+	ck_assert_int_eq(sk_test_http("GET", url, NULL, &body), 404);
 	ck_assert_ptr_nonnull(strstr(body, "No such UserSpace."));
 	free(body);
 	keeper_stop_checked();
@@ -1855,7 +1727,6 @@ archive_start(const char *provider_extra)
 	snprintf(gw_dir, sizeof(gw_dir), "%s/e2e-s3-%d", sk_test_tmpdir(), gw_port);
 	gw_pid = sk_test_s3_start(
 	        gw_dir, gw_port, "spaces", S3_ACCESS, S3_SECRET, gw_url, sizeof(gw_url));
-	track_pid(gw_pid);
 	snprintf(block, sizeof(block),
 	        "%sarchive:\n  endpoint: %s\n  bucket: spaces\n  prefix: spaces\n"
 	        "  accessKeyFile: %s\n  secretKeyFile: %s\n",
@@ -1869,7 +1740,6 @@ archive_gw_restart(void)
 {
 	gw_pid = sk_test_s3_start(
 	        gw_dir, gw_port, "spaces", S3_ACCESS, S3_SECRET, gw_url, sizeof(gw_url));
-	track_pid(gw_pid);
 }
 
 static sk_provider *
@@ -2042,6 +1912,7 @@ user_sandboxes(const char *user)
 START_TEST(test_archive_after_sleep_and_restore)
 {
 	const char *describe[] = { "describe", "userspace", "deep", NULL };
+	const char *get[] = { "get", "userspace", "deep", NULL };
 	sk_provider *p;
 	char *id, *ref, *out = NULL, *val;
 	json_t *v;
@@ -2067,6 +1938,9 @@ START_TEST(test_archive_after_sleep_and_restore)
 	ck_assert_int_eq(spacectl(describe, &out), 0);
 	ck_assert_msg(strstr(out, "Files:") && strstr(out, "archive s3://spaces/spaces/deep/1/"),
 	        "describe: %s", out);
+	free(out);
+	ck_assert_int_eq(spacectl(get, &out), 0);
+	ck_assert_msg(strstr(out, "Archived") != NULL, "get: %s", out);
 	free(out);
 	/* a connect restores it */
 	connect_within("deep", 55, &v);
@@ -2099,7 +1973,6 @@ START_TEST(test_archive_before_retention)
 
 	sk_test_stop(sim_pid, true);
 	sim_pid = sk_test_sim_start(args, sim_url, sizeof(sim_url));
-	track_pid(sim_pid);
 	archive_start("    pausedRetention: 40s\n");
 	apply_yaml("kept.yaml",
 	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
@@ -2274,11 +2147,9 @@ sk_suite_controller(void)
 	TCase *archive = tcase_create("archive");
 
 	tcase_set_timeout(retention, 300);
-	tcase_add_unchecked_fixture(retention, NULL, kill_leftovers);
 	tcase_add_checked_fixture(retention, setup, teardown);
 	tcase_add_test(retention, test_retention_warning_without_archive);
 	tcase_set_timeout(archive, 600);
-	tcase_add_unchecked_fixture(archive, NULL, kill_leftovers);
 	tcase_add_checked_fixture(archive, setup, archive_teardown);
 	tcase_add_test(archive, test_archive_after_sleep_and_restore);
 	tcase_add_test(archive, test_archive_before_retention);
@@ -2287,9 +2158,6 @@ sk_suite_controller(void)
 	tcase_set_timeout(core, 300);
 	tcase_set_timeout(fault, 300);
 	tcase_set_timeout(daemon, 300);
-	tcase_add_unchecked_fixture(core, NULL, kill_leftovers);
-	tcase_add_unchecked_fixture(fault, NULL, kill_leftovers);
-	tcase_add_unchecked_fixture(daemon, NULL, kill_leftovers);
 	tcase_add_checked_fixture(core, setup, teardown);
 	tcase_add_checked_fixture(fault, setup, teardown);
 	tcase_add_checked_fixture(daemon, setup, teardown);

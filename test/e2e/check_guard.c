@@ -8,7 +8,6 @@
  */
 #include <arpa/inet.h>
 #include <check.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <mongoc/mongoc.h>
@@ -33,125 +32,19 @@ Suite *sk_suite_guard(void);
 #define ASSERT_HAS(hay, needle)                                                                    \
 	ck_assert_msg(strstr((hay), (needle)) != NULL, "expected \"%s\" in:\n%s", (needle), (hay))
 
-static char db[64];
-static char mongo_uri[128];
-static char sim_url[128];
-static pid_t sim_pid, keeper_pid;
-static int main_port, connect_port;
-static char keeper_log[700];
-
-/* ---- leftovers: a failed assertion skips the teardown of a forked test ---- */
-
-static void
-pids_path(char *path, size_t n, pid_t runner)
-{
-	snprintf(path, n, "/tmp/sk-guard-pids-%d", (int)runner);
-}
-
-static void
-track_pid(pid_t pid)
-{
-	char path[64];
-	FILE *f;
-
-	pids_path(path, sizeof(path), getppid());
-	if ((f = fopen(path, "a")) != NULL) {
-		fprintf(f, "%d\n", (int)pid);
-		fclose(f);
-	}
-}
-
-static void
-kill_leftovers(void)
-{
-	char path[64], cmd[256], proc[64];
-	FILE *f, *c;
-	int pid;
-
-	pids_path(path, sizeof(path), getpid());
-	if ((f = fopen(path, "r")) == NULL)
-		return;
-	while (fscanf(f, "%d", &pid) == 1) {
-		size_t n = 0;
-		snprintf(proc, sizeof(proc), "/proc/%d/cmdline", pid);
-		if ((c = fopen(proc, "r")) != NULL) {
-			n = fread(cmd, 1, sizeof(cmd) - 1, c);
-			fclose(c);
-		}
-		cmd[n] = '\0';
-		if (n > 0 &&
-		        (strstr(cmd, "spacekeeper") || strstr(cmd, "sandboxsim") ||
-		                strstr(cmd, "ferretdb")))
-			kill(pid, SIGKILL);
-	}
-	fclose(f);
-	unlink(path);
-}
+static sk_test_world w; /* the simulator, the database, spacekeeper */
 
 /* ---- HTTP ---- */
-
-static size_t
-collect(char *p, size_t size, size_t n, void *arg)
-{
-	sk_buf_append(arg, p, size * n);
-	return size * n;
-}
-
-typedef struct req {
-	const char *method;
-	const char *token; /* Authorization: Bearer, NULL: none */
-	const char *cacert; /* https: the CA file */
-	const char *body;
-	char *out; /* answer body (caller frees) */
-	char *headers; /* answer headers (caller frees) */
-} req;
-
-/* The status, 0 when nothing answered. */
-static long
-http_do(const char *url, req *r)
-{
-	CURL *h = curl_easy_init();
-	struct curl_slist *hdr = NULL;
-	sk_buf b = SK_BUF_INIT(8 << 20), hb = SK_BUF_INIT(1 << 20);
-	char auth[256];
-	long status = 0;
-
-	if (r->token) {
-		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", r->token);
-		hdr = curl_slist_append(hdr, auth);
-	}
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, r->method ? r->method : "GET");
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, collect);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, &hb);
-	if (r->body)
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, r->body);
-	if (r->cacert)
-		curl_easy_setopt(h, CURLOPT_CAINFO, r->cacert);
-	if (curl_easy_perform(h) == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
-	sk_buf_append(&b, "", 0);
-	sk_buf_append(&hb, "", 0);
-	r->out = sk_buf_detach(&b);
-	r->headers = sk_buf_detach(&hb);
-	return status;
-}
 
 static long
 get_status(int port, const char *path)
 {
 	char url[256];
-	req r = { 0 };
+	sk_test_req r = { 0 };
 	long st;
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
-	st = http_do(url, &r);
+	st = sk_test_http_do(url, &r);
 	free(r.out);
 	free(r.headers);
 	return st;
@@ -162,11 +55,11 @@ static long
 connect_status(const char *path)
 {
 	char url[256];
-	req r = { .token = TOKEN };
+	sk_test_req r = { .token = TOKEN };
 	long st;
 
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", connect_port, path);
-	st = http_do(url, &r);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", w.connect_port, path);
+	st = sk_test_http_do(url, &r);
 	free(r.out);
 	free(r.headers);
 	return st;
@@ -190,8 +83,8 @@ apply_spaces(int n)
 {
 	sk_buf b = SK_BUF_INIT(1 << 20);
 	char path[600];
-	const char *argv[] = { "spacectl", "--mongodb-uri", mongo_uri, "--database", db, "apply",
-		"-f", path, NULL };
+	const char *argv[] = { "spacectl", "--mongodb-uri", w.mongo_uri, "--database", w.db,
+		"apply", "-f", path, NULL };
 	char *out = NULL, *err = NULL;
 	int rc;
 
@@ -223,66 +116,33 @@ token_file(mode_t mode)
 static void
 keeper_launch(const char *controller_extra)
 {
-	char yaml[4096], cfg[600];
-	const char *env[] = { DUMMY_KEY, NULL };
-	const char *argv[] = { "spacekeeper", "--config", cfg, "--mongodb-uri", mongo_uri,
-		"--database", db, "--poll", "200ms", NULL };
+	char controller[1024];
+	sk_test_keeper_opts o = { .controller = controller, .no_wait_ready = true };
 
-	main_port = sk_test_free_port();
-	connect_port = sk_test_free_port();
-	snprintf(yaml, sizeof(yaml),
-	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
-	        "providers:\n  - name: default\n    type: e2b\n    apiURL: %s\n"
-	        "    sandboxURL: %s\n    apiKeyEnv: E2B_API_KEY\n"
-	        "controller:\n  resyncPeriod: 2s\n  listen: 127.0.0.1:%d\n"
-	        "  connectListen: 127.0.0.1:%d\n%s",
-	        sim_url, sim_url, main_port, connect_port, controller_extra);
-	snprintf(cfg, sizeof(cfg), "%s", sk_test_write_file("config.yaml", yaml));
-	snprintf(keeper_log, sizeof(keeper_log), "%s/keeper-%s.log", sk_test_tmpdir(), db);
-	keeper_pid = sk_test_spawn(argv, env, keeper_log);
-	track_pid(keeper_pid);
-	ck_assert_msg(sk_test_wait_port(main_port, 20000) && sk_test_wait_port(connect_port, 20000),
-	        "spacekeeper did not listen (%s)", keeper_log);
+	snprintf(controller, sizeof(controller), "  resyncPeriod: 2s\n%s", controller_extra);
+	sk_test_keeper_start(&w, &o);
 }
 
 static void
 keeper_start(const char *controller_extra)
 {
-	keeper_launch(controller_extra);
-	ck_assert_msg(
-	        eventually_status(main_port, "/readyz", 200, 60), "not ready (%s)", keeper_log);
+	char controller[1024];
+	sk_test_keeper_opts o = { .controller = controller };
+
+	snprintf(controller, sizeof(controller), "  resyncPeriod: 2s\n%s", controller_extra);
+	sk_test_keeper_start(&w, &o);
 }
 
 static void
 setup(void)
 {
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	snprintf(db, sizeof(db), "%s", sk_test_unique_db());
-	snprintf(mongo_uri, sizeof(mongo_uri), "%s", sk_test_mongodb_uri());
-	sim_pid = sk_test_sim_start(NULL, sim_url, sizeof(sim_url));
-	track_pid(sim_pid);
-	keeper_pid = 0;
+	sk_test_world_setup(&w, NULL);
 }
 
 static void
 teardown(void)
 {
-	if (keeper_pid > 0)
-		ck_assert_int_eq(sk_test_stop(keeper_pid, false), 0); /* clean, no ASan report */
-	sk_test_stop(sim_pid, true);
-	curl_global_cleanup();
-}
-
-static char *
-slurp(const char *path)
-{
-	char *data = NULL;
-	size_t len = 0;
-	sk_error err = { 0 };
-
-	if (sk_file_read(path, 64 << 20, &data, &len, &err) != 0)
-		return sk_strdup("");
-	return data;
+	sk_test_world_teardown(&w);
 }
 
 /* ---- token and ports ---- */
@@ -290,57 +150,57 @@ slurp(const char *path)
 START_TEST(test_token_and_separate_listener)
 {
 	char url[256], extra[800], *metrics;
-	req r = { 0 };
+	sk_test_req r = { 0 };
 
 	snprintf(extra, sizeof(extra), "  connectTokenFile: %s\n", token_file(0600));
 	apply_spaces(1);
 	keeper_start(extra);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/u0/sandbox?timeout=30s",
-	        connect_port);
+	        w.connect_port);
 	/* no token, a wrong one: 401 with the challenge, nothing reconciled */
-	ck_assert_int_eq(http_do(url, &r), 401);
+	ck_assert_int_eq(sk_test_http_do(url, &r), 401);
 	ASSERT_HAS(r.headers, "WWW-Authenticate: Bearer");
 	ASSERT_HAS(r.out, "\"Unauthorized\"");
 	free(r.out);
 	free(r.headers);
-	r = (req){ .token = TOKEN "x" };
-	ck_assert_int_eq(http_do(url, &r), 401);
+	r = (sk_test_req){ .token = TOKEN "x" };
+	ck_assert_int_eq(sk_test_http_do(url, &r), 401);
 	free(r.out);
 	free(r.headers);
-	r = (req){ .token = "s3cret" }; /* a prefix of the token */
-	ck_assert_int_eq(http_do(url, &r), 401);
+	r = (sk_test_req){ .token = "s3cret" }; /* a prefix of the token */
+	ck_assert_int_eq(sk_test_http_do(url, &r), 401);
 	free(r.out);
 	free(r.headers);
-	r = (req){ .token = TOKEN };
-	ck_assert_int_eq(http_do(url, &r), 200);
+	r = (sk_test_req){ .token = TOKEN };
+	ck_assert_int_eq(sk_test_http_do(url, &r), 200);
 	ASSERT_HAS(r.out, "\"ready\":true");
 	free(r.out);
 	free(r.headers);
 	/* the metrics and health listener serves no connect route */
-	ck_assert_int_eq(get_status(main_port, "/v1/users/u0/sandbox"), 404);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/u0/connect", main_port);
-	r = (req){ .method = "POST", .token = TOKEN, .body = "" };
-	ck_assert_int_eq(http_do(url, &r), 404);
+	ck_assert_int_eq(get_status(w.main_port, "/v1/users/u0/sandbox"), 404);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/u0/connect", w.main_port);
+	r = (sk_test_req){ .method = "POST", .token = TOKEN, .body = "" };
+	ck_assert_int_eq(sk_test_http_do(url, &r), 404);
 	ASSERT_HAS(r.out, "connectListen");
 	free(r.out);
 	free(r.headers);
 	/* and the connect listener serves no health or metrics */
 	ck_assert_int_eq(connect_status("/metrics"), 404);
 	/* a body is refused before it is read */
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/u0/activity", connect_port);
-	r = (req){ .method = "POST", .token = TOKEN, .body = NULL };
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/u0/activity", w.connect_port);
+	r = (sk_test_req){ .method = "POST", .token = TOKEN, .body = NULL };
 	{
 		char *big = sk_calloc(1, 100001);
 		memset(big, 'a', 100000);
 		r.body = big;
-		ck_assert_int_eq(http_do(url, &r), 413);
+		ck_assert_int_eq(sk_test_http_do(url, &r), 413);
 		free(big);
 	}
 	free(r.out);
 	free(r.headers);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", main_port);
-	r = (req){ 0 };
-	ck_assert_int_eq(http_do(url, &r), 200);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", w.main_port);
+	r = (sk_test_req){ 0 };
+	ck_assert_int_eq(sk_test_http_do(url, &r), 200);
 	metrics = r.out;
 	ASSERT_HAS(metrics, "spacekeeper_connect_rejected_total{reason=\"unauthorized\"} 3\n");
 	ASSERT_HAS(metrics, "spacekeeper_connect_rejected_total{reason=\"body\"} 1\n");
@@ -357,8 +217,8 @@ START_TEST(test_token_rules)
 	char *out = NULL, *err = NULL, *log;
 	const char *open_argv[] = { "spacekeeper", "--connect-listen", "0.0.0.0:0", NULL };
 	const char *warn_argv[] = { "spacekeeper", "--listen", "", "--connect-listen",
-		"127.0.0.1:0", "--connect-token-file", token_file(0644), "--mongodb-uri", mongo_uri,
-		"--database", db, NULL };
+		"127.0.0.1:0", "--connect-token-file", token_file(0644), "--mongodb-uri",
+		w.mongo_uri, "--database", w.db, NULL };
 	const char *env[] = { DUMMY_KEY, NULL };
 	pid_t pid;
 
@@ -367,11 +227,10 @@ START_TEST(test_token_rules)
 	ASSERT_HAS(err, "--connect-insecure");
 	free(out);
 	free(err);
-	snprintf(keeper_log, sizeof(keeper_log), "%s/keeper-warn.log", sk_test_tmpdir());
-	pid = sk_test_spawn(warn_argv, env, keeper_log);
-	track_pid(pid);
+	snprintf(w.log, sizeof(w.log), "%s/keeper-warn.log", sk_test_tmpdir());
+	pid = sk_test_spawn(warn_argv, env, w.log);
 	for (int i = 0; i < 100; i++) {
-		log = slurp(keeper_log);
+		log = sk_test_slurp(w.log);
 		bool started = strstr(log, "controller started") != NULL;
 		free(log);
 		if (started)
@@ -379,7 +238,7 @@ START_TEST(test_token_rules)
 		usleep(100 * 1000);
 	}
 	ck_assert_int_eq(sk_test_stop(pid, false), 0);
-	log = slurp(keeper_log);
+	log = sk_test_slurp(w.log);
 	ASSERT_HAS(log, "connect token file readable by others");
 	ASSERT_HAS(log, "chmod 600");
 	free(log);
@@ -397,7 +256,7 @@ START_TEST(test_tls)
 		"-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
 		"-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
 		NULL };
-	req r = { .token = TOKEN, .cacert = cert };
+	sk_test_req r = { .token = TOKEN, .cacert = cert };
 
 	snprintf(cert, sizeof(cert), "%s/tls.crt", dir);
 	snprintf(key, sizeof(key), "%s/tls.key", dir);
@@ -410,22 +269,22 @@ START_TEST(test_tls)
 	apply_spaces(1);
 	keeper_start(extra);
 	snprintf(url, sizeof(url), "https://127.0.0.1:%d/v1/users/u0/sandbox?timeout=30s",
-	        connect_port);
-	ck_assert_int_eq(http_do(url, &r), 200);
+	        w.connect_port);
+	ck_assert_int_eq(sk_test_http_do(url, &r), 200);
 	ASSERT_HAS(r.out, "\"sandboxID\"");
 	free(r.out);
 	free(r.headers);
-	r = (req){ .cacert = cert }; /* TLS does not replace the token */
-	ck_assert_int_eq(http_do(url, &r), 401);
+	r = (sk_test_req){ .cacert = cert }; /* TLS does not replace the token */
+	ck_assert_int_eq(sk_test_http_do(url, &r), 401);
 	free(r.out);
 	free(r.headers);
-	r = (req){ .token = TOKEN }; /* an unknown CA: no answer */
-	ck_assert_int_eq(http_do(url, &r), 0);
+	r = (sk_test_req){ .token = TOKEN }; /* an unknown CA: no answer */
+	ck_assert_int_eq(sk_test_http_do(url, &r), 0);
 	free(r.out);
 	free(r.headers);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/u0/sandbox", connect_port);
-	r = (req){ .token = TOKEN }; /* plain HTTP to the TLS port: no answer */
-	ck_assert_int_eq(http_do(url, &r), 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/u0/sandbox", w.connect_port);
+	r = (sk_test_req){ .token = TOKEN }; /* plain HTTP to the TLS port: no answer */
+	ck_assert_int_eq(sk_test_http_do(url, &r), 0);
 	free(r.out);
 	free(r.headers);
 }
@@ -534,7 +393,7 @@ static void
 assert_health_quick(int64_t ms)
 {
 	int64_t t0 = sk_monotonic_ms();
-	long st = get_status(main_port, "/healthz");
+	long st = get_status(w.main_port, "/healthz");
 	int64_t dt = sk_monotonic_ms() - t0;
 
 	if (dt > health_max_ms)
@@ -569,14 +428,14 @@ START_TEST(test_starvation)
 	}
 	ck_assert_int_eq(connect_status("/v1/users/u0/sandbox?timeout=30s"), 200);
 
-	half = open_many(connect_port, n_half);
+	half = open_many(w.connect_port, n_half);
 	for (int i = 0; i < 20; i++)
 		pump(half, n_half, partial, sizeof(partial) - 1, 50);
 	assert_health_quick(1000);
-	ck_assert_int_eq(get_status(main_port, "/readyz"), 200);
+	ck_assert_int_eq(get_status(w.main_port, "/readyz"), 200);
 	ck_assert_int_eq(connect_status("/v1/users/u0/sandbox"), 200);
 
-	conn = open_many(connect_port, n_conn);
+	conn = open_many(w.connect_port, n_conn);
 	deadline = sk_monotonic_ms() + 180000;
 	for (int round = 0; sk_monotonic_ms() < deadline; round++) {
 		if (pump(conn, n_conn, full, sizeof(full) - 1, 100) == n_conn)
@@ -624,13 +483,12 @@ START_TEST(test_waiting_cap)
 	sock *s;
 	int64_t t0, deadline;
 
-	sk_test_stop(sim_pid, true);
-	sim_pid = sk_test_sim_start(lat, sim_url, sizeof(sim_url));
-	track_pid(sim_pid);
+	sk_test_stop(w.sim_pid, true);
+	w.sim_pid = sk_test_sim_start(lat, w.sim_url, sizeof(w.sim_url));
 	snprintf(extra, sizeof(extra), "  connectMaxWaiting: 2\n");
 	keeper_start(extra);
 	apply_spaces(6);
-	s = open_many(connect_port, n);
+	s = open_many(w.connect_port, n);
 	t0 = sk_monotonic_ms();
 	deadline = t0 + 60000;
 	for (size_t i = 0; i < n; i++)
@@ -660,43 +518,41 @@ START_TEST(test_store_outage)
 	char dir[700], uri_buf[128], *body = NULL;
 	int port = sk_test_free_port();
 	pid_t fdb;
-	req r = { 0 };
+	sk_test_req r = { 0 };
 	char url[128];
 	int64_t t0;
 
 	snprintf(dir, sizeof(dir), "%s/outage-ferretdb", sk_test_tmpdir());
 	fdb = sk_test_ferretdb_start_at(dir, port);
-	track_pid(fdb);
 	snprintf(uri_buf, sizeof(uri_buf), "mongodb://127.0.0.1:%d", port);
-	snprintf(mongo_uri, sizeof(mongo_uri), "%s", uri_buf);
+	snprintf(w.mongo_uri, sizeof(w.mongo_uri), "%s", uri_buf);
 	keeper_start("  storeUnavailableAfter: 3s\n");
 	t0 = sk_monotonic_ms();
 	sk_test_stop(fdb, false);
-	ck_assert_msg(eventually_status(main_port, "/readyz", 503, 15), "/readyz stayed 200");
+	ck_assert_msg(eventually_status(w.main_port, "/readyz", 503, 15), "/readyz stayed 200");
 	/* not before the window: 3 s of silence, found by a probe every 750 ms */
 	ck_assert_int_ge(sk_monotonic_ms() - t0, 2000);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", main_port);
-	http_do(url, &r);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", w.main_port);
+	sk_test_http_do(url, &r);
 	ASSERT_HAS(r.out, "store unreachable");
 	free(r.out);
 	free(r.headers);
-	ck_assert_int_eq(get_status(main_port, "/healthz"), 200); /* alive all along */
+	ck_assert_int_eq(get_status(w.main_port, "/healthz"), 200); /* alive all along */
 	sleep(4); /* a ping fails (server selection gives up after 3 s) and is counted */
-	ck_assert_int_eq(get_status(main_port, "/readyz"), 503);
+	ck_assert_int_eq(get_status(w.main_port, "/readyz"), 503);
 	fdb = sk_test_ferretdb_start_at(dir, port);
-	track_pid(fdb);
-	ck_assert_msg(eventually_status(main_port, "/readyz", 200, 60), "not ready again");
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", main_port);
-	r = (req){ 0 };
-	ck_assert_int_eq(http_do(url, &r), 200);
+	ck_assert_msg(eventually_status(w.main_port, "/readyz", 200, 60), "not ready again");
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", w.main_port);
+	r = (sk_test_req){ 0 };
+	ck_assert_int_eq(sk_test_http_do(url, &r), 200);
 	body = r.out;
 	ck_assert_msg(strstr(body, "spacekeeper_store_errors_total{op=\"ping\"} 0\n") == NULL,
 	        "no ping error counted");
 	ASSERT_HAS(body, "spacekeeper_store_errors_total{op=\"informer\"}");
 	free(body);
 	free(r.headers);
-	ck_assert_int_eq(sk_test_stop(keeper_pid, false), 0);
-	keeper_pid = 0;
+	ck_assert_int_eq(sk_test_stop(w.keeper_pid, false), 0);
+	w.keeper_pid = 0;
 	sk_test_stop(fdb, false);
 }
 END_TEST
@@ -708,10 +564,10 @@ static char *
 readyz_body(long *status)
 {
 	char url[128];
-	req r = { 0 };
+	sk_test_req r = { 0 };
 
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", main_port);
-	*status = http_do(url, &r);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", w.main_port);
+	*status = sk_test_http_do(url, &r);
 	free(r.headers);
 	return r.out ? r.out : sk_strdup("");
 }
@@ -719,7 +575,7 @@ readyz_body(long *status)
 static mongoc_collection_t *
 collection(mongoc_client_t *client, const char *name)
 {
-	return mongoc_client_get_collection(client, db, name);
+	return mongoc_client_get_collection(client, w.db, name);
 }
 
 /* shard-00 released (holder ""), at version 1, and a claim on that version
@@ -751,7 +607,7 @@ plant_unwritable_shard(mongoc_client_t *client)
  * (503 with the count), and is once it could take it. */
 START_TEST(test_not_ready_while_shards_free)
 {
-	mongoc_client_t *client = mongoc_client_new(mongo_uri);
+	mongoc_client_t *client = mongoc_client_new(w.mongo_uri);
 	mongoc_collection_t *claims;
 	bson_t *filter;
 	bson_error_t berr;
@@ -769,7 +625,7 @@ START_TEST(test_not_ready_while_shards_free)
 		if (!seen)
 			usleep(100 * 1000);
 	}
-	ck_assert_msg(seen, "/readyz: %ld %s (%s)", st, body, keeper_log);
+	ck_assert_msg(seen, "/readyz: %ld %s (%s)", st, body, w.log);
 	/* still so after several lease rounds: the claim does not expire */
 	sleep(2);
 	free(body);
@@ -784,10 +640,10 @@ START_TEST(test_not_ready_while_shards_free)
 	bson_destroy(filter);
 	mongoc_collection_destroy(claims);
 	mongoc_client_destroy(client);
-	ck_assert_msg(eventually_status(main_port, "/readyz", 200, 30), "not ready once free (%s)",
-	        keeper_log);
-	ck_assert_int_eq(sk_test_stop(keeper_pid, false), 0);
-	keeper_pid = 0;
+	ck_assert_msg(eventually_status(w.main_port, "/readyz", 200, 30),
+	        "not ready once free (%s)", w.log);
+	ck_assert_int_eq(sk_test_stop(w.keeper_pid, false), 0);
+	w.keeper_pid = 0;
 }
 END_TEST
 
@@ -800,8 +656,6 @@ sk_suite_guard(void)
 
 	tcase_set_timeout(tc, 180);
 	tcase_set_timeout(load, 400);
-	tcase_add_unchecked_fixture(tc, NULL, kill_leftovers);
-	tcase_add_unchecked_fixture(load, NULL, kill_leftovers);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_checked_fixture(load, setup, teardown);
 	tcase_add_test(tc, test_token_and_separate_listener);

@@ -24,110 +24,13 @@
 
 Suite *sk_suite_platform(void);
 
-#define API_KEY "e2b_0000000000000000000000000000000000000000"
-#define DUMMY_KEY "E2B_API_KEY=" API_KEY
 #define RESYNC_S 3
 #define ASSERT_HAS(hay, needle)                                                                    \
 	ck_assert_msg(strstr((hay), (needle)) != NULL, "expected \"%s\" in:\n%s", (needle), (hay))
 
-static char db[64];
-static char mongo_uri[128];
-static char sim_url[128];
-static pid_t sim_pid, keeper_pid;
-static int main_port, connect_port;
-static char keeper_log[700];
-
-/* ---- leftovers: a failed assertion ends the forked test without its teardown ---- */
-
-static void
-track_pid(pid_t pid)
-{
-	char path[600];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/platform-pids", sk_test_tmpdir());
-	if ((f = fopen(path, "a")) != NULL) {
-		fprintf(f, "%d\n", (int)pid);
-		fclose(f);
-	}
-}
-
-static void
-kill_leftovers(void)
-{
-	char path[600], proc[64], cmd[256];
-	FILE *f, *c;
-	int pid;
-
-	snprintf(path, sizeof(path), "%s/platform-pids", sk_test_tmpdir());
-	if ((f = fopen(path, "r")) == NULL)
-		return;
-	while (fscanf(f, "%d", &pid) == 1) {
-		size_t n = 0;
-		snprintf(proc, sizeof(proc), "/proc/%d/cmdline", pid);
-		if ((c = fopen(proc, "r")) != NULL) {
-			n = fread(cmd, 1, sizeof(cmd) - 1, c);
-			fclose(c);
-		}
-		cmd[n] = '\0';
-		if (n > 0 && (strstr(cmd, "spacekeeper") || strstr(cmd, "sandboxsim")))
-			kill(pid, SIGKILL);
-	}
-	fclose(f);
-	unlink(path);
-}
+static sk_test_world w; /* the simulator, the database, spacekeeper */
 
 /* ---- HTTP ---- */
-
-static size_t
-collect(char *p, size_t size, size_t n, void *arg)
-{
-	sk_buf_append(arg, p, size * n);
-	return size * n;
-}
-
-/* The status (0: no answer); *out (may be NULL) the body, caller frees. */
-static long
-http(const char *method, const char *url, const char *body, char **out)
-{
-	CURL *h = curl_easy_init();
-	struct curl_slist *hdr = NULL;
-	sk_buf b = SK_BUF_INIT(16 << 20);
-	long status = 0;
-
-	hdr = curl_slist_append(hdr, "Content-Type: application/json");
-	hdr = curl_slist_append(hdr, "X-API-Key: " API_KEY);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, 90L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-	if (body)
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	if (curl_easy_perform(h) == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
-	sk_buf_append(&b, "", 0);
-	if (out)
-		*out = sk_buf_detach(&b);
-	sk_buf_dispose(&b);
-	return status;
-}
-
-static json_t *
-http_json(const char *method, const char *url, const char *body, long *status)
-{
-	char *text = NULL;
-	long st = http(method, url, body, &text);
-	json_t *v = json_loads(text ? text : "", 0, NULL);
-
-	free(text);
-	if (status)
-		*status = st;
-	return v;
-}
 
 /* A connect API call (path on the connect listener). A ready answer is
  * checked byte for byte against what jansson writes for it (compact, one
@@ -139,8 +42,8 @@ connect_call(const char *method, const char *path, long *status)
 	json_t *v;
 	long st;
 
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", connect_port, path);
-	st = http(method, url, strcmp(method, "POST") == 0 ? "" : NULL, &text);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", w.connect_port, path);
+	st = sk_test_http(method, url, strcmp(method, "POST") == 0 ? "" : NULL, &text);
 	v = json_loads(text ? text : "", 0, NULL);
 	if (st == 200 && json_object_get(v, "ready") != NULL) {
 		again = json_dumps(v, JSON_COMPACT);
@@ -180,12 +83,7 @@ jstr(json_t *o, const char *key)
 static void
 sim_post(const char *path, const char *body)
 {
-	char url[300];
-	long st;
-
-	snprintf(url, sizeof(url), "%s%s", sim_url, path);
-	st = http("POST", url, body, NULL);
-	ck_assert_msg(st >= 200 && st < 300, "POST %s: %ld", path, st);
+	sk_test_sim_post(w.sim_url, path, body);
 }
 
 /* The simulator's record of one sandbox (GET /sandboxes/ID, with the key). */
@@ -194,8 +92,8 @@ sim_get(const char *id)
 {
 	char url[300];
 
-	snprintf(url, sizeof(url), "%s/sandboxes/%s", sim_url, id);
-	return http_json("GET", url, NULL, NULL);
+	snprintf(url, sizeof(url), "%s/sandboxes/%s", w.sim_url, id);
+	return sk_test_http_json("GET", url, NULL, NULL);
 }
 
 static bool
@@ -214,7 +112,7 @@ eventually(bool (*check)(void *), void *arg, int timeout_s)
 static int
 spacectl(const char *const *args, char **out)
 {
-	return sk_test_spacectl(mongo_uri, db, args, out);
+	return sk_test_spacectl(w.mongo_uri, w.db, args, out);
 }
 
 static void
@@ -308,64 +206,25 @@ event_count(const char *name, const char *reason)
 static void
 keeper_start(void)
 {
-	char yaml[2048], cfg[600], url[128];
-	const char *env[] = { DUMMY_KEY, NULL };
-	const char *argv[] = { "spacekeeper", "--config", cfg, "--mongodb-uri", mongo_uri,
-		"--database", db, "--poll", "200ms", "--log-level", "debug", NULL };
-	int64_t deadline;
+	char controller[128];
+	sk_test_keeper_opts o = { .provider = "    requestTimeout: 5s\n",
+		.controller = controller,
+		.log_level = "debug" };
 
-	main_port = sk_test_free_port();
-	connect_port = sk_test_free_port();
-	snprintf(yaml, sizeof(yaml),
-	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
-	        "providers:\n  - name: default\n    type: e2b\n    apiURL: %s\n"
-	        "    sandboxURL: %s\n    apiKeyEnv: E2B_API_KEY\n    requestTimeout: 5s\n"
-	        "controller:\n  workers: 4\n  resyncPeriod: %ds\n  listen: 127.0.0.1:%d\n"
-	        "  connectListen: 127.0.0.1:%d\n",
-	        sim_url, sim_url, RESYNC_S, main_port, connect_port);
-	snprintf(cfg, sizeof(cfg), "%s", sk_test_write_file("config.yaml", yaml));
-	snprintf(keeper_log, sizeof(keeper_log), "%s/keeper-%s.log", sk_test_tmpdir(), db);
-	keeper_pid = sk_test_spawn(argv, env, keeper_log);
-	track_pid(keeper_pid);
-	ck_assert_msg(sk_test_wait_port(main_port, 20000), "no listener (%s)", keeper_log);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", main_port);
-	deadline = sk_monotonic_ms() + 30000;
-	while (http("GET", url, NULL, NULL) != 200) {
-		ck_assert_msg(sk_monotonic_ms() < deadline, "not ready (%s)", keeper_log);
-		sk_sleep_ms(50);
-	}
+	snprintf(controller, sizeof(controller), "  workers: 4\n  resyncPeriod: %ds\n", RESYNC_S);
+	sk_test_keeper_start(&w, &o);
 }
 
 static void
 setup(void)
 {
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	snprintf(db, sizeof(db), "%s", sk_test_unique_db());
-	snprintf(mongo_uri, sizeof(mongo_uri), "%s", sk_test_mongodb_uri());
-	sim_pid = sk_test_sim_start(NULL, sim_url, sizeof(sim_url));
-	track_pid(sim_pid);
-	keeper_pid = 0;
+	sk_test_world_setup(&w, NULL);
 }
 
 static void
 teardown(void)
 {
-	if (keeper_pid > 0)
-		ck_assert_int_eq(sk_test_stop(keeper_pid, false), 0); /* clean, no ASan report */
-	sk_test_stop(sim_pid, true);
-	curl_global_cleanup();
-}
-
-static char *
-slurp(const char *path)
-{
-	char *data = NULL;
-	size_t len = 0;
-	sk_error err = { 0 };
-
-	if (sk_file_read(path, 64 << 20, &data, &len, &err) != 0)
-		return sk_strdup("");
-	return data;
+	sk_test_world_teardown(&w);
 }
 
 /* ---- a command through envd, as an SDK runs it ---- */
@@ -510,13 +369,13 @@ sim_secure_sandbox(const char *user, int timeout_s, char **token)
 	char *id;
 	long st;
 
-	snprintf(url, sizeof(url), "%s/sandboxes", sim_url);
+	snprintf(url, sizeof(url), "%s/sandboxes", w.sim_url);
 	snprintf(body, sizeof(body),
 	        "{\"templateID\":\"base\",\"timeout\":%d,\"secure\":true,\"autoPause\":true,"
 	        "\"metadata\":{\"user_id\":\"%s\",\"userspace\":\"%s\",\"managed_by\":"
 	        "\"spacekeeper\"}}",
 	        timeout_s, user, user);
-	v = http_json("POST", url, body, &st);
+	v = sk_test_http_json("POST", url, body, &st);
 	ck_assert_msg(st == 201 || st == 200, "sim create: %ld", st);
 	id = sk_strdup(jstr(v, "sandboxID"));
 	*token = sk_strdup(jstr(v, "envdAccessToken"));
@@ -554,12 +413,12 @@ assert_token_nowhere(const char *token)
 		free(out);
 	}
 	for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
-		snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", main_port, pages[i]);
-		ck_assert_int_eq(http("GET", url, NULL, &out), 200);
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", w.main_port, pages[i]);
+		ck_assert_int_eq(sk_test_http("GET", url, NULL, &out), 200);
 		ck_assert_msg(strstr(out, token) == NULL, "token on %s", pages[i]);
 		free(out);
 	}
-	out = slurp(keeper_log);
+	out = sk_test_slurp(w.log);
 	ck_assert_msg(strlen(out) > 1000, "the debug log is nearly empty");
 	ck_assert_msg(strstr(out, token) == NULL, "token in the controller's log");
 	free(out);
@@ -608,8 +467,8 @@ START_TEST(test_answer_fields_and_token)
 	{
 		char url[300];
 		json_t *stats, *reqs;
-		snprintf(url, sizeof(url), "%s/_sim/stats", sim_url);
-		stats = http_json("GET", url, NULL, NULL);
+		snprintf(url, sizeof(url), "%s/_sim/stats", w.sim_url);
+		stats = sk_test_http_json("GET", url, NULL, NULL);
 		reqs = json_object_get(stats, "requests");
 		ck_assert_ptr_nonnull(stats);
 		for (const char *const *ep = (const char *const[]){ "create", "get", "connect",
@@ -722,7 +581,7 @@ END_TEST
 
 START_TEST(test_unhealthy)
 {
-	json_t *a, *b, *v, *w;
+	json_t *a, *b, *v, *again;
 	char *rpl_id, *rep_id, body[256];
 	int64_t t0;
 	long st;
@@ -768,11 +627,11 @@ START_TEST(test_unhealthy)
 	        (long long)(sk_monotonic_ms() - t0));
 	/* a plain connect after the change answers from memory again, never the
 	 * dead sandbox it handed out before (the fast path's answer is not stale) */
-	w = connect_ok("rpl");
-	ck_assert_str_eq(jstr(w, "sandboxID"), jstr(v, "sandboxID"));
-	ck_assert_str_eq(jstr(w, "previousSandboxID"), rpl_id);
-	ck_assert_str_eq(jstr(w, "path"), "fast");
-	json_decref(w);
+	again = connect_ok("rpl");
+	ck_assert_str_eq(jstr(again, "sandboxID"), jstr(v, "sandboxID"));
+	ck_assert_str_eq(jstr(again, "previousSandboxID"), rpl_id);
+	ck_assert_str_eq(jstr(again, "path"), "fast");
+	json_decref(again);
 	json_decref(v);
 	/* Report: 503 DataPlaneUnreachable at once, by the report and by ?fresh=1 */
 	t0 = sk_monotonic_ms();
@@ -865,7 +724,6 @@ sk_suite_platform(void)
 	TCase *tc = tcase_create("platform");
 
 	tcase_set_timeout(tc, 240);
-	tcase_add_unchecked_fixture(tc, NULL, kill_leftovers);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_answer_fields_and_token);
 	tcase_add_test(tc, test_unhealthy);

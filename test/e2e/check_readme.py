@@ -21,12 +21,16 @@ that command's help, blanks aside. Every relative link of these files must
 name a file that exists and, with #anchor into a Markdown file, one of its
 headings; every path, source file name and snake_case identifier in inline
 code must exist in the tree (so the architecture they describe is the code's).
+What a block starts (its FerretDB, sandboxsim, spacekeeper, the demo and its
+children) is stopped when the block ends, fails, or this script dies, by
+SIGTERM or SIGKILL too (own process groups, a reaper process).
 
 usage: test/e2e/check_readme.py [FILE.md ...]   (default README.md docs/*.md)
 env: SK_BIN_DIR, SK_TOOLS_DIR; SK_README_SETUP=NAME runs only the blocks of that setup;
      SK_TEST_KEEP_TMP=1 keeps each block's world (logs, configs) and prints where
 Exit 0 when every block matches; 1 otherwise, with a diff per block.
 """
+import ctypes
 import json
 import os
 import re
@@ -146,6 +150,60 @@ def matches(expected, actual):
 
 # ---- the world of a block ----
 
+LIBC = ctypes.CDLL(None, use_errno=True)
+PR_SET_PDEATHSIG = 1
+
+
+def own_group():
+    """In a child, before exec: a process group of its own (close() ends the
+    group, a demo's children too) and SIGKILL when this script dies, however it
+    dies (an exception, SIGTERM, SIGKILL): nothing outlives a crashed run."""
+    LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def kill_group(p, sig):
+    try:
+        os.killpg(p.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class Reaper:
+    """A process that outlives this script by a moment: told the process groups
+    and the FerretDB of each world, it kills what is left of them when this
+    script is gone, however it went (SIGKILL too: its pipe closes). A SIGKILLed
+    demo.sh cannot run its trap, and its children are not ours to reach."""
+
+    def __init__(self):
+        r, w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            os.close(w)
+            os.setsid()  # not in the caller's group: a Ctrl-C there does not end it first
+            left = {}
+            with os.fdopen(r, "r") as f:
+                for line in f:
+                    kind, n = line.split()
+                    if kind.startswith("-"):
+                        left.pop((kind[1:], int(n)), None)
+                    else:
+                        left[(kind, int(n))] = True
+            for kind, n in left:
+                try:
+                    (os.killpg if kind == "g" else os.kill)(n, signal.SIGKILL)
+                except OSError:
+                    pass
+            os._exit(0)
+        os.close(r)
+        self.pipe = os.fdopen(w, "w", buffering=1)
+
+    def tell(self, kind, n):
+        """kind: g (a process group), p (a process); -g, -p: it is gone."""
+        self.pipe.write(f"{kind} {n}\n")
+
+
+REAPER = None
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -176,14 +234,20 @@ class World:
         # counters (a busy /dev/shm): noise, not the programs' output
         self.env["MONGOC_DISABLE_SHM"] = "1"
         self.fdb = os.path.join(self.dir, "ferretdb")
+        self.fdb_pid = None
         self.demo = None
-        if setup == "demo":  # the demo starts its own database; spacectl uses its context
+
+    def start_database(self):
+        """Its FerretDB and spacectl's context (none for the demo, which makes both)."""
+        if self.setup == "demo":  # the demo starts its own database; spacectl uses its context
             self.env["SPACECTL_CONFIG"] = os.path.join(self.dir, "spacectl.yaml")
             self.env.pop("SPACEKEEPER_MONGODB_URI", None)
             return
         uri = subprocess.run([os.path.join(ROOT, "hack/ferretdb.sh"), "start", self.fdb],
                              env=self.env, check=True, capture_output=True, text=True)
         self.env["SPACEKEEPER_MONGODB_URI"] = uri.stdout.strip()
+        self.fdb_pid = int(open(os.path.join(self.fdb, "pid")).read())
+        REAPER.tell("p", self.fdb_pid)
         # as docs/spacectl.md sets it up: a context naming the demo's config (this
         # run's sandboxsim port), for sandboxes, plan and drift --orphans
         self.env["SPACECTL_CONFIG"] = os.path.join(self.dir, "spacectl.yaml")
@@ -210,7 +274,9 @@ class World:
     def spawn(self, name, argv, env=None):
         log = open(os.path.join(self.dir, name + ".log"), "w")
         p = subprocess.Popen(argv, cwd=self.dir, env=env or self.env, stdout=log,
-                             stderr=subprocess.STDOUT)
+                             stderr=subprocess.STDOUT, start_new_session=True,
+                             preexec_fn=own_group)
+        REAPER.tell("g", p.pid)
         self.procs.append(p)
         return p
 
@@ -231,6 +297,7 @@ class World:
             wait_port(self.keeper_port)
 
     def prepare(self):
+        self.start_database()
         s = self.setup
         if s in ("examples", "pruned"):
             self.run("spacectl", "apply", "-f", "manifests/examples/")
@@ -311,21 +378,29 @@ class World:
                  "--timeout", "60s")
 
     def close(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGINT if p is self.demo else signal.SIGTERM)
-        for p in self.procs:
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        try:
+            for p in self.procs:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGINT if p is self.demo else signal.SIGTERM)
+            for p in self.procs:
+                try:
+                    p.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    pass
+                kill_group(p, signal.SIGKILL)  # and what its group still holds
+                p.wait()
+                REAPER.tell("-g", p.pid)
+        finally:
+            self.remove()
+
+    def remove(self):
+        subprocess.run([os.path.join(ROOT, "hack/ferretdb.sh"), "stop" if KEEP else "clean",
+                        self.fdb], env=self.env, capture_output=True)
+        if self.fdb_pid:
+            REAPER.tell("-p", self.fdb_pid)
         if KEEP:
-            subprocess.run([os.path.join(ROOT, "hack/ferretdb.sh"), "stop", self.fdb],
-                           env=self.env, capture_output=True)
             print(f"  (kept {self.dir})")
             return
-        subprocess.run([os.path.join(ROOT, "hack/ferretdb.sh"), "clean", self.fdb],
-                       env=self.env, capture_output=True)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -360,20 +435,34 @@ def script(world, cmds):
     return "\n".join(out) + "\n"
 
 
+def run_script(world, text):
+    """bash -c text in the world (600 s at most): (stdout, stderr). Its own
+    process group, ended with it: a command left in the background dies too."""
+    p = subprocess.Popen(["bash", "-c", text], cwd=world.dir, env=world.env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True, preexec_fn=own_group)
+    try:
+        return p.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        return "", "the block ran past 600 s"
+    finally:
+        kill_group(p, signal.SIGKILL)
+        p.communicate()
+
+
 def run_block(setup, line, cmds):
     world = World(setup)
     failures = []
     try:
         world.prepare()
-        res = subprocess.run(["bash", "-c", script(world, cmds)], cwd=world.dir, env=world.env,
-                             capture_output=True, text=True, timeout=600)
-        outputs = re.split(r"\n?" + SEP + r" \d+\n", world.unsubst(res.stdout))[1:]
+        out, err = run_script(world, script(world, cmds))
+        outputs = re.split(r"\n?" + SEP + r" \d+\n", world.unsubst(out))[1:]
         for (cmd, expected), actual in zip(cmds, outputs):
             ok, exp, act = matches(expected, actual)
             if not ok:
                 failures.append((cmd, exp, act))
         if len(outputs) != len(cmds):
-            failures.append(("(the block)", [f"{len(cmds)} commands"], [res.stderr]))
+            failures.append(("(the block)", [f"{len(cmds)} commands"], [err]))
     finally:
         world.close()
     return failures
@@ -527,6 +616,11 @@ def check_names(path, index):
 
 
 def main():
+    # SIGTERM (a timeout, make interrupted) unwinds as an exception does: every
+    # world's finally stops its processes and database
+    signal.signal(signal.SIGTERM, lambda sig, frame: sys.exit(128 + sig))
+    global REAPER
+    REAPER = Reaper()
     files = doc_files(sys.argv[1:])
     blocks = [(f, *b) for f in files for b in marked_blocks(f)]
     usages = sum(len(usage_blocks(f)) for f in files)

@@ -181,9 +181,10 @@ log_has(const char *needle, int timeout_s)
 	return false;
 }
 
-/* The log's last lines, for a failure message. Static buffer: short, as a
- * Check message longer than its limit (4 KB, half of it in practice) ends the
- * test process with "Early exit with return value 2", hiding the failure. */
+/* The log's last lines, for a failure message (the log's path says where the
+ * rest is). Static buffer. Short: a message past Check's limit ended the test
+ * process with "Early exit with return value 2", hiding the failure (the
+ * runner raises the limit; a message still stops at 8 KB). */
 static const char *
 log_tail(void)
 {

@@ -47,19 +47,6 @@ keeper_get(int port, const char *path)
 	return http_status(url);
 }
 
-/* The whole file, "" when unreadable; caller frees. */
-static char *
-slurp(const char *path)
-{
-	char *data = NULL;
-	size_t len = 0;
-	sk_error err = { 0 };
-
-	if (sk_file_read(path, 64 << 20, &data, &len, &err) != 0)
-		return sk_strdup("");
-	return data;
-}
-
 /* Polls GET path until it answers want, up to timeout_s. */
 static bool
 eventually_status(int port, const char *path, long want, int timeout_s)
@@ -140,7 +127,7 @@ START_TEST(test_daemon_waits_for_database)
 	ck_assert_int_eq(keeper_get(port, "/readyz"), 503);
 	sleep(2);
 	ck_assert_int_eq(keeper_get(port, "/readyz"), 503);
-	text = slurp(log);
+	text = sk_test_slurp(log);
 	ASSERT_HAS(text, "msg=\"database unavailable\"");
 	ASSERT_HAS(text, "retry_in=");
 	ASSERT_HASNT(text, "controller started");
@@ -150,7 +137,7 @@ START_TEST(test_daemon_waits_for_database)
 	fdb = sk_test_ferretdb_start_at(dir, db_port);
 	ck_assert_msg(
 	        eventually_status(port, "/readyz", 200, 60), "not ready after the database came");
-	text = slurp(log);
+	text = sk_test_slurp(log);
 	ASSERT_HAS(text, "msg=\"controller started\"");
 	/* A single replica takes the 64 shards in one round: one info line, the
 	 * per-shard ones at debug level (issue 26). */
@@ -160,7 +147,7 @@ START_TEST(test_daemon_waits_for_database)
 	        !strstr(text, "msg=\"shard acquired\""), "a per-shard line at info (log %s)", log);
 	free(text);
 	ck_assert_int_eq(sk_test_stop(keeper, false), 0);
-	text = slurp(log);
+	text = sk_test_slurp(log);
 	ck_assert_msg(count_of(text, "msg=\"shards released\" count=64 held=0 total=64 ") == 1,
 	        "not one summary of the shards released at stop (log %s)", log);
 	ck_assert_msg(

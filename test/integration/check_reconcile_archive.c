@@ -4,7 +4,9 @@
  * (manifest in the bucket, status.archive recorded, phase Archived, the
  * sandbox deleted only then) and a connect restores it into a new sandbox
  * with every file identical; the S3 server down leaves the sandbox bound
- * and the archive redone once it is back; a run stopped before every step
+ * and the archive redone once it is back; a wrong secret key or a missing
+ * bucket fails it with a clear error in status and events, nothing deleted;
+ * a run stopped before every step
  * (the executor's fence, as a crash would) never leaves the sandbox deleted
  * without a verified archive recorded, nor two sandboxes.
  */
@@ -362,6 +364,53 @@ START_TEST(test_archive_s3_down)
 }
 END_TEST
 
+/* A wrong secret key and a missing bucket: the archive fails with a clear
+ * error in status and events (never the key), nothing is deleted, and it
+ * completes once the configuration is right. */
+START_TEST(test_archive_bad_config)
+{
+	static const struct {
+		const char *secret, *bucket, *says;
+	} bad[] = { { "not-the-secret-key", "spaces", "403" },
+		{ SECRET, "no-such-bucket", "no-such-bucket" } };
+	afix a;
+	sk_sandbox ref = { 0 };
+	sk_userspace *us;
+	sk_error err;
+	char *id;
+
+	setup(&a);
+	id = asleep_with_files(&a, &ref);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const sk_condition *synced;
+		a.s3cfg.secret_key = bad[i].secret;
+		a.s3cfg.bucket = bad[i].bucket;
+		ck_assert_int_ne(round_(&a, &err), 0);
+		us = sk_rfix_get(&a.f, "alice");
+		synced = sk_userspace_condition(us, SK_COND_SYNCED);
+		ck_assert_str_eq(synced->reason, SK_REASON_ARCHIVE_FAILED);
+		ck_assert_msg(strstr(synced->message, bad[i].says) != NULL, "%s", synced->message);
+		ck_assert(strstr(synced->message, bad[i].secret) == NULL ||
+		        strcmp(bad[i].secret, SECRET) == 0);
+		ck_assert(strstr(synced->message, SECRET) == NULL);
+		ck_assert_str_eq(us->status.sandbox_id, id);
+		ck_assert_int_eq(us->status.archive.state, SK_ARCHIVE_NONE);
+		ck_assert(sandbox_exists(&a, id));
+		sk_userspace_free(us);
+	}
+	ck_assert(sk_rfix_has_event(&a.f, "alice", SK_REASON_ARCHIVE_FAILED));
+	a.s3cfg.secret_key = SECRET;
+	a.s3cfg.bucket = "spaces";
+	us = until(&a, archived, 6, "Archived once the configuration is right");
+	assert_manifest(&a, us);
+	ck_assert(!sandbox_exists(&a, id));
+	sk_userspace_free(us);
+	sk_sandbox_dispose(&ref);
+	free(id);
+	teardown(&a);
+}
+END_TEST
+
 /* A run stopped after n allowed steps (every provider call and store write
  * asks first), for each n, then rounds to the end: at no stop is the
  * sandbox gone while the stored status lacks the verified archive, and
@@ -416,6 +465,7 @@ sk_suite_reconcile_archive(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, test_archive_then_restore);
 	tcase_add_test(tc, test_archive_s3_down);
+	tcase_add_test(tc, test_archive_bad_config);
 	tcase_add_test(tc, test_archive_crash_at_every_step);
 	suite_add_tcase(s, tc);
 	return s;

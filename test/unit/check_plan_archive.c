@@ -39,6 +39,7 @@ typedef struct ar_case {
 	const char *sb_id; /* the one observed sandbox; NULL none */
 	sk_sandbox_state state;
 	bool wake;
+	int64_t activity; /* a heartbeat at NOW + activity; 0 none */
 	int marker; /* sk_marker_check read back */
 	/* expected */
 	const char *want_actions; /* non-event actions */
@@ -51,13 +52,18 @@ typedef struct ar_case {
 	bool want_lost; /* WorkspaceIntact False */
 } ar_case;
 
+/* A space asleep since NOW + since, its sandbox i1 bound, archiveAfter 10m. */
+#define ASLEEP(since)                                                                              \
+	.archive_after = 10 * MIN, .phase = SK_PHASE_IDLE, .bound = "i1",                          \
+	.prev_dp = "Unknown:Idle", .dp_since = (since)
+/* Archived, nothing bound. */
+#define ARCHIVED_STATE                                                                             \
+	.archive_after = 10 * MIN, .phase = SK_PHASE_ARCHIVED, .prev_dp = "Unknown:Archived",      \
+	.arch = SK_ARCHIVE_ARCHIVED
+
 static const ar_case cases[] = {
 	{ .name = "asleep less than archiveAfter: kept, requeued for the due time",
-	        .archive_after = 10 * MIN,
-	        .phase = SK_PHASE_IDLE,
-	        .bound = "i1",
-	        .prev_dp = "Unknown:Idle",
-	        .dp_since = -4 * MIN,
+	        ASLEEP(-4 * MIN),
 	        .sb_id = "i1",
 	        .state = SK_SANDBOX_PAUSED,
 	        .want_actions = "",
@@ -66,11 +72,7 @@ static const ar_case cases[] = {
 	        .want_intent = 0,
 	        .want_requeue = 6 * MIN },
 	{ .name = "asleep past archiveAfter: intent, wake, archive, record, then delete",
-	        .archive_after = 10 * MIN,
-	        .phase = SK_PHASE_IDLE,
-	        .bound = "i1",
-	        .prev_dp = "Unknown:Idle",
-	        .dp_since = -11 * MIN,
+	        ASLEEP(-11 * MIN),
 	        .sb_id = "i1",
 	        .state = SK_SANDBOX_PAUSED,
 	        .want_actions = "bind connect archive bind kill",
@@ -79,11 +81,7 @@ static const ar_case cases[] = {
 	        .want_event = SK_REASON_ARCHIVING },
 	{ .name = "no archive configured: never archived",
 	        .no_archive = true,
-	        .archive_after = 10 * MIN,
-	        .phase = SK_PHASE_IDLE,
-	        .bound = "i1",
-	        .prev_dp = "Unknown:Idle",
-	        .dp_since = -11 * MIN,
+	        ASLEEP(-11 * MIN),
 	        .sb_id = "i1",
 	        .state = SK_SANDBOX_PAUSED,
 	        .want_actions = "",
@@ -134,11 +132,7 @@ static const ar_case cases[] = {
 	        .want_phase = SK_PHASE_IDLE,
 	        .want_requeue = 30 * SEC /* the resync comes first */ },
 	{ .name = "a connect waits: resumed, not archived",
-	        .archive_after = 10 * MIN,
-	        .phase = SK_PHASE_IDLE,
-	        .bound = "i1",
-	        .prev_dp = "Unknown:Idle",
-	        .dp_since = -11 * MIN,
+	        ASLEEP(-11 * MIN),
 	        .sb_id = "i1",
 	        .state = SK_SANDBOX_PAUSED,
 	        .wake = true,
@@ -146,11 +140,7 @@ static const ar_case cases[] = {
 	        .want_phase = SK_PHASE_RESUMING,
 	        .want_intent = 0 },
 	{ .name = "an archive under way, woken (crash after the wake): redone, no second wake",
-	        .archive_after = 10 * MIN,
-	        .phase = SK_PHASE_IDLE,
-	        .bound = "i1",
-	        .prev_dp = "Unknown:Idle",
-	        .dp_since = -11 * MIN,
+	        ASLEEP(-11 * MIN),
 	        .intent = true,
 	        .sb_id = "i1",
 	        .state = SK_SANDBOX_RUNNING,
@@ -159,11 +149,7 @@ static const ar_case cases[] = {
 	        .want_ready = "True:Idle",
 	        .want_intent = 1 },
 	{ .name = "an archive under way, asleep again: redone at once",
-	        .archive_after = 10 * MIN,
-	        .phase = SK_PHASE_IDLE,
-	        .bound = "i1",
-	        .prev_dp = "Unknown:Idle",
-	        .dp_since = -1 * SEC,
+	        ASLEEP(-1 * SEC),
 	        .intent = true,
 	        .sb_id = "i1",
 	        .state = SK_SANDBOX_PAUSED,
@@ -171,31 +157,29 @@ static const ar_case cases[] = {
 	        .want_phase = SK_PHASE_IDLE,
 	        .want_intent = 1 },
 	{ .name = "an archive under way and a connect: the user first, intent dropped",
-	        .archive_after = 10 * MIN,
-	        .phase = SK_PHASE_IDLE,
-	        .bound = "i1",
-	        .prev_dp = "Unknown:Idle",
-	        .dp_since = -11 * MIN,
+	        ASLEEP(-11 * MIN),
 	        .intent = true,
 	        .sb_id = "i1",
 	        .state = SK_SANDBOX_RUNNING,
 	        .wake = true,
 	        .want_phase = SK_PHASE_RUNNING,
 	        .want_intent = 0 },
+	{ .name = "an archive under way and a heartbeat since: the user first, intent dropped",
+	        ASLEEP(-11 * MIN),
+	        .intent = true,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_RUNNING,
+	        .activity = -10 * SEC,
+	        .want_phase = SK_PHASE_RUNNING,
+	        .want_intent = 0 },
 	{ .name = "archived, no sandbox, no connect: phase Archived, Ready True, nothing made",
-	        .archive_after = 10 * MIN,
-	        .phase = SK_PHASE_ARCHIVED,
-	        .prev_dp = "Unknown:Archived",
-	        .arch = SK_ARCHIVE_ARCHIVED,
+	        ARCHIVED_STATE,
 	        .want_actions = "",
 	        .want_phase = SK_PHASE_ARCHIVED,
 	        .want_ready = "True:Archived",
 	        .want_arch = SK_ARCHIVE_ARCHIVED },
 	{ .name = "archived, the archived sandbox still there (crash before the delete): deleted",
-	        .archive_after = 10 * MIN,
-	        .phase = SK_PHASE_ARCHIVED,
-	        .prev_dp = "Unknown:Archived",
-	        .arch = SK_ARCHIVE_ARCHIVED,
+	        ARCHIVED_STATE,
 	        .sb_id = "i1",
 	        .state = SK_SANDBOX_RUNNING,
 	        .want_actions = "kill",
@@ -203,10 +187,7 @@ static const ar_case cases[] = {
 	        .want_ready = "True:Archived",
 	        .want_arch = SK_ARCHIVE_ARCHIVED },
 	{ .name = "archived, the archived sandbox there and a connect: it is no keeper",
-	        .archive_after = 10 * MIN,
-	        .phase = SK_PHASE_ARCHIVED,
-	        .prev_dp = "Unknown:Archived",
-	        .arch = SK_ARCHIVE_ARCHIVED,
+	        ARCHIVED_STATE,
 	        .sb_id = "i1",
 	        .state = SK_SANDBOX_PAUSED,
 	        .wake = true,
@@ -214,10 +195,7 @@ static const ar_case cases[] = {
 	        .want_phase = SK_PHASE_CREATING,
 	        .want_arch = SK_ARCHIVE_ARCHIVED },
 	{ .name = "archived and a connect: a sandbox is created",
-	        .archive_after = 10 * MIN,
-	        .phase = SK_PHASE_ARCHIVED,
-	        .prev_dp = "Unknown:Archived",
-	        .arch = SK_ARCHIVE_ARCHIVED,
+	        ARCHIVED_STATE,
 	        .wake = true,
 	        .want_actions = "create bind",
 	        .want_phase = SK_PHASE_CREATING,
@@ -367,6 +345,7 @@ build_ob(const ar_case *tc, sk_observed *ob)
 	ob->list_valid = true;
 	ob->listed_ms = NOW - SEC;
 	ob->wake = tc->wake;
+	ob->activity_ms = tc->activity ? NOW + tc->activity : 0;
 	ob->marker = tc->marker;
 	snprintf(ob->marker_detail, sizeof(ob->marker_detail), "no marker");
 	if (tc->bound != NULL && (tc->sb_id == NULL || strcmp(tc->sb_id, tc->bound) != 0))
@@ -562,7 +541,7 @@ START_TEST(test_archive_failures)
 {
 	sk_action a = { .type = SK_ACTION_RESTORE };
 	sk_outcome out = { SK_ETRANSIENT, &a, false, 503, "restore: 503" };
-	sk_userspace *us = build_us(&cases[15]);
+	sk_userspace *us = build_us(&cases[16]);
 	sk_userspace_status st;
 
 	sk_userspace_status_copy(&st, &us->status);
@@ -592,7 +571,7 @@ END_TEST
 /* Where the files are, as describe and the status page say it. */
 START_TEST(test_archive_where)
 {
-	ar_case tc = cases[11];
+	ar_case tc = cases[12];
 	sk_userspace *us = build_us(&tc);
 	char out[1024];
 
@@ -600,6 +579,7 @@ START_TEST(test_archive_where)
 	ck_assert_msg(
 	        strstr(out, "archive s3://spaces/spaces/alice/2/ (generation 2, 7 files") == out,
 	        "%s", out);
+	ck_assert(sk_plan_settled(us)); /* spacekeeper --once ends on Archived */
 	us->status.sandbox_id = strdup("n1");
 	sk_archive_where(&us->status, out, sizeof(out));
 	ck_assert_ptr_nonnull(strstr(out, "being restored into sandbox n1"));
