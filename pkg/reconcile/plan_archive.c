@@ -23,7 +23,8 @@
  * back (verified against the manifest), the env is re-asserted and the
  * marker written before the space is Running again. A bound sandbox gone
  * while asleep, when an archive exists, goes back to Archived (restored at
- * the next connect) instead of a lost workspace; a WorkspaceLost with
+ * the next connect); when that archive is older than the last activity the
+ * changes since are reported lost (plan_workspace.c); a WorkspaceLost with
  * spec.health.onLoss Restore marks the archive for a restore into the
  * keeper (plan_workspace.c).
  */
@@ -217,15 +218,37 @@ sk_plan_archived(sk_pctx *c)
 	        "no sandbox: the workspace is archived");
 }
 
+/* The archive a vanished sandbox comes back from is older than what the
+ * user did since: it was already restored into that sandbox, which ran
+ * since (a connect made it; archive.time is before the last activity).
+ * Archived with a sandbox bound is a restore target that never got the
+ * files: it held nothing newer than the archive. */
+static bool
+archive_stale(const sk_archive_status *a)
+{
+	return a->state == SK_ARCHIVE_RESTORED;
+}
+
 bool
 sk_plan_archive_gone(sk_pctx *c, const char *gone_id)
 {
 	sk_archive_status *a = &c->r->next.archive;
+	char at[40];
 
 	if (!c->o->archive || c->hold || gone_id == NULL || a->state == SK_ARCHIVE_NONE ||
 	        a->key == NULL)
 		return false;
-	if (a->state != SK_ARCHIVE_ARCHIVED)
+	if (archive_stale(a)) {
+		char *why;
+
+		sk_time_format(a->time_ms, at, sizeof(at));
+		why = sk_asprintf("sandbox %s is gone; its workspace is restored from the archive "
+		                  "of generation %lld made at %s, older than its last use: files "
+		                  "changed since then are lost",
+		        gone_id, (long long)a->generation, at);
+		sk_plan_workspace_stale(c, gone_id, why);
+		free(why);
+	} else if (a->state != SK_ARCHIVE_ARCHIVED)
 		sk_plan_event(c, "Warning", SK_REASON_ARCHIVED,
 		        "sandbox %s is gone; its workspace is restored from the archive of "
 		        "generation %lld at the next connect",

@@ -120,6 +120,7 @@
 #define SK_REASON_MARKER_FOUND "MarkerFound"
 #define SK_REASON_MARKER_UNREADABLE "MarkerUnreadable"
 #define SK_REASON_WORKSPACE_LOST "WorkspaceLost"
+#define SK_REASON_RESTORED_OLDER "RestoredFromOlderArchive"
 #define SK_REASON_LOSS_ACKNOWLEDGED "LossAcknowledged"
 /* Migration (status.migration; condition Migrated and events) */
 #define SK_REASON_MIGRATION_PENDING "MigrationPending"

@@ -84,6 +84,9 @@ void sk_plan_capacity_wait(sk_pctx *c);
  * workspace is known lost (until acknowledged). */
 void sk_plan_workspace(sk_pctx *c, const sk_sandbox *k);
 void sk_plan_workspace_gone(sk_pctx *c, const char *gone_id);
+/* gone_id vanished and its workspace comes back from an archive older than
+ * the last activity: the changes since are lost (reported like a loss). */
+void sk_plan_workspace_stale(sk_pctx *c, const char *gone_id, const char *detail);
 void sk_plan_workspace_finish(sk_pctx *c);
 /* plan_archive.c: the archive in the plan (see there). */
 bool sk_plan_archive_pending(const sk_pctx *c);

@@ -50,6 +50,8 @@ typedef struct ar_case {
 	const char *want_event; /* a planned event reason, NULL: not checked */
 	int64_t want_requeue; /* 0: not checked */
 	bool want_lost; /* WorkspaceIntact False */
+	const char *want_ws_reason; /* WorkspaceIntact's reason, NULL: not checked */
+	const char *prev_ws; /* WorkspaceIntact before, "True:MarkerWritten" when NULL */
 } ar_case;
 
 /* A space asleep since NOW + since, its sandbox i1 bound, archiveAfter 10m. */
@@ -237,7 +239,8 @@ static const ar_case cases[] = {
 	        .want_phase = SK_PHASE_IDLE,
 	        .want_arch = SK_ARCHIVE_RESTORED,
 	        .want_intent = 1 },
-	{ .name = "the bound sandbox gone while asleep, an archive exists: Archived, not lost",
+	{ .name = "the bound sandbox gone while asleep after its archive was restored: Archived, "
+	          "the changes since reported lost",
 	        .archive_after = 10 * MIN,
 	        .phase = SK_PHASE_IDLE,
 	        .bound = "n1",
@@ -247,7 +250,9 @@ static const ar_case cases[] = {
 	        .want_phase = SK_PHASE_ARCHIVED,
 	        .want_ready = "True:Archived",
 	        .want_arch = SK_ARCHIVE_ARCHIVED,
-	        .want_event = SK_REASON_ARCHIVED },
+	        .want_event = SK_DRIFT_WORKSPACE_LOST,
+	        .want_lost = true,
+	        .want_ws_reason = SK_REASON_RESTORED_OLDER },
 	{ .name = "the bound sandbox gone, no archive: reported lost, a new one created",
 	        .archive_after = 10 * MIN,
 	        .phase = SK_PHASE_IDLE,
@@ -282,6 +287,37 @@ static const ar_case cases[] = {
 	        .want_actions = "init-env write-marker",
 	        .want_phase = SK_PHASE_RUNNING,
 	        .want_arch = SK_ARCHIVE_RESTORED,
+	        .want_lost = true },
+	{ .name = "the restore target gone before its files came back: Archived, nothing lost",
+	        .archive_after = 10 * MIN,
+	        .phase = SK_PHASE_CREATING,
+	        .bound = "n1",
+	        .prev_dp = "Unknown:Starting",
+	        .arch = SK_ARCHIVE_ARCHIVED,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_ARCHIVED,
+	        .want_ready = "True:Archived",
+	        .want_arch = SK_ARCHIVE_ARCHIVED,
+	        .want_ws_reason = "MarkerWritten" },
+	{ .name = "an older archive, onLoss Restore: still restored, still reported lost",
+	        .archive_after = 10 * MIN,
+	        .on_loss = SK_ON_LOSS_RESTORE,
+	        .phase = SK_PHASE_IDLE,
+	        .bound = "n1",
+	        .prev_dp = "Unknown:Idle",
+	        .arch = SK_ARCHIVE_RESTORED,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_ARCHIVED,
+	        .want_arch = SK_ARCHIVE_ARCHIVED,
+	        .want_lost = true,
+	        .want_ws_reason = SK_REASON_RESTORED_OLDER },
+	{ .name = "Archived after an older archive's restore: the loss stays until acknowledged",
+	        ARCHIVED_STATE,
+	        .prev_ws = "False:" SK_REASON_RESTORED_OLDER,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_ARCHIVED,
+	        .want_arch = SK_ARCHIVE_ARCHIVED,
+	        .want_event = SK_DRIFT_WORKSPACE_LOST,
 	        .want_lost = true },
 };
 
@@ -321,7 +357,8 @@ build_us(const ar_case *tc)
 	us->status.phase = tc->phase;
 	us->status.sandbox_id = tc->bound ? strdup(tc->bound) : NULL;
 	add_cond(&us->status, SK_COND_DATAPLANE, tc->prev_dp, NOW + tc->dp_since);
-	add_cond(&us->status, SK_COND_WORKSPACE, "True:MarkerWritten", NOW - HOUR);
+	add_cond(&us->status, SK_COND_WORKSPACE, tc->prev_ws ? tc->prev_ws : "True:MarkerWritten",
+	        NOW - HOUR);
 	if (tc->arch != SK_ARCHIVE_NONE) {
 		a->state = tc->arch;
 		a->bucket = strdup("spaces");
@@ -440,6 +477,10 @@ START_TEST(test_archive_table)
 	c = cond_of(&r.next, SK_COND_WORKSPACE);
 	ck_assert_msg((c != NULL && strcmp(c->status, "False") == 0) == tc->want_lost,
 	        "%s: WorkspaceIntact %s", tc->name, c ? c->status : "-");
+	if (tc->want_ws_reason)
+		ck_assert_msg(c != NULL && strcmp(c->reason, tc->want_ws_reason) == 0,
+		        "%s: WorkspaceIntact reason %s, want %s", tc->name, c ? c->reason : "-",
+		        tc->want_ws_reason);
 	/* the binding is never dropped by a plan that archives: the record does that */
 	for (size_t i = 0; i < r.n_actions; i++) {
 		if (r.actions[i].type == SK_ACTION_ARCHIVE)
