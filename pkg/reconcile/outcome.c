@@ -137,7 +137,10 @@ sk_plan_failure(const sk_userspace *us, const sk_outcome *o, int64_t now, sk_use
 	} else if (a != NULL && a->type == SK_ACTION_WRITE_MARKER) {
 		marker_not_written(us, msg, now, st);
 	} else if (a != NULL && a->type == SK_ACTION_ARCHIVE) {
-		/* nothing recorded: the sandbox stays bound, the archive is redone */
+		/* nothing recorded: the sandbox stays bound, the archive is redone
+		 * after a back-off counted from here (plan_archive.c) */
+		st->archive.failures = us->status.archive.failures + 1;
+		st->archive.failed_ms = now;
 	} else if (a != NULL && a->type == SK_ACTION_RESTORE) {
 		/* the files are still only in the archive: retried, not ready */
 		st->archive.state = SK_ARCHIVE_ARCHIVED;

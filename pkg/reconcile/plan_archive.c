@@ -15,7 +15,11 @@
  * redoes the archive (3 never happened as far as the status knows: the
  * sandbox is kept); a round that finds the archived sandbox
  * (status.archive.sandboxID) still there with nothing bound deletes it. A
- * connect meanwhile drops the intent: the user comes first.
+ * connect meanwhile drops the intent: the user comes first. A failed
+ * archive (a wrong key, a missing bucket, S3 down) counts in
+ * status.archive.failures and lastFailureTime; the next attempt waits
+ * 1m doubling to 1h from it, and inside that back-off the sandbox is put
+ * back to sleep and never woken for the archive.
  *
  * Archived (status.archive.state Archived): no sandbox is created until a
  * connect asks (observed.wake); then the usual create (its Creating mark),
@@ -34,6 +38,30 @@
 #include "reconcile_int.h"
 
 #define HOUR_MS (3600LL * 1000)
+#define MINUTE_MS (60LL * 1000)
+
+int64_t
+sk_archive_backoff(int64_t failures)
+{
+	int64_t d = MINUTE_MS;
+
+	if (failures <= 0)
+		return 0;
+	for (int64_t i = 1; i < failures && d < HOUR_MS; i++)
+		d *= 2;
+	return d > HOUR_MS ? HOUR_MS : d;
+}
+
+/* The time of the next archive attempt after failed ones; 0: no back-off. */
+static int64_t
+retry_at(const sk_pctx *c)
+{
+	const sk_archive_status *a = &c->prev->archive;
+
+	if (a->failures <= 0 || a->failed_ms == 0)
+		return 0;
+	return a->failed_ms + sk_archive_backoff(a->failures);
+}
 
 int64_t
 sk_archive_margin(int64_t retention_ms)
@@ -169,6 +197,10 @@ sk_plan_archive_idle(sk_pctx *c, const sk_sandbox *k)
 
 	if (!c->o->archive || c->hold || c->ob->capacity_wait)
 		return;
+	if (retry_at(c) > c->now) { /* failed lately: no wake inside the back-off */
+		sk_plan_requeue(c, retry_at(c) - c->now);
+		return;
+	}
 	if (c->prev->archive.intent_ms != 0) {
 		push_archive(c, k, true); /* an archive under way: redone */
 		return;
@@ -201,6 +233,12 @@ sk_plan_archive_running(sk_pctx *c, const sk_sandbox *k)
 	sk_plan_cond(c, SK_C_READY, "True", SK_REASON_IDLE,
 	        "sandbox %s is being archived; a connect keeps it", k->id);
 	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_IDLE, "sandbox is being archived");
+	if (retry_at(c) > c->now) {
+		/* the archive failed: back to sleep until its back-off ends */
+		sk_plan_push(c, SK_ACTION_PAUSE, k->id);
+		sk_plan_requeue(c, retry_at(c) - c->now);
+		return true;
+	}
 	push_archive(c, k, false);
 	return true;
 }

@@ -425,6 +425,9 @@ int64_t sk_archive_due(const sk_userspace *us, int64_t since_ms, const sk_plan_o
 /* How long before pausedRetention a space is archived: a quarter of it, at
  * most an hour. */
 int64_t sk_archive_margin(int64_t retention_ms);
+/* How long the next archive attempt waits after `failures` failed in a
+ * row: 1m, doubling, at most 1h; 0 without failures. */
+int64_t sk_archive_backoff(int64_t failures);
 /* The status an ARCHIVE action records once the archive is verified: a
  * copy of st with status.archive (generation, key, counts, the archived
  * sandbox), phase Archived, nothing bound, Ready True (Archived). */

@@ -35,6 +35,8 @@ typedef struct ar_case {
 	int64_t dp_since; /* its lastTransitionTime, offset from NOW */
 	sk_archive_state arch; /* status.archive.state; NONE: no archive */
 	bool intent; /* status.archive.archivingSince set */
+	int64_t failures; /* status.archive.failures */
+	int64_t failed_at; /* status.archive.lastFailureTime, offset from NOW */
 	/* observed */
 	const char *sb_id; /* the one observed sandbox; NULL none */
 	sk_sandbox_state state;
@@ -319,6 +321,91 @@ static const ar_case cases[] = {
 	        .want_arch = SK_ARCHIVE_ARCHIVED,
 	        .want_event = SK_DRIFT_WORKSPACE_LOST,
 	        .want_lost = true },
+	{ .name = "an archive failed 30s ago: not retried, the sandbox not woken, requeued",
+	        ASLEEP(-20 * MIN),
+	        .intent = true,
+	        .failures = 1,
+	        .failed_at = -30 * SEC,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 1,
+	        .want_requeue = 30 * SEC },
+	{ .name = "an archive failed 61s ago once: the back-off (1m) is over, redone",
+	        ASLEEP(-20 * MIN),
+	        .intent = true,
+	        .failures = 1,
+	        .failed_at = -61 * SEC,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "bind connect archive bind kill",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 1 },
+	{ .name = "three failures, the last 3m ago: the back-off doubled to 4m, not retried",
+	        ASLEEP(-30 * MIN),
+	        .intent = true,
+	        .failures = 3,
+	        .failed_at = -3 * MIN,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 1,
+	        .want_requeue = MIN },
+	{ .name = "ten failures, the last 59m ago: capped at 1h, not retried",
+	        ASLEEP(-10 * HOUR),
+	        .intent = true,
+	        .failures = 10,
+	        .failed_at = -59 * MIN,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 1,
+	        .want_requeue = MIN },
+	{ .name = "ten failures, the last 61m ago: retried",
+	        ASLEEP(-10 * HOUR),
+	        .intent = true,
+	        .failures = 10,
+	        .failed_at = -61 * MIN,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "bind connect archive bind kill",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 1 },
+	{ .name = "woken by an archive that failed: paused again inside the back-off",
+	        ASLEEP(-20 * MIN),
+	        .intent = true,
+	        .failures = 1,
+	        .failed_at = -5 * SEC,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_RUNNING,
+	        .want_actions = "pause",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_ready = "True:Idle",
+	        .want_intent = 1,
+	        .want_requeue = 55 * SEC },
+	{ .name = "failed lately, not yet under way: not started inside the back-off",
+	        ASLEEP(-20 * MIN),
+	        .failures = 2,
+	        .failed_at = -MIN,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 0,
+	        .want_requeue = MIN },
+	{ .name = "woken by the user during a back-off: kept awake, the intent dropped",
+	        ASLEEP(-20 * MIN),
+	        .intent = true,
+	        .failures = 1,
+	        .failed_at = -5 * SEC,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_RUNNING,
+	        .wake = true,
+	        .want_phase = SK_PHASE_RUNNING,
+	        .want_intent = 0 },
 };
 
 static void
@@ -370,6 +457,8 @@ build_us(const ar_case *tc)
 	}
 	if (tc->intent)
 		a->intent_ms = NOW - MIN;
+	a->failures = tc->failures;
+	a->failed_ms = tc->failures ? NOW + tc->failed_at : 0;
 	return us;
 }
 
@@ -609,6 +698,34 @@ START_TEST(test_archive_failures)
 }
 END_TEST
 
+/* The back-off of a failing archive: 1m doubling to 1h; a failed ARCHIVE
+ * counts one more failure at its time, a success clears them. */
+START_TEST(test_archive_backoff)
+{
+	sk_action a = { .type = SK_ACTION_ARCHIVE };
+	sk_outcome out = { SK_EUNAUTHORIZED, &a, false, 403, "archive: 403" };
+	sk_userspace *us = build_us(&cases[1]);
+	sk_userspace_status st;
+
+	ck_assert_int_eq(sk_archive_backoff(0), 0);
+	ck_assert_int_eq(sk_archive_backoff(1), MIN);
+	ck_assert_int_eq(sk_archive_backoff(2), 2 * MIN);
+	ck_assert_int_eq(sk_archive_backoff(6), 32 * MIN);
+	ck_assert_int_eq(sk_archive_backoff(7), HOUR);
+	ck_assert_int_eq(sk_archive_backoff(1000), HOUR);
+	us->status.archive.failures = 2;
+	sk_userspace_status_copy(&st, &us->status);
+	sk_plan_failure(us, &out, NOW, &st);
+	ck_assert_int_eq(st.archive.failures, 3);
+	ck_assert_int_eq(st.archive.failed_ms, NOW);
+	sk_archive_record(&st, "b", "spaces/alice/1", 1, 1, 1, NOW + SEC, 1);
+	ck_assert_int_eq(st.archive.failures, 0);
+	ck_assert_int_eq(st.archive.failed_ms, 0);
+	sk_userspace_status_dispose(&st);
+	sk_userspace_free(us);
+}
+END_TEST
+
 /* Where the files are, as describe and the status page say it. */
 START_TEST(test_archive_where)
 {
@@ -646,6 +763,7 @@ sk_suite_plan_archive(void)
 	tcase_add_test(tc, test_archive_key_and_due);
 	tcase_add_test(tc, test_archive_failures);
 	tcase_add_test(tc, test_archive_where);
+	tcase_add_test(tc, test_archive_backoff);
 	suite_add_tcase(s, tc);
 	return s;
 }
