@@ -89,14 +89,35 @@ sk_archive_due(const sk_userspace *us, int64_t since_ms, const sk_plan_options *
 }
 
 char *
-sk_archive_key(const char *prefix, const char *user_id, int64_t generation)
+sk_archive_base(const char *prefix, const char *user_id)
 {
 	size_t n = prefix ? strlen(prefix) : 0;
 
 	while (n > 0 && prefix[n - 1] == '/')
 		n--;
-	return sk_asprintf("%.*s%s%s/%lld", (int)n, n ? prefix : "", n ? "/" : "", user_id,
-	        (long long)generation);
+	return sk_asprintf("%.*s%s%s", (int)n, n ? prefix : "", n ? "/" : "", user_id);
+}
+
+char *
+sk_archive_key(const char *prefix, const char *user_id, int64_t generation)
+{
+	char *base = sk_archive_base(prefix, user_id);
+	char *key = sk_asprintf("%s/%lld", base, (long long)generation);
+
+	free(base);
+	return key;
+}
+
+/* A UserSpace deleted with deletionPolicy Delete: its archives go before
+ * the finalizer (a failure keeps it, retried; deletionPolicy Retain keeps
+ * the archives as it keeps the sandbox). */
+void
+sk_plan_archive_purge(sk_pctx *c)
+{
+	const sk_archive_status *a = &c->prev->archive;
+
+	if (c->o->archive && (a->state != SK_ARCHIVE_NONE || a->intent_ms != 0 || a->failures != 0))
+		sk_plan_push(c, SK_ACTION_PURGE_ARCHIVE, NULL);
 }
 
 void

@@ -9,7 +9,8 @@
  * bucket fails it with a clear error in status and events, nothing deleted;
  * a run stopped before every step
  * (the executor's fence, as a crash would) never leaves the sandbox deleted
- * without a verified archive recorded, nor two sandboxes.
+ * without a verified archive recorded, nor two sandboxes; a deleted space's
+ * archives go with it (retried while the S3 server is down).
  */
 #include <check.h>
 #include <stdio.h>
@@ -488,6 +489,65 @@ START_TEST(test_archive_crash_at_every_step)
 }
 END_TEST
 
+static int
+count_key(void *arg, const char *key, uint64_t size)
+{
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* The objects under spaces/alice/. */
+static int
+user_objects(afix *a)
+{
+	sk_error err;
+	int n = 0;
+
+	ck_assert_msg(sk_s3_list(a->s3, "spaces/alice/", count_key, &n, &err) == 0, "list: %s",
+	        err.message);
+	return n;
+}
+
+/* A deleted space (deletionPolicy Delete) takes its archives with it,
+ * before its finalizer goes; with the S3 server down the purge fails, the
+ * object stays (Synced False, ArchivePurgeFailed) and the next round
+ * finishes it. */
+START_TEST(test_archive_purged_on_delete)
+{
+	afix a;
+	sk_sandbox ref = { 0 };
+	sk_userspace *us;
+	sk_error err;
+	char *id;
+	const sk_condition *synced;
+
+	setup(&a);
+	id = asleep_with_files(&a, &ref);
+	us = until(&a, archived, 4, "Archived");
+	sk_userspace_free(us);
+	ck_assert_int_gt(user_objects(&a), 3);
+	sk_test_stop(a.gw, true);
+	a.gw = 0;
+	ck_assert_int_eq(sk_store_mark_deleted(a.f.store, "alice", &err), 0);
+	ck_assert_int_ne(round_(&a, &err), 0);
+	us = sk_rfix_get(&a.f, "alice");
+	ck_assert_ptr_nonnull(us);
+	synced = sk_userspace_condition(us, SK_COND_SYNCED);
+	ck_assert_str_eq(synced->reason, SK_REASON_ARCHIVE_PURGE_FAILED);
+	ck_assert(sk_userspace_has_finalizer(us, SK_FINALIZER));
+	sk_userspace_free(us);
+	a.gw = sk_test_s3_start(
+	        a.gw_dir, a.gw_port, "spaces", ACCESS, SECRET, a.gw_url, sizeof(a.gw_url));
+	ck_assert_int_gt(user_objects(&a), 3); /* nothing went while it was down */
+	ck_assert_int_eq(round_(&a, &err), 0);
+	ck_assert_int_eq(sk_store_get(a.f.store, "alice", &us, &err), SK_ENOTFOUND);
+	ck_assert_int_eq(user_objects(&a), 0);
+	sk_sandbox_dispose(&ref);
+	free(id);
+	teardown(&a);
+}
+END_TEST
+
 Suite *
 sk_suite_reconcile_archive(void)
 {
@@ -499,6 +559,7 @@ sk_suite_reconcile_archive(void)
 	tcase_add_test(tc, test_archive_s3_down);
 	tcase_add_test(tc, test_archive_bad_config);
 	tcase_add_test(tc, test_archive_crash_at_every_step);
+	tcase_add_test(tc, test_archive_purged_on_delete);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -726,6 +726,57 @@ START_TEST(test_archive_backoff)
 }
 END_TEST
 
+/* The actions of cases[i]'s space being deleted, as "a b c". */
+static void
+delete_actions(int i, bool archive, sk_deletion_policy policy, char *out, size_t len)
+{
+	sk_userspace *us = build_us(&cases[i]);
+	sk_plan_options o;
+	sk_observed ob;
+	sk_plan_result r;
+	size_t n = 0;
+
+	sk_plan_options_init(&o);
+	o.markers = true;
+	o.archive = archive;
+	us->meta.deletion_ms = NOW - SEC;
+	us->meta.finalizers = calloc(1, sizeof(char *));
+	us->meta.finalizers[0] = strdup(SK_FINALIZER);
+	us->meta.n_finalizers = 1;
+	us->spec.deletion_policy = policy;
+	build_ob(&cases[i], &ob);
+	ck_assert_int_eq(sk_plan(us, &ob, NOW, &o, &r), 0);
+	out[0] = '\0';
+	for (size_t k = 0; k < r.n_actions; k++) {
+		if (r.actions[k].type != SK_ACTION_EVENT)
+			n += (size_t)snprintf(out + n, len - n, "%s%s", n ? " " : "",
+			        sk_action_type_name(r.actions[k].type));
+	}
+	sk_observed_dispose(&ob);
+	sk_plan_result_dispose(&r);
+	sk_userspace_free(us);
+}
+
+/* A deleted space's archives go before its finalizer (deletionPolicy
+ * Delete); Retain keeps them, as it keeps the sandbox; none without an
+ * archive configured or without archives. */
+START_TEST(test_archive_purge_on_delete)
+{
+	char got[256];
+
+	delete_actions(12, true, SK_DELETE_DELETE, got, sizeof(got)); /* Archived */
+	ck_assert_str_eq(got, "purge-archive remove-finalizer");
+	delete_actions(12, true, SK_DELETE_RETAIN, got, sizeof(got));
+	ck_assert_str_eq(got, "remove-finalizer");
+	delete_actions(12, false, SK_DELETE_DELETE, got, sizeof(got));
+	ck_assert_str_eq(got, "remove-finalizer");
+	delete_actions(1, true, SK_DELETE_DELETE, got, sizeof(got)); /* never archived */
+	ck_assert_str_eq(got, "kill remove-finalizer");
+	delete_actions(26, true, SK_DELETE_DELETE, got, sizeof(got)); /* an archive under way */
+	ck_assert_str_eq(got, "kill purge-archive remove-finalizer");
+}
+END_TEST
+
 /* Where the files are, as describe and the status page say it. */
 START_TEST(test_archive_where)
 {
@@ -764,6 +815,7 @@ sk_suite_plan_archive(void)
 	tcase_add_test(tc, test_archive_failures);
 	tcase_add_test(tc, test_archive_where);
 	tcase_add_test(tc, test_archive_backoff);
+	tcase_add_test(tc, test_archive_purge_on_delete);
 	suite_add_tcase(s, tc);
 	return s;
 }
