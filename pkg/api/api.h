@@ -295,6 +295,11 @@ typedef struct sk_archive_status {
 	/* archivingSince: a new archive of the bound sandbox is under way (the
 	 * intent, written before it is woken for the copy); 0 none */
 	int64_t intent_ms;
+	/* failures: archive attempts failed in a row (0 after a success);
+	 * lastFailureTime: the last one. The next attempt waits a back-off
+	 * (sk_archive_backoff) from it. */
+	int64_t failures;
+	int64_t failed_ms;
 } sk_archive_status;
 
 void sk_archive_status_dispose(sk_archive_status *a);

@@ -188,7 +188,8 @@ sk_userspace_status_to_json(const sk_userspace_status *st)
 		sk_json_set_time(u, "lastUpdateTime", st->usage.updated_ms);
 		json_object_set_new(o, "usage", u);
 	}
-	if (st->archive.state != SK_ARCHIVE_NONE || st->archive.intent_ms != 0) {
+	if (st->archive.state != SK_ARCHIVE_NONE || st->archive.intent_ms != 0 ||
+	        st->archive.failures != 0) {
 		const sk_archive_status *a = &st->archive;
 		json_t *x = json_pack("{s:I, s:I, s:I}", "generation", (json_int_t)a->generation,
 		        "files", (json_int_t)a->files, "bytes", (json_int_t)a->bytes);
@@ -201,6 +202,9 @@ sk_userspace_status_to_json(const sk_userspace_status *st)
 		sk_json_set_time(x, "time", a->time_ms);
 		sk_json_set_str(x, "sandboxID", a->sandbox_id);
 		sk_json_set_time(x, "restoreTime", a->restore_ms);
+		if (a->failures != 0)
+			json_object_set_new(x, "failures", json_integer((json_int_t)a->failures));
+		sk_json_set_time(x, "lastFailureTime", a->failed_ms);
 		json_object_set_new(o, "archive", x);
 	}
 	return o;
@@ -516,6 +520,8 @@ decode_archive(dctx *c, json_t *a, sk_archive_status *out)
 	out->sandbox_id = get_str(c, a, "sandboxID", "status.archive.sandboxID");
 	out->restore_ms = get_time(c, a, "restoreTime", "status.archive.restoreTime");
 	out->intent_ms = get_time(c, a, "archivingSince", "status.archive.archivingSince");
+	out->failures = get_int(c, a, "failures", "status.archive.failures");
+	out->failed_ms = get_time(c, a, "lastFailureTime", "status.archive.lastFailureTime");
 }
 
 static void

@@ -345,7 +345,8 @@ sk_archive_status_equal(const sk_archive_status *a, const sk_archive_status *b)
 	        a->generation == b->generation && a->time_ms == b->time_ms &&
 	        a->files == b->files && a->bytes == b->bytes &&
 	        str_eq(a->sandbox_id, b->sandbox_id) && a->restore_ms == b->restore_ms &&
-	        a->intent_ms == b->intent_ms;
+	        a->intent_ms == b->intent_ms && a->failures == b->failures &&
+	        a->failed_ms == b->failed_ms;
 }
 
 void

@@ -226,6 +226,7 @@ sk_action_type_name(sk_action_type t)
 	case SK_ACTION_SET_NETWORK: return "set-network";
 	case SK_ACTION_ARCHIVE: return "archive";
 	case SK_ACTION_RESTORE: return "restore";
+	case SK_ACTION_PURGE_ARCHIVE: return "purge-archive";
 	}
 	return "?";
 }
@@ -310,6 +311,9 @@ sk_action_describe(const sk_action *a, sk_buf *out)
 		break;
 	case SK_ACTION_RESTORE:
 		sk_buf_printf(out, "restore the workspace into %s from the archive", target(a));
+		break;
+	case SK_ACTION_PURGE_ARCHIVE:
+		sk_buf_printf(out, "delete every archive of the user (deletionPolicy Delete)");
 		break;
 	case SK_ACTION_SET_NETWORK: {
 		char net[1024];

@@ -139,29 +139,62 @@ delete_generation(sk_s3 *s3, const prune_gen *g, sk_archive_prune_report *rep, s
 	return rc;
 }
 
+/* The generations under BASE/ into s, oldest first; *dir ("BASE/", s's
+ * base) is the caller's to free. */
+static int
+list_generations(
+        sk_s3 *s3, const char *base, const char *what, prune_set *s, char **dir, sk_error *err)
+{
+	size_t n = strlen(base);
+	int rc;
+
+	*dir = NULL;
+	while (n > 0 && base[n - 1] == '/')
+		n--;
+	if (n == 0)
+		return sk_error_set(err, SK_EINVALID, "archive %s: an empty prefix", what);
+	*dir = sk_asprintf("%.*s/", (int)n, base);
+	s->base = *dir;
+	s->base_len = n + 1;
+	rc = sk_s3_list(s3, *dir, collect, s, err);
+	if (rc != 0)
+		sk_error_prefix(err, "archive %s %s", what, *dir);
+	if (rc == 0 && s->n > 0)
+		qsort(s->gens, s->n, sizeof(*s->gens), by_generation);
+	return rc;
+}
+
+int
+sk_archive_purge(sk_s3 *s3, const char *base, sk_archive_prune_report *rep, sk_error *err)
+{
+	prune_set s = { 0 };
+	char *dir;
+	int rc;
+
+	memset(rep, 0, sizeof(*rep));
+	rc = list_generations(s3, base, "purge", &s, &dir, err);
+	rep->generations = s.n;
+	for (size_t i = 0; rc == 0 && i < s.n; i++) {
+		rc = delete_generation(s3, &s.gens[i], rep, err);
+		if (rc == 0)
+			rep->deleted++;
+	}
+	set_dispose(&s);
+	free(dir);
+	return rc;
+}
+
 int
 sk_archive_prune(sk_s3 *s3, const char *base, const char *restored, int keep,
         sk_archive_prune_report *rep, sk_error *err)
 {
-	size_t n = strlen(base);
 	char *dir;
 	prune_set s = { 0 };
 	ssize_t anchor = -1;
 	int rc, older = 0;
 
 	memset(rep, 0, sizeof(*rep));
-	while (n > 0 && base[n - 1] == '/')
-		n--;
-	if (n == 0)
-		return sk_error_set(err, SK_EINVALID, "archive prune: an empty prefix");
-	dir = sk_asprintf("%.*s/", (int)n, base);
-	s.base = dir;
-	s.base_len = n + 1;
-	rc = sk_s3_list(s3, dir, collect, &s, err);
-	if (rc != 0)
-		sk_error_prefix(err, "archive prune %s", dir);
-	if (rc == 0 && s.n > 0)
-		qsort(s.gens, s.n, sizeof(*s.gens), by_generation);
+	rc = list_generations(s3, base, "prune", &s, &dir, err);
 	for (size_t i = 0; rc == 0 && i < s.n; i++) {
 		if (s.gens[i].complete) {
 			anchor = (ssize_t)i;

@@ -527,6 +527,19 @@ do_archive(sk_xctx *x, const sk_action *a, sk_error *err)
 }
 
 static int
+do_purge(sk_xctx *x, sk_error *err)
+{
+	sk_archive_prune_report rep;
+	int rc = sk_execute_purge(x->env, x->cur, &rep, err);
+
+	if (rc == 0 && rep.deleted > 0)
+		event(x, "Normal", SK_REASON_ARCHIVE_PURGED,
+		        "deleted %zu archive generations (%llu objects) of the deleted space",
+		        rep.deleted, (unsigned long long)rep.objects_deleted);
+	return rc;
+}
+
+static int
 do_restore(sk_xctx *x, const sk_action *a, sk_error *err)
 {
 	const char *id = id_of(x, a);
@@ -567,6 +580,7 @@ run_action(sk_xctx *x, const sk_action *a, sk_error *err)
 	case SK_ACTION_SET_NETWORK: return do_set_network(x, a, err);
 	case SK_ACTION_ARCHIVE: return do_archive(x, a, err);
 	case SK_ACTION_RESTORE: return do_restore(x, a, err);
+	case SK_ACTION_PURGE_ARCHIVE: return do_purge(x, err);
 	}
 	return sk_error_set(err, SK_EINVALID, "unknown action %d", (int)a->type);
 }

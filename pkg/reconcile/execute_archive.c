@@ -11,6 +11,8 @@
  * redone.
  * RESTORE: status.archive's generation into sb, every object checked
  * against the manifest, then the tree verified.
+ * PURGE_ARCHIVE: every generation under PREFIX/USERID/ deleted (the
+ * UserSpace is deleted); a failure keeps the finalizer and is retried.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +96,24 @@ prune(const sk_reconcile_env *env, sk_s3 *s3, const sk_userspace *us, char *note
 	else if (rep.deleted > 0)
 		snprintf(note, len, "pruned %zu older archive generations", rep.deleted);
 	free(base);
+}
+
+int
+sk_execute_purge(const sk_reconcile_env *env, const sk_userspace *us, sk_archive_prune_report *rep,
+        sk_error *err)
+{
+	char *base = sk_archive_base(env->archive_prefix, us->spec.user_id);
+	sk_s3 *s3 = NULL;
+	int rc;
+
+	memset(rep, 0, sizeof(*rep));
+	if (env->archive_s3 == NULL)
+		rc = sk_error_set(err, SK_ETERMINAL, "no archive is configured");
+	else if ((rc = sk_s3_new(env->archive_s3, &s3, err)) == 0)
+		rc = sk_archive_purge(s3, base, rep, err);
+	sk_s3_free(s3);
+	free(base);
+	return rc;
 }
 
 int

@@ -33,6 +33,7 @@ static const struct {
 	{ SK_ACTION_SET_NETWORK, SK_REASON_NETWORK_FAILED },
 	{ SK_ACTION_ARCHIVE, SK_REASON_ARCHIVE_FAILED },
 	{ SK_ACTION_RESTORE, SK_REASON_RESTORE_FAILED },
+	{ SK_ACTION_PURGE_ARCHIVE, SK_REASON_ARCHIVE_PURGE_FAILED },
 };
 
 const char *
@@ -137,7 +138,12 @@ sk_plan_failure(const sk_userspace *us, const sk_outcome *o, int64_t now, sk_use
 	} else if (a != NULL && a->type == SK_ACTION_WRITE_MARKER) {
 		marker_not_written(us, msg, now, st);
 	} else if (a != NULL && a->type == SK_ACTION_ARCHIVE) {
-		/* nothing recorded: the sandbox stays bound, the archive is redone */
+		/* nothing recorded: the sandbox stays bound, the archive is redone
+		 * after a back-off counted from here (plan_archive.c) */
+		st->archive.failures = us->status.archive.failures + 1;
+		st->archive.failed_ms = now;
+	} else if (a != NULL && a->type == SK_ACTION_PURGE_ARCHIVE) {
+		/* the finalizer stays: the purge is retried, the space still Deleting */
 	} else if (a != NULL && a->type == SK_ACTION_RESTORE) {
 		/* the files are still only in the archive: retried, not ready */
 		st->archive.state = SK_ARCHIVE_ARCHIVED;

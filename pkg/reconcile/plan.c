@@ -723,6 +723,7 @@ plan_delete(sk_pctx *c)
 			sk_plan_requeue(c, c->o->short_requeue_ms);
 			return;
 		}
+		sk_plan_archive_purge(c);
 	}
 	sk_plan_push(c, SK_ACTION_REMOVE_FINALIZER, NULL);
 }

@@ -15,7 +15,11 @@
  * redoes the archive (3 never happened as far as the status knows: the
  * sandbox is kept); a round that finds the archived sandbox
  * (status.archive.sandboxID) still there with nothing bound deletes it. A
- * connect meanwhile drops the intent: the user comes first.
+ * connect meanwhile drops the intent: the user comes first. A failed
+ * archive (a wrong key, a missing bucket, S3 down) counts in
+ * status.archive.failures and lastFailureTime; the next attempt waits
+ * 1m doubling to 1h from it, and inside that back-off the sandbox is put
+ * back to sleep and never woken for the archive.
  *
  * Archived (status.archive.state Archived): no sandbox is created until a
  * connect asks (observed.wake); then the usual create (its Creating mark),
@@ -23,7 +27,8 @@
  * back (verified against the manifest), the env is re-asserted and the
  * marker written before the space is Running again. A bound sandbox gone
  * while asleep, when an archive exists, goes back to Archived (restored at
- * the next connect) instead of a lost workspace; a WorkspaceLost with
+ * the next connect); when that archive is older than the last activity the
+ * changes since are reported lost (plan_workspace.c); a WorkspaceLost with
  * spec.health.onLoss Restore marks the archive for a restore into the
  * keeper (plan_workspace.c).
  */
@@ -33,6 +38,30 @@
 #include "reconcile_int.h"
 
 #define HOUR_MS (3600LL * 1000)
+#define MINUTE_MS (60LL * 1000)
+
+int64_t
+sk_archive_backoff(int64_t failures)
+{
+	int64_t d = MINUTE_MS;
+
+	if (failures <= 0)
+		return 0;
+	for (int64_t i = 1; i < failures && d < HOUR_MS; i++)
+		d *= 2;
+	return d > HOUR_MS ? HOUR_MS : d;
+}
+
+/* The time of the next archive attempt after failed ones; 0: no back-off. */
+static int64_t
+retry_at(const sk_pctx *c)
+{
+	const sk_archive_status *a = &c->prev->archive;
+
+	if (a->failures <= 0 || a->failed_ms == 0)
+		return 0;
+	return a->failed_ms + sk_archive_backoff(a->failures);
+}
 
 int64_t
 sk_archive_margin(int64_t retention_ms)
@@ -60,14 +89,35 @@ sk_archive_due(const sk_userspace *us, int64_t since_ms, const sk_plan_options *
 }
 
 char *
-sk_archive_key(const char *prefix, const char *user_id, int64_t generation)
+sk_archive_base(const char *prefix, const char *user_id)
 {
 	size_t n = prefix ? strlen(prefix) : 0;
 
 	while (n > 0 && prefix[n - 1] == '/')
 		n--;
-	return sk_asprintf("%.*s%s%s/%lld", (int)n, n ? prefix : "", n ? "/" : "", user_id,
-	        (long long)generation);
+	return sk_asprintf("%.*s%s%s", (int)n, n ? prefix : "", n ? "/" : "", user_id);
+}
+
+char *
+sk_archive_key(const char *prefix, const char *user_id, int64_t generation)
+{
+	char *base = sk_archive_base(prefix, user_id);
+	char *key = sk_asprintf("%s/%lld", base, (long long)generation);
+
+	free(base);
+	return key;
+}
+
+/* A UserSpace deleted with deletionPolicy Delete: its archives go before
+ * the finalizer (a failure keeps it, retried; deletionPolicy Retain keeps
+ * the archives as it keeps the sandbox). */
+void
+sk_plan_archive_purge(sk_pctx *c)
+{
+	const sk_archive_status *a = &c->prev->archive;
+
+	if (c->o->archive && (a->state != SK_ARCHIVE_NONE || a->intent_ms != 0 || a->failures != 0))
+		sk_plan_push(c, SK_ACTION_PURGE_ARCHIVE, NULL);
 }
 
 void
@@ -168,6 +218,10 @@ sk_plan_archive_idle(sk_pctx *c, const sk_sandbox *k)
 
 	if (!c->o->archive || c->hold || c->ob->capacity_wait)
 		return;
+	if (retry_at(c) > c->now) { /* failed lately: no wake inside the back-off */
+		sk_plan_requeue(c, retry_at(c) - c->now);
+		return;
+	}
 	if (c->prev->archive.intent_ms != 0) {
 		push_archive(c, k, true); /* an archive under way: redone */
 		return;
@@ -200,6 +254,12 @@ sk_plan_archive_running(sk_pctx *c, const sk_sandbox *k)
 	sk_plan_cond(c, SK_C_READY, "True", SK_REASON_IDLE,
 	        "sandbox %s is being archived; a connect keeps it", k->id);
 	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_IDLE, "sandbox is being archived");
+	if (retry_at(c) > c->now) {
+		/* the archive failed: back to sleep until its back-off ends */
+		sk_plan_push(c, SK_ACTION_PAUSE, k->id);
+		sk_plan_requeue(c, retry_at(c) - c->now);
+		return true;
+	}
 	push_archive(c, k, false);
 	return true;
 }
@@ -217,15 +277,37 @@ sk_plan_archived(sk_pctx *c)
 	        "no sandbox: the workspace is archived");
 }
 
+/* The archive a vanished sandbox comes back from is older than what the
+ * user did since: it was already restored into that sandbox, which ran
+ * since (a connect made it; archive.time is before the last activity).
+ * Archived with a sandbox bound is a restore target that never got the
+ * files: it held nothing newer than the archive. */
+static bool
+archive_stale(const sk_archive_status *a)
+{
+	return a->state == SK_ARCHIVE_RESTORED;
+}
+
 bool
 sk_plan_archive_gone(sk_pctx *c, const char *gone_id)
 {
 	sk_archive_status *a = &c->r->next.archive;
+	char at[40];
 
 	if (!c->o->archive || c->hold || gone_id == NULL || a->state == SK_ARCHIVE_NONE ||
 	        a->key == NULL)
 		return false;
-	if (a->state != SK_ARCHIVE_ARCHIVED)
+	if (archive_stale(a)) {
+		char *why;
+
+		sk_time_format(a->time_ms, at, sizeof(at));
+		why = sk_asprintf("sandbox %s is gone; its workspace is restored from the archive "
+		                  "of generation %lld made at %s, older than its last use: files "
+		                  "changed since then are lost",
+		        gone_id, (long long)a->generation, at);
+		sk_plan_workspace_stale(c, gone_id, why);
+		free(why);
+	} else if (a->state != SK_ARCHIVE_ARCHIVED)
 		sk_plan_event(c, "Warning", SK_REASON_ARCHIVED,
 		        "sandbox %s is gone; its workspace is restored from the archive of "
 		        "generation %lld at the next connect",

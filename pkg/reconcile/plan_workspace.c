@@ -22,8 +22,11 @@
  * workspaceLossAcknowledged holds a time at or after the condition's
  * lastTransitionTime (LossAcknowledged). spec.health.onLoss Restore copies
  * the newest archive back into the keeper (plan_archive.c); without one the
- * loss is only reported. A bound sandbox gone while an archive exists is
- * no loss: the space goes back to Archived (plan_archive.c).
+ * loss is only reported. A bound sandbox gone while an archive exists goes
+ * back to Archived (plan_archive.c); when that archive is older than the
+ * last activity, the changes since are lost: WorkspaceIntact False, reason
+ * RestoredFromOlderArchive, drift WorkspaceLost, while the files it has are
+ * still restored.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -161,6 +164,15 @@ sk_plan_workspace_gone(sk_pctx *c, const char *gone_id)
 		lost(c, gone_id, why, false);
 		free(why);
 	}
+}
+
+void
+sk_plan_workspace_stale(sk_pctx *c, const char *gone_id, const char *detail)
+{
+	if (c->hold || gone_id == NULL || known_lost(c))
+		return; /* the first loss's time and message stay */
+	decide(c, "False", SK_REASON_RESTORED_OLDER, "%s", detail);
+	sk_plan_drift(c, SK_DRIFT_WORKSPACE_LOST, gone_id, "%s", c->workspace.message);
 }
 
 /* The acknowledgement's time covers the loss (second precision). */

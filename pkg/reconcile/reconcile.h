@@ -108,6 +108,8 @@
 #define SK_REASON_MARKER_WRITE_FAILED "MarkerWriteFailed"
 #define SK_REASON_ARCHIVE_FAILED "ArchiveFailed"
 #define SK_REASON_RESTORE_FAILED "RestoreFailed"
+#define SK_REASON_ARCHIVE_PURGE_FAILED "ArchivePurgeFailed"
+#define SK_REASON_ARCHIVE_PURGED "ArchivePurged"
 /* The archive (status.archive; phase Archived, Ready True) */
 #define SK_REASON_ARCHIVED "Archived"
 #define SK_REASON_ARCHIVING "Archiving" /* event: the archive of an asleep space starts */
@@ -120,6 +122,7 @@
 #define SK_REASON_MARKER_FOUND "MarkerFound"
 #define SK_REASON_MARKER_UNREADABLE "MarkerUnreadable"
 #define SK_REASON_WORKSPACE_LOST "WorkspaceLost"
+#define SK_REASON_RESTORED_OLDER "RestoredFromOlderArchive"
 #define SK_REASON_LOSS_ACKNOWLEDGED "LossAcknowledged"
 /* Migration (status.migration; condition Migrated and events) */
 #define SK_REASON_MIGRATION_PENDING "MigrationPending"
@@ -424,6 +427,9 @@ int64_t sk_archive_due(const sk_userspace *us, int64_t since_ms, const sk_plan_o
 /* How long before pausedRetention a space is archived: a quarter of it, at
  * most an hour. */
 int64_t sk_archive_margin(int64_t retention_ms);
+/* How long the next archive attempt waits after `failures` failed in a
+ * row: 1m, doubling, at most 1h; 0 without failures. */
+int64_t sk_archive_backoff(int64_t failures);
 /* The status an ARCHIVE action records once the archive is verified: a
  * copy of st with status.archive (generation, key, counts, the archived
  * sandbox), phase Archived, nothing bound, Ready True (Archived). */
@@ -468,6 +474,12 @@ int sk_archive_generation_cmp(const char *a, const char *b);
  */
 int sk_archive_prune(sk_s3 *s3, const char *base, const char *restored, int keep,
         sk_archive_prune_report *rep, sk_error *err);
+/* Every generation under BASE/ deleted, each manifest first (a UserSpace
+ * deleted with deletionPolicy Delete: its archives go with it). Idempotent;
+ * a purge cut short is finished by the next one. */
+int sk_archive_purge(sk_s3 *s3, const char *base, sk_archive_prune_report *rep, sk_error *err);
+/* PREFIX/USERID: the base of a user's archive generations. */
+char *sk_archive_base(const char *prefix, const char *user_id);
 
 /* ---- a sleep near the provider's retention, no archive (retention.c) ---- */
 typedef struct sk_retention {
@@ -508,6 +520,8 @@ typedef enum sk_action_type {
 	SK_ACTION_ARCHIVE,
 	/* Copy status.archive back into the keeper, verified against its manifest */
 	SK_ACTION_RESTORE,
+	/* Delete every archive of the user (PREFIX/USERID/), before the finalizer */
+	SK_ACTION_PURGE_ARCHIVE,
 } sk_action_type;
 
 typedef enum sk_kill_reason {

@@ -84,6 +84,9 @@ void sk_plan_capacity_wait(sk_pctx *c);
  * workspace is known lost (until acknowledged). */
 void sk_plan_workspace(sk_pctx *c, const sk_sandbox *k);
 void sk_plan_workspace_gone(sk_pctx *c, const char *gone_id);
+/* gone_id vanished and its workspace comes back from an archive older than
+ * the last activity: the changes since are lost (reported like a loss). */
+void sk_plan_workspace_stale(sk_pctx *c, const char *gone_id, const char *detail);
 void sk_plan_workspace_finish(sk_pctx *c);
 /* plan_archive.c: the archive in the plan (see there). */
 bool sk_plan_archive_pending(const sk_pctx *c);
@@ -99,6 +102,8 @@ void sk_plan_archived(sk_pctx *c);
 /* The bound sandbox gone_id is gone and an archive exists: the files are
  * restored from it at the next connect (true), not reported lost. */
 bool sk_plan_archive_gone(sk_pctx *c, const char *gone_id);
+/* The space is deleted (deletionPolicy Delete): PURGE_ARCHIVE when it has archives. */
+void sk_plan_archive_purge(sk_pctx *c);
 /* RESTORE into the running, healthy keeper k (status.archive Restored once done). */
 void sk_plan_restore(sk_pctx *c, const sk_sandbox *k);
 /* execute_archive.c: the ARCHIVE action (the archive recorded into st
@@ -106,6 +111,8 @@ void sk_plan_restore(sk_pctx *c, const sk_sandbox *k);
 int sk_execute_archive(const sk_reconcile_env *env, sk_provider *p, const sk_sandbox *sb,
         const sk_userspace *us, int64_t now_ms, sk_userspace_status *st, sk_copy_report *rep,
         sk_error *err);
+int sk_execute_purge(const sk_reconcile_env *env, const sk_userspace *us,
+        sk_archive_prune_report *rep, sk_error *err);
 int sk_execute_restore(const sk_reconcile_env *env, sk_provider *p, const sk_sandbox *sb,
         const sk_userspace *us, sk_copy_report *rep, char *prune_note, size_t note_len,
         sk_error *err);

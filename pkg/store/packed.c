@@ -32,7 +32,7 @@ struct sk_packed_userspace {
  * of metadata or status changes these sizes: encode it below (writer and
  * reader) and set it in test/unit/check_store_pack.c's full_object. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(sk_object_meta) == 104 && sizeof(sk_userspace_status) == 336,
+_Static_assert(sizeof(sk_object_meta) == 104 && sizeof(sk_userspace_status) == 352,
         "sk_object_meta or sk_userspace_status changed: update packed.c");
 #endif
 
@@ -208,6 +208,8 @@ w_status(writer *w, const sk_userspace_status *st)
 	w_int(w, st->usage.updated_ms);
 	w_int(w, st->archive.state);
 	w_int(w, st->archive.intent_ms);
+	w_int(w, st->archive.failures);
+	w_int(w, st->archive.failed_ms);
 	if (st->archive.state == SK_ARCHIVE_NONE)
 		return;
 	w_str(w, st->archive.bucket);
@@ -460,6 +462,8 @@ r_status(reader *r, sk_userspace_status *st)
 	st->usage.updated_ms = r_int(r);
 	st->archive.state = (sk_archive_state)r_int(r);
 	st->archive.intent_ms = r_int(r);
+	st->archive.failures = r_int(r);
+	st->archive.failed_ms = r_int(r);
 	if (st->archive.state == SK_ARCHIVE_NONE)
 		return;
 	if (st->archive.state > SK_ARCHIVE_RESTORED) {

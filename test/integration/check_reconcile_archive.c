@@ -4,11 +4,13 @@
  * (manifest in the bucket, status.archive recorded, phase Archived, the
  * sandbox deleted only then) and a connect restores it into a new sandbox
  * with every file identical; the S3 server down leaves the sandbox bound
- * and the archive redone once it is back; a wrong secret key or a missing
+ * and the archive redone once it is back, after a back-off inside which
+ * the sandbox is put back to sleep and never woken; a wrong secret key or a missing
  * bucket fails it with a clear error in status and events, nothing deleted;
  * a run stopped before every step
  * (the executor's fence, as a crash would) never leaves the sandbox deleted
- * without a verified archive recorded, nor two sandboxes.
+ * without a verified archive recorded, nor two sandboxes; a deleted space's
+ * archives go with it (retried while the S3 server is down).
  */
 #include <check.h>
 #include <stdio.h>
@@ -261,6 +263,20 @@ assert_manifest(afix *a, const sk_userspace *us)
 	ck_assert_int_gt(size, 0);
 }
 
+/* The sandbox's state at the provider (GONE when not found). */
+static sk_sandbox_state
+sandbox_state(afix *a, const char *id)
+{
+	sk_sandbox sb = { 0 };
+	sk_error err;
+	int rc = sk_sandbox_get(a->f.p, id, &sb, &err);
+	sk_sandbox_state st = rc == 0 ? sb.state : SK_SANDBOX_GONE;
+
+	sk_sandbox_dispose(&sb);
+	ck_assert_msg(rc == 0 || rc == SK_ENOTFOUND, "get %s: %s", id, err.message);
+	return st;
+}
+
 static bool
 sandbox_exists(afix *a, const char *id)
 {
@@ -350,10 +366,23 @@ START_TEST(test_archive_s3_down)
 	ck_assert_str_eq(synced->reason, SK_REASON_ARCHIVE_FAILED);
 	ck_assert(sandbox_exists(&a, id));
 	ck_assert(strstr(synced->message, SECRET) == NULL);
+	ck_assert_int_eq(us->status.archive.failures, 1);
+	ck_assert_int_ne(us->status.archive.failed_ms, 0);
 	sk_userspace_free(us);
-	/* back: the archive is redone and completes */
+	/* inside the back-off: the sandbox woken for the archive goes back to
+	 * sleep and no round retries (or wakes it) */
+	for (int i = 0; i < 3; i++) {
+		round_(&a, &err);
+		us = sk_rfix_get(&a.f, "alice");
+		ck_assert_int_eq(us->status.archive.failures, 1);
+		ck_assert_int_eq(us->status.phase, SK_PHASE_IDLE);
+		sk_userspace_free(us);
+		ck_assert_int_eq(sandbox_state(&a, id), SK_SANDBOX_PAUSED);
+	}
+	/* back: after the back-off (1m) the archive is redone and completes */
 	a.gw = sk_test_s3_start(
 	        a.gw_dir, a.gw_port, "spaces", ACCESS, SECRET, a.gw_url, sizeof(a.gw_url));
+	clock_offset += 61 * 1000;
 	us = until(&a, archived, 6, "Archived after the S3 server came back");
 	assert_manifest(&a, us);
 	ck_assert(!sandbox_exists(&a, id));
@@ -383,6 +412,7 @@ START_TEST(test_archive_bad_config)
 	id = asleep_with_files(&a, &ref);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		const sk_condition *synced;
+		clock_offset += 3600 * 1000; /* past any back-off */
 		a.s3cfg.secret_key = bad[i].secret;
 		a.s3cfg.bucket = bad[i].bucket;
 		ck_assert_int_ne(round_(&a, &err), 0);
@@ -395,13 +425,16 @@ START_TEST(test_archive_bad_config)
 		ck_assert(strstr(synced->message, SECRET) == NULL);
 		ck_assert_str_eq(us->status.sandbox_id, id);
 		ck_assert_int_eq(us->status.archive.state, SK_ARCHIVE_NONE);
+		ck_assert_int_eq(us->status.archive.failures, (int64_t)i + 1);
 		ck_assert(sandbox_exists(&a, id));
 		sk_userspace_free(us);
 	}
 	ck_assert(sk_rfix_has_event(&a.f, "alice", SK_REASON_ARCHIVE_FAILED));
 	a.s3cfg.secret_key = SECRET;
 	a.s3cfg.bucket = "spaces";
+	clock_offset += 3600 * 1000;
 	us = until(&a, archived, 6, "Archived once the configuration is right");
+	ck_assert_int_eq(us->status.archive.failures, 0);
 	assert_manifest(&a, us);
 	ck_assert(!sandbox_exists(&a, id));
 	sk_userspace_free(us);
@@ -456,6 +489,65 @@ START_TEST(test_archive_crash_at_every_step)
 }
 END_TEST
 
+static int
+count_key(void *arg, const char *key, uint64_t size)
+{
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* The objects under spaces/alice/. */
+static int
+user_objects(afix *a)
+{
+	sk_error err;
+	int n = 0;
+
+	ck_assert_msg(sk_s3_list(a->s3, "spaces/alice/", count_key, &n, &err) == 0, "list: %s",
+	        err.message);
+	return n;
+}
+
+/* A deleted space (deletionPolicy Delete) takes its archives with it,
+ * before its finalizer goes; with the S3 server down the purge fails, the
+ * object stays (Synced False, ArchivePurgeFailed) and the next round
+ * finishes it. */
+START_TEST(test_archive_purged_on_delete)
+{
+	afix a;
+	sk_sandbox ref = { 0 };
+	sk_userspace *us;
+	sk_error err;
+	char *id;
+	const sk_condition *synced;
+
+	setup(&a);
+	id = asleep_with_files(&a, &ref);
+	us = until(&a, archived, 4, "Archived");
+	sk_userspace_free(us);
+	ck_assert_int_gt(user_objects(&a), 3);
+	sk_test_stop(a.gw, true);
+	a.gw = 0;
+	ck_assert_int_eq(sk_store_mark_deleted(a.f.store, "alice", &err), 0);
+	ck_assert_int_ne(round_(&a, &err), 0);
+	us = sk_rfix_get(&a.f, "alice");
+	ck_assert_ptr_nonnull(us);
+	synced = sk_userspace_condition(us, SK_COND_SYNCED);
+	ck_assert_str_eq(synced->reason, SK_REASON_ARCHIVE_PURGE_FAILED);
+	ck_assert(sk_userspace_has_finalizer(us, SK_FINALIZER));
+	sk_userspace_free(us);
+	a.gw = sk_test_s3_start(
+	        a.gw_dir, a.gw_port, "spaces", ACCESS, SECRET, a.gw_url, sizeof(a.gw_url));
+	ck_assert_int_gt(user_objects(&a), 3); /* nothing went while it was down */
+	ck_assert_int_eq(round_(&a, &err), 0);
+	ck_assert_int_eq(sk_store_get(a.f.store, "alice", &us, &err), SK_ENOTFOUND);
+	ck_assert_int_eq(user_objects(&a), 0);
+	sk_sandbox_dispose(&ref);
+	free(id);
+	teardown(&a);
+}
+END_TEST
+
 Suite *
 sk_suite_reconcile_archive(void)
 {
@@ -467,6 +559,7 @@ sk_suite_reconcile_archive(void)
 	tcase_add_test(tc, test_archive_s3_down);
 	tcase_add_test(tc, test_archive_bad_config);
 	tcase_add_test(tc, test_archive_crash_at_every_step);
+	tcase_add_test(tc, test_archive_purged_on_delete);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -35,6 +35,8 @@ typedef struct ar_case {
 	int64_t dp_since; /* its lastTransitionTime, offset from NOW */
 	sk_archive_state arch; /* status.archive.state; NONE: no archive */
 	bool intent; /* status.archive.archivingSince set */
+	int64_t failures; /* status.archive.failures */
+	int64_t failed_at; /* status.archive.lastFailureTime, offset from NOW */
 	/* observed */
 	const char *sb_id; /* the one observed sandbox; NULL none */
 	sk_sandbox_state state;
@@ -50,6 +52,8 @@ typedef struct ar_case {
 	const char *want_event; /* a planned event reason, NULL: not checked */
 	int64_t want_requeue; /* 0: not checked */
 	bool want_lost; /* WorkspaceIntact False */
+	const char *want_ws_reason; /* WorkspaceIntact's reason, NULL: not checked */
+	const char *prev_ws; /* WorkspaceIntact before, "True:MarkerWritten" when NULL */
 } ar_case;
 
 /* A space asleep since NOW + since, its sandbox i1 bound, archiveAfter 10m. */
@@ -237,7 +241,8 @@ static const ar_case cases[] = {
 	        .want_phase = SK_PHASE_IDLE,
 	        .want_arch = SK_ARCHIVE_RESTORED,
 	        .want_intent = 1 },
-	{ .name = "the bound sandbox gone while asleep, an archive exists: Archived, not lost",
+	{ .name = "the bound sandbox gone while asleep after its archive was restored: Archived, "
+	          "the changes since reported lost",
 	        .archive_after = 10 * MIN,
 	        .phase = SK_PHASE_IDLE,
 	        .bound = "n1",
@@ -247,7 +252,9 @@ static const ar_case cases[] = {
 	        .want_phase = SK_PHASE_ARCHIVED,
 	        .want_ready = "True:Archived",
 	        .want_arch = SK_ARCHIVE_ARCHIVED,
-	        .want_event = SK_REASON_ARCHIVED },
+	        .want_event = SK_DRIFT_WORKSPACE_LOST,
+	        .want_lost = true,
+	        .want_ws_reason = SK_REASON_RESTORED_OLDER },
 	{ .name = "the bound sandbox gone, no archive: reported lost, a new one created",
 	        .archive_after = 10 * MIN,
 	        .phase = SK_PHASE_IDLE,
@@ -283,6 +290,122 @@ static const ar_case cases[] = {
 	        .want_phase = SK_PHASE_RUNNING,
 	        .want_arch = SK_ARCHIVE_RESTORED,
 	        .want_lost = true },
+	{ .name = "the restore target gone before its files came back: Archived, nothing lost",
+	        .archive_after = 10 * MIN,
+	        .phase = SK_PHASE_CREATING,
+	        .bound = "n1",
+	        .prev_dp = "Unknown:Starting",
+	        .arch = SK_ARCHIVE_ARCHIVED,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_ARCHIVED,
+	        .want_ready = "True:Archived",
+	        .want_arch = SK_ARCHIVE_ARCHIVED,
+	        .want_ws_reason = "MarkerWritten" },
+	{ .name = "an older archive, onLoss Restore: still restored, still reported lost",
+	        .archive_after = 10 * MIN,
+	        .on_loss = SK_ON_LOSS_RESTORE,
+	        .phase = SK_PHASE_IDLE,
+	        .bound = "n1",
+	        .prev_dp = "Unknown:Idle",
+	        .arch = SK_ARCHIVE_RESTORED,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_ARCHIVED,
+	        .want_arch = SK_ARCHIVE_ARCHIVED,
+	        .want_lost = true,
+	        .want_ws_reason = SK_REASON_RESTORED_OLDER },
+	{ .name = "Archived after an older archive's restore: the loss stays until acknowledged",
+	        ARCHIVED_STATE,
+	        .prev_ws = "False:" SK_REASON_RESTORED_OLDER,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_ARCHIVED,
+	        .want_arch = SK_ARCHIVE_ARCHIVED,
+	        .want_event = SK_DRIFT_WORKSPACE_LOST,
+	        .want_lost = true },
+	{ .name = "an archive failed 30s ago: not retried, the sandbox not woken, requeued",
+	        ASLEEP(-20 * MIN),
+	        .intent = true,
+	        .failures = 1,
+	        .failed_at = -30 * SEC,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 1,
+	        .want_requeue = 30 * SEC },
+	{ .name = "an archive failed 61s ago once: the back-off (1m) is over, redone",
+	        ASLEEP(-20 * MIN),
+	        .intent = true,
+	        .failures = 1,
+	        .failed_at = -61 * SEC,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "bind connect archive bind kill",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 1 },
+	{ .name = "three failures, the last 3m ago: the back-off doubled to 4m, not retried",
+	        ASLEEP(-30 * MIN),
+	        .intent = true,
+	        .failures = 3,
+	        .failed_at = -3 * MIN,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 1,
+	        .want_requeue = MIN },
+	{ .name = "ten failures, the last 59m ago: capped at 1h, not retried",
+	        ASLEEP(-10 * HOUR),
+	        .intent = true,
+	        .failures = 10,
+	        .failed_at = -59 * MIN,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 1,
+	        .want_requeue = MIN },
+	{ .name = "ten failures, the last 61m ago: retried",
+	        ASLEEP(-10 * HOUR),
+	        .intent = true,
+	        .failures = 10,
+	        .failed_at = -61 * MIN,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "bind connect archive bind kill",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 1 },
+	{ .name = "woken by an archive that failed: paused again inside the back-off",
+	        ASLEEP(-20 * MIN),
+	        .intent = true,
+	        .failures = 1,
+	        .failed_at = -5 * SEC,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_RUNNING,
+	        .want_actions = "pause",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_ready = "True:Idle",
+	        .want_intent = 1,
+	        .want_requeue = 55 * SEC },
+	{ .name = "failed lately, not yet under way: not started inside the back-off",
+	        ASLEEP(-20 * MIN),
+	        .failures = 2,
+	        .failed_at = -MIN,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 0,
+	        .want_requeue = MIN },
+	{ .name = "woken by the user during a back-off: kept awake, the intent dropped",
+	        ASLEEP(-20 * MIN),
+	        .intent = true,
+	        .failures = 1,
+	        .failed_at = -5 * SEC,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_RUNNING,
+	        .wake = true,
+	        .want_phase = SK_PHASE_RUNNING,
+	        .want_intent = 0 },
 };
 
 static void
@@ -321,7 +444,8 @@ build_us(const ar_case *tc)
 	us->status.phase = tc->phase;
 	us->status.sandbox_id = tc->bound ? strdup(tc->bound) : NULL;
 	add_cond(&us->status, SK_COND_DATAPLANE, tc->prev_dp, NOW + tc->dp_since);
-	add_cond(&us->status, SK_COND_WORKSPACE, "True:MarkerWritten", NOW - HOUR);
+	add_cond(&us->status, SK_COND_WORKSPACE, tc->prev_ws ? tc->prev_ws : "True:MarkerWritten",
+	        NOW - HOUR);
 	if (tc->arch != SK_ARCHIVE_NONE) {
 		a->state = tc->arch;
 		a->bucket = strdup("spaces");
@@ -333,6 +457,8 @@ build_us(const ar_case *tc)
 	}
 	if (tc->intent)
 		a->intent_ms = NOW - MIN;
+	a->failures = tc->failures;
+	a->failed_ms = tc->failures ? NOW + tc->failed_at : 0;
 	return us;
 }
 
@@ -440,6 +566,10 @@ START_TEST(test_archive_table)
 	c = cond_of(&r.next, SK_COND_WORKSPACE);
 	ck_assert_msg((c != NULL && strcmp(c->status, "False") == 0) == tc->want_lost,
 	        "%s: WorkspaceIntact %s", tc->name, c ? c->status : "-");
+	if (tc->want_ws_reason)
+		ck_assert_msg(c != NULL && strcmp(c->reason, tc->want_ws_reason) == 0,
+		        "%s: WorkspaceIntact reason %s, want %s", tc->name, c ? c->reason : "-",
+		        tc->want_ws_reason);
 	/* the binding is never dropped by a plan that archives: the record does that */
 	for (size_t i = 0; i < r.n_actions; i++) {
 		if (r.actions[i].type == SK_ACTION_ARCHIVE)
@@ -568,6 +698,85 @@ START_TEST(test_archive_failures)
 }
 END_TEST
 
+/* The back-off of a failing archive: 1m doubling to 1h; a failed ARCHIVE
+ * counts one more failure at its time, a success clears them. */
+START_TEST(test_archive_backoff)
+{
+	sk_action a = { .type = SK_ACTION_ARCHIVE };
+	sk_outcome out = { SK_EUNAUTHORIZED, &a, false, 403, "archive: 403" };
+	sk_userspace *us = build_us(&cases[1]);
+	sk_userspace_status st;
+
+	ck_assert_int_eq(sk_archive_backoff(0), 0);
+	ck_assert_int_eq(sk_archive_backoff(1), MIN);
+	ck_assert_int_eq(sk_archive_backoff(2), 2 * MIN);
+	ck_assert_int_eq(sk_archive_backoff(6), 32 * MIN);
+	ck_assert_int_eq(sk_archive_backoff(7), HOUR);
+	ck_assert_int_eq(sk_archive_backoff(1000), HOUR);
+	us->status.archive.failures = 2;
+	sk_userspace_status_copy(&st, &us->status);
+	sk_plan_failure(us, &out, NOW, &st);
+	ck_assert_int_eq(st.archive.failures, 3);
+	ck_assert_int_eq(st.archive.failed_ms, NOW);
+	sk_archive_record(&st, "b", "spaces/alice/1", 1, 1, 1, NOW + SEC, 1);
+	ck_assert_int_eq(st.archive.failures, 0);
+	ck_assert_int_eq(st.archive.failed_ms, 0);
+	sk_userspace_status_dispose(&st);
+	sk_userspace_free(us);
+}
+END_TEST
+
+/* The actions of cases[i]'s space being deleted, as "a b c". */
+static void
+delete_actions(int i, bool archive, sk_deletion_policy policy, char *out, size_t len)
+{
+	sk_userspace *us = build_us(&cases[i]);
+	sk_plan_options o;
+	sk_observed ob;
+	sk_plan_result r;
+	size_t n = 0;
+
+	sk_plan_options_init(&o);
+	o.markers = true;
+	o.archive = archive;
+	us->meta.deletion_ms = NOW - SEC;
+	us->meta.finalizers = calloc(1, sizeof(char *));
+	us->meta.finalizers[0] = strdup(SK_FINALIZER);
+	us->meta.n_finalizers = 1;
+	us->spec.deletion_policy = policy;
+	build_ob(&cases[i], &ob);
+	ck_assert_int_eq(sk_plan(us, &ob, NOW, &o, &r), 0);
+	out[0] = '\0';
+	for (size_t k = 0; k < r.n_actions; k++) {
+		if (r.actions[k].type != SK_ACTION_EVENT)
+			n += (size_t)snprintf(out + n, len - n, "%s%s", n ? " " : "",
+			        sk_action_type_name(r.actions[k].type));
+	}
+	sk_observed_dispose(&ob);
+	sk_plan_result_dispose(&r);
+	sk_userspace_free(us);
+}
+
+/* A deleted space's archives go before its finalizer (deletionPolicy
+ * Delete); Retain keeps them, as it keeps the sandbox; none without an
+ * archive configured or without archives. */
+START_TEST(test_archive_purge_on_delete)
+{
+	char got[256];
+
+	delete_actions(12, true, SK_DELETE_DELETE, got, sizeof(got)); /* Archived */
+	ck_assert_str_eq(got, "purge-archive remove-finalizer");
+	delete_actions(12, true, SK_DELETE_RETAIN, got, sizeof(got));
+	ck_assert_str_eq(got, "remove-finalizer");
+	delete_actions(12, false, SK_DELETE_DELETE, got, sizeof(got));
+	ck_assert_str_eq(got, "remove-finalizer");
+	delete_actions(1, true, SK_DELETE_DELETE, got, sizeof(got)); /* never archived */
+	ck_assert_str_eq(got, "kill remove-finalizer");
+	delete_actions(26, true, SK_DELETE_DELETE, got, sizeof(got)); /* an archive under way */
+	ck_assert_str_eq(got, "kill purge-archive remove-finalizer");
+}
+END_TEST
+
 /* Where the files are, as describe and the status page say it. */
 START_TEST(test_archive_where)
 {
@@ -605,6 +814,8 @@ sk_suite_plan_archive(void)
 	tcase_add_test(tc, test_archive_key_and_due);
 	tcase_add_test(tc, test_archive_failures);
 	tcase_add_test(tc, test_archive_where);
+	tcase_add_test(tc, test_archive_backoff);
+	tcase_add_test(tc, test_archive_purge_on_delete);
 	suite_add_tcase(s, tc);
 	return s;
 }
