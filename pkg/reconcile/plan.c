@@ -34,8 +34,8 @@
 
 enum { K_FOUND, K_CREATE, K_WAIT, K_WAIT_CREATING };
 
-static const sk_sandbox *
-find(const sk_observed *ob, const char *id)
+const sk_sandbox *
+sk_plan_find(const sk_observed *ob, const char *id)
 {
 	for (size_t i = 0; id != NULL && i < ob->sandboxes.len; i++) {
 		if (ob->sandboxes.items[i].state != SK_SANDBOX_GONE &&
@@ -138,7 +138,7 @@ pick_keeper(sk_pctx *c, const sk_sandbox **out)
 
 	*out = NULL;
 	if (bound != NULL) {
-		*out = find(c->ob, bound);
+		*out = sk_plan_find(c->ob, bound);
 		if (*out != NULL)
 			return K_FOUND;
 		if (c->ob->bound != SK_LOOKUP_NOT_FOUND && !listed_gone(c->ob, bound)) {
@@ -679,55 +679,6 @@ plan_live(sk_pctx *c)
 	sk_plan_workspace_finish(c);
 }
 
-static void
-plan_delete(sk_pctx *c)
-{
-	const sk_userspace *us = c->us;
-	const char *bound = c->prev->sandbox_id;
-	bool retain = us->spec.deletion_policy == SK_DELETE_RETAIN;
-
-	c->r->next.phase = SK_PHASE_DELETING;
-	sk_plan_cond(c, SK_C_READY, "False", SK_REASON_DELETING,
-	        "being deleted (deletionPolicy %s)", retain ? "Retain" : "Delete");
-	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_DELETING, "being deleted");
-	if (!sk_userspace_has_finalizer(us, SK_FINALIZER))
-		return;
-	if (c->hold) {
-		/* The annotation holds provider mutations, so the deletion waits: say so. */
-		const sk_condition *synced = sk_plan_prev_cond(c, SK_COND_SYNCED);
-		sk_plan_cond(c, SK_C_SYNCED, "False", SK_REASON_DELETION_HELD,
-		        "deletion waits: %s is true (remove it to finish the deletion)",
-		        SK_ANNOTATION_PAUSED);
-		if (synced == NULL || !sk_str_eq(synced->reason, SK_REASON_DELETION_HELD))
-			sk_plan_event(c, "Warning", SK_REASON_DELETION_HELD,
-			        "deletion waits: %s is true (remove it to finish the deletion)",
-			        SK_ANNOTATION_PAUSED);
-		return;
-	}
-	if (!retain) {
-		for (size_t i = 0; i < c->ob->sandboxes.len; i++) {
-			if (c->ob->sandboxes.items[i].state != SK_SANDBOX_GONE)
-				sk_plan_push(c, SK_ACTION_KILL, c->ob->sandboxes.items[i].id)->why =
-				        SK_KILL_DELETE;
-		}
-		if (bound != NULL && find(c->ob, bound) == NULL &&
-		        c->ob->bound != SK_LOOKUP_NOT_FOUND)
-			sk_plan_push(c, SK_ACTION_KILL, bound)->why = SK_KILL_DELETE;
-		if (c->ob->user != SK_LOOKUP_FOUND && c->ob->user != SK_LOOKUP_NOT_FOUND) {
-			sk_plan_wait(c,
-			        c->ob->user_error.code ? c->ob->user_error.code : SK_ETRANSIENT,
-			        "keeping the finalizer: the lookup of the user's sandboxes failed: "
-			        "%s",
-			        c->ob->user_error.message[0] ? c->ob->user_error.message
-			                                     : "not made");
-			sk_plan_requeue(c, c->o->short_requeue_ms);
-			return;
-		}
-		sk_plan_archive_purge(c);
-	}
-	sk_plan_push(c, SK_ACTION_REMOVE_FINALIZER, NULL);
-}
-
 /* lastActivityTime is persisted at most once per D/4 (D: the deadline). */
 static int64_t
 next_activity(const sk_pctx *c)
@@ -799,7 +750,7 @@ sk_plan(const sk_userspace *desired, const sk_observed *observed, int64_t now_ms
 			        "%s is true: observing only", SK_ANNOTATION_PAUSED);
 	}
 	if (desired->meta.deletion_ms != 0)
-		plan_delete(&c);
+		sk_plan_delete(&c);
 	else
 		plan_live(&c);
 	sk_plan_usage(&c);

@@ -104,6 +104,10 @@ void sk_plan_archived(sk_pctx *c);
 bool sk_plan_archive_gone(sk_pctx *c, const char *gone_id);
 /* The space is deleted (deletionPolicy Delete): PURGE_ARCHIVE when it has archives. */
 void sk_plan_archive_purge(sk_pctx *c);
+/* The observed sandbox with that ID, not gone; NULL when none. */
+const sk_sandbox *sk_plan_find(const sk_observed *ob, const char *id);
+/* plan_delete.c: the plan of a UserSpace with a deletionTimestamp. */
+void sk_plan_delete(sk_pctx *c);
 /* RESTORE into the running, healthy keeper k (status.archive Restored once done). */
 void sk_plan_restore(sk_pctx *c, const sk_sandbox *k);
 /* execute_archive.c: the ARCHIVE action (the archive recorded into st
