@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Runs every test suite of a build (default build/san/test), keeps going
 # after a failure, and prints one closing line: "N passed, N failed".
+# A failed suite's failing checks are repeated at the end (a CI log is often
+# read from its tail) and its whole output is kept in $SK_TEST_LOG_DIR.
 set -u
 dir=${1:-build/san/test}
 root=$(cd "$(dirname "$0")/.." && pwd)
 export SK_ROOT=${SK_ROOT:-$root}
+log_dir=${SK_TEST_LOG_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/sk-suites.XXXXXX")}
+mkdir -p "$log_dir"
 passed=0
 failed=0
 failed_names=()
@@ -13,12 +17,24 @@ run() {
 	local name=$1
 	shift
 	echo "=== $name"
-	if "$@"; then
+	if "$@" 2>&1 | tee "$log_dir/$name.log"; [ "${PIPESTATUS[0]}" -eq 0 ]; then
 		passed=$((passed + 1))
+		rm -f "$log_dir/$name.log"
 	else
 		failed=$((failed + 1))
 		failed_names+=("$name")
 	fi
+}
+
+# The lines that name a failure: Check's "file:line:F|E:suite:case:", node's
+# "not ok", pytest's "FAILED", and the readme checker's "differ" lines.
+summarize_failures() {
+	local name
+	for name in "${failed_names[@]}"; do
+		echo "--- $name failed; whole output: $log_dir/$name.log"
+		grep -E '^[^ ]+:[0-9]+:[EF]:|^not ok |^FAILED |^ERROR |differs?:|FAIL' \
+			"$log_dir/$name.log" | cut -c1-400 | tail -n 40
+	done
 }
 
 run unit "$dir/unit_tests"
@@ -48,6 +64,11 @@ run client "$root/test/client/run.sh"
 run client-ts node --test "$root/test/client/typescript.test.mjs"
 
 echo
-[ ${#failed_names[@]} -gt 0 ] && echo "failed suites: ${failed_names[*]}"
+if [ ${#failed_names[@]} -gt 0 ]; then
+	summarize_failures
+	echo "failed suites: ${failed_names[*]}"
+else
+	rmdir "$log_dir" 2>/dev/null
+fi
 echo "suites: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
