@@ -465,6 +465,7 @@ sk_ctl_capacity_may_start(void *controller, const sk_userspace *us, char *why, s
 			queue_remove(p, (size_t)at);
 		tally(cap, s, -1);
 		s->granted = true;
+		s->stops_at_grant = p->stops;
 		tally(cap, s, 1);
 		pthread_mutex_unlock(&cap->mu);
 		if (max > 0)
@@ -516,11 +517,13 @@ sk_ctl_capacity_note(
 	cap_kick kick = { 0 };
 	bool freed, rearm = false, was, evicted, s_running;
 	sk_ctl_cap_space *s;
+	uint64_t stopped;
 
 	if (prov < 0)
 		return;
 	pthread_mutex_lock(&cap->mu);
 	s = space_of(cap, name);
+	stopped = s->granted && s->prov == prov ? cap->prov[prov].stops - s->stops_at_grant : 0;
 	freed = s->prov != prov || (s->running && !(r->running && r->keeper_id)) ||
 	        (s->granted && !r->running) || r->start_refused;
 	tally(cap, s, -1);
@@ -537,18 +540,24 @@ sk_ctl_capacity_note(
 	s->evicting = false;
 	s_running = s->running;
 	tally(cap, s, 1);
+	if (was && !s_running)
+		cap->prov[prov].stops++;
 	if (!r->start_refused)
 		raise_learned(&cap->prov[prov], count(cap, prov));
 	if (r->start_refused) {
-		/* The provider's own cap: what runs now (this start not counted;
-		 * with none of ours running, the plan is someone else's to free);
-		 * the start waits its turn, a connect's wake asked again. */
+		/* The provider's own cap: what ran when it refused (this start
+		 * not counted; with none of ours running, the plan is someone
+		 * else's to free); the start waits its turn, a connect's wake
+		 * asked again. */
 		sk_ctl_cap_provider *p = &cap->prov[prov];
 		sk_ctl_cap_count k = count(cap, prov);
 		int64_t mono = sk_monotonic_ms();
 		size_t at;
-		if (k.awake > 0 && (p->learned == 0 || k.awake < p->learned)) {
-			p->learned = k.awake;
+		int learned;
+		effective_max(p, mono); /* an expired one goes first */
+		learned = sk_capacity_learn(p->learned, k.awake, (int)stopped);
+		if (learned != p->learned) {
+			p->learned = learned;
 			p->learned_until = mono + p->learned_for;
 		}
 		at = sk_ctl_cap_queue_enter(p, name, mono + c->cfg->resync_ms, false);
@@ -580,6 +589,8 @@ sk_ctl_capacity_forget(sk_controller *c, const char *name)
 	pthread_mutex_lock(&cap->mu);
 	if ((s = sk_strmap_get(cap->spaces, name)) != NULL) {
 		prov = s->prov;
+		if (prov >= 0 && s->running)
+			cap->prov[prov].stops++;
 		tally(cap, s, -1);
 		sk_strmap_remove(cap->spaces, name);
 	}

@@ -68,6 +68,7 @@ typedef struct sk_ctl_cap_space {
 	bool granted; /* a start was let through; its reconcile has not ended */
 	bool evicting; /* asked to pause; its reconcile has not ended */
 	int64_t started_ms; /* wall ms it was first seen running */
+	uint64_t stops_at_grant; /* its provider's stops when its start was let through */
 	sk_kvlist labels; /* its labels: which SpaceQuotas' tenant it is in */
 } sk_ctl_cap_space;
 
@@ -95,6 +96,7 @@ typedef struct sk_ctl_cap_provider {
 	sk_ctl_cap_waiter *queue;
 	size_t n_queue, cap_queue;
 	uint64_t evictions;
+	uint64_t stops; /* spaces seen running, then not (sk_capacity_learn) */
 	sk_ctl_cap_count count; /* of the spaces at this provider (tally) */
 } sk_ctl_cap_provider;
 

@@ -691,6 +691,13 @@ typedef struct sk_capacity_state {
 
 sk_capacity_verdict sk_capacity_decide(const sk_capacity_state *s);
 
+/* The cap a provider's refusal of a start shows (learned: the one learned
+ * so far, 0 none): what ran when it refused, the awake spaces seen now and
+ * those seen stopping since the start was let through (an eviction's pause
+ * that ended while the refused start was in flight ran then). A lower
+ * figure replaces the one learned; nothing running keeps it. */
+int sk_capacity_learn(int learned, int awake, int stopped);
+
 /* An awake space at the provider, as the controller knows it. */
 typedef struct sk_capacity_candidate {
 	const char *name;
