@@ -15,10 +15,8 @@
 
 #include "../util/util.h"
 
-#define SK_API_GROUP "spacekeeper.dev"
 #define SK_API_VERSION "spacekeeper.dev/v1alpha1"
 #define SK_KIND_USERSPACE "UserSpace"
-#define SK_KIND_CONFIG "ControllerConfig"
 #define SK_FINALIZER "spacekeeper.dev/cleanup"
 #define SK_ANNOTATION_PAUSED "spacekeeper.dev/paused"
 /* spacectl rollout restart: the time of the request (RFC 3339); a newer one
@@ -26,7 +24,6 @@
  * With --now the same value is written to rolloutNow: no wait for idle. */
 #define SK_ANNOTATION_RESTARTED_AT "spacekeeper.dev/restartedAt"
 #define SK_ANNOTATION_ROLLOUT_NOW "spacekeeper.dev/rolloutNow"
-#define SK_MAX_DOCUMENT_BYTES (1024 * 1024)
 
 /* Sandbox metadata keys that spacekeeper sets and users may not. */
 #define SK_META_USER_ID "user_id"
@@ -80,7 +77,6 @@ typedef struct sk_strlist {
 } sk_strlist;
 void sk_strlist_add(sk_strlist *l, const char *s);
 void sk_strlist_dispose(sk_strlist *l);
-bool sk_strlist_equal(const sk_strlist *a, const sk_strlist *b);
 void sk_strlist_copy(sk_strlist *dst, const sk_strlist *src);
 
 /* spec.network (network.c): each space's network policy, sent to the
@@ -95,26 +91,16 @@ typedef struct sk_network {
 } sk_network;
 /* Whether any field is set (else: the provider's default, open egress). */
 bool sk_network_is_set(const sk_network *n);
-/* Equal as policies: UNSET is Allow. */
-bool sk_network_equal(const sk_network *a, const sk_network *b);
 /* Whether what a provider reports (seen) is the policy want; publicTraffic
  * is compared only when both say it (unset: the provider's own default,
  * which differs: E2B's URLs are public, Daytona's previews private). */
 bool sk_network_satisfies(const sk_network *want, const sk_network *seen);
 void sk_network_copy(sk_network *dst, const sk_network *src);
 void sk_network_dispose(sk_network *n);
-/* {"internet", "publicTraffic", "allowOut", "denyOut"} (defaults written). */
-json_t *sk_network_to_json(const sk_network *n);
-/* Its fields from such an object (absent: unset); false when malformed. */
-bool sk_network_from_json(const json_t *j, sk_network *out);
 /* 16 hex digits of the policy (FNV-1a of its one-line form). */
 void sk_network_digest(const sk_network *n, char out[17]);
 /* One line: "internet Deny, allowOut 10.0.0.0/8, publicTraffic Allow". */
 void sk_network_format(const sk_network *n, char *buf, size_t len);
-/* An entry of allowOut or denyOut: an IPv4/IPv6 address or CIDR. */
-bool sk_net_is_ip_or_cidr(const char *s);
-/* A host name as allowOut takes it: DNS labels, "*." in front allowed. */
-bool sk_net_is_host(const char *s);
 
 typedef enum sk_phase {
 	SK_PHASE_NONE, /* no status yet */
@@ -249,15 +235,11 @@ typedef struct sk_migration_status {
 } sk_migration_status;
 
 const char *sk_migration_phase_name(sk_migration_phase p); /* "" for NONE */
-int sk_migration_phase_parse(const char *s, sk_migration_phase *out);
 /* Pending up to Retiring: the space is moving. */
 bool sk_migration_active(const sk_migration_status *m);
 void sk_migration_dispose(sk_migration_status *m);
 void sk_migration_copy(sk_migration_status *dst, const sk_migration_status *src);
 bool sk_migration_equal(const sk_migration_status *a, const sk_migration_status *b);
-json_t *sk_migration_to_json(const sk_migration_status *m); /* NULL when NONE */
-/* Decodes status.migration; SK_EINVALID naming the field when malformed. */
-int sk_migration_from_json(json_t *o, sk_migration_status *out, sk_error *err);
 /* A byte quantity: "5Gi", "500Mi", "10M", "1000". SK_EINVALID when not one. */
 int sk_quantity_parse(const char *s, int64_t *out);
 
@@ -304,7 +286,6 @@ typedef struct sk_archive_status {
 
 void sk_archive_status_dispose(sk_archive_status *a);
 void sk_archive_status_copy(sk_archive_status *dst, const sk_archive_status *src);
-bool sk_archive_status_equal(const sk_archive_status *a, const sk_archive_status *b);
 const char *sk_archive_state_name(sk_archive_state s); /* "" for NONE */
 
 typedef struct sk_userspace_status {
@@ -459,8 +440,7 @@ const char *sk_spec_template(const char *template_id);
 /* The provider TTL set on create and connect when a provider's sandboxTimeout
  * is unset (1 h); the one default outside sk_spec_fields, kept beside it. */
 extern const int64_t sk_default_sandbox_timeout_ms;
-/* ENUM: the name of a C value (NULL when none) and the value of a name. */
-const char *sk_field_enum_name(const sk_field *f, int value);
+/* ENUM: the C value of a name (false when none). */
 bool sk_field_enum_value(const sk_field *f, const char *name, int *out);
 /* ENUM, INT, BOOL, DURATION: the member as an integer, and set. */
 int64_t sk_field_get_int(const sk_field *f, const sk_userspace_spec *s);
@@ -689,8 +669,6 @@ sk_controller_config *sk_config_default(void);
 
 /* The settings a command line can give (NULL: not given), as typed. */
 #define SK_CONFIG_MONGODB_URI_ENV "SPACEKEEPER_MONGODB_URI"
-#define SK_CONFIG_WORKERS_MIN 1
-#define SK_CONFIG_WORKERS_MAX 1024
 /* A spacectl context (a named database in spacectl's config file, as a
  * kubeconfig context names a cluster): a layer between the ControllerConfig
  * file and the environment. NULL members are not set. */
@@ -704,7 +682,6 @@ typedef struct sk_config_context {
 	const char *controller_config;
 } sk_config_context;
 
-#define SK_CONFIG_SHARDS_MAX 4096
 typedef struct sk_config_sources {
 	const char *config_path; /* --config: a ControllerConfig file */
 	const sk_config_context *context; /* spacectl's current context; NULL none */

@@ -115,4 +115,43 @@ json_t *sk_meta_to_json(const sk_object_meta *m);
 int sk_meta_decode(json_t *m, sk_object_meta *out, sk_error *err);
 void sk_meta_dispose(sk_object_meta *m);
 
+/* ---- names and bounds used inside the api package only (api.h has the rest) ---- */
+#define SK_API_GROUP "spacekeeper.dev"
+#define SK_KIND_CONFIG "ControllerConfig"
+#define SK_MAX_DOCUMENT_BYTES (1024 * 1024)
+
+/* ---- the value types' helpers used inside the api package only (api.h) ---- */
+
+bool sk_strlist_equal(const sk_strlist *a, const sk_strlist *b);
+
+/* spec.network: equal as policies: UNSET is Allow. */
+bool sk_network_equal(const sk_network *a, const sk_network *b);
+
+/* {"internet", "publicTraffic", "allowOut", "denyOut"} (defaults written). */
+json_t *sk_network_to_json(const sk_network *n);
+/* Its fields from such an object (absent: unset); false when malformed. */
+bool sk_network_from_json(const json_t *j, sk_network *out);
+
+/* An entry of allowOut or denyOut: an IPv4/IPv6 address or CIDR. */
+bool sk_net_is_ip_or_cidr(const char *s);
+/* A host name as allowOut takes it: DNS labels, "*." in front allowed. */
+bool sk_net_is_host(const char *s);
+
+int sk_migration_phase_parse(const char *s, sk_migration_phase *out);
+
+json_t *sk_migration_to_json(const sk_migration_status *m); /* NULL when NONE */
+/* Decodes status.migration; SK_EINVALID naming the field when malformed. */
+int sk_migration_from_json(json_t *o, sk_migration_status *out, sk_error *err);
+
+bool sk_archive_status_equal(const sk_archive_status *a, const sk_archive_status *b);
+
+/* schema.c, ENUM: the name of a C value (NULL when none); api.h:
+ * sk_field_enum_value, the value of a name. */
+const char *sk_field_enum_name(const sk_field *f, int value);
+
+/* config.c and settings.c: the bounds of workers and shards. */
+#define SK_CONFIG_WORKERS_MIN 1
+#define SK_CONFIG_WORKERS_MAX 1024
+#define SK_CONFIG_SHARDS_MAX 4096
+
 #endif

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcile.h"
+#include "reconcile_int.h"
 
 void
 sk_plan_options_init(sk_plan_options *o)

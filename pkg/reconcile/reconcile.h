@@ -41,99 +41,32 @@
 #include "../store/store.h"
 #include "../util/util.h"
 
-/* ---- reasons: every reason this package writes into conditions and events ---- */
+/* ---- reasons this package writes into conditions and events that other
+ * packages and the tests name (the others: reconcile_int.h) ---- */
 
 /* Ready / phase */
 #define SK_REASON_RUNNING "Running"
-#define SK_REASON_IDLE "Idle" /* asleep after lifecycle.idleTimeout; a connect wakes it */
-#define SK_REASON_PAUSED "Paused" /* mode Paused, as desired */
-#define SK_REASON_MODE_PAUSED "ModePaused" /* a connect to a space whose mode is Paused */
-#define SK_REASON_CREATING "Creating"
-#define SK_REASON_REPLACING "Replacing"
-#define SK_REASON_DELETING "Deleting"
-#define SK_REASON_TRANSITIONING "Transitioning"
-#define SK_REASON_SANDBOX_MISSING "SandboxMissing"
-#define SK_REASON_STARTING "Starting" /* warm-up after a create */
 #define SK_REASON_RESUMING "Resuming" /* warm-up after a resume */
 /* DataPlaneHealthy */
 #define SK_REASON_HEALTHY "Healthy"
-#define SK_REASON_NOT_PROBED "NotProbed"
-#define SK_REASON_NO_SANDBOX "NoSandbox"
-#define SK_REASON_DATAPLANE_ERROR "DataPlaneError"
-/* Synced */
-#define SK_REASON_RECONCILED "Reconciled"
-#define SK_REASON_PAUSED_ANNOTATION "ReconcilePaused"
-#define SK_REASON_AWAITING_CREATE "AwaitingCreate"
-#define SK_REASON_OBSERVE_FAILED "ObserveFailed"
-#define SK_REASON_DELETION_HELD "DeletionHeld" /* deletion waits for the paused annotation */
-/* Drifted */
-#define SK_REASON_NO_DRIFT "NoDrift"
 /* Events (besides the drift types and the failure reasons below) */
-#define SK_REASON_CREATED "Created"
-#define SK_REASON_RESUMED "Resumed"
-#define SK_REASON_WOKEN "Woken" /* resumed because a user connected */
 #define SK_REASON_ENV_ASSERTED "EnvAsserted"
-#define SK_REASON_PAUSED_EVENT "Paused"
-#define SK_REASON_DUPLICATE_DELETED "DuplicateDeleted"
-#define SK_REASON_REPLACED "Replaced"
-#define SK_REASON_ORPHAN_DELETED "OrphanDeleted"
-#define SK_REASON_SANDBOX_DELETED "SandboxDeleted"
-#define SK_REASON_FINALIZER_REMOVED "FinalizerRemoved"
-/* Capacity (providers[].capacity): an awake space paused to free a slot
- * (event), and a create waiting for one (Ready False). */
-#define SK_REASON_EVICTED "Evicted"
-#define SK_REASON_WAITING_FOR_CAPACITY "WaitingForCapacity"
 /* lifecycle.busy: the Busy condition (present once a space was kept awake
  * as busy) and its events */
-#define SK_REASON_KEPT_AWAKE "KeptAwake" /* event: deadline renewed for running processes */
 #define SK_REASON_PROCESSES_RUNNING "ProcessesRunning"
-#define SK_REASON_NO_PROCESSES "NoProcesses"
-#define SK_REASON_MAX_BUSY "MaxBusyReached"
-/* Warning event: the provider's deadline is not the one spacekeeper set */
-#define SK_REASON_DEADLINE_OVERRIDDEN "DeadlineOverridden"
 /* Failures of an action (Synced=False, a Warning event): sk_failure_reason. */
-#define SK_REASON_CREATE_FAILED "CreateFailed"
-#define SK_REASON_RESUME_FAILED "ResumeFailed"
-#define SK_REASON_PAUSE_FAILED "PauseFailed"
-#define SK_REASON_DELETE_FAILED "DeleteFailed"
-#define SK_REASON_SET_TIMEOUT_FAILED "SetTimeoutFailed"
-#define SK_REASON_INIT_ENV_FAILED "InitEnvFailed"
-#define SK_REASON_NETWORK_FAILED "NetworkUpdateFailed"
-#define SK_REASON_NETWORK_UPDATED "NetworkUpdated"
-#define SK_REASON_NETWORK_APPLIED "Applied"
-#define SK_REASON_STATUS_WRITE_FAILED "StatusWriteFailed"
-#define SK_REASON_FINALIZER_FAILED "FinalizerRemovalFailed"
-#define SK_REASON_EVENT_FAILED "EventFailed"
-#define SK_REASON_NO_PROVIDER "NoProvider"
 #define SK_REASON_MARKER_WRITE_FAILED "MarkerWriteFailed"
 #define SK_REASON_ARCHIVE_FAILED "ArchiveFailed"
 #define SK_REASON_RESTORE_FAILED "RestoreFailed"
 #define SK_REASON_ARCHIVE_PURGE_FAILED "ArchivePurgeFailed"
-#define SK_REASON_ARCHIVE_PURGED "ArchivePurged"
 /* The archive (status.archive; phase Archived, Ready True) */
 #define SK_REASON_ARCHIVED "Archived"
 #define SK_REASON_ARCHIVING "Archiving" /* event: the archive of an asleep space starts */
-#define SK_REASON_RESTORING "Restoring"
 #define SK_REASON_RESTORED "Restored"
-#define SK_REASON_ARCHIVED_SANDBOX_DELETED "ArchivedSandboxDeleted"
-#define SK_REASON_ARCHIVE_PRUNED "ArchivePruned" /* older generations pruned after a restore */
 /* WorkspaceIntact (the workspace marker; drift WorkspaceLost) */
-#define SK_REASON_MARKER_WRITTEN "MarkerWritten"
-#define SK_REASON_MARKER_FOUND "MarkerFound"
-#define SK_REASON_MARKER_UNREADABLE "MarkerUnreadable"
-#define SK_REASON_WORKSPACE_LOST "WorkspaceLost"
 #define SK_REASON_RESTORED_OLDER "RestoredFromOlderArchive"
-#define SK_REASON_LOSS_ACKNOWLEDGED "LossAcknowledged"
 /* Migration (status.migration; condition Migrated and events) */
 #define SK_REASON_MIGRATION_PENDING "MigrationPending"
-#define SK_REASON_MIGRATING "Migrating"
-#define SK_REASON_MIGRATION_TARGET_CREATED "MigrationTargetCreated"
-#define SK_REASON_MIGRATION_COPIED "MigrationCopied"
-#define SK_REASON_MIGRATION_VERIFIED "MigrationVerified"
-#define SK_REASON_MIGRATION_SWITCHED "MigrationSwitched"
-#define SK_REASON_MIGRATION_SOURCE_PAUSED "MigrationSourcePaused"
-#define SK_REASON_MIGRATION_DONE "MigrationDone"
-#define SK_REASON_MIGRATION_ABORTED "MigrationAborted"
 /* What started a migration (status.migration.trigger) */
 #define SK_TRIGGER_PROVIDER "ProviderChanged"
 #define SK_TRIGGER_TEMPLATE "TemplateChanged"
@@ -285,7 +218,6 @@ void sk_observed_dispose(sk_observed *o);
 void sk_observed_add(sk_observed *o, const sk_sandbox *sb);
 void sk_observed_add_probe(sk_observed *o, const char *id, bool made, sk_health h, int http_status,
         int64_t when_ms, int error_code);
-const sk_probe *sk_observed_probe(const sk_observed *o, const char *id);
 
 /* What the controller remembers of a keeper beyond the lists: its envd
  * details from a create, connect or get answer (a list has neither), and
@@ -338,18 +270,10 @@ int64_t sk_plan_renew_window(int64_t ttl_ms, const sk_plan_options *opts);
  * caller knows (0: none); a quiet keeper (sk_plan_quiet) is not probed. */
 int sk_observe(sk_provider *p, const sk_userspace *us, const sk_list_view *list,
         const sk_plan_options *opts, int64_t activity_ms, sk_observed *out, sk_error *err);
-/* The same with what the caller knows of the keeper (may be NULL): its
- * token reaches the keeper's envd calls, a running keeper whose envd
- * version is not known is read once (GET), and the deadline goes into out. */
-int sk_observe_known(sk_provider *p, const sk_userspace *us, const sk_list_view *list,
-        const sk_plan_options *opts, int64_t activity_ms, const sk_keeper_known *known,
-        sk_observed *out, sk_error *err);
 
 /* The sandbox metadata value for a string: characters outside [A-Za-z0-9._-]
  * become '-', at most 256 bytes. Caller frees. */
 char *sk_reconcile_meta_value(const char *s);
-/* The metadata every created sandbox carries (spec.metadata + the managed keys). */
-void sk_reconcile_sandbox_metadata(const sk_userspace *us, sk_kvlist *out);
 /* The create request of a sandbox for us, from its spec: the one builder of
  * the planner's CREATE and of a migration's target. Adds the metadata of
  * sk_reconcile_sandbox_metadata to meta (the caller's); req borrows meta and
@@ -363,8 +287,6 @@ void sk_reconcile_create_request(const sk_userspace *us, const sk_plan_options *
  * another space's means the provider resumed the sandbox without its files
  * (WorkspaceIntact False, drift WorkspaceLost, workspaceLost in the connect
  * answer) instead of a silent loss. */
-#define SK_MARKER_FILE ".spacekeeper/workspace.json"
-
 typedef enum sk_marker_check {
 	SK_MARKER_UNCHECKED, /* not read (not due, or the backend has no files) */
 	SK_MARKER_FOUND, /* this space's marker */
@@ -381,14 +303,6 @@ typedef enum sk_marker_step {
 
 /* What the marker round of us's running, healthy keeper does (pure). */
 sk_marker_step sk_plan_marker_step(const sk_userspace *us, const sk_plan_options *opts);
-/* The marker's absolute path in us's sandboxes (caller frees). */
-char *sk_marker_path(const sk_userspace *us);
-/* Writes us's marker (space, uid, generation, sandbox, time) into sb. */
-int sk_marker_write(sk_provider *p, const sk_sandbox *sb, const sk_userspace *us, int64_t now_ms,
-        sk_error *err);
-/* Reads sb's marker back and compares it with us; detail says what differs. */
-sk_marker_check sk_marker_read(
-        sk_provider *p, const sk_sandbox *sb, const sk_userspace *us, char *detail, size_t len);
 
 /* ---- the archive: a workspace in object storage (archive.c) ----
  * PREFIX/files/<path> per regular file, PREFIX/manifest.json written last
@@ -400,12 +314,7 @@ typedef struct sk_archive sk_archive;
 /* An archive under prefix (e.g. PREFIX/USERID/GENERATION) in s3 (borrowed). */
 sk_archive *sk_archive_new(sk_s3 *s3, const char *prefix);
 void sk_archive_free(sk_archive *a);
-/* The engine's view of it: a provider and the sandbox to name it by. */
-sk_provider *sk_archive_provider(sk_archive *a);
-const sk_sandbox *sk_archive_sandbox(sk_archive *a);
 size_t sk_archive_entries(const sk_archive *a);
-/* Writes the manifest of what was copied into the archive. */
-int sk_archive_commit(sk_archive *a, const char *space, int64_t now_ms, sk_error *err);
 /* Reads the manifest: SK_ENOTFOUND when there is none (incomplete). */
 int sk_archive_load(sk_archive *a, sk_error *err);
 /* sb's workspace into a: copy, the manifest last, reloaded as stored, then
@@ -474,12 +383,6 @@ int sk_archive_generation_cmp(const char *a, const char *b);
  */
 int sk_archive_prune(sk_s3 *s3, const char *base, const char *restored, int keep,
         sk_archive_prune_report *rep, sk_error *err);
-/* Every generation under BASE/ deleted, each manifest first (a UserSpace
- * deleted with deletionPolicy Delete: its archives go with it). Idempotent;
- * a purge cut short is finished by the next one. */
-int sk_archive_purge(sk_s3 *s3, const char *base, sk_archive_prune_report *rep, sk_error *err);
-/* PREFIX/USERID: the base of a user's archive generations. */
-char *sk_archive_base(const char *prefix, const char *user_id);
 
 /* ---- a sleep near the provider's retention, no archive (retention.c) ---- */
 typedef struct sk_retention {
@@ -665,9 +568,6 @@ void sk_connect_decide(const sk_userspace *us, const sk_keeper_memory *mem, int6
 int64_t sk_plan_ttl(const sk_userspace *us, const sk_plan_options *opts);
 
 /* ---- usage: status.usage (pure; plan_usage.c) ---- */
-
-/* The usage count is written at most this often when nothing else changes. */
-#define SK_USAGE_FOLD_MS (10 * 60 * 1000)
 
 /* Counts the time from u->updated_ms to now_ms at phase (the phase the space
  * was in meanwhile) into u; starts counting when u->since_ms is 0. Whole
@@ -912,13 +812,6 @@ void sk_reconcile_report_dispose(sk_reconcile_report *r);
  * it was removed). Returns 0, or the failure's code (transient: back off). */
 int sk_execute(const sk_reconcile_env *env, const sk_userspace *us, const sk_plan_result *plan,
         sk_userspace **updated, sk_error *err);
-
-/* The migration round of us (status.migration active): observe the source
- * and target at their providers, plan the step, write its mark, run it.
- * *normal: the regular round should run after it (on *updated, the object
- * as last written, owned by the caller). Returns 0 or the failure's code. */
-int sk_migrate_round(const sk_reconcile_env *env, const sk_userspace *us, bool *normal,
-        int64_t *requeue_after_ms, sk_userspace **updated, sk_error *err);
 
 /* get -> observe -> plan -> execute. A missing object is success (nothing to
  * do). *requeue_after_ms (may be NULL) gets the plan's delay (0 when none). */
