@@ -603,7 +603,9 @@ typedef struct sk_capacity_candidate {
 	const char *name;
 	const char *tenant; /* its quota tenant, NULL: none */
 	int64_t activity_ms; /* the last connect or heartbeat (wall ms), 0: none */
-	int64_t started_ms; /* when it was seen running first, for spaces never used */
+	/* when it was seen running first (since its last stop): the last use
+	 * of a space never used, or woken after its last activity */
+	int64_t started_ms;
 	bool busy; /* lifecycle.busy: processes run (the Busy condition True) */
 	bool always_on; /* lifecycle.idleTimeout 0 */
 	bool evicting; /* already asked to pause */
@@ -611,8 +613,9 @@ typedef struct sk_capacity_candidate {
 
 /* The index of the space to evict at now_ms, -1 when none may be: the one
  * whose last use is oldest (ties: by name), skipping busy, always-on,
- * already evicting and just-connected (within recent_ms) ones; with tenant
- * given, one of that tenant when there is one. */
+ * already evicting and just-connected (within recent_ms; a space started
+ * after its last activity, woken for a connect, counts from its start)
+ * ones; with tenant given, one of that tenant when there is one. */
 int sk_capacity_pick_victim(const sk_capacity_candidate *c, size_t n, const char *tenant,
         int64_t now_ms, int64_t recent_ms);
 

@@ -119,6 +119,18 @@ static const struct pick_case {
 	{ "just connected skipped",
 	        { CAND("a", NULL, -30 * SEC, 0, 0, 0), CAND("b", NULL, -2 * MIN, 0, 0, 0) }, 2,
 	        NULL, "b" },
+	/* a connect that waited in the queue past evictAfter: its wake is the
+	 * connect (evicting it paused the space before its user's heartbeat) */
+	{ "woken for an old connect: just connected",
+	        { { "a", NULL, NOW - 2 * MIN, NOW - 10 * SEC, 0, 0, 0 },
+	                CAND("b", NULL, -90 * SEC, 0, 0, 0) },
+	        2, NULL, "b" },
+	{ "woken for an old connect, alone: none",
+	        { { "a", NULL, NOW - 2 * MIN, NOW - 10 * SEC, 0, 0, 0 } }, 1, NULL, NULL },
+	{ "woken long ago for a connect: its wake is old too",
+	        { { "a", NULL, NOW - 5 * MIN, NOW - 2 * MIN, 0, 0, 0 },
+	                CAND("b", NULL, -90 * SEC, 0, 0, 0) },
+	        2, NULL, "a" },
 	{ "always-on skipped",
 	        { CAND("a", NULL, -9 * MIN, 0, 1, 0), CAND("b", NULL, -2 * MIN, 0, 0, 0) }, 2, NULL,
 	        "b" },
@@ -166,6 +178,9 @@ START_TEST(test_retry_ms)
 	ck_assert_int_eq(sk_capacity_retry_ms(c, 4, NOW, MIN), 10 * SEC);
 	ck_assert_int_eq(sk_capacity_retry_ms(c + 2, 2, NOW, MIN), MIN); /* busy, evicting */
 	ck_assert_int_eq(sk_capacity_retry_ms(NULL, 0, NOW, 5 * SEC), 5 * SEC); /* all granted */
+	/* woken 10 s ago for a connect made 2 min ago: due a minute after the wake */
+	sk_capacity_candidate w = { "w", NULL, NOW - 2 * MIN, NOW - 10 * SEC, 0, 0, 0 };
+	ck_assert_int_eq(sk_capacity_retry_ms(&w, 1, NOW, MIN), 50 * SEC);
 	ck_assert_int_gt(sk_capacity_retry_ms(NULL, 0, NOW, 0), 0);
 }
 END_TEST
