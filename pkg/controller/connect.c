@@ -303,6 +303,26 @@ answer_first(sk_controller *c, sk_userspace **us, sk_userspace *started, const s
 	return true;
 }
 
+/* A connect that comes while the reconcile that started the keeper (and
+ * answered first) still writes: from memory too, on the object it is
+ * about to write (answer_first's checks), not a second wait for it. On
+ * false, *d and *k are as they were. */
+static bool
+started_answer(sk_controller *c, sk_userspace **us, const sk_plan_options *o, sk_ctl_keeper *k,
+        sk_connect_decision *d)
+{
+	sk_userspace *s = sk_ctl_started(c, (*us)->meta.name);
+	sk_connect_decision before = *d;
+
+	if (s == NULL)
+		return false;
+	if (answer_first(c, us, s, o, k, d))
+		return true;
+	*d = before;
+	sk_ctl_space_keeper(c, (*us)->meta.name, k);
+	return false;
+}
+
 /* Waits for reconciles of name until the decision is READY or UNAVAILABLE,
  * or the deadline. Takes *us (the latest copy is left in it). since_ms > 0
  * (fresh): only a reconcile that saw the keeper at or after it counts. A
@@ -480,6 +500,8 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, bool fres
 	sk_ctl_plan_options(c, us, &o);
 	sk_ctl_space_keeper(c, name, &k);
 	sk_connect_decide(us, &k.mem, now, &o, &d);
+	if (!fresh && d.verdict != SK_CONNECT_READY)
+		started_answer(c, &us, &o, &k, &d);
 	if (fresh && fresh_reconciles(&d))
 		d.verdict = SK_CONNECT_REPLACE; /* probe now; replace at once if unreachable */
 	else if (d.verdict == SK_CONNECT_READY && !k.detail_seen)

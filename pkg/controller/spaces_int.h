@@ -110,6 +110,10 @@ const char *sk_ctl_drift_type(size_t t);
  * *at that start's number (a later wait from it waits for the finish). */
 bool sk_ctl_wait_reconciled(sk_controller *c, const char *name, uint64_t gen0, int64_t deadline,
         sk_userspace **started, uint64_t *at);
+/* worker.c: the object a reconcile still running told it is about to
+ * write after the start it found healthy (a copy: the caller frees it),
+ * NULL when none. */
+sk_userspace *sk_ctl_started(sk_controller *c, const char *name);
 /* worker.c: the current number in spaces.gen (what a wait starts from). */
 uint64_t sk_ctl_gen(sk_controller *c);
 /* worker.c: reconciles finished so far. */

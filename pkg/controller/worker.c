@@ -109,6 +109,20 @@ started_told(void *arg, const sk_userspace *next, const sk_reconcile_report *rep
 	pthread_mutex_unlock(&c->spaces.done_mu);
 }
 
+sk_userspace *
+sk_ctl_started(sk_controller *c, const char *name)
+{
+	sk_userspace *us = NULL;
+	const sk_ctl_done *d;
+
+	pthread_mutex_lock(&c->spaces.done_mu);
+	d = sk_strmap_get(c->spaces.finished, name);
+	if (d != NULL && d->started != NULL)
+		us = sk_userspace_dup(d->started);
+	pthread_mutex_unlock(&c->spaces.done_mu);
+	return us;
+}
+
 bool
 sk_ctl_wait_reconciled(sk_controller *c, const char *name, uint64_t gen0, int64_t deadline,
         sk_userspace **started, uint64_t *at)
