@@ -69,8 +69,8 @@ write_status(const char *name, sk_phase phase, const char *sandbox)
 	st.phase = phase;
 	free(st.sandbox_id);
 	st.sandbox_id = sk_strdup(sandbox);
-	ck_assert_msg(sk_store_write_status(store, cur, &st, &out, &err) == 0, "status: %s",
-	        err.message);
+	ck_assert_msg(
+	        sk_store_write_status(store, cur, &st, &out, &err) == 0, "status: %s", err.message);
 	sk_userspace_status_dispose(&st);
 	sk_userspace_free(cur);
 	sk_userspace_free(out);
