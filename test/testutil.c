@@ -483,7 +483,9 @@ void
 sk_test_global_teardown(int failed)
 {
 	char cmd[700];
-	bool keep = getenv("SK_TEST_KEEP_TMP") != NULL || failed > 0;
+	const char *keep_env = getenv("SK_TEST_KEEP_TMP");
+	/* set and not "" or "0": keep, as the README says */
+	bool keep = (keep_env && *keep_env && strcmp(keep_env, "0") != 0) || failed > 0;
 
 	if (getpid() != owner_pid)
 		return;
