@@ -46,18 +46,27 @@ sk_ctl_reply_error(sk_http_reply *r, unsigned int status, const char *reason, co
 	sk_ctl_reply_json(r, status, json_pack("{s:s, s:s}", "reason", reason, "message", msg));
 }
 
-/* Counts the call by path and code and times it from t0 (sk_metrics_now). */
+/* Counts the call under its labels (path, then path and code) and times
+ * it from t0 (sk_metrics_now). */
+static void
+count_labelled(sk_controller *c, const char *path_labels, const char *code_labels, double t0)
+{
+	double dt = sk_metrics_now() - t0;
+
+	sk_metrics_observe(c->metrics, SK_CTL_METRIC_CONNECT_DURATION, path_labels, dt);
+	sk_timeline_observe(c->http.tl_connect, sk_now_ms(), dt);
+	sk_metrics_add(c->metrics, SK_CTL_METRIC_CONNECTS, code_labels, 1);
+}
+
+/* Counts the call by path and code and times it from t0. */
 static void
 count_connect(sk_controller *c, const char *path, unsigned int status, double t0)
 {
-	char l[96];
-	double dt = sk_metrics_now() - t0;
+	char lp[64], lc[96];
 
-	snprintf(l, sizeof(l), "path=\"%s\"", path);
-	sk_metrics_observe(c->metrics, SK_CTL_METRIC_CONNECT_DURATION, l, dt);
-	sk_timeline_observe(c->http.tl_connect, sk_now_ms(), dt);
-	snprintf(l, sizeof(l), "path=\"%s\",code=\"%u\"", path, status);
-	sk_metrics_add(c->metrics, SK_CTL_METRIC_CONNECTS, l, 1);
+	snprintf(lp, sizeof(lp), "path=\"%s\"", path);
+	snprintf(lc, sizeof(lc), "path=\"%s\",code=\"%u\"", path, status);
+	count_labelled(c, lp, lc, t0);
 }
 
 /* The object from the informer's cache (current with our own writes), else
@@ -541,36 +550,38 @@ sk_ctl_connect_fast(sk_controller *c, const char *arg, bool by_user, const sk_ct
 {
 	double t0 = sk_metrics_now();
 	int64_t now = sk_now_ms();
-	char *name = by_user ? sk_informer_name_for_user(c->inf, arg) : sk_strdup(arg);
-	sk_userspace *us = NULL;
+	/* the cached object itself, read in place: no copy per connect */
+	sk_informer_ref ref = SK_INFORMER_REF_INIT;
+	const sk_userspace *us;
 	sk_connect_decision d;
 	sk_plan_options o;
 	sk_ctl_keeper k;
 	bool done = false;
 
-	if (name == NULL || !atomic_load(&c->started) || sk_informer_get(c->inf, name, &us) != 0) {
-		free(name);
+	if (!atomic_load(&c->started) ||
+	        (by_user ? sk_informer_borrow_user(c->inf, arg, &ref)
+	                 : sk_informer_borrow(c->inf, arg, &ref)) != 0)
 		return false;
-	}
+	us = ref.us;
 	/* A space outside the caller's token scope: the thread's path answers
 	 * (404, as for a missing space, after the same store read; counted there). */
 	if ((from == NULL || from->scope == NULL ||
 	            sk_selector_matches(from->scope, &us->meta.labels)) &&
 	        sk_ctl_may_act(c, us->spec.user_id)) {
 		sk_ctl_plan_options(c, us, &o);
-		sk_ctl_space_keeper(c, name, &k);
+		sk_ctl_space_keeper(c, us->meta.name, &k);
 		sk_connect_decide(us, &k.mem, now, &o, &d);
 		if (d.verdict == SK_CONNECT_READY && k.detail_seen) {
-			sk_ctl_space_touch(c, name, now);
+			sk_ctl_space_touch(c, us->meta.name, now);
 			reply_ready(c, r, us, &k, "fast");
 			queue_housekeeping(c, us, &d, &o, now);
-			count_connect(c, "fast", r->status, t0);
+			/* a ready answer is 200: constant labels, nothing formatted */
+			count_labelled(c, "path=\"fast\"", "path=\"fast\",code=\"200\"", t0);
 			done = true;
 		}
 		explicit_bzero(k.envd_token, sizeof(k.envd_token));
 	}
-	sk_userspace_free(us);
-	free(name);
+	sk_informer_release(&ref);
 	return done;
 }
 

@@ -12,14 +12,20 @@
 
 #include "controller_int.h"
 
+bool
+sk_ctl_log_enabled(const sk_controller *c, sk_log_level lvl)
+{
+	return c->opts.log != NULL && lvl >= c->opts.log_level;
+}
+
 void
 sk_ctl_log(sk_controller *c, sk_log_level lvl, const char *msg, const char *fmt, ...)
 {
 	char kv[2048];
 	va_list ap;
 
-	if (!c->opts.log)
-		return;
+	if (!sk_ctl_log_enabled(c, lvl))
+		return; /* before formatting: a debug line at info costs a compare */
 	va_start(ap, fmt);
 	vsnprintf(kv, sizeof(kv), fmt, ap);
 	va_end(ap);
