@@ -425,6 +425,7 @@ run(const flags *f, sk_controller_config *cfg)
 	o.config = cfg;
 	o.log = sk_daemon_log;
 	o.log_payload = &log;
+	o.log_level = log.level;
 	o.serve_http = !f->once;
 	if (f->poll_ms)
 		o.poll_ms = f->poll_ms;

@@ -12,14 +12,20 @@
 
 #include "controller_int.h"
 
+bool
+sk_ctl_log_enabled(const sk_controller *c, sk_log_level lvl)
+{
+	return c->opts.log != NULL && lvl >= c->opts.log_level;
+}
+
 void
 sk_ctl_log(sk_controller *c, sk_log_level lvl, const char *msg, const char *fmt, ...)
 {
 	char kv[2048];
 	va_list ap;
 
-	if (!c->opts.log)
-		return;
+	if (!sk_ctl_log_enabled(c, lvl))
+		return; /* before formatting: a debug line at info costs a compare */
 	va_start(ap, fmt);
 	vsnprintf(kv, sizeof(kv), fmt, ap);
 	va_end(ap);
@@ -429,7 +435,7 @@ sk_controller_stop(sk_controller *c)
 	sk_ctl_shards_stop(c); /* in-flight reconciles are done: hand the shards over */
 	if (started)
 		sk_ctl_log(c, SK_LOG_INFO, "controller stopped", "reconciles=%llu abandoned=%llu",
-		        (unsigned long long)sk_ctl_gen(c),
+		        (unsigned long long)sk_ctl_reconciles(c),
 		        (unsigned long long)atomic_load(&c->abandoned));
 }
 

@@ -38,10 +38,14 @@ typedef struct sk_controller_options {
 	int64_t poll_ms; /* informer poll, default 1000 */
 	int64_t relist_ms; /* informer relist, default 1 min */
 	bool serve_http; /* serve config->listen (start only) */
+	/* The lowest level log writes: a line below it is neither formatted nor
+	 * handed over (debug lines on hot paths cost nothing at info). Default
+	 * SK_LOG_DEBUG: every line reaches log, which may filter again. */
+	sk_log_level log_level;
 } sk_controller_options;
 #define SK_CONTROLLER_OPTIONS_INIT                                                                 \
 	{                                                                                          \
-		NULL, NULL, NULL, 1000, 60000, true                                                \
+		NULL, NULL, NULL, 1000, 60000, true, SK_LOG_DEBUG                                  \
 	}
 
 /* Prepares the store (without contacting it) and one provider client per

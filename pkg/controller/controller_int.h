@@ -141,8 +141,13 @@ sk_ctl_stopping(sk_controller *c)
 bool sk_ctl_abort_now(void *controller);
 bool sk_ctl_abort_after_grace(void *controller);
 
+/* Logs msg and fmt's key=value text at lvl; below the controller's
+ * log_level nothing is formatted. */
 void sk_ctl_log(sk_controller *c, sk_log_level lvl, const char *msg, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
+/* Whether a line at lvl would be written: for a caller that builds its
+ * text before sk_ctl_log. */
+bool sk_ctl_log_enabled(const sk_controller *c, sk_log_level lvl);
 /* Index of a provider by name, -1 when not configured. */
 int sk_ctl_provider_index(sk_controller *c, const char *name);
 

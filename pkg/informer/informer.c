@@ -4,6 +4,7 @@
  * failures with the reflector's backoff (800 ms doubling to 30 s).
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +16,8 @@ struct sk_informer {
 	sk_informer_options opts;
 	pthread_mutex_t mu;
 	pthread_cond_t cond; /* stop requests and sync waiters */
-	sk_strmap *objects; /* name -> sk_packed_userspace* (owned) */
-	sk_strmap *users; /* spec.userID -> name (owned string) */
+	sk_strmap *objects; /* name -> entry* (owned) */
+	sk_strmap *users; /* spec.userID -> entry* (of objects: one lookup by user) */
 	int64_t last_rv;
 	int64_t read_wall_ms; /* wall clock at the start of the last good read, 0: none */
 	bool synced;
@@ -25,6 +26,49 @@ struct sk_informer {
 	pthread_t thread;
 	sk_informer_stats stats;
 };
+
+/* One decoded version of a cached object, shared by the cache and its
+ * borrowers (sk_informer_borrow); the last reference frees it. */
+typedef struct shared {
+	atomic_int refs;
+	sk_userspace *us;
+} shared;
+
+/* A cached object: its packed form, and its decoded form once borrowed. */
+typedef struct entry {
+	sk_packed_userspace *p; /* owned */
+	shared *decoded; /* NULL until the first borrow of this version */
+	bool used; /* borrowed since the last full relist */
+} entry;
+
+static void
+shared_put(shared *s)
+{
+	if (s != NULL && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1) {
+		sk_userspace_free(s->us);
+		free(s);
+	}
+}
+
+/* Drops the cache's reference to the decoded form (a borrower keeps its own). */
+static void
+entry_forget_decoded(entry *e)
+{
+	shared_put(e->decoded);
+	e->decoded = NULL;
+}
+
+static void
+entry_free(void *v)
+{
+	entry *e = v;
+
+	if (e == NULL)
+		return;
+	entry_forget_decoded(e);
+	sk_packed_free(e->p);
+	free(e);
+}
 
 /* Names whose callbacks are due once the lock is released. */
 typedef struct changes {
@@ -62,12 +106,6 @@ informer_log(sk_informer *inf, sk_log_level lvl, const char *msg, const char *kv
 		inf->opts.log(lvl, msg, kv, inf->opts.log_payload);
 }
 
-static void
-packed_free_cb(void *p)
-{
-	sk_packed_free(p);
-}
-
 int
 sk_informer_new(sk_informer **out, const sk_informer_options *opts, sk_error *err)
 {
@@ -87,8 +125,8 @@ sk_informer_new(sk_informer **out, const sk_informer_options *opts, sk_error *er
 		inf->opts.lookback = def.lookback;
 	pthread_mutex_init(&inf->mu, NULL);
 	sk_cond_init_monotonic(&inf->cond);
-	inf->objects = sk_strmap_new(packed_free_cb);
-	inf->users = sk_strmap_new(free);
+	inf->objects = sk_strmap_new(entry_free);
+	inf->users = sk_strmap_new(NULL);
 	*out = inf;
 	return 0;
 }
@@ -108,15 +146,14 @@ sk_informer_free(sk_informer *inf)
 
 /* ---- cache updates (lock held) ---- */
 
+/* Drops user_id -> e when e holds it; old is e's packed form before a
+ * change (its userID is the one indexed). */
 static void
-user_unlink(sk_informer *inf, const sk_packed_userspace *old)
+user_unlink(sk_informer *inf, const entry *e, const sk_packed_userspace *old)
 {
-	const char *owner, *user = old ? sk_packed_user_id(old) : NULL;
+	const char *user = old ? sk_packed_user_id(old) : NULL;
 
-	if (!user)
-		return;
-	owner = sk_strmap_get(inf->users, user);
-	if (owner && strcmp(owner, sk_packed_name(old)) == 0)
+	if (user && sk_strmap_get(inf->users, user) == e)
 		sk_strmap_remove(inf->users, user);
 }
 
@@ -134,14 +171,25 @@ sk_informer_status_only_change(const sk_userspace *a, const sk_userspace *b)
 	return r;
 }
 
+/* The packed form of a cached name, NULL when none. */
+static sk_packed_userspace *
+cached_packed(sk_informer *inf, const char *name)
+{
+	entry *e = sk_strmap_get(inf->objects, name);
+
+	return e ? e->p : NULL;
+}
+
 /* Keeps p (owned: cached, or freed when not newer than the cached copy);
  * returns whether a change callback is due (it changed, and not only in
- * status when so configured). */
+ * status when so configured). A borrowed older version lives on with its
+ * borrowers: the cache only drops its own reference. */
 static bool
 cache_upsert(sk_informer *inf, sk_packed_userspace *p)
 {
 	const char *name = sk_packed_name(p), *user = sk_packed_user_id(p);
-	sk_packed_userspace *old = sk_strmap_get(inf->objects, name);
+	entry *e = sk_strmap_get(inf->objects, name);
+	sk_packed_userspace *old = e ? e->p : NULL;
 	int64_t rv = sk_packed_resource_version(p);
 	bool notify;
 
@@ -154,20 +202,41 @@ cache_upsert(sk_informer *inf, sk_packed_userspace *p)
 	notify = !old || !inf->opts.skip_status_only || !sk_packed_status_only_change(old, p);
 	if (!notify)
 		inf->stats.skipped++;
-	user_unlink(inf, old);
+	if (e == NULL) {
+		e = sk_calloc(1, sizeof(*e));
+		sk_strmap_put(inf->objects, name, e);
+	}
+	user_unlink(inf, e, old);
+	entry_forget_decoded(e);
+	e->p = p;
+	sk_packed_free(old);
 	if (user)
-		sk_strmap_put(inf->users, user, sk_strdup(name));
-	sk_strmap_put(inf->objects, name, p); /* frees old */
+		sk_strmap_put(inf->users, user, e);
 	return notify;
 }
 
 static void
 cache_delete(sk_informer *inf, const char *name)
 {
-	sk_packed_userspace *old = sk_strmap_take(inf->objects, name);
+	entry *e = sk_strmap_take(inf->objects, name);
 
-	user_unlink(inf, old);
-	sk_packed_free(old);
+	user_unlink(inf, e, e ? e->p : NULL);
+	entry_free(e);
+}
+
+/* After a full relist: the decoded form of an object nobody borrowed since
+ * the previous one is dropped, so that decoded copies are kept only for
+ * the spaces in use (connects), not for every cached object. */
+static void
+sweep_one(const char *key, void *value, void *payload)
+{
+	entry *e = value;
+
+	(void)key;
+	(void)payload;
+	if (!e->used)
+		entry_forget_decoded(e);
+	e->used = false;
 }
 
 /* Removes cached names absent from a full list. */
@@ -221,6 +290,7 @@ scan_finish(sk_informer *inf, scan_ctx *x, int rc, int64_t started_wall_ms)
 		inf->stats.errors++;
 	else if (x->present) {
 		drop_missing(inf, x->present, &x->c);
+		sk_strmap_foreach(inf->objects, sweep_one, NULL);
 		inf->stats.relists++;
 	} else
 		inf->stats.polls++;
@@ -434,20 +504,84 @@ sk_informer_get(sk_informer *inf, const char *name, sk_userspace **out)
 
 	*out = NULL;
 	pthread_mutex_lock(&inf->mu);
-	p = sk_strmap_get(inf->objects, name);
+	p = cached_packed(inf, name);
 	if (p != NULL)
 		rc = sk_store_unpack(p, out, &err); /* well under a microsecond */
 	pthread_mutex_unlock(&inf->mu);
 	return rc;
 }
 
+/* A reference to e's decoded form, decoding it at its first borrow. Lock held. */
+static int
+borrow_locked(entry *e, sk_informer_ref *out)
+{
+	sk_error err;
+	shared *s = e->decoded;
+	int rc;
+
+	if (s == NULL) {
+		s = sk_calloc(1, sizeof(*s));
+		if ((rc = sk_store_unpack(e->p, &s->us, &err)) != 0) {
+			free(s);
+			return rc;
+		}
+		atomic_init(&s->refs, 1); /* the cache's */
+		e->decoded = s;
+	}
+	atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+	e->used = true;
+	out->us = s->us;
+	out->held = s;
+	return 0;
+}
+
+/* A reference to the entry that index (objects or users) maps key to. */
+static int
+borrow_from(sk_informer *inf, const sk_strmap *index, const char *key, sk_informer_ref *out)
+{
+	entry *e;
+	int rc = SK_ENOTFOUND;
+
+	out->us = NULL;
+	out->held = NULL;
+	pthread_mutex_lock(&inf->mu);
+	if ((e = sk_strmap_get(index, key)) != NULL)
+		rc = borrow_locked(e, out);
+	pthread_mutex_unlock(&inf->mu);
+	return rc;
+}
+
+int
+sk_informer_borrow(sk_informer *inf, const char *name, sk_informer_ref *out)
+{
+	return borrow_from(inf, inf->objects, name, out);
+}
+
+int
+sk_informer_borrow_user(sk_informer *inf, const char *user_id, sk_informer_ref *out)
+{
+	return borrow_from(inf, inf->users, user_id, out);
+}
+
+void
+sk_informer_release(sk_informer_ref *ref)
+{
+	if (ref == NULL)
+		return;
+	shared_put(ref->held);
+	ref->us = NULL;
+	ref->held = NULL;
+}
+
 char *
 sk_informer_name_for_user(sk_informer *inf, const char *user_id)
 {
+	const entry *e;
 	char *name;
 
 	pthread_mutex_lock(&inf->mu);
-	name = sk_strdup(sk_strmap_get(inf->users, user_id));
+	e = sk_strmap_get(inf->users, user_id);
+	name = e ? sk_strdup(sk_packed_name(e->p)) : NULL;
 	pthread_mutex_unlock(&inf->mu);
 	return name;
 }
@@ -488,7 +622,7 @@ typedef struct visit_ctx {
 static void
 visit_one(const char *key, void *value, void *payload)
 {
-	const sk_packed_userspace *p = value;
+	const sk_packed_userspace *p = ((const entry *)value)->p;
 	visit_ctx *v = payload;
 	sk_informer_entry e = { key, sk_packed_user_id(p), sk_packed_resource_version(p),
 		sk_packed_phase(p), sk_packed_ready(p) };

@@ -15,7 +15,9 @@
  *
  * The cache keeps each object packed (one compact allocation, see
  * sk_store_pack): 10,000 decoded objects would be ~300,000 small
- * allocations and three times the bytes. Readers get decoded copies; the
+ * allocations and three times the bytes. Readers get decoded copies
+ * (sk_informer_get), or borrow a shared, read-only decoded version
+ * (sk_informer_borrow: no copy per read, the connect fast path's way); the
  * cache sits behind one mutex.
  */
 #ifndef SK_INFORMER_H
@@ -91,6 +93,33 @@ bool sk_informer_wait_synced(sk_informer *inf, int64_t timeout_ms);
 
 /* A deep copy of the cached object: 0, or SK_ENOTFOUND. */
 int sk_informer_get(sk_informer *inf, const char *name, sk_userspace **out);
+/* A borrowed, read-only reference to a cached object (issue 22: the fast
+ * path copied the object out of the cache on every connect). The decoded
+ * version is shared by every borrower and reference-counted: it stays
+ * valid until sk_informer_release whatever the cache does meanwhile (a
+ * newer version or a delete replaces the cache's entry and drops the
+ * cache's reference, never the borrowers'), and it never changes: a reader
+ * sees one version whole, and a borrow after a change sees the new one.
+ * Each version is decoded at its first borrow; the decoded form of an
+ * object nobody borrowed between two full relists is dropped, so decoded
+ * copies are kept only for the spaces in use. Readers must not write
+ * through us (shared between threads without a lock). */
+typedef struct sk_informer_ref {
+	const sk_userspace *us; /* NULL when not held */
+	void *held; /* internal */
+} sk_informer_ref;
+#define SK_INFORMER_REF_INIT                                                                       \
+	{                                                                                          \
+		NULL, NULL                                                                         \
+	}
+/* 0 (*out holds a reference), SK_ENOTFOUND, or the decoder's error. */
+int sk_informer_borrow(sk_informer *inf, const char *name, sk_informer_ref *out);
+/* The same for the object whose spec.userID is user_id: one lock, no copy
+ * of its name (us->meta.name). */
+int sk_informer_borrow_user(sk_informer *inf, const char *user_id, sk_informer_ref *out);
+/* Drops the reference; NULL-safe, a no-op on a ref not held; ref->us is
+ * NULL after. Needs no lock: callable after the informer is freed. */
+void sk_informer_release(sk_informer_ref *ref);
 /* Frees n names and their vector (names collected from the cache). */
 void sk_informer_names_free(char **names, size_t n);
 /* Whether some cached UserSpace has spec.userID == user_id. */

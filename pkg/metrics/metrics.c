@@ -147,12 +147,18 @@ series_get(sk_metrics *m, const char *name, const char *labels)
 {
 	metric_series *s;
 	char buf[512], *key = buf;
+	size_t nl = strlen(name), ll;
 	uintptr_t i;
 
 	if (!labels)
 		labels = "";
-	if ((size_t)snprintf(buf, sizeof(buf), "%s\x1f%s", name, labels) >= sizeof(buf))
-		key = sk_asprintf("%s\x1f%s", name, labels);
+	ll = strlen(labels);
+	/* name \x1f labels, copied (no format to parse: every connect counts) */
+	if (nl + ll + 2 > sizeof(buf))
+		key = sk_malloc(nl + ll + 2);
+	memcpy(key, name, nl);
+	key[nl] = '\x1f';
+	memcpy(key + nl + 1, labels, ll + 1);
 	if ((i = (uintptr_t)sk_strmap_get(m->ser_index, key)) != 0) {
 		if (key != buf)
 			free(key);

@@ -767,6 +767,19 @@ typedef struct sk_reconcile_env {
 	const sk_s3_config *archive_s3;
 	const char *archive_prefix;
 	int archive_keep; /* archive.keepGenerations: kept when pruning after a restore */
+	/* Optional (needs report): the keeper this run started (a create, or
+	 * the resume of the bound keeper) answered its probe healthy and every
+	 * provider call of the run is done; the status write and the run's
+	 * events follow, written the same whatever the callee does. next: the
+	 * object as it is about to be written (its resourceVersion the one the
+	 * write compares against), report: what the run saw of the keeper, as
+	 * after the write; both borrowed for the call. A connect waiting for the
+	 * start may be answered from them (issue 22: answer first). Not told
+	 * from a migration's steps, a replacement, a restore, or a run that
+	 * failed or lost its fence (may_act is asked first). */
+	void (*started)(
+	        void *arg, const sk_userspace *next, const struct sk_reconcile_report *report);
+	void *started_arg;
 } sk_reconcile_env;
 
 typedef struct sk_reconcile_report {

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "util/util.h"
@@ -583,8 +584,16 @@ slots_init(struct slot *slots, int n)
 static void
 report(struct run *r, struct sampler *smp, double secs)
 {
-	printf("connects=%ld seconds=%.2f rps=%.1f errors=%ld status:", r->connects, secs,
-	        secs > 0 ? (double)r->connects / secs : 0.0, r->errors);
+	struct rusage ru;
+	double cpu = 0;
+
+	/* its own CPU (user + system): what bounds a saturated run when the
+	 * controller's core is not busy */
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+		        (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+	printf("connects=%ld seconds=%.2f rps=%.1f errors=%ld cpu_s=%.3f status:", r->connects,
+	        secs, secs > 0 ? (double)r->connects / secs : 0.0, r->errors, cpu);
 	for (int st = 0; st < 600; st++)
 		if (r->status[st])
 			printf(" %d=%ld", st, r->status[st]);

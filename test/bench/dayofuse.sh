@@ -179,6 +179,11 @@ fast_window() {
 		printf '  controller CPU %.1f us per connect: %.0f connects/s per busy core\n' \
 			"$(calc "1e6 * ($c1 - $c0) / $(getconf CLK_TCK) / $(field "$line" connects)")" \
 			"$(calc "$(field "$line" connects) * $(getconf CLK_TCK) / ($c1 - $c0)")"
+		# the other side of the loopback: connectload's own CPU (its run
+		# only: the window's connects and their answers)
+		printf '  load generator CPU %.1f us per connect, its core busy %.0f%%\n' \
+			"$(calc "1e6 * $(field "$line" cpu_s) / $(field "$line" connects)")" \
+			"$(calc "100 * $(field "$line" cpu_s) / $(field "$line" seconds)")"
 	else
 		printf '  p99 %s ms, target <= 2 ms: %s\n' "${p99:-none}" "$(met "${p99:-1e9} <= 2")"
 	fi

@@ -65,6 +65,24 @@ connect_status(const char *path)
 	return st;
 }
 
+/* A connect with the token and one more header of n bytes in all. */
+static long
+header_status(const char *url, size_t n)
+{
+	char *pad = sk_calloc(1, n + 1);
+	const char *extra[] = { pad, NULL };
+	sk_test_req r = { .token = TOKEN, .extra = extra };
+	long st;
+
+	memcpy(pad, "X-Pad: ", 7);
+	memset(pad + 7, 'p', n - 7);
+	st = sk_test_http_do(url, &r);
+	free(r.out);
+	free(r.headers);
+	free(pad);
+	return st;
+}
+
 static bool
 eventually_status(int port, const char *path, long want, int timeout_s)
 {
@@ -198,6 +216,11 @@ START_TEST(test_token_and_separate_listener)
 	}
 	free(r.out);
 	free(r.headers);
+	/* request headers: within the documented 8 KiB (a long token, cookies
+	 * of a proxy) answered, far beyond it 431 */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/u0/sandbox", w.connect_port);
+	ck_assert_int_eq(header_status(url, 6000), 200);
+	ck_assert_int_eq(header_status(url, 9000), 431);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", w.main_port);
 	r = (sk_test_req){ 0 };
 	ck_assert_int_eq(sk_test_http_do(url, &r), 200);

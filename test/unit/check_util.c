@@ -123,6 +123,53 @@ START_TEST(test_time_round_trip)
 }
 END_TEST
 
+/* The hand-written form against gmtime_r + snprintf (the old code) for
+ * every day from 1970 to 2199 and every 13th day to 9999, at a few times
+ * of day, the edges, and the fallbacks (before 1970, from year 10000, a
+ * short buffer). */
+static void
+time_format_libc(int64_t ms, char *buf, size_t len)
+{
+	time_t secs = (time_t)(ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&secs, &tm);
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+	        tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+}
+
+START_TEST(test_time_format_by_hand)
+{
+	const int64_t day = 86400000, end = 253402300800000LL;
+	const int64_t tod[] = { 0, 1, 999, 3599999, 43200123, day - 1 };
+	const int64_t edges[] = { 0, 951782400000LL /* 2000-02-29 */,
+		4107542400000LL /* 2100-03-01 */, end - 1, end, end + 86399999, -1, -1000,
+		-86400001 };
+	char got[64], want[64];
+
+	for (int64_t t = 0; t < end; t += t < 7258118400000LL /* 2200 */ ? day : 13 * day) {
+		for (size_t i = 0; i < sizeof(tod) / sizeof(tod[0]); i++) {
+			sk_time_format(t + tod[i], got, sizeof(got));
+			time_format_libc(t + tod[i], want, sizeof(want));
+			if (strcmp(got, want) != 0)
+				ck_abort_msg(
+				        "%lld: %s, want %s", (long long)(t + tod[i]), got, want);
+		}
+	}
+	for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++) {
+		sk_time_format(edges[i], got, sizeof(got));
+		time_format_libc(edges[i], want, sizeof(want));
+		ck_assert_str_eq(got, want);
+	}
+	sk_time_format(end - 1, got, sizeof(got));
+	ck_assert_str_eq(got, "9999-12-31T23:59:59.999Z");
+	sk_time_format(951825845678LL, got, 25);
+	ck_assert_str_eq(got, "2000-02-29T12:04:05.678Z");
+	sk_time_format(951825845678LL, got, 11); /* truncated as snprintf truncates */
+	ck_assert_str_eq(got, "2000-02-29");
+}
+END_TEST
+
 START_TEST(test_buf_cap)
 {
 	sk_buf b = SK_BUF_INIT(16);
@@ -515,6 +562,7 @@ sk_suite_util(void)
 	        tc, test_duration_parse_bad, 0, sizeof(bad_durations) / sizeof(bad_durations[0]));
 	tcase_add_test(tc, test_duration_round_trip);
 	tcase_add_test(tc, test_time_round_trip);
+	tcase_add_test(tc, test_time_format_by_hand);
 	tcase_add_test(tc, test_age_format);
 	tcase_add_test(tc, test_buf_cap);
 	tcase_add_test(tc, test_buf_json_string_as_jansson);
