@@ -7,10 +7,11 @@
 
 #include "reconcile.h"
 
-/* ---- the other reasons this package writes into conditions and events
- * (those other packages and the tests name: reconcile.h) ---- */
+/* ---- the reasons this package writes into conditions and events ---- */
 
 /* Ready / phase */
+#define SK_REASON_RUNNING "Running"
+#define SK_REASON_RESUMING "Resuming" /* warm-up after a resume */
 #define SK_REASON_IDLE "Idle" /* asleep after lifecycle.idleTimeout; a connect wakes it */
 #define SK_REASON_PAUSED "Paused" /* mode Paused, as desired */
 #define SK_REASON_MODE_PAUSED "ModePaused" /* a connect to a space whose mode is Paused */
@@ -21,6 +22,7 @@
 #define SK_REASON_SANDBOX_MISSING "SandboxMissing"
 #define SK_REASON_STARTING "Starting" /* warm-up after a create */
 /* DataPlaneHealthy */
+#define SK_REASON_HEALTHY "Healthy"
 #define SK_REASON_NOT_PROBED "NotProbed"
 #define SK_REASON_NO_SANDBOX "NoSandbox"
 #define SK_REASON_DATAPLANE_ERROR "DataPlaneError"
@@ -33,6 +35,7 @@
 /* Drifted */
 #define SK_REASON_NO_DRIFT "NoDrift"
 /* Events (besides the drift types and the failure reasons below) */
+#define SK_REASON_ENV_ASSERTED "EnvAsserted"
 #define SK_REASON_CREATED "Created"
 #define SK_REASON_RESUMED "Resumed"
 #define SK_REASON_WOKEN "Woken" /* resumed because a user connected */
@@ -48,12 +51,17 @@
 #define SK_REASON_WAITING_FOR_CAPACITY "WaitingForCapacity"
 /* lifecycle.busy: the Busy condition (present once a space was kept awake
  * as busy) and its events */
+#define SK_REASON_PROCESSES_RUNNING "ProcessesRunning"
 #define SK_REASON_KEPT_AWAKE "KeptAwake" /* event: deadline renewed for running processes */
 #define SK_REASON_NO_PROCESSES "NoProcesses"
 #define SK_REASON_MAX_BUSY "MaxBusyReached"
 /* Warning event: the provider's deadline is not the one spacekeeper set */
 #define SK_REASON_DEADLINE_OVERRIDDEN "DeadlineOverridden"
 /* Failures of an action (Synced=False, a Warning event): sk_failure_reason. */
+#define SK_REASON_MARKER_WRITE_FAILED "MarkerWriteFailed"
+#define SK_REASON_ARCHIVE_FAILED "ArchiveFailed"
+#define SK_REASON_RESTORE_FAILED "RestoreFailed"
+#define SK_REASON_ARCHIVE_PURGE_FAILED "ArchivePurgeFailed"
 #define SK_REASON_CREATE_FAILED "CreateFailed"
 #define SK_REASON_RESUME_FAILED "ResumeFailed"
 #define SK_REASON_PAUSE_FAILED "PauseFailed"
@@ -69,16 +77,21 @@
 #define SK_REASON_NO_PROVIDER "NoProvider"
 #define SK_REASON_ARCHIVE_PURGED "ArchivePurged"
 /* The archive (status.archive; phase Archived, Ready True) */
+#define SK_REASON_ARCHIVED "Archived"
+#define SK_REASON_ARCHIVING "Archiving" /* event: the archive of an asleep space starts */
+#define SK_REASON_RESTORED "Restored"
 #define SK_REASON_RESTORING "Restoring"
 #define SK_REASON_ARCHIVED_SANDBOX_DELETED "ArchivedSandboxDeleted"
 #define SK_REASON_ARCHIVE_PRUNED "ArchivePruned" /* older generations pruned after a restore */
 /* WorkspaceIntact (the workspace marker; drift WorkspaceLost) */
+#define SK_REASON_RESTORED_OLDER "RestoredFromOlderArchive"
 #define SK_REASON_MARKER_WRITTEN "MarkerWritten"
 #define SK_REASON_MARKER_FOUND "MarkerFound"
 #define SK_REASON_MARKER_UNREADABLE "MarkerUnreadable"
 #define SK_REASON_WORKSPACE_LOST "WorkspaceLost"
 #define SK_REASON_LOSS_ACKNOWLEDGED "LossAcknowledged"
 /* Migration (status.migration; condition Migrated and events) */
+#define SK_REASON_MIGRATION_PENDING "MigrationPending"
 #define SK_REASON_MIGRATING "Migrating"
 #define SK_REASON_MIGRATION_TARGET_CREATED "MigrationTargetCreated"
 #define SK_REASON_MIGRATION_COPIED "MigrationCopied"
@@ -87,6 +100,263 @@
 #define SK_REASON_MIGRATION_SOURCE_PAUSED "MigrationSourcePaused"
 #define SK_REASON_MIGRATION_DONE "MigrationDone"
 #define SK_REASON_MIGRATION_ABORTED "MigrationAborted"
+/* What started a migration (status.migration.trigger) */
+#define SK_TRIGGER_PROVIDER "ProviderChanged"
+#define SK_TRIGGER_TEMPLATE "TemplateChanged"
+#define SK_TRIGGER_NETWORK "NetworkChanged"
+#define SK_TRIGGER_ROLLOUT "RolloutRestart"
+
+/* ---- declared here for this package and its tests (no other package
+ * uses them; the rest of each section: reconcile.h) ---- */
+
+/* ---- observed state ---- */
+
+void sk_observed_init(sk_observed *o);
+/* Adds a copy of sb (replacing one with the same id). */
+void sk_observed_add(sk_observed *o, const sk_sandbox *sb);
+void sk_observed_add_probe(sk_observed *o, const char *id, bool made, sk_health h, int http_status,
+        int64_t when_ms, int error_code);
+
+/* Decides sk_look for us's bound keeper: listed is its entry in the list
+ * (NULL: not listed), known what the controller knows (may be NULL). The
+ * controller's own look wins over an older list (a renewal moves no
+ * lastReconcileTime when nothing else changed: the list's deadline is the
+ * old one). Doubt asks: a look older than probe_fresh_ms or than the last
+ * provider change (status.lastReconcileTime), of another sandbox, that
+ * found it neither running nor paused, or a list newer than the look that
+ * lacks it; a keeper near its deadline whose renewal is wanted without a
+ * waiting connect. */
+sk_look sk_plan_look(const sk_userspace *us, const sk_sandbox *listed, const sk_list_view *list,
+        const sk_keeper_known *known, int64_t activity_ms, int64_t now_ms,
+        const sk_plan_options *opts);
+/* How long before a sleeping space's deadline it is renewed when there was
+ * activity since: a quarter of the idle timeout, at least sleep_margin_ms
+ * + 1 s, at most a minute (and at most half the timeout). */
+int64_t sk_plan_renew_window(int64_t ttl_ms, const sk_plan_options *opts);
+
+/* The sandbox metadata value for a string: characters outside [A-Za-z0-9._-]
+ * become '-', at most 256 bytes. Caller frees. */
+char *sk_reconcile_meta_value(const char *s);
+/* The create request of a sandbox for us, from its spec: the one builder of
+ * the planner's CREATE and of a migration's target. Adds the metadata of
+ * sk_reconcile_sandbox_metadata to meta (the caller's); req borrows meta and
+ * the strings and env of us. */
+void sk_reconcile_create_request(const sk_userspace *us, const sk_plan_options *opts,
+        sk_kvlist *meta, sk_create_request *req);
+
+/* ---- the workspace marker (plan_workspace.c, marker.c) ----
+ * A small file in the first workspace path, written through envd at create
+ * and whenever a loss was found, read back after every resume: missing or
+ * another space's means the provider resumed the sandbox without its files
+ * (WorkspaceIntact False, drift WorkspaceLost, workspaceLost in the connect
+ * answer) instead of a silent loss. */
+typedef enum sk_marker_check {
+	SK_MARKER_UNCHECKED, /* not read (not due, or the backend has no files) */
+	SK_MARKER_FOUND, /* this space's marker */
+	SK_MARKER_MISSING, /* no marker file */
+	SK_MARKER_FOREIGN, /* another space's, or not a marker */
+	SK_MARKER_UNREADABLE, /* the read failed: proves nothing */
+} sk_marker_check;
+
+typedef enum sk_marker_step {
+	SK_MARKER_STEP_NONE,
+	SK_MARKER_STEP_WRITE, /* after a create, or none written yet */
+	SK_MARKER_STEP_CHECK, /* after a resume (or an unreadable one): read it back */
+} sk_marker_step;
+
+/* What the marker round of us's running, healthy keeper does (pure). */
+sk_marker_step sk_plan_marker_step(const sk_userspace *us, const sk_plan_options *opts);
+
+/* ---- the archive: a workspace in object storage (archive.c) ----
+ * PREFIX/files/<path> per regular file, PREFIX/manifest.json written last
+ * (path, type, mode, size, SHA-256, symlink target). Moved by the copy
+ * engine (sk_workspace_copy, sk_workspace_verify): the archive is a
+ * provider with files only. No manifest: incomplete, never restored from. */
+typedef struct sk_archive sk_archive;
+
+/* An archive under prefix (e.g. PREFIX/USERID/GENERATION) in s3 (borrowed). */
+sk_archive *sk_archive_new(sk_s3 *s3, const char *prefix);
+void sk_archive_free(sk_archive *a);
+size_t sk_archive_entries(const sk_archive *a);
+/* Reads the manifest: SK_ENOTFOUND when there is none (incomplete). */
+int sk_archive_load(sk_archive *a, sk_error *err);
+/* sb's workspace into a: copy, the manifest last, reloaded as stored, then
+ * verified against the sandbox hash for hash. 0 only when all of it held. */
+int sk_archive_workspace(sk_provider *p, const sk_sandbox *sb, const sk_copy_options *opt,
+        sk_archive *a, const char *space, int64_t now_ms, sk_copy_report *rep, sk_error *err);
+/* a's workspace into sb: load, copy, verify (every object also against the
+ * manifest's SHA-256). */
+int sk_archive_restore(sk_archive *a, sk_provider *p, const sk_sandbox *sb,
+        const sk_copy_options *opt, sk_copy_report *rep, sk_error *err);
+
+/* ---- the archive in the plan (plan_archive.c, pure) ---- */
+
+/* When the Idle space us (asleep since since_ms) is due to be archived:
+ * since + archiveAfter, or before its provider's pausedRetention deletes
+ * the paused sandbox (since + retention - sk_archive_margin), whichever
+ * comes first; 0 when never (no archive configured, or neither set). */
+int64_t sk_archive_due(const sk_userspace *us, int64_t since_ms, const sk_plan_options *opts);
+/* How long before pausedRetention a space is archived: a quarter of it, at
+ * most an hour. */
+int64_t sk_archive_margin(int64_t retention_ms);
+/* How long the next archive attempt waits after `failures` failed in a
+ * row: 1m, doubling, at most 1h; 0 without failures. */
+int64_t sk_archive_backoff(int64_t failures);
+/* The status an ARCHIVE action records once the archive is verified: a
+ * copy of st with status.archive (generation, key, counts, the archived
+ * sandbox), phase Archived, nothing bound, Ready True (Archived). */
+void sk_archive_record(sk_userspace_status *st, const char *bucket, const char *key,
+        int64_t generation, int64_t files, int64_t bytes, int64_t now_ms, int64_t observed_gen);
+/* The key prefix of an archive generation: PREFIX/USERID/GENERATION. */
+char *sk_archive_key(const char *prefix, const char *user_id, int64_t generation);
+
+/* ---- the retention of a user's archives (archive_prune.c) ---- */
+typedef struct sk_archive_prune_report {
+	size_t generations; /* found under BASE/ */
+	size_t complete; /* of them with a manifest */
+	size_t deleted; /* generations deleted */
+	uint64_t objects_deleted;
+	char anchor[128]; /* the newest complete generation, "" when none */
+} sk_archive_prune_report;
+
+/* Orders generation names: numerically when both are digits only (2 < 10),
+ * else as strings. */
+int sk_archive_generation_cmp(const char *a, const char *b);
+/*
+ * Prunes the archives of one user. base is PREFIX/USERID (a trailing '/'
+ * is ignored); each generation is an archive at BASE/GEN/ (sk_archive_new's
+ * prefix), complete when BASE/GEN/manifest.json exists.
+ *
+ * Kept: the newest complete generation (the anchor); the keep complete
+ * generations just older than it (archive.keepGenerations, default 1);
+ * restored, the generation last restored successfully (NULL: none), when
+ * it is complete; every generation newer than the anchor (an archive in
+ * progress, incomplete). Deleted: every other generation older than the
+ * anchor, incomplete ones included. With no complete generation nothing is
+ * deleted, so a prune never deletes the only complete archive, nor the
+ * complete predecessor of a newer incomplete one.
+ *
+ * Each generation goes manifest first, then its objects: a prune cut short
+ * (error, crash) leaves it incomplete, never restored from, and the next
+ * prune finishes it. Idempotent; safe to call after every successful
+ * archive or restore (not during an archive of the same user into a
+ * generation older than the anchor: generations only grow). Returns 0, or
+ * the S3 error (SK_EUNAUTHORIZED, SK_ENOTFOUND for a missing bucket, a
+ * transient one) with rep counting what was deleted before it.
+ */
+int sk_archive_prune(sk_s3 *s3, const char *base, const char *restored, int keep,
+        sk_archive_prune_report *rep, sk_error *err);
+
+/* ---- outcomes: what an executed plan leaves in the status (pure) ---- */
+
+/* Where the executor stopped. */
+typedef struct sk_outcome {
+	int code; /* 0: every action succeeded */
+	const sk_action *failed; /* the failed action (NULL when code is 0 or no action failed) */
+	bool created; /* a CREATE of the plan made a sandbox before the failure */
+	int http_status; /* of the failure, when it was an HTTP answer */
+	const char *message; /* of the failure */
+} sk_outcome;
+
+/* The reason a failed action is recorded under ("CreateFailed", ...). */
+const char *sk_failure_reason(sk_action_type t);
+/* Maps a failed action onto the status to write: Synced=False with the
+ * failure reason, the phase (Error for terminal, the Creating mark kept when
+ * a create may have happened), Ready for a failed create, and the warm-up
+ * kept when re-asserting the environment failed (so it is retried). */
+void sk_plan_failure(
+        const sk_userspace *us, const sk_outcome *o, int64_t now_ms, sk_userspace_status *st);
+/* Sets one condition of st (lastTransitionTime moves only when the status changes). */
+void sk_status_set_condition(sk_userspace_status *st, const char *type, const char *status,
+        const char *reason, const char *message, int64_t now_ms, int64_t generation);
+
+/* A space that may sleep (idleTimeout > 0) whose keeper was probed healthy
+ * (DataPlaneHealthy True) and that saw no activity (activity_ms,
+ * status.lastActivityTime, or the keeper turning healthy after a create or
+ * resume) within the last idleTimeout: its keeper's data plane is not
+ * probed. A probe is traffic: on a provider whose idle window slides with
+ * data-plane requests (Cube) it would keep the sandbox awake forever. It is
+ * probed again when its user comes back (a connect is activity). */
+bool sk_plan_quiet(const sk_userspace *us, int64_t activity_ms, int64_t now_ms);
+
+/* lifecycle.busy: whether to ask the running keeper k's envd for its
+ * processes now. Only for a space that may sleep with busy Processes, when
+ * k's deadline is within its second half (a renewal may be due), not so
+ * close that it may be asleep (data-plane traffic could wake it), with no
+ * activity that renews it anyway, and within maxBusy of the last activity.
+ * activity_ms: the caller's memory (status.lastActivityTime counts too). */
+bool sk_plan_busy_check(const sk_userspace *us, const sk_sandbox *k, int64_t activity_ms,
+        int64_t now_ms, const sk_plan_options *opts);
+
+/* ---- migration: a move to another provider or template (pure; migrate_plan.c) ----
+ *
+ * Started by the regular plan (status.migration Pending) when the binding's
+ * provider (status.provider) is not spec.provider, when spec.template differs
+ * from the keeper's and spec.updateStrategy is Migrate, or when the
+ * spacekeeper.dev/restartedAt annotation is newer than the last migration's
+ * start. Then, one step per round, each recorded before it runs so a
+ * restarted controller resumes it: create the target (the Creating mark
+ * first; a target found by its marker is adopted) -> copy -> verify ->
+ * switch the binding (one compare-and-swap write) -> retire the source
+ * (paused, deleted after keepSourceFor unless sourcePolicy Retain). Any
+ * failure before the switch aborts: the reason is written first, then the
+ * target is killed, then phase Aborted; the binding never moves. */
+
+typedef enum sk_migration_step {
+	SK_MSTEP_NONE, /* nothing to do now */
+	SK_MSTEP_CREATE_TARGET,
+	SK_MSTEP_COPY,
+	SK_MSTEP_VERIFY,
+	SK_MSTEP_SWITCH,
+	SK_MSTEP_PAUSE_SOURCE,
+	SK_MSTEP_RETIRE_SOURCE, /* kill it (sourcePolicy Delete) or keep it, then Done */
+	SK_MSTEP_ABORT, /* kill the target (when there is one), then Aborted */
+} sk_migration_step;
+
+/* What a migration round saw at the two providers. */
+typedef struct sk_migration_observed {
+	sk_lookup source; /* GET of source.sandboxID at source.provider */
+	sk_sandbox source_sb;
+	sk_lookup target; /* GET of target.sandboxID, or a list for the marker */
+	sk_sandbox target_sb;
+	int64_t target_lookup_ms; /* when the target lookup started */
+	sk_error error; /* of a failed lookup */
+	bool providers_known; /* both provider entries exist */
+	int64_t activity_ms; /* the controller's memory of the user's last activity */
+} sk_migration_observed;
+
+void sk_migration_observed_init(sk_migration_observed *o);
+void sk_migration_observed_dispose(sk_migration_observed *o);
+
+typedef struct sk_migration_plan {
+	sk_migration_step step;
+	/* status.migration to write before the step runs (the mark) */
+	sk_migration_status next;
+	bool normal; /* run the regular round too (Pending and waiting, Retiring) */
+	int64_t requeue_after_ms;
+	char *abort_reason; /* ABORT: why */
+} sk_migration_plan;
+
+/* The trigger of a new migration for a space whose keeper has the given
+ * template (and alias; may be NULL), or NULL when none. An Aborted attempt
+ * at the same provider and template is not retried until a newer rollout. */
+const char *sk_migration_trigger(
+        const sk_userspace *us, const char *keeper_template, const char *keeper_alias);
+/* The rollout said --now: rolloutNow equals restartedAt. */
+bool sk_migration_now(const sk_userspace *us);
+/* The next step of us's active migration. */
+void sk_plan_migration(const sk_userspace *us, const sk_migration_observed *ob, int64_t now_ms,
+        const sk_plan_options *opts, sk_migration_plan *out);
+void sk_migration_plan_dispose(sk_migration_plan *p);
+const char *sk_migration_step_name(sk_migration_step s); /* "create-target", ... */
+
+/* ---- execute ---- */
+
+/* Runs plan for us (as read from the store: its resourceVersion is the CAS
+ * token). *updated (may be NULL) gets the object as last written (NULL when
+ * it was removed). Returns 0, or the failure's code (transient: back off). */
+int sk_execute(const sk_reconcile_env *env, const sk_userspace *us, const sk_plan_result *plan,
+        sk_userspace **updated, sk_error *err);
 
 enum { SK_C_READY, SK_C_SYNCED, SK_C_DATAPLANE, SK_C_DRIFTED, SK_C_COUNT };
 
@@ -293,7 +563,7 @@ int sk_observe_known(sk_provider *p, const sk_userspace *us, const sk_list_view 
 /* The metadata every created sandbox carries (spec.metadata + the managed keys). */
 void sk_reconcile_sandbox_metadata(const sk_userspace *us, sk_kvlist *out);
 
-/* ---- the workspace marker (reconcile.h: plan_workspace.c, marker.c) ---- */
+/* ---- the workspace marker: its file and I/O (marker.c) ---- */
 #define SK_MARKER_FILE ".spacekeeper/workspace.json"
 
 /* The marker's absolute path in us's sandboxes (caller frees). */
@@ -305,7 +575,7 @@ int sk_marker_write(sk_provider *p, const sk_sandbox *sb, const sk_userspace *us
 sk_marker_check sk_marker_read(
         sk_provider *p, const sk_sandbox *sb, const sk_userspace *us, char *detail, size_t len);
 
-/* ---- the archive (reconcile.h: archive.c, archive_prune.c) ---- */
+/* ---- the archive: its engine view, manifest and purge (archive.c, archive_prune.c) ---- */
 
 /* The engine's view of an archive: a provider and the sandbox to name it by. */
 sk_provider *sk_archive_provider(sk_archive *a);

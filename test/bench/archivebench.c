@@ -32,6 +32,7 @@
 
 #include "objstore/objstore.h"
 #include "reconcile/reconcile.h"
+#include "reconcile/reconcile_int.h" /* the archive (sk_archive_new, _workspace, _restore) */
 #include "sandbox/sandbox.h"
 
 #define KEY "e2b_0000000000000000000000000000000000000000"

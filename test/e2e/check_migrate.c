@@ -25,6 +25,7 @@
 
 #include "../testutil.h"
 #include "reconcile/reconcile.h"
+#include "reconcile/reconcile_int.h" /* SK_TRIGGER_PROVIDER */
 #include "sandbox/sandbox.h"
 #include "store/store.h"
 

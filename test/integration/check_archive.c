@@ -17,6 +17,7 @@
 
 #include "../testutil.h"
 #include "reconcile/reconcile.h"
+#include "reconcile/reconcile_int.h" /* the archive and its pruning */
 
 Suite *sk_suite_archive(void);
 

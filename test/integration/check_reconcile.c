@@ -12,6 +12,7 @@
 
 #include "../testutil.h"
 #include "reconcile/reconcile.h"
+#include "reconcile/reconcile_int.h" /* sk_execute, sk_observed_init */
 #include "reconcile_fixture.h"
 
 Suite *sk_suite_reconcile(void);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "reconcile/reconcile.h"
+#include "reconcile/reconcile_int.h" /* sk_execute */
 
 Suite *sk_suite_execute(void);
 

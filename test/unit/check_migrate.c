@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "reconcile/reconcile.h"
+#include "reconcile/reconcile_int.h" /* the migration plan, sk_observed_add */
 #include "store/store_int.h"
 
 Suite *sk_suite_migrate(void);

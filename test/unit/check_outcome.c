@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "reconcile/reconcile.h"
+#include "reconcile/reconcile_int.h" /* sk_plan_failure, sk_status_set_condition, reasons */
 
 Suite *sk_suite_outcome(void);
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "reconcile/reconcile.h"
+#include "reconcile/reconcile_int.h" /* sk_observed_add, sk_plan_busy_check, sk_reconcile_meta_value */
 
 Suite *sk_suite_plan(void);
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "reconcile/reconcile.h"
+#include "reconcile/reconcile_int.h" /* the archive in the plan, sk_plan_failure */
 
 Suite *sk_suite_plan_archive(void);
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "reconcile/reconcile.h"
+#include "reconcile/reconcile_int.h" /* sk_plan_look, sk_plan_renew_window */
 
 Suite *sk_suite_plan_look(void);
 

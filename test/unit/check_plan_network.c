@@ -9,6 +9,7 @@
 
 #include "api/api.h"
 #include "reconcile/reconcile.h"
+#include "reconcile/reconcile_int.h" /* sk_observed_add, sk_reconcile_create_request */
 
 Suite *sk_suite_plan_network(void);
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "reconcile/reconcile.h"
+#include "reconcile/reconcile_int.h" /* the workspace marker, sk_plan_failure */
 
 Suite *sk_suite_plan_workspace(void);
 
