@@ -14,6 +14,7 @@
  *   starts    the start rate (createsPerSecond), a token bucket (sk_limiter).
  * A slot freeing (a keeper seen paused or gone, a start that failed) wakes
  * the first waiters: the connect's wake request is put back, the key queued.
+ * The SpaceQuotas' spec.hard.running, asked first, are capacity_quota.c's.
  */
 #include <math.h>
 #include <stdio.h>
@@ -25,55 +26,10 @@
 /* A create at apply waits this long beyond a resync for its turn. */
 #define CREATE_WAIT_EXTRA_MS 5000
 
-typedef struct cap_space {
-	int prov; /* -1: not known */
-	bool running;
-	bool busy;
-	bool always_on;
-	bool granted; /* a start was let through; its reconcile has not ended */
-	bool evicting; /* asked to pause; its reconcile has not ended */
-	int64_t started_ms; /* wall ms it was first seen running */
-	sk_kvlist labels; /* its labels: which SpaceQuotas' tenant it is in */
-} cap_space;
-
-typedef struct cap_waiter {
-	char *name;
-	int64_t until; /* monotonic ms */
-	bool wake; /* a connect: the space's wake request is put back when its turn comes */
-	bool refused; /* the gate refused its start: a slot freeing queues it again */
-} cap_waiter;
-
-typedef struct cap_count {
-	int running; /* running or granted */
-	int awake; /* running */
-	int evicting;
-} cap_count;
-
-typedef struct cap_provider {
-	int configured;
-	int learned; /* 0: none */
-	int64_t learned_until; /* monotonic */
-	int64_t learned_for; /* capacity.learnedFor */
-	double rate;
-	sk_limiter *starts; /* the start rate, NULL: none */
-	int max_queued;
-	cap_waiter *queue;
-	size_t n_queue, cap_queue;
-	uint64_t evictions;
-	cap_count count; /* of the spaces at this provider (tally) */
-} cap_provider;
-
-struct sk_ctl_capacity {
-	pthread_mutex_t mu;
-	sk_strmap *spaces; /* name -> cap_space* */
-	cap_provider *prov;
-	size_t n_prov;
-};
-
 static void
 space_free(void *p)
 {
-	cap_space *s = p;
+	sk_ctl_cap_space *s = p;
 
 	sk_kvlist_dispose(&s->labels);
 	free(s);
@@ -81,7 +37,7 @@ space_free(void *p)
 
 /* s->labels = labels (a copy), when they differ. */
 static void
-space_labels(cap_space *s, const sk_kvlist *labels)
+space_labels(sk_ctl_cap_space *s, const sk_kvlist *labels)
 {
 	if (sk_kvlist_equal(&s->labels, labels))
 		return;
@@ -111,7 +67,7 @@ sk_ctl_capacity_new(sk_controller *c)
 	        "Awake spaces paused to free a slot, by provider and reason");
 	for (size_t i = 0; i < c->n_prov; i++) {
 		const sk_provider_config *pc = &c->cfg->providers[i];
-		cap_provider *p = &cap->prov[i];
+		sk_ctl_cap_provider *p = &cap->prov[i];
 		p->configured = pc->max_running;
 		p->rate = pc->creates_per_second;
 		if (p->rate > 0) {
@@ -153,10 +109,10 @@ sk_ctl_capacity_free(sk_ctl_capacity *cap)
 
 /* ---- state, under cap->mu ---- */
 
-static cap_space *
+static sk_ctl_cap_space *
 space_of(sk_ctl_capacity *cap, const char *name)
 {
-	cap_space *s = sk_strmap_get(cap->spaces, name);
+	sk_ctl_cap_space *s = sk_strmap_get(cap->spaces, name);
 
 	if (s == NULL) {
 		s = sk_calloc(1, sizeof(*s));
@@ -168,7 +124,7 @@ space_of(sk_ctl_capacity *cap, const char *name)
 
 /* The cap in force: the configured one, lowered by the provider's 429. */
 static int
-effective_max(cap_provider *p, int64_t mono)
+effective_max(sk_ctl_cap_provider *p, int64_t mono)
 {
 	if (p->learned > 0 && mono >= p->learned_until)
 		p->learned = 0;
@@ -180,9 +136,9 @@ effective_max(cap_provider *p, int64_t mono)
 /* Adds (sign 1) or takes away (-1) what s counts at its provider: call
  * with -1 before changing s, with 1 after, so the counts stay O(1). */
 static void
-tally(sk_ctl_capacity *cap, const cap_space *s, int sign)
+tally(sk_ctl_capacity *cap, const sk_ctl_cap_space *s, int sign)
 {
-	cap_count *k;
+	sk_ctl_cap_count *k;
 
 	if (s->prov < 0)
 		return;
@@ -192,14 +148,14 @@ tally(sk_ctl_capacity *cap, const cap_space *s, int sign)
 	k->evicting += sign * (s->running && s->evicting);
 }
 
-static cap_count
+static sk_ctl_cap_count
 count(sk_ctl_capacity *cap, int prov)
 {
 	return cap->prov[prov].count;
 }
 
 static ssize_t
-queue_index(const cap_provider *p, const char *name)
+queue_index(const sk_ctl_cap_provider *p, const char *name)
 {
 	for (size_t i = 0; i < p->n_queue; i++) {
 		if (strcmp(p->queue[i].name, name) == 0)
@@ -209,16 +165,15 @@ queue_index(const cap_provider *p, const char *name)
 }
 
 static void
-queue_remove(cap_provider *p, size_t i)
+queue_remove(sk_ctl_cap_provider *p, size_t i)
 {
 	free(p->queue[i].name);
 	memmove(&p->queue[i], &p->queue[i + 1], (p->n_queue - i - 1) * sizeof(*p->queue));
 	p->n_queue--;
 }
 
-/* name's place (appended when absent, its deadline moved on when later). */
-static size_t
-queue_enter(cap_provider *p, const char *name, int64_t until, bool wake)
+size_t
+sk_ctl_cap_queue_enter(sk_ctl_cap_provider *p, const char *name, int64_t until, bool wake)
 {
 	ssize_t i = queue_index(p, name);
 
@@ -240,7 +195,7 @@ queue_enter(cap_provider *p, const char *name, int64_t until, bool wake)
 }
 
 static void
-queue_expire(cap_provider *p, int64_t mono)
+queue_expire(sk_ctl_cap_provider *p, int64_t mono)
 {
 	for (size_t i = 0; i < p->n_queue;) {
 		if (p->queue[i].until <= mono)
@@ -253,7 +208,7 @@ queue_expire(cap_provider *p, int64_t mono)
 /* A token of the start rate (createsPerSecond); false with *wait_ms, about
  * when the next one is due, when none is left. */
 static bool
-take_token(cap_provider *p, int64_t *wait_ms)
+take_token(sk_ctl_cap_provider *p, int64_t *wait_ms)
 {
 	if (p->starts == NULL || sk_limiter_try_take(p->starts))
 		return true;
@@ -282,10 +237,10 @@ typedef struct cap_kick {
 static void
 collect_kick(sk_ctl_capacity *cap, int prov, cap_kick *out)
 {
-	cap_provider *p = &cap->prov[prov];
+	sk_ctl_cap_provider *p = &cap->prov[prov];
 	int64_t mono = sk_monotonic_ms();
 	int max = effective_max(p, mono);
-	cap_count k = count(cap, prov);
+	sk_ctl_cap_count k = count(cap, prov);
 	sk_capacity_state st = { max, k.running, k.evicting, 0 };
 
 	memset(out, 0, sizeof(*out));
@@ -342,7 +297,7 @@ typedef struct cap_pick {
 static void
 collect_candidate(const char *name, void *value, void *payload)
 {
-	const cap_space *s = value;
+	const sk_ctl_cap_space *s = value;
 	cap_pick *pk = payload;
 	sk_capacity_candidate *x;
 
@@ -372,7 +327,7 @@ static bool
 evict(sk_controller *c, const char *victim, const char *reason)
 {
 	sk_ctl_capacity *cap = c->capacity;
-	cap_space *vs;
+	sk_ctl_cap_space *vs;
 	char l[160];
 	int prov;
 
@@ -401,13 +356,10 @@ evict(sk_controller *c, const char *victim, const char *reason)
 	return true;
 }
 
-/* Picks the space to evict at prov (a capacity eviction, prefer's tenant
- * first) or in only's tenant (a quota's), and asks it to pause unless
- * dry; false when none may be, with *next_ms (may be NULL) when to ask
- * again. evictAfter is the space's provider's. */
-static bool
-evict_one(sk_controller *c, int prov, const sk_spacequota *only, const sk_spacequota *prefer,
-        bool dry, char *victim, size_t len, int64_t *next_ms)
+/* evictAfter is the space's provider's. */
+bool
+sk_ctl_cap_evict_one(sk_controller *c, int prov, const sk_spacequota *only,
+        const sk_spacequota *prefer, bool dry, char *victim, size_t len, int64_t *next_ms)
 {
 	sk_ctl_capacity *cap = c->capacity;
 	cap_pick pk = { prov, only, only != NULL ? only : prefer, NULL, 0, 0 };
@@ -434,93 +386,6 @@ evict_one(sk_controller *c, int prov, const sk_spacequota *only, const sk_spaceq
 	return i >= 0;
 }
 
-/* ---- SpaceQuotas' spec.hard.running ---- */
-
-typedef enum { QUOTA_OK, QUOTA_EVICT, QUOTA_WAIT, QUOTA_REFUSE } quota_verdict;
-
-typedef struct tenant_count {
-	const sk_spacequota *q;
-	const char *self;
-	int running, evicting;
-} tenant_count;
-
-static void
-count_tenant(const char *name, void *value, void *payload)
-{
-	const cap_space *s = value;
-	tenant_count *t = payload;
-
-	if (strcmp(name, t->self) == 0 || !sk_spacequota_matches(t->q, &s->labels))
-		return;
-	t->running += s->running || s->granted;
-	t->evicting += s->running && s->evicting;
-}
-
-/* Under cap->mu: whether starting us stays within every SpaceQuota's
- * spec.hard.running of its tenant (the planner's rule, the tenant as the
- * provider); else the first quota it exceeds in *which, its use in *used. */
-static quota_verdict
-quota_decide(sk_ctl_capacity *cap, const sk_ctl_quota_set *set, const sk_userspace *us,
-        const sk_spacequota **which, int *used)
-{
-	for (size_t i = 0; i < set->n; i++) {
-		const sk_spacequota *q = set->items[i];
-		tenant_count t = { q, us->meta.name, 0, 0 };
-		sk_capacity_state st = { 0 };
-		sk_capacity_verdict v;
-		if (q->hard_running < 0 || !sk_spacequota_matches(q, &us->meta.labels))
-			continue;
-		sk_strmap_foreach(cap->spaces, count_tenant, &t);
-		*which = q;
-		*used = t.running;
-		if (q->hard_running == 0)
-			return QUOTA_REFUSE;
-		st.max_running = (int)q->hard_running;
-		st.running = t.running;
-		st.evicting = t.evicting;
-		v = sk_capacity_decide(&st);
-		if (v != SK_CAPACITY_START)
-			return v == SK_CAPACITY_EVICT ? QUOTA_EVICT : QUOTA_WAIT;
-	}
-	return QUOTA_OK;
-}
-
-/* The first quota whose tenant us is in (a capacity eviction takes its
- * spaces first); NULL none. */
-static const sk_spacequota *
-tenant_of(const sk_ctl_quota_set *set, const sk_userspace *us)
-{
-	for (size_t i = 0; i < set->n; i++) {
-		if (sk_spacequota_matches(set->items[i], &us->meta.labels))
-			return set->items[i];
-	}
-	return NULL;
-}
-
-/* A start the quota holds back waits in its provider's queue, refused (a
- * slot freeing there, or the retry, asks again); a wake is asked again. */
-static bool
-quota_hold(sk_controller *c, cap_provider *p, const sk_userspace *us, quota_verdict v,
-        const sk_spacequota *q, int used, char *why, size_t len)
-{
-	sk_ctl_capacity *cap = c->capacity;
-	bool wake = us->status.sandbox_id != NULL;
-	char victim[256] = "", msg[256];
-	size_t at;
-
-	at = queue_enter(p, us->meta.name, sk_monotonic_ms() + c->cfg->resync_ms, wake);
-	p->queue[at].refused = true;
-	pthread_mutex_unlock(&cap->mu);
-	if (v == QUOTA_EVICT)
-		evict_one(c, -1, q, NULL, false, victim, sizeof(victim), NULL);
-	sk_quota_running_message(q, used, msg, sizeof(msg));
-	snprintf(why, len, "%s%s%s", msg, victim[0] ? "; evicting " : "", victim);
-	if (wake)
-		sk_ctl_space_request(c, us->meta.name, true, false);
-	sk_workqueue_add_after(c->q, us->meta.name, 1000);
-	return false;
-}
-
 static int
 prov_of(sk_controller *c, const sk_userspace *us)
 {
@@ -539,14 +404,14 @@ sk_ctl_capacity_may_start(void *controller, const sk_userspace *us, char *why, s
 	int64_t mono = sk_monotonic_ms(), wait_ms = 0;
 	sk_capacity_verdict v = SK_CAPACITY_START;
 	sk_capacity_state st = { 0 };
-	cap_provider *p;
-	cap_count k;
+	sk_ctl_cap_provider *p;
+	sk_ctl_cap_count k;
 	char victim[256] = "";
-	cap_space *s;
+	sk_ctl_cap_space *s;
 	ssize_t at;
 	sk_ctl_quota_set *set;
 	const sk_spacequota *q = NULL;
-	quota_verdict qv;
+	sk_ctl_quota_verdict qv;
 	int qused = 0;
 	int64_t next_ms = 0;
 	bool ok, wake_again;
@@ -561,8 +426,8 @@ sk_ctl_capacity_may_start(void *controller, const sk_userspace *us, char *why, s
 	s->prov = prov;
 	tally(cap, s, 1);
 	space_labels(s, &us->meta.labels);
-	if ((qv = quota_decide(cap, set, us, &q, &qused)) != QUOTA_OK) {
-		ok = quota_hold(c, p, us, qv, q, qused, why, len);
+	if ((qv = sk_ctl_cap_quota_decide(cap, set, us, &q, &qused)) != SK_CTL_QUOTA_OK) {
+		ok = sk_ctl_cap_quota_hold(c, p, us, qv, q, qused, why, len);
 		sk_ctl_quotas_put(c, set);
 		return ok;
 	}
@@ -582,7 +447,8 @@ sk_ctl_capacity_may_start(void *controller, const sk_userspace *us, char *why, s
 	        name, (int)v, st.position, p->n_queue, st.running, st.evicting, max);
 	if (v == SK_CAPACITY_START && !take_token(p, &wait_ms)) {
 		bool wake;
-		at = (ssize_t)queue_enter(p, name, mono + wait_ms + c->cfg->resync_ms, false);
+		at = (ssize_t)sk_ctl_cap_queue_enter(
+		        p, name, mono + wait_ms + c->cfg->resync_ms, false);
 		p->queue[at].refused = true;
 		wake = p->queue[at].wake;
 		pthread_mutex_unlock(&cap->mu);
@@ -599,6 +465,7 @@ sk_ctl_capacity_may_start(void *controller, const sk_userspace *us, char *why, s
 			queue_remove(p, (size_t)at);
 		tally(cap, s, -1);
 		s->granted = true;
+		s->stops_at_grant = p->stops;
 		tally(cap, s, 1);
 		pthread_mutex_unlock(&cap->mu);
 		if (max > 0)
@@ -607,14 +474,15 @@ sk_ctl_capacity_may_start(void *controller, const sk_userspace *us, char *why, s
 		return true;
 	}
 	if (at < 0) /* a wake whose place went (granted, then not started): a connect's again */
-		at = (ssize_t)queue_enter(p, name, mono + c->cfg->resync_ms + CREATE_WAIT_EXTRA_MS,
+		at = (ssize_t)sk_ctl_cap_queue_enter(p, name,
+		        mono + c->cfg->resync_ms + CREATE_WAIT_EXTRA_MS,
 		        us->status.sandbox_id != NULL);
 	p->queue[at].refused = true;
 	wake_again = p->queue[at].wake;
 	pthread_mutex_unlock(&cap->mu);
 	if (v == SK_CAPACITY_EVICT &&
-	        !evict_one(c, prov, NULL, tenant_of(set, us), false, victim, sizeof(victim),
-	                &next_ms)) {
+	        !sk_ctl_cap_evict_one(c, prov, NULL, sk_ctl_cap_quota_tenant_of(set, us), false,
+	                victim, sizeof(victim), &next_ms)) {
 		/* nothing to evict yet: ask again when the first may be (no slot
 		 * frees to kick this start meanwhile: it would wait out its connect) */
 		if (wake_again)
@@ -633,7 +501,7 @@ sk_ctl_capacity_may_start(void *controller, const sk_userspace *us, char *why, s
  * seen while other starts were still in flight counts fewer than ran
  * (3 of a provider's 5 on a loaded machine); what runs afterwards corrects it. */
 static void
-raise_learned(cap_provider *p, cap_count k)
+raise_learned(sk_ctl_cap_provider *p, sk_ctl_cap_count k)
 {
 	if (p->learned > 0 && k.awake > p->learned)
 		p->learned = k.awake;
@@ -648,12 +516,14 @@ sk_ctl_capacity_note(
 	int prov = prov_of(c, us);
 	cap_kick kick = { 0 };
 	bool freed, rearm = false, was, evicted, s_running;
-	cap_space *s;
+	sk_ctl_cap_space *s;
+	uint64_t stopped;
 
 	if (prov < 0)
 		return;
 	pthread_mutex_lock(&cap->mu);
 	s = space_of(cap, name);
+	stopped = s->granted && s->prov == prov ? cap->prov[prov].stops - s->stops_at_grant : 0;
 	freed = s->prov != prov || (s->running && !(r->running && r->keeper_id)) ||
 	        (s->granted && !r->running) || r->start_refused;
 	tally(cap, s, -1);
@@ -670,21 +540,27 @@ sk_ctl_capacity_note(
 	s->evicting = false;
 	s_running = s->running;
 	tally(cap, s, 1);
+	if (was && !s_running)
+		cap->prov[prov].stops++;
 	if (!r->start_refused)
 		raise_learned(&cap->prov[prov], count(cap, prov));
 	if (r->start_refused) {
-		/* The provider's own cap: what runs now (this start not counted;
-		 * with none of ours running, the plan is someone else's to free);
-		 * the start waits its turn, a connect's wake asked again. */
-		cap_provider *p = &cap->prov[prov];
-		cap_count k = count(cap, prov);
+		/* The provider's own cap: what ran when it refused (this start
+		 * not counted; with none of ours running, the plan is someone
+		 * else's to free); the start waits its turn, a connect's wake
+		 * asked again. */
+		sk_ctl_cap_provider *p = &cap->prov[prov];
+		sk_ctl_cap_count k = count(cap, prov);
 		int64_t mono = sk_monotonic_ms();
 		size_t at;
-		if (k.awake > 0 && (p->learned == 0 || k.awake < p->learned)) {
-			p->learned = k.awake;
+		int learned;
+		effective_max(p, mono); /* an expired one goes first */
+		learned = sk_capacity_learn(p->learned, k.awake, (int)stopped);
+		if (learned != p->learned) {
+			p->learned = learned;
 			p->learned_until = mono + p->learned_for;
 		}
-		at = queue_enter(p, name, mono + c->cfg->resync_ms, false);
+		at = sk_ctl_cap_queue_enter(p, name, mono + c->cfg->resync_ms, false);
 		p->queue[at].refused = true;
 		rearm = p->queue[at].wake;
 	}
@@ -707,12 +583,14 @@ sk_ctl_capacity_forget(sk_controller *c, const char *name)
 {
 	sk_ctl_capacity *cap = c->capacity;
 	cap_kick kick = { 0 };
-	cap_space *s;
+	sk_ctl_cap_space *s;
 	int prov = -1;
 
 	pthread_mutex_lock(&cap->mu);
 	if ((s = sk_strmap_get(cap->spaces, name)) != NULL) {
 		prov = s->prov;
+		if (prov >= 0 && s->running)
+			cap->prov[prov].stops++;
 		tally(cap, s, -1);
 		sk_strmap_remove(cap->spaces, name);
 	}
@@ -729,48 +607,20 @@ sk_ctl_capacity_forget(sk_controller *c, const char *name)
 		publish(c, prov);
 }
 
-/* A connect's start beyond a quota's spec.hard.running with nothing in
- * the tenant to evict (and no eviction under way) is answered at once:
- * 429 naming the quota. */
-static bool
-quota_admits_wake(sk_controller *c, const sk_userspace *us, sk_http_reply *r)
-{
-	sk_ctl_capacity *cap = c->capacity;
-	sk_ctl_quota_set *set = sk_ctl_quotas_get(c);
-	const sk_spacequota *q = NULL;
-	quota_verdict v;
-	int used = 0;
-	char msg[256];
-	bool ok;
-
-	pthread_mutex_lock(&cap->mu);
-	v = quota_decide(cap, set, us, &q, &used);
-	pthread_mutex_unlock(&cap->mu);
-	ok = v == QUOTA_OK || v == QUOTA_WAIT ||
-	        (v == QUOTA_EVICT && evict_one(c, -1, q, NULL, true, NULL, 0, NULL));
-	if (!ok) {
-		sk_quota_running_message(q, used, msg, sizeof(msg));
-		snprintf(r->retry_after, sizeof(r->retry_after), "%d", 5);
-		sk_ctl_reply_error(r, 429, "QuotaExceeded", msg);
-	}
-	sk_ctl_quotas_put(c, set);
-	return ok;
-}
-
 bool
 sk_ctl_capacity_enter(sk_controller *c, const sk_userspace *us, int64_t deadline, sk_http_reply *r)
 {
 	sk_ctl_capacity *cap = c->capacity;
 	int prov = prov_of(c, us), max;
 	int64_t mono = sk_monotonic_ms();
-	cap_provider *p;
+	sk_ctl_cap_provider *p;
 	bool full, capped;
 	char msg[256];
 	size_t at = 0;
 
 	if (prov < 0)
 		return true;
-	if (!quota_admits_wake(c, us, r))
+	if (!sk_ctl_cap_quota_admits_wake(c, us, r))
 		return false;
 	pthread_mutex_lock(&cap->mu);
 	p = &cap->prov[prov];
@@ -780,7 +630,7 @@ sk_ctl_capacity_enter(sk_controller *c, const sk_userspace *us, int64_t deadline
 	capped = max > 0 || p->rate > 0;
 	full = capped && queue_index(p, us->meta.name) < 0 && p->n_queue >= (size_t)p->max_queued;
 	if (capped && !full)
-		at = queue_enter(p, us->meta.name, deadline, true);
+		at = sk_ctl_cap_queue_enter(p, us->meta.name, deadline, true);
 	pthread_mutex_unlock(&cap->mu);
 	sk_ctl_log(c, SK_LOG_DEBUG, "capacity enter", "userspace=%s position=%zu full=%d",
 	        us->meta.name, at, full);
@@ -829,7 +679,7 @@ void
 sk_ctl_capacity_view_of(sk_controller *c, size_t prov, sk_ctl_capacity_view *out)
 {
 	sk_ctl_capacity *cap = c->capacity;
-	cap_provider *p = &cap->prov[prov];
+	sk_ctl_cap_provider *p = &cap->prov[prov];
 
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&cap->mu);

@@ -1,20 +1,25 @@
 /*
  * capacity_int: each provider's capacity (providers[].capacity), private to
- * pkg/controller (capacity.c, lock capacity->mu, a leaf). The controller
- * counts the running sandboxes per provider from what its reconciles saw;
- * a start (create or wake) beyond maxRunning evicts the awake space whose
- * last activity is oldest (sk_capacity_pick_victim), else waits in the
- * provider's FIFO queue; connects beyond maxQueued waiting get 429. The
- * provider's own 429 on a start lowers the cap to what runs then (for
- * capacity.learnedFor). Starts also pass a token bucket at createsPerSecond.
+ * pkg/controller (capacity.c, capacity_quota.c; lock capacity->mu, a leaf).
+ * The controller counts the running sandboxes per provider from what its
+ * reconciles saw; a start (create or wake) beyond maxRunning evicts the
+ * awake space whose last activity is oldest (sk_capacity_pick_victim), else
+ * waits in the provider's FIFO queue; connects beyond maxQueued waiting get
+ * 429. The provider's own 429 on a start lowers the cap to what runs then
+ * (for capacity.learnedFor). Starts also pass a token bucket at
+ * createsPerSecond.
  */
 #ifndef SK_CONTROLLER_CAPACITY_INT_H
 #define SK_CONTROLLER_CAPACITY_INT_H
 
+#include <pthread.h>
+
 #include "../api/api.h"
 #include "../reconcile/reconcile.h"
+#include "../util/util.h"
 #include "controller.h"
 #include "http_int.h"
+#include "quota_int.h"
 
 typedef struct sk_ctl_capacity sk_ctl_capacity;
 
@@ -52,5 +57,87 @@ typedef struct sk_ctl_capacity_view {
 	uint64_t evictions;
 } sk_ctl_capacity_view;
 void sk_ctl_capacity_view_of(sk_controller *c, size_t prov, sk_ctl_capacity_view *out);
+
+/* ---- capacity.c and capacity_quota.c: the state, under capacity->mu ---- */
+
+typedef struct sk_ctl_cap_space {
+	int prov; /* -1: not known */
+	bool running;
+	bool busy;
+	bool always_on;
+	bool granted; /* a start was let through; its reconcile has not ended */
+	bool evicting; /* asked to pause; its reconcile has not ended */
+	int64_t started_ms; /* wall ms it was first seen running */
+	uint64_t stops_at_grant; /* its provider's stops when its start was let through */
+	sk_kvlist labels; /* its labels: which SpaceQuotas' tenant it is in */
+} sk_ctl_cap_space;
+
+typedef struct sk_ctl_cap_waiter {
+	char *name;
+	int64_t until; /* monotonic ms */
+	bool wake; /* a connect: the space's wake request is put back when its turn comes */
+	bool refused; /* the gate refused its start: a slot freeing queues it again */
+} sk_ctl_cap_waiter;
+
+typedef struct sk_ctl_cap_count {
+	int running; /* running or granted */
+	int awake; /* running */
+	int evicting;
+} sk_ctl_cap_count;
+
+typedef struct sk_ctl_cap_provider {
+	int configured;
+	int learned; /* 0: none */
+	int64_t learned_until; /* monotonic */
+	int64_t learned_for; /* capacity.learnedFor */
+	double rate;
+	sk_limiter *starts; /* the start rate, NULL: none */
+	int max_queued;
+	sk_ctl_cap_waiter *queue;
+	size_t n_queue, cap_queue;
+	uint64_t evictions;
+	uint64_t stops; /* spaces seen running, then not (sk_capacity_learn) */
+	sk_ctl_cap_count count; /* of the spaces at this provider (tally) */
+} sk_ctl_cap_provider;
+
+struct sk_ctl_capacity {
+	pthread_mutex_t mu;
+	sk_strmap *spaces; /* name -> sk_ctl_cap_space* */
+	sk_ctl_cap_provider *prov;
+	size_t n_prov;
+};
+
+/* capacity.c, under cap->mu: name's place in p's queue (appended when
+ * absent, its deadline moved on when later). */
+size_t sk_ctl_cap_queue_enter(sk_ctl_cap_provider *p, const char *name, int64_t until, bool wake);
+/* capacity.c, with cap->mu released: picks the space to evict at prov (a
+ * capacity eviction, prefer's tenant first) or in only's tenant (a
+ * quota's), and asks it to pause unless dry; false when none may be, with
+ * *next_ms (may be NULL) when to ask again. */
+bool sk_ctl_cap_evict_one(sk_controller *c, int prov, const sk_spacequota *only,
+        const sk_spacequota *prefer, bool dry, char *victim, size_t len, int64_t *next_ms);
+
+/* ---- capacity_quota.c: SpaceQuotas' spec.hard.running at the gate ---- */
+
+typedef enum {
+	SK_CTL_QUOTA_OK,
+	SK_CTL_QUOTA_EVICT,
+	SK_CTL_QUOTA_WAIT,
+	SK_CTL_QUOTA_REFUSE
+} sk_ctl_quota_verdict;
+
+/* Under cap->mu: starting us against the SpaceQuotas whose tenant it is in. */
+sk_ctl_quota_verdict sk_ctl_cap_quota_decide(sk_ctl_capacity *cap, const sk_ctl_quota_set *set,
+        const sk_userspace *us, const sk_spacequota **which, int *used);
+/* The first quota whose tenant us is in; NULL none. */
+const sk_spacequota *sk_ctl_cap_quota_tenant_of(
+        const sk_ctl_quota_set *set, const sk_userspace *us);
+/* Entered with cap->mu held, returns with it released (false): the start
+ * the quota holds back (v not OK) waits in p's queue, refused; why says so. */
+bool sk_ctl_cap_quota_hold(sk_controller *c, sk_ctl_cap_provider *p, const sk_userspace *us,
+        sk_ctl_quota_verdict v, const sk_spacequota *q, int used, char *why, size_t len);
+/* A connect's start beyond a quota with nothing in the tenant to evict:
+ * false with r set to 429 QuotaExceeded. */
+bool sk_ctl_cap_quota_admits_wake(sk_controller *c, const sk_userspace *us, sk_http_reply *r);
 
 #endif

@@ -278,16 +278,74 @@ fresh_path(const sk_ctl_keeper *k, int64_t since_ms, const char *path)
 	return since_ms > 0 && k->replaced_id[0] && k->replaced_ms >= since_ms ? "replace" : path;
 }
 
+/* Answer first (issue 22): a reconcile told that the keeper it started
+ * (woken or created) is healthy, before its writes; started is the object
+ * it is about to write. Its answer is this connect's when the object as
+ * cached now (*us) is the one that reconcile read: the same uid and
+ * generation, not being deleted, and no write since (a later
+ * resourceVersion: the paused annotation, a deletion, a spec edit), and
+ * the decision on it is READY. Then *us is started (taken), else started
+ * is freed and the connect waits for the reconcile to finish. */
+static bool
+answer_first(sk_controller *c, sk_userspace **us, sk_userspace *started, const sk_plan_options *o,
+        sk_ctl_keeper *k, sk_connect_decision *d)
+{
+	const sk_userspace *now = *us;
+	bool same = now->meta.uid != NULL && started->meta.uid != NULL &&
+	        strcmp(now->meta.uid, started->meta.uid) == 0 &&
+	        now->meta.generation == started->meta.generation && now->meta.deletion_ms == 0 &&
+	        now->meta.resource_version <= started->meta.resource_version;
+
+	if (same) {
+		sk_ctl_space_keeper(c, now->meta.name, k);
+		sk_connect_decide(started, &k->mem, sk_now_ms(), o, d);
+		same = d->verdict == SK_CONNECT_READY && k->detail_seen;
+		if (!same)
+			explicit_bzero(k->envd_token, sizeof(k->envd_token));
+	}
+	if (!same) {
+		sk_userspace_free(started);
+		return false;
+	}
+	sk_userspace_free(*us);
+	*us = started;
+	return true;
+}
+
+/* A connect that comes while the reconcile that started the keeper (and
+ * answered first) still writes: from memory too, on the object it is
+ * about to write (answer_first's checks), not a second wait for it. On
+ * false, *d and *k are as they were. */
+static bool
+started_answer(sk_controller *c, sk_userspace **us, const sk_plan_options *o, sk_ctl_keeper *k,
+        sk_connect_decision *d)
+{
+	sk_userspace *s = sk_ctl_started(c, (*us)->meta.name);
+	sk_connect_decision before = *d;
+
+	if (s == NULL)
+		return false;
+	if (answer_first(c, us, s, o, k, d))
+		return true;
+	*d = before;
+	sk_ctl_space_keeper(c, (*us)->meta.name, k);
+	return false;
+}
+
 /* Waits for reconciles of name until the decision is READY or UNAVAILABLE,
  * or the deadline. Takes *us (the latest copy is left in it). since_ms > 0
- * (fresh): only a reconcile that saw the keeper at or after it counts. */
+ * (fresh): only a reconcile that saw the keeper at or after it counts. A
+ * wake or a create is answered as soon as its reconcile found the started
+ * keeper healthy (answer_first), not after its writes. */
 static void
 wait_ready(sk_controller *c, sk_userspace **us, const char *path, int64_t deadline,
         int64_t since_ms, sk_http_reply *r)
 {
 	const char *name = (*us)->meta.name;
 	char *key = sk_strdup(name);
-	uint64_t gen0 = sk_ctl_gen(c);
+	uint64_t gen0 = sk_ctl_gen(c), at = 0;
+	bool first = since_ms == 0 && (strcmp(path, "wake") == 0 || strcmp(path, "create") == 0);
+	sk_userspace *started = NULL;
 	sk_connect_decision d;
 	sk_error err = { 0 };
 	sk_ctl_keeper k;
@@ -297,8 +355,10 @@ wait_ready(sk_controller *c, sk_userspace **us, const char *path, int64_t deadli
 	sk_ctl_plan_options(c, *us, &o);
 	sk_workqueue_add_priority(c->q, key);
 	for (;;) {
-		bool ran = sk_ctl_wait_reconciled(c, key, gen0, deadline);
+		bool ran = sk_ctl_wait_reconciled(
+		        c, key, gen0, deadline, first ? &started : NULL, &at);
 		if (sk_ctl_stopping(c)) {
+			sk_userspace_free(started);
 			sk_ctl_reply_error(r, 503, "ShuttingDown", "the controller is stopping");
 			break;
 		}
@@ -306,8 +366,21 @@ wait_ready(sk_controller *c, sk_userspace **us, const char *path, int64_t deadli
 			sk_userspace_free(*us);
 			*us = NULL;
 			if (load(c, key, us, &err) != 0) {
+				sk_userspace_free(started);
 				sk_ctl_reply_error(r, 404, "NotFound", "the UserSpace is gone");
 				break;
+			}
+			if (started != NULL) {
+				if (answer_first(c, us, started, &o, &k, &d)) {
+					sk_ctl_log(c, SK_LOG_DEBUG, "answered first",
+					        "userspace=%s path=%s", key, path);
+					reply_ready(c, r, *us, &k, path);
+					explicit_bzero(k.envd_token, sizeof(k.envd_token));
+					break;
+				}
+				started = NULL;
+				gen0 = at; /* not this answer: wait for the reconcile's end */
+				continue;
 			}
 			sk_ctl_space_keeper(c, key, &k);
 			sk_connect_decide(*us, &k.mem, sk_now_ms(), &o, &d);
@@ -436,6 +509,8 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, bool fres
 	sk_ctl_plan_options(c, us, &o);
 	sk_ctl_space_keeper(c, name, &k);
 	sk_connect_decide(us, &k.mem, now, &o, &d);
+	if (!fresh && d.verdict != SK_CONNECT_READY)
+		started_answer(c, &us, &o, &k, &d);
 	if (fresh && fresh_reconciles(&d))
 		d.verdict = SK_CONNECT_REPLACE; /* probe now; replace at once if unreachable */
 	else if (d.verdict == SK_CONNECT_READY && !k.detail_seen)

@@ -435,7 +435,7 @@ sk_controller_stop(sk_controller *c)
 	sk_ctl_shards_stop(c); /* in-flight reconciles are done: hand the shards over */
 	if (started)
 		sk_ctl_log(c, SK_LOG_INFO, "controller stopped", "reconciles=%llu abandoned=%llu",
-		        (unsigned long long)sk_ctl_gen(c),
+		        (unsigned long long)sk_ctl_reconciles(c),
 		        (unsigned long long)atomic_load(&c->abandoned));
 }
 

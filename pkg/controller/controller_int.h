@@ -40,6 +40,8 @@
  *   page.c        the status page (HTML).
  *   capacity.c    each provider's capacity: running count, evictions, the
  *                 FIFO queue of starts (capacity_int.h).
+ *   capacity_quota.c  the SpaceQuotas' spec.hard.running at the capacity
+ *                 gate (evict within the tenant, wait, or 429).
  *   quota.c       the SpaceQuotas: status.used, metrics, the set the
  *                 capacity gate holds spec.hard.running with (quota_int.h).
  *

@@ -4,7 +4,7 @@
  * store every SK_CTL_QUOTA_REFRESH_MS, counts each tenant's use from the
  * informer's cache (spaces; running: phase Creating, Resuming, Running or
  * Degraded), writes status.used where it changed and sets the metrics.
- * The capacity gate (capacity.c) takes the current set to hold
+ * The capacity gate (capacity_quota.c) takes the current set to hold
  * spec.hard.running. A set is immutable and counted: whoever holds one
  * reads it without a lock.
  */

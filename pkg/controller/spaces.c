@@ -82,7 +82,7 @@ sk_ctl_spaces_init(sk_controller *c)
 	s->by_name = sk_strmap_new(record_free);
 	pthread_mutex_init(&s->done_mu, NULL);
 	sk_cond_init_monotonic(&s->done);
-	s->finished = sk_strmap_new(free);
+	s->finished = sk_strmap_new(sk_ctl_done_free);
 }
 
 void

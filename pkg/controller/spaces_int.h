@@ -28,18 +28,24 @@
 /* The drift types counted per space ("Missing", ...: sk_ctl_drift_type). */
 #define SK_CTL_DRIFT_TYPES 6
 
-/* The last reconcile of one space (finished). */
+/* The last reconcile of one space (finished), and the one running when it
+ * told that its start is healthy before its writes (answer first). */
 typedef struct sk_ctl_done {
-	uint64_t gen; /* its number among all finished */
+	uint64_t gen; /* its number in spaces.gen */
 	bool failed;
+	uint64_t started_gen; /* the start's number in spaces.gen, 0: none */
+	sk_userspace *started; /* the object about to be written; NULL once finished */
 } sk_ctl_done;
+void sk_ctl_done_free(void *d); /* worker.c */
 
 typedef struct sk_ctl_spaces {
 	pthread_mutex_t mu; /* guards by_name */
 	sk_strmap *by_name; /* name -> its record (spaces.c) */
-	pthread_mutex_t done_mu; /* guards gen, finished, n_failed */
-	pthread_cond_t done; /* with done_mu: a reconcile finished, or the stop (monotonic) */
-	uint64_t gen; /* reconciles finished */
+	pthread_mutex_t done_mu; /* guards gen, n_done, finished, n_failed */
+	pthread_cond_t
+	        done; /* with done_mu: a reconcile finished or told its start, or the stop (monotonic) */
+	uint64_t gen; /* reconciles finished and starts told: their sequence */
+	uint64_t n_done; /* reconciles finished */
 	sk_strmap *finished; /* name -> sk_ctl_done* */
 	size_t n_failed; /* spaces whose last reconcile failed */
 } sk_ctl_spaces;
@@ -97,10 +103,21 @@ void sk_ctl_note_drift(sk_controller *c, const char *name, const sk_userspace *u
 const char *sk_ctl_drift_type(size_t t);
 
 /* worker.c: waits until a reconcile of name finishes after gen0 or the
- * deadline (monotonic ms) passes; false on timeout or stop. */
-bool sk_ctl_wait_reconciled(sk_controller *c, const char *name, uint64_t gen0, int64_t deadline);
-/* worker.c: reconciles finished so far. */
+ * deadline (monotonic ms) passes; false on timeout or stop. With started
+ * (not NULL), also until a reconcile still running tells after gen0 that
+ * the keeper it started is healthy: *started is then a copy of the object
+ * it is about to write (the caller frees it; NULL when it finished) and
+ * *at that start's number (a later wait from it waits for the finish). */
+bool sk_ctl_wait_reconciled(sk_controller *c, const char *name, uint64_t gen0, int64_t deadline,
+        sk_userspace **started, uint64_t *at);
+/* worker.c: the object a reconcile still running told it is about to
+ * write after the start it found healthy (a copy: the caller frees it),
+ * NULL when none. */
+sk_userspace *sk_ctl_started(sk_controller *c, const char *name);
+/* worker.c: the current number in spaces.gen (what a wait starts from). */
 uint64_t sk_ctl_gen(sk_controller *c);
+/* worker.c: reconciles finished so far. */
+uint64_t sk_ctl_reconciles(sk_controller *c);
 /* worker.c: how many spaces' last reconcile failed (--once). */
 size_t sk_ctl_spaces_failed(sk_controller *c);
 

@@ -28,6 +28,40 @@ sk_ctl_gen(sk_controller *c)
 	return g;
 }
 
+uint64_t
+sk_ctl_reconciles(sk_controller *c)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&c->spaces.done_mu);
+	n = c->spaces.n_done;
+	pthread_mutex_unlock(&c->spaces.done_mu);
+	return n;
+}
+
+void
+sk_ctl_done_free(void *v)
+{
+	sk_ctl_done *d = v;
+
+	if (d != NULL)
+		sk_userspace_free(d->started);
+	free(d);
+}
+
+/* The space's record of reconciles (under done_mu), made when missing. */
+static sk_ctl_done *
+done_of(sk_controller *c, const char *name)
+{
+	sk_ctl_done *d = sk_strmap_get(c->spaces.finished, name);
+
+	if (d == NULL) {
+		d = sk_calloc(1, sizeof(*d));
+		sk_strmap_put(c->spaces.finished, name, d);
+	}
+	return d;
+}
+
 size_t
 sk_ctl_spaces_failed(sk_controller *c)
 {
@@ -45,11 +79,11 @@ mark_reconciled(sk_controller *c, const char *name, bool failed)
 	sk_ctl_done *d;
 
 	pthread_mutex_lock(&c->spaces.done_mu);
-	if ((d = sk_strmap_get(c->spaces.finished, name)) == NULL) {
-		d = sk_calloc(1, sizeof(*d));
-		sk_strmap_put(c->spaces.finished, name, d);
-	}
+	d = done_of(c, name);
 	d->gen = ++c->spaces.gen;
+	c->spaces.n_done++;
+	sk_userspace_free(d->started); /* the object as written is in the cache now */
+	d->started = NULL;
 	if (failed != d->failed)
 		c->spaces.n_failed = failed ? c->spaces.n_failed + 1 : c->spaces.n_failed - 1;
 	d->failed = failed;
@@ -57,16 +91,57 @@ mark_reconciled(sk_controller *c, const char *name, bool failed)
 	pthread_mutex_unlock(&c->spaces.done_mu);
 }
 
+/* env->started (reconcile.h): the keeper memory as the run will leave it,
+ * and the object about to be written for a connect waiting on the start. */
+static void
+started_told(void *arg, const sk_userspace *next, const sk_reconcile_report *report)
+{
+	sk_controller *c = arg;
+	sk_ctl_done *d;
+
+	sk_ctl_space_note(c, next->meta.name, report, true);
+	pthread_mutex_lock(&c->spaces.done_mu);
+	d = done_of(c, next->meta.name);
+	sk_userspace_free(d->started);
+	d->started = sk_userspace_dup(next);
+	d->started_gen = ++c->spaces.gen;
+	pthread_cond_broadcast(&c->spaces.done);
+	pthread_mutex_unlock(&c->spaces.done_mu);
+}
+
+sk_userspace *
+sk_ctl_started(sk_controller *c, const char *name)
+{
+	sk_userspace *us = NULL;
+	const sk_ctl_done *d;
+
+	pthread_mutex_lock(&c->spaces.done_mu);
+	d = sk_strmap_get(c->spaces.finished, name);
+	if (d != NULL && d->started != NULL)
+		us = sk_userspace_dup(d->started);
+	pthread_mutex_unlock(&c->spaces.done_mu);
+	return us;
+}
+
 bool
-sk_ctl_wait_reconciled(sk_controller *c, const char *name, uint64_t gen0, int64_t deadline)
+sk_ctl_wait_reconciled(sk_controller *c, const char *name, uint64_t gen0, int64_t deadline,
+        sk_userspace **started, uint64_t *at)
 {
 	bool ok = false;
 
+	if (started != NULL)
+		*started = NULL;
 	pthread_mutex_lock(&c->spaces.done_mu);
 	for (;;) {
 		const sk_ctl_done *d = sk_strmap_get(c->spaces.finished, name);
 		int64_t left = deadline - sk_monotonic_ms();
 		if (d && d->gen > gen0) {
+			ok = true;
+			break;
+		}
+		if (d && started != NULL && d->started != NULL && d->started_gen > gen0) {
+			*started = sk_userspace_dup(d->started);
+			*at = d->started_gen;
 			ok = true;
 			break;
 		}
@@ -277,6 +352,8 @@ worker_process(sk_worker *w, const char *key)
 	env.may_act_arg = &fence;
 	env.may_start = sk_ctl_capacity_may_start;
 	env.may_start_arg = c;
+	env.started = started_told;
+	env.started_arg = c;
 	if (c->archive_s3.bucket != NULL) {
 		env.archive_s3 = &c->archive_s3;
 		env.archive_prefix = c->cfg->archive->prefix;

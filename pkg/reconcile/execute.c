@@ -39,6 +39,9 @@ typedef struct sk_xctx {
 	const sk_plan_result *plan;
 	bool failed; /* an action failed (record_failure) */
 	sk_followup *fu; /* when the status may be handed on: the round's answers */
+	/* Where the round's events are held back (see sk_followup.held);
+	 * NULL: each is written at once. */
+	sk_followup *hold;
 	/* An action changed what the provider's list shows (create, resume,
 	 * pause, kill, deadline): lastReconcileTime moves, so the next rounds
 	 * trust a direct GET over a list older than that (observe's list_stale).
@@ -72,6 +75,48 @@ xlog(const sk_xctx *x, sk_log_level lvl, const char *msg, const char *fmt, ...)
 	sk_buf_dispose(&b);
 }
 
+/* One event of us into the store; a failure is logged, not returned. */
+static void
+store_event(const sk_reconcile_env *env, const sk_userspace *us, const char *type,
+        const char *reason, const char *msg)
+{
+	sk_buf b = SK_BUF_INIT(4096);
+	sk_error e;
+
+	sk_error_clear(&e);
+	if (sk_store_event(env->store, us->meta.name, us->meta.uid, type, reason, msg, &e) == 0 ||
+	        env->log == NULL)
+		return;
+	sk_buf_printf(&b, "userspace=%s reason=%s error=\"%s\"", us->meta.name, reason, e.message);
+	env->log(SK_LOG_WARN, "event not recorded", b.data, env->log_payload);
+	sk_buf_dispose(&b);
+}
+
+void
+sk_release_events(const sk_reconcile_env *env, const sk_userspace *us, sk_followup *fu)
+{
+	for (size_t i = 0; fu != NULL && i < fu->n_held; i++) {
+		sk_held_event *h = &fu->held[i];
+		store_event(env, us, h->type, h->reason, h->message);
+		free(h->type);
+		free(h->reason);
+		free(h->message);
+	}
+	if (fu != NULL) {
+		free(fu->held);
+		fu->held = NULL;
+		fu->n_held = 0;
+	}
+}
+
+/* The events held so far written now; the rest of the round's at once. */
+static void
+release(sk_xctx *x)
+{
+	sk_release_events(x->env, x->cur, x->hold);
+	x->hold = NULL;
+}
+
 static void event(sk_xctx *x, const char *type, const char *reason, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
 
@@ -79,17 +124,21 @@ static void
 event(sk_xctx *x, const char *type, const char *reason, const char *fmt, ...)
 {
 	sk_buf b = SK_BUF_INIT(4096);
-	sk_error e;
 	va_list ap;
 
 	va_start(ap, fmt);
 	sk_buf_vprintf(&b, fmt, ap);
 	va_end(ap);
-	sk_error_clear(&e);
-	if (sk_store_event(x->env->store, x->cur->meta.name, x->cur->meta.uid, type, reason,
-	            b.data ? b.data : "", &e) != 0)
-		xlog(x, SK_LOG_WARN, "event not recorded", "reason=%s error=\"%s\"", reason,
-		        e.message);
+	if (x->hold != NULL) {
+		sk_followup *f = x->hold;
+		f->held = sk_realloc(f->held, (f->n_held + 1) * sizeof(*f->held));
+		f->held[f->n_held].type = sk_strdup(type);
+		f->held[f->n_held].reason = sk_strdup(reason);
+		f->held[f->n_held].message = sk_strdup(b.data ? b.data : "");
+		f->n_held++;
+	} else {
+		store_event(x->env, x->cur, type, reason, b.data ? b.data : "");
+	}
 	sk_buf_dispose(&b);
 }
 
@@ -595,6 +644,7 @@ record_failure(sk_xctx *x, const sk_action *a, int rc, sk_error *err)
 	sk_error e2;
 
 	x->failed = true; /* written now (sk_when_written) */
+	release(x); /* the events before it first */
 	sk_error_prefix(err, "%s", sk_action_type_name(a->type));
 	o.message = err->message;
 	xlog(x, transient ? SK_LOG_WARN : SK_LOG_ERROR, "action failed",
@@ -611,6 +661,44 @@ record_failure(sk_xctx *x, const sk_action *a, int rc, sk_error *err)
 		write_if_changed(x, &e2);
 }
 
+/* The plan restores or archives the workspace (the restore path keeps
+ * its answer after the write). */
+static bool
+moves_files(const sk_plan_result *plan)
+{
+	for (size_t i = 0; i < plan->n_actions; i++) {
+		if (plan->actions[i].type == SK_ACTION_RESTORE ||
+		        plan->actions[i].type == SK_ACTION_ARCHIVE)
+			return true;
+	}
+	return false;
+}
+
+/* env->started, when the follow-up found the started keeper healthy and
+ * everything but the writes is done (reconcile.h); a fence lost stops the
+ * run here as it would at the write. */
+static void
+tell_started(sk_xctx *x)
+{
+	const sk_reconcile_env *env = x->env;
+	sk_userspace *next;
+	sk_error e;
+
+	if (env->started == NULL || env->report == NULL || x->ob == NULL || x->failed ||
+	        x->removed || x->st.phase != SK_PHASE_RUNNING || moves_files(x->plan))
+		return;
+	sk_error_clear(&e);
+	if (fence(x, "early answer", &e) != 0)
+		return;
+	next = sk_userspace_dup(x->cur);
+	sk_userspace_status_dispose(&next->status);
+	sk_userspace_status_copy(&next->status, &x->st);
+	sk_report_keeper(env, x->ob, next, x->now, true);
+	if (env->report->healthy)
+		env->started(env->started_arg, next, env->report);
+	sk_userspace_free(next);
+}
+
 /* See reconcile_int.h. */
 int
 sk_execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_userspace *planned,
@@ -625,7 +713,8 @@ sk_execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_u
 		err = &local;
 	sk_error_clear(err);
 	memset(&x, 0, sizeof(x));
-	x.fu = fu;
+	x.fu = kind == SK_ROUND_FOLLOW_UP ? NULL : fu;
+	x.hold = fu;
 	x.kind = kind;
 	x.plan = plan;
 	x.env = env;
@@ -662,8 +751,14 @@ sk_execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_u
 			        sk_action_type_name(a->type), id_of(&x, a) ? id_of(&x, a) : "-",
 			        sk_kill_reason_name(a->why));
 	}
-	if (rc == 0)
+	if (rc == 0 && kind == SK_ROUND_FOLLOW_UP)
+		tell_started(&x); /* answer first: before the event and status writes */
+	if (kind == SK_ROUND_FOLLOW_UP)
+		release(&x);
+	if (rc == 0 && !x.fenced)
 		rc = write_if_changed(&x, err);
+	if (x.fu == NULL || !x.fu->armed)
+		release(&x); /* not handed on after all */
 	if (x.fenced)
 		rc = SK_EUNAVAILABLE;
 	if (updated != NULL && rc == SK_ECONFLICT && x.conflicted != NULL) {

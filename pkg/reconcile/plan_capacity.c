@@ -5,6 +5,7 @@
  *   sk_capacity_decide       a start (create or wake) at a provider: start
  *                            now, evict one more awake space first, or wait
  *                            its turn in the FIFO queue;
+ *   sk_capacity_learn        the cap a provider's own 429 shows;
  *   sk_capacity_pick_victim  which awake space to evict: the one whose last
  *                            activity is oldest, never a busy, always-on,
  *                            just-connected or already evicting one; within
@@ -32,6 +33,20 @@ sk_capacity_decide(const sk_capacity_state *s)
 	if ((int64_t)s->position + 1 - free_slots > s->evicting)
 		return SK_CAPACITY_EVICT;
 	return SK_CAPACITY_WAIT;
+}
+
+int
+sk_capacity_learn(int learned, int awake, int stopped)
+{
+	int ran = awake + stopped;
+
+	/* Counting only the awake ones, a refusal noted after the pause of the
+	 * eviction it waited for dropped the cap below the provider's (3 -> 2
+	 * in the capacity suite), and nothing ran beyond it to raise it again
+	 * for learnedFor: one eviction more for every start meanwhile. */
+	if (ran <= 0 || (learned > 0 && ran >= learned))
+		return learned;
+	return ran;
 }
 
 /* The time a space was last used: its activity, else when it started. */

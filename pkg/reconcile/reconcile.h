@@ -691,6 +691,13 @@ typedef struct sk_capacity_state {
 
 sk_capacity_verdict sk_capacity_decide(const sk_capacity_state *s);
 
+/* The cap a provider's refusal of a start shows (learned: the one learned
+ * so far, 0 none): what ran when it refused, the awake spaces seen now and
+ * those seen stopping since the start was let through (an eviction's pause
+ * that ended while the refused start was in flight ran then). A lower
+ * figure replaces the one learned; nothing running keeps it. */
+int sk_capacity_learn(int learned, int awake, int stopped);
+
 /* An awake space at the provider, as the controller knows it. */
 typedef struct sk_capacity_candidate {
 	const char *name;
@@ -857,6 +864,19 @@ typedef struct sk_reconcile_env {
 	const sk_s3_config *archive_s3;
 	const char *archive_prefix;
 	int archive_keep; /* archive.keepGenerations: kept when pruning after a restore */
+	/* Optional (needs report): the keeper this run started (a create, or
+	 * the resume of the bound keeper) answered its probe healthy and every
+	 * provider call of the run is done; the status write and the run's
+	 * events follow, written the same whatever the callee does. next: the
+	 * object as it is about to be written (its resourceVersion the one the
+	 * write compares against), report: what the run saw of the keeper, as
+	 * after the write; both borrowed for the call. A connect waiting for the
+	 * start may be answered from them (issue 22: answer first). Not told
+	 * from a migration's steps, a replacement, a restore, or a run that
+	 * failed or lost its fence (may_act is asked first). */
+	void (*started)(
+	        void *arg, const sk_userspace *next, const struct sk_reconcile_report *report);
+	void *started_arg;
 } sk_reconcile_env;
 
 typedef struct sk_reconcile_report {

@@ -162,19 +162,40 @@ typedef enum sk_status_write {
  * runs. The follow-up writes what it was handed, changed or not. */
 sk_status_write sk_when_written(sk_round_kind kind, const sk_plan_result *plan, bool failed);
 
+/* An event a round holds back (sk_followup.held). */
+typedef struct sk_held_event {
+	char *type;
+	char *reason;
+	char *message;
+} sk_held_event;
+
 /* What a round that starts the keeper hands to its follow-up round. */
 typedef struct sk_followup {
 	sk_observed seen; /* the round's sandboxes, updated with what it started */
 	sk_userspace_status next; /* the status it left unwritten */
 	bool armed; /* it left one: the follow-up must run and write */
+	/* The events of both rounds, held back until the follow-up told
+	 * env->started (no store write between the start and that answer):
+	 * then written, in order, before the status. */
+	sk_held_event *held;
+	size_t n_held;
 } sk_followup;
 
 /* execute.c: runs plan's actions over us (planned: what it was made from).
- * With fu (the status may be handed on), the status goes to fu->next
- * instead of the store (*updated stays the stored object) and the sandboxes
- * the plan started are noted in fu->seen. */
+ * SK_ROUND_FIRST with fu (the status may be handed on): the status goes to
+ * fu->next instead of the store (*updated stays the stored object), the
+ * sandboxes the plan started are noted in fu->seen and its events held in
+ * fu->held (written at once when the status is not handed on after all).
+ * SK_ROUND_FOLLOW_UP with fu (the first round's): tells env->started when
+ * the start is healthy, then writes the held events, then the status. */
 int sk_execute_round(const sk_reconcile_env *env, const sk_userspace *us,
         const sk_userspace *planned, const sk_observed *ob, const sk_plan_result *plan,
         sk_round_kind kind, sk_followup *fu, sk_userspace **updated, sk_error *err);
+/* execute.c: writes the events fu still holds (of us), and forgets them. */
+void sk_release_events(const sk_reconcile_env *env, const sk_userspace *us, sk_followup *fu);
+/* round.c: what the run saw of the keeper, after is the object as (about
+ * to be) written (sandboxID), ok: the run succeeded; into env->report. */
+void sk_report_keeper(const sk_reconcile_env *env, const sk_observed *ob, const sk_userspace *after,
+        int64_t now, bool ok);
 
 #endif

@@ -125,8 +125,8 @@ report_look(sk_reconcile_report *r, const sk_observed *ob, const char *id, bool 
 	}
 }
 
-static void
-report_keeper(const sk_reconcile_env *env, const sk_observed *ob, const sk_userspace *after,
+void
+sk_report_keeper(const sk_reconcile_env *env, const sk_observed *ob, const sk_userspace *after,
         int64_t now, bool ok)
 {
 	sk_reconcile_report *r = env->report;
@@ -226,11 +226,11 @@ round_once(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *plan
 	gate_start(env, planned, &ob, now, &plan);
 	if (env->report != NULL && kind != SK_ROUND_FOLLOW_UP)
 		env->report->look = ob.look;
-	if (sk_when_written(kind, &plan, false) != SK_HAND_ON)
+	if (kind == SK_ROUND_FIRST && sk_when_written(kind, &plan, false) != SK_HAND_ON)
 		fu = NULL;
-	for (size_t i = 0; fu != NULL && i < ob.sandboxes.len; i++)
+	for (size_t i = 0; kind == SK_ROUND_FIRST && fu != NULL && i < ob.sandboxes.len; i++)
 		sk_observed_add(&fu->seen, &ob.sandboxes.items[i]);
-	if (fu != NULL)
+	if (kind == SK_ROUND_FIRST && fu != NULL)
 		fu->seen.list_valid = ob.list_valid;
 	rc = sk_execute_round(env, stored, planned, &ob, &plan, kind, fu, updated, err);
 	/* The provider's own concurrency cap: a 429 on a start without
@@ -240,8 +240,8 @@ round_once(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *plan
 		env->report->start_refused = true;
 	if (rc == 0 && plan.wait_code != 0)
 		rc = sk_error_set(err, plan.wait_code, "%s", plan.wait_message);
-	if (fu == NULL || !fu->armed)
-		report_keeper(env, &ob, updated ? *updated : NULL, now, rc == 0);
+	if (kind != SK_ROUND_FIRST || fu == NULL || !fu->armed)
+		sk_report_keeper(env, &ob, updated ? *updated : NULL, now, rc == 0);
 	if (rc == 0 && env->report != NULL && paused(&plan, env->report->keeper_id))
 		env->report->running = false; /* observed running, paused by this round */
 	*requeue = plan.requeue_after_ms;
@@ -250,7 +250,8 @@ round_once(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *plan
 }
 
 /* The follow-up round: plans from the handed-on status and the first
- * round's own answers, writes over the stored object. */
+ * round's own answers, writes over the stored object (after the events
+ * both rounds held back). */
 static int
 follow_up(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *stored, sk_followup *fu,
         int64_t *requeue, sk_userspace **updated, sk_error *err)
@@ -265,7 +266,7 @@ follow_up(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *store
 	after.valid = fu->seen.list_valid;
 	after.listed_ms = env->now ? env->now() : sk_now_ms();
 	rc = round_once(
-	        env, p, planned, stored, SK_ROUND_FOLLOW_UP, &after, NULL, requeue, updated, err);
+	        env, p, planned, stored, SK_ROUND_FOLLOW_UP, &after, fu, requeue, updated, err);
 	sk_userspace_free(planned);
 	if (rc != 0 && updated != NULL) {
 		/* Keep no copy whose status may not be the stored one. */
@@ -315,6 +316,7 @@ round_and_follow_up(const sk_reconcile_env *env, const sk_userspace *us, const s
 		mid = NULL;
 	}
 	sk_userspace_free(mid);
+	sk_release_events(env, us, &fu); /* a follow-up that did not run */
 	sk_observed_dispose(&fu.seen);
 	sk_userspace_status_dispose(&fu.next);
 	if (requeue_after_ms != NULL)

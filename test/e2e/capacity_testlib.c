@@ -61,9 +61,18 @@ capw_sim_stat(const char *key)
 	json_t *v;
 	json_int_t n;
 
+	char outer[64] = "";
+	const char *dot = strchr(key, '.');
+	json_t *at;
+
+	if (dot != NULL) {
+		snprintf(outer, sizeof(outer), "%.*s", (int)(dot - key), key);
+		key = dot + 1;
+	}
 	snprintf(url, sizeof(url), "%s/_sim/stats", capw_sim_url);
 	v = capw_http_json("GET", url, NULL);
-	n = json_integer_value(json_object_get(v, key));
+	at = outer[0] ? json_object_get(v, outer) : v;
+	n = json_integer_value(json_object_get(at, key));
 	json_decref(v);
 	return n;
 }

@@ -29,7 +29,8 @@ extern atomic_int capw_max_sampled; /* the highest running count sampled */
 long capw_http(
         const char *method, const char *url, const char *body, const char *const *hdrs, char **out);
 json_t *capw_http_json(const char *method, const char *url, long *status);
-/* A figure of the simulator's /_sim/stats. */
+/* A figure of the simulator's /_sim/stats: "max_running", or one level
+ * down, "refused.concurrency". */
 json_int_t capw_sim_stat(const char *key);
 int capw_spacectl(const char *const *args, char **out);
 /* name -> phase of every space (spacectl get -o json). */

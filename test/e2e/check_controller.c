@@ -1906,6 +1906,70 @@ user_sandboxes(const char *user)
 	return n;
 }
 
+/* The UserSpace NAME (userID NAME) with the rest of its spec (tail). */
+static void
+apply_space(const char *name, const char *tail)
+{
+	char file[64],
+	        *yaml = sk_asprintf("apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	                            "metadata:\n  name: %s\nspec:\n  userID: %s\n%s",
+	                name, name, tail);
+
+	snprintf(file, sizeof(file), "%s.yaml", name);
+	apply_yaml(file, yaml);
+	free(yaml);
+}
+
+/* A space with files in its sandbox, and their copy to compare with. */
+typedef struct filled {
+	sk_provider *p;
+	char *id; /* its sandbox */
+	char *ref; /* a sandbox with the same files */
+} filled;
+
+/* The S3 server (archive_start's provider_extra), the space NAME (tail:
+ * the rest of its spec), the controller, a first connect, and the
+ * workspace seeded with bytes in its largest file. */
+static void
+fill_space(const char *name, const char *provider_extra, const char *tail, long bytes, filled *f)
+{
+	json_t *v;
+
+	archive_start(provider_extra);
+	apply_space(name, tail);
+	keeper_start();
+	f->p = sim_provider();
+	connect_ok(name, &v);
+	f->id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
+	json_decref(v);
+	seed_workspace(f->p, f->id, bytes);
+	f->ref = reference_sandbox(f->p, bytes);
+}
+
+/* A connect restores NAME from its archive (path restore), every file as
+ * in the reference; f->id is the new sandbox; the answer (caller frees). */
+static json_t *
+restored(const char *name, filled *f)
+{
+	json_t *v;
+
+	connect_within(name, 55, &v);
+	ck_assert_str_eq(json_string_value(json_object_get(v, "path")), "restore");
+	free(f->id);
+	f->id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
+	assert_same_files(f->p, f->ref, f->id);
+	return v;
+}
+
+static void
+filled_done(filled *f)
+{
+	sk_provider_free(f->p);
+	free(f->ref);
+	free(f->id);
+	keeper_stop_checked();
+}
+
 /* A space with files archived after archiveAfter 5s asleep (its sandbox
  * deleted, the manifest in the bucket, describe says where), then a
  * connect restores it: path restore, every file identical, env present. */
@@ -1913,25 +1977,15 @@ START_TEST(test_archive_after_sleep_and_restore)
 {
 	const char *describe[] = { "describe", "userspace", "deep", NULL };
 	const char *get[] = { "get", "userspace", "deep", NULL };
-	sk_provider *p;
-	char *id, *ref, *out = NULL, *val;
-	json_t *v;
+	char *out = NULL, *val;
+	filled f;
 
-	archive_start(NULL);
-	apply_yaml("deep.yaml",
-	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
-	        "metadata:\n  name: deep\nspec:\n  userID: deep\n  env:\n    FOO: bar\n"
-	        "  lifecycle:\n    idleTimeout: 3s\n    archiveAfter: 5s\n");
-	keeper_start();
-	p = sim_provider();
-	connect_ok("deep", &v);
-	id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
-	json_decref(v);
-	seed_workspace(p, id, BIG_BYTES);
-	ref = reference_sandbox(p, BIG_BYTES);
+	fill_space("deep", NULL,
+	        "  env:\n    FOO: bar\n  lifecycle:\n    idleTimeout: 3s\n    archiveAfter: 5s\n",
+	        BIG_BYTES, &f);
 	ck_assert_msg(eventually(phase_is, (void *)"deep=Idle", 30), "deep never Idle");
 	ck_assert_msg(eventually(phase_is, (void *)"deep=Archived", 120), "deep never Archived");
-	ck_assert(sim_gone(id));
+	ck_assert(sim_gone(f.id));
 	ck_assert_int_eq(user_sandboxes("deep"), 0);
 	assert_manifest("deep");
 	ck_assert(has_event("deep", "ArchivedSandboxDeleted"));
@@ -1943,21 +1997,13 @@ START_TEST(test_archive_after_sleep_and_restore)
 	ck_assert_msg(strstr(out, "Archived") != NULL, "get: %s", out);
 	free(out);
 	/* a connect restores it */
-	connect_within("deep", 55, &v);
-	ck_assert_str_eq(json_string_value(json_object_get(v, "path")), "restore");
-	free(id);
-	id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
-	json_decref(v);
-	assert_same_files(p, ref, id);
-	val = sandbox_env(id, "FOO");
+	json_decref(restored("deep", &f));
+	val = sandbox_env(f.id, "FOO");
 	ck_assert_msg(val && strcmp(val, "bar") == 0, "after restore: FOO=%s", val ? val : "-");
 	free(val);
 	ck_assert_int_eq(user_sandboxes("deep"), 1);
 	ck_assert(phase_is((void *)"deep=Running"));
-	sk_provider_free(p);
-	free(ref);
-	free(id);
-	keeper_stop_checked();
+	filled_done(&f);
 }
 END_TEST
 
@@ -1967,39 +2013,21 @@ END_TEST
 START_TEST(test_archive_before_retention)
 {
 	const char *args[] = { "--latency", "2ms", "--paused-retention", "40s", NULL };
-	sk_provider *p;
-	char *id, *ref;
+	filled f;
 	json_t *v;
 
 	sk_test_stop(sim_pid, true);
 	sim_pid = sk_test_sim_start(args, sim_url, sizeof(sim_url));
-	archive_start("    pausedRetention: 40s\n");
-	apply_yaml("kept.yaml",
-	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
-	        "metadata:\n  name: kept\nspec:\n  userID: kept\n"
-	        "  lifecycle:\n    idleTimeout: 3s\n");
-	keeper_start();
-	p = sim_provider();
-	connect_ok("kept", &v);
-	id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
-	json_decref(v);
-	seed_workspace(p, id, 1 << 20);
-	ref = reference_sandbox(p, 1 << 20);
+	fill_space("kept", "    pausedRetention: 40s\n", "  lifecycle:\n    idleTimeout: 3s\n",
+	        1 << 20, &f);
 	ck_assert_msg(eventually(phase_is, (void *)"kept=Archived", 90), "kept never Archived");
 	ck_assert(has_event("kept", "ArchivedSandboxDeleted")); /* ours, not the provider's */
 	ck_assert(!workspace_is((void *)"kept=False"));
 	assert_manifest("kept");
-	connect_within("kept", 55, &v);
-	ck_assert_str_eq(json_string_value(json_object_get(v, "path")), "restore");
+	v = restored("kept", &f);
 	ck_assert_ptr_null(json_object_get(v, "workspaceLost"));
-	free(id);
-	id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
 	json_decref(v);
-	assert_same_files(p, ref, id);
-	sk_provider_free(p);
-	free(ref);
-	free(id);
-	keeper_stop_checked();
+	filled_done(&f);
 }
 END_TEST
 
@@ -2017,47 +2045,32 @@ file_present(void *id)
  * (workspaceLost), and the files come back from the archive. */
 START_TEST(test_archive_restores_lost_files)
 {
-	sk_provider *p;
-	char *id, *ref;
+	filled f;
 	json_t *v;
 
-	archive_start(NULL);
-	apply_yaml("lost.yaml",
-	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
-	        "metadata:\n  name: lost\nspec:\n  userID: lost\n"
+	fill_space("lost", NULL,
 	        "  health:\n    onLoss: Restore\n"
-	        "  lifecycle:\n    idleTimeout: 3s\n    archiveAfter: 4s\n");
-	keeper_start();
-	p = sim_provider();
-	connect_ok("lost", &v);
-	id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
-	json_decref(v);
-	seed_workspace(p, id, 1 << 20);
-	ref = reference_sandbox(p, 1 << 20);
+	        "  lifecycle:\n    idleTimeout: 3s\n    archiveAfter: 4s\n",
+	        1 << 20, &f);
 	ck_assert_msg(eventually(phase_is, (void *)"lost=Archived", 90), "lost never Archived");
 	/* no more archiving: the next sleep must keep its sandbox */
-	apply_yaml("lost.yaml",
-	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
-	        "metadata:\n  name: lost\nspec:\n  userID: lost\n"
+	apply_space("lost",
 	        "  health:\n    onLoss: Restore\n"
 	        "  lifecycle:\n    idleTimeout: 3s\n    archiveAfter: 0s\n");
 	connect_within("lost", 55, &v);
-	free(id);
-	id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
+	free(f.id);
+	f.id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
 	json_decref(v);
 	ck_assert_msg(eventually(phase_is, (void *)"lost=Idle", 30), "lost never Idle");
 	sim_post("/_sim/faults", "{\"resume_lose_files\": {\"mode\": \"empty\", \"count\": 1}}");
 	connect_ok("lost", &v);
-	ck_assert_str_eq(json_string_value(json_object_get(v, "sandboxID")), id);
+	ck_assert_str_eq(json_string_value(json_object_get(v, "sandboxID")), f.id);
 	ck_assert_msg(json_is_true(json_object_get(v, "workspaceLost")), "no workspaceLost");
 	json_decref(v);
-	ck_assert_msg(eventually(file_present, id, 60), "the files never came back");
+	ck_assert_msg(eventually(file_present, f.id, 60), "the files never came back");
 	ck_assert_msg(eventually(workspace_is, (void *)"lost=False", 10), "loss not reported");
-	assert_same_files(p, ref, id);
-	sk_provider_free(p);
-	free(ref);
-	free(id);
-	keeper_stop_checked();
+	assert_same_files(f.p, f.ref, f.id);
+	filled_done(&f);
 }
 END_TEST
 
@@ -2087,27 +2100,15 @@ archive_teardown(void)
  * recorded, never two; the archive is redone and completes. */
 START_TEST(test_archive_interrupted)
 {
-	sk_provider *p;
-	char *id, *ref;
-	json_t *v;
+	filled f;
 
-	archive_start(NULL);
-	apply_yaml("cut.yaml",
-	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
-	        "metadata:\n  name: cut\nspec:\n  userID: cut\n"
-	        "  lifecycle:\n    idleTimeout: 3s\n    archiveAfter: 4s\n");
-	keeper_start();
-	p = sim_provider();
-	connect_ok("cut", &v);
-	id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
-	json_decref(v);
-	seed_workspace(p, id, BIG_BYTES);
-	ref = reference_sandbox(p, BIG_BYTES);
+	fill_space("cut", NULL, "  lifecycle:\n    idleTimeout: 3s\n    archiveAfter: 4s\n",
+	        BIG_BYTES, &f);
 	/* the controller killed once the archive started */
 	ck_assert_msg(eventually(archiving, (void *)"cut", 60), "no archive started");
 	sk_test_stop(keeper_pid, true);
 	keeper_pid = 0;
-	assert_never_lost("cut", id);
+	assert_never_lost("cut", f.id);
 	/* the S3 server killed during the redo */
 	keeper_start();
 	sk_test_stop(gw_pid, true);
@@ -2116,23 +2117,15 @@ START_TEST(test_archive_interrupted)
 	/* the redo (once the killed controller's shard leases expired) meets
 	 * the dead server */
 	ck_assert_msg(eventually(archive_failed, (void *)"cut", 90), "no ArchiveFailed");
-	assert_never_lost("cut", id);
-	ck_assert_msg(!sim_gone(id), "the sandbox went while the S3 server was down");
+	assert_never_lost("cut", f.id);
+	ck_assert_msg(!sim_gone(f.id), "the sandbox went while the S3 server was down");
 	archive_gw_restart();
 	ck_assert_msg(eventually(phase_is, (void *)"cut=Archived", 120), "cut never Archived");
-	ck_assert(sim_gone(id));
+	ck_assert(sim_gone(f.id));
 	assert_manifest("cut");
 	ck_assert_int_eq(user_sandboxes("cut"), 0);
-	connect_within("cut", 55, &v);
-	ck_assert_str_eq(json_string_value(json_object_get(v, "path")), "restore");
-	free(id);
-	id = sk_strdup(json_string_value(json_object_get(v, "sandboxID")));
-	json_decref(v);
-	assert_same_files(p, ref, id);
-	sk_provider_free(p);
-	free(ref);
-	free(id);
-	keeper_stop_checked();
+	json_decref(restored("cut", &f));
+	filled_done(&f);
 }
 END_TEST
 

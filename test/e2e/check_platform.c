@@ -29,6 +29,7 @@ Suite *sk_suite_platform(void);
 	ck_assert_msg(strstr((hay), (needle)) != NULL, "expected \"%s\" in:\n%s", (needle), (hay))
 
 static sk_test_world w; /* the simulator, the database, spacekeeper */
+static pid_t own_db; /* a test's own FerretDB (it stops it), 0: none */
 
 /* ---- HTTP ---- */
 
@@ -177,6 +178,27 @@ condition_of(const char *name, const char *type)
 	return out;
 }
 
+typedef struct phase_want {
+	const char *name, *phase;
+} phase_want;
+
+static bool
+phase_check(void *arg)
+{
+	phase_want *p = arg;
+
+	return phase_is(p->name, p->phase);
+}
+
+/* Waits (on the store, 4 looks a second) until name's phase is phase. */
+static bool
+eventually_phase(const char *name, const char *phase, int timeout_s)
+{
+	phase_want p = { name, phase };
+
+	return eventually(phase_check, &p, timeout_s);
+}
+
 /* How many times events of reason were recorded for name (aggregated count). */
 static int
 event_count(const char *name, const char *reason)
@@ -203,28 +225,42 @@ event_count(const char *name, const char *reason)
 
 /* ---- the world ---- */
 
+/* spacekeeper on the world; more: more YAML lines of controller (or ""). */
 static void
-keeper_start(void)
+keeper_start_with(const char *more)
 {
-	char controller[128];
+	char controller[512];
 	sk_test_keeper_opts o = { .provider = "    requestTimeout: 5s\n",
 		.controller = controller,
 		.log_level = "debug" };
 
-	snprintf(controller, sizeof(controller), "  workers: 4\n  resyncPeriod: %ds\n", RESYNC_S);
+	snprintf(controller, sizeof(controller), "  workers: 4\n  resyncPeriod: %ds\n%s", RESYNC_S,
+	        more);
 	sk_test_keeper_start(&w, &o);
+}
+
+static void
+keeper_start(void)
+{
+	keeper_start_with("");
 }
 
 static void
 setup(void)
 {
 	sk_test_world_setup(&w, NULL);
+	own_db = 0;
 }
 
 static void
 teardown(void)
 {
+	if (own_db > 0)
+		kill(own_db, SIGCONT); /* a test that failed while it was stopped */
 	sk_test_world_teardown(&w);
+	if (own_db > 0)
+		sk_test_stop(own_db, true);
+	own_db = 0;
 }
 
 /* ---- a command through envd, as an SDK runs it ---- */
@@ -660,6 +696,86 @@ START_TEST(test_unhealthy)
 }
 END_TEST
 
+/* ---- answer first (issue 22) ---- */
+
+/* The controller's cache (spacekeeper_userspaces, counted from it) holds
+ * the one space as Idle: a connect now decides to wake it. */
+static bool
+cached_idle(void *arg)
+{
+	char url[200], *out = NULL;
+	bool ok;
+
+	(void)arg;
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", w.main_port);
+	ok = sk_test_http("GET", url, NULL, &out) == 200 &&
+	        strstr(out, "spacekeeper_userspaces{phase=\"Idle\",ready=\"true\"} 1\n") != NULL;
+	free(out);
+	return ok;
+}
+
+/* A connect that wakes an Idle space is answered once the keeper is
+ * resumed and probed, from what the reconcile saw, not after its status
+ * write and Woken event: with the database stopped (SIGSTOP) right before
+ * the connect, the answer still comes (within the connect's 8 s, which a
+ * connect waiting for the write runs out of: 504), the same answer as
+ * after the write; once the database answers again, the status and the
+ * event are written as before. The shard's lease outlasts the stop
+ * (leaseDuration 60s), so the run may act throughout. */
+START_TEST(test_wake_answered_before_writes)
+{
+	const char *pause[] = { "patch", "us", "nap", "-p", "{\"spec\":{\"mode\":\"Paused\"}}",
+		NULL };
+	const char *run[] = { "patch", "us", "nap", "-p", "{\"spec\":{\"mode\":\"Running\"}}",
+		NULL };
+	json_t *v, *again;
+	char *id, *log;
+	int64_t t0, took;
+	long st;
+
+	own_db = sk_test_ferretdb_start(w.mongo_uri, sizeof(w.mongo_uri));
+	apply_yaml("apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	           "metadata:\n  name: nap\nspec:\n  userID: nap\n"
+	           "  lifecycle:\n    idleTimeout: 10m\n");
+	keeper_start_with("  leaseDuration: 60s\n  renewDeadline: 40s\n  retryPeriod: 2s\n");
+	v = connect_ok("nap");
+	id = sk_strdup(jstr(v, "sandboxID"));
+	json_decref(v);
+	/* asleep: paused, then Running again with nothing asking to wake it */
+	ck_assert_int_eq(spacectl(pause, NULL), 0);
+	ck_assert_msg(eventually_phase("nap", "Paused", 60), "not Paused");
+	ck_assert_int_eq(spacectl(run, NULL), 0);
+	ck_assert_msg(eventually(cached_idle, NULL, 60), "not Idle in the controller's cache");
+	ck_assert_int_eq(kill(own_db, SIGSTOP), 0);
+	t0 = sk_monotonic_ms();
+	v = connect_call("GET", "/v1/users/nap/sandbox?timeout=8s", &st);
+	took = sk_monotonic_ms() - t0;
+	ck_assert_int_eq(kill(own_db, SIGCONT), 0);
+	ck_assert_msg(st == 200, "the wake with the database stopped: %ld after %lld ms", st,
+	        (long long)took);
+	fprintf(stderr, "platform: wake answered in %lld ms with the database stopped\n",
+	        (long long)took);
+	ck_assert_str_eq(jstr(v, "path"), "wake");
+	ck_assert_str_eq(jstr(v, "sandboxID"), id);
+	ck_assert_str_eq(jstr(v, "state"), "Running");
+	/* written after all, as before: Running, and one Woken event */
+	ck_assert_msg(eventually_phase("nap", "Running", 60), "the status was not written");
+	ck_assert_int_eq(event_count("nap", "Woken"), 1);
+	log = sk_test_slurp(w.log);
+	ASSERT_HAS(log, "msg=\"answered first\" userspace=nap path=wake");
+	free(log);
+	/* the answer after the write is the same one (the fast path now) */
+	again = connect_ok("nap");
+	ck_assert_str_eq(jstr(again, "path"), "fast");
+	json_object_set_new(again, "path", json_string("wake"));
+	ck_assert_msg(
+	        json_equal(again, v), "the early answer differs from the one after the write");
+	json_decref(again);
+	json_decref(v);
+	free(id);
+}
+END_TEST
+
 /* ---- a deadline set by someone else ---- */
 
 typedef struct deadline_check {
@@ -729,6 +845,11 @@ sk_suite_platform(void)
 	tcase_add_test(tc, test_unhealthy);
 	tcase_add_test(tc, test_deadline_overridden);
 	tcase_add_test(tc, test_busy_keeps_awake);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("answer_first"); /* a database of its own, stopped a while */
+	tcase_set_timeout(tc, 240);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_wake_answered_before_writes);
 	suite_add_tcase(s, tc);
 	return s;
 }

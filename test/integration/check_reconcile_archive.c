@@ -37,6 +37,8 @@ typedef struct afix {
 	sk_s3 *s3;
 	int fence_after; /* calls of may_act allowed, -1: all */
 	int fence_calls;
+	char *id; /* alice's sandbox (asleep_with_files) */
+	sk_sandbox ref; /* a sandbox seeded as alice's */
 } afix;
 
 static int64_t clock_offset;
@@ -57,6 +59,21 @@ may_act(void *arg, const char *user_id)
 	return a->fence_calls++ < a->fence_after;
 }
 
+/* The S3 server (again, at the same port and directory). */
+static void
+gw_start(afix *a)
+{
+	a->gw = sk_test_s3_start(
+	        a->gw_dir, a->gw_port, "spaces", ACCESS, SECRET, a->gw_url, sizeof(a->gw_url));
+}
+
+static void
+gw_stop(afix *a)
+{
+	sk_test_stop(a->gw, true);
+	a->gw = 0;
+}
+
 static void
 setup(afix *a)
 {
@@ -69,8 +86,7 @@ setup(afix *a)
 	a->f.env.opts.resume_grace_ms = 2000;
 	a->gw_port = sk_test_free_port();
 	snprintf(a->gw_dir, sizeof(a->gw_dir), "%s/rarchive-s3-%d", sk_test_tmpdir(), a->gw_port);
-	a->gw = sk_test_s3_start(
-	        a->gw_dir, a->gw_port, "spaces", ACCESS, SECRET, a->gw_url, sizeof(a->gw_url));
+	gw_start(a);
 	a->s3cfg.endpoint = a->gw_url;
 	a->s3cfg.bucket = "spaces";
 	a->s3cfg.access_key = ACCESS;
@@ -91,6 +107,8 @@ teardown(afix *a)
 	sk_s3_free(a->s3);
 	if (a->gw > 0)
 		sk_test_stop(a->gw, true);
+	sk_sandbox_dispose(&a->ref);
+	free(a->id);
 	sk_rfix_teardown(&a->f);
 }
 
@@ -225,30 +243,29 @@ seed(afix *a, const char *id)
 static const char *const roots[] = { WS };
 static const sk_copy_options ws_opts = { .paths = roots, .npaths = 1 };
 
-/* A Running space with the seeded files, then asleep (paused, one round
- * sees it Idle) and past archiveAfter on the planner's clock. Returns
- * the sandbox id (caller frees); ref gets a sandbox seeded the same way. */
-static char *
-asleep_with_files(afix *a, sk_sandbox *ref)
+/* The fixture, and in it a Running space with the seeded files, then
+ * asleep (paused, one round sees it Idle) and past archiveAfter on the
+ * planner's clock: a->id its sandbox, a->ref a sandbox seeded the same way. */
+static void
+setup_asleep(afix *a)
 {
 	sk_create_request req = { .template_id = "base", .timeout_ms = 600000 };
 	sk_userspace *us;
 	sk_error err;
-	char *id;
 
+	setup(a);
 	sk_rfix_apply(&a->f, "alice", "alice", SPEC);
 	us = until(a, running_marked, 8, "Running with its marker");
-	id = sk_strdup(us->status.sandbox_id);
+	a->id = sk_strdup(us->status.sandbox_id);
 	sk_userspace_free(us);
-	seed(a, id);
-	ck_assert_msg(sk_sandbox_create(a->f.p, &req, ref, &err) == 0, "%s", err.message);
-	seed(a, ref->id);
-	ck_assert_msg(sk_sandbox_pause(a->f.p, id, &err) == 0, "pause: %s", err.message);
+	seed(a, a->id);
+	ck_assert_msg(sk_sandbox_create(a->f.p, &req, &a->ref, &err) == 0, "%s", err.message);
+	seed(a, a->ref.id);
+	ck_assert_msg(sk_sandbox_pause(a->f.p, a->id, &err) == 0, "pause: %s", err.message);
 	a->f.env.activity_ms = 0; /* nobody uses it */
 	us = until(a, idle, 4, "Idle");
 	sk_userspace_free(us);
 	clock_offset += 2 * 3600 * 1000; /* asleep for two hours */
-	return id;
 }
 
 static void
@@ -292,26 +309,23 @@ sandbox_exists(afix *a, const char *id)
 START_TEST(test_archive_then_restore)
 {
 	afix a;
-	sk_sandbox ref = { 0 };
 	sk_copy_report rep = { 0 };
 	sk_userspace *us;
 	sk_error err;
-	char *id;
 
-	setup(&a);
-	id = asleep_with_files(&a, &ref);
+	setup_asleep(&a);
 	us = until(&a, archived, 4, "Archived");
 	ck_assert_ptr_null(us->status.sandbox_id);
 	ck_assert_int_eq(us->status.archive.state, SK_ARCHIVE_ARCHIVED);
 	ck_assert_str_eq(us->status.archive.key, "spaces/alice/1");
-	ck_assert_str_eq(us->status.archive.sandbox_id, id);
+	ck_assert_str_eq(us->status.archive.sandbox_id, a.id);
 	ck_assert_int_eq(us->status.archive.generation, 1);
 	ck_assert_int_ge(us->status.archive.files, 3);
 	ck_assert_int_ge(us->status.archive.bytes, (6 << 20) + 3);
 	ck_assert_int_eq(us->status.archive.intent_ms, 0);
 	ck_assert(sk_userspace_is_ready(us));
 	assert_manifest(&a, us);
-	ck_assert(!sandbox_exists(&a, id));
+	ck_assert(!sandbox_exists(&a, a.id));
 	ck_assert(sk_rfix_has_event(&a.f, "alice", SK_REASON_ARCHIVED));
 	sk_userspace_free(us);
 	/* nobody connects: nothing is created */
@@ -323,22 +337,20 @@ START_TEST(test_archive_then_restore)
 	a.f.env.activity_ms = test_now();
 	us = until(&a, restored, 8, "restored");
 	ck_assert_ptr_nonnull(us->status.sandbox_id);
-	ck_assert_str_ne(us->status.sandbox_id, id);
+	ck_assert_str_ne(us->status.sandbox_id, a.id);
 	ck_assert_int_gt(us->status.archive.restore_ms, 0);
 	ck_assert(sk_rfix_has_event(&a.f, "alice", SK_REASON_RESTORED));
 	ck_assert(
 	        sk_rfix_has_event(&a.f, "alice", SK_REASON_ENV_ASSERTED) || us->spec.env.len == 0);
 	{
 		sk_sandbox now_sb = { .id = us->status.sandbox_id };
-		ck_assert_msg(
-		        sk_workspace_verify(a.f.p, &ref, a.f.p, &now_sb, &ws_opts, &rep, &err) == 0,
+		ck_assert_msg(sk_workspace_verify(
+		                      a.f.p, &a.ref, a.f.p, &now_sb, &ws_opts, &rep, &err) == 0,
 		        "the restored tree differs: %s", rep.mismatch ? rep.mismatch : err.message);
 	}
 	sk_copy_report_free(&rep);
 	ck_assert_uint_eq(count_user(&a), 1); /* the keeper alone */
 	sk_userspace_free(us);
-	sk_sandbox_dispose(&ref);
-	free(id);
 	teardown(&a);
 }
 END_TEST
@@ -346,25 +358,21 @@ END_TEST
 START_TEST(test_archive_s3_down)
 {
 	afix a;
-	sk_sandbox ref = { 0 };
 	sk_userspace *us;
 	sk_error err;
-	char *id;
 	const sk_condition *synced;
 
-	setup(&a);
-	id = asleep_with_files(&a, &ref);
-	sk_test_stop(a.gw, true);
-	a.gw = 0;
+	setup_asleep(&a);
+	gw_stop(&a);
 	ck_assert_int_ne(round_(&a, &err), 0);
 	us = sk_rfix_get(&a.f, "alice");
 	ck_assert_int_eq(us->status.phase, SK_PHASE_IDLE);
-	ck_assert_str_eq(us->status.sandbox_id, id);
+	ck_assert_str_eq(us->status.sandbox_id, a.id);
 	ck_assert_int_ne(us->status.archive.intent_ms, 0); /* the archive is under way */
 	ck_assert_int_eq(us->status.archive.state, SK_ARCHIVE_NONE);
 	synced = sk_userspace_condition(us, SK_COND_SYNCED);
 	ck_assert_str_eq(synced->reason, SK_REASON_ARCHIVE_FAILED);
-	ck_assert(sandbox_exists(&a, id));
+	ck_assert(sandbox_exists(&a, a.id));
 	ck_assert(strstr(synced->message, SECRET) == NULL);
 	ck_assert_int_eq(us->status.archive.failures, 1);
 	ck_assert_int_ne(us->status.archive.failed_ms, 0);
@@ -377,18 +385,15 @@ START_TEST(test_archive_s3_down)
 		ck_assert_int_eq(us->status.archive.failures, 1);
 		ck_assert_int_eq(us->status.phase, SK_PHASE_IDLE);
 		sk_userspace_free(us);
-		ck_assert_int_eq(sandbox_state(&a, id), SK_SANDBOX_PAUSED);
+		ck_assert_int_eq(sandbox_state(&a, a.id), SK_SANDBOX_PAUSED);
 	}
 	/* back: after the back-off (1m) the archive is redone and completes */
-	a.gw = sk_test_s3_start(
-	        a.gw_dir, a.gw_port, "spaces", ACCESS, SECRET, a.gw_url, sizeof(a.gw_url));
+	gw_start(&a);
 	clock_offset += 61 * 1000;
 	us = until(&a, archived, 6, "Archived after the S3 server came back");
 	assert_manifest(&a, us);
-	ck_assert(!sandbox_exists(&a, id));
+	ck_assert(!sandbox_exists(&a, a.id));
 	sk_userspace_free(us);
-	sk_sandbox_dispose(&ref);
-	free(id);
 	teardown(&a);
 }
 END_TEST
@@ -403,13 +408,10 @@ START_TEST(test_archive_bad_config)
 	} bad[] = { { "not-the-secret-key", "spaces", "403" },
 		{ SECRET, "no-such-bucket", "no-such-bucket" } };
 	afix a;
-	sk_sandbox ref = { 0 };
 	sk_userspace *us;
 	sk_error err;
-	char *id;
 
-	setup(&a);
-	id = asleep_with_files(&a, &ref);
+	setup_asleep(&a);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		const sk_condition *synced;
 		clock_offset += 3600 * 1000; /* past any back-off */
@@ -423,10 +425,10 @@ START_TEST(test_archive_bad_config)
 		ck_assert(strstr(synced->message, bad[i].secret) == NULL ||
 		        strcmp(bad[i].secret, SECRET) == 0);
 		ck_assert(strstr(synced->message, SECRET) == NULL);
-		ck_assert_str_eq(us->status.sandbox_id, id);
+		ck_assert_str_eq(us->status.sandbox_id, a.id);
 		ck_assert_int_eq(us->status.archive.state, SK_ARCHIVE_NONE);
 		ck_assert_int_eq(us->status.archive.failures, (int64_t)i + 1);
-		ck_assert(sandbox_exists(&a, id));
+		ck_assert(sandbox_exists(&a, a.id));
 		sk_userspace_free(us);
 	}
 	ck_assert(sk_rfix_has_event(&a.f, "alice", SK_REASON_ARCHIVE_FAILED));
@@ -436,10 +438,8 @@ START_TEST(test_archive_bad_config)
 	us = until(&a, archived, 6, "Archived once the configuration is right");
 	ck_assert_int_eq(us->status.archive.failures, 0);
 	assert_manifest(&a, us);
-	ck_assert(!sandbox_exists(&a, id));
+	ck_assert(!sandbox_exists(&a, a.id));
 	sk_userspace_free(us);
-	sk_sandbox_dispose(&ref);
-	free(id);
 	teardown(&a);
 }
 END_TEST
@@ -451,21 +451,18 @@ END_TEST
 START_TEST(test_archive_crash_at_every_step)
 {
 	afix a;
-	sk_sandbox ref = { 0 };
 	sk_userspace *us;
 	sk_error err;
-	char *id;
 	int n;
 
-	setup(&a);
-	id = asleep_with_files(&a, &ref);
+	setup_asleep(&a);
 	for (n = 0; n < 12; n++) {
 		a.fence_after = n;
 		a.fence_calls = 0;
 		round_(&a, &err);
 		a.fence_after = -1;
 		us = sk_rfix_get(&a.f, "alice");
-		if (!sandbox_exists(&a, id)) {
+		if (!sandbox_exists(&a, a.id)) {
 			ck_assert_msg(us->status.archive.state == SK_ARCHIVE_ARCHIVED,
 			        "stopped after %d steps: the sandbox is gone, no archive recorded",
 			        n);
@@ -473,18 +470,16 @@ START_TEST(test_archive_crash_at_every_step)
 		}
 		ck_assert_uint_le(count_user(&a), 1);
 		sk_userspace_free(us);
-		if (!sandbox_exists(&a, id))
+		if (!sandbox_exists(&a, a.id))
 			break;
 	}
 	/* stopped before the intent, the wake, the copy, the record and the delete */
 	ck_assert_int_ge(n, 4);
 	us = until(&a, archived, 6, "Archived");
-	ck_assert(!sandbox_exists(&a, id));
+	ck_assert(!sandbox_exists(&a, a.id));
 	assert_manifest(&a, us);
 	ck_assert_uint_eq(count_user(&a), 0);
 	sk_userspace_free(us);
-	sk_sandbox_dispose(&ref);
-	free(id);
 	teardown(&a);
 }
 END_TEST
@@ -515,19 +510,15 @@ user_objects(afix *a)
 START_TEST(test_archive_purged_on_delete)
 {
 	afix a;
-	sk_sandbox ref = { 0 };
 	sk_userspace *us;
 	sk_error err;
-	char *id;
 	const sk_condition *synced;
 
-	setup(&a);
-	id = asleep_with_files(&a, &ref);
+	setup_asleep(&a);
 	us = until(&a, archived, 4, "Archived");
 	sk_userspace_free(us);
 	ck_assert_int_gt(user_objects(&a), 3);
-	sk_test_stop(a.gw, true);
-	a.gw = 0;
+	gw_stop(&a);
 	ck_assert_int_eq(sk_store_mark_deleted(a.f.store, "alice", &err), 0);
 	ck_assert_int_ne(round_(&a, &err), 0);
 	us = sk_rfix_get(&a.f, "alice");
@@ -536,14 +527,11 @@ START_TEST(test_archive_purged_on_delete)
 	ck_assert_str_eq(synced->reason, SK_REASON_ARCHIVE_PURGE_FAILED);
 	ck_assert(sk_userspace_has_finalizer(us, SK_FINALIZER));
 	sk_userspace_free(us);
-	a.gw = sk_test_s3_start(
-	        a.gw_dir, a.gw_port, "spaces", ACCESS, SECRET, a.gw_url, sizeof(a.gw_url));
+	gw_start(&a);
 	ck_assert_int_gt(user_objects(&a), 3); /* nothing went while it was down */
 	ck_assert_int_eq(round_(&a, &err), 0);
 	ck_assert_int_eq(sk_store_get(a.f.store, "alice", &us, &err), SK_ENOTFOUND);
 	ck_assert_int_eq(user_objects(&a), 0);
-	sk_sandbox_dispose(&ref);
-	free(id);
 	teardown(&a);
 }
 END_TEST

@@ -674,22 +674,252 @@ START_TEST(test_resume_lifecycle_once)
 }
 END_TEST
 
+/* ---- answer first (issue 22): env->started before the writes ---- */
+
+/* What env->started was told, and what the store held at that moment. */
+typedef struct told {
+	fixture *f;
+	const char *event; /* the event the run records (Woken, Created) */
+	bool meddle; /* when told, write the stored status: the run's write conflicts */
+	int calls;
+	sk_userspace *next;
+	char *keeper;
+	bool healthy, running, detail_seen;
+	sk_phase stored_phase; /* the stored object's phase when told */
+	int64_t stored_rv;
+	bool event_then; /* the event was stored when told */
+	sk_reconcile_report report; /* env->started needs a report */
+} told;
+
+static void
+on_started(void *arg, const sk_userspace *next, const sk_reconcile_report *r)
+{
+	told *t = arg;
+	sk_userspace *now = sk_rfix_get(t->f, next->meta.name);
+
+	t->calls++;
+	sk_userspace_free(t->next);
+	t->next = sk_userspace_dup(next);
+	free(t->keeper);
+	t->keeper = r->keeper_id ? strdup(r->keeper_id) : NULL;
+	t->healthy = r->healthy;
+	t->running = r->running;
+	t->detail_seen = r->detail_seen;
+	t->stored_phase = now->status.phase;
+	t->stored_rv = now->meta.resource_version;
+	t->event_then = sk_rfix_has_event(t->f, next->meta.name, t->event);
+	if (t->meddle) {
+		sk_userspace_status st;
+		sk_userspace *out = NULL;
+		sk_error err = { 0 };
+		sk_userspace_status_copy(&st, &now->status);
+		st.last_activity_ms += 1000;
+		ck_assert_msg(sk_store_write_status(t->f->store, now, &st, &out, &err) == 0, "%s",
+		        err.message);
+		sk_userspace_status_dispose(&st);
+		sk_userspace_free(out);
+	}
+	sk_userspace_free(now);
+}
+
+static void
+told_init(told *t, fixture *f, const char *event)
+{
+	memset(t, 0, sizeof(*t));
+	t->f = f;
+	t->event = event;
+	f->env.started = on_started;
+	f->env.started_arg = t;
+	f->env.report = &t->report;
+}
+
+static void
+told_dispose(told *t)
+{
+	sk_userspace_free(t->next);
+	free(t->keeper);
+	sk_reconcile_report_dispose(&t->report);
+}
+
+/* The stored status is the one told, but for lastReconcileTime. */
+static void
+assert_stored_as_told(fixture *f, const told *t)
+{
+	sk_userspace *us = sk_rfix_get(f, t->next->meta.name);
+	sk_userspace_status st;
+	bool same;
+
+	sk_userspace_status_copy(&st, &t->next->status);
+	st.last_reconcile_ms = us->status.last_reconcile_ms;
+	same = sk_userspace_status_equal(&st, &us->status);
+	sk_userspace_status_dispose(&st);
+	ck_assert_msg(same, "%s: the status written is not the one told", us->meta.name);
+	ck_assert_int_gt(us->meta.resource_version, t->stored_rv);
+	sk_userspace_free(us);
+}
+
+/* A wake is told before its status write and its Woken event: the object
+ * told is the one then written (Running, Ready, the keeper bound), the
+ * keeper as the run saw it (running, probed healthy, its envd details). */
+START_TEST(test_resume_answer_first)
+{
+	fixture f;
+	outcome o;
+	told t;
+	char *id;
+
+	setup(&f);
+	sk_rfix_apply(&f, "abe", "abe", NULL);
+	paused_keeper(&f, "abe");
+	id = only_sandbox(&f, "abe", SK_SANDBOX_PAUSED);
+	sk_rfix_set_mode(&f, "abe", SK_MODE_RUNNING);
+	told_init(&t, &f, "Woken");
+	f.env.wake = true;
+	once(&f, "abe", "abe", &o);
+	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
+	ck_assert_int_eq(t.calls, 1);
+	ck_assert_int_eq(t.next->status.phase, SK_PHASE_RUNNING);
+	ck_assert_str_eq(t.next->status.sandbox_id, id);
+	assert_cond(t.next, SK_COND_READY, "True", "Running");
+	ck_assert_str_eq(t.keeper, id);
+	ck_assert(t.healthy && t.running && t.detail_seen);
+	/* told before the writes: the store still had the paused space */
+	ck_assert_int_eq(t.stored_phase, SK_PHASE_PAUSED);
+	ck_assert_int_eq(t.next->meta.resource_version, t.stored_rv);
+	ck_assert_msg(!t.event_then, "the Woken event was written before the answer");
+	/* then written as told, the event too, one status write as before */
+	assert_stored_as_told(&f, &t);
+	ck_assert(sk_rfix_has_event(&f, "abe", "Woken"));
+	assert_writes(&f, "abe", &o, 1);
+	told_dispose(&t);
+	outcome_dispose(&o);
+	free(id);
+	sk_rfix_teardown(&f);
+}
+END_TEST
+
+/* A create is told after the Creating mark (crash safety) and the
+ * create's probe, before the binding is written and the Created event. */
+START_TEST(test_create_answer_first)
+{
+	fixture f;
+	outcome o;
+	told t;
+	char *id;
+
+	setup(&f);
+	sk_rfix_apply(&f, "bea", "bea", NULL);
+	told_init(&t, &f, "Created");
+	once(&f, "bea", "bea", &o);
+	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
+	id = only_sandbox(&f, "bea", SK_SANDBOX_RUNNING);
+	ck_assert_int_eq(t.calls, 1);
+	ck_assert_str_eq(t.next->status.sandbox_id, id);
+	ck_assert_int_eq(t.next->status.phase, SK_PHASE_RUNNING);
+	ck_assert_int_eq(t.stored_phase, SK_PHASE_CREATING);
+	ck_assert_msg(!t.event_then, "the Created event was written before the answer");
+	assert_stored_as_told(&f, &t);
+	ck_assert(sk_rfix_has_event(&f, "bea", "Created"));
+	assert_writes(&f, "bea", &o, 2); /* the mark, then the binding */
+	told_dispose(&t);
+	outcome_dispose(&o);
+	free(id);
+	sk_rfix_teardown(&f);
+}
+END_TEST
+
+static bool
+may_act_once(void *arg, const char *user_id)
+{
+	int *n = arg;
+
+	(void)user_id;
+	return (*n)++ == 0;
+}
+
+/* The shard's lease lost after the resume: nothing told, nothing written
+ * (the resume itself ran under the fence). */
+START_TEST(test_answer_first_fenced)
+{
+	fixture f;
+	outcome o;
+	told t;
+	sk_userspace *us;
+	int n = 0;
+
+	setup(&f);
+	sk_rfix_apply(&f, "cid", "cid", NULL);
+	paused_keeper(&f, "cid");
+	sk_rfix_set_mode(&f, "cid", SK_MODE_RUNNING);
+	told_init(&t, &f, "Woken");
+	f.env.wake = true;
+	f.env.may_act = may_act_once;
+	f.env.may_act_arg = &n;
+	once(&f, "cid", "cid", &o);
+	ck_assert_int_eq(o.rc, SK_EUNAVAILABLE);
+	ck_assert_int_eq(sim_calls(&f, "connect", 0), 1); /* it acted, then lost the fence */
+	ck_assert_int_eq(t.calls, 0);
+	us = sk_rfix_get(&f, "cid");
+	ck_assert_int_eq(us->status.phase, SK_PHASE_PAUSED);
+	assert_writes(&f, "cid", &o, 0);
+	sk_userspace_free(us);
+	told_dispose(&t);
+	outcome_dispose(&o);
+	sk_rfix_teardown(&f);
+}
+END_TEST
+
+/* The status write conflicts after the answer (someone wrote the status
+ * meanwhile): the answer stood (the keeper runs), the run fails with the
+ * conflict and retries, and the held Woken event is still recorded. */
+START_TEST(test_answer_first_then_conflict)
+{
+	fixture f;
+	outcome o;
+	told t;
+	char *id;
+
+	setup(&f);
+	sk_rfix_apply(&f, "dee", "dee", NULL);
+	paused_keeper(&f, "dee");
+	sk_rfix_set_mode(&f, "dee", SK_MODE_RUNNING);
+	told_init(&t, &f, "Woken");
+	t.meddle = true;
+	f.env.wake = true;
+	once(&f, "dee", "dee", &o);
+	ck_assert_int_eq(o.rc, SK_ECONFLICT);
+	ck_assert_int_eq(t.calls, 1);
+	id = only_sandbox(&f, "dee", SK_SANDBOX_RUNNING);
+	ck_assert_str_eq(t.next->status.sandbox_id, id);
+	ck_assert(sk_rfix_has_event(&f, "dee", "Woken"));
+	told_dispose(&t);
+	outcome_dispose(&o);
+	free(id);
+	sk_rfix_teardown(&f);
+}
+END_TEST
+
 /* 2c. The data plane answers 504 for a while after the resume: one write,
- * phase Resuming within the grace, not Ready, short requeue. */
+ * phase Resuming within the grace, not Ready, short requeue; no answer
+ * first (the keeper is not healthy yet). */
 START_TEST(test_resume_dataplane_504)
 {
 	fixture f;
 	outcome o;
 	sk_userspace *us;
+	told t;
 
 	setup(&f);
 	sk_rfix_apply(&f, "dora", "dora", NULL);
 	paused_keeper(&f, "dora");
 	sk_rfix_set_mode(&f, "dora", SK_MODE_RUNNING);
 	f.env.wake = true;
+	told_init(&t, &f, "Woken");
 	sim_faults(&f, "{\"resume_504_s\": 30}");
 	once(&f, "dora", "dora", &o);
 	ck_assert_msg(o.rc == 0, "reconcile: %s", o.err.message);
+	ck_assert_int_eq(t.calls, 0);
+	told_dispose(&t);
 	ck_assert_int_eq(sim_calls(&f, "connect", 0), 1);
 	ck_assert_int_eq(sim_calls(&f, "health", 504), 1);
 	us = sk_rfix_get(&f, "dora");
@@ -957,6 +1187,10 @@ sk_suite_reconcile_followup(void)
 	tcase_add_test(tc, test_resume_with_duplicate_no_followup);
 	tcase_add_test(tc, test_resume_lifecycle_once);
 	tcase_add_test(tc, test_edit_during_create);
+	tcase_add_test(tc, test_resume_answer_first);
+	tcase_add_test(tc, test_create_answer_first);
+	tcase_add_test(tc, test_answer_first_fenced);
+	tcase_add_test(tc, test_answer_first_then_conflict);
 	suite_add_tcase(s, tc);
 	return s;
 }

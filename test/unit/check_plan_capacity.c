@@ -45,6 +45,22 @@ START_TEST(test_decide)
 }
 END_TEST
 
+/* The cap a provider's 429 shows: what ran when it refused. A refusal
+ * noted after the pause of the eviction it waited for (2 awake, 1 stopped
+ * since the start was let through) keeps 3: counted at 2, nothing ran past
+ * it to raise it again, and every start meanwhile evicted one more. */
+START_TEST(test_learn)
+{
+	ck_assert_int_eq(sk_capacity_learn(0, 3, 0), 3); /* the first */
+	ck_assert_int_eq(sk_capacity_learn(3, 2, 1), 3); /* an eviction ended in flight */
+	ck_assert_int_eq(sk_capacity_learn(0, 2, 1), 3);
+	ck_assert_int_eq(sk_capacity_learn(3, 2, 0), 2); /* the provider runs fewer now */
+	ck_assert_int_eq(sk_capacity_learn(3, 4, 0), 3); /* not raised by a refusal */
+	ck_assert_int_eq(sk_capacity_learn(3, 0, 0), 3); /* none of ours: someone else's */
+	ck_assert_int_eq(sk_capacity_learn(0, 0, 0), 0);
+}
+END_TEST
+
 /* A FIFO queue of three at a full provider: each waiter's verdict as the
  * evictions come; the first evicts first, nobody overtakes. */
 START_TEST(test_queue_order)
@@ -186,6 +202,7 @@ sk_suite_plan_capacity(void)
 	tcase_add_loop_test(
 	        tc, test_decide, 0, (int)(sizeof(decide_cases) / sizeof(decide_cases[0])));
 	tcase_add_test(tc, test_queue_order);
+	tcase_add_test(tc, test_learn);
 	tcase_add_test(tc, test_usage_advance);
 	tcase_add_test(tc, test_retry_ms);
 	tcase_add_loop_test(
