@@ -265,6 +265,11 @@ follow_up(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *store
 	after.for_user = &fu->seen.sandboxes;
 	after.valid = fu->seen.list_valid;
 	after.listed_ms = env->now ? env->now() : sk_now_ms();
+	/* The round's own answers are newer than the change they made, also
+	 * within its millisecond (its events no longer write in between): no
+	 * GET for a list that only looks as old as lastReconcileTime. */
+	if (after.listed_ms <= fu->next.last_reconcile_ms)
+		after.listed_ms = fu->next.last_reconcile_ms + 1;
 	rc = round_once(
 	        env, p, planned, stored, SK_ROUND_FOLLOW_UP, &after, fu, requeue, updated, err);
 	sk_userspace_free(planned);

@@ -719,8 +719,9 @@ cached_idle(void *arg)
  * write and Woken event: with the database stopped (SIGSTOP) right before
  * the connect, the answer still comes (within the connect's 8 s, which a
  * connect waiting for the write runs out of: 504), the same answer as
- * after the write; once the database answers again, the status and the
- * event are written as before. The shard's lease outlasts the stop
+ * after the write, and so does the next connect (fast, from the object
+ * about to be written); once the database answers again, the status and
+ * the event are written as before. The shard's lease outlasts the stop
  * (leaseDuration 60s), so the run may act throughout. */
 START_TEST(test_wake_answered_before_writes)
 {
@@ -731,7 +732,7 @@ START_TEST(test_wake_answered_before_writes)
 	json_t *v, *again;
 	char *id, *log;
 	int64_t t0, took;
-	long st;
+	long st, st2 = 0;
 
 	own_db = sk_test_ferretdb_start(w.mongo_uri, sizeof(w.mongo_uri));
 	apply_yaml("apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
@@ -750,9 +751,15 @@ START_TEST(test_wake_answered_before_writes)
 	t0 = sk_monotonic_ms();
 	v = connect_call("GET", "/v1/users/nap/sandbox?timeout=8s", &st);
 	took = sk_monotonic_ms() - t0;
+	/* the next connect, the writes still pending: from that object too */
+	again = st == 200 ? connect_call("GET", "/v1/users/nap/sandbox?timeout=8s", &st2) : NULL;
 	ck_assert_int_eq(kill(own_db, SIGCONT), 0);
 	ck_assert_msg(st == 200, "the wake with the database stopped: %ld after %lld ms", st,
 	        (long long)took);
+	ck_assert_msg(st2 == 200, "the connect after the wake, the database stopped: %ld", st2);
+	ck_assert_str_eq(jstr(again, "path"), "fast");
+	ck_assert_str_eq(jstr(again, "sandboxID"), id);
+	json_decref(again);
 	fprintf(stderr, "platform: wake answered in %lld ms with the database stopped\n",
 	        (long long)took);
 	ck_assert_str_eq(jstr(v, "path"), "wake");
