@@ -466,6 +466,15 @@ START_TEST(test_move_provider)
 }
 END_TEST
 
+/* Whether us has condition Migrated with status. */
+static bool
+migrated_is(const sk_userspace *us, const char *status)
+{
+	const sk_condition *c = sk_userspace_condition(us, SK_COND_MIGRATED);
+
+	return c != NULL && strcmp(c->status, status) == 0;
+}
+
 /* A 504 at the target's file API that does not stop: the engine retries,
  * then the migration aborts; the source stays bound, running, untouched,
  * and the target is killed. */
@@ -489,7 +498,14 @@ START_TEST(test_abort_on_504)
 	w.source = src;
 	ck_assert_int_eq(watch_until(&w, SK_MIG_ABORTED, SK_MIG_ABORTED, 240), SK_MIG_ABORTED);
 	ck_assert(!w.switched);
+	/* the engine writes phase Aborted; Migrated turns False in the plan of
+	 * the reconcile after it: wait for that one */
 	us = stored();
+	for (int i = 0; i < 300 && !migrated_is(us, "False"); i++) {
+		sk_userspace_free(us);
+		usleep(100000);
+		us = stored();
+	}
 	ck_assert_str_eq(us->status.sandbox_id, src);
 	ck_assert_str_eq(us->status.provider, "e2b");
 	ck_assert_ptr_nonnull(us->status.migration.reason);
