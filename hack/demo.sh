@@ -133,14 +133,22 @@ sed -e "s#http://127.0.0.1:3000#$sim_url#g" -e "s#mongodb://127.0.0.1:27017#$uri
 	-e "s#apiKeyEnv: E2B_API_KEY#apiKeyFile: $scratch/e2b-api-key#" \
 	"$root/manifests/config/demo.yaml" >"$scratch/config.yaml"
 unset E2B_API_KEY
+# The connect API's bearer token, made for this run (mode 0600), as a platform
+# gets it from the Secret spacekeeper-connect.
+(umask 077 && od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$scratch/connect-token" &&
+	echo >>"$scratch/connect-token")
 echo "==> starting spacekeeper"
 "$bin/spacekeeper" --config "$scratch/config.yaml" --mongodb-uri "$uri" \
-	--listen 127.0.0.1:0 --connect-listen 127.0.0.1:0 --resync 5s --poll 500ms >"$scratch/spacekeeper.log" 2>&1 &
+	--listen 127.0.0.1:0 --connect-listen 127.0.0.1:0 --connect-token-file "$scratch/connect-token" \
+	--resync 5s --poll 500ms >"$scratch/spacekeeper.log" 2>&1 &
 keeper_pid=$!
 keeper_port=$(log_wait "$scratch/spacekeeper.log" "$KEEPER_STARTED" "$keeper_pid") || { echo "demo: spacekeeper did not start" >&2; cat "$scratch/spacekeeper.log" >&2; exit 1; }
 connect_port=$(sed -n "$KEEPER_CONNECT" "$scratch/spacekeeper.log")
 echo "    status page http://127.0.0.1:$keeper_port/ (metrics at /metrics)"
-echo "    connect API http://127.0.0.1:$connect_port/v1/ (its own listener)"
+echo "    connect API http://127.0.0.1:$connect_port (its own listener, token in $scratch/connect-token);"
+echo "    for a client (README.md, From a platform), paste:"
+printf '    export SPACEKEEPER_URL=%q SPACEKEEPER_TOKEN_FILE=%q\n' \
+	"http://127.0.0.1:$connect_port" "$scratch/connect-token"
 
 echo "==> applying manifests/examples/"
 ctl apply -f "$root/manifests/examples/"
@@ -191,7 +199,7 @@ Everything is still running. In another terminal (spacectl uses the context
   spacectl events
   spacectl sandboxes
   spacectl plan
-  curl -s -XPOST http://127.0.0.1:$connect_port/v1/userspaces/alice/connect
+  curl -s -XPOST -H "Authorization: Bearer \$(cat $scratch/connect-token)" http://127.0.0.1:$connect_port/v1/userspaces/alice/connect
   curl -s http://127.0.0.1:$keeper_port/metrics | grep reconcile_total
   open http://127.0.0.1:$keeper_port/ in a browser: spaces by phase, drift, each space
   curl -s $sim_url/_sim/sandboxes   # the simulator's own view

@@ -6,7 +6,10 @@ own spacectl context file (SPACECTL_CONFIG) that already holds a user's
 context "mine", current. Once the demo has written its context, runs
 `spacectl get us`, `spacectl sandboxes` and `spacectl plan` with nothing but
 the context: no --mongodb-uri, no --config, no E2B_API_KEY, no
-SPACEKEEPER_MONGODB_URI. Then stops the demo with SIGINT (as Ctrl-C does)
+SPACEKEEPER_MONGODB_URI. Runs the README's client snippet (From a platform)
+exactly as printed, after the `export SPACEKEEPER_URL=...` line the demo
+printed, pasted as is (the Python client from clients/python/src, with the
+e2b SDK of .deps/pyclient). Then stops the demo with SIGINT (as Ctrl-C does)
 and checks that it exited 0, that the context is gone and "mine" is current
 again, that its scratch directory is removed and that nothing listens on the
 simulator's, the controller's and FerretDB's ports.
@@ -18,6 +21,7 @@ Exit 0 when every check passes; 1 otherwise, naming each failed check.
 """
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -112,6 +116,38 @@ def use_demo(env, log):
           "spacectl drift --orphans: the demo's provider, no orphan", r.stdout + r.stderr)
 
 
+def readme_client_snippet():
+    """The ```python block under README.md's "## From a platform", as printed."""
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    section = text.split("\n## From a platform\n", 1)[1].split("\n## ", 1)[0]
+    m = re.search(r"^```python\n(.*?)^```$", section, re.S | re.M)
+    return m.group(1) if m else None
+
+
+def use_client(env, log):
+    """The line the demo prints for a client, pasted into bash as is, then the
+    README's snippet: it must print alice's two lines through the connect API."""
+    paste = re.search(r"^\s*(export SPACEKEEPER_URL=.*)$", log, re.M)
+    snippet = readme_client_snippet()
+    py = os.path.join(ROOT, ".deps", "pyclient", "bin", "python")
+    if not (check(paste is not None, "the demo prints an export SPACEKEEPER_URL=... line",
+                  log[-2000:])
+            and check(snippet is not None, "README.md has a python block under From a platform")
+            and check(os.path.exists(py), f"{py} exists (hack/deps.sh)")):
+        return
+    check("SPACEKEEPER_TOKEN_FILE=" in paste.group(1), "the pasted line names the token file",
+          paste.group(1))
+    cenv = {k: v for k, v in env.items()
+            if not k.startswith(("E2B_", "SPACEKEEPER_", "APP_USER"))}
+    cenv["PYTHONPATH"] = os.path.join(ROOT, "clients", "python", "src")
+    script = f"{paste.group(1)}\nexec {shlex.quote(py)} - <<'SNIPPET'\n{snippet}SNIPPET\n"
+    r = subprocess.run(["bash", "-c", script], env=cenv, capture_output=True, text=True,
+                       timeout=120)
+    check(r.returncode == 0 and r.stdout == "hello, alice\nwritten by the platform\n",
+          "README.md's client snippet, as printed, against the demo with its pasted line",
+          f"rc {r.returncode}\nstdout: {r.stdout}\nstderr: {r.stderr[-2000:]}")
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="sk-demo-test-")
     env = env_for(tmp)
@@ -131,6 +167,7 @@ def main():
         log = open(logpath).read()
         if check(demo.poll() is None, "the demo is running", log[-2000:]):
             use_demo(env, log)
+            use_client(env, log)
         log = open(logpath).read()
         scratch = re.search(r"starting FerretDB \(SQLite backend\) in (\S+)", log)
         ports = ports_of(log)
