@@ -8,7 +8,8 @@ context "mine", current. Once the demo has written its context, runs
 the context: no --mongodb-uri, no --config, no E2B_API_KEY, no
 SPACEKEEPER_MONGODB_URI. Then stops the demo with SIGINT (as Ctrl-C does)
 and checks that it exited 0, that the context is gone and "mine" is current
-again, that its scratch directory is removed and that nothing listens on the
+again, that its log (not a terminal) holds the table once, then only the rows
+that changed, and one "converged" line, that its scratch directory is removed and that nothing listens on the
 simulator's, the controller's and FerretDB's ports.
 
 usage: test/e2e/check_demo.py
@@ -131,7 +132,13 @@ def main():
         log = open(logpath).read()
         if check(demo.poll() is None, "the demo is running", log[-2000:]):
             use_demo(env, log)
+            wait_for("the demo logs that the examples converged",
+                     lambda: "==> converged after " in open(logpath).read(), 60)
         log = open(logpath).read()
+        headers = re.findall(r"^NAME\s+USERID\s", log, re.M)
+        check(len(headers) == 1, "the log holds the table once, then the changed rows",
+              f"{len(headers)} tables\n{log[-2000:]}")
+        check(log.count("==> converged after ") == 1, "one converged line", log[-2000:])
         scratch = re.search(r"starting FerretDB \(SQLite backend\) in (\S+)", log)
         ports = ports_of(log)
         check(scratch is not None and len(ports) >= 3, "the demo printed its ports and scratch",
