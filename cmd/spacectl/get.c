@@ -16,9 +16,13 @@ static const sk_cli_help help = {
 	"spacectl get userspace/name ... [-o format]\n"
 	"spacectl get -f path ... [-R] [-o format]\n"
 	"spacectl get userspaces -w [--watch-timeout d] [-o table|wide|yaml|json] [-l selector]\n"
-	"                        [name ...]",
+	"                        [name ...]\n"
+	"spacectl get all [-l selector] [-o table|wide|name] [--no-headers]",
 	"Lists UserSpaces (all, those matching -l, or the named ones). The resource\n"
 	"may be written userspaces, userspace or us; objects also as us/NAME.\n"
+	"get spacequotas (sq) lists the quotas; get all lists every kind, one table\n"
+	"each with NAME as KIND/NAME (spacectl get all --help). The table's columns\n"
+	"are as wide with -w as without, so the rows -w adds line up with it.\n"
 	"\n"
 	"Flags:\n"
 	"  -o, --output FORMAT    table (default), wide, yaml, json, name,\n"
@@ -69,7 +73,8 @@ static const sk_cli_help help = {
 	"  spacectl get us -o custom-columns=NAME:.metadata.name,USER:.spec.userID\n"
 	"  spacectl get us -o go-template='{{range .items}}{{.metadata.name}}{{\"\\n\"}}{{end}}'\n"
 	"  spacectl get us -L team --field-selector status.phase=Running\n"
-	"  spacectl get us -w\n",
+	"  spacectl get us -w\n"
+	"  spacectl get all\n",
 };
 /* What the flags of one get ask for. */
 typedef struct get_opts {
@@ -234,10 +239,14 @@ sk_cmd_get(int argc, char **argv)
 	get_opts o;
 	sk_store *st = NULL;
 	sk_cli_input in;
+	const char *word;
 	int rc;
 
 	if (sk_cli_quota_args(argc, argv))
 		return sk_cli_quota_get(argc, argv);
+	word = sk_cli_resource_word(argc, argv);
+	if (word != NULL && strcmp(word, "all") == 0)
+		return sk_cli_get_all(argc, argv);
 	memset(&o, 0, sizeof(o));
 	memset(&in, 0, sizeof(in));
 	o.out.fmt = SK_OUTPUT_TABLE;
