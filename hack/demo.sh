@@ -227,7 +227,10 @@ log_changes_for() {
 	local n=$1 i
 	if [ -z "$watch_pid" ]; then
 		echo "==> UserSpaces (then a row for each change):"
-		ctl get userspaces -w &
+		# spacectl itself in the background (not the ctl function's subshell), so
+		# that cleanup's kill reaches it
+		SPACECTL_CONFIG="$scratch/no-contexts.yaml" "$bin/spacectl" --mongodb-uri "$uri" \
+			--database spacekeeper get userspaces -w &
 		watch_pid=$!
 	fi
 	for i in $(seq 1 "$n"); do

@@ -44,7 +44,8 @@ static const sk_cli_help help = {
 	"  -l, --selector SEL     label selector (k=v, k!=v, k, !k, k in (a,b), k notin (a,b))\n"
 	"  -w, --watch            after the list, print a new row for each object that\n"
 	"                         changes, as it happens (-o json: one object per line),\n"
-	"                         until Ctrl-C (exit 0)\n"
+	"                         until Ctrl-C (exit 0); the table's columns as without\n"
+	"                         -w (-o wide, -L, --show-labels, --no-headers)\n"
 	"      --watch-timeout D  stop watching after D (e.g. 30s; exit 0)\n"
 	"      --config FILE      the ControllerConfig whose providers' pausedRetention\n"
 	"                         the warnings use (default: the context's\n"
@@ -144,7 +145,7 @@ get_watch(sk_store *st, const get_opts *o)
 	sk_error_clear(&err);
 	if (o->selector_text && sk_selector_parse(o->selector_text, &sel, &err) != 0)
 		return sk_cli_usage_error(&help, "-l: %s", err.message);
-	rc = sk_cli_get_watch(st, o->names.items, o->names.len, sel, o->out.fmt, o->watch_ms);
+	rc = sk_cli_get_watch(st, o->names.items, o->names.len, sel, &o->out, o->watch_ms);
 	sk_selector_free(sel);
 	return rc;
 }

@@ -56,8 +56,7 @@ parse_args(all_opts *o, int argc, char **argv)
 {
 	static const struct option opts[] = { { "output", required_argument, NULL, 'o' },
 		{ "selector", required_argument, NULL, 'l' },
-		{ "no-headers", no_argument, NULL, OPT_NO_HEADERS }, SK_CLI_GLOBAL_OPTIONS,
-		{ 0 } };
+		{ "no-headers", no_argument, NULL, OPT_NO_HEADERS }, SK_CLI_GLOBAL_OPTIONS, { 0 } };
 	int ch, rc = SK_CLI_CONTINUE;
 
 	while (rc == SK_CLI_CONTINUE && (ch = sk_cli_getopt(argc, argv, ":o:l:h", opts)) != -1) {
@@ -96,8 +95,8 @@ select_quotas(sk_spacequota_list *all, const sk_selector *sel, sk_spacequota **o
 static void
 print_all(const all_opts *o, sk_userspace_list *spaces, sk_spacequota **quotas, size_t nq)
 {
-	sk_cli_table_opts t = { o->fmt == SK_OUTPUT_WIDE, false, o->no_headers, false, NULL,
-		true, true };
+	sk_cli_table_opts t = { o->fmt == SK_OUTPUT_WIDE, false, o->no_headers, false, NULL, true,
+		true };
 
 	if (o->names_only) {
 		for (size_t i = 0; i < spaces->len; i++)

@@ -300,9 +300,6 @@ typedef struct sk_cli_table_opts {
 } sk_cli_table_opts;
 /* get's table of UserSpaces (table.c). */
 void sk_cli_userspace_table_print(sk_userspace *const *items, size_t n, const sk_cli_table_opts *o);
-/* The same, sized for get -w. last_only: only the last row, aligned as in the
- * whole table (get -w prints one row per change). */
-void sk_cli_print_userspace_table(sk_userspace *const *items, size_t n, bool wide, bool last_only);
 /* What get prints and how (get_output.c): -o, -L, --field-selector, --sort-by. */
 typedef struct sk_cli_get_output {
 	sk_output fmt;
@@ -328,7 +325,7 @@ void sk_cli_get_output_dispose(sk_cli_get_output *o);
 /* get -w (watch.c): prints the objects (the named ones, or those matching sel),
  * then one row per change until Ctrl-C or timeout_ms (0: none). Returns an exit code. */
 int sk_cli_get_watch(sk_store *st, char **names, size_t nnames, const sk_selector *sel,
-        sk_output fmt, int64_t timeout_ms);
+        const sk_cli_get_output *out, int64_t timeout_ms);
 
 /* The object as the user wrote it: apiVersion, kind, metadata (name, labels,
  * annotations) and the defaulted spec. What apply compares and diff prints. */

@@ -307,11 +307,3 @@ sk_cli_userspace_table_print(sk_userspace *const *items, size_t n, const sk_cli_
 	free(headers);
 	free(idx);
 }
-
-void
-sk_cli_print_userspace_table(sk_userspace *const *items, size_t n, bool wide, bool last_only)
-{
-	sk_cli_table_opts o = { wide, false, false, last_only, NULL, true, false };
-
-	sk_cli_userspace_table_print(items, n, &o);
-}

@@ -82,6 +82,21 @@ def listening(port):
         return False
 
 
+def leftovers(tmp):
+    """The processes the demo started that still run: every one of them has
+    TMPDIR=tmp in its environment (this script's own has not)."""
+    mark, found = f"TMPDIR={tmp}".encode(), []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if mark in env:
+            found.append(f"{pid}: {cmd.decode(errors='replace')}")
+    return found
+
+
 def ports_of(log):
     """The loopback ports the demo printed: FerretDB's URI, sandboxsim, the listeners."""
     return sorted({int(p) for p in re.findall(r"127\.0\.0\.1:(\d+)", log)})
@@ -159,6 +174,12 @@ def main():
         if scratch:
             check(not os.path.exists(scratch.group(1)), "the scratch directory is removed",
                   scratch.group(1))
+        left = leftovers(tmp)
+        end = time.time() + 10
+        while left and time.time() < end:  # a process exiting just now
+            time.sleep(0.2)
+            left = leftovers(tmp)
+        check(not left, "no process of the demo is left (its get -w too)", "\n".join(left))
         still = [p for p in ports if listening(p)]
         check(not still, "nothing listens on the demo's ports " + ",".join(map(str, ports)),
               f"still listening: {still}")

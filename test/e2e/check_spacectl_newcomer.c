@@ -42,7 +42,8 @@ apply_labelled(const char *name, const char *team)
 START_TEST(validate_counts_and_names_each_kind)
 {
 	char *out, *err, *q = ctl_write_text("quota.yaml", QUOTA);
-	char *a = ctl_write_us("a.yaml", "va", "va", NULL), *b = ctl_write_us("b.yaml", "vb", "vb", NULL);
+	char *a = ctl_write_us("a.yaml", "va", "va", NULL),
+	     *b = ctl_write_us("b.yaml", "vb", "vb", NULL);
 
 	ck_assert_int_eq(ctl(&out, &err, "validate", "-f", q, NULL), 0);
 	ASSERT_HAS(out, "quota.yaml: 1 valid spacequota\n");
@@ -158,11 +159,14 @@ START_TEST(get_watch_lines_up_with_get)
 
 	apply_labelled("wa", "a");
 	apply_labelled("wb-longer-name", "b");
-	ck_assert_int_eq(ctl(&out, &err, "get", "us", NULL), 0);
-	ck_assert_int_eq(ctl(&wout, &werr, "get", "us", "-w", "--watch-timeout", "1s", NULL), 0);
+	ck_assert_int_eq(ctl(&out, &err, "get", "us", "-L", "team", NULL), 0);
+	ck_assert_int_eq(
+	        ctl(&wout, &werr, "get", "us", "-L", "team", "-w", "--watch-timeout", "1s", NULL),
+	        0);
 	h1 = line_at(out);
 	h2 = line_at(wout);
-	ck_assert_str_eq(h1, h2); /* the same columns, the same widths */
+	ck_assert_str_eq(h1, h2); /* the same columns (-L's too), the same widths */
+	ASSERT_HAS(h1, "   TEAM"); /* -L team, after AGE */
 	age = strstr(h1, "AGE");
 	ck_assert_ptr_nonnull(age);
 	age_col = (size_t)(age - h1);
@@ -192,8 +196,8 @@ release_finalizers(const char *name)
 	sk_error_clear(&e);
 	ck_assert_int_eq(sk_store_get(st, name, &us, &e), 0);
 	ck_assert_uint_gt(us->meta.n_finalizers, 0);
-	ck_assert_int_eq(sk_store_remove_finalizer(st, name, us->meta.resource_version,
-	                         us->meta.finalizers[0], &e),
+	ck_assert_int_eq(sk_store_remove_finalizer(
+	                         st, name, us->meta.resource_version, us->meta.finalizers[0], &e),
 	        0);
 	sk_userspace_free(us);
 	sk_store_close(st);
