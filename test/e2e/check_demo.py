@@ -11,8 +11,9 @@ exactly as printed, after the `export SPACEKEEPER_URL=...` line the demo
 printed, pasted as is (the Python client from clients/python/src, with the
 e2b SDK of .deps/pyclient). Then stops the demo with SIGINT (as Ctrl-C does)
 and checks that it exited 0, that the context is gone and "mine" is current
-again, that its scratch directory is removed and that nothing listens on the
-simulator's, the controller's and FerretDB's ports.
+again, that its log (not a terminal) holds the table once, then only the rows
+that changed, and one "converged" line, that its scratch directory is removed
+and that nothing listens on the simulator's, the controller's and FerretDB's ports.
 
 usage: test/e2e/check_demo.py
 env: SK_BIN_DIR (default bin/), SK_ROOT; SK_TEST_KEEP_TMP=1 keeps the demo's log and
@@ -83,6 +84,21 @@ def listening(port):
         return True
     except OSError:
         return False
+
+
+def leftovers(tmp):
+    """The processes the demo started that still run: every one of them has
+    TMPDIR=tmp in its environment (this script's own has not)."""
+    mark, found = f"TMPDIR={tmp}".encode(), []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if mark in env:
+            found.append(f"{pid}: {cmd.decode(errors='replace')}")
+    return found
 
 
 def ports_of(log):
@@ -168,7 +184,13 @@ def main():
         if check(demo.poll() is None, "the demo is running", log[-2000:]):
             use_demo(env, log)
             use_client(env, log)
+            wait_for("the demo logs that the examples converged",
+                     lambda: "==> converged after " in open(logpath).read(), 60)
         log = open(logpath).read()
+        headers = re.findall(r"^NAME\s+USERID\s", log, re.M)
+        check(len(headers) == 1, "the log holds the table once, then the changed rows",
+              f"{len(headers)} tables\n{log[-2000:]}")
+        check(log.count("==> converged after ") == 1, "one converged line", log[-2000:])
         scratch = re.search(r"starting FerretDB \(SQLite backend\) in (\S+)", log)
         ports = ports_of(log)
         check(scratch is not None and len(ports) >= 3, "the demo printed its ports and scratch",
@@ -189,6 +211,12 @@ def main():
         if scratch:
             check(not os.path.exists(scratch.group(1)), "the scratch directory is removed",
                   scratch.group(1))
+        left = leftovers(tmp)
+        end = time.time() + 10
+        while left and time.time() < end:  # a process exiting just now
+            time.sleep(0.2)
+            left = leftovers(tmp)
+        check(not left, "no process of the demo is left (its get -w too)", "\n".join(left))
         still = [p for p in ports if listening(p)]
         check(not still, "nothing listens on the demo's ports " + ",".join(map(str, ports)),
               f"still listening: {still}")
