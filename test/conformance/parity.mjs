@@ -38,6 +38,9 @@ const DEFAULT_SPEC = {
   workspace: { paths: ["/home/user"] },
   migration: { keepSourceFor: "24h", whenIdleFor: "1m", maxBytes: "5Gi", sourcePolicy: "Delete" },
 };
+// The longest list entries the CRD's maxLength (and spacectl) take.
+const LONGEST_HOST = `*.${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(61)}`;
+const LONGEST_CIDR = "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255/128";
 const spec = (over) => ({ userID: "a", ...DEFAULT_SPEC, ...over });
 const meta = (extra = {}) => ({ name: "a", ...extra });
 
@@ -137,6 +140,18 @@ const rows = [
   { what: "an empty allowOut is refused (minItems), not read as none",
     yaml: "metadata: {name: a}\nspec:\n  userID: a\n  network: {allowOut: []}\n",
     reject: "spec.network.allowOut: must have 1 to 64 entries" },
+  { what: "the longest allowOut entry: *. and a host name of 253 bytes (maxLength 255)",
+    yaml: `metadata: {name: a}\nspec:\n  userID: a\n  network: {allowOut: ['${LONGEST_HOST}']}\n`,
+    accept: { metadata: meta(), spec: spec({ network: { allowOut: [LONGEST_HOST] } }) } },
+  { what: "an allowOut entry of 256 bytes is refused by its length (maxLength)",
+    yaml: `metadata: {name: a}\nspec:\n  userID: a\n  network: {allowOut: ['${LONGEST_HOST}a']}\n`,
+    reject: "spec.network.allowOut[0]: must be at most 255 bytes" },
+  { what: "the longest denyOut entry: an IPv6 CIDR with an IPv4 tail (maxLength 49)",
+    yaml: `metadata: {name: a}\nspec:\n  userID: a\n  network: {denyOut: ['${LONGEST_CIDR}']}\n`,
+    accept: { metadata: meta(), spec: spec({ network: { denyOut: [LONGEST_CIDR] } }) } },
+  { what: "a duration of 33 characters is refused by its length (maxLength 32)",
+    yaml: `metadata: {name: a}\nspec:\n  userID: a\n  lifecycle: {idleTimeout: ${"0".repeat(31)}1s}\n`,
+    reject: "spec.lifecycle.idleTimeout: must be at most 32 characters" },
   { what: "metadata.name is checked by the root rule",
     yaml: "metadata: {name: Alice}\nspec: {userID: a}\n",
     reject: "metadata.name: must be a DNS-1123 label",
