@@ -14,7 +14,7 @@
 //     object (durations compared by value: the server keeps "60s", spacectl
 //     prints "1m").
 //
-// Usage: SK_BIN_DIR=build/san/bin node test/conformance/parity.mjs
+// Usage: SK_BIN_DIR=build/san/bin node test/conformance/parity.mjs [--rows]
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -157,6 +157,16 @@ const rows = [
     reject: "metadata.name: must be a DNS-1123 label",
     cel: "metadata.name must be a DNS-1123 label" },
 ];
+
+// --rows: print the table as JSON (what, the whole document, accept or
+// reject) for test/crdcheck, which runs each row through the API server's
+// own create path, and exit.
+if (process.argv.includes("--rows")) {
+  console.log(JSON.stringify(rows.map((r) => ({
+    what: r.what, text: HEAD + r.yaml, expect: r.accept ? "accept" : "reject",
+  })), null, 1));
+  process.exit(0);
+}
 
 let passed = 0;
 let failed = 0;
