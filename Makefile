@@ -156,6 +156,11 @@ test-conformance: tests
 test-client: tests
 	@$(TEST_ENV) ./test/client/run.sh
 
+# The API server's own validation of crds/ and the documents, beside spacectl's
+# (test/crdcheck/run.sh; the checker is built by hack/deps.sh).
+test-crdcheck: $(CMD_BINS)
+	@$(TEST_ENV) ./test/crdcheck/run.sh
+
 # The offline checks of manifests/deploy, the Containerfile and the systemd unit
 # (test/deploy/check.sh; make check runs it too).
 test-deploy: $(CMD_BINS) $(TOOLS)
@@ -173,7 +178,7 @@ image:
 			"(apt-get install podman, or build Containerfile with any OCI builder)" >&2; \
 		exit 1; \
 	fi
-.PHONY: test-deploy image
+.PHONY: test-deploy test-crdcheck image
 
 fmt:
 	@clang-format -i $$(git ls-files '*.c' '*.h')

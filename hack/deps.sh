@@ -16,6 +16,8 @@
 #   - the e2b Python SDK, pytest, jsonschema and openapi-spec-validator (pinned, with their
 #     dependencies, test/client/requirements.txt) into a venv at .deps/pyclient, for the
 #     Python client suite (test/client) and the application benchmark
+#   - test/crdcheck (go build into .deps/bin; its go.mod pins k8s.io/apiextensions-apiserver):
+#     the Kubernetes API server's own validation of crds/ and the documents, in make test
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -132,6 +134,21 @@ if [ ! -x "$deps/bin/versitygw" ] ||
 	log "installing versitygw $VERSITYGW_VERSION with go install (a few minutes the first time)"
 	GOBIN="$deps/bin" go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
 	echo "$VERSITYGW_VERSION" >"$deps/bin/versitygw.version"
+fi
+# The API server's own CRD validation (test/crdcheck): a Go program pinned by its go.mod and
+# go.sum to one Kubernetes release (k8s.io/apiextensions-apiserver, apimachinery, apiserver),
+# built into .deps/bin. The stamp beside it is the hash of its sources: a changed checker
+# is built again. GOFLAGS: the module files as committed (-mod=readonly), no VCS stamp (a
+# worktree or a tarball has no usable .git), paths of this machine left out (-trimpath).
+crdcheck_src="$root/test/crdcheck"
+crdcheck_stamp=$(cd "$crdcheck_src" && cat go.mod go.sum ./*.go | sha256sum | cut -d' ' -f1)
+if [ ! -x "$deps/bin/crdcheck" ] ||
+	[ "$(cat "$deps/bin/crdcheck.version" 2>/dev/null)" != "$crdcheck_stamp" ]; then
+	command -v go >/dev/null || { log "go is required to build test/crdcheck"; exit 1; }
+	log "building test/crdcheck with go build (a few minutes the first time)"
+	(cd "$crdcheck_src" && GOFLAGS="-mod=readonly -buildvcs=false -trimpath" \
+		go build -o "$deps/bin/crdcheck" .)
+	echo "$crdcheck_stamp" >"$deps/bin/crdcheck.version"
 fi
 pyreq="$root/test/deploy/requirements.txt"
 if ! cmp -s "$pyreq" "$deps/python/requirements.txt"; then

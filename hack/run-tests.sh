@@ -54,6 +54,10 @@ run daytona-sdk node "$root/test/conformance/daytona_sdk.mjs"
 run crd node "$root/test/conformance/crd_schema.mjs"
 # the API server's answers on the inputs where spacectl and the API server once disagreed, against the CRD and spacectl
 run parity node "$root/test/conformance/parity.mjs"
+# the Kubernetes API server's own code (k8s.io/apiextensions-apiserver) on crds/: accepted
+# on create, CEL cost included; every example, bad document and parity row through a
+# custom resource create, with spacectl's verdict beside it (test/crdcheck)
+run crdcheck "$root/test/crdcheck/run.sh"
 run deploy "$root/test/deploy/check.sh"
 # docs/cli and docs/man are what the binaries' --help says (make docs), mandoc-lint clean
 run docs bash -c '"$1" --self-test && "$1"' - "$root/hack/check-docs.sh"

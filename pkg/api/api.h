@@ -425,7 +425,10 @@ typedef struct sk_field {
 	bool (*valid)(const char *s); /* STRING, LIST items: the rule */
 	const char *rule; /* STRING: "must match <rule>" */
 	const char *pattern; /* STRING: the CRD pattern */
-	int min_len, max_len; /* STRING: the CRD minLength and maxLength; 0 none */
+	/* STRING: the CRD minLength and maxLength; LIST: each entry's maxLength;
+	 * DURATION: its maxLength (the API server estimates a CEL rule's cost from
+	 * these bounds); 0 none */
+	int min_len, max_len;
 	sk_field_check_fn check; /* MAP: key and value rules */
 	const char *desc; /* the CRD description; NULL none */
 } sk_field;
@@ -767,6 +770,10 @@ bool sk_config_listen_is_loopback(const char *listen);
 /* The resources a SpaceQuota limits (metrics' resource label, messages). */
 #define SK_QUOTA_SPACES "spaces"
 #define SK_QUOTA_RUNNING "running"
+/* The most requirements a selector has, and values one requirement lists:
+ * the CRD's maxItems, which bound its CEL rule's cost. */
+#define SK_QUOTA_MAX_EXPRS 32
+#define SK_QUOTA_MAX_VALUES 256
 
 /* One entry of spec.selector.matchExpressions. */
 typedef enum sk_label_op {

@@ -60,6 +60,9 @@ bool sk_check_duration(
 
 /* The CRD's duration pattern. */
 bool sk_duration_syntax_ok(const char *s);
+/* The longest duration a UserSpace spec takes, the CRD's maxLength
+ * ("8760h" is 5; "1h0m0.500000000s" 16). */
+#define SK_DURATION_MAX_LEN 32
 /* Integer value of a JSON integer or an integral real. */
 bool sk_json_int(json_t *v, int64_t *out);
 /* o[key] = v, when v is not NULL (codec.c). */
@@ -99,11 +102,16 @@ void sk_config_decode_archive(
         const sk_doc *doc, sk_errlist *errs, json_t *m, sk_controller_config *out);
 void sk_config_archive_free(sk_controller_config *c);
 
-/* schema.c: a LIST row's value: a list of 1 to f->max strings, each
- * passing f->valid, else "must be RULE"; why (may be NULL) may give a bad
- * entry a message of its own. */
+/* schema.c: a LIST row's value: a list of 1 to f->max strings, each at
+ * most f->max_len bytes and passing f->valid, else "must be RULE"; why (may
+ * be NULL) may give a bad entry a message of its own. */
 void sk_check_list(sk_vctx *v, const sk_field *f, json_t *a, const char *(*why)(const char *s));
-/* network.c: the rules of spec.network's lists (schema rows). */
+/* network.c: the rules of spec.network's lists (schema rows). The longest
+ * entries they take, the CRD's items maxLength: a host name (253) after
+ * "*.", and an IPv6 address (45: eight groups with the last two written as
+ * IPv4) with "/128". */
+#define SK_NET_ALLOW_MAX_LEN 255
+#define SK_NET_DENY_MAX_LEN 49
 void sk_net_check_list(sk_vctx *v, const sk_field *f, json_t *a);
 bool sk_net_allow_ok(const char *s);
 bool sk_net_deny_ok(const char *s);

@@ -156,6 +156,9 @@ check_expr(sk_vctx *v, json_t *e, const char *path)
 	if (vals != NULL && !json_is_array(vals)) {
 		sk_doc_error(v->errs, v->doc, p, "must be a list of strings");
 		vals = NULL;
+	} else if (json_array_size(vals) > SK_QUOTA_MAX_VALUES) {
+		sk_doc_error(
+		        v->errs, v->doc, p, "must have at most %d entries", SK_QUOTA_MAX_VALUES);
 	}
 	json_array_foreach(vals, i, item)
 	{
@@ -194,6 +197,9 @@ check_selector(sk_vctx *v, json_t *sel)
 		sk_doc_error(v->errs, v->doc, EXPRS, "must be a list");
 		return;
 	}
+	if (json_array_size(me) > SK_QUOTA_MAX_EXPRS)
+		sk_doc_error(
+		        v->errs, v->doc, EXPRS, "must have at most %d entries", SK_QUOTA_MAX_EXPRS);
 	json_array_foreach(me, i, e)
 	{
 		char *p = sk_path_index(EXPRS, i);

@@ -103,7 +103,10 @@ sk_check_list(sk_vctx *v, const sk_field *f, json_t *a, const char *(*why)(const
 		char *p = sk_path_index(f->path, i);
 		const char *s = sk_check_string(v, item, p);
 		const char *rule = s != NULL && !f->valid(s) && why ? why(s) : NULL;
-		if (rule != NULL)
+		if (s != NULL && f->max_len > 0 && strlen(s) > (size_t)f->max_len)
+			sk_doc_error(v->errs, v->doc, p,
+			        "must be at most %d bytes (got \"%.140s\")", f->max_len, s);
+		else if (rule != NULL)
 			sk_doc_error(v->errs, v->doc, p, "%s (got \"%.140s\")", rule, s);
 		else if (s != NULL && !f->valid(s))
 			sk_doc_error(v->errs, v->doc, p, "must be %s (got \"%.140s\")", f->rule, s);
@@ -262,6 +265,7 @@ const sk_field sk_spec_fields[] = {
 	                "SpecMismatch)." },
 	{ .path = "spec.lifecycle.idleTimeout",
 	        .type = SK_FIELD_DURATION,
+	        .max_len = SK_DURATION_MAX_LEN,
 	        .offset = AT(idle_timeout_ms),
 	        .def = "15m",
 	        .min = 0, /* 0s: always on */
@@ -285,6 +289,7 @@ const sk_field sk_spec_fields[] = {
 	                "an Idle space either way." },
 	{ .path = "spec.lifecycle.maxBusy",
 	        .type = SK_FIELD_DURATION,
+	        .max_len = SK_DURATION_MAX_LEN,
 	        .offset = AT(max_busy_ms),
 	        .def = "2h",
 	        .min = 0,
@@ -301,6 +306,7 @@ const sk_field sk_spec_fields[] = {
 	                "maxBusy); Ignore: only connects and heartbeats do." },
 	{ .path = "spec.lifecycle.archiveAfter",
 	        .type = SK_FIELD_DURATION,
+	        .max_len = SK_DURATION_MAX_LEN,
 	        .offset = AT(archive_after_ms),
 	        .def = "0s",
 	        .min = 0, /* 0s: never */
@@ -330,6 +336,7 @@ const sk_field sk_spec_fields[] = {
 	                "then releases the object; Retain leaves them." },
 	{ .path = "spec.health.unhealthyAfter",
 	        .type = SK_FIELD_DURATION,
+	        .max_len = SK_DURATION_MAX_LEN,
 	        .offset = AT(unhealthy_after_ms),
 	        .def = "60s",
 	        .min = 1000,
@@ -365,6 +372,7 @@ const sk_field sk_spec_fields[] = {
 	        .offset = AT(workspace_paths),
 	        .def = "/home/user",
 	        .max = 16,
+	        .max_len = 1024,
 	        .valid = abs_path_ok,
 	        .rule = "an absolute path without '.' or '..' segments, at most 1024 bytes",
 	        .pattern = "^/",
@@ -372,6 +380,7 @@ const sk_field sk_spec_fields[] = {
 	        .desc = "The directories a migration copies to the new sandbox." },
 	{ .path = "spec.migration.keepSourceFor",
 	        .type = SK_FIELD_DURATION,
+	        .max_len = SK_DURATION_MAX_LEN,
 	        .offset = AT(keep_source_ms),
 	        .def = "24h",
 	        .min = 0,
@@ -380,6 +389,7 @@ const sk_field sk_spec_fields[] = {
 	                "after a migration before it is deleted." },
 	{ .path = "spec.migration.whenIdleFor",
 	        .type = SK_FIELD_DURATION,
+	        .max_len = SK_DURATION_MAX_LEN,
 	        .offset = AT(when_idle_ms),
 	        .def = "1m",
 	        .min = 0,
@@ -416,6 +426,7 @@ const sk_field sk_spec_fields[] = {
 	        .type = SK_FIELD_LIST,
 	        .offset = AT(network.allow_out),
 	        .max = 64,
+	        .max_len = SK_NET_ALLOW_MAX_LEN,
 	        .valid = sk_net_allow_ok,
 	        .rule = "an IP address, a CIDR or a host name (*. wildcard allowed)",
 	        .pattern = "^[A-Za-z0-9*.:/-]+$",
@@ -426,6 +437,7 @@ const sk_field sk_spec_fields[] = {
 	        .type = SK_FIELD_LIST,
 	        .offset = AT(network.deny_out),
 	        .max = 64,
+	        .max_len = SK_NET_DENY_MAX_LEN,
 	        .valid = sk_net_deny_ok,
 	        .rule = "an IP address or a CIDR",
 	        .pattern = "^[0-9A-Fa-f.:/]+$",

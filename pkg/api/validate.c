@@ -255,13 +255,19 @@ check_spec_object(sk_vctx *v, json_t *m, const char *path)
 }
 
 /* A duration that may be 0 is 0 or at least 1s: "1ns" would read as 0 ms
- * (for idleTimeout: silently always on). The CRD has the same rule. */
+ * (for idleTimeout: silently always on). The CRD has the same rule, and the
+ * same maxLength. */
 static void
 check_spec_duration(sk_vctx *v, const sk_field *f, json_t *val)
 {
 	int64_t ms;
 	const char *s = json_string_value(val);
 
+	if (s != NULL && strlen(s) > (size_t)f->max_len) {
+		sk_doc_error(v->errs, v->doc, f->path,
+		        "must be at most %d characters (got \"%.140s\")", f->max_len, s);
+		return;
+	}
 	if (!sk_check_duration(v, val, f->path, f->min, f->max, &ms) || f->min != 0)
 		return;
 	if (ms < 1000 && strpbrk(s, "123456789") != NULL)

@@ -14,7 +14,7 @@
 //     object (durations compared by value: the server keeps "60s", spacectl
 //     prints "1m").
 //
-// Usage: SK_BIN_DIR=build/san/bin node test/conformance/parity.mjs
+// Usage: SK_BIN_DIR=build/san/bin node test/conformance/parity.mjs [--rows]
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -38,6 +38,9 @@ const DEFAULT_SPEC = {
   workspace: { paths: ["/home/user"] },
   migration: { keepSourceFor: "24h", whenIdleFor: "1m", maxBytes: "5Gi", sourcePolicy: "Delete" },
 };
+// The longest list entries the CRD's maxLength (and spacectl) take.
+const LONGEST_HOST = `*.${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(61)}`;
+const LONGEST_CIDR = "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255/128";
 const spec = (over) => ({ userID: "a", ...DEFAULT_SPEC, ...over });
 const meta = (extra = {}) => ({ name: "a", ...extra });
 
@@ -137,11 +140,33 @@ const rows = [
   { what: "an empty allowOut is refused (minItems), not read as none",
     yaml: "metadata: {name: a}\nspec:\n  userID: a\n  network: {allowOut: []}\n",
     reject: "spec.network.allowOut: must have 1 to 64 entries" },
+  { what: "the longest allowOut entry: *. and a host name of 253 bytes (maxLength 255)",
+    yaml: `metadata: {name: a}\nspec:\n  userID: a\n  network: {allowOut: ['${LONGEST_HOST}']}\n`,
+    accept: { metadata: meta(), spec: spec({ network: { allowOut: [LONGEST_HOST] } }) } },
+  { what: "an allowOut entry of 256 bytes is refused by its length (maxLength)",
+    yaml: `metadata: {name: a}\nspec:\n  userID: a\n  network: {allowOut: ['${LONGEST_HOST}a']}\n`,
+    reject: "spec.network.allowOut[0]: must be at most 255 bytes" },
+  { what: "the longest denyOut entry: an IPv6 CIDR with an IPv4 tail (maxLength 49)",
+    yaml: `metadata: {name: a}\nspec:\n  userID: a\n  network: {denyOut: ['${LONGEST_CIDR}']}\n`,
+    accept: { metadata: meta(), spec: spec({ network: { denyOut: [LONGEST_CIDR] } }) } },
+  { what: "a duration of 33 characters is refused by its length (maxLength 32)",
+    yaml: `metadata: {name: a}\nspec:\n  userID: a\n  lifecycle: {idleTimeout: ${"0".repeat(31)}1s}\n`,
+    reject: "spec.lifecycle.idleTimeout: must be at most 32 characters" },
   { what: "metadata.name is checked by the root rule",
     yaml: "metadata: {name: Alice}\nspec: {userID: a}\n",
     reject: "metadata.name: must be a DNS-1123 label",
     cel: "metadata.name must be a DNS-1123 label" },
 ];
+
+// --rows: print the table as JSON (what, the whole document, accept or
+// reject) for test/crdcheck, which runs each row through the API server's
+// own create path, and exit.
+if (process.argv.includes("--rows")) {
+  console.log(JSON.stringify(rows.map((r) => ({
+    what: r.what, text: HEAD + r.yaml, expect: r.accept ? "accept" : "reject",
+  })), null, 1));
+  process.exit(0);
+}
 
 let passed = 0;
 let failed = 0;

@@ -56,6 +56,10 @@ START_TEST(test_deps_second_run_returns_at_once)
 	        "chmod +x $d/bin/kustomize\n"
 	        "printf '#!/bin/sh\\n' >$d/bin/versitygw; chmod +x $d/bin/versitygw\n"
 	        "echo \"$VERSITYGW_VERSION\" >$d/bin/versitygw.version\n"
+	        "printf '#!/bin/sh\\n' >$d/bin/crdcheck; chmod +x $d/bin/crdcheck\n"
+	        "(cd \"$(dirname \"$s\")/../test/crdcheck\" && cat go.mod go.sum ./*.go | "
+	        "sha256sum "
+	        "| cut -d' ' -f1) >$d/bin/crdcheck.version\n"
 	        "mkdir -p $d/python; cp \"$(dirname \"$s\")/../test/deploy/requirements.txt\" "
 	        "$d/python/\n"
 	        "mkdir -p $d/pyclient; cp \"$(dirname \"$s\")/../test/client/requirements.txt\" "
@@ -68,6 +72,7 @@ START_TEST(test_deps_second_run_returns_at_once)
 	rc = run_bash(script, &out, &err, 120);
 	ck_assert_msg(rc == 0, "rc=%d\n%s%s", rc, out, err);
 	ASSERT_HASNT(out, "building FerretDB");
+	ASSERT_HASNT(out, "building test/crdcheck");
 	ASSERT_HASNT(out, "go is required");
 	ASSERT_HAS(out, "deps: all dependencies present");
 	free(out);

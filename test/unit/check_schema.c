@@ -355,10 +355,43 @@ n_paths(const sk_field *f, int64_t n)
 	return a;
 }
 
+/* The longest entry a LIST row takes (max_len bytes), valid; one more
+ * character makes it too long. */
+static char *
+longest_entry(const sk_field *f)
+{
+	char *s = calloc(1, (size_t)f->max_len + 2);
+
+	ck_assert_ptr_nonnull(s);
+	if (strcmp(f->path, "spec.network.denyOut") == 0) {
+		strcpy(s, "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255/128");
+	} else if (strcmp(f->path, "spec.network.allowOut") == 0) {
+		/* "*." and a host name of 253: labels of 63, 63, 63 and 61 */
+		memset(s, 'a', 255);
+		s[0] = '*';
+		s[1] = s[65] = s[129] = s[193] = '.';
+	} else {
+		s[0] = '/';
+		memset(s + 1, 'w', (size_t)f->max_len - 1);
+	}
+	ck_assert_int_eq((int)strlen(s), f->max_len);
+	return s;
+}
+
+static json_t *
+one_entry(const char *s)
+{
+	json_t *a = json_array();
+
+	json_array_append_new(a, json_string(s));
+	return a;
+}
+
 /* The table's bounds are the validator's: each limit accepted, one past it rejected. */
 START_TEST(test_row_bounds)
 {
 	const sk_field *f = &sk_spec_fields[_i];
+	char *entry;
 
 	switch (f->type) {
 	case SK_FIELD_INT:
@@ -373,6 +406,9 @@ START_TEST(test_row_bounds)
 		if (f->min > 0) /* below 0 cannot be written: test_row_rejects has "-1s" */
 			assert_valid(f, duration_text(f->min - 1), false);
 		assert_valid(f, duration_text(f->max + 1), false);
+		/* 1s in max_len characters, then in one more */
+		assert_valid(f, json_sprintf("%0*ds", f->max_len - 1, 1), true);
+		assert_valid(f, json_sprintf("%0*ds", f->max_len, 1), false);
 		break;
 	case SK_FIELD_STRING:
 		assert_valid(f, n_chars(f->max_len, case_of(f)->good[1]), true);
@@ -386,6 +422,11 @@ START_TEST(test_row_bounds)
 		assert_valid(f, n_paths(f, f->max), true);
 		assert_valid(f, n_paths(f, f->max + 1), false);
 		assert_valid(f, n_paths(f, 0), false);
+		entry = longest_entry(f);
+		assert_valid(f, one_entry(entry), true);
+		entry[f->max_len] = '1';
+		assert_valid(f, one_entry(entry), false);
+		free(entry);
 		break;
 	default: break;
 	}
@@ -743,6 +784,7 @@ crd_check_duration(const sk_field *f, json_t *node)
 	ck_assert_msg(str_eq(json_string_value(json_object_get(rule, "message")), msg),
 	        "%s: message, want %s", f->path, msg);
 	ck_assert_msg(json_object_get(node, "pattern") != NULL, "%s: pattern", f->path);
+	ck_assert_msg(crd_int(node, "maxLength") == f->max_len, "%s: maxLength", f->path);
 	/* 0 means something (always on): "1ns" must not read as it */
 	rule = json_array_get(json_object_get(node, "x-kubernetes-validations"), 1);
 	ck_assert_msg(f->min != 0 ||
@@ -785,6 +827,8 @@ crd_check_bounds(const sk_field *f, json_t *node)
 		                             json_object_get(node, "items"), "pattern")),
 		                      f->pattern),
 		        "%s: items pattern", f->path);
+		ck_assert_msg(crd_int(json_object_get(node, "items"), "maxLength") == f->max_len,
+		        "%s: items maxLength", f->path);
 		break;
 	case SK_FIELD_BOOL: break;
 	}
