@@ -31,7 +31,8 @@
 #include "sim.h"
 
 #define TEAM_SLUG "sim-team"
-#define NAME_MAX_LEN 40
+#define VOLUME_NAME_MAX 63
+#define SNAPSHOT_NAME_MAX 40 /* "sim-team/NAME:default" fits a templateID (60) */
 #define PAGE_MAX 100
 #define FORK_MAX 20 /* "an integer between 1 and 20" (the SDKs) */
 #define FORK_DEFAULT_TIMEOUT_S 15
@@ -48,11 +49,12 @@ random_id(sim *s, const char *prefix, char *out, size_t len)
 	out[p] = '\0';
 }
 
-/* ^[a-zA-Z0-9_-]+$, as NewVolume.name; snapshot names follow it too. */
+/* ^[a-zA-Z0-9_-]+$, as NewVolume.name, at most max characters; snapshot
+ * names follow it too. */
 static bool
-valid_name(const char *name)
+valid_name(const char *name, size_t max)
 {
-	if (*name == '\0' || strlen(name) > NAME_MAX_LEN)
+	if (*name == '\0' || strlen(name) > max)
 		return false;
 	for (const char *p = name; *p; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
@@ -110,14 +112,14 @@ volume_create(sim *s, sim_req *r)
 	if (doc == NULL)
 		return;
 	name = json_object_get(doc, "name");
-	if (!json_is_string(name) || !valid_name(json_string_value(name))) {
+	if (!json_is_string(name) || !valid_name(json_string_value(name), VOLUME_NAME_MAX)) {
 		sim_reply_error(s, r, 400,
 		        "validation error: name must match ^[a-zA-Z0-9_-]+$ (at most %d "
 		        "characters)",
-		        NAME_MAX_LEN);
+		        VOLUME_NAME_MAX);
 	} else if (volume_by_name(s, json_string_value(name)) != NULL) {
-		sim_reply_error(s, r, 400, "volume with name '%s' already exists",
-		        json_string_value(name));
+		sim_reply_error(
+		        s, r, 400, "volume with name '%s' already exists", json_string_value(name));
 	} else {
 		v = sk_calloc(1, sizeof(*v));
 		random_id(s, "vol", v->id, sizeof(v->id));
@@ -236,7 +238,8 @@ sim_mounts_json(const sim_sandbox *sb)
 
 	for (int i = 0; i < sb->nmounts; i++)
 		json_array_append_new(arr,
-		        json_pack("{s:s,s:s}", "name", sb->mounts[i].name, "path", sb->mounts[i].path));
+		        json_pack("{s:s,s:s}", "name", sb->mounts[i].name, "path",
+		                sb->mounts[i].path));
 	return arr;
 }
 
@@ -401,11 +404,12 @@ sim_snapshot_create(sim *s, sim_req *r, const char *id)
 		return;
 	}
 	if (name && !json_is_null(name) &&
-	        (!json_is_string(name) || !valid_name(json_string_value(name)))) {
+	        (!json_is_string(name) ||
+	                !valid_name(json_string_value(name), SNAPSHOT_NAME_MAX))) {
 		sim_reply_error(s, r, 400,
 		        "validation error: name must match ^[a-zA-Z0-9_-]+$ (at most %d "
 		        "characters)",
-		        NAME_MAX_LEN);
+		        SNAPSHOT_NAME_MAX);
 		json_decref(doc);
 		return;
 	}
