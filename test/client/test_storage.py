@@ -1,8 +1,9 @@
 """spec.storage.volume with the official e2b SDK on the data plane: files
 written through the SDK under the mount path survive what replaces the
-sandbox (an out-of-band kill, a dead data plane under Replace), status.storage
-says which volume, and deletionPolicy decides whether the volume outlives the
-space. The real spacekeeper, FerretDB and sandboxsim (conftest.World)."""
+sandbox (an out-of-band kill, a dead data plane under Replace, the provider's
+retention deleting it asleep), status.storage says which volume, and
+deletionPolicy decides whether the volume outlives the space. The real
+spacekeeper, FerretDB and sandboxsim (conftest.World)."""
 
 from __future__ import annotations
 
@@ -74,3 +75,19 @@ def test_files_on_the_volume_survive_a_replace_after_a_dead_data_plane(world, cl
     # deletionPolicy Delete: the volume goes with the space, after its sandboxes
     world.spacectl("delete", "us", user, "--wait")
     assert name not in volume_names(world)
+
+
+@pytest.mark.space(volume="{deletionPolicy: Delete}", idle="3s")
+def test_files_on_the_volume_survive_the_providers_retention(world, client, user):
+    sbx = client.sandbox(user)
+    sbx.files.write("/home/user/kept.txt", "through the retention\n")
+    old = sbx.sandbox_id
+    wait_for(lambda: (world.sim_sandbox(old) or {}).get("state") == "paused", 60,
+             "the sandbox asleep")
+    # the provider's retention deletes a paused sandbox (sandboxsim --paused-retention
+    # does it after a while; here it happens at once)
+    world.sim_call("POST", f"/_sim/sandboxes/{old}/kill")
+    again = client.sandbox(user)
+    assert again.sandbox_id != old
+    assert again.files.read("/home/user/kept.txt") == "through the retention\n"
+    world.spacectl("delete", "us", user, "--wait")
