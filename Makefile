@@ -151,6 +151,7 @@ test-readme test-demo: test-%: $(CMD_BINS) $(TOOLS)
 
 test-conformance: tests
 	@$(TEST_ENV) node test/conformance/e2b_sdk.mjs
+	@$(TEST_ENV) .deps/pyclient/bin/python test/conformance/e2b_sdk.py
 
 # The Python client suite (test/client/run.sh; pytest from .deps/pyclient).
 test-client: tests

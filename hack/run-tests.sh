@@ -48,6 +48,8 @@ run demo python3 "$root/test/e2e/check_demo.py"
 if [ -f "$root/test/conformance/e2b_sdk.mjs" ]; then
 	run conformance node "$root/test/conformance/e2b_sdk.mjs"
 fi
+# the e2b Python SDK against the simulator's volumes, snapshots, fork and metrics
+run conformance-py "$root/.deps/pyclient/bin/python" "$root/test/conformance/e2b_sdk.py"
 # promtool on a live controller's /metrics, the dashboard and the alert rules
 run metrics bash "$root/hack/check-metrics.sh"
 run daytona-sdk node "$root/test/conformance/daytona_sdk.mjs"

@@ -92,7 +92,8 @@ out_of_band(sim *s, sim_req *r, const char *id, const char *action)
 		sim_store_remove(&s->store, sb);
 		sim_reply_empty(r, 204);
 	} else if (strcmp(action, "pause") == 0 && sb->state == SIM_RUNNING) {
-		sim_sandbox_pause(sb, now);
+		sim_sandbox_pause(sb, now); /* as the provider's auto-pause would */
+		sb->cold = !sb->auto_pause_memory;
 		sim_reply_empty(r, 204);
 	} else if (strcmp(action, "pause") == 0) {
 		sim_reply_error(s, r, 409, "sandbox %s is not running", id);
@@ -133,6 +134,7 @@ fill(sim *s, sim_req *r, const char *id)
 		rc = sim_fs_fill(fs, abs, (size_t)json_integer_value(bytes),
 		        seed ? (uint64_t)json_integer_value(seed) : 1);
 		free(abs);
+		sim_mounts_push(s, sb);
 		if (rc != 0)
 			sim_reply_error(
 			        s, r, 400, "files: %s: error %d", json_string_value(path), rc);
@@ -172,6 +174,7 @@ reset(sim *s, sim_req *r)
 {
 	pthread_mutex_lock(&s->lock);
 	sim_store_clear(&s->store);
+	sim_volumes_clear(s);
 	pthread_mutex_unlock(&s->lock);
 	sim_faults_clear(&s->faults);
 	sim_stats_reset(s);

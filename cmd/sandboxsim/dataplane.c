@@ -209,8 +209,10 @@ sim_dataplane(sim *s, sim_req *r, const char *id)
 		if (authorized(s, r, sb, NULL))
 			sim_reply_json(s, r, 200, wide_env(sb));
 	} else if (r->ep == SIM_EP_FILES || r->ep == SIM_EP_FILESYSTEM) {
-		if (authorized(s, r, sb, NULL))
+		if (authorized(s, r, sb, NULL)) {
 			sim_envd_files(s, r, sb);
+			sim_mounts_push(s, sb);
+		}
 	} else if (r->ep == SIM_EP_PROCESS && authorized(s, r, sb, NULL)) {
 		env = wide_env(sb);
 		pid = ++s->next_pid;

@@ -501,6 +501,7 @@ sim_daytona_toolbox(sim *s, sim_req *r)
 	} else {
 		sim_sandbox_touch(s, sb, now);
 		serve(s, r, sb, seg, n);
+		sim_mounts_push(s, sb);
 	}
 	pthread_mutex_unlock(&s->lock);
 }

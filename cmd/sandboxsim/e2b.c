@@ -39,9 +39,9 @@ set_time(json_t *o, const char *key, int64_t ms)
 	json_object_set_new(o, key, json_string(buf));
 }
 
-/* Sandbox: returned by create, connect and resume. */
-static json_t *
-json_sandbox(sim *s, const sim_sandbox *sb)
+/* Sandbox: returned by create, connect, resume and fork. */
+json_t *
+sim_json_sandbox(sim *s, const sim_sandbox *sb)
 {
 	json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "templateID", sb->template_id, "sandboxID",
 	        sb->id, "clientID", is_cube(s) ? CUBE_CLIENT_ID : E2B_CLIENT_ID, "envdVersion",
@@ -72,7 +72,7 @@ json_common(sim *s, const sim_sandbox *sb, bool listed)
 		set_time(o, "endAt", sb->end_ms);
 	if (!is_cube(s)) {
 		json_object_set_new(o, "alias", json_string(sb->template_id));
-		json_object_set_new(o, "volumeMounts", json_array());
+		json_object_set_new(o, "volumeMounts", sim_mounts_json(sb));
 	}
 	return o;
 }
@@ -239,6 +239,18 @@ parse_create(sim *s, sim_req *r, json_t *doc, struct create_args *a)
 	return true;
 }
 
+/* A templateID naming a snapshot starts the sandbox from its files. */
+static void
+start_from_snapshot(sim *s, sim_sandbox *sb)
+{
+	sim_snapshot *sn = sim_snapshot_find(s, sb->template_id);
+
+	if (sn == NULL)
+		return;
+	snprintf(sb->template_id, sizeof(sb->template_id), "%s", sn->template_id);
+	sb->fs = sim_fs_clone(sn->fs);
+}
+
 static void
 h_create(sim *s, sim_req *r, const char *id)
 {
@@ -264,8 +276,12 @@ h_create(sim *s, sim_req *r, const char *id)
 		return;
 	}
 	pthread_mutex_lock(&s->lock);
-	if (!sim_caps_admit(s, r, now)) {
+	if ((!is_cube(s) &&
+	            sim_mounts_parse(s, r, &policy, json_object_get(doc, "volumeMounts")) != 0) ||
+	        !sim_caps_admit(s, r, now)) {
 		pthread_mutex_unlock(&s->lock);
+		sim_mounts_free(&policy);
+		json_decref(policy.net);
 		sim_kv_free(&a.meta);
 		sim_kv_free(&a.env);
 		json_decref(doc);
@@ -273,7 +289,11 @@ h_create(sim *s, sim_req *r, const char *id)
 	}
 	sb = sim_store_new(s, now);
 	sb->net = policy.net;
+	sb->mounts = policy.mounts;
+	sb->nmounts = policy.nmounts;
 	snprintf(sb->template_id, sizeof(sb->template_id), "%s", a.template_id);
+	if (!is_cube(s))
+		start_from_snapshot(s, sb);
 	sb->env = a.env;
 	sim_store_set_meta(&s->store, sb, &a.meta);
 	sb->timeout_s = (int32_t)a.timeout;
@@ -285,7 +305,7 @@ h_create(sim *s, sim_req *r, const char *id)
 	sb->memory_mb = (int)a.mem;
 	sim_sandbox_resume(s, sb, now, (int32_t)a.timeout);
 	sb->resumed_ms = 0;
-	sim_reply_json(s, r, 201, json_sandbox(s, sb));
+	sim_reply_json(s, r, 201, sim_json_sandbox(s, sb));
 	pthread_mutex_unlock(&s->lock);
 	json_decref(doc);
 }
@@ -356,6 +376,7 @@ h_pause(sim *s, sim_req *r, const char *id)
 			        "Error pausing sandbox - sandbox '%s' is already paused", id);
 	} else {
 		sim_sandbox_pause(sb, now);
+		sb->cold = !memory;
 		sim_reply_empty(r, 204);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -397,11 +418,13 @@ h_connect(sim *s, sim_req *r, const char *id)
 	if ((sb = find(s, r, id, now)) != NULL &&
 	        (sb->state == SIM_RUNNING || sim_caps_admit(s, r, now))) {
 		bool resumed = sb->state != SIM_RUNNING;
+		if (resumed && !memory) /* the SDK's onResume "reboot" */
+			sb->cold = true;
 		if (resumed)
 			sim_sandbox_resume(s, sb, now, (int32_t)t);
 		else
 			extend(s, sb, now, t);
-		sim_reply_json(s, r, resumed && !is_cube(s) ? 201 : 200, json_sandbox(s, sb));
+		sim_reply_json(s, r, resumed && !is_cube(s) ? 201 : 200, sim_json_sandbox(s, sb));
 	}
 	pthread_mutex_unlock(&s->lock);
 }
@@ -430,19 +453,21 @@ h_resume(sim *s, sim_req *r, const char *id)
 		if (has_ap)
 			sb->auto_pause = auto_pause;
 		sim_sandbox_resume(s, sb, now, (int32_t)t);
-		sim_reply_json(s, r, 201, json_sandbox(s, sb));
+		sim_reply_json(s, r, 201, sim_json_sandbox(s, sb));
 	}
 	pthread_mutex_unlock(&s->lock);
 }
 
+/* The request body is optional (E2B's document): without one the sandbox
+ * gets the default timeout of 15 s; a body must carry timeout. */
 static void
 h_timeout(sim *s, sim_req *r, const char *id)
 {
-	json_t *doc = sim_req_json(s, r, false);
-	int64_t t = 0, now = sk_now_ms();
+	json_t *doc = sim_req_json(s, r, true);
+	int64_t t = 15, now = sk_now_ms();
 	sim_sandbox *sb;
 
-	if (doc == NULL || !get_int(s, r, doc, "timeout", true, &t)) {
+	if (doc == NULL || !get_int(s, r, doc, "timeout", r->body_len > 0, &t)) {
 		json_decref(doc);
 		return;
 	}
@@ -533,7 +558,118 @@ h_api_health(sim *s, sim_req *r, const char *id)
 	if (is_cube(s))
 		sim_reply_json(s, r, 200, json_pack("{s:s}", "status", "ok"));
 	else
-		sim_reply_text(r, 200, "text/plain; charset=utf-8", "Health check successful");
+		sim_reply_empty(r, 204);
+}
+
+/* SandboxMetric of a running sandbox, now: what it was given, the bytes
+ * of its files, and a fixed load (nothing runs in the simulator). */
+static json_t *
+json_metric(const sim_sandbox *sb, int64_t now)
+{
+	const json_int_t mib = 1 << 20;
+	char ts[40];
+
+	sim_time(now, ts, sizeof(ts));
+	return json_pack("{s:s,s:I,s:i,s:f,s:I,s:I,s:I,s:I,s:I}", "timestamp", ts, "timestampUnix",
+	        (json_int_t)(now / 1000), "cpuCount", sb->cpu, "cpuUsedPct", 1.0, "memUsed",
+	        (json_int_t)64 * mib, "memTotal", (json_int_t)sb->memory_mb * mib, "memCache",
+	        (json_int_t)0, "diskUsed", (json_int_t)(sb->fs ? sim_fs_du(sb->fs) : 0),
+	        "diskTotal", (json_int_t)sb->disk_mb * mib);
+}
+
+/* A query argument that must be a non-negative integer when given. */
+static bool
+arg_seconds(sim *s, sim_req *r, const char *name, int64_t *out)
+{
+	const char *arg = sim_req_arg(r, name);
+	char *end;
+
+	if (arg == NULL)
+		return true;
+	*out = strtoll(arg, &end, 10);
+	if (*arg != '\0' && *end == '\0' && *out >= 0)
+		return true;
+	sim_reply_error(s, r, 400, "%s must be a non-negative Unix time in seconds", name);
+	return false;
+}
+
+/* GET /sandboxes/{id}/metrics?start=&end=: one entry while it runs. */
+static void
+h_metrics(sim *s, sim_req *r, const char *id)
+{
+	int64_t start = 0, end = INT64_MAX, now = sk_now_ms();
+	sim_sandbox *sb;
+	json_t *arr;
+
+	if (is_cube(s)) {
+		sim_reply_error(s, r, 404, "Not Found");
+		return;
+	}
+	if (!arg_seconds(s, r, "start", &start) || !arg_seconds(s, r, "end", &end))
+		return;
+	if (start > end) {
+		sim_reply_error(s, r, 400, "start must not be after end");
+		return;
+	}
+	pthread_mutex_lock(&s->lock);
+	if ((sb = find(s, r, id, now)) != NULL) {
+		arr = json_array();
+		if (sb->state == SIM_RUNNING && start <= now / 1000 && now / 1000 <= end)
+			json_array_append_new(arr, json_metric(sb, now));
+		sim_reply_json(s, r, 200, arr);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* GET /sandboxes/metrics?sandbox_ids=a,b: the running ones among them. */
+static void
+h_metrics_many(sim *s, sim_req *r, const char *unused)
+{
+	char *ids = sim_req_arg_all(r, "sandbox_ids"), *save = NULL, *id;
+	int64_t now = sk_now_ms();
+	json_t *out;
+	int n = 0;
+
+	if (ids == NULL || *ids == '\0') {
+		sim_reply_error(s, r, 400, "query parameter sandbox_ids is required");
+		free(ids);
+		return;
+	}
+	out = json_object();
+	pthread_mutex_lock(&s->lock);
+	for (id = strtok_r(ids, ",", &save); id; id = strtok_r(NULL, ",", &save)) {
+		sim_sandbox *sb = sim_store_get(s, id, now);
+		if (++n > 100)
+			break;
+		if (sb && sb->state == SIM_RUNNING)
+			json_object_set_new(out, id, json_metric(sb, now));
+	}
+	pthread_mutex_unlock(&s->lock);
+	free(ids);
+	if (n > 100) {
+		json_decref(out);
+		sim_reply_error(s, r, 400, "sandbox_ids: at most 100 IDs");
+		return;
+	}
+	sim_reply_json(s, r, 200, json_pack("{s:o}", "sandboxes", out));
+}
+
+static void
+h_snapshot(sim *s, sim_req *r, const char *id)
+{
+	if (is_cube(s))
+		sim_reply_error(s, r, 404, "Not Found");
+	else
+		sim_snapshot_create(s, r, id);
+}
+
+static void
+h_fork(sim *s, sim_req *r, const char *id)
+{
+	if (is_cube(s))
+		sim_reply_error(s, r, 404, "Not Found");
+	else
+		sim_fork(s, r, id);
 }
 
 typedef void (*handler_fn)(sim *s, sim_req *r, const char *id);
@@ -554,6 +690,9 @@ static const struct route sandbox_routes[] = {
 	{ "POST", "timeout", SIM_EP_TIMEOUT, h_timeout },
 	{ "POST", "refreshes", SIM_EP_REFRESHES, h_refreshes },
 	{ "PUT", "network", SIM_EP_NETWORK, h_network },
+	{ "GET", "metrics", SIM_EP_METRICS, h_metrics },
+	{ "POST", "snapshots", SIM_EP_SNAPSHOTS, h_snapshot },
+	{ "POST", "fork", SIM_EP_FORK, h_fork },
 };
 
 static void
@@ -639,6 +778,13 @@ sim_e2b_route(sim *s, sim_req *r)
 			sim_reply_error(s, r, 405, "Method Not Allowed");
 		return;
 	}
+	if (n == 2 && strcmp(seg[0], "sandboxes") == 0 && strcmp(seg[1], "metrics") == 0 && get &&
+	        !is_cube(s)) {
+		run(s, r, SIM_EP_METRICS, h_metrics_many, NULL, true);
+		return;
+	}
+	if (!is_cube(s) && sim_volumes_route(s, r, seg, n))
+		return;
 	if ((n == 2 || n == 3) && strcmp(seg[0], "sandboxes") == 0) {
 		route_sandbox(s, r, seg, n, false);
 		return;

@@ -69,6 +69,7 @@ insert_at(sim_fs *fs, size_t i, sim_fnode *n)
 	memmove(fs->items + i + 1, fs->items + i, (fs->len - i) * sizeof(*fs->items));
 	fs->items[i] = n;
 	fs->len++;
+	fs->gen++;
 }
 
 sim_fnode *
@@ -210,6 +211,7 @@ create(sim_fs *fs, const char *path, int type, uint32_t mode, int *rc)
 	if (found) {
 		node_free(fs->items[i]);
 		fs->items[i] = node_new(path, type, mode);
+		fs->gen++;
 	} else {
 		insert_at(fs, i, node_new(path, type, mode));
 	}
@@ -230,6 +232,7 @@ sim_fs_put(sim_fs *fs, const char *path, char *data, size_t len)
 	}
 	n->data = data;
 	n->len = len;
+	fs->gen++;
 	return 0;
 }
 
@@ -283,6 +286,7 @@ sim_fs_chmod(sim_fs *fs, const char *path, uint32_t mode)
 	if (n == NULL)
 		return -ENOENT;
 	n->mode = mode & 07777;
+	fs->gen++;
 	return 0;
 }
 
@@ -301,6 +305,7 @@ sim_fs_remove(sim_fs *fs, const char *path)
 		node_free(fs->items[k]);
 	memmove(fs->items + i, fs->items + end, (fs->len - end) * sizeof(*fs->items));
 	fs->len -= end - i;
+	fs->gen++;
 	return 0;
 }
 
@@ -310,6 +315,7 @@ sim_fs_lose(sim_fs *fs, int mode)
 	size_t first, n = sim_fs_subtree(fs, fs->home, &first);
 	bool drop = true;
 
+	fs->gen++;
 	if (mode == SIM_LOSE_EMPTY) {
 		for (size_t k = first; k < first + n; k++)
 			node_free(fs->items[k]);
@@ -344,6 +350,69 @@ sim_fs_fill(sim_fs *fs, const char *path, size_t len, uint64_t seed)
 		memcpy(data + i, &x, len - i < 8 ? len - i : 8);
 	}
 	return sim_fs_put(fs, path, data, len);
+}
+
+static sim_fnode *
+node_copy(const sim_fnode *from, const char *path)
+{
+	sim_fnode *n = node_new(path, from->type, from->mode);
+
+	n->mtime_ms = from->mtime_ms;
+	n->len = from->len;
+	if (from->data) {
+		n->data = sk_malloc(from->len ? from->len : 1);
+		memcpy(n->data, from->data, from->len);
+	}
+	n->target = from->target ? sk_strdup(from->target) : NULL;
+	return n;
+}
+
+/* "/" below a directory is the directory itself. */
+static const char *
+below(const char *path, const char *dir)
+{
+	return strcmp(dir, "/") == 0 ? path : path + strlen(dir);
+}
+
+int
+sim_fs_graft(sim_fs *dst, const char *dst_dir, sim_fs *src, const char *src_dir)
+{
+	size_t first, n = sim_fs_subtree(src, src_dir, &first);
+	const char *base = strcmp(dst_dir, "/") == 0 ? "" : dst_dir;
+	int rc;
+
+	sim_fs_remove(dst, dst_dir);
+	if ((rc = sim_fs_mkdir(dst, dst_dir, 0755, true)) != 0)
+		return rc;
+	for (size_t k = first; k < first + n; k++) {
+		char *path = sk_asprintf("%s%s", base, below(src->items[k]->path, src_dir));
+		bool found;
+		size_t i = find(dst, path, &found);
+		if (!found)
+			insert_at(dst, i, node_copy(src->items[k], path));
+		free(path);
+	}
+	dst->gen++;
+	return 0;
+}
+
+sim_fs *
+sim_fs_clone(sim_fs *fs)
+{
+	sim_fs *copy = sim_fs_new(fs->home);
+
+	sim_fs_graft(copy, "/", fs, "/");
+	return copy;
+}
+
+size_t
+sim_fs_du(const sim_fs *fs)
+{
+	size_t bytes = 0;
+
+	for (size_t i = 0; i < fs->len; i++)
+		bytes += fs->items[i]->len;
+	return bytes;
 }
 
 size_t

@@ -57,6 +57,13 @@ static const char help_text[] =
         "printenv; anything else exits 127. A resume drops the create-time envVars:\n"
         "only what /init set survives (the login-shell env defect).\n"
         "\n"
+        "E2B's team volumes (GET|POST /volumes, GET|DELETE /volumes/{id}, NewSandbox\n"
+        "volumeMounts), persistent snapshots (POST /sandboxes/{id}/snapshots, GET\n"
+        "/snapshots, a create whose templateID names one), fork (POST\n"
+        "/sandboxes/{id}/fork) and metrics (GET /sandboxes/metrics,\n"
+        "/sandboxes/{id}/metrics) answer with the shapes and status codes of E2B's\n"
+        "API document; the API's GET /health answers 204.\n"
+        "\n"
         "The admin API (no key): GET|POST|DELETE /_sim/faults, GET /_sim/sandboxes,\n"
         "POST /_sim/sandboxes/{id}/kill|pause, POST /_sim/sandboxes/{id}/files\n"
         "({\"path\", \"bytes\", \"seed\"}: a file of pseudo-random bytes), POST /_sim/reset,\n"
@@ -75,8 +82,9 @@ static const char help_text[] =
         "   \"caps\": {\"max_running\": 5, \"creates_per_second\": 1}}\n"
         "\n"
         "Its endpoints: create get list list_v1 kill pause connect resume timeout\n"
-        "refreshes start stop archive labels autostop api_health health envd init\n"
-        "process; \"*\" = every control-plane endpoint. list_empty_s -1 = until cleared.\n"
+        "refreshes start stop archive labels autostop volumes snapshots fork metrics\n"
+        "api_health health envd init process files filesystem network; \"*\" = every\n"
+        "control-plane endpoint. list_empty_s -1 = until cleared.\n"
         "\n"
         "Exit codes: 0 stopped by SIGTERM or SIGINT (or --help); 1 could not serve\n"
         "(the listener); 2 usage, or an invalid --faults document.\n";
@@ -305,6 +313,7 @@ main(int argc, char **argv)
 cleanup:
 	sim_proc_free_all(&s);
 	sim_store_clear(&s.store);
+	sim_volumes_clear(&s);
 	free(s.store.buckets);
 	sim_faults_destroy(&s.faults);
 	pthread_mutex_destroy(&s.stats.lock);

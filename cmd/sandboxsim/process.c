@@ -283,8 +283,10 @@ sandbox_command(sim *s, const char *id, const words *w, sk_buf *out, sk_buf *err
 
 	pthread_mutex_lock(&s->lock);
 	sb = sim_store_get(s, id, sk_now_ms());
-	if (sb && (rc = sim_net_command(sb, w->n, w->v, out, err)) < 0)
+	if (sb && (rc = sim_net_command(sb, w->n, w->v, out, err)) < 0) {
 		rc = sim_fs_command(sim_sandbox_fs(s, sb), w->n, w->v, out, err);
+		sim_mounts_push(s, sb);
+	}
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }

@@ -22,8 +22,8 @@
 
 const char *const sim_ep_names[SIM_EP_COUNT] = { "create", "get", "list", "list_v1", "kill",
 	"pause", "connect", "resume", "timeout", "refreshes", "start", "stop", "archive", "labels",
-	"autostop", "api_health", "health", "envd", "init", "process", "files", "filesystem",
-	"network", "unknown", "sim" };
+	"autostop", "volumes", "snapshots", "fork", "metrics", "api_health", "health", "envd",
+	"init", "process", "files", "filesystem", "network", "unknown", "sim" };
 
 int
 sim_ep_lookup(const char *name)

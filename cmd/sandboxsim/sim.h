@@ -36,6 +36,10 @@ enum sim_ep {
 	SIM_EP_ARCHIVE,
 	SIM_EP_LABELS,
 	SIM_EP_AUTOSTOP,
+	SIM_EP_VOLUMES, /* E2B /volumes... */
+	SIM_EP_SNAPSHOTS, /* E2B snapshot create, list, delete */
+	SIM_EP_FORK, /* E2B POST /sandboxes/{id}/fork */
+	SIM_EP_METRICS, /* E2B /sandboxes/metrics, /sandboxes/{id}/metrics */
 	SIM_EP_API_HEALTH,
 	SIM_EP_HEALTH,
 	SIM_EP_ENVD,
@@ -77,7 +81,39 @@ typedef struct sim_fs {
 	sim_fnode **items; /* sorted by path */
 	size_t len, cap;
 	char *home; /* relative paths resolve here */
+	uint64_t gen; /* bumped by every change (volumes.c syncs on it) */
 } sim_fs;
+
+/* volumes.c: an E2B team volume, its files in a tree of its own rooted at
+ * "/", and a sandbox's mount of one (by volume ID: a volume deleted under a
+ * sandbox is no longer synced). The gens are the volume's and the sandbox
+ * tree's at the last sync. */
+typedef struct sim_volume {
+	struct sim_volume *next;
+	char id[40];
+	char name[64];
+	char token[33];
+	sim_fs *fs;
+} sim_volume;
+typedef struct sim_mount {
+	char volume_id[40];
+	char name[64];
+	char *path;
+	uint64_t volume_gen, tree_gen;
+} sim_mount;
+
+/* volumes.c: a persistent snapshot (E2B keeps it as a template): the
+ * sandbox's tree without its volume mounts, kept after the sandbox is gone. */
+typedef struct sim_snapshot {
+	struct sim_snapshot *next;
+	uint64_t seq;
+	char template_id[32]; /* the snapshot template's own ID */
+	char *name; /* NULL: unnamed */
+	char sandbox_id[40]; /* where it was taken */
+	char base_template[64]; /* the sandbox's template */
+	int cpu, memory_mb;
+	sim_fs *fs;
+} sim_snapshot;
 
 typedef struct sim_sandbox {
 	struct sim_sandbox *hnext; /* id hash chain */
@@ -94,6 +130,7 @@ typedef struct sim_sandbox {
 	int64_t paused_ms; /* when it last paused (--paused-retention counts from it) */
 	int32_t timeout_s; /* create-time timeout (auto-resume TTL, cube idle window) */
 	bool auto_pause, auto_resume, auto_pause_memory, secure, never;
+	bool cold; /* paused without memory: the next resume is a cold boot */
 	int cpu, memory_mb, disk_mb;
 	uint64_t seq;
 	char token[33];
@@ -107,6 +144,8 @@ typedef struct sim_sandbox {
 	/* the simulator's own accounting: ms running and paused up to acct_ms */
 	int64_t acct_ms, run_ms, pause_ms;
 	json_t *net; /* the network policy (netpolicy.c), NULL: open */
+	sim_mount *mounts; /* E2B volumeMounts */
+	int nmounts;
 } sim_sandbox;
 
 typedef struct sim_map_entry sim_map_entry;
@@ -218,6 +257,9 @@ typedef struct sim {
 	int next_pid;
 	sim_proc *procs;
 	sim_store store;
+	sim_volume *volumes; /* under lock, newest first */
+	sim_snapshot *snapshots; /* under lock, oldest first */
+	uint64_t snapshot_seq;
 	sim_faults faults;
 	sim_stats stats;
 	pthread_t sweeper;
@@ -305,6 +347,7 @@ int sim_preload(sim *s, int n);
 void sim_e2b_route(sim *s, sim_req *r);
 bool sim_valid_id(const char *id);
 json_t *sim_json_listed(sim *s, const sim_sandbox *sb);
+json_t *sim_json_sandbox(sim *s, const sim_sandbox *sb); /* Sandbox: create, connect, fork */
 
 /* list.c */
 void sim_e2b_list(sim *s, sim_req *r);
@@ -350,8 +393,34 @@ typedef struct sim_upload {
 int sim_upload_parse(sim_req *r, const char *field, sim_upload *u);
 void sim_upload_dispose(sim_upload *u);
 
+/* volumes.c: team volumes and mounts, snapshots, fork. Routes answer
+ * false when r is not theirs. */
+bool sim_volumes_route(sim *s, sim_req *r, char **seg, int n);
+/* POST /sandboxes/{id}/snapshots and /fork, id checked. */
+void sim_snapshot_create(sim *s, sim_req *r, const char *id);
+void sim_fork(sim *s, sim_req *r, const char *id);
+/* NewSandbox.volumeMounts into sb->mounts (s->lock held): 400 replied and
+ * -1 on a bad entry or an unknown volume. */
+int sim_mounts_parse(sim *s, sim_req *r, sim_sandbox *sb, json_t *mounts);
+json_t *sim_mounts_json(const sim_sandbox *sb);
+/* The snapshot a create's templateID names, or NULL (s->lock held). */
+sim_snapshot *sim_snapshot_find(sim *s, const char *template_id);
+/* Brings sb's mounts up to date with their volumes (in sim_sandbox_fs), and
+ * the volumes up to date with sb's tree after a change (s->lock held). */
+void sim_mounts_pull(sim *s, sim_sandbox *sb);
+void sim_mounts_push(sim *s, sim_sandbox *sb);
+/* A resume that lost files re-reads the volumes (they lost nothing). */
+void sim_mounts_invalidate(sim_sandbox *sb);
+void sim_mounts_free(sim_sandbox *sb);
+void sim_volumes_clear(sim *s);
+
 /* fs.c */
 sim_fs *sim_fs_new(const char *home);
+/* Replaces dst_dir's subtree in dst by a copy of src_dir's in src (dst_dir
+ * made a directory); -ENOTDIR when a parent of dst_dir is not one. */
+int sim_fs_graft(sim_fs *dst, const char *dst_dir, sim_fs *src, const char *src_dir);
+sim_fs *sim_fs_clone(sim_fs *fs);
+size_t sim_fs_du(const sim_fs *fs); /* bytes of every regular file */
 void sim_fs_free(sim_fs *fs);
 /* The sandbox's tree, made on first use; s->lock held. */
 sim_fs *sim_sandbox_fs(sim *s, sim_sandbox *sb);

@@ -201,6 +201,7 @@ sandbox_free(sim_sandbox *sb)
 	free(sb->os_user);
 	sim_fs_free(sb->fs);
 	json_decref(sb->net);
+	sim_mounts_free(sb);
 	free(sb);
 }
 
@@ -209,6 +210,7 @@ sim_sandbox_fs(sim *s, sim_sandbox *sb)
 {
 	if (sb->fs == NULL)
 		sb->fs = sim_fs_new(s->flavor == SIM_DAYTONA ? "/home/daytona" : "/home/user");
+	sim_mounts_pull(s, sb);
 	return sb->fs;
 }
 
@@ -438,8 +440,14 @@ sim_sandbox_resume(sim *s, sim_sandbox *sb, int64_t now, int32_t timeout_s)
 	 * a Daytona container keeps its env across stop/start. */
 	if (sb->state != SIM_RUNNING && s->flavor != SIM_DAYTONA)
 		sb->boot_env_lost = true;
-	if (sb->state != SIM_RUNNING && sb->fs != NULL)
+	/* A cold boot (a pause without memory) restarts envd: what /init set is gone. */
+	if (sb->state != SIM_RUNNING && sb->cold)
+		sim_kv_free(&sb->init_env);
+	sb->cold = false;
+	if (sb->state != SIM_RUNNING && sb->fs != NULL) {
 		sim_fs_lose(sb->fs, sim_faults_resume_loss(s));
+		sim_mounts_invalidate(sb);
+	}
 	sim_sandbox_account(sb, now);
 	sb->state = SIM_RUNNING;
 	sb->started_ms = sb->resumed_ms = sb->activity_ms = sb->updated_ms = now;
@@ -494,6 +502,7 @@ sim_sandbox_tick(sim *s, sim_sandbox *sb, int64_t now)
 		return false;
 	if (sb->auto_pause) {
 		sim_sandbox_pause(sb, sb->end_ms);
+		sb->cold = !sb->auto_pause_memory;
 		return false;
 	}
 	sb->state = SIM_KILLED;

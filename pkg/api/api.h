@@ -91,6 +91,21 @@ typedef struct sk_network {
 } sk_network;
 /* Whether any field is set (else: the provider's default, open egress). */
 bool sk_network_is_set(const sk_network *n);
+
+/* spec.storage.volume (storage.c): a provider volume per user, mounted into
+ * every sandbox of the space. UNSET deletionPolicy is Retain. */
+typedef enum sk_volume_policy {
+	SK_VOLUME_UNSET,
+	SK_VOLUME_RETAIN,
+	SK_VOLUME_DELETE
+} sk_volume_policy;
+typedef struct sk_storage {
+	char *volume_name; /* spec.storage.volume.name; NULL: derived from spec.userID */
+	char *mount_path; /* spec.storage.volume.mountPath; NULL: SK_STORAGE_DEFAULT_MOUNT */
+	sk_volume_policy volume_policy; /* spec.storage.volume.deletionPolicy */
+} sk_storage;
+#define SK_STORAGE_DEFAULT_MOUNT "/home/user"
+#define SK_VOLUME_NAME_MAX 63
 /* Whether what a provider reports (seen) is the policy want; publicTraffic
  * is compared only when both say it (unset: the provider's own default,
  * which differs: E2B's URLs are public, Daytona's previews private). */
@@ -162,7 +177,19 @@ typedef struct sk_userspace_spec {
 	char *max_bytes; /* spec.migration.maxBytes: a quantity ("5Gi") */
 	sk_deletion_policy source_policy; /* spec.migration.sourcePolicy */
 	sk_network network; /* spec.network.* */
+	sk_storage storage; /* spec.storage.volume.* */
 } sk_userspace_spec;
+
+/* Whether spec.storage asks for a volume: any of its fields given. */
+bool sk_storage_wanted(const sk_userspace_spec *s);
+/* The volume's name: spec.storage.volume.name, else "sk-" and the user ID
+ * (a user ID longer than 40 characters or holding a '.' is cut to 40, '.'
+ * written '_', and 16 hex digits of its hash appended, so names stay
+ * distinct and within [A-Za-z0-9_-]{1,63}). */
+void sk_storage_volume_name(const sk_userspace_spec *s, char out[SK_VOLUME_NAME_MAX + 1]);
+/* spec.storage.volume.mountPath, else SK_STORAGE_DEFAULT_MOUNT. */
+const char *sk_storage_mount_path(const sk_userspace_spec *s);
+bool sk_storage_deletes(const sk_userspace_spec *s); /* deletionPolicy Delete */
 
 #define SK_COND_READY "Ready"
 #define SK_COND_SYNCED "Synced"
@@ -288,6 +315,20 @@ void sk_archive_status_dispose(sk_archive_status *a);
 void sk_archive_status_copy(sk_archive_status *dst, const sk_archive_status *src);
 const char *sk_archive_state_name(sk_archive_state s); /* "" for NONE */
 
+/* status.storage.volume: the volume the space's sandboxes are created with
+ * (spec.storage.volume). */
+typedef struct sk_storage_status {
+	char *state; /* state: "Mounted" | "Unsupported" (the provider has none); NULL: none */
+	char *volume_name; /* name */
+	char *volume_id; /* volumeID: the provider's (Mounted) */
+	char *mount_path; /* mountPath */
+} sk_storage_status;
+#define SK_STORAGE_MOUNTED "Mounted"
+#define SK_STORAGE_UNSUPPORTED "Unsupported"
+void sk_storage_status_dispose(sk_storage_status *s);
+void sk_storage_status_copy(sk_storage_status *dst, const sk_storage_status *src);
+bool sk_storage_status_equal(const sk_storage_status *a, const sk_storage_status *b);
+
 typedef struct sk_userspace_status {
 	sk_phase phase;
 	char *sandbox_id; /* the binding; NULL when unbound */
@@ -303,6 +344,7 @@ typedef struct sk_userspace_status {
 	sk_migration_status migration;
 	sk_usage usage;
 	sk_archive_status archive;
+	sk_storage_status storage;
 } sk_userspace_status;
 
 /* Where a space's files are, one line (spacectl describe, the status page):
@@ -385,6 +427,10 @@ typedef struct sk_create_request {
 	const sk_kvlist *metadata;
 	const sk_kvlist *env;
 	const sk_network *network; /* spec.network; NULL or unset: the provider's default */
+	/* spec.storage.volume: the volume mounted at volume_mount (both NULL: none);
+	 * the executor makes it first (sk_sandbox_ensure_volume) */
+	const char *volume_name;
+	const char *volume_mount;
 } sk_create_request;
 
 /* How the data plane answered GET /health. */

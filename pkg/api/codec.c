@@ -207,6 +207,15 @@ sk_userspace_status_to_json(const sk_userspace_status *st)
 		sk_json_set_time(x, "lastFailureTime", a->failed_ms);
 		json_object_set_new(o, "archive", x);
 	}
+	if (st->storage.state != NULL) {
+		const sk_storage_status *v = &st->storage;
+		json_t *x = json_object();
+		sk_json_set_str(x, "state", v->state);
+		sk_json_set_str(x, "name", v->volume_name);
+		sk_json_set_str(x, "volumeID", v->volume_id);
+		sk_json_set_str(x, "mountPath", v->mount_path);
+		json_object_set_new(o, "storage", json_pack("{s:o}", "volume", x));
+	}
 	return o;
 }
 
@@ -525,6 +534,17 @@ decode_archive(dctx *c, json_t *a, sk_archive_status *out)
 }
 
 static void
+decode_storage(dctx *c, json_t *v, sk_storage_status *out)
+{
+	if (!json_is_object(v))
+		return;
+	out->state = get_str(c, v, "state", "status.storage.volume.state");
+	out->volume_name = get_str(c, v, "name", "status.storage.volume.name");
+	out->volume_id = get_str(c, v, "volumeID", "status.storage.volume.volumeID");
+	out->mount_path = get_str(c, v, "mountPath", "status.storage.volume.mountPath");
+}
+
+static void
 decode_status(dctx *c, json_t *s, sk_userspace_status *out)
 {
 	json_t *conds = json_object_get(s, "conditions");
@@ -542,6 +562,7 @@ decode_status(dctx *c, json_t *s, sk_userspace_status *out)
 	out->provider = get_str(c, s, "provider", "status.provider");
 	decode_usage(c, json_object_get(s, "usage"), &out->usage);
 	decode_archive(c, json_object_get(s, "archive"), &out->archive);
+	decode_storage(c, json_object_get(json_object_get(s, "storage"), "volume"), &out->storage);
 	if (c->rc == SK_OK)
 		c->rc = sk_migration_from_json(
 		        json_object_get(s, "migration"), &out->migration, c->err);

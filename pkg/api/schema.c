@@ -19,7 +19,7 @@ _Static_assert(sizeof(sk_mode) == sizeof(int) && sizeof(sk_on_timeout) == sizeof
                 sizeof(sk_remediation) == sizeof(int) &&
                 sizeof(sk_update_strategy) == sizeof(int) &&
                 sizeof(sk_busy_policy) == sizeof(int) && sizeof(sk_on_loss) == sizeof(int) &&
-                sizeof(sk_net_access) == sizeof(int),
+                sizeof(sk_net_access) == sizeof(int) && sizeof(sk_volume_policy) == sizeof(int),
         "ENUM fields are read and written as int");
 
 /* ---- rules of the fields that need more than a type and bounds ---- */
@@ -64,6 +64,21 @@ metadata_key_ok(const char *s)
 	return true;
 }
 
+/* A volume name as E2B takes it (NewVolume.name), at most 63 characters. */
+static bool
+volume_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > SK_VOLUME_NAME_MAX)
+		return false;
+	for (; *s; s++) {
+		if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-')
+			return false;
+	}
+	return true;
+}
+
 /* A workspace root: absolute, no "." or ".." segment, no "//", at most 1024 bytes. */
 static bool
 abs_path_ok(const char *s)
@@ -75,6 +90,13 @@ abs_path_ok(const char *s)
 	return strstr(s, "//") == NULL && strstr(s, "/../") == NULL && strstr(s, "/./") == NULL &&
 	        !(n >= 3 && strcmp(s + n - 3, "/..") == 0) &&
 	        !(n >= 2 && strcmp(s + n - 2, "/.") == 0);
+}
+
+/* A mount path: absolute, no "." or ".." segment, not "/" itself. */
+static bool
+mount_path_ok(const char *s)
+{
+	return abs_path_ok(s) && strcmp(s, "/") != 0;
 }
 
 static bool
@@ -210,6 +232,8 @@ static const char *const busy_names[] = { "Processes", "Ignore", NULL };
 static const char *const on_loss_names[] = { "Report", "Restore", NULL };
 static const char *const net_access_names[] = { "Allow", "Deny", NULL };
 static const int net_access_values[] = { SK_NET_ALLOW, SK_NET_DENY };
+static const char *const volume_policy_names[] = { "Retain", "Delete", NULL };
+static const int volume_policy_values[] = { SK_VOLUME_RETAIN, SK_VOLUME_DELETE };
 
 const sk_field sk_spec_fields[] = {
 	{ .path = "spec.userID",
@@ -451,6 +475,36 @@ const sk_field sk_spec_fields[] = {
 	        .values = net_access_values,
 	        .desc = "Whether the sandbox's URLs answer without its access token: Allow (when "
 	                "unset) or Deny." },
+	/* spec.storage.volume (storage.c); no default written: a volume is asked
+	 * for when any of these is given, the others then take theirs */
+	{ .path = "spec.storage.volume.name",
+	        .type = SK_FIELD_STRING,
+	        .offset = AT(storage.volume_name),
+	        .valid = volume_name_ok,
+	        .rule = "[A-Za-z0-9_-]{1,63}",
+	        .pattern = "^[A-Za-z0-9_-]{1,63}$",
+	        .min_len = 1,
+	        .max_len = SK_VOLUME_NAME_MAX,
+	        .desc = "The provider volume (E2B team volume) mounted into every sandbox of the "
+	                "space; made when missing. Default: sk- and the user ID." },
+	{ .path = "spec.storage.volume.mountPath",
+	        .type = SK_FIELD_STRING,
+	        .offset = AT(storage.mount_path),
+	        .valid = mount_path_ok,
+	        .rule = "an absolute path below / without '.' or '..' segments, at most 1024 "
+	                "bytes",
+	        .pattern = "^/.",
+	        .min_len = 2,
+	        .max_len = 1024,
+	        .desc = "Where the volume is mounted; its files outlive every sandbox. Default: "
+	                "/home/user." },
+	{ .path = "spec.storage.volume.deletionPolicy",
+	        .type = SK_FIELD_ENUM,
+	        .offset = AT(storage.volume_policy),
+	        .names = volume_policy_names,
+	        .values = volume_policy_values,
+	        .desc = "What deleting the UserSpace does to the volume: Retain (when unset) "
+	                "keeps it and its files, Delete deletes it after the sandboxes." },
 };
 
 const size_t sk_spec_n_fields = sizeof(sk_spec_fields) / sizeof(sk_spec_fields[0]);
@@ -461,7 +515,7 @@ const int64_t sk_default_sandbox_timeout_ms = HOUR_MS;
  * that fits in padding would slip through, so the size is pinned here too:
  * a new member needs a row above, then this size. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(sk_userspace_spec) == 232, "a new spec member needs a row in sk_spec_fields");
+_Static_assert(sizeof(sk_userspace_spec) == 256, "a new spec member needs a row in sk_spec_fields");
 #endif
 
 /* ---- access ---- */

@@ -69,6 +69,7 @@ sk_userspace_status_dispose(sk_userspace_status *st)
 	free(st->provider);
 	sk_migration_dispose(&st->migration);
 	sk_archive_status_dispose(&st->archive);
+	sk_storage_status_dispose(&st->storage);
 	memset(st, 0, sizeof(*st));
 }
 
@@ -145,6 +146,7 @@ sk_userspace_status_copy(sk_userspace_status *dst, const sk_userspace_status *sr
 	dst->provider = sk_strdup(src->provider);
 	sk_migration_copy(&dst->migration, &src->migration);
 	sk_archive_status_copy(&dst->archive, &src->archive);
+	sk_storage_status_copy(&dst->storage, &src->storage);
 	dst->conditions =
 	        src->n_conditions ? sk_calloc(src->n_conditions, sizeof(sk_condition)) : NULL;
 	for (size_t i = 0; i < src->n_conditions; i++) {
@@ -247,7 +249,8 @@ sk_userspace_status_equal(const sk_userspace_status *a, const sk_userspace_statu
 	        a->last_activity_ms != b->last_activity_ms || !str_eq(a->provider, b->provider) ||
 	        !sk_migration_equal(&a->migration, &b->migration) ||
 	        memcmp(&a->usage, &b->usage, sizeof(a->usage)) != 0 ||
-	        !sk_archive_status_equal(&a->archive, &b->archive))
+	        !sk_archive_status_equal(&a->archive, &b->archive) ||
+	        !sk_storage_status_equal(&a->storage, &b->storage))
 		return false;
 	for (size_t i = 0; i < a->n_conditions; i++) {
 		if (!condition_equal(&a->conditions[i], &b->conditions[i]))

@@ -298,15 +298,15 @@ check_spec_field(sk_vctx *v, const sk_field *f, json_t *val)
 }
 
 /* The object a row's field is a key of: spec itself, or its group
- * (spec.lifecycle), checked at the group's first row. NULL when absent or
- * not an object. */
+ * (spec.lifecycle, spec.storage.volume), each level checked at the group's
+ * first row. NULL when absent or not an object. */
 static json_t *
 field_parent(sk_vctx *v, json_t *spec, const sk_field *f, const sk_field *prev, json_t *prev_obj)
 {
 	const char *dot = strrchr(f->path, '.');
 	size_t n = (size_t)(dot - f->path);
 	char group[64];
-	json_t *obj;
+	json_t *obj = spec;
 
 	if (n == strlen("spec"))
 		return spec;
@@ -314,9 +314,33 @@ field_parent(sk_vctx *v, json_t *spec, const sk_field *f, const sk_field *prev, 
 	        strchr(prev->path + n + 1, '.') == NULL)
 		return prev_obj;
 	snprintf(group, sizeof(group), "%.*s", (int)n, f->path);
-	obj = json_object_get(spec, group + strlen("spec."));
-	/* null is unset, as the API server prunes it before defaulting */
-	return obj != NULL && !json_is_null(obj) && check_spec_object(v, obj, group) ? obj : NULL;
+	for (size_t end = strlen("spec");;) {
+		size_t start = end + 1;
+		char c;
+		end = start + strcspn(group + start, ".");
+		c = group[end];
+		group[end] = '\0'; /* group: the path down to this level */
+		obj = json_object_get(obj, group + start);
+		/* null is unset, as the API server prunes it before defaulting */
+		if (obj == NULL || json_is_null(obj) || !check_spec_object(v, obj, group))
+			return NULL;
+		if (c == '\0')
+			return obj;
+		group[end] = c;
+	}
+}
+
+/* spec.storage.volume asks for a volume by any of its fields; an empty one
+ * would ask for none, silently (the CRD has minProperties 1 too). */
+static void
+check_storage_volume(sk_vctx *v, json_t *spec)
+{
+	json_t *vol = json_object_get(json_object_get(spec, "storage"), "volume");
+
+	if (json_is_object(vol) && json_object_size(vol) == 0)
+		sk_doc_error(v->errs, v->doc, "spec.storage.volume",
+		        "give name, mountPath or deletionPolicy (deletionPolicy: Retain takes "
+		        "every default)");
 }
 
 static void
@@ -342,6 +366,7 @@ check_spec(sk_vctx *v, json_t *m)
 		else if (f->required)
 			sk_doc_error(v->errs, v->doc, f->path, "required");
 	}
+	check_storage_volume(v, m);
 }
 
 /* Status is written by the controller: accepted and ignored, shape checked loosely

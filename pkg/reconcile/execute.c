@@ -316,13 +316,66 @@ note_deadline(sk_xctx *x, const char *id, int64_t timeout_ms, const sk_sandbox *
 	}
 }
 
+/* spec.storage.volume before a create: the volume made when missing, its
+ * mount put in req (name and path in the caller's buffers: the Creating
+ * mark's write replaces x->cur), status.storage set; a provider without
+ * volumes creates without one and says so (status.storage state
+ * Unsupported, an event). No volume asked for: status.storage cleared. */
+typedef struct volume_mount {
+	char name[SK_VOLUME_NAME_MAX + 1];
+	char *path;
+} volume_mount;
+
+static int
+prepare_volume(sk_xctx *x, sk_create_request *req, volume_mount *vm, sk_error *err)
+{
+	const sk_userspace_spec *s = &x->cur->spec;
+	sk_storage_status *st = &x->st.storage, next = { 0 };
+	const char *name;
+	char *id = NULL;
+	int rc;
+
+	if (!sk_storage_wanted(s)) {
+		sk_storage_status_dispose(st);
+		return 0;
+	}
+	sk_storage_volume_name(s, vm->name);
+	name = vm->name;
+	if (sk_sandbox_has_volumes(x->p)) {
+		if ((rc = sk_sandbox_ensure_volume(x->p, name, &id, err)) != 0)
+			return rc;
+		vm->path = sk_strdup(sk_storage_mount_path(s));
+		req->volume_name = name;
+		req->volume_mount = vm->path;
+	}
+	next.state = sk_strdup(id ? SK_STORAGE_MOUNTED : SK_STORAGE_UNSUPPORTED);
+	next.volume_name = sk_strdup(name);
+	next.volume_id = id;
+	next.mount_path = sk_strdup(sk_storage_mount_path(s));
+	if (!sk_storage_status_equal(st, &next) && id != NULL)
+		event(x, "Normal", SK_REASON_VOLUME_MOUNTED, "volume %s (%s) mounted at %s", name,
+		        id, next.mount_path);
+	else if (!sk_storage_status_equal(st, &next))
+		event(x, "Warning", SK_REASON_VOLUME_UNSUPPORTED,
+		        "provider type %s has no volumes: the space runs without volume %s",
+		        sk_provider_get_ops(x->p)->name, name);
+	sk_storage_status_dispose(st);
+	*st = next;
+	return 0;
+}
+
 static int
 do_create(sk_xctx *x, const sk_action *a, sk_error *err)
 {
 	sk_userspace_status mark;
 	sk_create_request req;
+	volume_mount vm = { .path = NULL };
 	sk_sandbox sb;
 	int rc;
+
+	memset(&req, 0, sizeof(req));
+	if ((rc = prepare_volume(x, &req, &vm, err)) != 0)
+		return rc;
 
 	/* The Creating mark first: without it, no create (see reconcile.h). */
 	sk_userspace_status_copy(&mark, &x->cur->status);
@@ -330,12 +383,15 @@ do_create(sk_xctx *x, const sk_action *a, sk_error *err)
 	free(mark.sandbox_id);
 	mark.sandbox_id = NULL;
 	mark.last_reconcile_ms = x->now;
+	sk_storage_status_dispose(&mark.storage); /* with the mark: a follow-up round keeps it */
+	sk_storage_status_copy(&mark.storage, &x->st.storage);
 	rc = write_status(x, &mark, err);
 	sk_userspace_status_dispose(&mark);
-	if (rc != 0)
+	if (rc != 0) {
+		free(vm.path);
 		return rc;
+	}
 	x->st.last_reconcile_ms = x->now;
-	memset(&req, 0, sizeof(req));
 	req.template_id = a->template_id;
 	req.timeout_ms = a->timeout_ms;
 	req.auto_pause = a->auto_pause;
@@ -361,6 +417,7 @@ do_create(sk_xctx *x, const sk_action *a, sk_error *err)
 		        a->template_id);
 	}
 	sk_sandbox_dispose(&sb);
+	free(vm.path);
 	return rc;
 }
 
@@ -465,12 +522,35 @@ do_bind(sk_xctx *x, const sk_action *a, sk_error *err)
 	return write_if_changed(x, err);
 }
 
+/* spec.storage.volume deletionPolicy Delete: the volume goes before the
+ * finalizer (after the sandboxes: the plan kills them first). */
+static int
+delete_volume(sk_xctx *x, sk_error *err)
+{
+	const sk_userspace_spec *s = &x->cur->spec;
+	char name[SK_VOLUME_NAME_MAX + 1];
+	int rc;
+
+	if (!sk_storage_wanted(s) || !sk_storage_deletes(s) || x->p == NULL ||
+	        !sk_sandbox_has_volumes(x->p))
+		return 0;
+	sk_storage_volume_name(s, name);
+	if ((rc = sk_sandbox_delete_volume(x->p, name, err)) == 0)
+		event(x, "Normal", SK_REASON_VOLUME_DELETED,
+		        "deleted volume %s (deletionPolicy Delete)", name);
+	return rc;
+}
+
 static int
 do_unfinalize(sk_xctx *x, sk_error *err)
 {
 	sk_userspace *fresh = NULL;
 	const char *name = x->cur->meta.name;
-	int rc = sk_store_remove_finalizer(
+	int rc = delete_volume(x, err);
+
+	if (rc != 0)
+		return rc;
+	rc = sk_store_remove_finalizer(
 	        x->env->store, name, x->cur->meta.resource_version, SK_FINALIZER, err);
 
 	if (rc == SK_ECONFLICT && sk_store_get(x->env->store, name, &fresh, err) == 0) {

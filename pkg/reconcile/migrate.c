@@ -202,13 +202,25 @@ create_target(mx *x, sk_error *err)
 	sk_create_request req;
 	sk_kvlist meta = { 0 };
 	sk_sandbox sb;
-	char mark[32];
+	char mark[32], volume[SK_VOLUME_NAME_MAX + 1];
 	int rc;
 
 	memset(&sb, 0, sizeof(sb));
 	snprintf(mark, sizeof(mark), "%lld", (long long)us->status.migration.start_ms);
 	sk_reconcile_create_request(us, &x->env->opts, &meta, &req);
 	sk_kvlist_set(&meta, SK_META_MIGRATION, mark);
+	/* the target mounts the space's volume too (made there when missing) */
+	if (sk_storage_wanted(&us->spec) && sk_sandbox_has_volumes(x->dst)) {
+		char *id = NULL;
+		sk_storage_volume_name(&us->spec, volume);
+		if ((rc = sk_sandbox_ensure_volume(x->dst, volume, &id, err)) != 0) {
+			sk_kvlist_dispose(&meta);
+			return rc;
+		}
+		free(id);
+		req.volume_name = volume;
+		req.volume_mount = sk_storage_mount_path(&us->spec);
+	}
 	rc = sk_sandbox_create(x->dst, &req, &sb, err);
 	if (rc == 0) {
 		sk_migration_copy(&m, &us->status.migration);

@@ -45,6 +45,11 @@
 #define SK_REASON_ORPHAN_DELETED "OrphanDeleted"
 #define SK_REASON_SANDBOX_DELETED "SandboxDeleted"
 #define SK_REASON_FINALIZER_REMOVED "FinalizerRemoved"
+/* spec.storage.volume: mounted into a new sandbox (first time or another
+ * volume), the provider has no volumes, deleted with the space */
+#define SK_REASON_VOLUME_MOUNTED "VolumeMounted"
+#define SK_REASON_VOLUME_UNSUPPORTED "VolumeUnsupported"
+#define SK_REASON_VOLUME_DELETED "VolumeDeleted"
 /* Capacity (providers[].capacity): an awake space paused to free a slot
  * (event), and a create waiting for one (Ready False). */
 #define SK_REASON_EVICTED "Evicted"

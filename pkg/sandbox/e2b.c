@@ -105,6 +105,10 @@ sk_e2b_create_seconds(sk_provider *p, const sk_create_request *req, long timeout
 	json_object_set_new(body, "metadata", sk_kvlist_to_json(req->metadata));
 	json_object_set_new(body, "envVars", sk_kvlist_to_json(req->env));
 	sk_e2b_network_create(body, req->network);
+	if (req->volume_name != NULL && req->volume_mount != NULL)
+		json_object_set_new(body, "volumeMounts",
+		        json_pack("[{s:s,s:s}]", "name", req->volume_name, "path",
+		                req->volume_mount));
 	if (sk_json_dump_body(body, &text) != SK_OK)
 		return sk_error_set(err, SK_ENOMEM, "encoding the create request");
 	r.body = text;
@@ -566,4 +570,6 @@ const sk_provider_ops sk_provider_e2b = {
 	.write_file = sk_envd_write_file,
 	.list_processes = sk_envd_list_processes,
 	.set_network = sk_e2b_set_network,
+	.ensure_volume = sk_e2b_ensure_volume,
+	.delete_volume = sk_e2b_delete_volume,
 };

@@ -283,7 +283,8 @@ sk_sandbox_http_endpoint(const char *method, const char *path_or_url, char *out,
 		endpoint_segment(&b, p + 1, n, after_sandbox);
 		after_sandbox = (n == 9 && strncmp(p + 1, "sandboxes", 9) == 0) ||
 		        (n == 7 && strncmp(p + 1, "sandbox", 7) == 0) ||
-		        (n == 7 && strncmp(p + 1, "toolbox", 7) == 0);
+		        (n == 7 && strncmp(p + 1, "toolbox", 7) == 0) ||
+		        (n == 7 && strncmp(p + 1, "volumes", 7) == 0);
 		p += 1 + n;
 	}
 	if (b.len == strlen(method ? method : "GET") + 1)

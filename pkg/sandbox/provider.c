@@ -273,6 +273,31 @@ sk_sandbox_network_live(const sk_provider *p)
 }
 
 int
+sk_sandbox_ensure_volume(sk_provider *p, const char *name, char **id, sk_error *err)
+{
+	*id = NULL;
+	if (p->ops->ensure_volume == NULL)
+		return sk_error_set(
+		        err, SK_ENOTSUPPORTED, "provider type %s has no volumes", p->ops->name);
+	return p->ops->ensure_volume(p, name, id, err);
+}
+
+int
+sk_sandbox_delete_volume(sk_provider *p, const char *name, sk_error *err)
+{
+	if (p->ops->delete_volume == NULL)
+		return sk_error_set(
+		        err, SK_ENOTSUPPORTED, "provider type %s has no volumes", p->ops->name);
+	return p->ops->delete_volume(p, name, err);
+}
+
+bool
+sk_sandbox_has_volumes(const sk_provider *p)
+{
+	return p->ops->ensure_volume != NULL;
+}
+
+int
 sk_sandbox_probe_health(
         sk_provider *p, const sk_sandbox *sb, sk_health *health, int *http_status, sk_error *err)
 {

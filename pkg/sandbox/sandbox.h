@@ -88,6 +88,12 @@ typedef struct sk_provider_ops {
 	 * optional: NULL answers SK_ENOTSUPPORTED, the policy then changes by
 	 * migration). */
 	int (*set_network)(sk_provider *p, const char *id, const sk_network *n, sk_error *err);
+	/* A volume by name, made when missing (E2B team volumes; optional: NULL
+	 * answers SK_ENOTSUPPORTED, a space then runs without its volume). *id
+	 * is the provider's ID, the caller frees it. */
+	int (*ensure_volume)(sk_provider *p, const char *name, char **id, sk_error *err);
+	/* Deletes the volume of that name; none of that name counts as success. */
+	int (*delete_volume)(sk_provider *p, const char *name, sk_error *err);
 } sk_provider_ops;
 
 extern const sk_provider_ops sk_provider_e2b;
@@ -121,7 +127,7 @@ void sk_provider_set_observer(sk_provider *p, sk_provider_observer_fn fn, void *
 typedef bool (*sk_provider_abort_fn)(void *payload);
 void sk_provider_set_abort(sk_provider *p, sk_provider_abort_fn fn, void *payload);
 /* A request's endpoint with a bounded set of values: "METHOD /path" without
- * the scheme, host and query, the segment after "sandboxes"/"sandbox"/"toolbox"
+ * the scheme, host and query, the segment after "sandboxes"/"sandbox"/"toolbox"/"volumes"
  * written ":id" and numeric segments ":n" ("POST /sandboxes/:id/pause",
  * "GET /toolbox/:id/files/download"). */
 void sk_sandbox_http_endpoint(const char *method, const char *path_or_url, char *out, size_t len);
@@ -140,6 +146,10 @@ int sk_sandbox_set_timeout(sk_provider *p, const char *id, int64_t timeout_ms, s
 int sk_sandbox_set_network(sk_provider *p, const char *id, const sk_network *n, sk_error *err);
 /* Whether the provider changes a live sandbox's network policy. */
 bool sk_sandbox_network_live(const sk_provider *p);
+/* ops->ensure_volume and ->delete_volume, SK_ENOTSUPPORTED without them. */
+int sk_sandbox_ensure_volume(sk_provider *p, const char *name, char **id, sk_error *err);
+int sk_sandbox_delete_volume(sk_provider *p, const char *name, sk_error *err);
+bool sk_sandbox_has_volumes(const sk_provider *p);
 int sk_sandbox_probe_health(
         sk_provider *p, const sk_sandbox *sb, sk_health *health, int *http_status, sk_error *err);
 /* The envd base URL of a sandbox (no trailing slash): https://49983-ID.DOMAIN,

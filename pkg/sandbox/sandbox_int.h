@@ -195,6 +195,9 @@ bool sk_sandbox_id_valid(const char *id);
 void sk_e2b_network_create(json_t *body, const sk_network *n);
 void sk_e2b_network_decode(const json_t *j, sk_sandbox *out);
 int sk_e2b_set_network(sk_provider *p, const char *id, const sk_network *n, sk_error *err);
+/* volume.c: E2B's team volumes (GET/POST /volumes, DELETE /volumes/{id}). */
+int sk_e2b_ensure_volume(sk_provider *p, const char *name, char **id, sk_error *err);
+int sk_e2b_delete_volume(sk_provider *p, const char *name, sk_error *err);
 int sk_daytona_network_create(json_t *body, const sk_network *n, sk_error *err);
 void sk_daytona_network_decode(const json_t *j, sk_sandbox *out);
 

@@ -181,7 +181,8 @@ class World:
                               timeout=120)
 
     def apply(self, name: str, user: Optional[str] = None, **spec: Any) -> str:
-        """A UserSpace; spec keys: idle ("15m"), remediation, mode, unhealthy_after."""
+        """A UserSpace; spec keys: idle ("15m"), remediation, mode, unhealthy_after,
+        volume (spec.storage.volume as YAML flow, "{deletionPolicy: Delete}")."""
         lines = [
             "apiVersion: spacekeeper.dev/v1alpha1", "kind: UserSpace",
             f"metadata:\n  name: {name}", "spec:", f"  userID: {user or name}",
@@ -197,6 +198,8 @@ class World:
             health.append(f"unhealthyAfter: {spec['unhealthy_after']}")
         if health:
             lines.append("  health: {" + ", ".join(health) + "}")
+        if "volume" in spec:
+            lines.append(f"  storage: {{volume: {spec['volume']}}}")
         self.spacectl("apply", "-f", "-", stdin="\n".join(lines) + "\n")
         return user or name
 
@@ -228,6 +231,10 @@ class World:
 
     def sim_clear_faults(self) -> None:
         self.sim_call("DELETE", "/_sim/faults")
+
+    def sim_volumes(self) -> List[Dict[str, Any]]:
+        """The simulator's team volumes (GET /volumes, as the provider answers it)."""
+        return self.sim_call("GET", "/volumes", headers={"X-API-Key": PROVIDER_KEY})
 
     def sim_sandbox(self, sandbox_id: str) -> Optional[Dict[str, Any]]:
         for s in self.sim_call("GET", "/_sim/sandboxes"):

@@ -6,7 +6,11 @@
 // process API: create envs, per-command envs, exit codes, and the env lost on
 // resume until envd POST /init re-asserts it; and sandbox.files: write (one
 // and several, multipart), read (text, bytes), list (depth, types, symlink
-// target, mode), makeDir, exists, getInfo, kept across pause/resume. Prints "e2b-sdk: N passed, M failed".
+// target, mode), makeDir, exists, getInfo, kept across pause/resume; team
+// volumes (Volume.create/list/getInfo/destroy, volumeMounts at create, files
+// kept across sandboxes), persistent snapshots (createSnapshot, listSnapshots
+// pages, a create from one, deleteSnapshot), fork and getMetrics. Prints
+// "e2b-sdk: N passed, M failed".
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
@@ -16,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const require = createRequire(path.join(root, '.deps', 'node', 'package.json'));
-const { Sandbox, SandboxNotFoundError, NotFoundError, CommandExitError } = require('e2b');
+const { Sandbox, SandboxNotFoundError, NotFoundError, CommandExitError, Volume } = require('e2b');
 
 const binDir = path.resolve(root, process.env.SK_BIN_DIR || 'bin');
 let sim = null;
@@ -313,9 +317,109 @@ async function commands(base) {
   });
 }
 
+async function allPages(pager) {
+  const pages = [];
+  while (pager.hasNext) pages.push(await pager.nextItems());
+  return pages;
+}
+
+// Volumes, snapshots and fork as the pinned SDK calls them.
+async function storage() {
+  const tag = `st${process.pid}`;
+  let volume, first;
+
+  await check('Volume.create, list, getInfo', async () => {
+    volume = await Volume.create(`${tag}-home`);
+    assert.match(volume.volumeId, /^vol[a-z0-9]+$/);
+    assert.equal(volume.name, `${tag}-home`);
+    assert.equal(volume.token.length, 32);
+    const listed = await Volume.list();
+    assert.deepEqual(listed.filter((v) => v.name === volume.name), [{ volumeId: volume.volumeId, name: volume.name }]);
+    const info = await Volume.getInfo(volume.volumeId);
+    assert.equal(info.name, volume.name);
+    await assert.rejects(Volume.getInfo('volnotthere'), (e) => e.name === 'VolumeNotFoundError');
+  });
+
+  await check('volumeMounts: files under the mount outlive the sandbox that wrote them', async () => {
+    first = await Sandbox.create('base', { volumeMounts: { '/home/user/data': volume } });
+    const info = await Sandbox.getInfo(first.sandboxId);
+    assert.deepEqual(info.volumeMounts, [{ name: volume.name, path: '/home/user/data' }]);
+    await first.files.write('/home/user/data/notes.md', 'kept on the volume\n');
+    await first.files.write('/home/user/outside.txt', 'not on it\n');
+    assert.equal(await first.kill(), true);
+    const second = await Sandbox.create('base', { volumeMounts: { '/mnt/v': volume.name } });
+    assert.equal(await second.files.read('/mnt/v/notes.md'), 'kept on the volume\n');
+    assert.equal(await second.files.exists('/home/user/outside.txt'), false);
+    await second.kill();
+  });
+
+  await check('createSnapshot, listSnapshots pages, a create from one, deleteSnapshot', async () => {
+    const src = await Sandbox.create('base');
+    await src.files.write('/home/user/state.txt', 'snapshotted\n');
+    const unnamed = await src.createSnapshot();
+    assert.match(unnamed.snapshotId, /:default$/);
+    assert.deepEqual(unnamed.names, []);
+    const named = await Sandbox.createSnapshot(src.sandboxId, { name: `${tag}-snap` });
+    assert.equal(named.snapshotId, `sim-team/${tag}-snap:default`);
+    assert.deepEqual(named.names, [named.snapshotId]);
+    const pages = await allPages(src.listSnapshots({ limit: 1 }));
+    assert.deepEqual(pages.map((p) => p.length), [1, 1]);
+    assert.deepEqual(pages.flat().map((x) => x.snapshotId).sort(), [unnamed.snapshotId, named.snapshotId].sort());
+    const byName = await allPages(Sandbox.listSnapshots({ name: `${tag}-snap` }));
+    assert.deepEqual(byName.flat().map((x) => x.snapshotId), [named.snapshotId]);
+    assert.equal(await src.kill(), true);
+    const restored = await Sandbox.create(named.snapshotId);
+    assert.equal(await restored.files.read('/home/user/state.txt'), 'snapshotted\n');
+    await restored.kill();
+    assert.equal(await Sandbox.deleteSnapshot(unnamed.snapshotId), true);
+    assert.equal(await Sandbox.deleteSnapshot(unnamed.snapshotId), false);
+    assert.equal(await Sandbox.deleteSnapshot(named.snapshotId), true);
+  });
+
+  await check('fork: count sandboxes with the files, the source untouched', async () => {
+    const src = await Sandbox.create('base', { timeoutMs: 120_000 });
+    await src.files.write('/home/user/try.txt', 'before\n');
+    const before = (await Sandbox.getInfo(src.sandboxId)).endAt.getTime();
+    const forks = await src.fork({ count: 2, timeoutMs: 30_000 });
+    assert.equal(forks.length, 2);
+    for (const f of forks) {
+      assert.ok(f instanceof Sandbox, String(f));
+      assert.equal(await f.files.read('/home/user/try.txt'), 'before\n');
+    }
+    await forks[0].files.write('/home/user/try.txt', 'changed in a fork\n');
+    assert.equal(await src.files.read('/home/user/try.txt'), 'before\n');
+    assert.equal((await Sandbox.getInfo(src.sandboxId)).endAt.getTime(), before);
+    const ttl = await Sandbox.getInfo(forks[1].sandboxId);
+    assert.equal(ttl.endAt - ttl.startedAt, 30_000);
+    await assert.rejects(Sandbox.fork('inotthere000000000000'), SandboxNotFoundError);
+    for (const f of [src, ...forks]) await f.kill();
+  });
+
+  await check('getMetrics of a running sandbox', async () => {
+    const sb = await Sandbox.create('base');
+    const metrics = await sb.getMetrics();
+    assert.equal(metrics.length, 1);
+    assert.equal(metrics[0].cpuCount, 2);
+    assert.equal(metrics[0].memTotal, 512 * 1024 * 1024);
+    await sb.kill();
+  });
+
+  await check('onTimeout pause without memory (autoPauseMemory false)', async () => {
+    const sb = await Sandbox.create('base', { lifecycle: { onTimeout: { action: 'pause', keepMemory: false } } });
+    assert.equal((await Sandbox.getInfo(sb.sandboxId)).lifecycle?.onTimeout, 'pause');
+    await sb.kill();
+  });
+
+  await check('Volume.destroy', async () => {
+    assert.equal(await Volume.destroy(volume.volumeId), true);
+    assert.equal(await Volume.destroy(volume.volumeId), false);
+  });
+}
+
 let code = 0;
 try {
   await main();
+  await storage();
 } catch (err) {
   results.failed++;
   console.log(`FAIL setup\n     ${err && err.stack ? err.stack : err}`);

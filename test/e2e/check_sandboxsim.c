@@ -285,7 +285,7 @@ START_TEST(test_api_key)
 	assert_error(req_h("GET", "/v2/sandboxes", NULL, badfmt), 401);
 	ck_assert_int_eq(req_h("GET", "/v2/sandboxes", NULL, wrong)->status, 200);
 	ck_assert_int_eq(req_h("GET", "/_sim/stats", NULL, nokey)->status, 200);
-	ck_assert_int_eq(req_h("GET", "/health", NULL, nokey)->status, 200);
+	ck_assert_int_eq(req_h("GET", "/health", NULL, nokey)->status, 204);
 	teardown();
 	setup();
 	start_sim(args);
@@ -489,9 +489,10 @@ START_TEST(test_data_plane)
 	ck_assert_int_eq(health_host("iunknown"), 502);
 	ck_assert_int_eq(reqf("POST", NULL, "/sandboxes/%s/pause", id)->status, 204);
 	ck_assert_int_eq(health(id, "49983"), 502);
-	/* the API's own health check */
+	/* the API's own health check: 204 without a body, as E2B's document says */
 	r = req("GET", "/health", NULL);
-	ck_assert_int_eq(r->status, 200);
+	ck_assert_int_eq(r->status, 204);
+	ck_assert_str_eq(r->body, "");
 	/* autoResume: traffic resumes a paused sandbox */
 	id = create(
 	        "{\"templateID\":\"base\",\"autoPause\":true,\"autoResume\":{\"enabled\":true}}");
@@ -1719,6 +1720,352 @@ START_TEST(test_network_daytona)
 }
 END_TEST
 
+/* ---- E2B volumes, snapshots, fork, metrics ---- */
+
+/* The sandbox ID of a create with these volumeMounts (a JSON array). */
+static const char *
+create_mounted(const char *mounts)
+{
+	char body[512];
+
+	snprintf(body, sizeof(body), "{\"templateID\":\"base\",\"volumeMounts\":%s}", mounts);
+	return create(body);
+}
+
+/* Team volumes: the shapes and codes of /volumes, and files written under the
+ * mount path in one sandbox seen by a later one, also after the first is
+ * killed, and by one running beside it; files outside a mount stay private. */
+START_TEST(test_volumes)
+{
+	const char *a, *b, *c, *vid;
+	json_t *m;
+	resp *r;
+	char vol[64];
+
+	start_sim(NULL);
+	r = req("GET", "/volumes", NULL);
+	ck_assert_int_eq(r->status, 200);
+	ck_assert_int_eq(json_array_size(r->json), 0);
+	assert_error(req("POST", "/volumes", "{}"), 400);
+	assert_error(req("POST", "/volumes", "{\"name\":\"not a name!\"}"), 400);
+	assert_error(req("POST", "/volumes", NULL), 400);
+	r = req("POST", "/volumes", "{\"name\":\"alice-home\"}");
+	ck_assert_int_eq(r->status, 201);
+	ck_assert_str_eq(jstr(r, "name"), "alice-home");
+	ck_assert_int_eq(strlen(jstr(r, "token")), 32);
+	vid = jstr(r, "volumeID");
+	assert_error(req("POST", "/volumes", "{\"name\":\"alice-home\"}"), 400);
+	r = req("GET", "/volumes", NULL);
+	ck_assert_int_eq(json_array_size(r->json), 1);
+	m = json_array_get(r->json, 0);
+	ck_assert_str_eq(json_string_value(json_object_get(m, "volumeID")), vid);
+	ck_assert_ptr_null(json_object_get(m, "token")); /* Volume, not VolumeAndToken */
+	r = reqf("GET", NULL, "/volumes/%s", vid);
+	ck_assert_int_eq(r->status, 200);
+	ck_assert_str_eq(jstr(r, "name"), "alice-home");
+	ck_assert_int_eq(strlen(jstr(r, "token")), 32);
+	assert_error(req("GET", "/volumes/volnotthere", NULL), 404);
+	/* mounts at create: bad entries are 400s */
+	assert_error(req("POST", "/sandboxes",
+	                     "{\"templateID\":\"base\",\"volumeMounts\":[{\"name\":\"nobody\","
+	                     "\"path\":\"/data\"}]}"),
+	        400);
+	assert_error(req("POST", "/sandboxes",
+	                     "{\"templateID\":\"base\",\"volumeMounts\":[{\"name\":\"alice-home\","
+	                     "\"path\":\"data\"}]}"),
+	        400);
+	assert_error(
+	        req("POST", "/sandboxes",
+	                "{\"templateID\":\"base\",\"volumeMounts\":[{\"name\":\"alice-home\"}]}"),
+	        400);
+	assert_error(
+	        req("POST", "/sandboxes",
+	                "{\"templateID\":\"base\",\"volumeMounts\":{\"name\":\"alice-home\"}}"),
+	        400);
+	a = create_mounted("[{\"name\":\"alice-home\",\"path\":\"/home/user/data\"}]");
+	r = reqf("GET", NULL, "/sandboxes/%s", a);
+	m = json_array_get(json_object_get(r->json, "volumeMounts"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(m, "name")), "alice-home");
+	ck_assert_str_eq(json_string_value(json_object_get(m, "path")), "/home/user/data");
+	fill(a, "data/kept.txt", 0, 1);
+	fill(a, "private.txt", 0, 1);
+	b = create_mounted("[{\"name\":\"alice-home\",\"path\":\"/mnt/v\"}]");
+	ck_assert_int_eq(file_size(b, "/mnt/v/kept.txt"), 0);
+	ck_assert_int_eq(reqf("DELETE", NULL, "/sandboxes/%s", a)->status, 204);
+	fill(b, "/mnt/v/sub/later.txt", 0, 2);
+	c = create_mounted("[{\"name\":\"alice-home\",\"path\":\"/home/user/data\"}]");
+	ck_assert_int_eq(file_size(c, "data/kept.txt"), 0);
+	ck_assert_int_eq(file_size(c, "data/sub/later.txt"), 0);
+	ck_assert_int_eq(file_size(c, "private.txt"), -404);
+	/* beside each other: c's write reaches b at its next request */
+	fill(c, "data/from-c.txt", 0, 3);
+	ck_assert_int_eq(file_size(b, "/mnt/v/from-c.txt"), 0);
+	/* a pause and resume keep the mount's files; a sandbox without it has none */
+	pause_resume(c);
+	ck_assert_int_eq(file_size(c, "data/kept.txt"), 0);
+	ck_assert_int_eq(file_size(create("{\"templateID\":\"base\"}"), "data/kept.txt"), -404);
+	/* listed sandboxes carry their mounts too */
+	r = req("GET", "/v2/sandboxes", NULL);
+	ck_assert_int_eq(
+	        json_array_size(json_object_get(json_array_get(r->json, 0), "volumeMounts")) +
+	                json_array_size(
+	                        json_object_get(json_array_get(r->json, 1), "volumeMounts")) +
+	                json_array_size(
+	                        json_object_get(json_array_get(r->json, 2), "volumeMounts")),
+	        2);
+	snprintf(vol, sizeof(vol), "%s", vid);
+	ck_assert_int_eq(reqf("DELETE", NULL, "/volumes/%s", vol)->status, 204);
+	assert_error(reqf("DELETE", NULL, "/volumes/%s", vol), 404);
+	assert_error(reqf("GET", NULL, "/volumes/%s", vol), 404);
+	/* the name is free again */
+	ck_assert_int_eq(req("POST", "/volumes", "{\"name\":\"alice-home\"}")->status, 201);
+}
+END_TEST
+
+/* The number of snapshots GET /snapshots{query} lists. */
+static int
+snapshot_count(const char *query)
+{
+	char path[256];
+	resp *r;
+
+	snprintf(path, sizeof(path), "/snapshots%s", query);
+	r = req("GET", path, NULL);
+	ck_assert_int_eq(r->status, 200);
+	return (int)json_array_size(r->json);
+}
+
+/* Persistent snapshots: create (named or not) -> SnapshotInfo, list with
+ * filters and X-Next-Token pages, a create from one gets its files and not
+ * the volume's, they outlive their sandbox, a name reused is a new build of
+ * the same snapshot, and DELETE /templates/{id} removes one. */
+START_TEST(test_snapshots)
+{
+	const char *id, *other, *from;
+	char unnamed[128], path[640];
+	resp *r;
+
+	start_sim(NULL);
+	ck_assert_int_eq(req("POST", "/volumes", "{\"name\":\"v\"}")->status, 201);
+	id = create_mounted("[{\"name\":\"v\",\"path\":\"/home/user/vol\"}]");
+	fill(id, "notes.txt", 0, 1);
+	fill(id, "vol/on-volume.txt", 0, 1);
+	r = reqf("POST", "{}", "/sandboxes/%s/snapshots", id);
+	ck_assert_int_eq(r->status, 201);
+	snprintf(unnamed, sizeof(unnamed), "%s", jstr(r, "snapshotID"));
+	ck_assert_ptr_nonnull(strstr(unnamed, ":default"));
+	ck_assert_int_eq(json_array_size(json_object_get(r->json, "names")), 0);
+	r = reqf("POST", "{\"name\":\"before-upgrade\"}", "/sandboxes/%s/snapshots", id);
+	ck_assert_int_eq(r->status, 201);
+	ck_assert_str_eq(jstr(r, "snapshotID"), "sim-team/before-upgrade:default");
+	ck_assert_str_eq(json_string_value(json_array_get(json_object_get(r->json, "names"), 0)),
+	        "sim-team/before-upgrade:default");
+	assert_error(reqf("POST", "{\"name\":\"no spaces\"}", "/sandboxes/%s/snapshots", id), 400);
+	assert_error(reqf("POST", NULL, "/sandboxes/%s/snapshots", id), 400);
+	assert_error(req("POST", "/sandboxes/inotthere000000000000/snapshots", "{}"), 404);
+	other = create("{\"templateID\":\"base\"}");
+	ck_assert_int_eq(reqf("POST", NULL, "/sandboxes/%s/pause", other)->status, 204);
+	ck_assert_int_eq(reqf("POST", "{}", "/sandboxes/%s/snapshots", other)->status, 201);
+	/* list, filters and pages */
+	ck_assert_int_eq(snapshot_count(""), 3);
+	snprintf(path, sizeof(path), "?sandboxID=%s", id);
+	ck_assert_int_eq(snapshot_count(path), 2);
+	ck_assert_int_eq(snapshot_count("?name=before-upgrade"), 1);
+	ck_assert_int_eq(snapshot_count("?name=sim-team/before-upgrade"), 1);
+	ck_assert_int_eq(snapshot_count("?sandboxID=inotthere"), 0);
+	r = req("GET", "/snapshots?limit=2", NULL);
+	ck_assert_int_eq(json_array_size(r->json), 2);
+	ck_assert_str_ne(r->next_token, "");
+	snprintf(path, sizeof(path), "/snapshots?limit=2&nextToken=%s", r->next_token);
+	r = req("GET", path, NULL);
+	ck_assert_int_eq(json_array_size(r->json), 1);
+	ck_assert_str_eq(r->next_token, "");
+	assert_error(req("GET", "/snapshots?limit=0", NULL), 400);
+	assert_error(req("GET", "/snapshots?limit=101", NULL), 400);
+	assert_error(req("GET", "/snapshots?nextToken=zz", NULL), 400);
+	/* they outlive the sandbox; a create from one gets its files, not the volume's */
+	ck_assert_int_eq(reqf("DELETE", NULL, "/sandboxes/%s", id)->status, 204);
+	ck_assert_int_eq(snapshot_count(""), 3);
+	snprintf(path, sizeof(path), "{\"templateID\":\"%s\"}", unnamed);
+	from = create(path);
+	ck_assert_int_eq(file_size(from, "notes.txt"), 0);
+	ck_assert_int_eq(file_size(from, "vol/on-volume.txt"), -404);
+	from = create("{\"templateID\":\"before-upgrade\"}");
+	ck_assert_int_eq(file_size(from, "notes.txt"), 0);
+	ck_assert_int_eq(file_size(create("{\"templateID\":\"base\"}"), "notes.txt"), -404);
+	/* the same name again: a new build of that snapshot, not a second one */
+	fill(from, "after.txt", 0, 1);
+	r = reqf("POST", "{\"name\":\"before-upgrade\"}", "/sandboxes/%s/snapshots", from);
+	ck_assert_str_eq(jstr(r, "snapshotID"), "sim-team/before-upgrade:default");
+	ck_assert_int_eq(snapshot_count(""), 3);
+	from = create("{\"templateID\":\"sim-team/before-upgrade:default\"}");
+	ck_assert_int_eq(file_size(from, "after.txt"), 0);
+	/* DELETE /templates/{snapshotID}: what the SDK's deleteSnapshot calls */
+	snprintf(path, sizeof(path), "/templates/%s", unnamed);
+	ck_assert_int_eq(req("DELETE", path, NULL)->status, 204);
+	assert_error(req("DELETE", path, NULL), 404);
+	ck_assert_int_eq(
+	        req("DELETE", "/templates/sim-team%2Fbefore-upgrade:default", NULL)->status, 204);
+	ck_assert_int_eq(snapshot_count(""), 1);
+}
+END_TEST
+
+/* Fork: 201 with one SandboxForkResult per fork, each running from a copy
+ * of the source's files with its own timeout; the source keeps running with
+ * its deadline; a cap refuses a fork in its entry, not the whole call. */
+START_TEST(test_fork)
+{
+	const char *src, *f1, *f2;
+	char end_before[64];
+	json_t *one;
+	resp *r;
+
+	start_sim(NULL);
+	src = create("{\"templateID\":\"base\",\"timeout\":300}");
+	fill(src, "work.txt", 0, 1);
+	snprintf(end_before, sizeof(end_before), "%s",
+	        jstr(reqf("GET", NULL, "/sandboxes/%s", src), "endAt"));
+	r = reqf("POST", "{\"count\":2,\"timeout\":30}", "/sandboxes/%s/fork", src);
+	ck_assert_int_eq(r->status, 201);
+	ck_assert_int_eq(json_array_size(r->json), 2);
+	one = json_object_get(json_array_get(r->json, 0), "sandbox");
+	f1 = sk_strdup(json_string_value(json_object_get(one, "sandboxID")));
+	ck_assert_str_eq(json_string_value(json_object_get(one, "templateID")), "base");
+	ck_assert_str_eq(json_string_value(json_object_get(one, "envdVersion")), "0.6.13");
+	f2 = sk_strdup(json_string_value(json_object_get(
+	        json_object_get(json_array_get(r->json, 1), "sandbox"), "sandboxID")));
+	ck_assert_str_ne(f1, f2);
+	ck_assert_str_ne(f1, src);
+	r = reqf("GET", NULL, "/sandboxes/%s", f1);
+	ck_assert_str_eq(jstr(r, "state"), "running");
+	ck_assert_int_eq(jtime(r->json, "endAt") - jtime(r->json, "startedAt"), 30000);
+	ck_assert_int_eq(file_size(f1, "work.txt"), 0);
+	ck_assert_int_eq(file_size(f2, "work.txt"), 0);
+	fill(f1, "only-f1.txt", 0, 1);
+	ck_assert_int_eq(file_size(src, "only-f1.txt"), -404);
+	ck_assert_int_eq(file_size(f2, "only-f1.txt"), -404);
+	r = reqf("GET", NULL, "/sandboxes/%s", src);
+	ck_assert_str_eq(jstr(r, "state"), "running");
+	ck_assert_str_eq(jstr(r, "endAt"), end_before);
+	/* defaults: one fork of 15 s, with or without a body */
+	r = reqf("POST", NULL, "/sandboxes/%s/fork", src);
+	ck_assert_int_eq(r->status, 201);
+	ck_assert_int_eq(json_array_size(r->json), 1);
+	/* errors before any fork */
+	assert_error(reqf("POST", "{\"count\":0}", "/sandboxes/%s/fork", src), 400);
+	assert_error(reqf("POST", "{\"count\":21}", "/sandboxes/%s/fork", src), 400);
+	assert_error(reqf("POST", "{\"count\":\"2\"}", "/sandboxes/%s/fork", src), 400);
+	assert_error(reqf("POST", "{\"timeout\":0}", "/sandboxes/%s/fork", src), 400);
+	assert_error(req("POST", "/sandboxes/inotthere000000000000/fork", "{}"), 404);
+	ck_assert_int_eq(reqf("POST", NULL, "/sandboxes/%s/pause", f2)->status, 204);
+	assert_error(reqf("POST", "{}", "/sandboxes/%s/fork", f2), 409);
+	/* 3 running (src, f1, the default fork): a cap of 4 lets one of two through */
+	ck_assert_int_eq(
+	        req("POST", "/_sim/faults", "{\"caps\":{\"max_running\":4}}")->status, 200);
+	r = reqf("POST", "{\"count\":2}", "/sandboxes/%s/fork", src);
+	ck_assert_int_eq(r->status, 201);
+	ck_assert_ptr_nonnull(json_object_get(json_array_get(r->json, 0), "sandbox"));
+	one = json_object_get(json_array_get(r->json, 1), "error");
+	ck_assert_int_eq(json_integer_value(json_object_get(one, "code")), 429);
+	ck_assert_ptr_null(json_object_get(json_array_get(r->json, 1), "sandbox"));
+	free((char *)f1);
+	free((char *)f2);
+}
+END_TEST
+
+/* GET /sandboxes/metrics and /sandboxes/{id}/metrics (SandboxMetric), and a
+ * POST /sandboxes/{id}/timeout without a body (the default 15 s). */
+START_TEST(test_metrics_and_timeout)
+{
+	static const char *const keys[] = { "timestamp", "timestampUnix", "cpuCount", "cpuUsedPct",
+		"memUsed", "memTotal", "memCache", "diskUsed", "diskTotal", NULL };
+	const char *a, *b;
+	char path[256];
+	json_t *m;
+	resp *r;
+
+	start_sim(NULL);
+	a = create("{\"templateID\":\"base\",\"timeout\":600}");
+	b = create("{\"templateID\":\"base\"}");
+	fill(a, "ten.bin", 10, 1);
+	assert_error(req("GET", "/sandboxes/metrics", NULL), 400);
+	snprintf(path, sizeof(path), "/sandboxes/metrics?sandbox_ids=%s,%s,inotthere", a, b);
+	r = req("GET", path, NULL);
+	ck_assert_int_eq(r->status, 200);
+	ck_assert_int_eq(json_object_size(json_object_get(r->json, "sandboxes")), 2);
+	m = json_object_get(json_object_get(r->json, "sandboxes"), a);
+	for (int i = 0; keys[i]; i++)
+		ck_assert_msg(json_object_get(m, keys[i]), "metric lacks %s", keys[i]);
+	ck_assert_int_eq(json_integer_value(json_object_get(m, "diskUsed")), 10);
+	ck_assert_int_eq(json_integer_value(json_object_get(m, "memTotal")), 512 << 20);
+	r = reqf("GET", NULL, "/sandboxes/%s/metrics", a);
+	ck_assert_int_eq(r->status, 200);
+	ck_assert_int_eq(json_array_size(r->json), 1);
+	ck_assert_int_eq(
+	        json_integer_value(json_object_get(json_array_get(r->json, 0), "cpuCount")), 2);
+	assert_error(reqf("GET", NULL, "/sandboxes/%s/metrics?start=abc", a), 400);
+	assert_error(reqf("GET", NULL, "/sandboxes/%s/metrics?start=20&end=10", a), 400);
+	assert_error(req("GET", "/sandboxes/inotthere000000000000/metrics", NULL), 404);
+	ck_assert_int_eq(reqf("POST", NULL, "/sandboxes/%s/pause", b)->status, 204);
+	ck_assert_int_eq(json_array_size(reqf("GET", NULL, "/sandboxes/%s/metrics", b)->json), 0);
+	/* timeout: no body is the default 15 s; a body must carry timeout */
+	ck_assert_int_eq(reqf("POST", NULL, "/sandboxes/%s/timeout", a)->status, 204);
+	r = reqf("GET", NULL, "/sandboxes/%s", a);
+	ck_assert_int_le(jtime(r->json, "endAt") - sk_now_ms(), 15000);
+	ck_assert_int_gt(jtime(r->json, "endAt") - sk_now_ms(), 5000);
+	assert_error(reqf("POST", "{}", "/sandboxes/%s/timeout", a), 400);
+}
+END_TEST
+
+/* autoPauseMemory false: the auto-pause keeps the files only, so the resume
+ * is a cold boot and what envd /init set is gone; files stay. A pause with
+ * {"memory": false} and a connect with {"memory": false} do the same; a
+ * default pause keeps /init's env (test_envd_init_survives_resume). */
+START_TEST(test_auto_pause_memory)
+{
+	const char *id;
+	int64_t deadline;
+
+	start_sim(NULL);
+	id = create("{\"templateID\":\"base\",\"timeout\":1,\"autoPause\":true,"
+	            "\"autoPauseMemory\":false}");
+	ck_assert_int_eq(
+	        envd("POST", "/init", "{\"envVars\":{\"SET\":\"1\"}}", id, NULL)->status, 204);
+	fill(id, "kept.txt", 0, 1);
+	deadline = sk_now_ms() + 20000;
+	while (strcmp(jstr(reqf("GET", NULL, "/sandboxes/%s", id), "state"), "paused") != 0) {
+		ck_assert_msg(sk_now_ms() < deadline, "never auto-paused");
+		usleep(50 * 1000);
+	}
+	ck_assert_int_eq(
+	        reqf("POST", "{\"timeout\":60}", "/sandboxes/%s/connect", id)->status, 201);
+	ck_assert_ptr_null(env_of(id, "SET"));
+	ck_assert_int_eq(file_size(id, "kept.txt"), 0);
+	/* an explicit pause without memory */
+	ck_assert_int_eq(
+	        envd("POST", "/init", "{\"envVars\":{\"SET\":\"2\"}}", id, NULL)->status, 204);
+	ck_assert_int_eq(
+	        reqf("POST", "{\"memory\":false}", "/sandboxes/%s/pause", id)->status, 204);
+	ck_assert_int_eq(
+	        reqf("POST", "{\"timeout\":60}", "/sandboxes/%s/connect", id)->status, 201);
+	ck_assert_ptr_null(env_of(id, "SET"));
+	/* a pause with memory, resumed by a connect that asks for a reboot */
+	ck_assert_int_eq(
+	        envd("POST", "/init", "{\"envVars\":{\"SET\":\"3\"}}", id, NULL)->status, 204);
+	ck_assert_int_eq(reqf("POST", NULL, "/sandboxes/%s/pause", id)->status, 204);
+	ck_assert_int_eq(
+	        reqf("POST", "{\"timeout\":60,\"memory\":false}", "/v2/sandboxes/%s/connect", id)
+	                ->status,
+	        201);
+	ck_assert_ptr_null(env_of(id, "SET"));
+	/* and with memory all along, /init's env stays */
+	ck_assert_int_eq(
+	        envd("POST", "/init", "{\"envVars\":{\"SET\":\"4\"}}", id, NULL)->status, 204);
+	pause_resume(id);
+	ck_assert_str_eq(env_of(id, "SET"), "4");
+}
+END_TEST
+
 Suite *
 sk_suite_sandboxsim(void)
 {
@@ -1741,6 +2088,11 @@ sk_suite_sandboxsim(void)
 	tcase_add_test(e2b, test_data_plane);
 	tcase_add_test(e2b, test_envd_process);
 	tcase_add_test(e2b, test_envd_init_survives_resume);
+	tcase_add_test(e2b, test_volumes);
+	tcase_add_test(e2b, test_snapshots);
+	tcase_add_test(e2b, test_fork);
+	tcase_add_test(e2b, test_metrics_and_timeout);
+	tcase_add_test(e2b, test_auto_pause_memory);
 	tcase_add_test(flavors, test_sleep_e2b_absolute_deadline);
 	tcase_add_test(flavors, test_sleep_cube_sliding_window);
 	tcase_add_test(flavors, test_sleep_daytona_auto_stop);

@@ -1263,6 +1263,48 @@ START_TEST(sim_lifecycle)
 }
 END_TEST
 
+/* Volumes by name (spec.storage.volume): E2B makes one once and finds it
+ * after; a delete of none is done; CubeSandbox and Daytona have none. */
+START_TEST(sim_volumes)
+{
+	sk_provider_type type = all_types[_i];
+	sk_provider *p;
+	char *id = NULL, *again = NULL;
+	sk_error err;
+
+	sim_up(_i);
+	p = client(type, sim_url, 5000);
+	sk_error_clear(&err);
+	if (type != SK_PROVIDER_E2B) {
+		ck_assert(!sk_sandbox_has_volumes(p));
+		ck_assert_int_eq(
+		        sk_sandbox_ensure_volume(p, "sk-alice", &id, &err), SK_ENOTSUPPORTED);
+		ck_assert_ptr_null(id);
+		ck_assert_int_eq(sk_sandbox_delete_volume(p, "sk-alice", &err), SK_ENOTSUPPORTED);
+	} else {
+		ck_assert(sk_sandbox_has_volumes(p));
+		ck_assert_msg(sk_sandbox_ensure_volume(p, "sk-alice", &id, &err) == 0, "ensure: %s",
+		        err.message);
+		ck_assert_int_eq(sk_sandbox_ensure_volume(p, "sk-alice", &again, &err), 0);
+		ck_assert_str_eq(again, id); /* found, not made twice */
+		free(again);
+		ck_assert_msg(sk_sandbox_delete_volume(p, "sk-alice", &err) == 0, "delete: %s",
+		        err.message);
+		ck_assert_int_eq(sk_sandbox_delete_volume(p, "sk-alice", &err), 0);
+		ck_assert_int_eq(sk_sandbox_ensure_volume(p, "sk-alice", &again, &err), 0);
+		ck_assert_str_ne(again, id); /* a new one */
+		free(again);
+		/* a name the provider refuses: its 400, terminal */
+		ck_assert_int_eq(
+		        sk_sandbox_ensure_volume(p, "not a name", &again, &err), SK_ETERMINAL);
+		ck_assert_int_eq(err.http_status, 400);
+	}
+	free(id);
+	sk_provider_free(p);
+	sim_down();
+}
+END_TEST
+
 START_TEST(sim_probe)
 {
 	sk_provider_type type = all_types[_i];
@@ -1683,6 +1725,7 @@ sk_suite_provider_sim(void)
 	tcase_add_loop_test(tc, sim_injected_errors, 0, 3);
 	tcase_add_loop_test(tc, sim_wrong_key_is_unauthorized, 0, 3);
 	tcase_add_loop_test(tc, sim_network_shapes, 0, 3);
+	tcase_add_loop_test(tc, sim_volumes, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -565,6 +565,53 @@ START_TEST(test_errors_collected)
 }
 END_TEST
 
+/* spec.storage.volume: nested unknown keys and an empty volume are errors
+ * at their path and line; the derived name, mount path and policy. */
+START_TEST(test_storage_volume)
+{
+	static const char head[] = "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	                           "metadata:\n  name: a\nspec:\n  userID: a\n";
+	sk_userspace_spec s = { .user_id = "alice" };
+	char name[SK_VOLUME_NAME_MAX + 1], *doc, *out;
+
+	doc = sk_asprintf("%s  storage:\n    volume:\n      nmae: x\n    extra: 1\n", head);
+	out = validate_text(doc, "s.yaml");
+	assert_contains(out, "spec.storage.volume.nmae: unknown field");
+	assert_contains(out, "(s.yaml:9:7)");
+	assert_contains(out, "spec.storage.extra: unknown field (s.yaml:10:5)");
+	free(out);
+	free(doc);
+	doc = sk_asprintf("%s  storage:\n    volume: {}\n", head);
+	out = validate_text(doc, "s.yaml");
+	assert_contains(out, "spec.storage.volume: give name, mountPath or deletionPolicy");
+	free(out);
+	free(doc);
+	ck_assert(!sk_storage_wanted(&s));
+	s.storage.volume_policy = SK_VOLUME_RETAIN;
+	ck_assert(sk_storage_wanted(&s) && !sk_storage_deletes(&s));
+	sk_storage_volume_name(&s, name);
+	ck_assert_str_eq(name, "sk-alice");
+	ck_assert_str_eq(sk_storage_mount_path(&s), "/home/user");
+	s.user_id = "alice.smith";
+	sk_storage_volume_name(&s, name);
+	ck_assert_int_eq(strncmp(name, "sk-alice_smith-", 15), 0);
+	ck_assert_int_eq(strlen(name), 15 + 16);
+	s.user_id = "alice_smith"; /* no '.': no hash, so the two stay distinct */
+	sk_storage_volume_name(&s, name);
+	ck_assert_str_eq(name, "sk-alice_smith");
+	s.user_id = "u123456789012345678901234567890123456789012345678901234567890123456789";
+	sk_storage_volume_name(&s, name);
+	ck_assert_int_eq(strlen(name), 3 + 40 + 1 + 16);
+	s.storage.volume_name = "mine";
+	s.storage.mount_path = "/data";
+	s.storage.volume_policy = SK_VOLUME_DELETE;
+	sk_storage_volume_name(&s, name);
+	ck_assert_str_eq(name, "mine");
+	ck_assert_str_eq(sk_storage_mount_path(&s), "/data");
+	ck_assert(sk_storage_deletes(&s));
+}
+END_TEST
+
 START_TEST(test_missing_userid_position)
 {
 	char *out = validate_text("apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
@@ -952,6 +999,7 @@ sk_suite_api(void)
 
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_decode_fields);
+	tcase_add_test(tc, test_storage_volume);
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_round_trip_json);
 	tcase_add_test(tc, test_round_trip_yaml);

@@ -24,6 +24,7 @@ typedef struct fake {
 	sk_phase phase_at_create; /* the stored phase when create was called */
 	int create_rc, create_http, kill_rc;
 	sk_sandbox_list made; /* what create made (get and list answer from it) */
+	char mounted[256]; /* the last create's "VOLUME at PATH", "" none */
 } fake;
 
 static fake *
@@ -46,6 +47,8 @@ fake_create(sk_provider *p, const sk_create_request *req, sk_sandbox *out, sk_er
 	sk_sandbox sb;
 
 	record(f, "create", NULL);
+	snprintf(f->mounted, sizeof(f->mounted), "%s%s%s", req->volume_name ? req->volume_name : "",
+	        req->volume_name ? " at " : "", req->volume_mount ? req->volume_mount : "");
 	if (sk_store_get(f->store, "alice", &now, err) == 0)
 		f->phase_at_create = now->status.phase;
 	sk_userspace_free(now);
@@ -150,6 +153,21 @@ fake_probe(sk_provider *p, const sk_sandbox *sb, sk_health *health, int *http_st
 	return 0;
 }
 
+static int
+fake_ensure_volume(sk_provider *p, const char *name, char **id, sk_error *err)
+{
+	record(fake_of(p), "ensure-volume", name);
+	*id = sk_strdup("vol-1");
+	return 0;
+}
+
+static int
+fake_delete_volume(sk_provider *p, const char *name, sk_error *err)
+{
+	record(fake_of(p), "delete-volume", name);
+	return 0;
+}
+
 static const sk_provider_ops fake_ops = {
 	.name = "fake",
 	.create = fake_create,
@@ -192,6 +210,21 @@ teardown(fixture *x)
 	sk_buf_dispose(&x->f.calls);
 	sk_store_close(x->store);
 }
+
+/* The fake with volumes (E2B's team volumes). */
+static const sk_provider_ops fake_volume_ops = {
+	.name = "fake-volumes",
+	.create = fake_create,
+	.get = fake_get,
+	.list = fake_list,
+	.connect = fake_connect,
+	.pause = fake_pause,
+	.kill = fake_kill,
+	.set_timeout = fake_set_timeout,
+	.probe_health = fake_probe,
+	.ensure_volume = fake_ensure_volume,
+	.delete_volume = fake_delete_volume,
+};
 
 static const char *
 calls(fixture *x)
@@ -286,6 +319,57 @@ has_event(fixture *x, const char *reason)
 }
 
 /* ---- tests ---- */
+
+/* spec.storage.volume: with volumes, the volume is made before the mark and
+ * mounted in the create, status.storage says so and survives the round;
+ * without, the create goes on without one and status.storage says
+ * Unsupported (a Warning event). */
+START_TEST(test_create_mounts_the_volume)
+{
+	fixture x;
+	sk_plan_result plan;
+	sk_userspace *us, *updated = NULL, *now;
+	sk_error err = { 0 };
+
+	for (int with = 0; with < 2; with++) {
+		setup(&x);
+		if (with) {
+			sk_provider_free(x.p);
+			x.p = sk_provider_new_with_ops(&fake_volume_ops, &x.f);
+			x.env.provider = x.p;
+		}
+		us = create_alice(&x);
+		us->spec.storage.volume_policy = SK_VOLUME_RETAIN;
+		create_plan(&plan);
+		ck_assert_msg(
+		        sk_execute(&x.env, us, &plan, &updated, &err) == 0, "%s", err.message);
+		now = stored(&x);
+		if (with) {
+			ck_assert_str_eq(calls(&x), "ensure-volume sk-alice;create;");
+			ck_assert_str_eq(x.f.mounted, "sk-alice at /home/user");
+			ck_assert_int_eq(x.f.phase_at_create, SK_PHASE_CREATING);
+			ck_assert_str_eq(now->status.storage.state, SK_STORAGE_MOUNTED);
+			ck_assert_str_eq(now->status.storage.volume_id, "vol-1");
+			ck_assert(has_event(&x, "VolumeMounted"));
+		} else {
+			ck_assert_str_eq(calls(&x), "create;");
+			ck_assert_str_eq(x.f.mounted, "");
+			ck_assert_str_eq(now->status.storage.state, SK_STORAGE_UNSUPPORTED);
+			ck_assert_ptr_null(now->status.storage.volume_id);
+			ck_assert(has_event(&x, "VolumeUnsupported"));
+		}
+		ck_assert_str_eq(now->status.storage.volume_name, "sk-alice");
+		ck_assert_str_eq(now->status.storage.mount_path, "/home/user");
+		ck_assert_str_eq(now->status.sandbox_id, "sb-1");
+		sk_userspace_free(now);
+		sk_userspace_free(updated);
+		updated = NULL;
+		sk_userspace_free(us);
+		sk_plan_result_dispose(&plan);
+		teardown(&x);
+	}
+}
+END_TEST
 
 START_TEST(test_create_marks_first)
 {
@@ -475,6 +559,39 @@ START_TEST(test_remove_finalizer)
 }
 END_TEST
 
+/* spec.storage.volume deletionPolicy Delete: the volume goes before the
+ * finalizer; Retain (and no volumes at the provider) leaves it. */
+START_TEST(test_remove_finalizer_deletes_the_volume)
+{
+	fixture x;
+	sk_plan_result plan;
+	sk_userspace *us, *updated = NULL;
+	sk_error err = { 0 };
+
+	for (int policy = SK_VOLUME_RETAIN; policy <= SK_VOLUME_DELETE; policy++) {
+		setup(&x);
+		sk_provider_free(x.p);
+		x.p = sk_provider_new_with_ops(&fake_volume_ops, &x.f);
+		x.env.provider = x.p;
+		sk_userspace_free(create_alice(&x));
+		ck_assert_int_eq(sk_store_mark_deleted(x.store, "alice", &err), 0);
+		us = stored(&x);
+		us->spec.storage.volume_policy = (sk_volume_policy)policy;
+		memset(&plan, 0, sizeof(plan));
+		add_action(&plan, SK_ACTION_REMOVE_FINALIZER, NULL);
+		plan.next.phase = SK_PHASE_DELETING;
+		ck_assert_msg(
+		        sk_execute(&x.env, us, &plan, &updated, &err) == 0, "%s", err.message);
+		ck_assert_str_eq(
+		        calls(&x), policy == SK_VOLUME_DELETE ? "delete-volume sk-alice;" : "");
+		ck_assert(has_event(&x, "VolumeDeleted") == (policy == SK_VOLUME_DELETE));
+		sk_userspace_free(us);
+		sk_plan_result_dispose(&plan);
+		teardown(&x);
+	}
+}
+END_TEST
+
 /* observe -> plan -> execute twice on a new object: one sandbox, bound. */
 START_TEST(test_reconcile_object_creates_once)
 {
@@ -606,6 +723,8 @@ sk_suite_execute(void)
 	TCase *tc = tcase_create("execute");
 
 	tcase_add_test(tc, test_create_marks_first);
+	tcase_add_test(tc, test_create_mounts_the_volume);
+	tcase_add_test(tc, test_remove_finalizer_deletes_the_volume);
 	tcase_add_test(tc, test_failed_mark_no_create);
 	tcase_add_test(tc, test_create_refused);
 	tcase_add_test(tc, test_kill_not_found_is_done);

@@ -1540,6 +1540,34 @@ START_TEST(test_spec_mismatch_says_how_to_roll_out)
 }
 END_TEST
 
+/* status.storage is the executor's (what the last create mounted): a plan
+ * keeps it while spec.storage asks for a volume, and drops it when no more. */
+START_TEST(test_storage_status_kept_while_asked)
+{
+	sk_plan_options o;
+	sk_userspace *us = build_us(&cases[0]);
+	sk_observed ob;
+	sk_plan_result r;
+
+	sk_plan_options_init(&o);
+	sk_observed_init(&ob);
+	us->status.storage.state = strdup(SK_STORAGE_MOUNTED);
+	us->status.storage.volume_name = strdup("sk-alice");
+	us->status.storage.volume_id = strdup("vol1");
+	us->status.storage.mount_path = strdup("/home/user");
+	us->spec.storage.volume_policy = SK_VOLUME_RETAIN;
+	ck_assert_int_eq(sk_plan(us, &ob, NOW, &o, &r), 0);
+	ck_assert(sk_storage_status_equal(&r.next.storage, &us->status.storage));
+	sk_plan_result_dispose(&r);
+	us->spec.storage.volume_policy = SK_VOLUME_UNSET;
+	ck_assert_int_eq(sk_plan(us, &ob, NOW, &o, &r), 0);
+	ck_assert_ptr_null(r.next.storage.state);
+	sk_plan_result_dispose(&r);
+	sk_observed_dispose(&ob);
+	sk_userspace_free(us);
+}
+END_TEST
+
 START_TEST(test_create_request)
 {
 	sk_plan_options o;
@@ -1735,6 +1763,7 @@ sk_suite_plan(void)
 	tcase_add_test(tc, test_plan_deterministic);
 	tcase_add_test(tc, test_spec_mismatch_says_how_to_roll_out);
 	tcase_add_test(tc, test_create_request);
+	tcase_add_test(tc, test_storage_status_kept_while_asked);
 	tcase_add_test(tc, test_describe);
 	tcase_add_test(tc, test_transition_time_kept);
 	tcase_add_test(tc, test_orphans);

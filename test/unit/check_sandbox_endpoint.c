@@ -15,6 +15,7 @@ static const struct endpoint_case {
 	{ "POST", "/sandbox/0c1d-22/autostop/15", "POST /sandbox/:id/autostop/:n" },
 	{ "GET", "/sandbox?limit=100&labels=x", "GET /sandbox" },
 	{ "GET", "https://49983-i7x2k9.e2b.app/health", "GET /health" },
+	{ "DELETE", "/volumes/vol8k2j4h", "DELETE /volumes/:id" },
 	{ "GET", "https://49983-i7x2k9.e2b.app/files?path=%2Fhome", "GET /files" },
 	{ "GET", "http://h/toolbox/0c1d-22/files/download?path=a",
 	        "GET /toolbox/:id/files/download" },

@@ -101,6 +101,8 @@ full_object(void)
 	st->archive = (sk_archive_status){ SK_ARCHIVE_RESTORED, sk_strdup("b"),
 		sk_strdup("spaces/u/3"), 3, 1700000001000, 12, 4096, sk_strdup("i-old"),
 		1700000002000, 1700000003000, 2, 1700000004000 };
+	st->storage = (sk_storage_status){ sk_strdup(SK_STORAGE_MOUNTED), sk_strdup("sk-u"),
+		sk_strdup("vol123"), sk_strdup("/home/user") };
 	add_condition(st, SK_COND_SYNCED, "True", 1700000100001);
 	add_condition(st, SK_COND_READY, "True", 1700000200002);
 	add_condition(st, SK_COND_DATAPLANE, "False", 1700000300003);
