@@ -101,9 +101,8 @@ bool
 sk_plan_listed_killed(
         const sk_sandbox *listed, const sk_list_view *list, const sk_keeper_known *known)
 {
-	return known != NULL && known->killed_id != NULL && known->killed_ms > 0 &&
-	        list != NULL && sk_str_eq(listed->id, known->killed_id) &&
-	        list->listed_ms <= known->killed_ms;
+	return known != NULL && known->killed_id != NULL && known->killed_ms > 0 && list != NULL &&
+	        sk_str_eq(listed->id, known->killed_id) && list->listed_ms <= known->killed_ms;
 }
 
 bool

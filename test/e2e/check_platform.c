@@ -843,7 +843,8 @@ START_TEST(test_many_dead_replaced_in_one_create)
 	for (int i = 0; i < 2 * N_DEAD; i++)
 		pthread_join(t[i], NULL);
 	for (int i = 0; i < 2 * N_DEAD; i++) {
-		ck_assert_msg(u[i].failed_first, "%s: the command on the dead one worked", u[i].user);
+		ck_assert_msg(
+		        u[i].failed_first, "%s: the command on the dead one worked", u[i].user);
 		ck_assert_msg(u[i].report_status == 200, "%s: unhealthy answered %ld", u[i].user,
 		        u[i].report_status);
 		ck_assert_str_ne(u[i].new_id, jstr(u[i].before, "sandboxID"));

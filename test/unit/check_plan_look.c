@@ -353,8 +353,8 @@ typedef struct confirm_case {
 static const confirm_case confirm_cases[] = {
 	{ "a resync's probe failed, Replace: GET", false, SK_REMEDIATION_REPLACE, false, false,
 	        SK_MODE_RUNNING, true },
-	{ "a user's report, Replace: the report is evidence, no GET", true,
-	        SK_REMEDIATION_REPLACE, false, false, SK_MODE_RUNNING, false },
+	{ "a user's report, Replace: the report is evidence, no GET", true, SK_REMEDIATION_REPLACE,
+	        false, false, SK_MODE_RUNNING, false },
 	{ "a user's report, Report: GET (503 only for a keeper still running)", true,
 	        SK_REMEDIATION_REPORT, false, false, SK_MODE_RUNNING, true },
 	{ "a user's report, Replace, paused annotation (no replace): GET", true,
