@@ -14,7 +14,7 @@
  * Threading: a few polling threads over epoll accept and parse every
  * connection (no thread per connection, so half-open clients cost a socket
  * and a short idle timeout, nothing more). A connect answered from memory
- * (sk_ctl_connect_fast) is answered there, with no thread (issue 22: the
+ * (sk_ctl_connect_fast) is answered there, with no thread (the
  * thread per call was most of the fast path's cost). A connect that may
  * wait for a reconcile, up to its timeout, has its connection suspended
  * and runs in a thread of its own; at most connectMaxWaiting run at once,
@@ -39,7 +39,7 @@
 /* Each connection's memory pool: the request line and headers, and the
  * answer's headers. libmicrohttpd zeroes the whole pool at every request
  * on a kept-alive connection: at 32 KB that memset was 5-6% of the fast
- * path's CPU (issue 22). 8 KiB is nginx's and Apache's header limit too. */
+ * path's CPU. 8 KiB is nginx's and Apache's header limit too. */
 #define GUARD_MEMORY (8 * 1024)
 #define GUARD_BODY_MAX (64 * 1024)
 #define GUARD_STACK (512 * 1024) /* per waiting connect */

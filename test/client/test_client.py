@@ -143,17 +143,7 @@ def test_secure_sandbox_token_is_sent(world, client):
         client.attach(SandboxAnswer.from_json(bare)).commands.run("echo x")
 
 
-def skip_before_issue20(client):
-    """The answer's SDK fields (issue 20 item 1) came with the unhealthy route
-    (item 5), in one branch: a controller serving the route must carry them, so
-    the probe is the route, which cannot come and go as an answer's field can."""
-    if not _has_unhealthy_route(client):
-        pytest.skip("the controller does not hand out envdVersion/envdAccessToken yet "
-                    "(issue 20 item 1, branch wt/platform)")
-
-
 def test_answer_carries_envd_token_and_version(world, client, user):
-    skip_before_issue20(client)
     wait_for(lambda: client.connect(user).envd_version, 15, "envdVersion in the answer")
     a = client.connect(user)
     sim = world.sim_sandbox(a.sandbox_id)
@@ -182,7 +172,6 @@ def test_secure_sandbox_through_the_controller(world, client):
     world.apply(user, idle="10m")
     world.wait_ready(user)
     a = client.connect(user)
-    skip_before_issue20(client)
     wait_for(lambda: client.connect(user).envd_access_token is not None, 30,
              "the token in the answer")
     sbx = client.sandbox(user)
@@ -350,16 +339,6 @@ def test_activity_heartbeat(client, user):
 # ---- a data plane that fails: report and retry once ----
 
 
-def _has_unhealthy_route(client):
-    try:
-        client._call("POST", "/v1/users/nobody-has-this-user/unhealthy", 5)
-    except spacekeeper.NotFound as e:
-        return "no such endpoint" not in e.message
-    except spacekeeper.SpacekeeperError:
-        return True
-    return True
-
-
 def test_connection_level_failures_are_told_apart(world, client, user):
     """What is retried: a gateway error instead of the command's stream; what
     is not: a command that ran and failed."""
@@ -380,9 +359,6 @@ def test_connection_level_failures_are_told_apart(world, client, user):
 
 @pytest.mark.space(remediation="Replace")
 def test_failed_envd_call_reports_and_retries_on_the_replacement(world, client, user):
-    if not _has_unhealthy_route(client):
-        pytest.skip("POST /v1/users/{id}/unhealthy is not served yet (issue 20 item 5, "
-                    "branch wt/platform)")
     sbx = client.sandbox(user)
     old = sbx.sandbox_id
     world.sim_faults({"unreachable": [old]})
@@ -398,9 +374,6 @@ def test_failed_envd_call_reports_and_retries_on_the_replacement(world, client, 
 
 @pytest.mark.space(remediation="Report")
 def test_failed_envd_call_under_report_raises_data_plane_unreachable(world, client, user):
-    if not _has_unhealthy_route(client):
-        pytest.skip("POST /v1/users/{id}/unhealthy is not served yet (issue 20 item 5, "
-                    "branch wt/platform)")
     sbx = client.sandbox(user)
     world.sim_faults({"unreachable": [sbx.sandbox_id]})
     try:
@@ -415,9 +388,6 @@ def test_failed_envd_call_under_report_raises_data_plane_unreachable(world, clie
 def test_one_shot_gateway_error_is_retried_once(world, client, user):
     """A single 503 instead of the command's stream: reported, then retried once
     on the sandbox the answer names (the same one: its probe succeeds)."""
-    if not _has_unhealthy_route(client):
-        pytest.skip("POST /v1/users/{id}/unhealthy is not served yet (issue 20 item 5, "
-                    "branch wt/platform)")
     sbx = client.sandbox(user)
     before = client.stats().get("unhealthy", 0)
     world.sim_faults({"errors": {"process": {"status": 503, "count": 1}}})

@@ -254,11 +254,6 @@ t('a gateway error instead of the command stream is a connection-level failure; 
 });
 
 t('a failed envd call is reported and retried once on the replacement', async (ctx) => {
-  const probe = await client.call('POST', '/v1/users/nobody-has-this-user/unhealthy', 5000).catch((e) => e);
-  if (probe instanceof sk.NotFound && /no such endpoint/.test(probe.message)) {
-    ctx.skip('POST /v1/users/{id}/unhealthy is not served yet (issue 20 item 5, branch wt/platform)');
-    return;
-  }
   const name = 'tsreplace';
   execFileSync(path.join(bin, 'spacectl'), ['apply', '-f', '-'], {
     input: `apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\nmetadata:\n  name: ${name}\nspec:\n  userID: ${name}\n  health: {remediation: Replace}\n`, env,

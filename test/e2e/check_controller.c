@@ -1,7 +1,7 @@
 /*
  * End-to-end tests of the controller with the real binaries: FerretDB (the
- * runner's), sandboxsim, spacekeeper and spacectl on loopback (issue 4's
- * scenarios a-j, plus the daemon's own surface: --once, signals, HTTP).
+ * runner's), sandboxsim, spacekeeper and spacectl on loopback (the
+ * controller's scenarios, plus the daemon's own surface: --once, signals, HTTP).
  */
 #include <check.h>
 #include <curl/curl.h>
@@ -920,7 +920,7 @@ START_TEST(test_j_429_storm)
 }
 END_TEST
 
-/* ---- the lifecycle: sleep when idle, wake on demand (issue 9) ---- */
+/* ---- the lifecycle: sleep when idle, wake on demand ---- */
 
 /* Every sandbox of users PREFIX000..PREFIX(n-1) is in sim state `state`. */
 typedef struct sim_states {
@@ -1075,7 +1075,7 @@ START_TEST(test_env_after_create_and_resume)
 }
 END_TEST
 
-/* ---- no silent loss of a workspace (issue 24) ---- */
+/* ---- no silent loss of a workspace ---- */
 
 #define MARKER_PATH "/files?path=/home/user/.spacekeeper/workspace.json"
 
@@ -1702,7 +1702,7 @@ START_TEST(test_usage_and_bad_config)
 }
 END_TEST
 
-/* ---- the archive (issue 24): a space outlives its sandbox ---- */
+/* ---- the archive: a space outlives its sandbox ---- */
 
 #define S3_ACCESS "e2e-archive"
 #define S3_SECRET "e2e-archive-secret-0123456789"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The demo's spacectl context works, and the demo leaves nothing behind (issue 19).
+"""The demo's spacectl context works, and the demo leaves nothing behind.
 
 Starts hack/demo.sh (DEMO_SECONDS, so it runs without a terminal) with its
 own spacectl context file (SPACECTL_CONFIG) that already holds a user's

@@ -1,6 +1,5 @@
 /*
- * End-to-end tests of the guarded connect API (issue 11 item 3, issue 10
- * item 17): its own listener, bearer token, TLS, the cap on waiting
+ * End-to-end tests of the guarded connect API: its own listener, bearer token, TLS, the cap on waiting
  * connects, liveness under half-open connections and 10,000 concurrent
  * connects, /readyz while the store is down and while no shard is held
  * but one is free (a lease claim that never expires blocks it). Real
@@ -424,7 +423,7 @@ assert_health_quick(int64_t ms)
 	ck_assert_msg(st == 200 && dt < ms, "/healthz: %ld after %lld ms", st, (long long)dt);
 }
 
-/* Issue 10 item 17: 1,200 half-open connections, then 10,000 concurrent
+/* 1,200 half-open connections, then 10,000 concurrent
  * connects. Health answers at once throughout; every connect gets an HTTP
  * answer (200, or 429/503 beyond the caps), none is closed without one. */
 START_TEST(test_starvation)

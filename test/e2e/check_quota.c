@@ -1,5 +1,5 @@
 /*
- * End-to-end tests of SpaceQuota (issue 23): six spaces, team red (u01,
+ * End-to-end tests of SpaceQuota: six spaces, team red (u01,
  * u03, u05) and blue; the quota team-red allows 3 spaces and 2 running.
  *   - admission: spacectl apply of a fourth red space is refused with the
  *     quota named, nothing written; a blue one passes; status.used follows

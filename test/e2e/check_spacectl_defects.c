@@ -1,5 +1,5 @@
 /*
- * End-to-end tests of issue 10, items 3 to 5: orphans are drift (spacectl
+ * End-to-end tests of three defects: orphans are drift (spacectl
  * drift --config lists the sandbox delete --force left behind), events are
  * keyed by the object's UID (a re-created object does not inherit its
  * predecessor's), annotate and label, and diff agreeing with apply on an

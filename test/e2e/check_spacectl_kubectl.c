@@ -1,5 +1,5 @@
 /*
- * End-to-end tests of spacectl's kubectl habits (issue 10): get -o name,
+ * End-to-end tests of spacectl's kubectl habits: get -o name,
  * -o jsonpath, --no-headers, --show-labels, --sort-by, -o=FORMAT, TYPE/NAME
  * everywhere, delete -l / --all, patch, edit, "did you mean", completion,
  * explain and config contexts. The real binary against FerretDB.
@@ -826,7 +826,7 @@ START_TEST(config_file_errors)
 }
 END_TEST
 
-/* ---- issue 26: the last kubectl habits ---- */
+/* ---- more kubectl habits ---- */
 
 START_TEST(apply_dry_run_modes)
 {

@@ -1,6 +1,6 @@
 /*
  * Table tests for the pure planner (pkg/reconcile/plan.c), one case at least
- * per rule of DESIGN §5 and per branch. Every case is also checked for
+ * per rule of docs/architecture.md's Invariants and per branch. Every case is also checked for
  * idempotence: the plan's actions are applied to the observed state by a
  * small fake provider, the status becomes the plan's next status, and a
  * second plan must hold no mutating action. Also: orphans, descriptions.
@@ -325,7 +325,7 @@ static const plan_case cases[] = {
 	        .procs = -1,
 	        .actions = "",
 	        .want_busy = "True" },
-	/* a deadline set by someone else (rule 9's deadline, issue 20) */
+	/* a deadline set by someone else (rule 9's deadline) */
 	{ .name = "provider deadline later than the one set: re-asserted, DeadlineOverridden",
 	        .bound = "i1",
 	        .phase = SK_PHASE_RUNNING,
@@ -468,7 +468,7 @@ static const plan_case cases[] = {
 	        .actions = "",
 	        .want_phase = SK_PHASE_RUNNING },
 	{ .name = "running, below D/2 but outside the renewal window, activity since: not yet "
-	          "(issue 22: one renewal per D, not two)",
+	          "(one renewal per D, not two)",
 	        .bound = "i1",
 	        .phase = SK_PHASE_RUNNING,
 	        .idle = 10 * MIN,
@@ -1460,7 +1460,7 @@ START_TEST(test_busy_check)
 	k.end_ms = NOW + 4 * MIN;
 	ck_assert(!sk_plan_busy_check(us, &k, NOW - MIN, NOW, &o)); /* activity renews */
 	/* activity the deadline already covers (last activity + D is the
-	 * deadline: no renewal for it, issue 22): envd is asked */
+	 * deadline: no renewal for it): envd is asked */
 	ck_assert(sk_plan_busy_check(us, &k, NOW - 6 * MIN, NOW, &o));
 	us->spec.max_busy_ms = 15 * MIN; /* 20 min since the last activity */
 	ck_assert(!sk_plan_busy_check(us, &k, 0, NOW, &o));
@@ -1505,7 +1505,7 @@ START_TEST(test_plan_deterministic)
 }
 END_TEST
 
-/* A template the controller only reports says how to roll it out (issue 26:
+/* A template the controller only reports says how to roll it out (once
  * plan said "no changes" and nothing more). */
 START_TEST(test_spec_mismatch_says_how_to_roll_out)
 {

@@ -397,7 +397,7 @@ export function connectionLevel(e: unknown): boolean {
 function build(sdk: E2bModule, a: SandboxAnswer): any {
   return new sdk.Sandbox({
     sandboxId: a.sandboxID,
-    // unknown (a controller before issue 20): what the SDK itself assumes then
+    // unknown (an older controller that does not send it): what the SDK itself assumes then
     envdVersion: a.envdVersion ?? '99.99.99',
     envdAccessToken: a.envdAccessToken,
     sandboxUrl: a.envdURL,
