@@ -278,17 +278,18 @@ fresh_path(const sk_ctl_keeper *k, int64_t since_ms, const char *path)
 	return since_ms > 0 && k->replaced_id[0] && k->replaced_ms >= since_ms ? "replace" : path;
 }
 
-/* Answer first: a reconcile told that the keeper it started
- * (woken or created) is healthy, before its writes; started is the object
- * it is about to write. Its answer is this connect's when the object as
- * cached now (*us) is the one that reconcile read: the same uid and
+/* Answer first: a reconcile told that the keeper it started (woken,
+ * created, or a replacement) is healthy, before its writes; started is the
+ * object it is about to write. Its answer is this connect's when the object
+ * as cached now (*us) is the one that reconcile read: the same uid and
  * generation, not being deleted, and no write since (a later
- * resourceVersion: the paused annotation, a deletion, a spec edit), and
- * the decision on it is READY. Then *us is started (taken), else started
- * is freed and the connect waits for the reconcile to finish. */
+ * resourceVersion: the paused annotation, a deletion, a spec edit), the
+ * decision on it is READY, and the keeper was seen at or after since_ms (a
+ * fresh connect's arrival; 0: any). Then *us is started (taken), else
+ * started is freed and the connect waits for the reconcile to finish. */
 static bool
 answer_first(sk_controller *c, sk_userspace **us, sk_userspace *started, const sk_plan_options *o,
-        sk_ctl_keeper *k, sk_connect_decision *d)
+        int64_t since_ms, sk_ctl_keeper *k, sk_connect_decision *d)
 {
 	const sk_userspace *now = *us;
 	bool same = now->meta.uid != NULL && started->meta.uid != NULL &&
@@ -299,7 +300,8 @@ answer_first(sk_controller *c, sk_userspace **us, sk_userspace *started, const s
 	if (same) {
 		sk_ctl_space_keeper(c, now->meta.name, k);
 		sk_connect_decide(started, &k->mem, sk_now_ms(), o, d);
-		same = d->verdict == SK_CONNECT_READY && k->detail_seen;
+		same = d->verdict == SK_CONNECT_READY && k->detail_seen &&
+		        k->mem.seen_ms >= since_ms;
 		if (!same)
 			explicit_bzero(k->envd_token, sizeof(k->envd_token));
 	}
@@ -325,7 +327,7 @@ started_answer(sk_controller *c, sk_userspace **us, const sk_plan_options *o, sk
 
 	if (s == NULL)
 		return false;
-	if (answer_first(c, us, s, o, k, d))
+	if (answer_first(c, us, s, o, 0, k, d))
 		return true;
 	*d = before;
 	sk_ctl_space_keeper(c, (*us)->meta.name, k);
@@ -335,8 +337,9 @@ started_answer(sk_controller *c, sk_userspace **us, const sk_plan_options *o, sk
 /* Waits for reconciles of name until the decision is READY or UNAVAILABLE,
  * or the deadline. Takes *us (the latest copy is left in it). since_ms > 0
  * (fresh): only a reconcile that saw the keeper at or after it counts. A
- * wake or a create is answered as soon as its reconcile found the started
- * keeper healthy (answer_first), not after its writes. */
+ * wake, a create or a fresh connect's replacement is answered as soon as
+ * its reconcile found the started keeper healthy (answer_first), not after
+ * its writes. */
 static void
 wait_ready(sk_controller *c, sk_userspace **us, const char *path, int64_t deadline,
         int64_t since_ms, sk_http_reply *r)
@@ -344,7 +347,7 @@ wait_ready(sk_controller *c, sk_userspace **us, const char *path, int64_t deadli
 	const char *name = (*us)->meta.name;
 	char *key = sk_strdup(name);
 	uint64_t gen0 = sk_ctl_gen(c), at = 0;
-	bool first = since_ms == 0 && (strcmp(path, "wake") == 0 || strcmp(path, "create") == 0);
+	bool first = since_ms > 0 || strcmp(path, "wake") == 0 || strcmp(path, "create") == 0;
 	sk_userspace *started = NULL;
 	sk_connect_decision d;
 	sk_error err = { 0 };
@@ -371,10 +374,11 @@ wait_ready(sk_controller *c, sk_userspace **us, const char *path, int64_t deadli
 				break;
 			}
 			if (started != NULL) {
-				if (answer_first(c, us, started, &o, &k, &d)) {
+				if (answer_first(c, us, started, &o, since_ms, &k, &d)) {
+					const char *p = fresh_path(&k, since_ms, path);
 					sk_ctl_log(c, SK_LOG_DEBUG, "answered first",
-					        "userspace=%s path=%s", key, path);
-					reply_ready(c, r, *us, &k, path);
+					        "userspace=%s path=%s", key, p);
+					reply_ready(c, r, *us, &k, p);
 					explicit_bzero(k.envd_token, sizeof(k.envd_token));
 					break;
 				}

@@ -180,6 +180,7 @@ void sk_ctl_metrics_userspaces(sk_metrics *m, sk_informer *inf);
 /* http.c: store errors by call site: spacekeeper_store_errors_total{op}. */
 #define SK_CTL_METRIC_STORE_ERRORS "spacekeeper_store_errors_total"
 #define SK_CTL_METRIC_STORE_WRITES "spacekeeper_store_write_commands_total"
+#define SK_CTL_METRIC_STORE_READS "spacekeeper_store_read_commands_total"
 void sk_ctl_store_error(sk_controller *c, const char *op);
 
 #endif

@@ -302,19 +302,22 @@ declare_known_series(sk_controller *c)
 	}
 }
 
-/* The store's own count of the write commands it sent. */
+/* The store's own count of the write and read commands it sent. */
 static void
 render_store_writes(sk_controller *c)
 {
-	uint64_t n[SK_STORE_WRITE_COLLS] = { 0 };
+	uint64_t w[SK_STORE_WRITE_COLLS] = { 0 }, r[SK_STORE_WRITE_COLLS] = { 0 };
 	char l[64];
 
-	if (c->store != NULL) /* declared before the store is opened */
-		sk_store_write_commands(c->store, n);
+	if (c->store != NULL) { /* declared before the store is opened */
+		sk_store_write_commands(c->store, w);
+		sk_store_read_commands(c->store, r);
+	}
 	for (int i = 0; i < SK_STORE_WRITE_COLLS; i++) {
 		snprintf(l, sizeof(l), "collection=\"%s\"",
 		        sk_store_write_coll_name((sk_store_write_coll)i));
-		sk_metrics_set(c->metrics, SK_CTL_METRIC_STORE_WRITES, l, (double)n[i]);
+		sk_metrics_set(c->metrics, SK_CTL_METRIC_STORE_WRITES, l, (double)w[i]);
+		sk_metrics_set(c->metrics, SK_CTL_METRIC_STORE_READS, l, (double)r[i]);
 	}
 }
 
@@ -347,6 +350,9 @@ sk_ctl_metrics_declare(sk_controller *c)
 	        "Write commands (insert, update, delete, findAndModify) sent to MongoDB by "
 	        "the controller, by the collection they name; a command of many documents "
 	        "counts once");
+	sk_metrics_declare(m, SK_CTL_METRIC_STORE_READS, SK_METRIC_COUNTER,
+	        "Read commands (find, getMore, aggregate, count, distinct) sent to MongoDB by the "
+	        "controller, by the collection they name");
 	render_store_writes(c);
 	declare_drift(m);
 	sk_metrics_declare(m, SK_CTL_METRIC_MIGRATIONS, SK_METRIC_COUNTER,

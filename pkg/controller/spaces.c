@@ -210,6 +210,9 @@ sk_ctl_space_take(sk_controller *c, const char *name, sk_reconcile_env *env)
 		env->known.look_state = m->look_state;
 		env->known.look_end_ms = m->look_end_ms;
 		env->known.wake = env->wake;
+		env->known.replace_now = env->replace_now;
+		env->known.killed_id = sk_strdup(m->replaced_id);
+		env->known.killed_ms = m->replaced_ms;
 	}
 	env->known.fetch_detail = true;
 	pthread_mutex_unlock(&c->spaces.mu);
@@ -221,6 +224,7 @@ sk_ctl_space_known_dispose(sk_reconcile_env *env)
 	free((char *)env->known.sandbox_id);
 	sk_wipe_free((char *)env->known.envd_access_token);
 	free((char *)env->known.envd_version);
+	free((char *)env->known.killed_id);
 	memset(&env->known, 0, sizeof(env->known));
 	free((char *)env->evict_quota);
 	env->evict_quota = NULL;

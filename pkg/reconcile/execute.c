@@ -433,6 +433,19 @@ kill_event(sk_kill_reason why)
 	}
 }
 
+/* A sandbox this run killed is gone, whatever the last list said: the
+ * follow-up round does not plan to kill it a second time (a 404). */
+static void
+note_killed(sk_xctx *x, const char *id)
+{
+	sk_sandbox_list *l = &x->fu->seen.sandboxes;
+
+	for (size_t i = 0; i < l->len; i++) {
+		if (sk_str_eq(l->items[i].id, id))
+			l->items[i].state = SK_SANDBOX_GONE;
+	}
+}
+
 static int
 do_kill(sk_xctx *x, const sk_action *a, sk_error *err)
 {
@@ -440,6 +453,8 @@ do_kill(sk_xctx *x, const sk_action *a, sk_error *err)
 
 	if (rc == SK_ENOTFOUND)
 		rc = 0;
+	if (rc == 0 && x->fu != NULL)
+		note_killed(x, a->sandbox_id);
 	if (rc == 0)
 		event(x, "Normal", kill_event(a->why), "killed sandbox %s (%s)", a->sandbox_id,
 		        sk_kill_reason_name(a->why));

@@ -163,11 +163,13 @@ probe(sk_provider *p, const sk_userspace *us, const sk_plan_options *opts, sk_ob
 /* A running keeper whose data plane did not answer: confirm the control
  * plane still says running (it may have been paused or killed since the list). */
 static void
-confirm_unhealthy(sk_provider *p, const sk_userspace *us, sk_observed *o, bool got)
+confirm_unhealthy(sk_provider *p, const sk_userspace *us, const sk_keeper_known *known,
+        sk_observed *o, bool got)
 {
 	const sk_probe *pr = sk_observed_probe(o, us->status.sandbox_id);
 
-	if (got || pr == NULL || (pr->made && pr->health == SK_HEALTH_OK))
+	if (got || pr == NULL || (pr->made && pr->health == SK_HEALTH_OK) ||
+	        !sk_plan_confirm_unreachable(us, known))
 		return;
 	get_bound(p, us->status.sandbox_id, o);
 }
@@ -325,7 +327,8 @@ sk_observe_known(sk_provider *p, const sk_userspace *us, const sk_list_view *lis
 		out->listed_ms = list->listed_ms;
 		for (size_t i = 0; list->for_user && i < list->for_user->len; i++) {
 			const sk_sandbox *sb = &list->for_user->items[i];
-			if (sb->state != SK_SANDBOX_GONE && managed(sb))
+			if (sb->state != SK_SANDBOX_GONE && managed(sb) &&
+			        !sk_plan_listed_killed(sb, list, known))
 				sk_observed_add(out, sb);
 		}
 	}
@@ -339,7 +342,7 @@ sk_observe_known(sk_provider *p, const sk_userspace *us, const sk_list_view *lis
 	        !sk_plan_quiet(us, activity_ms, sk_now_ms())) {
 		probe(p, us, opts, out);
 		if (bound != NULL && out->bound != SK_LOOKUP_NOT_FOUND)
-			confirm_unhealthy(p, us, out, got);
+			confirm_unhealthy(p, us, known, out, got);
 		check_marker(p, us, opts, out);
 	}
 	if (!deleting && us->spec.mode == SK_MODE_RUNNING)

@@ -692,7 +692,10 @@ next_activity(const sk_pctx *c)
 
 /* A plan that starts the keeper (create or resume) and does nothing that
  * needs its binding stored first (kill, pause, finalizer): observe the
- * started sandbox at once and write binding and health together. */
+ * started sandbox at once and write binding and health together. A
+ * replacement's kill of the old keeper is no such thing: the Creating mark
+ * written before the create already unbound it, so the replacement is
+ * probed in the same reconcile, not one requeue later. */
 static bool
 wants_follow_up(const sk_pctx *c)
 {
@@ -705,6 +708,9 @@ wants_follow_up(const sk_pctx *c)
 		case SK_ACTION_CREATE:
 		case SK_ACTION_CONNECT: starts = true; break;
 		case SK_ACTION_KILL:
+			if (c->r->actions[i].why == SK_KILL_REPLACE)
+				break;
+			return false;
 		case SK_ACTION_PAUSE:
 		case SK_ACTION_REMOVE_FINALIZER: return false;
 		default: break;

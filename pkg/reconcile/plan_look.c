@@ -18,6 +18,10 @@
  * wants it awake, it is left to fall asleep and the next list says so. A
  * renewal wanted without a waiting connect (activity, no connect) asks:
  * a heartbeat keeps an awake space awake but never wakes an Idle one.
+ *
+ * A user's report of a dead data plane under remediation Replace is
+ * evidence enough: the failed probe is not confirmed by a GET, and a list
+ * older than the replacement's kill does not show the old sandbox again.
  */
 #include "reconcile_int.h"
 
@@ -91,6 +95,24 @@ sk_plan_look(const sk_userspace *us, const sk_sandbox *listed, const sk_list_vie
 	if (us->spec.idle_timeout_ms <= 0 || activity_ms > end - ttl)
 		return SK_LOOK_GET; /* a renewal is wanted: is it still awake? */
 	return SK_LOOK_ASLEEP_MAYBE;
+}
+
+bool
+sk_plan_listed_killed(
+        const sk_sandbox *listed, const sk_list_view *list, const sk_keeper_known *known)
+{
+	return known != NULL && known->killed_id != NULL && known->killed_ms > 0 && list != NULL &&
+	        sk_str_eq(listed->id, known->killed_id) && list->listed_ms <= known->killed_ms;
+}
+
+bool
+sk_plan_confirm_unreachable(const sk_userspace *us, const sk_keeper_known *known)
+{
+	const char *hold = sk_kvlist_get(&us->meta.annotations, SK_ANNOTATION_PAUSED);
+
+	return known == NULL || !known->replace_now ||
+	        us->spec.remediation != SK_REMEDIATION_REPLACE || us->meta.deletion_ms != 0 ||
+	        us->spec.mode != SK_MODE_RUNNING || (hold != NULL && sk_str_eq(hold, "true"));
 }
 
 const char *

@@ -211,6 +211,14 @@ typedef struct sk_keeper_known {
 	int64_t look_end_ms;
 	/* A connect waits for the keeper (the controller's wake request). */
 	bool wake;
+	/* A user's report (POST .../unhealthy, a fresh connect) or a connect
+	 * that found the keeper unreachable asks for its replacement now
+	 * (sk_reconcile_env.replace_now). */
+	bool replace_now;
+	/* The sandbox this controller last killed as a replacement's old one
+	 * (NULL: none) and when: a list made before that still shows it. */
+	const char *killed_id;
+	int64_t killed_ms;
 } sk_keeper_known;
 
 const char *sk_look_name(sk_look l); /* "list", "known", ... */

@@ -134,6 +134,18 @@ void sk_observed_add_probe(sk_observed *o, const char *id, bool made, sk_health 
 sk_look sk_plan_look(const sk_userspace *us, const sk_sandbox *listed, const sk_list_view *list,
         const sk_keeper_known *known, int64_t activity_ms, int64_t now_ms,
         const sk_plan_options *opts);
+/* A list entry of the sandbox this controller killed (known->killed_id)
+ * after that list was made: stale, left out of the observation (planned
+ * on, it would be killed again as a duplicate, and answer 404). */
+bool sk_plan_listed_killed(
+        const sk_sandbox *listed, const sk_list_view *list, const sk_keeper_known *known);
+/* Whether a running keeper whose probe failed is confirmed by a GET (it
+ * may have been paused or killed since the list, then it is resumed or
+ * re-created, not replaced): yes, except when a user's report asks for
+ * its replacement now under remediation Replace and nothing holds the
+ * space. Then the report is evidence enough, and the kill that follows
+ * answers the same question (a 404: it was gone). */
+bool sk_plan_confirm_unreachable(const sk_userspace *us, const sk_keeper_known *known);
 /* How long before a sleeping space's deadline it is renewed when there was
  * activity since: a quarter of the idle timeout, at least sleep_margin_ms
  * + 1 s, at most a minute (and at most half the timeout). */

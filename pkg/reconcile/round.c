@@ -202,6 +202,27 @@ gate_start(const sk_reconcile_env *env, const sk_userspace *us, sk_observed *ob,
 	ob->capacity_message = NULL; /* why lives on this frame only */
 }
 
+/* What the follow-up round knows of the keeper: the first round's own
+ * create or resume answer (its envd details and deadline) when that named
+ * a sandbox other than the one the controller knew, so the started keeper
+ * is not read again (a GET) for details its start already answered. */
+static void
+known_after_start(const sk_reconcile_env *env, sk_keeper_known *k)
+{
+	const sk_reconcile_report *r = env->report;
+
+	*k = env->known;
+	if (r == NULL || r->set_id == NULL || !r->set_seen || sk_str_eq(k->sandbox_id, r->set_id))
+		return;
+	k->sandbox_id = r->set_id;
+	k->envd_access_token = r->set_token;
+	k->envd_version = r->set_version;
+	k->detail_seen = true;
+	k->deadline_ms = r->set_deadline_ms;
+	k->deadline_set_ms = r->set_at_ms;
+	k->look_ms = 0; /* the look was of the other one; the round's own list says */
+}
+
 /* One observe -> plan -> execute round. `planned` is observed and planned
  * for; `stored` (the object as stored) is what the status is written over:
  * the same object, except in the follow-up round, whose status was handed
@@ -214,10 +235,13 @@ round_once(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *plan
 {
 	sk_observed ob;
 	sk_plan_result plan;
+	sk_keeper_known known = env->known;
 	int64_t now = env->now ? env->now() : sk_now_ms();
 	int rc;
 
-	sk_observe_known(p, planned, list, &env->opts, env->activity_ms, &env->known, &ob, err);
+	if (kind == SK_ROUND_FOLLOW_UP)
+		known_after_start(env, &known);
+	sk_observe_known(p, planned, list, &env->opts, env->activity_ms, &known, &ob, err);
 	ob.activity_ms = env->activity_ms;
 	ob.wake = env->wake;
 	ob.replace_now = env->replace_now;

@@ -331,26 +331,37 @@ done:
 	return rc;
 }
 
-/* Command monitoring: counts each write command as it is sent, by the
- * collection it names (the value of its first field). */
+static bool
+named(const char *cmd, const char *const *names, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(cmd, names[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Command monitoring: counts each write and read command as it is sent,
+ * by the collection it names (the value of its first field; a getMore
+ * names it in "collection"). */
 static void
 command_started(const mongoc_apm_command_started_t *ev)
 {
 	static const char *const writes[] = { "insert", "update", "delete", "findAndModify" };
+	static const char *const reads[] = { "find", "aggregate", "count", "distinct" };
 	const char *cmd = mongoc_apm_command_started_get_command_name(ev);
 	sk_mongo *s = mongoc_apm_command_started_get_context(ev);
+	bool more = strcmp(cmd, "getMore") == 0;
+	bool write = named(cmd, writes, sizeof(writes) / sizeof(writes[0]));
 	const bson_t *body;
 	bson_iter_t it;
 	const char *coll = "";
 	int k = SK_STORE_WRITES_OTHER;
-	bool write = false;
 
-	for (size_t i = 0; i < sizeof(writes) / sizeof(writes[0]) && !write; i++)
-		write = strcmp(cmd, writes[i]) == 0;
-	if (!write)
+	if (!write && !more && !named(cmd, reads, sizeof(reads) / sizeof(reads[0])))
 		return;
 	body = mongoc_apm_command_started_get_command(ev);
-	if (bson_iter_init_find(&it, body, cmd) && BSON_ITER_HOLDS_UTF8(&it))
+	if (bson_iter_init_find(&it, body, more ? "collection" : cmd) && BSON_ITER_HOLDS_UTF8(&it))
 		coll = bson_iter_utf8(&it, NULL);
 	if (strcmp(coll, SK_COLL_USERSPACES) == 0)
 		k = SK_STORE_WRITES_USERSPACES;
@@ -358,7 +369,7 @@ command_started(const mongoc_apm_command_started_t *ev)
 		k = SK_STORE_WRITES_CLAIMS;
 	else if (strcmp(coll, SK_COLL_EVENTS) == 0)
 		k = SK_STORE_WRITES_EVENTS;
-	__atomic_add_fetch(&s->writes[k], 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(write ? &s->writes[k] : &s->reads[k], 1, __ATOMIC_RELAXED);
 }
 
 static void
@@ -378,6 +389,15 @@ mongo_write_commands(sk_store *store, uint64_t out[SK_STORE_WRITE_COLLS])
 
 	for (int i = 0; i < SK_STORE_WRITE_COLLS; i++)
 		out[i] = __atomic_load_n(&s->writes[i], __ATOMIC_RELAXED);
+}
+
+static void
+mongo_read_commands(sk_store *store, uint64_t out[SK_STORE_WRITE_COLLS])
+{
+	sk_mongo *s = sk_mongo_of(store);
+
+	for (int i = 0; i < SK_STORE_WRITE_COLLS; i++)
+		out[i] = __atomic_load_n(&s->reads[i], __ATOMIC_RELAXED);
 }
 
 static void
@@ -462,5 +482,6 @@ const sk_store_backend_ops sk_store_mongo_ops = {
 	.rv_floor = sk_store_mongo_rv_floor,
 	.clock_check = sk_mongo_clock_check,
 	.write_commands = mongo_write_commands,
+	.read_commands = mongo_read_commands,
 	.drop = mongo_drop,
 };

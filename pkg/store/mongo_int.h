@@ -42,6 +42,7 @@ typedef struct sk_mongo {
 	/* Write commands sent (libmongoc's command monitoring, mongo.c), by
 	 * the collection they name (sk_store_write_commands). */
 	uint64_t writes[SK_STORE_WRITE_COLLS];
+	uint64_t reads[SK_STORE_WRITE_COLLS]; /* the same for reads (sk_store_read_commands) */
 	sk_mongo_batches *batches; /* writes of many objects coalesced (mongo_batch.c) */
 } sk_mongo;
 

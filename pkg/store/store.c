@@ -141,17 +141,30 @@ sk_store_write_coll_name(sk_store_write_coll c)
 	return (unsigned)c < SK_STORE_WRITE_COLLS ? names[c] : "other";
 }
 
-uint64_t
-sk_store_write_commands(sk_store *s, uint64_t out[SK_STORE_WRITE_COLLS])
+/* out filled by count (NULL: all zero); their sum. */
+static uint64_t
+command_counts(sk_store *s, void (*count)(sk_store *, uint64_t *), uint64_t *out)
 {
 	uint64_t sum = 0;
 
 	memset(out, 0, SK_STORE_WRITE_COLLS * sizeof(*out));
-	if (s->ops->write_commands != NULL)
-		s->ops->write_commands(s, out);
+	if (count != NULL)
+		count(s, out);
 	for (int i = 0; i < SK_STORE_WRITE_COLLS; i++)
 		sum += out[i];
 	return sum;
+}
+
+uint64_t
+sk_store_write_commands(sk_store *s, uint64_t out[SK_STORE_WRITE_COLLS])
+{
+	return command_counts(s, s->ops->write_commands, out);
+}
+
+uint64_t
+sk_store_read_commands(sk_store *s, uint64_t out[SK_STORE_WRITE_COLLS])
+{
+	return command_counts(s, s->ops->read_commands, out);
 }
 
 int64_t

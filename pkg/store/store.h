@@ -358,6 +358,9 @@ typedef enum sk_store_write_coll {
 const char *sk_store_write_coll_name(sk_store_write_coll c);
 /* Fills out[SK_STORE_WRITE_COLLS]; returns their sum. */
 uint64_t sk_store_write_commands(sk_store *s, uint64_t out[SK_STORE_WRITE_COLLS]);
+/* The read commands (find, getMore, aggregate, count, distinct) sent the
+ * same way, by the same collections; the same out and sum. */
+uint64_t sk_store_read_commands(sk_store *s, uint64_t out[SK_STORE_WRITE_COLLS]);
 
 /* The lowest resourceVersion a write made at wall time wall_ms or later can
  * get, from any process (MongoDB: versions never fall behind the writer's

@@ -73,6 +73,7 @@ typedef struct sk_store_backend_ops {
 	int (*clock_check)(sk_store *s, sk_clock_reading *out, sk_error *err); /* NULL: none */
 	/* Write commands sent, by collection (NULL: none, all zero). */
 	void (*write_commands)(sk_store *s, uint64_t out[SK_STORE_WRITE_COLLS]);
+	void (*read_commands)(sk_store *s, uint64_t out[SK_STORE_WRITE_COLLS]);
 	int (*drop)(sk_store *s, sk_error *err);
 } sk_store_backend_ops;
 

@@ -57,6 +57,10 @@ store_writes=$(metric_sum spacekeeper_store_write_commands_total)
 store_by_coll=$(for c in userspaces claims events other; do
 	printf '%s %s, ' "$c" "$(metric_sum spacekeeper_store_write_commands_total "collection=\"$c\"")"
 done)
+store_reads=$(metric_sum spacekeeper_store_read_commands_total)
+reads_by_coll=$(for c in userspaces claims events other; do
+	printf '%s %s, ' "$c" "$(metric_sum spacekeeper_store_read_commands_total "collection=\"$c\"")"
+done)
 inf_c1=$(thread_cpu_ns "$keeper_pid" sk-informer)
 converge=$(calc "$t1 - $t0")
 stats=$(curl -s "$sim/_sim/stats")
@@ -134,6 +138,10 @@ printf '  FerretDB CPU (convergence)       %8s s\n' "$(calc "($db_c1 - $db_c0) /
 if [ "$store_writes" -ge 0 ]; then
 	printf '  FerretDB write commands per user %8s    (target <= 3: %s; %s)\n' \
 		"$(calc "$store_writes / $n")" "$(met "$store_writes / $n <= 3")" "${store_by_coll%, }"
+fi
+if [ "$store_reads" -ge 0 ]; then
+	printf '  FerretDB read commands per user  %8s    (%s)\n' \
+		"$(calc "$store_reads / $n")" "${reads_by_coll%, }"
 fi
 printf '  sandboxsim CPU (convergence)     %8s s\n' "$(calc "($sim_c1 - $sim_c0) / $clk")"
 echo "  calls per user by endpoint (convergence):"

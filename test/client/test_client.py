@@ -476,6 +476,61 @@ def test_plain_answer_without_the_sdk(world, user):
     assert out.stdout.split()[1] == "plain"
 
 
+FIRST_ATTACH = r"""
+import json, sys, time
+t0 = time.perf_counter()
+from spacekeeper import Client
+c = Client(sys.argv[1], token_file=sys.argv[2])
+made = time.perf_counter() - t0
+print(json.dumps({"preloaded": "e2b" in sys.modules, "made_s": made}), flush=True)
+for user in sys.stdin:  # one converged user per line, after the stats were reset
+    before = c.stats().get("requests", 0)
+    t0 = time.perf_counter()
+    sbx = c.sandbox(user.strip())
+    attach = time.perf_counter() - t0
+    out = sbx.commands.run("echo ok").stdout
+    print(json.dumps({"path": sbx.answer.path, "attach_s": attach, "stdout": out,
+                      "requests": c.stats()["requests"] - before}), flush=True)
+"""
+
+
+def test_first_attach_of_a_converged_space(world):
+    """A new application process's first sandbox(user) of a space the
+    controller converged: one connect-API request, no control-plane call, and
+    the SDK already imported when the Client was made (importing it in the
+    first request was the slowest first requests' time). Resync windows may
+    add calls of their own: up to three users are tried, one window each."""
+    users = []
+    for i in range(3):
+        users.append(world.apply(f"firstattach{i}"))
+    for u in users:
+        world.wait_ready(u)
+    p = subprocess.Popen([sys.executable, "-c", FIRST_ATTACH, world.url, world.token_file],
+                         env=dict(os.environ, PYTHONPATH=SRC), stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        made = json.loads(p.stdout.readline())
+        assert made["preloaded"], made
+        windows = []
+        for u in users:
+            world.sim_reset_stats()
+            p.stdin.write(u + "\n")
+            p.stdin.flush()
+            got = json.loads(p.stdout.readline())
+            stats = world.sim_stats()
+            windows.append((calls(stats, CONTROL_PLANE), got, stats))
+            assert got["requests"] == 1, got
+            assert got["stdout"] == "ok\n", got
+            if windows[-1][0] == 0:
+                break
+        assert min(w[0] for w in windows) == 0, f"control-plane calls in every window: {windows}"
+        print(f"first attach of a converged space: {windows[-1][1]['attach_s'] * 1000:.1f} ms "
+              f"(path {windows[-1][1]['path']}), the Client made in {made['made_s']:.2f} s")
+    finally:
+        p.stdin.close()
+        p.wait(30)
+
+
 # ---- the OpenAPI document and the package ----
 
 

@@ -696,6 +696,190 @@ START_TEST(test_unhealthy)
 }
 END_TEST
 
+/* ---- many users' data planes die at once (Replace) ---- */
+
+#define N_DEAD 20
+
+/* One application process's view of one user: the answer it holds, the
+ * command that fails on it, the report, the command on the answer. */
+typedef struct dead_user {
+	const char *user;
+	json_t *before; /* the answer that named the sandbox that died (shared) */
+	char new_id[128];
+	long report_status;
+	bool failed_first, ok_after;
+	int64_t recovered_ms; /* from the failed command to the next success */
+} dead_user;
+
+/* A command through envd on the sandbox of answer: exited 0. */
+static bool
+command_ok(json_t *answer)
+{
+	command c;
+	bool ok;
+
+	command_target(&c, answer, "echo ok");
+	command_main(&c);
+	ok = c.status == 200 && c.got_end && c.exited && !c.stream_error;
+	sk_buf_dispose(&c.answer);
+	return ok;
+}
+
+/* As an application does it: the command fails, it reports the data plane
+ * dead, runs the command again on the answer. */
+static void *
+dead_user_main(void *arg)
+{
+	dead_user *u = arg;
+	char path[200];
+	json_t *v;
+	int64_t t0 = sk_monotonic_ms();
+
+	u->failed_first = !command_ok(u->before);
+	snprintf(path, sizeof(path), "/v1/users/%s/unhealthy?timeout=60s", u->user);
+	v = connect_call("POST", path, &u->report_status);
+	if (u->report_status == 200) {
+		snprintf(u->new_id, sizeof(u->new_id), "%s", jstr(v, "sandboxID"));
+		u->ok_after = command_ok(v);
+	}
+	u->recovered_ms = sk_monotonic_ms() - t0;
+	json_decref(v);
+	return NULL;
+}
+
+/* The simulator's count of answers for endpoint ep since its stats were
+ * reset (every status). */
+static long
+sim_count(const char *ep)
+{
+	char url[300];
+	json_t *stats, *by, *n;
+	const char *code;
+	long total = 0;
+
+	snprintf(url, sizeof(url), "%s/_sim/stats", w.sim_url);
+	stats = sk_test_http_json("GET", url, NULL, NULL);
+	ck_assert_ptr_nonnull(stats);
+	by = json_object_get(json_object_get(stats, "requests"), ep);
+	json_object_foreach(by, code, n) total += (long)json_integer_value(n);
+	json_decref(stats);
+	return total;
+}
+
+/* Every space of the test persisted a connect's activity: the reconciles
+ * the connects queued have run. */
+static bool
+activity_persisted(void *arg)
+{
+	const char *args[] = { "get", "userspaces", "-o", "json", NULL };
+	char *out = NULL;
+	json_t *v, *it;
+	size_t i;
+	int n = 0;
+
+	ck_assert_int_eq(spacectl(args, &out), 0);
+	v = json_loads(out ? out : "", 0, NULL);
+	free(out);
+	json_array_foreach(json_object_get(v, "items"), i, it)
+	{
+		n += jstr(json_object_get(it, "status"), "lastActivityTime") != NULL;
+	}
+	json_decref(v);
+	return n == *(int *)arg;
+}
+
+START_TEST(test_many_dead_replaced_in_one_create)
+{
+	static char users[N_DEAD][16];
+	dead_user u[2 * N_DEAD]; /* two application processes per user */
+	json_t *before[N_DEAD];
+	pthread_t t[2 * N_DEAD];
+	sk_buf yaml = SK_BUF_INIT(1 << 20), dead = SK_BUF_INIT(1 << 20);
+	const char *wait[] = { "wait", "userspace", NULL, "--for=condition=Ready", "--timeout",
+		"120s", NULL };
+	sk_test_keeper_opts o = { .provider = "    requestTimeout: 5s\n",
+		.controller = "  workers: 4\n  resyncPeriod: 120s\n" };
+	int64_t worst = 0;
+	int n = N_DEAD;
+
+	for (int i = 0; i < N_DEAD; i++) {
+		snprintf(users[i], sizeof(users[i]), "dead%02d", i);
+		sk_buf_printf(&yaml,
+		        "---\napiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+		        "metadata:\n  name: %s\nspec:\n  userID: %s\n"
+		        "  health:\n    unhealthyAfter: 10m\n    remediation: Replace\n",
+		        users[i], users[i]);
+	}
+	apply_yaml(yaml.data);
+	/* no resync list in the test's window: a periodic reconcile that found a
+	 * dead data plane before its user did would confirm it with a GET */
+	sk_test_keeper_start(&w, &o);
+	for (int i = 0; i < N_DEAD; i++) {
+		wait[2] = users[i];
+		ck_assert_int_eq(spacectl(wait, NULL), 0);
+	}
+	/* a controller started after the creates: its one list shows the
+	 * sandboxes that are about to die (and, after their replacement, still does) */
+	ck_assert_int_eq(sk_test_stop(w.keeper_pid, false), 0);
+	w.keeper_pid = 0;
+	sk_test_keeper_start(&w, &o);
+	sk_buf_printf(&dead, "{\"unreachable\": [");
+	for (int i = 0; i < N_DEAD; i++) {
+		before[i] = connect_ok(users[i]);
+		ck_assert(command_ok(before[i]));
+		sk_buf_printf(&dead, "%s\"%s\"", i ? ", " : "", jstr(before[i], "sandboxID"));
+	}
+	sk_buf_printf(&dead, "]}");
+	ck_assert_msg(eventually(activity_persisted, &n, 60), "the connects' reconciles never ran");
+	/* every data plane answers 504 while the control plane says running */
+	sim_post("/_sim/stats/reset", "{}");
+	sim_post("/_sim/faults", dead.data);
+	memset(u, 0, sizeof(u));
+	for (int i = 0; i < 2 * N_DEAD; i++) {
+		u[i].user = users[i % N_DEAD];
+		u[i].before = before[i % N_DEAD];
+		ck_assert_int_eq(pthread_create(&t[i], NULL, dead_user_main, &u[i]), 0);
+	}
+	for (int i = 0; i < 2 * N_DEAD; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < 2 * N_DEAD; i++) {
+		ck_assert_msg(
+		        u[i].failed_first, "%s: the command on the dead one worked", u[i].user);
+		ck_assert_msg(u[i].report_status == 200, "%s: unhealthy answered %ld", u[i].user,
+		        u[i].report_status);
+		ck_assert_str_ne(u[i].new_id, jstr(u[i].before, "sandboxID"));
+		/* both processes got the one replacement */
+		ck_assert_str_eq(u[i].new_id, u[(i + N_DEAD) % (2 * N_DEAD)].new_id);
+		ck_assert_msg(u[i].ok_after, "%s: the next command failed", u[i].user);
+		if (u[i].recovered_ms > worst)
+			worst = u[i].recovered_ms;
+	}
+	fprintf(stderr,
+	        "platform: %d dead data planes reported by 2 processes each, the slowest "
+	        "recovered in %lld ms\n",
+	        N_DEAD, (long long)worst);
+	/* one more look at each (its list, older than the kills, still shows the
+	 * old sandbox running): the replacement, nothing killed twice */
+	for (int i = 0; i < N_DEAD; i++) {
+		char path[200];
+		long st;
+		json_t *v;
+		snprintf(path, sizeof(path), "/v1/users/%s/sandbox?fresh=1&timeout=60s", users[i]);
+		v = connect_call("GET", path, &st);
+		ck_assert_int_eq(st, 200);
+		ck_assert_str_eq(jstr(v, "sandboxID"), u[i].new_id);
+		json_decref(v);
+	}
+	ck_assert_int_eq(sim_count("kill"), N_DEAD);
+	ck_assert_int_eq(sim_count("create"), N_DEAD);
+	ck_assert_int_eq(sim_count("get"), 0);
+	for (int i = 0; i < N_DEAD; i++)
+		json_decref(before[i]);
+	sk_buf_dispose(&yaml);
+	sk_buf_dispose(&dead);
+}
+END_TEST
+
 /* ---- answer first ---- */
 
 /* The controller's cache (spacekeeper_userspaces, counted from it) holds
@@ -857,6 +1041,11 @@ sk_suite_platform(void)
 	tcase_set_timeout(tc, 240);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_wake_answered_before_writes);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("replace_many");
+	tcase_set_timeout(tc, 240);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_many_dead_replaced_in_one_create);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -124,6 +124,38 @@ START_TEST(test_fresh_copy_writes)
 }
 END_TEST
 
+/* The read and write commands the store sent, by collection: a get is one
+ * read of userspaces; a status write from a fresh copy reads nothing. */
+START_TEST(test_commands_counted)
+{
+	sk_store *s = open_store();
+	sk_userspace *v1 = create(s, "dave"), *v2 = NULL, *got;
+	sk_userspace_status st = { .phase = SK_PHASE_CREATING };
+	uint64_t r0[SK_STORE_WRITE_COLLS], r1[SK_STORE_WRITE_COLLS], r2[SK_STORE_WRITE_COLLS];
+	uint64_t w0[SK_STORE_WRITE_COLLS], w1[SK_STORE_WRITE_COLLS];
+	sk_error err = { 0 };
+	const int us = SK_STORE_WRITES_USERSPACES;
+
+	sk_store_read_commands(s, r0);
+	sk_store_write_commands(s, w0);
+	ck_assert_msg(sk_store_write_status(s, v1, &st, &v2, &err) == 0, "%s", err.message);
+	sk_store_read_commands(s, r1);
+	sk_store_write_commands(s, w1);
+	ck_assert_uint_gt(w1[us], w0[us]);
+	for (int i = 0; i < SK_STORE_WRITE_COLLS; i++)
+		ck_assert_msg(r1[i] == r0[i], "%s: %llu reads behind a fresh copy's write",
+		        sk_store_write_coll_name((sk_store_write_coll)i),
+		        (unsigned long long)(r1[i] - r0[i]));
+	got = get(s, "dave");
+	sk_store_read_commands(s, r2);
+	ck_assert_uint_eq(r2[us], r1[us] + 1); /* one find */
+	sk_userspace_free(got);
+	sk_userspace_free(v1);
+	sk_userspace_free(v2);
+	close_store(s);
+}
+END_TEST
+
 /* A fresh copy that someone else moved past meanwhile loses (their claim on
  * its version is still there), and their spec edit survives. */
 START_TEST(test_fresh_copy_conflict)
@@ -404,6 +436,7 @@ sk_suite_store_status(void)
 
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_fresh_copy_writes);
+	tcase_add_test(tc, test_commands_counted);
 	tcase_add_test(tc, test_fresh_copy_conflict);
 	tcase_add_test(tc, test_old_copy_rereads);
 	tcase_add_test(tc, test_fresh_copy_after_remove);

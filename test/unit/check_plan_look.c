@@ -2,14 +2,16 @@
  * How a reconcile learns the bound keeper's state (sk_plan_look,
  * pkg/reconcile/plan_look.c), table-tested: each GET that the controller's
  * own knowledge removes (its create, resume or set_timeout answer, its
- * last look) beside the doubt case that still asks; and the renewal window.
+ * last look) beside the doubt case that still asks; and the renewal window;
+ * the list entry of a sandbox killed since, and when a failed probe is
+ * confirmed by a GET.
  */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "reconcile/reconcile.h"
-#include "reconcile/reconcile_int.h" /* sk_plan_look, sk_plan_renew_window */
+#include "reconcile/reconcile_int.h" /* sk_plan_look, sk_plan_renew_window, ... */
 
 Suite *sk_suite_plan_look(void);
 
@@ -303,6 +305,84 @@ START_TEST(test_renew_window)
 }
 END_TEST
 
+/* A list entry of the sandbox the controller killed as a replacement's
+ * old one: left out while the list is older than the kill. */
+typedef struct killed_case {
+	const char *name;
+	const char *listed_id;
+	int64_t listed; /* offset from NOW */
+	const char *killed_id; /* NULL: none */
+	int64_t killed; /* offset from NOW */
+	bool want; /* left out */
+} killed_case;
+
+static const killed_case killed_cases[] = {
+	{ "nothing killed: as listed", "i1", -5 * SEC, NULL, 0, false },
+	{ "killed after the list: stale, left out", "i1", -5 * SEC, "i1", -2 * SEC, true },
+	{ "killed in the list's millisecond: left out", "i1", -2 * SEC, "i1", -2 * SEC, true },
+	{ "a list after the kill still shows it: as listed (killed again)", "i1", -1 * SEC, "i1",
+	        -2 * SEC, false },
+	{ "another sandbox was killed: as listed", "i2", -5 * SEC, "i1", -2 * SEC, false },
+};
+
+START_TEST(test_listed_killed_table)
+{
+	const killed_case *tc = &killed_cases[_i];
+	sk_sandbox listed = { .id = (char *)tc->listed_id, .state = SK_SANDBOX_RUNNING };
+	sk_list_view view = { .valid = true, .listed_ms = NOW + tc->listed };
+	sk_keeper_known k = { .killed_id = tc->killed_id,
+		.killed_ms = tc->killed_id ? NOW + tc->killed : 0 };
+
+	ck_assert_msg(sk_plan_listed_killed(&listed, &view, &k) == tc->want, "%s", tc->name);
+	ck_assert(!sk_plan_listed_killed(&listed, &view, NULL));
+}
+END_TEST
+
+/* A failed probe of the running keeper is confirmed by a GET, except on a
+ * user's report under remediation Replace with nothing holding the space. */
+typedef struct confirm_case {
+	const char *name;
+	bool report; /* known.replace_now */
+	sk_remediation remediation;
+	bool hold; /* the paused annotation */
+	bool deleting;
+	sk_mode mode;
+	bool want; /* a GET */
+} confirm_case;
+
+static const confirm_case confirm_cases[] = {
+	{ "a resync's probe failed, Replace: GET", false, SK_REMEDIATION_REPLACE, false, false,
+	        SK_MODE_RUNNING, true },
+	{ "a user's report, Replace: the report is evidence, no GET", true, SK_REMEDIATION_REPLACE,
+	        false, false, SK_MODE_RUNNING, false },
+	{ "a user's report, Report: GET (503 only for a keeper still running)", true,
+	        SK_REMEDIATION_REPORT, false, false, SK_MODE_RUNNING, true },
+	{ "a user's report, Replace, paused annotation (no replace): GET", true,
+	        SK_REMEDIATION_REPLACE, true, false, SK_MODE_RUNNING, true },
+	{ "a user's report, Replace, deleting: GET", true, SK_REMEDIATION_REPLACE, false, true,
+	        SK_MODE_RUNNING, true },
+	{ "a user's report, Replace, mode Paused: GET", true, SK_REMEDIATION_REPLACE, false, false,
+	        SK_MODE_PAUSED, true },
+};
+
+START_TEST(test_confirm_unreachable_table)
+{
+	const confirm_case *tc = &confirm_cases[_i];
+	sk_userspace *us = calloc(1, sizeof(*us));
+	sk_keeper_known k = { .sandbox_id = "i1", .replace_now = tc->report };
+
+	us->spec.mode = tc->mode;
+	us->spec.remediation = tc->remediation;
+	us->meta.deletion_ms = tc->deleting ? NOW : 0;
+	if (tc->hold)
+		sk_kvlist_set(&us->meta.annotations, SK_ANNOTATION_PAUSED, "true");
+	us->status.sandbox_id = strdup("i1");
+	ck_assert_msg(sk_plan_confirm_unreachable(us, &k) == tc->want, "%s", tc->name);
+	ck_assert(sk_plan_confirm_unreachable(us, NULL)); /* nothing known: GET */
+	sk_userspace_free(us);
+}
+END_TEST
+
 Suite *
 sk_suite_plan_look(void)
 {
@@ -312,6 +392,10 @@ sk_suite_plan_look(void)
 	tcase_add_loop_test(tc, test_look_table, 0, (int)(sizeof(cases) / sizeof(cases[0])));
 	tcase_add_test(tc, test_look_without_knowledge);
 	tcase_add_test(tc, test_renew_window);
+	tcase_add_loop_test(tc, test_listed_killed_table, 0,
+	        (int)(sizeof(killed_cases) / sizeof(killed_cases[0])));
+	tcase_add_loop_test(tc, test_confirm_unreachable_table, 0,
+	        (int)(sizeof(confirm_cases) / sizeof(confirm_cases[0])));
 	suite_add_tcase(s, tc);
 	return s;
 }

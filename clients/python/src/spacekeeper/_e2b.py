@@ -36,7 +36,7 @@ try:  # what the SDK assumes when it cannot know envd's version
 except ImportError:  # pragma: no cover
     _FALLBACK_VERSION = Version("0.2.0")
 
-__all__ = ["SpacekeeperSandbox", "SpacekeeperAsyncSandbox", "connection_level"]
+__all__ = ["SpacekeeperSandbox", "SpacekeeperAsyncSandbox", "connection_level", "warm_up"]
 
 # envd file operations retried once after a connection-level failure: such a
 # failure means envd never received the request, so each is safe to send again.
@@ -116,6 +116,18 @@ def sdk_options(answer: SandboxAnswer, request_timeout: Optional[float]) -> dict
         traffic_access_token=None,
         connection_config=config,
     )
+
+
+def warm_up(request_timeout: Optional[float]) -> None:
+    """Builds one SDK sandbox object for no sandbox, and drops it: the first
+    one made in a process builds the SDK's shared HTTP transport and its
+    first clients (a tenth of a second alone, more under load), which would
+    otherwise be the cost of a user's first request. No call is made."""
+    placeholder = SandboxAnswer(
+        name="", user_id="", sandbox_id="warm-up", state="", path="",
+        envd_url="http://127.0.0.1:9", ready=False,
+    )
+    e2b.Sandbox(**sdk_options(placeholder, request_timeout))
 
 
 def _no_control_plane(what: str) -> Callable[..., Any]:

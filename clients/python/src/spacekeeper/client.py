@@ -67,6 +67,20 @@ def _retry_after(v: Optional[str]) -> Optional[float]:
     return max(0.0, when.timestamp() - time.time())
 
 
+def _preload_sdk(request_timeout: Optional[float]) -> None:
+    """Imports the e2b SDK when it is installed and builds its shared HTTP
+    transport. Done when a Client is made, at the application's start: the
+    import takes a few tenths of a second alone and seconds on a busy
+    machine, the first SDK object a tenth more; made by the first sandbox()
+    they were the slowest first requests' time (0.7-4 s at p99 with 64
+    threads, each waiting on Python's import lock meanwhile)."""
+    try:
+        from . import _e2b
+    except ImportError:
+        return
+    _e2b.warm_up(request_timeout)
+
+
 def _base_url(url: str) -> str:
     """The connect listener's URL without a trailing ``/`` or ``/v1``: every
     route the client calls starts with ``/v1/`` itself, so
@@ -109,6 +123,8 @@ class Client:
     :param ssl_context: for an ``https://`` URL (e.g. with the issuing CA loaded)
     :param request_timeout: the e2b SDK's per-request timeout of the sandboxes
         handed out (seconds; ``None``: the SDK's default)
+    :param preload_sdk: import the e2b SDK (when installed) here rather than in
+        the first :meth:`sandbox` call (``False``: on first use)
     """
 
     def __init__(
@@ -120,6 +136,7 @@ class Client:
         timeout: float = DEFAULT_TIMEOUT,
         ssl_context: Optional[ssl.SSLContext] = None,
         request_timeout: Optional[float] = None,
+        preload_sdk: bool = True,
     ) -> None:
         if token is not None and token_file is not None:
             raise ValueError("give token or token_file, not both")
@@ -143,6 +160,8 @@ class Client:
         # same sandbox, URL, headers and token gets a copy of the one built.
         self._sdk: "collections.OrderedDict[tuple, Any]" = collections.OrderedDict()
         self._sdk_lock = threading.Lock()
+        if preload_sdk:
+            _preload_sdk(request_timeout)
 
     # ---- plumbing ----
 
