@@ -17,7 +17,8 @@
  * (status.archive.sandboxID) still there with nothing bound deletes it. A
  * connect meanwhile drops the intent: the user comes first. A failed
  * archive (a wrong key, a missing bucket, S3 down) counts in
- * status.archive.failures and lastFailureTime; the next attempt waits
+ * status.archive.failures and lastFailureTime, and Synced stays False
+ * (ArchiveFailed) until an archive succeeds; the next attempt waits
  * 1m doubling to 1h from it, and inside that back-off the sandbox is put
  * back to sleep and never woken for the archive.
  *
@@ -61,6 +62,25 @@ retry_at(const sk_pctx *c)
 	if (a->failures <= 0 || a->failed_ms == 0)
 		return 0;
 	return a->failed_ms + sk_archive_backoff(a->failures);
+}
+
+/* A failed archive (or restore) keeps Synced False with its reason until
+ * an attempt succeeds, not only in the round that failed: the message the
+ * failure wrote stays, or says when the next attempt is. */
+static void
+keep_failed(sk_pctx *c, const char *reason)
+{
+	const sk_condition *s = sk_plan_prev_cond(c, SK_COND_SYNCED);
+	char at[40];
+
+	if (s != NULL && sk_str_eq(s->status, "False") && sk_str_eq(s->reason, reason)) {
+		sk_plan_cond(c, SK_C_SYNCED, "False", reason, "%s", s->message ? s->message : "");
+		return;
+	}
+	sk_time_format(retry_at(c), at, sizeof(at));
+	sk_plan_cond(c, SK_C_SYNCED, "False", reason,
+	        "%lld failed attempts (status.archive.failures); the next at %s",
+	        (long long)c->prev->archive.failures, at);
 }
 
 int64_t
@@ -144,6 +164,8 @@ sk_archive_record(sk_userspace_status *st, const char *bucket, const char *key, 
 	        bucket ? bucket : "", key ? key : "", (long long)files);
 	sk_status_set_condition(
 	        st, SK_COND_READY, "True", SK_REASON_ARCHIVED, msg, now_ms, observed_gen);
+	sk_status_set_condition(st, SK_COND_SYNCED, "True", SK_REASON_RECONCILED,
+	        "observed state converged", now_ms, observed_gen);
 	sk_status_set_condition(st, SK_COND_DATAPLANE, "Unknown", SK_REASON_ARCHIVED,
 	        "no sandbox: the workspace is archived", now_ms, observed_gen);
 }
@@ -218,6 +240,8 @@ sk_plan_archive_idle(sk_pctx *c, const sk_sandbox *k)
 
 	if (!c->o->archive || c->hold || c->ob->capacity_wait)
 		return;
+	if (c->prev->archive.failures > 0)
+		keep_failed(c, SK_REASON_ARCHIVE_FAILED);
 	if (retry_at(c) > c->now) { /* failed lately: no wake inside the back-off */
 		sk_plan_requeue(c, retry_at(c) - c->now);
 		return;
@@ -251,6 +275,8 @@ sk_plan_archive_running(sk_pctx *c, const sk_sandbox *k)
 	}
 	/* woken by the archive, which did not finish: still asleep for the user */
 	c->r->next.phase = SK_PHASE_IDLE;
+	if (c->prev->archive.failures > 0)
+		keep_failed(c, SK_REASON_ARCHIVE_FAILED);
 	sk_plan_cond(c, SK_C_READY, "True", SK_REASON_IDLE,
 	        "sandbox %s is being archived; a connect keeps it", k->id);
 	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_IDLE, "sandbox is being archived");

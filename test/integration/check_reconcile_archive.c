@@ -385,6 +385,10 @@ START_TEST(test_archive_s3_down)
 		us = sk_rfix_get(&a.f, "alice");
 		ck_assert_int_eq(us->status.archive.failures, 1);
 		ck_assert_int_eq(us->status.phase, SK_PHASE_IDLE);
+		/* Synced still says why (not True/Reconciled after the failed round) */
+		synced = sk_userspace_condition(us, SK_COND_SYNCED);
+		ck_assert_str_eq(synced->status, "False");
+		ck_assert_str_eq(synced->reason, SK_REASON_ARCHIVE_FAILED);
 		sk_userspace_free(us);
 		ck_assert_int_eq(sandbox_state(&a, a.id), SK_SANDBOX_PAUSED);
 	}
@@ -393,6 +397,8 @@ START_TEST(test_archive_s3_down)
 	clock_offset += 61 * 1000;
 	us = until(&a, archived, 6, "Archived after the S3 server came back");
 	assert_manifest(&a, us);
+	synced = sk_userspace_condition(us, SK_COND_SYNCED);
+	ck_assert_str_eq(synced->status, "True");
 	ck_assert(!sandbox_exists(&a, a.id));
 	sk_userspace_free(us);
 	teardown(&a);
