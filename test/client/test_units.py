@@ -22,6 +22,7 @@ PKG = os.path.join(ROOT, "clients", "python")
 @pytest.mark.parametrize("reason,cls", [
     ("ModePaused", spacekeeper.ModePaused),
     ("DataPlaneUnreachable", spacekeeper.DataPlaneUnreachable),
+    ("RestoreFailed", spacekeeper.RestoreFailed),
     ("NotFound", spacekeeper.NotFound),
     ("Unauthorized", spacekeeper.Unauthorized),
     ("TooManyConnects", spacekeeper.TooManyConnects),

@@ -72,6 +72,8 @@ export class ModePaused extends SpacekeeperError {}
 export class Deleting extends SpacekeeperError {}
 export class ReconcilePaused extends SpacekeeperError {}
 export class DataPlaneUnreachable extends SpacekeeperError {}
+/** 503: the space is archived and restoring its files failed (thrown at once). */
+export class RestoreFailed extends SpacekeeperError {}
 export class Timeout extends SpacekeeperError {}
 export class ShuttingDown extends SpacekeeperError {}
 export class Overloaded extends SpacekeeperError {}
@@ -93,7 +95,7 @@ type ErrorClass = new (
 
 export const errorsByReason: Record<string, ErrorClass> = {
   BadTimeout, BadFresh, Unauthorized, NotFound, MethodNotAllowed, PayloadTooLarge, TooManyConnects,
-  ModePaused, Deleting, ReconcilePaused, DataPlaneUnreachable, Timeout, ShuttingDown,
+  ModePaused, Deleting, ReconcilePaused, DataPlaneUnreachable, RestoreFailed, Timeout, ShuttingDown,
   Overloaded, Starting, StoreUnavailable, NotShardHolder, ShardUnassigned, ForwardFailed,
 };
 
