@@ -427,7 +427,7 @@ plan_running(sk_pctx *c, const sk_sandbox *k)
 		/* The warm-up ends (the data plane answers), or the provider resumed
 		 * an Idle keeper on traffic (autoResume): either way the env the
 		 * create set may be gone. */
-		bool restore = sk_plan_archive_pending(c) && !c->hold;
+		bool restore = sk_plan_archive_pending(c) && !c->hold && !sk_plan_restore_held(c);
 		if (restore)
 			sk_plan_restore(c, k);
 		if (started(c) || c->prev->phase == SK_PHASE_IDLE || restore)
@@ -465,6 +465,8 @@ idle(sk_pctx *c, const sk_sandbox *k)
 		sk_plan_event(c, "Normal", SK_REASON_IDLE, "sandbox %s is asleep (idle)", k->id);
 	if (!sk_plan_archive_pending(c))
 		sk_plan_archive_idle(c, k);
+	else
+		sk_plan_restore_failed(c); /* asleep without its files: not Ready */
 }
 
 static void

@@ -26,7 +26,12 @@
  * connect asks (observed.wake); then the usual create (its Creating mark),
  * and once the new keeper's data plane answers, RESTORE copies the files
  * back (verified against the manifest), the env is re-asserted and the
- * marker written before the space is Running again. A bound sandbox gone
+ * marker written before the space is Running again. A failed restore (an
+ * object that fails its checksum, the bucket gone) counts in the same
+ * status.archive.failures and lastFailureTime (the archive itself, having
+ * succeeded, left none) and is retried after the same back-off; until
+ * then Ready and Synced are False with reason RestoreFailed and a connect
+ * is answered at once with it (sk_connect_decide). A bound sandbox gone
  * while asleep, when an archive exists, goes back to Archived (restored at
  * the next connect); when that archive is older than the last activity the
  * changes since are reported lost (plan_workspace.c); a WorkspaceLost with
@@ -81,6 +86,45 @@ keep_failed(sk_pctx *c, const char *reason)
 	sk_plan_cond(c, SK_C_SYNCED, "False", reason,
 	        "%lld failed attempts (status.archive.failures); the next at %s",
 	        (long long)c->prev->archive.failures, at);
+}
+
+int64_t
+sk_restore_retry_at(const sk_userspace *us)
+{
+	const sk_archive_status *a = &us->status.archive;
+
+	if (a->state != SK_ARCHIVE_ARCHIVED || a->failures <= 0 || a->failed_ms == 0)
+		return 0;
+	return a->failed_ms + sk_archive_backoff(a->failures);
+}
+
+void
+sk_plan_restore_failed(sk_pctx *c)
+{
+	const sk_condition *r = sk_plan_prev_cond(c, SK_COND_READY);
+	char at[40];
+
+	if (!sk_plan_archive_pending(c) || c->prev->archive.failures <= 0)
+		return;
+	keep_failed(c, SK_REASON_RESTORE_FAILED);
+	if (r != NULL && sk_str_eq(r->reason, SK_REASON_RESTORE_FAILED)) {
+		sk_plan_cond(c, SK_C_READY, "False", SK_REASON_RESTORE_FAILED, "%s",
+		        r->message ? r->message : "");
+		return;
+	}
+	sk_time_format(retry_at(c), at, sizeof(at));
+	sk_plan_cond(c, SK_C_READY, "False", SK_REASON_RESTORE_FAILED,
+	        "the restore of the archive failed; the next attempt at %s", at);
+}
+
+bool
+sk_plan_restore_held(sk_pctx *c)
+{
+	if (!sk_plan_archive_pending(c) || retry_at(c) <= c->now)
+		return false;
+	sk_plan_restore_failed(c);
+	sk_plan_requeue(c, retry_at(c) - c->now);
+	return true;
 }
 
 int64_t
@@ -340,6 +384,8 @@ sk_plan_archive_gone(sk_pctx *c, const char *gone_id)
 		        gone_id, (long long)a->generation);
 	a->state = SK_ARCHIVE_ARCHIVED;
 	a->intent_ms = 0;
+	a->failures = 0; /* the failed archives of the sandbox that is gone: no restore's */
+	a->failed_ms = 0;
 	return true;
 }
 
@@ -351,4 +397,6 @@ sk_plan_restore(sk_pctx *c, const sk_sandbox *k)
 	sk_plan_push(c, SK_ACTION_RESTORE, k->id);
 	c->r->next.archive.state = SK_ARCHIVE_RESTORED;
 	c->r->next.archive.restore_ms = c->now;
+	c->r->next.archive.failures = 0; /* a failure counts them again (sk_plan_failure) */
+	c->r->next.archive.failed_ms = 0;
 }
