@@ -381,16 +381,6 @@ keep_alive(sk_pctx *c, const sk_sandbox *k)
 		sk_plan_requeue(c, remaining - window); /* when a renewal may be due */
 }
 
-static bool
-has_action(const sk_pctx *c, sk_action_type t)
-{
-	for (size_t i = 0; i < c->r->n_actions; i++) {
-		if (c->r->actions[i].type == t)
-			return true;
-	}
-	return false;
-}
-
 static void
 plan_running(sk_pctx *c, const sk_sandbox *k)
 {
@@ -432,9 +422,10 @@ plan_running(sk_pctx *c, const sk_sandbox *k)
 			sk_plan_restore(c, k);
 		if (started(c) || c->prev->phase == SK_PHASE_IDLE || restore)
 			push_init_env(c, k->id);
-		sk_plan_workspace(c, k);
-		if (restore && !has_action(c, SK_ACTION_WRITE_MARKER) && c->o->markers)
-			sk_plan_push(c, SK_ACTION_WRITE_MARKER, k->id);
+		if (restore)
+			sk_plan_workspace_restored(c, k);
+		else
+			sk_plan_workspace(c, k);
 	} else if (p->health == SK_HEALTH_UNREACHABLE) {
 		unreachable(c, k, p);
 	} else {

@@ -438,6 +438,8 @@ void sk_plan_capacity_wait(sk_pctx *c);
  * workspace is known lost (until acknowledged). */
 void sk_plan_workspace(sk_pctx *c, const sk_sandbox *k);
 void sk_plan_workspace_gone(sk_pctx *c, const char *gone_id);
+/* k gets the archive's files this round: the marker is written after them. */
+void sk_plan_workspace_restored(sk_pctx *c, const sk_sandbox *k);
 /* gone_id vanished and its workspace comes back from an archive older than
  * the last activity: the changes since are lost (reported like a loss). */
 void sk_plan_workspace_stale(sk_pctx *c, const char *gone_id, const char *detail);

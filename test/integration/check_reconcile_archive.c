@@ -638,6 +638,98 @@ START_TEST(test_restore_fails_and_backs_off)
 }
 END_TEST
 
+/* The ID of alice's sandbox at the provider (caller frees), NULL when none. */
+static char *
+user_sandbox(afix *a)
+{
+	sk_sandbox_list l;
+	char *id = NULL;
+
+	ck_assert_int_eq(list_user(a, &l), 0);
+	if (l.len > 0)
+		id = sk_strdup(l.items[0].id);
+	sk_sandbox_list_dispose(&l);
+	return id;
+}
+
+static bool
+workspace_false(const sk_userspace *us)
+{
+	const sk_condition *w = sk_userspace_condition(us, SK_COND_WORKSPACE);
+
+	return w != NULL && strcmp(w->status, "False") == 0;
+}
+
+/* The sandbox made for a connect right after the space became Archived
+ * falls asleep before the restore ran (found at every step of the first
+ * connect's run) and is resumed: its empty workspace is no loss
+ * (WorkspaceIntact never False, no WorkspaceLost drift); the restore brings
+ * the files back and writes the marker. */
+START_TEST(test_restore_target_asleep_first)
+{
+	afix a;
+	sk_copy_report rep = { 0 };
+	sk_userspace *us;
+	sk_error err;
+	char *target = NULL;
+
+	setup_asleep(&a);
+	us = until(&a, archived, 4, "Archived");
+	sk_userspace_free(us);
+	a.f.env.wake = true;
+	a.f.env.activity_ms = test_now();
+	/* the connect's run, stopped after ever more steps (as a crash or a
+	 * slow round would leave it), until its sandbox exists with the files
+	 * not restored yet */
+	for (int n = 0; n < 16 && target == NULL; n++) {
+		a.fence_after = n;
+		a.fence_calls = 0;
+		round_(&a, &err);
+		a.fence_after = -1;
+		us = sk_rfix_get(&a.f, "alice");
+		ck_assert_int_ne(us->status.archive.state, SK_ARCHIVE_RESTORED);
+		target = user_sandbox(&a);
+		sk_userspace_free(us);
+	}
+	ck_assert_msg(target != NULL, "no sandbox made before the restore");
+	/* it falls asleep before the restore */
+	ck_assert_msg(sk_sandbox_pause(a.f.p, target, &err) == 0, "pause: %s", err.message);
+	for (int i = 0; i < 8; i++) {
+		round_(&a, &err);
+		us = sk_rfix_get(&a.f, "alice");
+		ck_assert_msg(!workspace_false(us), "round %d: judged lost: %s", i,
+		        sk_userspace_condition(us, SK_COND_WORKSPACE)->message);
+		if (restored(us))
+			break;
+		sk_userspace_free(us);
+		us = NULL;
+	}
+	ck_assert_msg(us != NULL, "never restored");
+	ck_assert_str_eq(us->status.sandbox_id, target);
+	ck_assert_str_eq(reason_of(us, SK_COND_WORKSPACE), SK_REASON_MARKER_WRITTEN);
+	for (size_t i = 0; i < us->status.n_drift; i++)
+		ck_assert_str_ne(us->status.drift[i].type, SK_DRIFT_WORKSPACE_LOST);
+	{
+		sk_sandbox now_sb = { .id = target };
+		ck_assert_msg(sk_workspace_verify(
+		                      a.f.p, &a.ref, a.f.p, &now_sb, &ws_opts, &rep, &err) == 0,
+		        "the restored tree differs: %s", rep.mismatch ? rep.mismatch : err.message);
+	}
+	sk_copy_report_free(&rep);
+	sk_userspace_free(us);
+	/* its next resume finds the marker the restore wrote */
+	ck_assert_msg(sk_sandbox_pause(a.f.p, target, &err) == 0, "pause: %s", err.message);
+	for (int i = 0; i < 6; i++) {
+		round_(&a, &err);
+		us = sk_rfix_get(&a.f, "alice");
+		ck_assert(!workspace_false(us));
+		sk_userspace_free(us);
+	}
+	free(target);
+	teardown(&a);
+}
+END_TEST
+
 Suite *
 sk_suite_reconcile_archive(void)
 {
@@ -651,6 +743,7 @@ sk_suite_reconcile_archive(void)
 	tcase_add_test(tc, test_archive_crash_at_every_step);
 	tcase_add_test(tc, test_archive_purged_on_delete);
 	tcase_add_test(tc, test_restore_fails_and_backs_off);
+	tcase_add_test(tc, test_restore_target_asleep_first);
 	suite_add_tcase(s, tc);
 	return s;
 }
