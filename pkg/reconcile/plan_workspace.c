@@ -106,6 +106,8 @@ restore_note(sk_pctx *c, bool keeper)
 	if (!keeper || !c->o->archive || a->state == SK_ARCHIVE_NONE || a->key == NULL)
 		return sk_strdup("; onLoss Restore: no archive to restore from");
 	a->state = SK_ARCHIVE_ARCHIVED;
+	a->failures = 0; /* a later archive's failures: this restore has none yet */
+	a->failed_ms = 0;
 	sk_plan_requeue(c, c->o->min_requeue_ms);
 	return sk_asprintf("; onLoss Restore: restoring the archive of generation %lld",
 	        (long long)a->generation);
