@@ -12,7 +12,7 @@
 #     dependencies, test/deploy/requirements.txt) into a venv at .deps/python, for the
 #     manifest check (test/deploy/check.sh)
 #   - versitygw (pinned, go install, POSIX backend) into .deps/bin: the S3-compatible server
-#     of the archive's tests and demo (issue 24; no mock server)
+#     of the archive's tests and demo (no mock server)
 #   - the e2b Python SDK, pytest, jsonschema and openapi-spec-validator (pinned, with their
 #     dependencies, test/client/requirements.txt) into a venv at .deps/pyclient, for the
 #     Python client suite (test/client) and the application benchmark

@@ -52,7 +52,7 @@ fi
 run metrics bash "$root/hack/check-metrics.sh"
 run daytona-sdk node "$root/test/conformance/daytona_sdk.mjs"
 run crd node "$root/test/conformance/crd_schema.mjs"
-# the API server's answers on the inputs of issue 10, against the CRD and spacectl
+# the API server's answers on the inputs where spacectl and the API server once disagreed, against the CRD and spacectl
 run parity node "$root/test/conformance/parity.mjs"
 run deploy "$root/test/deploy/check.sh"
 # docs/cli and docs/man are what the binaries' --help says (make docs), mandoc-lint clean

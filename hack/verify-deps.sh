@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# verify-deps: dependencies point one way (DESIGN §7) and the planner is pure.
+# verify-deps: dependencies point one way (docs/architecture.md, Packages) and the planner is pure.
 #
 #   hack/verify-deps.sh [OBJDIR]              OBJDIR holds pkg/*/*.o (default build/rel)
 #   hack/verify-deps.sh --self-test [OBJDIR]  shows that both checks fail when
@@ -28,6 +28,9 @@
 #     listed below, each with its reason; a caller reads err->code (one
 #     classifier: sk_error_retry) or err->domain. Line-based: a call is
 #     caught when its name and that argument share a line.
+# (e) Comments and documents name what is in the repository: no issue
+#     number (an issue is closed and forgotten; the code and docs/ stay) and
+#     no document outside it, in the sources, scripts, manifests and docs.
 # Prints one line per violation and exits 1; otherwise one summary line.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -286,6 +289,23 @@ check_messages() {
 	done < <(grep -rnE "$text_compare" pkg --include='*.c' --include='*.h')
 }
 
+# (e): what a citation of an issue or an outside document looks like, and
+# where it is looked for (generated and installed trees left out).
+citation='\b[Ii]ssues? #?[0-9]+\b|\bDESIGN( §|\.md)|\b(style|peers|e2b-api)\.md\b|shared/reference'
+cited_paths="pkg cmd test hack clients crds manifests docs Makefile README.md Containerfile"
+
+check_citations() {
+	local hit paths=() p
+	for p in $cited_paths; do
+		[ -e "$p" ] && paths+=("$p")
+	done
+	[ ${#paths[@]} -eq 0 ] && return
+	while IFS= read -r hit; do
+		fail "${hit%%:*}:$(cut -d: -f2 <<<"$hit"): cites an issue or a document outside the repository ($(cut -d: -f3- <<<"$hit" | sed 's/^[[:space:]]*//' | cut -c1-100)): name the code or the repository's document"
+	done < <(grep -rnE "$citation" "${paths[@]}" --exclude-dir=node_modules --exclude-dir=build \
+		--exclude-dir=dist --exclude-dir=__pycache__ --exclude-dir=.deps --exclude=verify-deps.sh)
+}
+
 # expect_fail NAME PATTERN... -- CMD...: CMD exits 1 and prints every PATTERN.
 expect_fail() {
 	local name=$1 out rc pat
@@ -328,12 +348,17 @@ self_test() {
 	printf '%s\n' 'static int' 'by_text(const sk_error *err)' '{' \
 		'	return strstr(err->message, "MongoDB") != NULL;' '}' >>"$tmp/src/pkg/controller/worker.c"
 	echo '/* strstr(e->message, "UNIQUE constraint failed") */' >>"$tmp/src/pkg/store/mongo_lease.c"
+	# (e) a comment that cites an issue, one that cites an outside document
+	echo '/* the fast path (issue 22) */' >>"$tmp/src/pkg/util/buf.c"
+	echo '/* see DESIGN §5 */' >>"$tmp/src/pkg/api/kvlist.c"
 	expect_fail includes-and-messages \
 		'pkg/util/buf.c:' 'util may include only: (no other package)' \
 		'pkg/api/kvlist.c:' 'pkg/ never includes cmd/' '<curl/curl.h>: api may use only: yaml' \
 		'the private header of store' 'package httpd is not in the layering table' \
 		'pkg/controller/worker.c:' 'decides from an error'"'"'s text (return strstr(err->message, "MongoDB") != NULL;)' \
 		'pkg/store/mongo_lease.c:' \
+		'cites an issue or a document outside the repository (/* the fast path (issue 22) */)' \
+		'cites an issue or a document outside the repository (/* see DESIGN §5 */)' \
 		-- bash "$tmp/src/hack/verify-deps.sh" "$objdir" || rc=1
 	if grep -q 'pkg/store/mongo.c:\|pkg/sandbox/http.c:' <<<"$(bash "$tmp/src/hack/verify-deps.sh" "$objdir" 2>&1)"; then
 		echo "verify-deps self-test: a listed text read (store/mongo.c, sandbox/http.c) was reported"
@@ -372,7 +397,7 @@ C
 		'pkg/util/counter.c: writable static data counter (.bss)' \
 		-- env VERIFY_DEPS_ALL=1 bash "$root/hack/verify-deps.sh" "$tmp/obj" || rc=1
 	rm -rf "$tmp"
-	[ "$rc" -eq 0 ] && echo "verify-deps self-test: bad includes, a decision from an error's text, a planner calling the provider and a static counter are caught"
+	[ "$rc" -eq 0 ] && echo "verify-deps self-test: bad includes, a decision from an error's text, a cited issue, a planner calling the provider and a static counter are caught"
 	return "$rc"
 }
 
@@ -385,8 +410,9 @@ planner_objs=""
 check_planner
 check_globals
 check_messages
+check_citations
 if [ "$violations" -gt 0 ]; then
 	echo "verify-deps: $violations violation(s) (tables in hack/verify-deps.sh)"
 	exit 1
 fi
-echo "verify-deps: includes follow the layering; no process-global state but ${#global_ok[@]} listed; no decision from an error's text but ${#text_ok[@]} listed; the planner links from: $planner_objs"
+echo "verify-deps: includes follow the layering; no process-global state but ${#global_ok[@]} listed; no decision from an error's text but ${#text_ok[@]} listed; no cited issue; the planner links from: $planner_objs"

@@ -3,7 +3,7 @@
  * proxy: E2b-Sandbox-Id/E2b-Sandbox-Port headers, or Host
  * "{port}-{sandboxID}.{domain}". 502 for unknown/not running (Cube: 500),
  * 504 while a fault says the proxy is stale; traffic auto-resumes a paused
- * sandbox created with autoResume. Routes (reference e2b-api.md §2.3-2.5):
+ * sandbox created with autoResume. Routes (E2B's published API):
  *   GET  /health                   204
  *   GET  /envs                     the sandbox-wide env as a JSON map
  *   POST /init                     {"envVars": {...}, "accessToken": ...}: merged, 204
@@ -11,7 +11,7 @@
  *   GET/POST /files, POST /filesystem.Filesystem/...  the file tree (envd_files.c)
  * A secure sandbox needs X-Access-Token (or /init's accessToken) on all but /health.
  *
- * The env defect this models (peers.md §1.5): create-time envVars reach envd
+ * The env defect this models (seen at E2B): create-time envVars reach envd
  * through the boot path only, and every command runs as `bash -l -c`, so
  * after a pause/resume they are gone; what POST /init set is kept by the
  * agent across the snapshot (the fix CubeSandbox landed). So the sandbox-wide

@@ -1,6 +1,6 @@
 /*
  * sandboxsim envd files: the sandbox's tree (fs.c) over envd's file API
- * (reference e2b-api.md §2.3; the JS SDK's sandbox.files):
+ * (E2B's published API; the JS SDK's sandbox.files):
  *   GET  /files?path=P             the bytes (symlinks followed); 404, 400 for a directory
  *   POST /files?path=P             multipart/form-data, part "file" (filename = the
  *                                  path when ?path is absent), or application/octet-stream

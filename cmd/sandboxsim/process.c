@@ -1,6 +1,6 @@
 /*
  * sandboxsim envd process service: POST /process.Process/Start over the
- * Connect protocol with the JSON codec (reference e2b-api.md §2.4). The
+ * Connect protocol with the JSON codec (E2B's published API). The
  * request is one enveloped message (flag byte, 4-byte big-endian length,
  * JSON); the answer is a stream of enveloped events, start{pid}, data
  * {stdout|stderr: base64}, end{exitCode, exited, status}, then the

@@ -453,7 +453,7 @@ sim_sandbox_resume(sim *s, sim_sandbox *sb, int64_t now, int32_t timeout_s)
 }
 
 /*
- * Sleep on idle, per flavour (reference e2b-api.md §1.14, §4.3, §5):
+ * Sleep on idle, per flavour (E2B's published API):
  *  - e2b: an absolute deadline end_ms set by create, connect (extend only),
  *    resume and set_timeout (overwrite) and refreshes (extend only); envd
  *    traffic does NOT move it.

@@ -1,5 +1,5 @@
 /*
- * spacectl: the command-line client for UserSpace objects (DESIGN §1).
+ * spacectl: the command-line client for UserSpace objects (README.md).
  * One table of commands; each lives in its own file (apply.c, get.c, ...).
  * To add a command: write NAME.c with `int sk_cmd_NAME(int argc, char **argv)`,
  * declare it in spacectl.h, add one line to the table below.

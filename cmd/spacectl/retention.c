@@ -1,5 +1,5 @@
 /*
- * spacectl: the retention warning of get (issue 24): a space asleep near
+ * spacectl: the retention warning of get: a space asleep near
  * its provider's pausedRetention with no archive configured (the provider
  * will delete the sandbox and the user's files) gets a "Warning:" line on
  * stderr, as kubectl prints an API server's warnings; the table or document

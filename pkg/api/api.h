@@ -1,5 +1,5 @@
 /*
- * api: the UserSpace v1alpha1 object (DESIGN §3) and the ControllerConfig.
+ * api: the UserSpace v1alpha1 object (README.md, Concepts) and the ControllerConfig.
  *
  * Input path: bytes --libyaml--> sk_doc (jansson value + source positions)
  *             --sk_userspace_validate--> errors with field path and file:line:col
@@ -203,7 +203,7 @@ typedef struct sk_drift {
 	char *detail;
 } sk_drift;
 
-/* status.migration (DESIGN §5, issue 14): a move of the space to another
+/* status.migration: a move of the space to another
  * provider or template, step by step, so a restarted controller resumes it. */
 typedef enum sk_migration_phase {
 	SK_MIG_NONE, /* no migration recorded */
@@ -255,7 +255,7 @@ typedef struct sk_usage {
 	int64_t updated_ms; /* lastUpdateTime */
 } sk_usage;
 
-/* status.archive: the space's newest archive (issue 24). state ARCHIVED:
+/* status.archive: the space's newest archive. state ARCHIVED:
  * the files are there and in no sandbox (phase Archived, or a restore
  * under way); RESTORED: copied back into a sandbox at restore_ms. */
 typedef enum sk_archive_state {
@@ -618,7 +618,7 @@ typedef struct sk_connect_token_config {
 	char *selector; /* a label selector (kubectl -l syntax), not empty */
 } sk_connect_token_config;
 
-/* archive: the object storage of spaces' workspaces (issue 24, config_archive.c). */
+/* archive: the object storage of spaces' workspaces (config_archive.c). */
 typedef struct sk_archive_config {
 	char *endpoint; /* http(s) URL of an S3-compatible server */
 	char *bucket;
@@ -744,7 +744,7 @@ bool sk_config_listen_is_loopback(const char *listen);
 
 /* ---- SpaceQuota ----
  *
- * The SpaceQuota v1alpha1 object (issue 23), a tenant's limits
+ * The SpaceQuota v1alpha1 object, a tenant's limits
  * over the UserSpaces its label selector matches, as Kubernetes'
  * ResourceQuota limits a namespace:
  *

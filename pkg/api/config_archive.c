@@ -1,6 +1,6 @@
 /*
  * api/config_archive: the archive section of the ControllerConfig, the
- * object storage that keeps spaces' workspaces (issue 24):
+ * object storage that keeps spaces' workspaces:
  *
  *   archive:
  *     endpoint: https://s3.eu-west-1.amazonaws.com   # any S3-compatible server

@@ -2,7 +2,7 @@
  * api/unique: the duplicate metadata.name / spec.userID check of a set of
  * input documents, in linear time: one hash set (a jansson object: name ->
  * index) per field, where comparing every pair took minutes at 100,000
- * documents (issue 10 item 13).
+ * documents.
  */
 #include <stdio.h>
 #include <string.h>

@@ -278,7 +278,7 @@ fresh_path(const sk_ctl_keeper *k, int64_t since_ms, const char *path)
 	return since_ms > 0 && k->replaced_id[0] && k->replaced_ms >= since_ms ? "replace" : path;
 }
 
-/* Answer first (issue 22): a reconcile told that the keeper it started
+/* Answer first: a reconcile told that the keeper it started
  * (woken or created) is healthy, before its writes; started is the object
  * it is about to write. Its answer is this connect's when the object as
  * cached now (*us) is the one that reconcile read: the same uid and

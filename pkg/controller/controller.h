@@ -1,5 +1,5 @@
 /*
- * controller: the spacekeeper daemon's core (DESIGN §1, §2, §5).
+ * controller: the spacekeeper daemon's core (docs/architecture.md).
  *
  *   informer (store poll) --keys--> workqueue --> N workers --> sk_reconcile
  *   observer: every resync period lists each provider's managed sandboxes

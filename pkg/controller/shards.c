@@ -1,5 +1,5 @@
 /*
- * shards: replicas share the spaces by leases in the store (issue 11).
+ * shards: replicas share the spaces by leases in the store.
  *
  * Spaces fall into c->cfg->shards shards by a stable hash of spec.userID
  * (sk_ctl_shard_of). Each replica holds a lease "shard-NN" on some of them
@@ -10,7 +10,7 @@
  * "ID@ADDRESS" (ADDRESS: where its connect API answers), so a replica
  * forwards a connect to the holder of the user's shard.
  *
- * No clock is compared across hosts (issue 21, client-go's rule). Another
+ * No clock is compared across hosts (client-go's rule). Another
  * replica's lease (shard or member) is judged expired only when this
  * replica has seen its record unchanged for a full leaseDuration of its
  * own monotonic time (sk_lease_observer), and the take-over writes only

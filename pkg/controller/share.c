@@ -1,5 +1,5 @@
 /*
- * share: one provider list for every replica (issue 11). The holder of
+ * share: one provider list for every replica. The holder of
  * shard 0 lists each provider (observe.c) and, while other replicas hold
  * shards, stores what it saw as a shared list (store.h): one part per shard
  * of users ("shard-NN": that shard's sandboxes) under the time the list

@@ -1,5 +1,5 @@
 /*
- * informer: a cache of UserSpace objects fed from the store (DESIGN §4).
+ * informer: a cache of UserSpace objects fed from the store (docs/architecture.md).
  *
  * FerretDB has no change streams, so the informer lists once, then polls
  * sk_store_list_since(last_rv - lookback): concurrent writers take their
@@ -93,7 +93,7 @@ bool sk_informer_wait_synced(sk_informer *inf, int64_t timeout_ms);
 
 /* A deep copy of the cached object: 0, or SK_ENOTFOUND. */
 int sk_informer_get(sk_informer *inf, const char *name, sk_userspace **out);
-/* A borrowed, read-only reference to a cached object (issue 22: the fast
+/* A borrowed, read-only reference to a cached object (the fast
  * path copied the object out of the cache on every connect). The decoded
  * version is shared by every borrower and reference-counted: it stays
  * valid until sk_informer_release whatever the cache does meanwhile (a

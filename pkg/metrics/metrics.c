@@ -4,7 +4,7 @@
  * name (and name + labels) to the array index finds a family or a series
  * without a scan: the connect fast path updates two series per call, and
  * a scan of every series with strcmp under the one lock was the top of its
- * profile (issue 22).
+ * profile.
  */
 #include <math.h>
 #include <pthread.h>

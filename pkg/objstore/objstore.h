@@ -1,5 +1,5 @@
 /*
- * objstore: an S3-compatible object store client on libcurl (issue 24: a
+ * objstore: an S3-compatible object store client on libcurl (a
  * space's archive). Requests are signed with AWS Signature V4 by libcurl
  * itself (CURLOPT_AWS_SIGV4, no other crypto library); libcurl does not add
  * x-amz-content-sha256, which S3 servers require, so every request carries

@@ -1,5 +1,5 @@
 /*
- * reconcile/archive: a space's workspace in an S3-compatible bucket (issue 24),
+ * reconcile/archive: a space's workspace in an S3-compatible bucket,
  * moved by the existing copy engine (sandbox/workspace.c): the archive is
  * the engine's other side, a provider whose only capability is files.
  *

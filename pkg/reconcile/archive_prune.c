@@ -1,5 +1,5 @@
 /*
- * reconcile/archive_prune: the retention of a user's archives (issue 24).
+ * reconcile/archive_prune: the retention of a user's archives.
  * Every archive of a user is a generation under BASE/GEN/ (BASE is
  * PREFIX/USERID); a generation is complete when its manifest.json exists
  * (archive.c writes it last). The prune keeps the newest complete

@@ -1,5 +1,5 @@
 /*
- * reconcile/execute_archive: the ARCHIVE and RESTORE actions (issue 24),
+ * reconcile/execute_archive: the ARCHIVE and RESTORE actions,
  * the executor's side of plan_archive.c. Each makes its own S3 client (a
  * client serves one thread at a time) from env->archive_s3.
  *

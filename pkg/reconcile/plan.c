@@ -1,5 +1,5 @@
 /*
- * reconcile/plan: the pure planner (DESIGN §5). Desired UserSpace + observed
+ * reconcile/plan: the pure planner (docs/architecture.md, Invariants). Desired UserSpace + observed
  * sandboxes + now -> ordered actions, next status, requeue delay. No I/O and
  * no clock: every rule is table-tested in test/unit/check_plan.c.
  *
@@ -339,8 +339,7 @@ unreachable(sk_pctx *c, const sk_sandbox *k, const sk_probe *p)
  * half-life; others only when the deadline would otherwise fall before
  * the last activity + D, within the renewal window before it
  * (sk_plan_renew_window), and then to D after the last activity: an active
- * user costs one set_timeout per D minus the window (two per D before
- * issue 22), an inactive one none; a busy one (lifecycle.busy) is renewed
+ * user costs one set_timeout per D minus the window (not two per D), an inactive one none; a busy one (lifecycle.busy) is renewed
  * below D/2 left as before; and a deadline someone else set is put back. */
 static void
 keep_alive(sk_pctx *c, const sk_sandbox *k)

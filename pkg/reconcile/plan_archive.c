@@ -1,5 +1,5 @@
 /*
- * reconcile/plan_archive: a space outlives its sandbox (pure; issue 24).
+ * reconcile/plan_archive: a space outlives its sandbox (pure).
  *
  * With an archive configured (opts.archive), a Running space asleep (phase
  * Idle) for spec.lifecycle.archiveAfter, or close to its provider's

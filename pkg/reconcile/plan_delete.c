@@ -1,6 +1,5 @@
 /*
- * reconcile/plan_delete: the plan of a UserSpace being deleted (DESIGN §5,
- * part of the pure planner: no I/O, no clock). Phase Deleting; with the
+ * reconcile/plan_delete: the plan of a UserSpace being deleted (part of the pure planner: no I/O, no clock). Phase Deleting; with the
  * finalizer, deletionPolicy Delete kills every sandbox of the user and purges
  * its archives before the finalizer goes, Retain keeps both; the annotation
  * that holds provider mutations holds the deletion too. A failed lookup of

@@ -6,7 +6,7 @@
  * GET, a list newer than its last provider change, a healthy probe) is an
  * observation as good as a GET: within probe_fresh_ms of it, and while no
  * later list or provider change contradicts it, a round uses it instead of
- * asking (issue 22, item 1). Doubt still asks: a look older than that, of
+ * asking. Doubt still asks: a look older than that, of
  * another sandbox, that found it not running, a list newer than the look
  * that lacks it. A failed probe still asks too (observe's confirm step),
  * and a failed run clears the look (the report's look_ms is 0).

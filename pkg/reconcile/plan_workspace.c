@@ -1,5 +1,5 @@
 /*
- * reconcile/plan_workspace: no silent loss of a workspace (pure; issue 24).
+ * reconcile/plan_workspace: no silent loss of a workspace (pure).
  *
  * Providers resume a paused sandbox with part of its files or none, and
  * delete paused sandboxes after a retention. So, with plan options

@@ -1,5 +1,5 @@
 /*
- * reconcile: one UserSpace, observe -> plan -> execute -> status (DESIGN §5).
+ * reconcile: one UserSpace, observe -> plan -> execute -> status (docs/architecture.md, Invariants).
  *
  *   sk_observe   gathers the observed state: the user's managed sandboxes from
  *                the controller's last list, a direct GET of the bound sandbox
@@ -172,6 +172,7 @@ typedef struct sk_observed {
 	 * free for a start now (capacity_wait, why in capacity_message,
 	 * borrowed): a create or a wake waits. */
 	bool evict;
+	const char *evict_quota; /* evict: the SpaceQuota it frees a slot under, NULL: capacity */
 	bool capacity_wait;
 	const char *capacity_message;
 	/* The workspace marker read back from the running keeper, made only when
@@ -200,8 +201,7 @@ typedef struct sk_keeper_known {
 	 * seen and there was activity: a list has no envd token (the
 	 * controller sets it). */
 	bool fetch_detail;
-	/* The controller's own last look at the keeper's state (item 1 of
-	 * issue 22: what it did and saw is an observation as good as a GET):
+	/* The controller's own last look at the keeper's state (what it did and saw is an observation as good as a GET):
 	 * when (wall ms, 0: none), whether it ran then, and its deadline then.
 	 * Made by a create, resume, set_timeout or pause answer, a GET, a list
 	 * newer than the last provider change, or a healthy probe; never by a
@@ -498,8 +498,10 @@ typedef struct sk_reconcile_env {
 	 * is planned again with observed.capacity_wait. NULL: always. */
 	bool (*may_start)(void *arg, const sk_userspace *us, char *why, size_t len);
 	void *may_start_arg;
-	/* The controller asks this run to evict the running keeper (observed.evict). */
+	/* The controller asks this run to evict the running keeper (observed.evict),
+	 * for the SpaceQuota evict_quota names (NULL: its provider's capacity). */
 	bool evict;
+	const char *evict_quota;
 	/* The archive (opts.archive): the S3 client's settings, keys included
 	 * (secrets, borrowed), and the key prefix (PREFIX of PREFIX/USERID/
 	 * GENERATION). A client is made per ARCHIVE or RESTORE action. */
@@ -513,7 +515,7 @@ typedef struct sk_reconcile_env {
 	 * object as it is about to be written (its resourceVersion the one the
 	 * write compares against), report: what the run saw of the keeper, as
 	 * after the write; both borrowed for the call. A connect waiting for the
-	 * start may be answered from them (issue 22: answer first). Not told
+	 * start may be answered from them (answer first). Not told
 	 * from a migration's steps, a replacement, a restore, or a run that
 	 * failed or lost its fence (may_act is asked first). */
 	void (*started)(

@@ -1,6 +1,6 @@
 /*
  * reconcile/retention: a sleeping space near its provider's pausedRetention
- * with no archive to keep its files (issue 24, item 3). A provider deletes
+ * with no archive to keep its files. A provider deletes
  * a sandbox paused that long (E2B: 30 days); with an archive configured the
  * space is archived before then, without one the files are lost, so
  * spacectl get and the status page warn while there is time to act: within

@@ -1,5 +1,5 @@
 /*
- * sandbox/cube: TencentCloud CubeSandbox (reference e2b-api.md §4). The E2B
+ * sandbox/cube: TencentCloud CubeSandbox (E2B's published API). The E2B
  * functions with overrides for what Cube does differently:
  *  - connect always answers 200, so `resumed` comes from the state before;
  *  - the list state filter takes one value and the metadata filter is applied

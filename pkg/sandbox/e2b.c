@@ -1,5 +1,5 @@
 /*
- * sandbox/e2b: the E2B control-plane client (reference e2b-api.md §1) and the
+ * sandbox/e2b: the E2B control-plane client (E2B's published API) and the
  * envd calls (§2): the health probe and POST /init. The cube backend reuses these functions through
  * sandbox_int.h and overrides what CubeSandbox does differently.
  */

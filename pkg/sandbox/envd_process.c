@@ -1,7 +1,7 @@
 /*
  * sandbox/envd_process: one short command through envd's
  * process.Process/Start (Connect server stream, JSON codec; reference
- * e2b-api.md §2.4): the request is one enveloped message (flag byte, 4-byte
+ * envd's process API): the request is one enveloped message (flag byte, 4-byte
  * big-endian length, JSON), the answer a run of enveloped events (start,
  * data {stdout|stderr: base64}, end {exitCode}) closed by an end-of-stream
  * frame (flag 0x02) that may carry {"error": {code, message}}. The workspace

@@ -1,6 +1,6 @@
 /*
  * sandbox/files_envd: workspace files of E2B and Cube sandboxes through envd
- * (reference e2b-api.md §2.3-2.4), the way the official SDK reaches them:
+ * (E2B's published API), the way the official SDK reaches them:
  *   list   POST /filesystem.Filesystem/ListDir {path, depth} (Connect unary, JSON)
  *   read   GET  /files?path=P, the body streamed to the sink
  *   write  POST /files?path=P, application/octet-stream streamed from the

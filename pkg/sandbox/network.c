@@ -1,7 +1,7 @@
 /*
  * sandbox/network: spec.network in each provider's own shape.
  *
- * E2B and CubeSandbox (create body, reference e2b-api.md §1.4):
+ * E2B and CubeSandbox (create body, E2B's published API):
  *   "allow_internet_access": false when internet is Deny,
  *   "network": {"allowOut": [...], "denyOut": [...], "allowPublicTraffic": bool},
  *   and "secure": true with allowPublicTraffic false (E2B requires it).

@@ -4,8 +4,8 @@
  * (compare-and-swap on `version`); what the next version is, and who may
  * write it, is decided here, from the lease as read.
  *
- * No rule compares a time another host wrote with this host's clock
- * (issue 21): renew_ms and acquire_ms are the writer's wall clock, for
+ * No rule compares a time another host wrote with this host's clock:
+ * renew_ms and acquire_ms are the writer's wall clock, for
  * people. Whether another's lease expired is judged by the caller on its
  * own monotonic clock from when it observed the lease last change
  * (client-go's observedTime, sk_lease_observer below), and the take-over

@@ -1,6 +1,6 @@
 /*
  * store/mongo_batch: status writes and events of many objects, coalesced
- * into one command each where the server allows it (issue 22: the store's
+ * into one command each where the server allows it (the store's
  * cost per new user).
  *
  * Writers that call at the same time join one batch: the first to find no

@@ -1,6 +1,6 @@
 /*
- * store/mongo_clock: this host's wall clock against the database server's
- * (issue 21). What is left of the wall clock in the store's timing argument
+ * store/mongo_clock: this host's wall clock against the database server's.
+ * What is left of the wall clock in the store's timing argument
  * (mongo_cas.c: resourceVersion ticks, claims stamped by one process and
  * judged abandoned by another; the informer's floor) holds only while the
  * processes' clocks agree within a few seconds. Each process therefore

@@ -62,7 +62,7 @@ void sk_store_close(sk_store *s); /* NULL-safe */
 void sk_store_global_cleanup(void);
 int sk_store_ping(sk_store *s, sk_error *err);
 
-/* ---- this host's clock against the server's (issue 21) ----
+/* ---- this host's clock against the server's ----
  * The store's timing argument (mongo_cas.c) needs the clocks of the
  * processes sharing a database to agree within a few seconds: pairwise
  * within 2 x SK_STORE_CLOCK_SKEW_MAX_MS, under the 5 s a lease claim is
@@ -341,7 +341,7 @@ int sk_store_observation_head_get(
 /* Removes group's parts of lists started before before_ms. */
 int sk_store_observation_prune(sk_store *s, const char *group, int64_t before_ms, sk_error *err);
 
-/* ---- write commands (issue 22: the store's cost per new user) ----
+/* ---- write commands (the store's cost per new user) ----
  * The write commands (insert, update, delete, findAndModify) this store has
  * sent to the server since it was opened, counted by libmongoc's command
  * monitoring as they leave (failed ones too), by the collection they name.
@@ -370,7 +370,7 @@ int sk_store_drop(sk_store *s, sk_error *err);
 
 /* ---- SpaceQuota ----
  *
- * SpaceQuota objects (issue 23) beside the UserSpaces. MongoDB:
+ * SpaceQuota objects beside the UserSpaces. MongoDB:
  * collection "spacequotas", one document per quota {_id: name, object: the
  * JSON text of apiVersion, kind, metadata and spec, status: the JSON text
  * of status}: user keys (label keys with dots) never become BSON field

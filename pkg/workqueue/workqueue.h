@@ -2,7 +2,7 @@
  * workqueue: the controller's rate-limited work queue (client-go's workqueue
  * in C).
  *
- * Queue guarantees (DESIGN §5, style.md §3.2):
+ * Queue guarantees (client-go's workqueue contract):
  *   - stingy: a key is queued at most once however often it is added;
  *   - a key is never handed to two workers at once; a key added while it is
  *     being processed is queued again when the worker calls done;

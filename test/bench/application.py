@@ -1,4 +1,4 @@
-"""make bench, "application" run (issue 20): what one application request costs.
+"""make bench, "application" run: what one application request costs.
 
 Each request is what a platform does per user request with the Python client:
 ``client.sandbox(user)`` (one connect, an e2b.Sandbox built from the answer)

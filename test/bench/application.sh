@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench, "application" run (issue 20): client.sandbox(user) + commands.run("true")
+# make bench, "application" run: client.sandbox(user) + commands.run("true")
 # per request with the Python client and the e2b SDK of .deps/pyclient; see
 # test/bench/application.py for what it prints and its environment.
 set -euo pipefail

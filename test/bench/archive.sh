@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench: the archive (issue 24, "Benchmark"). N spaces (default 200) of
+# make bench: the archive ("Benchmark"). N spaces (default 200) of
 # SIZE_MB (default 10) on a sandboxsim, archived into a real S3 server
 # (versitygw, POSIX backend, from hack/deps.sh) and restored by the archive
 # engine (test/bench/archivebench.c runs the code the controller runs:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench: controller convergence benchmark (issue 4, "Speed").
+# make bench: controller convergence benchmark ("Speed").
 # Applies N UserSpaces (default 2000) to a fresh FerretDB, starts sandboxsim
 # with 20 ms latency per control-plane call and spacekeeper (workers =
 # maxInFlight), and prints: time to converge (every object Ready), the lower

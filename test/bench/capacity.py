@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""make bench, "capacity" run (issue 23): the connect load of test/bench/capacity.sh.
+"""make bench, "capacity" run: the connect load of test/bench/capacity.sh.
 
 A burst of BURST users arriving within BURST_S seconds, each a session of
 SESSION_S seconds (a connect at the start, then one every HEARTBEAT_S

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench, "capacity" run (issue 23, "Benchmark"): N_CAP UserSpaces
+# make bench, "capacity" run ("Benchmark"): N_CAP UserSpaces
 # (default 1000) on a plan of CAP running sandboxes (default 100:
 # providers[].capacity.maxRunning, and sandboxsim --max-running CAP so that
 # any excess is refused and counted), created at apply (the cap holds from

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench, second scenario: a "day of use" (issue 9, "Speed").
+# make bench, second scenario: a "day of use" ("Speed").
 # N_DAY UserSpaces (b00000...) with lifecycle.idleTimeout IDLE_S are created
 # at apply and fall asleep; then, for RUN_S seconds, ACTIVE of the users are
 # in a session at any moment (sessions of SESSION seconds start and end at
@@ -172,7 +172,7 @@ fast_window() {
 		"$nfast" "$callers" "$what" "$fast_s" "$(field "$line" connects)" "$(field "$line" rps)"
 	path_rows "$out" fast other
 	if [ "$2" = 0 ]; then
-		printf '  %s connects/s on the controller'"'"'s core, issue 22 target >= 25000: %s\n' \
+		printf '  %s connects/s on the controller'"'"'s core, target >= 25000: %s\n' \
 			"$(field "$line" rps)" "$(met "$(field "$line" rps) >= 25000")"
 		# what a core of its own would answer: the controller's CPU time per
 		# connect (user + system) counts little of the other processes' load
@@ -203,14 +203,14 @@ echo "day: applying $n UserSpaces (idleTimeout ${idle_s}s) and $nfast that stay 
 "$bin/spacectl" --mongodb-uri "$uri" apply -f "$tmp/users.yaml" >/dev/null
 bench_start_keeper "$tmp/config.yaml"
 bench_wait_ready $((n + nfast)) "$(date +%s.%N)" "$timeout_s"
-# ---- the first connect after an apply the controller converged (issue 22: 0 calls) ----
+# ---- the first connect after an apply the controller converged (0 calls) ----
 snap
 s0=$stats
 "$tools/connectload" --url "http://127.0.0.1:$cport" --users "$nfast" --prefix f --mode warm \
 	-c "$callers" --duration 60 >"$tmp/first.out" || true
 snap
 first_calls=$(($(sim_calls "$stats") - $(sim_calls "$stats" '["list","list_v1"]') - $(sim_calls "$s0") + $(sim_calls "$s0" '["list","list_v1"]')))
-printf 'first connect after the apply: %s connects to %d spaces just converged, %d provider calls but lists (issue 22 target 0: %s)\n' \
+printf 'first connect after the apply: %s connects to %d spaces just converged, %d provider calls but lists (target 0: %s)\n' \
 	"$(field "$(head -1 "$tmp/first.out")" connects)" "$nfast" "$first_calls" "$(met "$first_calls == 0")" >"$tmp/first.txt"
 echo "day: all created; waiting for the $n to fall asleep"
 asleep() { [ "$(metric_sum spacekeeper_userspaces 'phase="Idle"')" -ge "$n" ] && [ "$(sim_running)" -le "$nfast" ]; }
@@ -229,8 +229,8 @@ wait_until "all $n Idle" $((2 * idle_s + 90)) asleep || {
 	exit 1
 }
 sleep 1
-# The fast path's figures with the load generator on a core of its own
-# (issue 22): the controller on CPU 0, connectload on CPU 1 (FAST_PIN=0: no pinning).
+# The fast path's figures with the load generator on a core of its own:
+# the controller on CPU 0, connectload on CPU 1 (FAST_PIN=0: no pinning).
 pin_load=
 if [ "${FAST_PIN:-1}" = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
 	taskset -a -p -c 0 "$keeper_pid" >/dev/null
@@ -291,16 +291,16 @@ path_rows "$tmp/day.out" fast wake create other
 rp99=$(field "$(grep '^path=reconcile ' "$tmp/day.out" || true)" p99_ms)
 wp99=$(field "$(grep '^path=wake ' "$tmp/day.out" || true)" p99_ms)
 # the probe is a loopback data-plane request: about 1 ms
-printf '    issue 22 targets: reconcile p99 %s ms <= 100 ms: %s; wake p99 %s ms <= 2 x (%d ms + probe 1 ms) = %d ms: %s\n' \
+printf '    targets: reconcile p99 %s ms <= 100 ms: %s; wake p99 %s ms <= 2 x (%d ms + probe 1 ms) = %d ms: %s\n' \
 	"${rp99:-none}" "$(met "${rp99:-0} <= 100")" "${wp99:-none}" "$lat" $((2 * (lat + 1))) \
 	"$(met "${wp99:-0} <= 2 * ($lat + 1)")"
 gets=$(sim_calls "$stats" '["get"]')
 renewals=$(sim_calls "$stats" '["timeout"]')
 # active user-minutes: ACTIVE x N users in a session at any moment, for the run
 active_min=$(calc "$active * $n * $run_s / 60")
-printf '  provider calls per connect   %8s  (%d calls; issue 22 target <= 0.35 at idleTimeout 10s: %s)\n' \
+printf '  provider calls per connect   %8s  (%d calls; target <= 0.35 at idleTimeout 10s: %s)\n' \
 	"$(calc "$calls / $connects")" "$calls" "$(met "$calls / $connects <= 0.35")"
-printf '    GETs per connect           %8s  (%d; issue 22 target <= 0.05: %s)\n' \
+printf '    GETs per connect           %8s  (%d; target <= 0.05: %s)\n' \
 	"$(calc "$gets / $connects")" "$gets" "$(met "$gets / $connects <= 0.05")"
 json "'    by endpoint: '+Object.entries(d.requests).filter(([k])=>$SIM_CONTROL.includes(k)).map(([k,v])=>k+' '+Object.values(v).reduce((x,y)=>x+y,0)).join(', ')" <<<"$stats"
 printf '    per active user-minute: %s calls, %s renewals (set_timeout) (%s user-minutes)\n' \

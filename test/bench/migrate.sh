@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench: migrations (issue 14, "Speed"). N spaces (default 200) on a
+# make bench: migrations ("Speed"). N spaces (default 200) on a
 # sandboxsim of flavour e2b, each with a workspace of SIZE_MB (default 10)
 # seeded through envd's POST /files, move to a second sandboxsim (flavour
 # cube) by changing spec.provider (whenIdleFor 0s, keepSourceFor 0s: the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench: replicas share one provider list (issue 11). Applies N
+# make bench: replicas share one provider list. Applies N
 # UserSpaces (default 5000), starts sandboxsim (LATENCY_MS per call) and
 # REPLICAS spacekeeper processes (default 3) against one FerretDB with
 # SHARDS shards (default 64), waits until every object is Ready, then

@@ -143,17 +143,7 @@ def test_secure_sandbox_token_is_sent(world, client):
         client.attach(SandboxAnswer.from_json(bare)).commands.run("echo x")
 
 
-def skip_before_issue20(client):
-    """The answer's SDK fields (issue 20 item 1) came with the unhealthy route
-    (item 5), in one branch: a controller serving the route must carry them, so
-    the probe is the route, which cannot come and go as an answer's field can."""
-    if not _has_unhealthy_route(client):
-        pytest.skip("the controller does not hand out envdVersion/envdAccessToken yet "
-                    "(issue 20 item 1, branch wt/platform)")
-
-
 def test_answer_carries_envd_token_and_version(world, client, user):
-    skip_before_issue20(client)
     wait_for(lambda: client.connect(user).envd_version, 15, "envdVersion in the answer")
     a = client.connect(user)
     sim = world.sim_sandbox(a.sandbox_id)
@@ -182,7 +172,6 @@ def test_secure_sandbox_through_the_controller(world, client):
     world.apply(user, idle="10m")
     world.wait_ready(user)
     a = client.connect(user)
-    skip_before_issue20(client)
     wait_for(lambda: client.connect(user).envd_access_token is not None, 30,
              "the token in the answer")
     sbx = client.sandbox(user)
@@ -204,6 +193,37 @@ def test_not_found(client):
     with pytest.raises(spacekeeper.NotFound) as e:
         client.sandbox("nobody-has-this-user")
     assert e.value.status == 404 and e.value.reason == "NotFound"
+
+
+def test_url_as_the_demo_prints_it(world, user):
+    """`make demo` prints the connect API as http://127.0.0.1:PORT/v1/: the same API."""
+    from spacekeeper import Client
+
+    with Client(world.url + "/v1/", token_file=world.token_file) as c:
+        assert c.sandbox(user, sdk=False).user_id == user
+
+
+def test_unknown_endpoint_is_not_an_unknown_user(world):
+    """The metrics listener's URL given as the connect API's: not a NotFound."""
+    from spacekeeper import Client
+
+    with Client(f"http://127.0.0.1:{world.http_port}", token_file=world.token_file) as c:
+        with pytest.raises(spacekeeper.UnknownEndpoint) as e:
+            c.sandbox("alice")
+    assert not isinstance(e.value, spacekeeper.NotFound)
+    assert e.value.status == 404 and "connectListen" in e.value.message
+
+
+def test_no_token_and_a_wrong_token_are_told_apart(world, user):
+    from spacekeeper import Client
+
+    with Client(world.url) as c, pytest.raises(spacekeeper.Unauthorized) as none:
+        c.sandbox(user)
+    with Client(world.url, token="not-the-token") as c, \
+            pytest.raises(spacekeeper.Unauthorized) as wrong:
+        c.sandbox(user)
+    assert none.value.message.startswith("no token"), none.value.message
+    assert wrong.value.message.startswith("token not accepted"), wrong.value.message
 
 
 @pytest.mark.space(mode="Paused")
@@ -235,8 +255,9 @@ def test_bad_timeout_and_method(client, user):
     assert e.value.status == 400
     with pytest.raises(spacekeeper.MethodNotAllowed):
         client._call("POST", path, None)
-    with pytest.raises(spacekeeper.NotFound):
+    with pytest.raises(spacekeeper.UnknownEndpoint) as e:
         client._call("GET", "/v1/no/such/route", None, wait=False)
+    assert e.value.status == 404 and not isinstance(e.value, spacekeeper.NotFound)
 
 
 @pytest.mark.space(remediation="Report", unhealthy_after="1s")
@@ -350,16 +371,6 @@ def test_activity_heartbeat(client, user):
 # ---- a data plane that fails: report and retry once ----
 
 
-def _has_unhealthy_route(client):
-    try:
-        client._call("POST", "/v1/users/nobody-has-this-user/unhealthy", 5)
-    except spacekeeper.NotFound as e:
-        return "no such endpoint" not in e.message
-    except spacekeeper.SpacekeeperError:
-        return True
-    return True
-
-
 def test_connection_level_failures_are_told_apart(world, client, user):
     """What is retried: a gateway error instead of the command's stream; what
     is not: a command that ran and failed."""
@@ -380,9 +391,6 @@ def test_connection_level_failures_are_told_apart(world, client, user):
 
 @pytest.mark.space(remediation="Replace")
 def test_failed_envd_call_reports_and_retries_on_the_replacement(world, client, user):
-    if not _has_unhealthy_route(client):
-        pytest.skip("POST /v1/users/{id}/unhealthy is not served yet (issue 20 item 5, "
-                    "branch wt/platform)")
     sbx = client.sandbox(user)
     old = sbx.sandbox_id
     world.sim_faults({"unreachable": [old]})
@@ -398,9 +406,6 @@ def test_failed_envd_call_reports_and_retries_on_the_replacement(world, client, 
 
 @pytest.mark.space(remediation="Report")
 def test_failed_envd_call_under_report_raises_data_plane_unreachable(world, client, user):
-    if not _has_unhealthy_route(client):
-        pytest.skip("POST /v1/users/{id}/unhealthy is not served yet (issue 20 item 5, "
-                    "branch wt/platform)")
     sbx = client.sandbox(user)
     world.sim_faults({"unreachable": [sbx.sandbox_id]})
     try:
@@ -415,9 +420,6 @@ def test_failed_envd_call_under_report_raises_data_plane_unreachable(world, clie
 def test_one_shot_gateway_error_is_retried_once(world, client, user):
     """A single 503 instead of the command's stream: reported, then retried once
     on the sandbox the answer names (the same one: its probe succeeds)."""
-    if not _has_unhealthy_route(client):
-        pytest.skip("POST /v1/users/{id}/unhealthy is not served yet (issue 20 item 5, "
-                    "branch wt/platform)")
     sbx = client.sandbox(user)
     before = client.stats().get("unhealthy", 0)
     world.sim_faults({"errors": {"process": {"status": 503, "count": 1}}})

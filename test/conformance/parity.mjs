@@ -1,5 +1,5 @@
-// Parity with the Kubernetes API server: one table of inputs (issue 10,
-// "Agreement with the API server"), each with what the API server does
+// Parity with the Kubernetes API server: one table of inputs,
+// each with what the API server does
 // (accept or reject; the object it stores, defaults filled). Every row is
 // checked twice:
 //   - against the CRD, read the way the API server reads it: YAML 1.1 as

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Offline checks of the deployment files (issue 11, items 4-6), one line per check and a
+# Offline checks of the deployment files, one line per check and a
 # closing "deploy: N passed, N failed":
 #   - manifests/deploy: the base and every overlay render with kustomize and every object
 #     validates (test/deploy/validate.py: strict Kubernetes schemas of kubernetes-validate,

@@ -1,5 +1,5 @@
 /*
- * End-to-end tests of a provider's capacity (issue 23): 12 spaces on a plan
+ * End-to-end tests of a provider's capacity: 12 spaces on a plan
  * that runs 5 at once. The users connect in turn; every connect is served,
  * the simulator never runs more than 5 (its own high-water mark, and a
  * sample every 100 ms), the spaces evicted for the newcomers are Idle and

@@ -1,6 +1,5 @@
 /*
- * End-to-end tests of the guarded connect API (issue 11 item 3, issue 10
- * item 17): its own listener, bearer token, TLS, the cap on waiting
+ * End-to-end tests of the guarded connect API: its own listener, bearer token, TLS, the cap on waiting
  * connects, liveness under half-open connections and 10,000 concurrent
  * connects, /readyz while the store is down and while no shard is held
  * but one is free (a lease claim that never expires blocks it). Real
@@ -175,18 +174,22 @@ START_TEST(test_token_and_separate_listener)
 	keeper_start(extra);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/u0/sandbox?timeout=30s",
 	        w.connect_port);
-	/* no token, a wrong one: 401 with the challenge, nothing reconciled */
+	/* no token, a wrong one: 401 with the challenge, nothing reconciled;
+	 * the message tells the two apart */
 	ck_assert_int_eq(sk_test_http_do(url, &r), 401);
 	ASSERT_HAS(r.headers, "WWW-Authenticate: Bearer");
 	ASSERT_HAS(r.out, "\"Unauthorized\"");
+	ASSERT_HAS(r.out, "\"message\":\"no token:");
 	free(r.out);
 	free(r.headers);
 	r = (sk_test_req){ .token = TOKEN "x" };
 	ck_assert_int_eq(sk_test_http_do(url, &r), 401);
+	ASSERT_HAS(r.out, "\"message\":\"token not accepted:");
 	free(r.out);
 	free(r.headers);
 	r = (sk_test_req){ .token = "s3cret" }; /* a prefix of the token */
 	ck_assert_int_eq(sk_test_http_do(url, &r), 401);
+	ASSERT_HAS(r.out, "\"message\":\"token not accepted:");
 	free(r.out);
 	free(r.headers);
 	r = (sk_test_req){ .token = TOKEN };
@@ -200,10 +203,24 @@ START_TEST(test_token_and_separate_listener)
 	r = (sk_test_req){ .method = "POST", .token = TOKEN, .body = "" };
 	ck_assert_int_eq(sk_test_http_do(url, &r), 404);
 	ASSERT_HAS(r.out, "connectListen");
+	ASSERT_HAS(r.out, "\"UnknownEndpoint\"");
 	free(r.out);
 	free(r.headers);
-	/* and the connect listener serves no health or metrics */
+	/* and the connect listener serves no health or metrics: an unknown
+	 * endpoint, told apart from an unknown user (NotFound) */
 	ck_assert_int_eq(connect_status("/metrics"), 404);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/v1/users/u0/sandbox", w.connect_port);
+	r = (sk_test_req){ .token = TOKEN };
+	ck_assert_int_eq(sk_test_http_do(url, &r), 404);
+	ASSERT_HAS(r.out, "\"reason\":\"UnknownEndpoint\"");
+	free(r.out);
+	free(r.headers);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/nobody/sandbox", w.connect_port);
+	r = (sk_test_req){ .token = TOKEN };
+	ck_assert_int_eq(sk_test_http_do(url, &r), 404);
+	ASSERT_HAS(r.out, "\"reason\":\"NotFound\"");
+	free(r.out);
+	free(r.headers);
 	/* a body is refused before it is read */
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/u0/activity", w.connect_port);
 	r = (sk_test_req){ .method = "POST", .token = TOKEN, .body = NULL };
@@ -424,7 +441,7 @@ assert_health_quick(int64_t ms)
 	ck_assert_msg(st == 200 && dt < ms, "/healthz: %ld after %lld ms", st, (long long)dt);
 }
 
-/* Issue 10 item 17: 1,200 half-open connections, then 10,000 concurrent
+/* 1,200 half-open connections, then 10,000 concurrent
  * connects. Health answers at once throughout; every connect gets an HTTP
  * answer (200, or 429/503 beyond the caps), none is closed without one. */
 START_TEST(test_starvation)

@@ -1,5 +1,5 @@
 /*
- * End-to-end tests of isolation between tenants (issue 25).
+ * End-to-end tests of isolation between tenants.
  * The status listener (no authentication: it serves the kubelet and
  * Prometheus) shows no secret on any page or answer: env values (names and
  * count only), envd access tokens, connect tokens, the provider key.

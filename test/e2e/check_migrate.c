@@ -1,5 +1,5 @@
 /*
- * End-to-end tests of migrations (issue 14) with the real binaries: FerretDB
+ * End-to-end tests of migrations with the real binaries: FerretDB
  * (the runner's), two or three sandboxsim instances as providers (flavours
  * e2b, cube, daytona), spacekeeper and spacectl. A space's workspace (200
  * files in nested directories, a 50 MB file, a symlink, an empty file) is
@@ -637,7 +637,7 @@ START_TEST(test_plan_shows_migration)
 }
 END_TEST
 
-/* ---- spec.network (issue 25) ---- */
+/* ---- spec.network ---- */
 
 static size_t
 collect_body(char *data, size_t size, size_t n, void *arg)

@@ -1,5 +1,5 @@
 /*
- * End-to-end tests of the platform's side of the connect API (issue 20):
+ * End-to-end tests of the platform's side of the connect API:
  * the answer carries what an SDK needs to attach with no provider call
  * (envdVersion, envdAccessToken, provider, deadline) and the token appears
  * nowhere else; a command started through envd keeps the space awake
@@ -696,7 +696,7 @@ START_TEST(test_unhealthy)
 }
 END_TEST
 
-/* ---- answer first (issue 22) ---- */
+/* ---- answer first ---- */
 
 /* The controller's cache (spacekeeper_userspaces, counted from it) holds
  * the one space as Idle: a connect now decides to wake it. */

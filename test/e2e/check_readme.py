@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Runs the examples of README.md and docs/*.md and compares what they print
-(issue 10 item 8; issue 19: the examples moved to docs/ are still run).
+(the examples of docs/ are run too).
 
 Every ```console block preceded by a `<!-- readme-test: SETUP -->` line is run
 against a fresh world: its own FerretDB (hack/ferretdb.sh), and, as SETUP

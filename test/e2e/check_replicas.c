@@ -1,6 +1,5 @@
 /*
- * End-to-end: replicas share the spaces by shard leases (issue 11 items 1
- * and 2). Three spacekeeper processes on loopback against one FerretDB and
+ * End-to-end: replicas share the spaces by shard leases. Three spacekeeper processes on loopback against one FerretDB and
  * one sandboxsim, short lease timings (shards 24, lease 4s, renew deadline
  * 3s, retry 500ms): 300 spaces converge to one sandbox each; a SIGKILLed
  * replica's shards are taken over; a replica SIGSTOPped for longer than the

@@ -1,5 +1,5 @@
 /*
- * End-to-end: a connect forwarded between replicas over TLS (issue 11).
+ * End-to-end: a connect forwarded between replicas over TLS.
  * With connect TLS on, a replica forwards over HTTPS pinned to the public
  * key of its own certificate. Two replicas sharing one self-signed
  * certificate and key (8 shards, short leases) answer a connect through the

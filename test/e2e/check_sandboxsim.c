@@ -1584,7 +1584,7 @@ START_TEST(test_caps_create_rate)
 }
 END_TEST
 
-/* ---- network policy (issue 25) ---- */
+/* ---- network policy ---- */
 
 /* The exit code of a command in sandbox id (E2B and Cube: envd). */
 static int

@@ -1,5 +1,5 @@
 /*
- * End-to-end tests of the setup scripts (issue 10 item 9): hack/deps.sh
+ * End-to-end tests of the setup scripts: hack/deps.sh
  * returns at once on a second run, every time; hack/ferretdb.sh stop keeps
  * the data, a restart reuses the port, clean removes the directory.
  */

@@ -1,5 +1,5 @@
 /*
- * End-to-end: SIGTERM under load (issue 10 item 14). 900 UserSpaces, 900
+ * End-to-end: SIGTERM under load. 900 UserSpaces, 900
  * managed sandboxes at the simulator (ten list pages) and 2 s of provider
  * latency: spacekeeper must exit 0 within the README's promise ("exits 0
  * within N s"), start no reconcile after its "shutting down" line, and log

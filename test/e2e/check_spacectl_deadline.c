@@ -1,5 +1,5 @@
 /*
- * End-to-end test of issue 10 item 12: a database that dies mid-apply and
+ * End-to-end test of a database that dies mid-apply and
  * stays down must not keep spacectl waiting a full --timeout for every
  * object it rolls back; one deadline bounds the whole rollback.
  */

@@ -1,5 +1,5 @@
 /*
- * End-to-end tests of issue 10, items 3 to 5: orphans are drift (spacectl
+ * End-to-end tests of three defects: orphans are drift (spacectl
  * drift --config lists the sandbox delete --force left behind), events are
  * keyed by the object's UID (a re-created object does not inherit its
  * predecessor's), annotate and label, and diff agreeing with apply on an
@@ -339,7 +339,7 @@ START_TEST(deleting_object_diff_agrees_with_apply_and_annotate_releases)
 	ctl_free(&out, &err);
 	ck_assert_int_eq(ctl(&out, &err, "diff", "-f", p, NULL), 0);
 	ctl_free(&out, &err);
-	ck_assert_int_eq(ctl(&out, &err, "delete", "us", "held", NULL), 0);
+	ck_assert_int_eq(ctl(&out, &err, "delete", "us", "held", "--wait=false", NULL), 0);
 	ctl_free(&out, &err);
 	ck_assert_int_eq(ctl(&out, &err, "apply", "-f", p, NULL), 1);
 	ASSERT_HAS(err, "being deleted");

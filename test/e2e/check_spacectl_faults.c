@@ -1,6 +1,6 @@
 /*
- * End-to-end tests of spacectl on bad input and database faults: every item
- * of issue 2's "bad input gets a clear error and loses nothing" list, racing
+ * End-to-end tests of spacectl on bad input and database faults: every case
+ * of the "bad input gets a clear error and loses nothing" list, racing
  * applies, a database that is down, and one that dies in the middle of an apply.
  * Each checks the message and that the database is unchanged afterwards.
  */

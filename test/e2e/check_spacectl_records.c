@@ -1,6 +1,6 @@
 /*
- * End-to-end tests of issue 10: an interrupted apply is recoverable (item
- * 12's apply record) and diff refuses what apply refuses (a spec.userID
+ * End-to-end tests: an interrupted apply is recoverable (the
+ * apply record) and diff refuses what apply refuses (a spec.userID
  * another object holds). Each interruption is real: spacectl killed with
  * SIGKILL mid-apply, or the database killed and brought back; after the
  * recovery the apply is all-or-nothing.

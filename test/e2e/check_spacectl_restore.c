@@ -1,8 +1,8 @@
 /*
  * End-to-end tests of spacectl output other tools can read and input it
- * cannot be fooled by (issue 10): resourceVersion printed as a string and
+ * cannot be fooled by: resourceVersion printed as a string and
  * read as string or number, `get -o yaml|json | apply -f -` (kind: List) as a
- * backup and restore (item 10); an escaped NUL refused (item 11).
+ * backup and restore; an escaped NUL refused.
  */
 #include <check.h>
 #include <jansson.h>

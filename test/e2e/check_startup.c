@@ -1,7 +1,7 @@
 /*
- * End-to-end tests of how the binaries start (issue 10): spacekeeper before
- * its database (item 1); where the MongoDB URI comes from (item 2); a
- * world-readable apiKeyFile (item 16).
+ * End-to-end tests of how the binaries start: spacekeeper before
+ * its database; where the MongoDB URI comes from; a
+ * world-readable apiKeyFile.
  */
 #include <check.h>
 #include <curl/curl.h>
@@ -140,7 +140,7 @@ START_TEST(test_daemon_waits_for_database)
 	text = sk_test_slurp(log);
 	ASSERT_HAS(text, "msg=\"controller started\"");
 	/* A single replica takes the 64 shards in one round: one info line, the
-	 * per-shard ones at debug level (issue 26). */
+	 * per-shard ones at debug level. */
 	ck_assert_msg(count_of(text, "msg=\"shards acquired\" count=64 held=64 total=64 ") == 1,
 	        "not one summary of the shards taken (log %s)", log);
 	ck_assert_msg(

@@ -1,5 +1,5 @@
 /*
- * The archive wired into the reconcile (issue 24), against sandboxsim and a
+ * The archive wired into the reconcile, against sandboxsim and a
  * real S3 server (versitygw): an asleep space past archiveAfter is archived
  * (manifest in the bucket, status.archive recorded, phase Archived, the
  * sandbox deleted only then) and a connect restores it into a new sandbox

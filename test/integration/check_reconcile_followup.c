@@ -466,7 +466,7 @@ START_TEST(test_mark_before_create)
 }
 END_TEST
 
-/* 1d. New users created at the same time (issue 22): their status writes
+/* 1d. New users created at the same time: their status writes
  * and events are coalesced into shared commands, so the store's write
  * commands per new user stay at 3 or fewer (5 when each space writes alone:
  * the mark's claim and replace, the final claim and replace, the event),
@@ -674,7 +674,7 @@ START_TEST(test_resume_lifecycle_once)
 }
 END_TEST
 
-/* ---- answer first (issue 22): env->started before the writes ---- */
+/* ---- answer first: env->started before the writes ---- */
 
 /* What env->started was told, and what the store held at that moment. */
 typedef struct told {

@@ -566,7 +566,7 @@ START_TEST(test_lease_rules)
 	ck_assert_int_eq(r.acquire_ms, a.acquire_ms);
 	ck_assert_int_gt(r.renew_ms, a.renew_ms);
 	ck_assert_int_gt(r.version, a.version);
-	/* no clock decides for B (issue 21): past its renew time plus its
+	/* no clock decides for B: past its renew time plus its
 	 * duration the lease is still A's to acquire; B takes it over only by
 	 * naming the version it saw unchanged, and not over an older one */
 	usleep(1600 * 1000);

@@ -187,7 +187,7 @@ START_TEST(default_config)
 	ck_assert_int_eq(p->type, SK_PROVIDER_E2B);
 	ck_assert_str_eq(p->api_url, "http://127.0.0.1:3000");
 	/* the data plane of the built-in provider is the local sandboxsim too
-	 * (issue 10 item 6: it was https://49983-<id>.e2b.app, false drift) */
+	 * (it was https://49983-<id>.e2b.app, false drift) */
 	ck_assert_ptr_nonnull(p->sandbox_url);
 	ck_assert_str_eq(p->sandbox_url, "http://127.0.0.1:3000");
 	ck_assert_str_eq(p->api_key_env, "E2B_API_KEY");
@@ -425,7 +425,7 @@ START_TEST(key_never_in_errors)
 }
 END_TEST
 
-/* issue 10 item 16: a key file others can read is warned about, as ssh does. */
+/* A key file others can read is warned about, as ssh does. */
 START_TEST(key_file_mode_warning)
 {
 	sk_provider_config p = { .name = "default" };
@@ -496,7 +496,7 @@ static const struct {
 	{ false, false, false, "mongodb://127.0.0.1:27017" },
 	{ true, false, false, FILE_URI },
 	{ false, true, false, ENV_URI },
-	{ true, true, false, ENV_URI }, /* issue 10 item 2: the env used to lose to --config */
+	{ true, true, false, ENV_URI }, /* the env used to lose to --config */
 	{ false, false, true, FLAG_URI },
 	{ true, true, true, FLAG_URI },
 	{ true, false, true, FLAG_URI },

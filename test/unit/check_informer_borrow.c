@@ -1,6 +1,6 @@
 /*
- * Unit tests for the informer's borrowed references (sk_informer_borrow,
- * issue 22) against the in-memory store, no thread: a reference held while
+ * Unit tests for the informer's borrowed references (sk_informer_borrow)
+ * against the in-memory store, no thread: a reference held while
  * the cache replaces or deletes its object still reads the version it
  * borrowed (under ASan a use after free fails the test), a borrow after the
  * change reads the new version, borrowers of one version share it (no copy

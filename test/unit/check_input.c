@@ -1,6 +1,6 @@
 /*
- * Unit tests for reading input documents (issue 10): the duplicate check in
- * linear time (item 13); NUL refused in every string (item 11).
+ * Unit tests for reading input documents: the duplicate check in
+ * linear time; NUL refused in every string.
  */
 #include <check.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the lease rule (issue 21): another's lease expires only
+ * Unit tests of the lease rule: another's lease expires only
  * after a full duration of the observer's own monotonic time without a
  * change (client-go's observedTime), whatever the renew time its writer
  * stamped; the holder's right runs from the start of its last renew on its

@@ -54,7 +54,7 @@ START_TEST(test_counter_and_gauge)
 }
 END_TEST
 
-/* Many series (the index that finds them, issue 22): each its own value,
+/* Many series (the index that finds them): each its own value,
  * long label sets included, a name that is another's prefix kept apart. */
 START_TEST(test_many_series)
 {

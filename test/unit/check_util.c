@@ -72,7 +72,7 @@ START_TEST(test_duration_parse_bad)
 }
 END_TEST
 
-/* kubectl's HumanDuration, whole seconds: never milliseconds (issue 26). */
+/* kubectl's HumanDuration, whole seconds: never milliseconds. */
 START_TEST(test_age_format)
 {
 	static const struct {
@@ -510,7 +510,7 @@ END_TEST
 
 /* The one failure classification (sk_error_retry), every code: util's
  * sk_error_is_transient and the reconcile's used to differ on a conflict and
- * on not-found; both are transient (DESIGN: level-triggered, a lost
+ * on not-found; both are transient (level-triggered, a lost
  * compare-and-swap reads again, a 404 under an action is re-observed), but
  * only by reading again, never by repeating the same call. */
 static const struct {

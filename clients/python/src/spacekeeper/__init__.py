@@ -31,6 +31,7 @@ from .errors import (
     NotShardHolder,
     Overloaded,
     PayloadTooLarge,
+    QuotaExceeded,
     ReconcilePaused,
     ShardUnassigned,
     ShuttingDown,
@@ -40,6 +41,7 @@ from .errors import (
     Timeout,
     TooManyConnects,
     Unauthorized,
+    UnknownEndpoint,
 )
 
 __version__ = "0.1.0"
@@ -65,6 +67,7 @@ __all__ = [
     "NotShardHolder",
     "Overloaded",
     "PayloadTooLarge",
+    "QuotaExceeded",
     "ReconcilePaused",
     "ShardUnassigned",
     "ShuttingDown",
@@ -73,4 +76,5 @@ __all__ = [
     "Timeout",
     "TooManyConnects",
     "Unauthorized",
+    "UnknownEndpoint",
 ]
