@@ -11,17 +11,23 @@ static const sk_cli_help help = {
 	"spacectl describe userspaces [-l selector]",
 	"Shows a UserSpace in detail: metadata, the spec with every default filled in,\n"
 	"the status, its conditions and drift, and the recent events. With no name,\n"
-	"every UserSpace (or those matching -l), as kubectl describe does.\n"
+	"every UserSpace (or those matching -l), as kubectl describe does. The values\n"
+	"of spec.env are secrets: describe shows their names and sizes only, as kubectl\n"
+	"describe shows a Secret, unless --show-secrets is given.\n"
 	"\n"
 	"Flags:\n"
 	"  -l, --selector SEL   describe the UserSpaces whose labels match SEL\n"
+	"      --show-secrets   print the values of spec.env in clear\n"
 	"\n"
 	"Examples:\n"
 	"  spacectl describe userspace alice\n"
-	"  spacectl describe us -l team=research\n",
+	"  spacectl describe us -l team=research\n"
+	"  spacectl describe us alice --show-secrets\n",
 };
 
 #define EVENTS_MAX 20
+
+enum { OPT_SHOW_SECRETS = SK_OPT_FIRST_CMD };
 
 static void
 print_kvlist(const char *title, const sk_kvlist *l)
@@ -293,8 +299,23 @@ print_events(sk_store *st, const sk_userspace *us, int64_t now)
 	return SK_EXIT_OK;
 }
 
+/* Every spec.env value replaced by its size, as kubectl describe shows a
+ * Secret's data: the names stay, the values (secrets) are not printed. */
+static void
+hide_env_values(json_t *spec)
+{
+	json_t *env = json_object_get(spec, "env");
+
+	for (void *it = json_object_iter(env); it != NULL; it = json_object_iter_next(env, it)) {
+		char hidden[64];
+		snprintf(hidden, sizeof(hidden), "(hidden, %zu bytes)",
+		        json_string_length(json_object_iter_value(it)));
+		json_object_iter_set_new(env, it, json_string(hidden));
+	}
+}
+
 static int
-describe_one(sk_store *st, const char *name)
+describe_one(sk_store *st, const char *name, bool show_secrets)
 {
 	sk_userspace *us = NULL;
 	sk_error err;
@@ -313,6 +334,8 @@ describe_one(sk_store *st, const char *name)
 	print_meta(us, now);
 	printf("Spec:\n");
 	spec = sk_userspace_spec_to_json(&us->spec);
+	if (!show_secrets)
+		hide_env_values(spec);
 	print_json_fields(spec, 2, false);
 	json_decref(spec);
 	print_status(us, now);
@@ -340,11 +363,13 @@ int
 sk_cmd_describe(int argc, char **argv)
 {
 	static const struct option opts[] = { { "selector", required_argument, NULL, 'l' },
-		SK_CLI_GLOBAL_OPTIONS, { 0 } };
+		{ "show-secrets", no_argument, NULL, OPT_SHOW_SECRETS }, SK_CLI_GLOBAL_OPTIONS,
+		{ 0 } };
 	sk_cli_strv names = { NULL, 0 };
 	sk_userspace_list all = { NULL, 0, 0 };
 	const char *selector_text = NULL;
 	sk_store *st = NULL;
+	bool show_secrets = false;
 	int ch, rc, exit_code = SK_EXIT_OK;
 
 	if (sk_cli_quota_args(argc, argv))
@@ -352,6 +377,8 @@ sk_cmd_describe(int argc, char **argv)
 	while ((ch = sk_cli_getopt(argc, argv, ":l:h", opts)) != -1) {
 		if (ch == 'l')
 			selector_text = optarg;
+		else if (ch == OPT_SHOW_SECRETS)
+			show_secrets = true;
 		else if ((rc = sk_cli_opt(&help, ch, argv)) != SK_CLI_CONTINUE)
 			return rc;
 	}
@@ -373,7 +400,7 @@ sk_cmd_describe(int argc, char **argv)
 	for (size_t i = 0; i < names.len; i++) {
 		if (i > 0)
 			printf("\n\n");
-		rc = describe_one(st, names.items[i]);
+		rc = describe_one(st, names.items[i], show_secrets);
 		if (rc != SK_EXIT_OK && exit_code != SK_EXIT_UNAVAILABLE)
 			exit_code = rc;
 		if (rc == SK_EXIT_UNAVAILABLE)

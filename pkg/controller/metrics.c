@@ -456,6 +456,7 @@ sk_controller_render_metrics(sk_controller *c, sk_buf *out)
 	sk_metrics_set(m, "spacekeeper_informer_polls_total", NULL, (double)is.polls);
 	render_drift(c);
 	render_store_writes(c);
+	sk_ctl_shards_metrics(c);
 	sk_ctl_metrics_userspaces(m, c->inf);
 	sk_metrics_collect_process(m, NULL);
 	sk_metrics_render(m, out);

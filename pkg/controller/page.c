@@ -309,7 +309,8 @@ retention_table(sk_controller *c, sk_buf *b, const page_rows *rows)
 static void
 spaces_table(sk_buf *b, page_rows *rows)
 {
-	qsort(rows->items, rows->len, sizeof(*rows->items), row_cmp);
+	if (rows->len > 0) /* no spaces: items is NULL, which qsort may not get */
+		qsort(rows->items, rows->len, sizeof(*rows->items), row_cmp);
 	sk_buf_printf(b,
 	        "<h2>Spaces</h2><table><tr><th>name</th><th>userID</th><th>phase</th>"
 	        "<th>Ready</th></tr>");
@@ -330,6 +331,18 @@ spaces_table(sk_buf *b, page_rows *rows)
 		        rows->len);
 }
 
+/* The shards this replica acts on, by its own renew deadline (a replica
+ * cut from the database stops counting them when its right ends). */
+static void
+shards_line(sk_controller *c, sk_buf *b)
+{
+	size_t valid = sk_ctl_shards_valid(c);
+
+	sk_buf_printf(b, "<p id=\"shards\">Shards held: %s%zu of %d%s.</p>",
+	        valid == 0 ? "<span class=\"bad\">" : "", valid, c->shards->n,
+	        valid == 0 ? "</span>" : "");
+}
+
 void
 sk_ctl_page_index(sk_controller *c, sk_http_reply *r)
 {
@@ -341,6 +354,7 @@ sk_ctl_page_index(sk_controller *c, sk_http_reply *r)
 	sk_buf_printf(&b, "<p>%zu UserSpaces; informer %s.</p>", rows.total,
 	        sk_informer_has_synced(c->inf) ? "synced"
 	                                       : "<span class=\"bad\">not synced</span>");
+	shards_line(c, &b);
 	phases_table(&b, &rows);
 	capacity_table(c, &b);
 	drift_table(c, &b);

@@ -444,12 +444,29 @@ log_shards(sk_controller *c, const char *msg, int n, int held)
 		        c->shards->n, held, c->shards->n);
 }
 
+/* The shards this replica may act on now: held, renewed within the renew
+ * deadline, the clock in range. The held flag alone stays set while a
+ * renew waits on a database that does not answer. */
+static int
+valid_count(sk_controller *c)
+{
+	int n = 0;
+
+	for (int i = 0; i < c->shards->n; i++)
+		n += sk_ctl_shard_valid(c, i) ? 1 : 0;
+	return n;
+}
+
+/* spacekeeper_shards_held and leader_election_master_status from the
+ * renew deadline, as fencing judges (sk_ctl_shard_valid): a replica cut
+ * from the database stops counting a shard once its own right to it ended,
+ * not when a store call that hangs returns. */
 static void
-shard_metrics(sk_controller *c, int held)
+shard_metrics(sk_controller *c)
 {
 	char l[64], name[32];
 
-	sk_metrics_set(c->metrics, SK_CTL_METRIC_SHARDS_HELD, NULL, held);
+	sk_metrics_set(c->metrics, SK_CTL_METRIC_SHARDS_HELD, NULL, valid_count(c));
 	sk_metrics_set(c->metrics, SK_CTL_METRIC_SHARDS_TOTAL, NULL, c->shards->n);
 	for (int i = 0; i < c->shards->n; i++) {
 		shard_name(i, name, sizeof(name));
@@ -514,7 +531,7 @@ halted_round(sk_controller *c)
 			dropped++;
 		}
 	log_shards(c, "shards dropped (clock skew)", dropped, 0);
-	shard_metrics(c, 0);
+	shard_metrics(c);
 }
 
 int
@@ -536,11 +553,11 @@ sk_ctl_shards_tick(sk_controller *c)
 		pthread_mutex_lock(&sh->mu);
 		sh->store_down = true;
 		pthread_mutex_unlock(&sh->mu);
-		shard_metrics(c, held_count(c));
+		shard_metrics(c);
 		return 0;
 	}
 	if (!renew_all(c, &ll, t0)) {
-		shard_metrics(c, held_count(c));
+		shard_metrics(c);
 		return 0;
 	}
 	/* A version first listed is "seen" after the list came back: never
@@ -575,7 +592,7 @@ sk_ctl_shards_tick(sk_controller *c)
 	pthread_mutex_lock(&sh->mu);
 	sh->live = members;
 	pthread_mutex_unlock(&sh->mu);
-	shard_metrics(c, held);
+	shard_metrics(c);
 	sk_lease_list_dispose(&ll);
 	return gained;
 }
@@ -684,6 +701,18 @@ size_t
 sk_ctl_shards_held(sk_controller *c)
 {
 	return (size_t)held_count(c);
+}
+
+size_t
+sk_ctl_shards_valid(sk_controller *c)
+{
+	return (size_t)valid_count(c);
+}
+
+void
+sk_ctl_shards_metrics(sk_controller *c)
+{
+	shard_metrics(c);
 }
 
 size_t

@@ -81,6 +81,11 @@ bool sk_ctl_shards_halted(sk_controller *c, int64_t *skew_ms);
  * when it is free or ours. */
 char *sk_ctl_shard_holder_address(sk_controller *c, const char *user_id);
 size_t sk_ctl_shards_held(sk_controller *c);
+/* The shards this replica may act on now (sk_ctl_shard_valid: renewed
+ * within the renew deadline), and the shard metrics set from it at every
+ * scrape (the lease thread may wait on a database that does not answer). */
+size_t sk_ctl_shards_valid(sk_controller *c);
+void sk_ctl_shards_metrics(sk_controller *c);
 /* The shards held, ascending, into out (room for cfg->shards); their number. */
 size_t sk_ctl_shards_held_list(sk_controller *c, int *out);
 /* Every shard is this replica's (one replica, or --once). */

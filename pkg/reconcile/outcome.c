@@ -145,9 +145,12 @@ sk_plan_failure(const sk_userspace *us, const sk_outcome *o, int64_t now, sk_use
 	} else if (a != NULL && a->type == SK_ACTION_PURGE_ARCHIVE) {
 		/* the finalizer stays: the purge is retried, the space still Deleting */
 	} else if (a != NULL && a->type == SK_ACTION_RESTORE) {
-		/* the files are still only in the archive: retried, not ready */
+		/* the files are still only in the archive: retried after a
+		 * back-off counted from here (plan_archive.c), not ready */
 		st->archive.state = SK_ARCHIVE_ARCHIVED;
 		st->archive.restore_ms = us->status.archive.restore_ms;
+		st->archive.failures = us->status.archive.failures + 1;
+		st->archive.failed_ms = now;
 		sk_status_set_condition(st, SK_COND_READY, "False", reason, msg, now, gen);
 	} else if (!transient) {
 		st->phase = SK_PHASE_ERROR;
@@ -239,6 +242,12 @@ sk_connect_decide(const sk_userspace *us, const sk_keeper_memory *mem, int64_t n
 		unavailable(out, SK_REASON_PAUSED_ANNOTATION, 0);
 	if (out->verdict == SK_CONNECT_UNAVAILABLE)
 		return;
+	if (sk_restore_retry_at(us) > now) {
+		/* the restore failed lately: not retried before its back-off ends,
+		 * so never make the caller wait out its timeout */
+		unavailable(out, SK_REASON_RESTORE_FAILED, sk_restore_retry_at(us) - now);
+		return;
+	}
 	if (down != NULL && dp != NULL && sk_str_eq(dp->status, "False")) {
 		/* Known unreachable, past the warm-up (the planner only records the
 		 * drift after it): never make the caller wait out its timeout. */

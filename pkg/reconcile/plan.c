@@ -380,16 +380,6 @@ keep_alive(sk_pctx *c, const sk_sandbox *k)
 		sk_plan_requeue(c, remaining - window); /* when a renewal may be due */
 }
 
-static bool
-has_action(const sk_pctx *c, sk_action_type t)
-{
-	for (size_t i = 0; i < c->r->n_actions; i++) {
-		if (c->r->actions[i].type == t)
-			return true;
-	}
-	return false;
-}
-
 static void
 plan_running(sk_pctx *c, const sk_sandbox *k)
 {
@@ -426,14 +416,15 @@ plan_running(sk_pctx *c, const sk_sandbox *k)
 		/* The warm-up ends (the data plane answers), or the provider resumed
 		 * an Idle keeper on traffic (autoResume): either way the env the
 		 * create set may be gone. */
-		bool restore = sk_plan_archive_pending(c) && !c->hold;
+		bool restore = sk_plan_archive_pending(c) && !c->hold && !sk_plan_restore_held(c);
 		if (restore)
 			sk_plan_restore(c, k);
 		if (started(c) || c->prev->phase == SK_PHASE_IDLE || restore)
 			push_init_env(c, k->id);
-		sk_plan_workspace(c, k);
-		if (restore && !has_action(c, SK_ACTION_WRITE_MARKER) && c->o->markers)
-			sk_plan_push(c, SK_ACTION_WRITE_MARKER, k->id);
+		if (restore)
+			sk_plan_workspace_restored(c, k);
+		else
+			sk_plan_workspace(c, k);
 	} else if (p->health == SK_HEALTH_UNREACHABLE) {
 		unreachable(c, k, p);
 	} else {
@@ -464,6 +455,8 @@ idle(sk_pctx *c, const sk_sandbox *k)
 		sk_plan_event(c, "Normal", SK_REASON_IDLE, "sandbox %s is asleep (idle)", k->id);
 	if (!sk_plan_archive_pending(c))
 		sk_plan_archive_idle(c, k);
+	else
+		sk_plan_restore_failed(c); /* asleep without its files: not Ready */
 }
 
 static void

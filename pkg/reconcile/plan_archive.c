@@ -17,7 +17,8 @@
  * (status.archive.sandboxID) still there with nothing bound deletes it. A
  * connect meanwhile drops the intent: the user comes first. A failed
  * archive (a wrong key, a missing bucket, S3 down) counts in
- * status.archive.failures and lastFailureTime; the next attempt waits
+ * status.archive.failures and lastFailureTime, and Synced stays False
+ * (ArchiveFailed) until an archive succeeds; the next attempt waits
  * 1m doubling to 1h from it, and inside that back-off the sandbox is put
  * back to sleep and never woken for the archive.
  *
@@ -25,7 +26,12 @@
  * connect asks (observed.wake); then the usual create (its Creating mark),
  * and once the new keeper's data plane answers, RESTORE copies the files
  * back (verified against the manifest), the env is re-asserted and the
- * marker written before the space is Running again. A bound sandbox gone
+ * marker written before the space is Running again. A failed restore (an
+ * object that fails its checksum, the bucket gone) counts in the same
+ * status.archive.failures and lastFailureTime (the archive itself, having
+ * succeeded, left none) and is retried after the same back-off; until
+ * then Ready and Synced are False with reason RestoreFailed and a connect
+ * is answered at once with it (sk_connect_decide). A bound sandbox gone
  * while asleep, when an archive exists, goes back to Archived (restored at
  * the next connect); when that archive is older than the last activity the
  * changes since are reported lost (plan_workspace.c); a WorkspaceLost with
@@ -61,6 +67,64 @@ retry_at(const sk_pctx *c)
 	if (a->failures <= 0 || a->failed_ms == 0)
 		return 0;
 	return a->failed_ms + sk_archive_backoff(a->failures);
+}
+
+/* A failed archive (or restore) keeps Synced False with its reason until
+ * an attempt succeeds, not only in the round that failed: the message the
+ * failure wrote stays, or says when the next attempt is. */
+static void
+keep_failed(sk_pctx *c, const char *reason)
+{
+	const sk_condition *s = sk_plan_prev_cond(c, SK_COND_SYNCED);
+	char at[40];
+
+	if (s != NULL && sk_str_eq(s->status, "False") && sk_str_eq(s->reason, reason)) {
+		sk_plan_cond(c, SK_C_SYNCED, "False", reason, "%s", s->message ? s->message : "");
+		return;
+	}
+	sk_time_format(retry_at(c), at, sizeof(at));
+	sk_plan_cond(c, SK_C_SYNCED, "False", reason,
+	        "%lld failed attempts (status.archive.failures); the next at %s",
+	        (long long)c->prev->archive.failures, at);
+}
+
+int64_t
+sk_restore_retry_at(const sk_userspace *us)
+{
+	const sk_archive_status *a = &us->status.archive;
+
+	if (a->state != SK_ARCHIVE_ARCHIVED || a->failures <= 0 || a->failed_ms == 0)
+		return 0;
+	return a->failed_ms + sk_archive_backoff(a->failures);
+}
+
+void
+sk_plan_restore_failed(sk_pctx *c)
+{
+	const sk_condition *r = sk_plan_prev_cond(c, SK_COND_READY);
+	char at[40];
+
+	if (!sk_plan_archive_pending(c) || c->prev->archive.failures <= 0)
+		return;
+	keep_failed(c, SK_REASON_RESTORE_FAILED);
+	if (r != NULL && sk_str_eq(r->reason, SK_REASON_RESTORE_FAILED)) {
+		sk_plan_cond(c, SK_C_READY, "False", SK_REASON_RESTORE_FAILED, "%s",
+		        r->message ? r->message : "");
+		return;
+	}
+	sk_time_format(retry_at(c), at, sizeof(at));
+	sk_plan_cond(c, SK_C_READY, "False", SK_REASON_RESTORE_FAILED,
+	        "the restore of the archive failed; the next attempt at %s", at);
+}
+
+bool
+sk_plan_restore_held(sk_pctx *c)
+{
+	if (!sk_plan_archive_pending(c) || retry_at(c) <= c->now)
+		return false;
+	sk_plan_restore_failed(c);
+	sk_plan_requeue(c, retry_at(c) - c->now);
+	return true;
 }
 
 int64_t
@@ -144,6 +208,8 @@ sk_archive_record(sk_userspace_status *st, const char *bucket, const char *key, 
 	        bucket ? bucket : "", key ? key : "", (long long)files);
 	sk_status_set_condition(
 	        st, SK_COND_READY, "True", SK_REASON_ARCHIVED, msg, now_ms, observed_gen);
+	sk_status_set_condition(st, SK_COND_SYNCED, "True", SK_REASON_RECONCILED,
+	        "observed state converged", now_ms, observed_gen);
 	sk_status_set_condition(st, SK_COND_DATAPLANE, "Unknown", SK_REASON_ARCHIVED,
 	        "no sandbox: the workspace is archived", now_ms, observed_gen);
 }
@@ -218,6 +284,8 @@ sk_plan_archive_idle(sk_pctx *c, const sk_sandbox *k)
 
 	if (!c->o->archive || c->hold || c->ob->capacity_wait)
 		return;
+	if (c->prev->archive.failures > 0)
+		keep_failed(c, SK_REASON_ARCHIVE_FAILED);
 	if (retry_at(c) > c->now) { /* failed lately: no wake inside the back-off */
 		sk_plan_requeue(c, retry_at(c) - c->now);
 		return;
@@ -251,6 +319,8 @@ sk_plan_archive_running(sk_pctx *c, const sk_sandbox *k)
 	}
 	/* woken by the archive, which did not finish: still asleep for the user */
 	c->r->next.phase = SK_PHASE_IDLE;
+	if (c->prev->archive.failures > 0)
+		keep_failed(c, SK_REASON_ARCHIVE_FAILED);
 	sk_plan_cond(c, SK_C_READY, "True", SK_REASON_IDLE,
 	        "sandbox %s is being archived; a connect keeps it", k->id);
 	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_IDLE, "sandbox is being archived");
@@ -314,6 +384,8 @@ sk_plan_archive_gone(sk_pctx *c, const char *gone_id)
 		        gone_id, (long long)a->generation);
 	a->state = SK_ARCHIVE_ARCHIVED;
 	a->intent_ms = 0;
+	a->failures = 0; /* the failed archives of the sandbox that is gone: no restore's */
+	a->failed_ms = 0;
 	return true;
 }
 
@@ -325,4 +397,6 @@ sk_plan_restore(sk_pctx *c, const sk_sandbox *k)
 	sk_plan_push(c, SK_ACTION_RESTORE, k->id);
 	c->r->next.archive.state = SK_ARCHIVE_RESTORED;
 	c->r->next.archive.restore_ms = c->now;
+	c->r->next.archive.failures = 0; /* a failure counts them again (sk_plan_failure) */
+	c->r->next.archive.failed_ms = 0;
 }

@@ -16,7 +16,11 @@
  *   (Unknown, MarkerUnreadable);
  * - a bound sandbox that is gone (404, or listed gone) lost its files with
  *   it: WorkspaceIntact False before the new sandbox is created, never a
- *   silent replacement.
+ *   silent replacement;
+ * - a sandbox bound to an Archived space waits for its restore: it is
+ *   empty by design, so nothing is read or judged (not even after a resume:
+ *   it may fall asleep before the restore runs), and the restore writes the
+ *   marker (WorkspaceIntact True, MarkerWritten).
  * WorkspaceIntact False stays, and the connect answer carries
  * workspaceLost: true, until the annotation spacekeeper.dev/
  * workspaceLossAcknowledged holds a time at or after the condition's
@@ -48,6 +52,13 @@ sk_plan_marker_step(const sk_userspace *us, const sk_plan_options *opts)
 	const sk_condition *w = sk_userspace_condition(us, SK_COND_WORKSPACE);
 
 	if (!opts->markers || us->spec.mode != SK_MODE_RUNNING || us->meta.deletion_ms != 0)
+		return SK_MARKER_STEP_NONE;
+	/* Archived: the files are in the archive and in no sandbox. The one
+	 * made for a connect is empty by design until the restore, whether it
+	 * just started or fell asleep and was resumed before the restore ran:
+	 * nothing to judge; the restore writes the marker
+	 * (sk_plan_workspace_restored). */
+	if (us->status.archive.state == SK_ARCHIVE_ARCHIVED)
 		return SK_MARKER_STEP_NONE;
 	if (cond_is(dp, "Unknown", SK_REASON_STARTING) || w == NULL ||
 	        cond_is(w, "Unknown", SK_REASON_MARKER_WRITE_FAILED))
@@ -95,6 +106,8 @@ restore_note(sk_pctx *c, bool keeper)
 	if (!keeper || !c->o->archive || a->state == SK_ARCHIVE_NONE || a->key == NULL)
 		return sk_strdup("; onLoss Restore: no archive to restore from");
 	a->state = SK_ARCHIVE_ARCHIVED;
+	a->failures = 0; /* a later archive's failures: this restore has none yet */
+	a->failed_ms = 0;
 	sk_plan_requeue(c, c->o->min_requeue_ms);
 	return sk_asprintf("; onLoss Restore: restoring the archive of generation %lld",
 	        (long long)a->generation);
@@ -151,6 +164,18 @@ sk_plan_workspace(sk_pctx *c, const sk_sandbox *k)
 		break;
 	default: break; /* not read: nothing known */
 	}
+}
+
+void
+sk_plan_workspace_restored(sk_pctx *c, const sk_sandbox *k)
+{
+	if (!c->o->markers || c->hold)
+		return;
+	sk_plan_push(c, SK_ACTION_WRITE_MARKER, k->id);
+	if (!known_lost(c))
+		decide(c, "True", SK_REASON_MARKER_WRITTEN,
+		        "workspace restored from the archive into sandbox %s, marker written",
+		        k->id);
 }
 
 void

@@ -359,7 +359,8 @@ typedef struct sk_keeper_memory {
 
 typedef struct sk_connect_decision {
 	sk_connect_verdict verdict;
-	const char *reason; /* UNAVAILABLE: "Deleting", "ModePaused", "DataPlaneUnreachable", ... */
+	const char *reason; /* UNAVAILABLE: "Deleting", "ModePaused", "DataPlaneUnreachable",
+	                     * "RestoreFailed", ... */
 	int64_t retry_after_ms; /* UNAVAILABLE: when asking again may help (0: not soon) */
 	int64_t drift_since_ms; /* DataPlaneUnreachable: since when */
 	bool renew_due; /* READY: the deadline is within the renewal window (sk_plan_renew_window) */

@@ -219,6 +219,9 @@ int64_t sk_archive_margin(int64_t retention_ms);
 /* How long the next archive attempt waits after `failures` failed in a
  * row: 1m, doubling, at most 1h; 0 without failures. */
 int64_t sk_archive_backoff(int64_t failures);
+/* When a failed restore of the Archived space us may be tried again (its
+ * back-off's end); 0 when none failed. */
+int64_t sk_restore_retry_at(const sk_userspace *us);
 /* The status an ARCHIVE action records once the archive is verified: a
  * copy of st with status.archive (generation, key, counts, the archived
  * sandbox), phase Archived, nothing bound, Ready True (Archived). */
@@ -452,6 +455,8 @@ void sk_plan_capacity_wait(sk_pctx *c);
  * workspace is known lost (until acknowledged). */
 void sk_plan_workspace(sk_pctx *c, const sk_sandbox *k);
 void sk_plan_workspace_gone(sk_pctx *c, const char *gone_id);
+/* k gets the archive's files this round: the marker is written after them. */
+void sk_plan_workspace_restored(sk_pctx *c, const sk_sandbox *k);
 /* gone_id vanished and its workspace comes back from an archive older than
  * the last activity: the changes since are lost (reported like a loss). */
 void sk_plan_workspace_stale(sk_pctx *c, const char *gone_id, const char *detail);
@@ -478,6 +483,11 @@ const sk_sandbox *sk_plan_find(const sk_observed *ob, const char *id);
 void sk_plan_delete(sk_pctx *c);
 /* RESTORE into the running, healthy keeper k (status.archive Restored once done). */
 void sk_plan_restore(sk_pctx *c, const sk_sandbox *k);
+/* The pending restore failed before: Ready and Synced False (RestoreFailed). */
+void sk_plan_restore_failed(sk_pctx *c);
+/* The same while inside the failed restore's back-off: true, not retried
+ * before its end (requeued then). */
+bool sk_plan_restore_held(sk_pctx *c);
 /* execute_archive.c: the ARCHIVE action (the archive recorded into st
  * when verified) and the RESTORE action. */
 int sk_execute_archive(const sk_reconcile_env *env, sk_provider *p, const sk_sandbox *sb,

@@ -94,7 +94,8 @@ def test_the_controller_answers_no_reason_missing_from_the_api():
     found = controller_reasons()
     # the scan sees the reasons of every kind of answer (a vacuous scan fails here)
     for must in ("Unauthorized", "UnknownEndpoint", "QuotaExceeded", "TooManyConnects",
-                 "ModePaused", "DataPlaneUnreachable", "Timeout", "ForwardFailed"):
+                 "ModePaused", "DataPlaneUnreachable", "RestoreFailed", "Timeout",
+                 "ForwardFailed"):
         assert must in found, f"the scan of pkg/ missed {must}"
     missing = {r: f for r, f in found.items() if r not in openapi_reasons()}
     assert not missing, f"reasons answered (file) but not in the OpenAPI enum: {missing}"
@@ -118,6 +119,7 @@ def test_unknown_endpoint_is_not_an_unknown_user():
 @pytest.mark.parametrize("reason,cls", [
     ("ModePaused", spacekeeper.ModePaused),
     ("DataPlaneUnreachable", spacekeeper.DataPlaneUnreachable),
+    ("RestoreFailed", spacekeeper.RestoreFailed),
     ("NotFound", spacekeeper.NotFound),
     ("Unauthorized", spacekeeper.Unauthorized),
     ("TooManyConnects", spacekeeper.TooManyConnects),

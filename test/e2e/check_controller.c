@@ -2162,6 +2162,120 @@ START_TEST(test_archive_interrupted)
 }
 END_TEST
 
+/* The archive's object of FILE (a path under WS) of NAME overwritten with
+ * as many other bytes: its SHA-256 no longer matches the manifest. */
+static void
+corrupt_archived_file(const char *name, const char *file, size_t len)
+{
+	sk_s3_config cfg = { .endpoint = gw_url,
+		.bucket = "spaces",
+		.access_key = S3_ACCESS,
+		.secret_key = S3_SECRET };
+	char *key = archive_field(name, "key"), obj[400], *junk = sk_malloc(len);
+	sk_s3 *s3 = NULL;
+	sk_error err;
+
+	memset(junk, 'x', len);
+	snprintf(obj, sizeof(obj), "%s/files%s%s", key, WS, file);
+	ck_assert_int_eq(sk_s3_new(&cfg, &s3, &err), 0);
+	ck_assert_msg(sk_s3_put_bytes(s3, obj, junk, len, &err) == 0, "%s: %s", obj, err.message);
+	sk_s3_free(s3);
+	free(junk);
+	free(key);
+}
+
+/* The reason of NAME's condition TYPE ("" when absent; caller frees). */
+static char *
+cond_reason(const char *name, const char *type)
+{
+	json_t *items = get_items(), *c;
+	char *out = NULL;
+	size_t i;
+
+	json_array_foreach(
+	        json_object_get(json_object_get(find_item(items, name), "status"), "conditions"), i,
+	        c)
+	{
+		if (strcmp(json_string_value(json_object_get(c, "type")), type) == 0)
+			out = sk_strdup(json_string_value(json_object_get(c, "reason")));
+	}
+	json_decref(items);
+	return out ? out : sk_strdup("");
+}
+
+/* A connect of NAME within timeout_s: the status, the answer's reason
+ * (caller frees) and its Retry-After header (0 when none). */
+static long
+connect_refused(const char *name, int timeout_s, char **reason, long *retry_after)
+{
+	char url[256];
+	sk_test_req r = { .method = "POST", .body = "", .timeout_s = timeout_s + 30 };
+	const char *ra;
+	json_t *v;
+	long st;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/%s/connect?timeout=%ds",
+	        connect_port, name, timeout_s);
+	st = sk_test_http_do(url, &r);
+	v = json_loads(r.out ? r.out : "", 0, NULL);
+	*reason = sk_strdup(v && json_is_string(json_object_get(v, "reason"))
+	                ? json_string_value(json_object_get(v, "reason"))
+	                : "");
+	ra = r.headers ? strcasestr(r.headers, "Retry-After:") : NULL;
+	*retry_after = ra ? atol(ra + strlen("Retry-After:")) : 0;
+	json_decref(v);
+	free(r.out);
+	free(r.headers);
+	return st;
+}
+
+/* A restore that fails (an object of the archive corrupted: its checksum
+ * does not match the manifest): the waiting connect is answered with 503
+ * RestoreFailed as soon as the restore failed, never after its timeout; a
+ * connect inside the back-off at once, with Retry-After; the space says
+ * why (Ready and Synced False, RestoreFailed) and the restore is not
+ * retried meanwhile (status.archive.failures stays 1). */
+START_TEST(test_restore_failure_answered_at_once)
+{
+	char *reason = NULL;
+	long retry_after = 0, st;
+	int64_t t0;
+	filled f;
+
+	fill_space("broken", NULL, "  lifecycle:\n    idleTimeout: 3s\n    archiveAfter: 4s\n",
+	        1 << 20, &f);
+	ck_assert_msg(eventually(phase_is, (void *)"broken=Archived", 90), "broken never Archived");
+	corrupt_archived_file("broken", "/secret/key", 64);
+	/* the connect that starts the restore */
+	t0 = sk_monotonic_ms();
+	st = connect_refused("broken", 120, &reason, &retry_after);
+	ck_assert_msg(st == 503 && strcmp(reason, "RestoreFailed") == 0,
+	        "connect: %ld %s after %lld ms", st, reason, (long long)(sk_monotonic_ms() - t0));
+	ck_assert_int_lt(sk_monotonic_ms() - t0, 110 * 1000);
+	ck_assert_int_gt(retry_after, 0);
+	free(reason);
+	/* the next one inside the back-off (1m): at once, nothing retried */
+	t0 = sk_monotonic_ms();
+	st = connect_refused("broken", 60, &reason, &retry_after);
+	ck_assert_msg(
+	        st == 503 && strcmp(reason, "RestoreFailed") == 0, "again: %ld %s", st, reason);
+	ck_assert_int_lt(sk_monotonic_ms() - t0, 10 * 1000);
+	ck_assert_int_gt(retry_after, 0);
+	ck_assert_int_le(retry_after, 60);
+	free(reason);
+	reason = cond_reason("broken", "Ready");
+	ck_assert_str_eq(reason, "RestoreFailed");
+	free(reason);
+	reason = cond_reason("broken", "Synced");
+	ck_assert_str_eq(reason, "RestoreFailed");
+	free(reason);
+	reason = archive_field("broken", "failures");
+	ck_assert_str_eq(reason, "1");
+	free(reason);
+	filled_done(&f);
+}
+END_TEST
+
 Suite *
 sk_suite_controller(void)
 {
@@ -2171,6 +2285,7 @@ sk_suite_controller(void)
 	TCase *daemon = tcase_create("daemon");
 	TCase *retention = tcase_create("retention");
 	TCase *archive = tcase_create("archive");
+	TCase *restore = tcase_create("restore");
 
 	tcase_set_timeout(retention, 300);
 	tcase_add_checked_fixture(retention, setup, teardown);
@@ -2181,6 +2296,9 @@ sk_suite_controller(void)
 	tcase_add_test(archive, test_archive_before_retention);
 	tcase_add_test(archive, test_archive_restores_lost_files);
 	tcase_add_test(archive, test_archive_interrupted);
+	tcase_set_timeout(restore, 600);
+	tcase_add_checked_fixture(restore, setup, archive_teardown);
+	tcase_add_test(restore, test_restore_failure_answered_at_once);
 	tcase_set_timeout(core, 300);
 	tcase_set_timeout(fault, 300);
 	tcase_set_timeout(daemon, 300);
@@ -2215,5 +2333,6 @@ sk_suite_controller(void)
 	suite_add_tcase(s, daemon);
 	suite_add_tcase(s, retention);
 	suite_add_tcase(s, archive);
+	suite_add_tcase(s, restore);
 	return s;
 }

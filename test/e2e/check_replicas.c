@@ -241,16 +241,103 @@ START_TEST(test_replicas_share_take_over_and_fence)
 }
 END_TEST
 
+/* The shards a replica's metrics and status page say it holds:
+ * spacekeeper_shards_held, the spacekeeper_leader_election_master_status
+ * samples that are 1, and the page's "Shards held: N of M" (-1 each when it did not
+ * answer). */
+typedef struct claimed {
+	int held, masters, page;
+} claimed;
+
+static claimed
+claims_of(const rl_replica *r)
+{
+	claimed k = { rl_held(r), -1, -1 };
+	char url[128], *text = NULL, *p;
+
+	k.masters = (int)rl_metric_sum(r, "spacekeeper_leader_election_master_status");
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", r->port);
+	if (rl_http("GET", url, &text) == 200 && (p = strstr(text, "Shards held: ")) != NULL) {
+		p += strlen("Shards held: ");
+		if (strncmp(p, "<span class=\"bad\">", 18) == 0)
+			p += 18;
+		k.page = atoi(p);
+	}
+	free(text);
+	return k;
+}
+
+/* Replica 1 reaches the database through a TCP proxy that is cut (every
+ * call waits, as behind a partition) for longer than the lease: from its
+ * own renew deadline on it reports no shard held (metrics and page) while
+ * replica 0 takes them all, never two owners on the dashboards; healed, it
+ * takes its share again. */
+START_TEST(test_replica_cut_from_the_database)
+{
+	char direct[sizeof(rl.mongo_uri)];
+	claimed k = { -1, -1, -1 };
+	int64_t t0, waited = -1;
+
+	rl_start(0, NULL);
+	rl_proxy_start();
+	snprintf(direct, sizeof(direct), "%s", rl.mongo_uri);
+	snprintf(rl.mongo_uri, sizeof(rl.mongo_uri), "%s", rl_proxy_uri());
+	rl_start(1, NULL);
+	snprintf(rl.mongo_uri, sizeof(rl.mongo_uri), "%s", direct);
+	ck_assert_msg(rl_split_settled(0x3, SHARDS / 2 - 1, sk_monotonic_ms(), 60, "at start"),
+	        "no even split");
+	k = claims_of(&rl.reps[1]);
+	ck_assert_int_gt(k.held, 0);
+	ck_assert_int_eq(k.masters, k.held);
+	ck_assert_int_eq(k.page, k.held);
+
+	rl_proxy_cut(true);
+	t0 = sk_monotonic_ms();
+	/* the renew deadline (3 s) from its last renew, a scrape apart */
+	while (sk_monotonic_ms() - t0 < 3000 + 10000) {
+		k = claims_of(&rl.reps[1]);
+		if (k.held == 0 && k.masters == 0 && k.page == 0) {
+			waited = sk_monotonic_ms() - t0;
+			break;
+		}
+		usleep(100000);
+	}
+	printf("replicas-cut: replica-1 cut from the database claims %d shards (metric), %d "
+	       "master statuses, %d on its page, %lld ms after the cut\n",
+	        k.held, k.masters, k.page,
+	        (long long)(waited >= 0 ? waited : sk_monotonic_ms() - t0));
+	ck_assert_msg(waited >= 0, "replica-1 still claims its shards while cut");
+	ck_assert_msg(rl_split_settled(0x1, SHARDS, t0, LEASE_CLAIM_S + 10, "with replica-1 cut"),
+	        "replica-0 did not take every shard");
+	for (int i = 0; i < 5; i++) { /* and it does not come back to claiming them */
+		k = claims_of(&rl.reps[1]);
+		ck_assert_int_eq(k.held, 0);
+		ck_assert_int_eq(k.masters, 0);
+		usleep(200000);
+	}
+
+	rl_proxy_cut(false);
+	ck_assert_msg(rl_split_settled(0x3, 1, sk_monotonic_ms(), 60, "healed"),
+	        "replica-1 took no share after the cut healed");
+}
+END_TEST
+
 Suite *
 sk_suite_replicas(void)
 {
 	Suite *s = suite_create("replicas");
 	TCase *tc = tcase_create("replicas");
+	TCase *cut = tcase_create("cut");
 
 	tcase_add_checked_fixture(tc, setup, rl_teardown);
 	tcase_add_unchecked_fixture(tc, NULL, rl_kill_leftovers);
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_replicas_share_take_over_and_fence);
 	suite_add_tcase(s, tc);
+	tcase_add_checked_fixture(cut, setup, rl_teardown);
+	tcase_add_unchecked_fixture(cut, NULL, rl_kill_leftovers);
+	tcase_set_timeout(cut, 300);
+	tcase_add_test(cut, test_replica_cut_from_the_database);
+	suite_add_tcase(s, cut);
 	return s;
 }

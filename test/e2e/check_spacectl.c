@@ -477,7 +477,8 @@ START_TEST(describe_shows_status_and_events)
 	        *p = ctl_write_text("d.yaml",
 	                "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\nmetadata: {name: "
 	                "desc, "
-	                "labels: {team: research}}\nspec: {userID: udesc, env: {EDITOR: vim}}\n");
+	                "labels: {team: research}}\nspec: {userID: udesc, env: {EDITOR: vim, "
+	                "API_TOKEN: planted-secret-7731}}\n");
 	sk_userspace_status status;
 	sk_condition cond;
 	sk_userspace *us, *updated = NULL;
@@ -526,6 +527,10 @@ START_TEST(describe_shows_status_and_events)
 	ASSERT_HAS(out, "base"); /* defaults are shown */
 	ASSERT_HAS(out, "15m");
 	ASSERT_HAS(out, "EDITOR");
+	ASSERT_HAS(out, "API_TOKEN:");
+	ASSERT_HAS(out, "(hidden, 19 bytes)"); /* env values are secrets */
+	ck_assert_ptr_null(strstr(out, "planted-secret-7731"));
+	ck_assert_ptr_null(strstr(out, "vim"));
 	ASSERT_HAS(out, "Running");
 	ASSERT_HAS(out, "isb123");
 	ASSERT_HAS(out, "Conditions:");
@@ -534,6 +539,11 @@ START_TEST(describe_shows_status_and_events)
 	ASSERT_HAS(out, "ProbeFailed");
 	ASSERT_HAS(out, "envd 504 again");
 	ASSERT_HAS(out, "created sandbox isb123");
+	ctl_free(&out, &err);
+
+	ck_assert_int_eq(ctl(&out, &err, "describe", "us", "desc", "--show-secrets", NULL), 0);
+	ASSERT_HAS(out, "planted-secret-7731");
+	ASSERT_HAS(out, "vim");
 	ctl_free(&out, &err);
 
 	ck_assert_int_eq(ctl(&out, &err, "describe", "us", "ghost", NULL), 1);

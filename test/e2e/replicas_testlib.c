@@ -1,10 +1,16 @@
 /* Helpers of the replica end-to-end tests: start replicas, read their metrics and split. */
+#include <arpa/inet.h>
 #include <check.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -585,4 +591,136 @@ rl_assert_no_stale_action(const rl_replica *r, off_t off, int *in_flight, int *f
 	}
 	ck_assert_int_le(*in_flight, 8); /* workers: 8 */
 	free(text);
+}
+
+/* ---- a TCP proxy to the database that can be cut ---- */
+
+static struct {
+	int listen_fd, up_port;
+	char uri[160];
+	atomic_bool cut;
+} px = { .listen_fd = -1 };
+
+typedef struct px_pipe {
+	int from, to;
+} px_pipe;
+
+/* One direction of a connection; while cut nothing is read, so the
+ * caller's requests wait as behind a partition. */
+static void *
+px_pump(void *arg)
+{
+	px_pipe p = *(px_pipe *)arg;
+	char buf[16384];
+
+	free(arg);
+	for (;;) {
+		struct pollfd pf = { .fd = p.from, .events = POLLIN };
+		ssize_t n;
+		if (atomic_load(&px.cut) || poll(&pf, 1, 100) <= 0) {
+			if (atomic_load(&px.cut))
+				sk_sleep_ms(50);
+			continue;
+		}
+		if ((n = read(p.from, buf, sizeof(buf))) <= 0)
+			break;
+		for (ssize_t off = 0; off < n;) {
+			ssize_t w = write(p.to, buf + off, (size_t)(n - off));
+			if (w <= 0)
+				goto out;
+			off += w;
+		}
+	}
+out:
+	shutdown(p.to, SHUT_WR);
+	return NULL;
+}
+
+static void
+px_spawn(int from, int to)
+{
+	px_pipe *p = sk_malloc(sizeof(*p));
+	pthread_t t;
+
+	p->from = from;
+	p->to = to;
+	ck_assert_int_eq(pthread_create(&t, NULL, px_pump, p), 0);
+	pthread_detach(t);
+}
+
+static int
+px_dial(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)px.up_port) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Accepts while not cut; each connection gets its upstream and two pumps. */
+static void *
+px_accept(void *arg)
+{
+	for (;;) {
+		struct pollfd pf = { .fd = px.listen_fd, .events = POLLIN };
+		int c, up;
+		if (atomic_load(&px.cut) || poll(&pf, 1, 100) <= 0) {
+			if (atomic_load(&px.cut))
+				sk_sleep_ms(50);
+			continue;
+		}
+		if ((c = accept(px.listen_fd, NULL, NULL)) < 0)
+			continue;
+		if ((up = px_dial()) < 0) {
+			close(c);
+			continue;
+		}
+		px_spawn(c, up);
+		px_spawn(up, c);
+	}
+	return NULL;
+}
+
+void
+rl_proxy_start(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	const char *colon = strrchr(rl.mongo_uri, ':');
+	const char *rest;
+	pthread_t t;
+	int one = 1;
+
+	ck_assert_ptr_nonnull(colon);
+	px.up_port = atoi(colon + 1);
+	for (rest = colon + 1; *rest >= '0' && *rest <= '9'; rest++)
+		;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	px.listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(px.listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	ck_assert_int_eq(bind(px.listen_fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(px.listen_fd, 64), 0);
+	ck_assert_int_eq(getsockname(px.listen_fd, (struct sockaddr *)&a, &len), 0);
+	snprintf(px.uri, sizeof(px.uri), "%.*s:%d%s", (int)(colon - rl.mongo_uri), rl.mongo_uri,
+	        ntohs(a.sin_port), rest);
+	atomic_store(&px.cut, false);
+	ck_assert_int_eq(pthread_create(&t, NULL, px_accept, NULL), 0);
+	pthread_detach(t);
+}
+
+const char *
+rl_proxy_uri(void)
+{
+	return px.uri;
+}
+
+void
+rl_proxy_cut(bool cut)
+{
+	atomic_store(&px.cut, cut);
 }

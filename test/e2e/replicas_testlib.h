@@ -110,4 +110,13 @@ char *rl_log_since(const rl_replica *r, off_t off);
  * followed by a fenced stop of the same space (counts into the outs). */
 void rl_assert_no_stale_action(const rl_replica *r, off_t off, int *in_flight, int *fenced);
 
+/* A TCP proxy to the test's database (a thread of the test process): a
+ * replica started while rl.mongo_uri is rl_proxy_uri() reaches the
+ * database through it. rl_proxy_cut(true) cuts it as a partition does:
+ * nothing more is accepted or forwarded, the connections stay open and
+ * every call waits; rl_proxy_cut(false) heals it. */
+void rl_proxy_start(void);
+const char *rl_proxy_uri(void);
+void rl_proxy_cut(bool cut);
+
 #endif

@@ -385,6 +385,10 @@ START_TEST(test_archive_s3_down)
 		us = sk_rfix_get(&a.f, "alice");
 		ck_assert_int_eq(us->status.archive.failures, 1);
 		ck_assert_int_eq(us->status.phase, SK_PHASE_IDLE);
+		/* Synced still says why (not True/Reconciled after the failed round) */
+		synced = sk_userspace_condition(us, SK_COND_SYNCED);
+		ck_assert_str_eq(synced->status, "False");
+		ck_assert_str_eq(synced->reason, SK_REASON_ARCHIVE_FAILED);
 		sk_userspace_free(us);
 		ck_assert_int_eq(sandbox_state(&a, a.id), SK_SANDBOX_PAUSED);
 	}
@@ -393,6 +397,8 @@ START_TEST(test_archive_s3_down)
 	clock_offset += 61 * 1000;
 	us = until(&a, archived, 6, "Archived after the S3 server came back");
 	assert_manifest(&a, us);
+	synced = sk_userspace_condition(us, SK_COND_SYNCED);
+	ck_assert_str_eq(synced->status, "True");
 	ck_assert(!sandbox_exists(&a, a.id));
 	sk_userspace_free(us);
 	teardown(&a);
@@ -537,6 +543,193 @@ START_TEST(test_archive_purged_on_delete)
 }
 END_TEST
 
+/* The object of FILE (under WS) in NAME's archive: its bytes into *out. */
+static int
+keep_bytes(void *arg, const void *buf, size_t len)
+{
+	sk_buf_append((sk_buf *)arg, buf, len);
+	return 0;
+}
+
+static char *
+object_key(const sk_userspace *us, const char *file)
+{
+	return sk_asprintf("%s/files%s%s", us->status.archive.key, WS, file);
+}
+
+static bool
+restore_failed(const sk_userspace *us)
+{
+	return us->status.archive.failures > 0;
+}
+
+static const char *
+reason_of(const sk_userspace *us, const char *type)
+{
+	const sk_condition *c = sk_userspace_condition(us, type);
+
+	return c != NULL && c->reason != NULL ? c->reason : "";
+}
+
+/* An object of the archive corrupted (its checksum fails the manifest's):
+ * the restore fails with the reason in Ready and Synced (RestoreFailed)
+ * and counts in status.archive.failures; inside its back-off no round
+ * retries it, and a connect is answered at once with RestoreFailed (the
+ * planner's decision on the stored object); after it, with the object
+ * whole again, the restore completes and clears the count. */
+START_TEST(test_restore_fails_and_backs_off)
+{
+	afix a;
+	sk_buf good = SK_BUF_INIT(0);
+	sk_connect_decision d;
+	sk_keeper_memory mem = { 0 };
+	sk_copy_report rep = { 0 };
+	sk_userspace *us;
+	sk_error err;
+	char *key;
+
+	setup_asleep(&a);
+	us = until(&a, archived, 4, "Archived");
+	key = object_key(us, "/secret/key");
+	sk_userspace_free(us);
+	ck_assert_msg(sk_s3_get(a.s3, key, keep_bytes, &good, &err) == 0, "%s", err.message);
+	ck_assert_int_eq(sk_s3_put_bytes(a.s3, key, "corrupted", 9, &err), 0);
+	a.f.env.wake = true;
+	a.f.env.activity_ms = test_now();
+	us = until(&a, restore_failed, 8, "a failed restore");
+	ck_assert_int_eq(us->status.archive.failures, 1);
+	ck_assert_int_eq(us->status.archive.state, SK_ARCHIVE_ARCHIVED);
+	ck_assert_str_eq(reason_of(us, SK_COND_READY), SK_REASON_RESTORE_FAILED);
+	ck_assert_str_eq(reason_of(us, SK_COND_SYNCED), SK_REASON_RESTORE_FAILED);
+	ck_assert(!sk_userspace_is_ready(us));
+	sk_connect_decide(us, &mem, test_now(), &a.f.env.opts, &d);
+	ck_assert_int_eq(d.verdict, SK_CONNECT_UNAVAILABLE);
+	ck_assert_str_eq(d.reason, SK_REASON_RESTORE_FAILED);
+	ck_assert_int_gt(d.retry_after_ms, 0);
+	ck_assert_int_le(d.retry_after_ms, 60 * 1000);
+	sk_userspace_free(us);
+	/* inside the back-off: not retried, still not ready */
+	for (int i = 0; i < 4; i++) {
+		round_(&a, &err);
+		us = sk_rfix_get(&a.f, "alice");
+		ck_assert_int_eq(us->status.archive.failures, 1);
+		ck_assert_str_eq(reason_of(us, SK_COND_READY), SK_REASON_RESTORE_FAILED);
+		ck_assert_str_eq(reason_of(us, SK_COND_SYNCED), SK_REASON_RESTORE_FAILED);
+		sk_userspace_free(us);
+	}
+	/* the object whole again, past the back-off (1m): restored */
+	ck_assert_int_eq(sk_s3_put_bytes(a.s3, key, good.data, good.len, &err), 0);
+	clock_offset += 61 * 1000;
+	a.f.env.activity_ms = test_now();
+	us = until(&a, restored, 8, "restored after the back-off");
+	ck_assert_int_eq(us->status.archive.failures, 0);
+	ck_assert_str_eq(reason_of(us, SK_COND_SYNCED), SK_REASON_RECONCILED);
+	{
+		sk_sandbox now_sb = { .id = us->status.sandbox_id };
+		ck_assert_msg(sk_workspace_verify(
+		                      a.f.p, &a.ref, a.f.p, &now_sb, &ws_opts, &rep, &err) == 0,
+		        "the restored tree differs: %s", rep.mismatch ? rep.mismatch : err.message);
+	}
+	sk_copy_report_free(&rep);
+	sk_userspace_free(us);
+	sk_buf_dispose(&good);
+	free(key);
+	teardown(&a);
+}
+END_TEST
+
+/* The ID of alice's sandbox at the provider (caller frees), NULL when none. */
+static char *
+user_sandbox(afix *a)
+{
+	sk_sandbox_list l;
+	char *id = NULL;
+
+	ck_assert_int_eq(list_user(a, &l), 0);
+	if (l.len > 0)
+		id = sk_strdup(l.items[0].id);
+	sk_sandbox_list_dispose(&l);
+	return id;
+}
+
+static bool
+workspace_false(const sk_userspace *us)
+{
+	const sk_condition *w = sk_userspace_condition(us, SK_COND_WORKSPACE);
+
+	return w != NULL && strcmp(w->status, "False") == 0;
+}
+
+/* The sandbox made for a connect right after the space became Archived
+ * falls asleep before the restore ran (found at every step of the first
+ * connect's run) and is resumed: its empty workspace is no loss
+ * (WorkspaceIntact never False, no WorkspaceLost drift); the restore brings
+ * the files back and writes the marker. */
+START_TEST(test_restore_target_asleep_first)
+{
+	afix a;
+	sk_copy_report rep = { 0 };
+	sk_userspace *us;
+	sk_error err;
+	char *target = NULL;
+
+	setup_asleep(&a);
+	us = until(&a, archived, 4, "Archived");
+	sk_userspace_free(us);
+	a.f.env.wake = true;
+	a.f.env.activity_ms = test_now();
+	/* the connect's run, stopped after ever more steps (as a crash or a
+	 * slow round would leave it), until its sandbox exists with the files
+	 * not restored yet */
+	for (int n = 0; n < 16 && target == NULL; n++) {
+		a.fence_after = n;
+		a.fence_calls = 0;
+		round_(&a, &err);
+		a.fence_after = -1;
+		us = sk_rfix_get(&a.f, "alice");
+		ck_assert_int_ne(us->status.archive.state, SK_ARCHIVE_RESTORED);
+		target = user_sandbox(&a);
+		sk_userspace_free(us);
+	}
+	ck_assert_msg(target != NULL, "no sandbox made before the restore");
+	/* it falls asleep before the restore */
+	ck_assert_msg(sk_sandbox_pause(a.f.p, target, &err) == 0, "pause: %s", err.message);
+	for (int i = 0; i < 8; i++) {
+		round_(&a, &err);
+		us = sk_rfix_get(&a.f, "alice");
+		ck_assert_msg(!workspace_false(us), "round %d: judged lost: %s", i,
+		        sk_userspace_condition(us, SK_COND_WORKSPACE)->message);
+		if (restored(us))
+			break;
+		sk_userspace_free(us);
+		us = NULL;
+	}
+	ck_assert_msg(us != NULL, "never restored");
+	ck_assert_str_eq(us->status.sandbox_id, target);
+	ck_assert_str_eq(reason_of(us, SK_COND_WORKSPACE), SK_REASON_MARKER_WRITTEN);
+	for (size_t i = 0; i < us->status.n_drift; i++)
+		ck_assert_str_ne(us->status.drift[i].type, SK_DRIFT_WORKSPACE_LOST);
+	{
+		sk_sandbox now_sb = { .id = target };
+		ck_assert_msg(sk_workspace_verify(
+		                      a.f.p, &a.ref, a.f.p, &now_sb, &ws_opts, &rep, &err) == 0,
+		        "the restored tree differs: %s", rep.mismatch ? rep.mismatch : err.message);
+	}
+	sk_copy_report_free(&rep);
+	sk_userspace_free(us);
+	/* its next resume finds the marker the restore wrote */
+	ck_assert_msg(sk_sandbox_pause(a.f.p, target, &err) == 0, "pause: %s", err.message);
+	for (int i = 0; i < 6; i++) {
+		round_(&a, &err);
+		us = sk_rfix_get(&a.f, "alice");
+		ck_assert(!workspace_false(us));
+		sk_userspace_free(us);
+	}
+	free(target);
+	teardown(&a);
+}
+END_TEST
+
 Suite *
 sk_suite_reconcile_archive(void)
 {
@@ -549,6 +742,8 @@ sk_suite_reconcile_archive(void)
 	tcase_add_test(tc, test_archive_bad_config);
 	tcase_add_test(tc, test_archive_crash_at_every_step);
 	tcase_add_test(tc, test_archive_purged_on_delete);
+	tcase_add_test(tc, test_restore_fails_and_backs_off);
+	tcase_add_test(tc, test_restore_target_asleep_first);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -79,6 +79,8 @@ export class ModePaused extends SpacekeeperError {}
 export class Deleting extends SpacekeeperError {}
 export class ReconcilePaused extends SpacekeeperError {}
 export class DataPlaneUnreachable extends SpacekeeperError {}
+/** 503: the space is archived and restoring its files failed (thrown at once). */
+export class RestoreFailed extends SpacekeeperError {}
 export class Timeout extends SpacekeeperError {}
 export class ShuttingDown extends SpacekeeperError {}
 export class Overloaded extends SpacekeeperError {}
@@ -102,8 +104,8 @@ type ErrorClass = new (
 export const errorsByReason: Record<string, ErrorClass> = {
   BadTimeout, BadFresh, Unauthorized, NotFound, UnknownEndpoint, MethodNotAllowed,
   PayloadTooLarge, TooManyConnects, QuotaExceeded, ModePaused, Deleting, ReconcilePaused,
-  DataPlaneUnreachable, Timeout, ShuttingDown, Overloaded, Starting, StoreUnavailable,
-  NotShardHolder, ShardUnassigned, ForwardFailed,
+  DataPlaneUnreachable, RestoreFailed, Timeout, ShuttingDown, Overloaded, Starting,
+  StoreUnavailable, NotShardHolder, ShardUnassigned, ForwardFailed,
 };
 
 /**

@@ -35,6 +35,7 @@ __all__ = [
     "Deleting",
     "ReconcilePaused",
     "DataPlaneUnreachable",
+    "RestoreFailed",
     "Timeout",
     "ShuttingDown",
     "Overloaded",
@@ -147,6 +148,15 @@ class DataPlaneUnreachable(SpacekeeperError):
     """
 
 
+class RestoreFailed(SpacekeeperError):
+    """503: the space is archived and restoring its files failed.
+
+    Raised at once (never retried): the next restore waits a back-off, whose
+    end ``retry_after`` gives; ``message`` says what failed (an object that
+    fails its checksum, the bucket gone).
+    """
+
+
 class Timeout(SpacekeeperError, TimeoutError):
     """504 (or the client's own timeout): the sandbox was not ready in time."""
 
@@ -204,6 +214,7 @@ _BY_REASON: Dict[str, Type[SpacekeeperError]] = {
         Deleting,
         ReconcilePaused,
         DataPlaneUnreachable,
+        RestoreFailed,
         Timeout,
         ShuttingDown,
         Overloaded,
