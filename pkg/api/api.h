@@ -175,6 +175,10 @@ typedef struct sk_userspace_spec {
 #define SK_COND_WORKSPACE "WorkspaceIntact"
 /* present once spec.network was applied: "sandbox ID: POLICY" */
 #define SK_COND_NETWORK "NetworkPolicy"
+/* present once an archive was due: True when the workspace is archived,
+ * False WaitingForCapacity while its wake waits for a slot, False Awake
+ * once the space is in use again */
+#define SK_COND_ARCHIVED "Archived"
 
 typedef struct sk_condition {
 	char *type;
