@@ -7,7 +7,10 @@
 # plain `spacectl get us`, `spacectl sandboxes` and `spacectl plan` work
 # against the demo. Ctrl-C stops everything this script started, removes the
 # context (the previous current context is current again) and its scratch
-# directory.
+# directory, and exits 0. On a terminal the table is redrawn every second;
+# otherwise (a log file, a pipe) it is printed once, then only the rows that
+# change (spacectl get -w), and one "converged" line once every example is in
+# the phase its spec.mode asks (those paused by annotation aside).
 #   DEMO_SECONDS=N   run non-interactively for N seconds, then clean up and exit
 #   DEMO_CONTEXT=NAME  the context's name (default demo; "" writes none)
 #   SPACECTL_CONFIG=FILE  the context file (default ~/.config/spacectl/config.yaml)
@@ -20,6 +23,10 @@ seconds=${DEMO_SECONDS:-}
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/spacekeeper-demo.XXXXXX")
 sim_pid=
 keeper_pid=
+watch_pid=
+interrupted=
+converged=
+applied_at=0
 context=${DEMO_CONTEXT-demo}
 context_written=
 context_prev=
@@ -27,7 +34,15 @@ context_file_existed=
 
 cleanup() {
 	local rc=$?
-	trap - EXIT INT TERM
+	# a second Ctrl-C does not cut the cleanup short; an interrupt is a normal end
+	trap '' INT TERM
+	trap - EXIT
+	set +e
+	[ -n "$interrupted" ] && rc=0
+	if [ -n "$watch_pid" ] && kill -0 "$watch_pid" 2>/dev/null; then
+		kill -TERM "$watch_pid" 2>/dev/null
+		wait "$watch_pid" 2>/dev/null
+	fi
 	if [ -n "$keeper_pid" ] && kill -0 "$keeper_pid" 2>/dev/null; then
 		kill -TERM "$keeper_pid" 2>/dev/null || true
 		wait "$keeper_pid" 2>/dev/null || true
@@ -109,7 +124,24 @@ context_file() {
 }
 
 trap cleanup EXIT
-trap 'exit 0' INT TERM
+trap 'interrupted=1; exit 0' INT TERM
+
+# Returns while spacekeeper runs. Ctrl-C at a terminal reaches it too, and it
+# may stop (exit 0) before this script's trap has run: a stop is the demo's
+# end (exit 0); a failure exits 1 with its log.
+keeper_alive() {
+	local status=0
+	kill -0 "$keeper_pid" 2>/dev/null && return 0
+	wait "$keeper_pid" 2>/dev/null || status=$?
+	keeper_pid=
+	if [ -n "$interrupted" ] || [ "$status" -eq 0 ]; then
+		interrupted=1
+		exit 0
+	fi
+	echo "demo: spacekeeper exited with status $status; its log:" >&2
+	tail -20 "$scratch/spacekeeper.log" >&2
+	exit 1
+}
 
 for b in spacekeeper spacectl sandboxsim; do
 	[ -x "$bin/$b" ] || { echo "demo: $bin/$b missing; run 'make' first" >&2; exit 1; }
@@ -133,17 +165,26 @@ sed -e "s#http://127.0.0.1:3000#$sim_url#g" -e "s#mongodb://127.0.0.1:27017#$uri
 	-e "s#apiKeyEnv: E2B_API_KEY#apiKeyFile: $scratch/e2b-api-key#" \
 	"$root/manifests/config/demo.yaml" >"$scratch/config.yaml"
 unset E2B_API_KEY
+# The connect API's bearer token, made for this run (mode 0600), as a platform
+# gets it from the Secret spacekeeper-connect.
+(umask 077 && od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$scratch/connect-token" &&
+	echo >>"$scratch/connect-token")
 echo "==> starting spacekeeper"
 "$bin/spacekeeper" --config "$scratch/config.yaml" --mongodb-uri "$uri" \
-	--listen 127.0.0.1:0 --connect-listen 127.0.0.1:0 --resync 5s --poll 500ms >"$scratch/spacekeeper.log" 2>&1 &
+	--listen 127.0.0.1:0 --connect-listen 127.0.0.1:0 --connect-token-file "$scratch/connect-token" \
+	--resync 5s --poll 500ms >"$scratch/spacekeeper.log" 2>&1 &
 keeper_pid=$!
 keeper_port=$(log_wait "$scratch/spacekeeper.log" "$KEEPER_STARTED" "$keeper_pid") || { echo "demo: spacekeeper did not start" >&2; cat "$scratch/spacekeeper.log" >&2; exit 1; }
 connect_port=$(sed -n "$KEEPER_CONNECT" "$scratch/spacekeeper.log")
 echo "    status page http://127.0.0.1:$keeper_port/ (metrics at /metrics)"
-echo "    connect API http://127.0.0.1:$connect_port/v1/ (its own listener)"
+echo "    connect API http://127.0.0.1:$connect_port (its own listener, token in $scratch/connect-token);"
+echo "    for a client (README.md, From a platform), paste:"
+printf '    export SPACEKEEPER_URL=%q SPACEKEEPER_TOKEN_FILE=%q\n' \
+	"http://127.0.0.1:$connect_port" "$scratch/connect-token"
 
 echo "==> applying manifests/examples/"
 ctl apply -f "$root/manifests/examples/"
+applied_at=$SECONDS
 context_write
 sleep 1
 
@@ -151,24 +192,68 @@ table() {
 	ctl get userspaces 2>&1 || true
 }
 
-show_for() {
+# Whether every example is in the phase its spec.mode asks (Running, Paused);
+# one paused by the spacekeeper.dev/paused annotation is not reconciled and
+# counts as it is.
+examples_converged() {
+	ctl get userspaces -o jsonpath='{range .items[*]}{.spec.mode}|{.status.phase}|{.metadata.annotations.spacekeeper\.dev/paused}{"\n"}{end}' 2>/dev/null |
+		awk -F'|' 'NF { n++ } NF && $3 != "true" && $1 != $2 { bad = 1 } END { exit !(n > 0 && !bad) }'
+}
+
+# Once the examples have converged: converged holds how long it took
+# (seconds since the apply) and the line saying so is printed (quiet: not).
+note_converged() {
+	if [ -z "$converged" ] && examples_converged; then
+		converged=$((SECONDS - applied_at))
+		[ "${1:-}" = quiet ] ||
+			echo "==> converged after ${converged}s: every example is in the phase its spec.mode asks"
+	fi
+}
+
+# A terminal: the table redrawn every second for n seconds.
+redraw_for() {
 	local n=$1 i
 	for i in $(seq 1 "$n"); do
-		if [ -t 1 ] && [ -z "$seconds" ]; then
-			printf '\033[H\033[2J'
+		printf '\033[H\033[2J'
+		note_converged quiet
+		if [ -n "$converged" ]; then
+			echo "spacekeeper demo: UserSpaces converged after ${converged}s ($i/${n}s, Ctrl-C to stop)"
 		else
-			echo
+			echo "spacekeeper demo: UserSpaces converging ($i/${n}s, Ctrl-C to stop)"
 		fi
-		echo "spacekeeper demo: UserSpaces converging ($i/${n}s, Ctrl-C to stop)"
 		echo
 		table
-		if ! kill -0 "$keeper_pid" 2>/dev/null; then
-			echo "demo: spacekeeper exited; its log:" >&2
-			tail -20 "$scratch/spacekeeper.log" >&2
-			exit 1
-		fi
+		keeper_alive
 		sleep 1
 	done
+}
+
+# A log file or a pipe: the table once and then each row that changes
+# (spacectl get -w, in the background until the demo stops), the
+# "converged" line, and nothing more every second.
+log_changes_for() {
+	local n=$1 i
+	if [ -z "$watch_pid" ]; then
+		echo "==> UserSpaces (then a row for each change):"
+		# spacectl itself in the background (not the ctl function's subshell), so
+		# that cleanup's kill reaches it
+		SPACECTL_CONFIG="$scratch/no-contexts.yaml" "$bin/spacectl" --mongodb-uri "$uri" \
+			--database spacekeeper get userspaces -w &
+		watch_pid=$!
+	fi
+	for i in $(seq 1 "$n"); do
+		sleep 1 # first: the watch prints its table
+		note_converged
+		keeper_alive
+	done
+}
+
+show_for() {
+	if [ -t 1 ] && [ -z "$seconds" ]; then
+		redraw_for "$1"
+	else
+		log_changes_for "$1"
+	fi
 }
 
 if [ -n "$seconds" ]; then
@@ -191,7 +276,7 @@ Everything is still running. In another terminal (spacectl uses the context
   spacectl events
   spacectl sandboxes
   spacectl plan
-  curl -s -XPOST http://127.0.0.1:$connect_port/v1/userspaces/alice/connect
+  curl -s -XPOST -H "Authorization: Bearer \$(cat $scratch/connect-token)" http://127.0.0.1:$connect_port/v1/userspaces/alice/connect
   curl -s http://127.0.0.1:$keeper_port/metrics | grep reconcile_total
   open http://127.0.0.1:$keeper_port/ in a browser: spaces by phase, drift, each space
   curl -s $sim_url/_sim/sandboxes   # the simulator's own view
@@ -199,9 +284,7 @@ Everything is still running. In another terminal (spacectl uses the context
 Logs: $scratch/spacekeeper.log
 Press Ctrl-C to stop the demo (it removes everything it started).
 EOF
-while kill -0 "$keeper_pid" 2>/dev/null; do
+while keeper_alive; do
+	[ -t 1 ] || note_converged
 	sleep 1
 done
-echo "demo: spacekeeper exited; its log:" >&2
-tail -20 "$scratch/spacekeeper.log" >&2
-exit 1

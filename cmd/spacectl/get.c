@@ -16,9 +16,13 @@ static const sk_cli_help help = {
 	"spacectl get userspace/name ... [-o format]\n"
 	"spacectl get -f path ... [-R] [-o format]\n"
 	"spacectl get userspaces -w [--watch-timeout d] [-o table|wide|yaml|json] [-l selector]\n"
-	"                        [name ...]",
+	"                        [name ...]\n"
+	"spacectl get all [-l selector] [-o table|wide|name] [--no-headers]",
 	"Lists UserSpaces (all, those matching -l, or the named ones). The resource\n"
 	"may be written userspaces, userspace or us; objects also as us/NAME.\n"
+	"get spacequotas (sq) lists the quotas; get all lists every kind, one table\n"
+	"each with NAME as KIND/NAME (spacectl get all --help). The table's columns\n"
+	"are as wide with -w as without, so the rows -w adds line up with it.\n"
 	"\n"
 	"Flags:\n"
 	"  -o, --output FORMAT    table (default), wide, yaml, json, name,\n"
@@ -40,7 +44,8 @@ static const sk_cli_help help = {
 	"  -l, --selector SEL     label selector (k=v, k!=v, k, !k, k in (a,b), k notin (a,b))\n"
 	"  -w, --watch            after the list, print a new row for each object that\n"
 	"                         changes, as it happens (-o json: one object per line),\n"
-	"                         until Ctrl-C (exit 0)\n"
+	"                         until Ctrl-C (exit 0); the table's columns as without\n"
+	"                         -w (-o wide, -L, --show-labels, --no-headers)\n"
 	"      --watch-timeout D  stop watching after D (e.g. 30s; exit 0)\n"
 	"      --config FILE      the ControllerConfig whose providers' pausedRetention\n"
 	"                         the warnings use (default: the context's\n"
@@ -69,7 +74,8 @@ static const sk_cli_help help = {
 	"  spacectl get us -o custom-columns=NAME:.metadata.name,USER:.spec.userID\n"
 	"  spacectl get us -o go-template='{{range .items}}{{.metadata.name}}{{\"\\n\"}}{{end}}'\n"
 	"  spacectl get us -L team --field-selector status.phase=Running\n"
-	"  spacectl get us -w\n",
+	"  spacectl get us -w\n"
+	"  spacectl get all\n",
 };
 /* What the flags of one get ask for. */
 typedef struct get_opts {
@@ -139,7 +145,7 @@ get_watch(sk_store *st, const get_opts *o)
 	sk_error_clear(&err);
 	if (o->selector_text && sk_selector_parse(o->selector_text, &sel, &err) != 0)
 		return sk_cli_usage_error(&help, "-l: %s", err.message);
-	rc = sk_cli_get_watch(st, o->names.items, o->names.len, sel, o->out.fmt, o->watch_ms);
+	rc = sk_cli_get_watch(st, o->names.items, o->names.len, sel, &o->out, o->watch_ms);
 	sk_selector_free(sel);
 	return rc;
 }
@@ -234,10 +240,14 @@ sk_cmd_get(int argc, char **argv)
 	get_opts o;
 	sk_store *st = NULL;
 	sk_cli_input in;
+	const char *word;
 	int rc;
 
 	if (sk_cli_quota_args(argc, argv))
 		return sk_cli_quota_get(argc, argv);
+	word = sk_cli_resource_word(argc, argv);
+	if (word != NULL && strcmp(word, "all") == 0)
+		return sk_cli_get_all(argc, argv);
 	memset(&o, 0, sizeof(o));
 	memset(&in, 0, sizeof(in));
 	o.out.fmt = SK_OUTPUT_TABLE;

@@ -123,7 +123,7 @@ static int
 print_selected(const sk_cli_get_output *o, sk_userspace **items, size_t n, bool single)
 {
 	sk_cli_table_opts t = { o->fmt == SK_OUTPUT_WIDE, o->show_labels, o->no_headers, false,
-		&o->label_columns, false };
+		&o->label_columns, true, o->kind_prefix };
 	json_t *v;
 	int rc;
 

@@ -20,6 +20,8 @@ static const sk_cli_help help = {
 	"controller's own observe and plan steps against the real providers (reads\n"
 	"only: list, get, data-plane probe) and changes nothing: no sandbox is\n"
 	"created, resumed, paused or killed, and nothing is written to the database.\n"
+	"The table ends with the summary, on stdout: \"Plan: N of M userspace(s) to\n"
+	"change.\"\n"
 	"\n"
 	"The desired state is the stored object (NAME), every stored object (no\n"
 	"argument), or the objects in files (-f) as apply would store them (merged\n"
@@ -447,8 +449,8 @@ finish(plan_ctx *c, int rc)
 		fflush(stdout);
 		if (c->n_total == 0 && c->worst == SK_EXIT_OK)
 			fprintf(stderr, "No resources found.\n");
-		else if (c->n_total > 0)
-			fprintf(stderr, "Plan: %zu of %zu userspace(s) to change.\n", c->n_changing,
+		else if (c->n_total > 0) /* the result, as terraform plan's: stdout */
+			printf("Plan: %zu of %zu userspace(s) to change.\n", c->n_changing,
 			        c->n_total);
 	}
 	if (rc == SK_EXIT_OK)

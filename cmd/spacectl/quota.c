@@ -66,21 +66,25 @@ takes_value(const char *opt)
 	return false;
 }
 
+const char *
+sk_cli_resource_word(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			return i + 1 < argc ? argv[i + 1] : NULL;
+		if (argv[i][0] != '-')
+			return argv[i];
+		i += takes_value(argv[i]);
+	}
+	return NULL;
+}
+
 bool
 sk_cli_quota_args(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++) {
-		if (argv[i][0] == '-') {
-			if (strcmp(argv[i], "--") == 0)
-				return i + 1 < argc &&
-				        (sk_cli_is_quota_resource(argv[i + 1]) ||
-				                is_quota_slash(argv[i + 1]));
-			i += takes_value(argv[i]);
-			continue;
-		}
-		return sk_cli_is_quota_resource(argv[i]) || is_quota_slash(argv[i]);
-	}
-	return false;
+	const char *word = sk_cli_resource_word(argc, argv);
+
+	return word != NULL && (sk_cli_is_quota_resource(word) || is_quota_slash(word));
 }
 
 /* The names the arguments give (after the type word, or TYPE/NAME each). */
@@ -265,8 +269,8 @@ sk_cli_quota_write(sk_store *st, const sk_cli_input *in, bool dry, const char *s
 
 /* ---- get, describe, delete ---- */
 
-static void
-print_table(sk_spacequota *const *items, size_t n, bool no_headers)
+void
+sk_cli_quota_table_print(sk_spacequota *const *items, size_t n, bool no_headers, bool kind_prefix)
 {
 	static const char *const h[] = { "NAME", "SELECTOR", "SPACES", "RUNNING", "AGE" };
 	sk_table *t = sk_table_new(5, h);
@@ -282,7 +286,10 @@ print_table(sk_spacequota *const *items, size_t n, bool no_headers)
 		        q->has_used, q->used_running, q->hard_running, run, sizeof(run));
 		sk_age_format(
 		        q->meta.creation_ms > 0 ? now - q->meta.creation_ms : 0, age, sizeof(age));
-		const char *row[] = { q->meta.name, sel[0] ? sel : "<all>", sp, run, age };
+		char name[300];
+		snprintf(
+		        name, sizeof(name), "%s%s", kind_prefix ? "spacequota/" : "", q->meta.name);
+		const char *row[] = { name, sel[0] ? sel : "<all>", sp, run, age };
 		sk_table_add_row(t, row);
 	}
 	sk_cli_table_write(t, no_headers);
@@ -417,7 +424,7 @@ show(sk_store *st, quota_opts *o, bool describe)
 	else if (fmt == SK_OUTPUT_YAML || fmt == SK_OUTPUT_JSON)
 		print_objects(items, n, o->names.len == 1, fmt);
 	else if (n > 0)
-		print_table(items, n, o->no_headers);
+		sk_cli_quota_table_print(items, n, o->no_headers, false);
 	free(items);
 	sk_spacequota_list_dispose(&all);
 	return rc;

@@ -29,6 +29,8 @@ int sk_cmd_apply(int argc, char **argv);
 int sk_cmd_create(int argc, char **argv);
 int sk_cmd_replace(int argc, char **argv);
 int sk_cmd_get(int argc, char **argv);
+/* get all (get_all.c): every kind's table; sk_cmd_get hands it over. */
+int sk_cli_get_all(int argc, char **argv);
 int sk_cmd_describe(int argc, char **argv);
 int sk_cmd_delete(int argc, char **argv);
 int sk_cmd_diff(int argc, char **argv);
@@ -293,13 +295,11 @@ bool sk_cli_fieldsel_matches(const sk_cli_fieldsel *s, json_t *obj);
 typedef struct sk_cli_table_opts {
 	bool wide, show_labels, no_headers, last_only;
 	const sk_cli_strv *label_columns; /* -L keys; NULL: none */
-	bool sized; /* get -w: columns as wide as their widest usual value */
+	bool sized; /* columns as wide as their widest usual value (get and get -w alike) */
+	bool kind_prefix; /* NAME as userspace/NAME (get all) */
 } sk_cli_table_opts;
 /* get's table of UserSpaces (table.c). */
 void sk_cli_userspace_table_print(sk_userspace *const *items, size_t n, const sk_cli_table_opts *o);
-/* The same, sized for get -w. last_only: only the last row, aligned as in the
- * whole table (get -w prints one row per change). */
-void sk_cli_print_userspace_table(sk_userspace *const *items, size_t n, bool wide, bool last_only);
 /* What get prints and how (get_output.c): -o, -L, --field-selector, --sort-by. */
 typedef struct sk_cli_get_output {
 	sk_output fmt;
@@ -310,6 +310,7 @@ typedef struct sk_cli_get_output {
 	sk_cli_fieldsel *fields; /* --field-selector */
 	sk_jsonpath *sort_by; /* --sort-by */
 	bool no_headers, show_labels;
+	bool kind_prefix; /* table NAME as userspace/NAME (get all) */
 	const sk_controller_config *cfg; /* retention warnings (borrowed; NULL none) */
 } sk_cli_get_output;
 /* The flag parsers: SK_CLI_CONTINUE, or the exit code of a usage error (h's). */
@@ -324,7 +325,7 @@ void sk_cli_get_output_dispose(sk_cli_get_output *o);
 /* get -w (watch.c): prints the objects (the named ones, or those matching sel),
  * then one row per change until Ctrl-C or timeout_ms (0: none). Returns an exit code. */
 int sk_cli_get_watch(sk_store *st, char **names, size_t nnames, const sk_selector *sel,
-        sk_output fmt, int64_t timeout_ms);
+        const sk_cli_get_output *out, int64_t timeout_ms);
 
 /* The object as the user wrote it: apiVersion, kind, metadata (name, labels,
  * annotations) and the defaulted spec. What apply compares and diff prints. */
@@ -337,6 +338,12 @@ bool sk_cli_is_quota_resource(const char *s);
 /* True when the first argument after the flags of get, describe or delete
  * names spacequotas (or is sq/NAME): the command is quota.c's. */
 bool sk_cli_quota_args(int argc, char **argv);
+/* The first argument of get, describe or delete that is not a flag or a
+ * flag's value: the resource type (or TYPE/NAME); NULL when none. */
+const char *sk_cli_resource_word(int argc, char **argv);
+/* get's table of quotas; kind_prefix: NAME as spacequota/NAME (get all). */
+void sk_cli_quota_table_print(
+        sk_spacequota *const *items, size_t n, bool no_headers, bool kind_prefix);
 int sk_cli_quota_get(int argc, char **argv);
 int sk_cli_quota_describe(int argc, char **argv);
 int sk_cli_quota_delete(int argc, char **argv);

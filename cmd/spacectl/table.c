@@ -167,7 +167,8 @@ static const struct column {
 
 /* get -w prints the header once, then a row per change: each column is as
  * wide as the values it usually takes will be (a phase, a sandbox ID, an age),
- * so a later row lines up with the header. A sizing row, rendered and not printed. */
+ * so a later row lines up with the header. A sizing row, rendered and not
+ * printed; get's table has it too, so that get and get -w line up alike. */
 static const char *
 sizing_cell(const char *header)
 {
@@ -175,7 +176,7 @@ sizing_cell(const char *header)
 		const char *header, *widest;
 	} widths[] = { { "MODE", "Running" }, { "PHASE", "Migrating" },
 		{ "SANDBOX", "xxxxxxxxxxxxxxxxxxxxx" }, { "READY", "Unknown" },
-		{ "AGE", "4m59s" } };
+		{ "DRIFT", "SpecMismatch" }, { "AGE", "4m59s" } };
 
 	for (size_t i = 0; i < sizeof(widths) / sizeof(widths[0]); i++) {
 		if (strcmp(widths[i].header, header) == 0)
@@ -280,7 +281,9 @@ sk_cli_userspace_table_print(sk_userspace *const *items, size_t n, const sk_cli_
 	for (size_t i = 0; i < n; i++) {
 		for (size_t k = 0; k < ncols; k++) {
 			const char *v;
-			if (idx[k] < NCOLUMNS) {
+			if (idx[k] == 0 && o->kind_prefix) {
+				snprintf(bufs[k], CELL_MAX, "userspace/%s", items[i]->meta.name);
+			} else if (idx[k] < NCOLUMNS) {
 				COLUMNS[idx[k]].cell(items[i], now, bufs[k], CELL_MAX);
 			} else {
 				v = sk_kvlist_get(&items[i]->meta.labels,
@@ -303,12 +306,4 @@ sk_cli_userspace_table_print(sk_userspace *const *items, size_t n, const sk_cli_
 	free(cells);
 	free(headers);
 	free(idx);
-}
-
-void
-sk_cli_print_userspace_table(sk_userspace *const *items, size_t n, bool wide, bool last_only)
-{
-	sk_cli_table_opts o = { wide, false, false, last_only, NULL, true };
-
-	sk_cli_userspace_table_print(items, n, &o);
 }

@@ -15,15 +15,17 @@
 
 static const sk_cli_help help = {
 	"top",
-	"spacectl top userspaces [-l selector] [--by LABEL] [-o table|json] [--config file]",
+	"spacectl top [userspaces] [-l selector] [--by LABEL] [-o table|json] [--config file]",
 	"Shows what each UserSpace used and cost, from status.usage: the hours its\n"
 	"sandbox ran and slept since usage was first counted (up to now: the time\n"
 	"since the controller last wrote it counts at the space's current phase),\n"
 	"its wakes and creates, and the cost at its provider's price\n"
 	"(providers[].price.runningPerHour and pausedPerHour of the ControllerConfig;\n"
-	"\"-\" when the provider has none). Sorted by cost, then running hours, most\n"
+	"\"-\" when the provider has none, and a note on stderr says which provider\n"
+	"lacks a price and where to set it). Sorted by cost, then running hours, most\n"
 	"first. --by LABEL adds the spaces up per value of that label (\"<none>\" for\n"
-	"spaces without it): what a team costs.\n"
+	"spaces without it): what a team costs. The resource may be left out:\n"
+	"userspaces is the only one top measures (kubectl top needs node or pod).\n"
 	"\n"
 	"Flags:\n"
 	"  -l, --selector SEL    only the UserSpaces matching this label selector\n"
@@ -37,7 +39,8 @@ static const sk_cli_help help = {
 	"Exit codes: 0 ok; 1 failure; 2 usage; 3 database unavailable.\n"
 	"\n"
 	"Examples:\n"
-	"  spacectl top userspaces\n"
+	"  spacectl top\n"
+	"  spacectl top userspaces --config manifests/config/demo.yaml\n"
 	"  spacectl top userspaces --by team\n"
 	"  spacectl top userspaces -l team=research -o json\n",
 };
@@ -55,6 +58,7 @@ typedef struct top_row {
 typedef struct top_rows {
 	top_row *items;
 	size_t len;
+	const char *unpriced; /* a provider of the spaces without a price (borrowed) */
 } top_rows;
 
 static top_row *
@@ -94,7 +98,40 @@ add_space(top_rows *t, const sk_userspace *us, const char *by, const sk_controll
 		r->priced = true;
 		r->cost += (double)u.running_s / 3600.0 * pc->price_running_per_hour +
 		        (double)u.paused_s / 3600.0 * pc->price_paused_per_hour;
+	} else if (t->unpriced == NULL) {
+		t->unpriced = sk_bound_provider(us);
 	}
+}
+
+static bool
+config_has_prices(const sk_controller_config *cfg)
+{
+	for (size_t i = 0; cfg != NULL && i < cfg->n_providers; i++) {
+		if (cfg->providers[i].has_price)
+			return true;
+	}
+	return false;
+}
+
+/* Why COST is "-" (after the table, on stderr, as kubectl's warnings): no
+ * prices at all (no ControllerConfig with prices was found), or none for a
+ * provider the spaces use. */
+static void
+explain_unpriced(const top_rows *t, const sk_controller_config *cfg)
+{
+	if (t->unpriced == NULL)
+		return;
+	fflush(stdout);
+	if (!config_has_prices(cfg))
+		fprintf(stderr,
+		        "COST \"-\": no prices: pass --config FILE (or set the context's "
+		        "controllerConfig) with providers[].price.runningPerHour and "
+		        "pausedPerHour\n");
+	else
+		fprintf(stderr,
+		        "COST \"-\": provider \"%s\" has no price in the ControllerConfig "
+		        "(providers[].price.runningPerHour and pausedPerHour)\n",
+		        t->unpriced);
 }
 
 static int
@@ -166,11 +203,20 @@ run(const char *selector_text, const char *by, const sk_controller_config *cfg, 
 		add_space(&t, list.items[i], by, cfg, now);
 	qsort(t.items, t.len, sizeof(*t.items), row_cmp);
 	rc = print_rows(&t, by, fmt);
+	if (rc == SK_EXIT_OK && fmt == SK_OUTPUT_TABLE)
+		explain_unpriced(&t, cfg);
 	for (size_t i = 0; i < t.len; i++)
 		free(t.items[i].key);
 	free(t.items);
 	sk_userspace_list_dispose(&list);
 	return rc;
+}
+
+/* The resource word, optional: top knows one. */
+static bool
+is_userspaces(const char *s)
+{
+	return strcmp(s, "userspaces") == 0 || strcmp(s, "userspace") == 0 || strcmp(s, "us") == 0;
 }
 
 int
@@ -201,10 +247,11 @@ sk_cmd_top(int argc, char **argv)
 			return rc;
 		}
 	}
-	if (optind >= argc ||
-	        (strcmp(argv[optind], "userspaces") != 0 &&
-	                strcmp(argv[optind], "userspace") != 0 && strcmp(argv[optind], "us") != 0))
-		return sk_cli_usage_error(&help, "want: top userspaces");
+	if (optind < argc && !is_userspaces(argv[optind]))
+		return sk_cli_usage_error(&help,
+		        "unknown resource \"%s\": top measures userspaces (spacectl top, or "
+		        "spacectl top userspaces)",
+		        argv[optind]);
 	if (optind + 1 < argc)
 		return sk_cli_usage_error(&help, "unexpected argument \"%s\"", argv[optind + 1]);
 	if ((rc = sk_cli_load_config(config, &cfg)) != SK_EXIT_OK)

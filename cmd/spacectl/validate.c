@@ -7,10 +7,12 @@
 static const sk_cli_help help = {
 	"validate",
 	"spacectl validate [-o yaml|json] -f path ...",
-	"Checks UserSpace documents without a database: schema, required fields,\n"
-	"patterns, durations, unknown fields, reserved keys, and that names and\n"
-	"spec.userID values are unique across the input. Prints every error with its\n"
-	"field path and file:line:col. Exit 0 valid, 1 invalid, 2 usage error.\n"
+	"Checks UserSpace and SpaceQuota documents without a database: schema,\n"
+	"required fields, patterns, durations, unknown fields, reserved keys, and\n"
+	"that names and spec.userID values are unique across the input. Prints every\n"
+	"error with its field path and file:line:col, or, when all are valid, the\n"
+	"count of each kind (\"a.yaml: 2 valid userspaces, 1 valid spacequota\").\n"
+	"Exit 0 valid, 1 invalid, 2 usage error.\n"
 	"YAML is read as kubectl reads it: a plain yes, no, on, off, y or n is a\n"
 	"boolean, as a value and as a key (`on:` is the key \"true\"; quote it to mean\n"
 	"the word). status is dropped whatever it holds and metadata.namespace\n"
@@ -73,13 +75,27 @@ print_objects(const sk_cli_input *in, sk_output fmt)
 	return rc;
 }
 
+/* "1 valid userspace", "2 valid spacequotas": the count and the kind's plural. */
 static void
-print_summary(const sk_cli_strv *files, size_t n)
+print_count(bool first, size_t n, const char *kind)
+{
+	printf("%s%zu valid %s%s", first ? "" : ", ", n, kind, n == 1 ? "" : "s");
+}
+
+/* "a.yaml, q.yaml: 2 valid userspaces, 1 valid spacequota": each kind the
+ * input holds (userspaces alone when it holds neither). */
+static void
+print_summary(const sk_cli_strv *files, const sk_cli_input *in)
 {
 	for (size_t i = 0; i < files->len; i++)
 		printf("%s%s", i ? ", " : "",
 		        strcmp(files->items[i], "-") ? files->items[i] : "<stdin>");
-	printf(": %zu valid userspace(s)\n", n);
+	printf(": ");
+	if (in->len > 0 || in->n_quotas == 0)
+		print_count(true, in->len, "userspace");
+	if (in->n_quotas > 0)
+		print_count(in->len == 0, in->n_quotas, "spacequota");
+	printf("\n");
 }
 
 int
@@ -96,7 +112,7 @@ sk_cmd_validate(int argc, char **argv)
 		if (rc != SK_EXIT_OK)
 			sk_cli_errorf("invalid");
 		else if (fmt == SK_OUTPUT_TABLE)
-			print_summary(&files, in.len);
+			print_summary(&files, &in);
 		else
 			rc = print_objects(&in, fmt);
 	}

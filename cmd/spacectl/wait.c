@@ -43,7 +43,7 @@ static const sk_cli_help help = {
 	"  spacectl apply -f alice.yaml && spacectl wait us alice --for=condition=Ready --timeout "
 	"2m\n"
 	"  spacectl wait us -l team=research --for=condition=Ready\n"
-	"  spacectl delete us bob && spacectl wait us bob --for=delete\n",
+	"  spacectl delete us bob --wait=false && spacectl wait us bob --for=delete\n",
 };
 
 enum { OPT_FOR = SK_OPT_FIRST_CMD, OPT_WAIT_TIMEOUT };

@@ -24,6 +24,7 @@ typedef struct watch_ctx {
 	size_t nnames;
 	const sk_selector *sel;
 	sk_output fmt;
+	const sk_cli_get_output *out; /* the table's columns: -L, --show-labels, --no-headers */
 	sk_userspace_list shown; /* the first table's rows, for its column widths */
 	sk_kvlist seen; /* name -> last printed resourceVersion (decimal) */
 	int64_t since;
@@ -80,6 +81,16 @@ print_object(const watch_ctx *w, const sk_userspace *us)
 	json_decref(v);
 }
 
+/* The table of rows (n of them), as get prints it; last_only: its last row. */
+static void
+print_table(const watch_ctx *w, sk_userspace *const *rows, size_t n, bool last_only)
+{
+	sk_cli_table_opts t = { w->fmt == SK_OUTPUT_WIDE, w->out->show_labels, w->out->no_headers,
+		last_only, &w->out->label_columns, true, false };
+
+	sk_cli_userspace_table_print(rows, n, &t);
+}
+
 /* One row, aligned with the first table. */
 static void
 print_change(const watch_ctx *w, sk_userspace *us)
@@ -90,8 +101,7 @@ print_change(const watch_ctx *w, sk_userspace *us)
 		rows = sk_calloc(w->shown.len + 1, sizeof(*rows));
 		memcpy(rows, w->shown.items, w->shown.len * sizeof(*rows));
 		rows[w->shown.len] = us;
-		sk_cli_print_userspace_table(
-		        rows, w->shown.len + 1, w->fmt == SK_OUTPUT_WIDE, true);
+		print_table(w, rows, w->shown.len + 1, true);
 		free(rows);
 	} else {
 		print_object(w, us);
@@ -124,8 +134,7 @@ print_initial(watch_ctx *w)
 	free(all.items);
 	if (w->fmt == SK_OUTPUT_TABLE || w->fmt == SK_OUTPUT_WIDE) {
 		if (w->shown.len > 0)
-			sk_cli_print_userspace_table(
-			        w->shown.items, w->shown.len, w->fmt == SK_OUTPUT_WIDE, false);
+			print_table(w, w->shown.items, w->shown.len, false);
 	} else {
 		for (size_t i = 0; i < w->shown.len; i++)
 			print_object(w, w->shown.items[i]);
@@ -183,8 +192,8 @@ sleep_ms(int64_t ms)
 }
 
 int
-sk_cli_get_watch(sk_store *st, char **names, size_t nnames, const sk_selector *sel, sk_output fmt,
-        int64_t timeout_ms)
+sk_cli_get_watch(sk_store *st, char **names, size_t nnames, const sk_selector *sel,
+        const sk_cli_get_output *out, int64_t timeout_ms)
 {
 	struct sigaction sa, old_int, old_term;
 	int64_t deadline = sk_monotonic_ms() + timeout_ms;
@@ -196,7 +205,8 @@ sk_cli_get_watch(sk_store *st, char **names, size_t nnames, const sk_selector *s
 	w.names = names;
 	w.nnames = nnames;
 	w.sel = sel;
-	w.fmt = fmt;
+	w.fmt = out->fmt;
+	w.out = out;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);

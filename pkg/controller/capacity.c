@@ -319,13 +319,16 @@ collect_candidate(const char *name, void *value, void *payload)
 		x->tenant = pk->prefer->meta.name;
 }
 
-/* Asks the victim (at its provider) to pause, for reason; false when
- * another start claimed it first (it is evicting already, or not running:
- * two waiters polling at once pick the same oldest space from their
- * snapshots, and one eviction must not count for two). */
+/* Asks the victim (at its provider) to pause, under the SpaceQuota quota
+ * (metric reason "quota") or for its provider's capacity (quota NULL,
+ * reason "capacity"); false when another start claimed it first (it is
+ * evicting already, or not running: two waiters polling at once pick the
+ * same oldest space from their snapshots, and one eviction must not count
+ * for two). */
 static bool
-evict(sk_controller *c, const char *victim, const char *reason)
+evict(sk_controller *c, const char *victim, const sk_spacequota *quota)
 {
+	const char *reason = quota != NULL ? "quota" : "capacity";
 	sk_ctl_capacity *cap = c->capacity;
 	sk_ctl_cap_space *vs;
 	char l[160];
@@ -349,7 +352,7 @@ evict(sk_controller *c, const char *victim, const char *reason)
 		        c->cfg->providers[prov].name, reason);
 		sk_metrics_add(c->metrics, SK_CTL_METRIC_EVICTIONS, l, 1);
 	}
-	sk_ctl_space_request_evict(c, victim);
+	sk_ctl_space_request_evict(c, victim, quota != NULL ? quota->meta.name : NULL);
 	sk_workqueue_add_priority(c->q, victim);
 	sk_ctl_log(c, SK_LOG_INFO, "evicting", "userspace=%s provider=%s reason=%s", victim,
 	        prov >= 0 ? c->cfg->providers[prov].name : "", reason);
@@ -374,7 +377,7 @@ sk_ctl_cap_evict_one(sk_controller *c, int prov, const sk_spacequota *only,
 	/* the next oldest when another start claimed the pick meanwhile */
 	while ((i = sk_capacity_pick_victim(pk.items, pk.n, pk.prefer ? pk.prefer->meta.name : NULL,
 	                now, recent)) >= 0 &&
-	        !dry && !evict(c, pk.items[i].name, only != NULL ? "quota" : "capacity"))
+	        !dry && !evict(c, pk.items[i].name, only))
 		pk.items[i].evicting = true;
 	if (i >= 0 && !dry)
 		snprintf(victim, len, "%s", pk.items[i].name);

@@ -123,15 +123,33 @@ request_done(
 
 /* ---- authentication ---- */
 
-/* "Bearer <token>" against the configured tokens (tokens.c); sets the
- * caller's token name and scope in *from. */
+/* Whether the Authorization header holds a bearer token at all. */
 static bool
-authorized(sk_controller *c, struct MHD_Connection *conn, sk_ctl_origin *from)
+has_bearer_token(const char *h)
+{
+	if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0)
+		return false;
+	h += 7;
+	return h[strspn(h, " ")] != '\0';
+}
+
+/* "Bearer <token>" against the configured tokens (tokens.c); sets the
+ * caller's token name and scope in *from. Refused: *why says whether no
+ * token came ("no token") or one that matches none ("token not accepted"),
+ * the two mistakes a caller fixes differently. */
+static bool
+authorized(sk_controller *c, struct MHD_Connection *conn, sk_ctl_origin *from, const char **why)
 {
 	const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
 	struct sk_ctl_guard *g = c->http.guard;
 
-	return g->tokens == NULL || sk_ctl_tokens_check(c, g->tokens, h, from);
+	if (g->tokens == NULL || sk_ctl_tokens_check(c, g->tokens, h, from))
+		return true;
+	*why = has_bearer_token(h)
+	        ? "token not accepted: the bearer token matches no token of "
+	          "controller.connectTokenFile or controller.connectTokens"
+	        : "no token: the connect API wants an Authorization: Bearer token";
+	return false;
 }
 
 /* ---- routing ---- */
@@ -210,7 +228,10 @@ route(call *q, const char *method, const char *url)
 		free(arg);
 		return false;
 	} else {
-		sk_ctl_reply_error(&q->r, 404, "NotFound", "no such endpoint");
+		sk_ctl_reply_error(&q->r, 404, "UnknownEndpoint",
+		        "no such endpoint: the connect API's routes are /v1/users/USERID/sandbox, "
+		        "/v1/users/USERID/activity, /v1/users/USERID/unhealthy and "
+		        "/v1/userspaces/NAME/connect");
 		return false;
 	}
 	if (q->r.status != 0 || !timeout_arg(q->conn, &q->ms, &q->r) ||
@@ -328,6 +349,7 @@ handler(void *cls, struct MHD_Connection *conn, const char *url, const char *met
 {
 	sk_controller *c = cls;
 	call *q = *con_cls;
+	const char *why = NULL;
 
 	if (q == NULL) { /* the first call of a request: headers only */
 		q = sk_calloc(1, sizeof(*q));
@@ -343,11 +365,10 @@ handler(void *cls, struct MHD_Connection *conn, const char *url, const char *met
 		*upload_data_size = 0;
 		return q->body > GUARD_BODY_MAX ? reject_body(q) : MHD_YES;
 	}
-	if (!authorized(c, conn, &q->from)) {
+	if (!authorized(c, conn, &q->from, &why)) {
 		count_rejected(c, "unauthorized");
 		q->unauthorized = true;
-		sk_ctl_reply_error(&q->r, 401, "Unauthorized",
-		        "the connect API wants an Authorization: Bearer token");
+		sk_ctl_reply_error(&q->r, 401, "Unauthorized", why);
 		return send_reply(q);
 	}
 	if (!route(q, method, url))

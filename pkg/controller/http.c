@@ -140,11 +140,11 @@ route(sk_controller *c, const char *method, const char *url, reply *r)
 		sk_ctl_page_space(c, arg, r);
 		free(arg);
 	} else if (strncmp(url, "/v1/", 4) == 0) {
-		sk_ctl_reply_error(r, 404, "NotFound",
+		sk_ctl_reply_error(r, 404, "UnknownEndpoint",
 		        "the connect API is served on controller.connectListen (--connect-listen), "
 		        "not on the metrics and health listener");
 	} else {
-		sk_ctl_reply_error(r, 404, "NotFound", "no such endpoint");
+		sk_ctl_reply_error(r, 404, "UnknownEndpoint", "no such endpoint");
 	}
 }
 

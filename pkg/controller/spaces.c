@@ -29,6 +29,7 @@ typedef struct space_record {
 	bool wake;
 	bool replace_now;
 	bool evict; /* capacity.c: pause the keeper to free a slot */
+	char *evict_quota; /* the SpaceQuota the eviction frees a slot under, NULL: capacity */
 	char *replaced_id;
 	int64_t replaced_ms;
 	char *envd_token; /* secret */
@@ -51,6 +52,8 @@ mem_clear(space_record *m)
 	free(m->replaced_id);
 	sk_wipe_free(m->envd_token);
 	free(m->envd_version);
+	free(m->evict_quota);
+	m->evict_quota = NULL;
 	m->keeper_id = NULL;
 	m->replaced_id = NULL;
 	m->envd_token = m->envd_version = NULL;
@@ -159,10 +162,13 @@ sk_ctl_space_request(sk_controller *c, const char *name, bool wake, bool replace
 }
 
 void
-sk_ctl_space_request_evict(sk_controller *c, const char *name)
+sk_ctl_space_request_evict(sk_controller *c, const char *name, const char *quota)
 {
 	pthread_mutex_lock(&c->spaces.mu);
-	mem_of(c, name)->evict = true;
+	space_record *m = mem_of(c, name);
+	m->evict = true;
+	free(m->evict_quota);
+	m->evict_quota = sk_strdup(quota);
 	pthread_mutex_unlock(&c->spaces.mu);
 }
 
@@ -189,6 +195,8 @@ sk_ctl_space_take(sk_controller *c, const char *name, sk_reconcile_env *env)
 		env->wake = m->wake;
 		env->replace_now = m->replace_now;
 		env->evict = m->evict;
+		env->evict_quota = m->evict_quota; /* env's now (sk_ctl_space_known_dispose) */
+		m->evict_quota = NULL;
 		m->wake = false;
 		m->replace_now = false;
 		m->evict = false;
@@ -214,6 +222,8 @@ sk_ctl_space_known_dispose(sk_reconcile_env *env)
 	sk_wipe_free((char *)env->known.envd_access_token);
 	free((char *)env->known.envd_version);
 	memset(&env->known, 0, sizeof(env->known));
+	free((char *)env->evict_quota);
+	env->evict_quota = NULL;
 }
 
 void

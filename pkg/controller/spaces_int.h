@@ -73,8 +73,9 @@ typedef struct sk_ctl_keeper {
 void sk_ctl_space_touch(sk_controller *c, const char *name, int64_t now_ms);
 /* Asks the next reconcile to wake the Idle keeper / replace the unreachable one. */
 void sk_ctl_space_request(sk_controller *c, const char *name, bool wake, bool replace_now);
-/* capacity.c: asks the next reconcile to pause the running keeper (eviction). */
-void sk_ctl_space_request_evict(sk_controller *c, const char *name);
+/* capacity.c: asks the next reconcile to pause the running keeper (eviction),
+ * to free a slot under the SpaceQuota named quota (NULL: at its provider). */
+void sk_ctl_space_request_evict(sk_controller *c, const char *name, const char *quota);
 /* The last connect or heartbeat (wall ms), 0: none. */
 int64_t sk_ctl_space_activity(sk_controller *c, const char *name);
 /* Copies the activity, the requests (consumed) and what is known of the

@@ -247,6 +247,21 @@ id_of(const sk_xctx *x, const sk_action *a)
 	return a->sandbox_id ? a->sandbox_id : x->created;
 }
 
+/* "action=kill sandbox=ID why=Duplicate": why only for a kill, the one
+ * action with a reason (no empty field at the end of the others' lines). */
+static void
+log_action(const sk_xctx *x, const sk_action *a)
+{
+	const char *id = id_of(x, a), *why = sk_kill_reason_name(a->why);
+
+	if (why[0] != '\0')
+		xlog(x, SK_LOG_INFO, "action", "action=%s sandbox=%s why=%s",
+		        sk_action_type_name(a->type), id ? id : "-", why);
+	else
+		xlog(x, SK_LOG_INFO, "action", "action=%s sandbox=%s", sk_action_type_name(a->type),
+		        id ? id : "-");
+}
+
 /* The sandbox a create answered with, as a list would show it. */
 static void
 note_created(sk_xctx *x, const sk_action *a, const sk_sandbox *made)
@@ -748,9 +763,7 @@ sk_execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_u
 		if (rc != 0)
 			record_failure(&x, a, rc, err);
 		else if (a->type != SK_ACTION_EVENT)
-			xlog(&x, SK_LOG_INFO, "action", "action=%s sandbox=%s why=%s",
-			        sk_action_type_name(a->type), id_of(&x, a) ? id_of(&x, a) : "-",
-			        sk_kill_reason_name(a->why));
+			log_action(&x, a);
 	}
 	if (rc == 0 && kind == SK_ROUND_FOLLOW_UP)
 		tell_started(&x); /* answer first: before the event and status writes */

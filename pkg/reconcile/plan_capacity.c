@@ -121,12 +121,25 @@ sk_capacity_retry_ms(const sk_capacity_candidate *c, size_t n, int64_t now_ms, i
 
 /* ---- the evicted space's plan ---- */
 
+/* Where the eviction frees a slot, as the event and the condition say it:
+ * under the SpaceQuota that asked for it (metric reason "quota"), else at
+ * the provider (reason "capacity"). */
+static void
+evict_where(const sk_pctx *c, char *out, size_t len)
+{
+	if (c->ob->evict_quota != NULL)
+		snprintf(out, len, "under SpaceQuota %s", c->ob->evict_quota);
+	else
+		snprintf(out, len, "at provider %s", sk_bound_provider(c->us));
+}
+
 bool
 sk_plan_evict(sk_pctx *c, const sk_sandbox *k)
 {
 	int64_t act = c->ob->activity_ms > c->prev->last_activity_ms ? c->ob->activity_ms
 	                                                             : c->prev->last_activity_ms;
 	bool busy = sk_plan_was_busy(c) || (c->ob->procs_made && c->ob->procs_running > 0);
+	char where[320];
 
 	if (!c->ob->evict || c->hold || k->state != SK_SANDBOX_RUNNING ||
 	        c->us->spec.mode != SK_MODE_RUNNING || c->us->spec.idle_timeout_ms <= 0 || busy ||
@@ -134,13 +147,12 @@ sk_plan_evict(sk_pctx *c, const sk_sandbox *k)
 		return false;
 	sk_plan_push(c, SK_ACTION_PAUSE, k->id);
 	c->r->next.phase = SK_PHASE_IDLE;
+	evict_where(c, where, sizeof(where));
 	sk_plan_cond(c, SK_C_READY, "True", SK_REASON_IDLE,
-	        "sandbox %s was paused to free a slot at provider %s; a connect resumes it", k->id,
-	        sk_bound_provider(c->us));
+	        "sandbox %s was paused to free a slot %s; a connect resumes it", k->id, where);
 	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_IDLE, "sandbox is asleep");
 	sk_plan_event(c, "Normal", SK_REASON_EVICTED,
-	        "paused sandbox %s to free a slot at provider %s (the oldest activity)", k->id,
-	        sk_bound_provider(c->us));
+	        "paused sandbox %s to free a slot %s (the oldest activity)", k->id, where);
 	return true;
 }
 

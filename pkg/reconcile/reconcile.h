@@ -172,6 +172,7 @@ typedef struct sk_observed {
 	 * free for a start now (capacity_wait, why in capacity_message,
 	 * borrowed): a create or a wake waits. */
 	bool evict;
+	const char *evict_quota; /* evict: the SpaceQuota it frees a slot under, NULL: capacity */
 	bool capacity_wait;
 	const char *capacity_message;
 	/* The workspace marker read back from the running keeper, made only when
@@ -511,8 +512,10 @@ typedef struct sk_reconcile_env {
 	 * observed.capacity_wait. NULL: always. */
 	bool (*may_start)(void *arg, const sk_userspace *us, bool connect, char *why, size_t len);
 	void *may_start_arg;
-	/* The controller asks this run to evict the running keeper (observed.evict). */
+	/* The controller asks this run to evict the running keeper (observed.evict),
+	 * for the SpaceQuota evict_quota names (NULL: its provider's capacity). */
 	bool evict;
+	const char *evict_quota;
 	/* The archive (opts.archive): the S3 client's settings, keys included
 	 * (secrets, borrowed), and the key prefix (PREFIX of PREFIX/USERID/
 	 * GENERATION). A client is made per ARCHIVE or RESTORE action. */

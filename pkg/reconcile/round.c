@@ -222,6 +222,7 @@ round_once(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *plan
 	ob.wake = env->wake;
 	ob.replace_now = env->replace_now;
 	ob.evict = env->evict;
+	ob.evict_quota = env->evict_quota;
 	sk_plan(planned, &ob, now, &env->opts, &plan);
 	gate_start(env, planned, &ob, now, &plan);
 	if (env->report != NULL && kind != SK_ROUND_FOLLOW_UP)

@@ -195,6 +195,37 @@ def test_not_found(client):
     assert e.value.status == 404 and e.value.reason == "NotFound"
 
 
+def test_url_as_the_demo_prints_it(world, user):
+    """`make demo` prints the connect API as http://127.0.0.1:PORT/v1/: the same API."""
+    from spacekeeper import Client
+
+    with Client(world.url + "/v1/", token_file=world.token_file) as c:
+        assert c.sandbox(user, sdk=False).user_id == user
+
+
+def test_unknown_endpoint_is_not_an_unknown_user(world):
+    """The metrics listener's URL given as the connect API's: not a NotFound."""
+    from spacekeeper import Client
+
+    with Client(f"http://127.0.0.1:{world.http_port}", token_file=world.token_file) as c:
+        with pytest.raises(spacekeeper.UnknownEndpoint) as e:
+            c.sandbox("alice")
+    assert not isinstance(e.value, spacekeeper.NotFound)
+    assert e.value.status == 404 and "connectListen" in e.value.message
+
+
+def test_no_token_and_a_wrong_token_are_told_apart(world, user):
+    from spacekeeper import Client
+
+    with Client(world.url) as c, pytest.raises(spacekeeper.Unauthorized) as none:
+        c.sandbox(user)
+    with Client(world.url, token="not-the-token") as c, \
+            pytest.raises(spacekeeper.Unauthorized) as wrong:
+        c.sandbox(user)
+    assert none.value.message.startswith("no token"), none.value.message
+    assert wrong.value.message.startswith("token not accepted"), wrong.value.message
+
+
 @pytest.mark.space(mode="Paused")
 def test_mode_paused(client, user):
     t0 = time.monotonic()
@@ -224,8 +255,9 @@ def test_bad_timeout_and_method(client, user):
     assert e.value.status == 400
     with pytest.raises(spacekeeper.MethodNotAllowed):
         client._call("POST", path, None)
-    with pytest.raises(spacekeeper.NotFound):
+    with pytest.raises(spacekeeper.UnknownEndpoint) as e:
         client._call("GET", "/v1/no/such/route", None, wait=False)
+    assert e.value.status == 404 and not isinstance(e.value, spacekeeper.NotFound)
 
 
 @pytest.mark.space(remediation="Report", unhealthy_after="1s")

@@ -27,7 +27,7 @@ for (const k of Object.keys(process.env)) if (k.startsWith('E2B_')) delete proce
 const dir = mkdtempSync(path.join(tmpdir(), 'sk-ts-'));
 const procs = [];
 let sk; // the compiled client module
-let sim; let url; let tokenFile; let client; let failed = false;
+let sim; let url; let httpPort; let tokenFile; let client; let failed = false;
 const env = { ...process.env, PATH: `${bin}:${process.env.PATH}`, MONGOC_DISABLE_SHM: '1' };
 const fdb = path.join(dir, 'ferretdb');
 
@@ -137,6 +137,7 @@ before(async () => {
   const m = await waitFor(() => grep(log, /msg="controller started".* http_port=(\d+) connect_port=(\d+)/), 60000, 'spacekeeper');
   await waitFor(async () => (await fetch(`http://127.0.0.1:${m[1]}/readyz`).catch(() => ({}))).status === 200, 60000, '/readyz');
   url = `http://127.0.0.1:${m[2]}`;
+  httpPort = m[1];
   client = new sk.Client(url, { tokenFile, sdk: e2b });
 });
 
@@ -221,6 +222,40 @@ t('typed errors: NotFound, Unauthorized, ModePaused; the plain answer without th
     }
     return false;
   }, 20000, 'ModePaused');
+});
+
+t('every reason of the OpenAPI error enum has its class; 429s are retried', () => {
+  const doc = YAML.parse(readFileSync(path.join(root, 'docs', 'connect-api.openapi.yaml'), 'utf8'));
+  const reasons = doc.components.schemas.Error.properties.reason.enum;
+  for (const reason of reasons) {
+    const cls = sk[reason];
+    assert.ok(cls, `${reason}: no exported class`);
+    assert.ok(cls.prototype instanceof sk.SpacekeeperError, reason);
+    assert.equal(sk.errorFor(400, { reason, message: 'm' }).constructor, cls, reason);
+  }
+  assert.deepEqual(Object.keys(sk.errorsByReason).sort(), [...reasons].sort());
+  for (const r of ['TooManyConnects', 'QuotaExceeded']) assert.ok(sk.RETRIABLE_REASONS.has(r), r);
+  for (const r of ['NotFound', 'UnknownEndpoint', 'Unauthorized', 'DataPlaneUnreachable']) {
+    assert.ok(!sk.RETRIABLE_REASONS.has(r), r);
+  }
+  assert.ok(!(sk.errorFor(404, { reason: 'UnknownEndpoint' }) instanceof sk.NotFound));
+});
+
+t('the URL with or without /v1; an unknown endpoint is not an unknown user; no token vs a wrong one', async () => {
+  const user = apply('tsurl');
+  const c = new sk.Client(`${url}/v1/`, { tokenFile, sdk: e2b });
+  assert.equal((await c.sandbox(user, { sdk: false })).userID, user);
+  c.close();
+  const m = new sk.Client(`http://127.0.0.1:${httpPort}`, { tokenFile });
+  const e = await m.sandbox(user, { sdk: false }).then(() => null, (err) => err);
+  m.close();
+  assert.ok(e instanceof sk.UnknownEndpoint && !(e instanceof sk.NotFound), String(e));
+  assert.match(e.message, /connect listener/);
+  const none = await new sk.Client(url).sandbox(user, { sdk: false }).then(() => null, (err) => err);
+  const wrong = await new sk.Client(url, { token: 'not-the-token' }).sandbox(user, { sdk: false })
+    .then(() => null, (err) => err);
+  assert.ok(none instanceof sk.Unauthorized && /: no token/.test(none.message), String(none));
+  assert.ok(wrong instanceof sk.Unauthorized && /: token not accepted/.test(wrong.message), String(wrong));
 });
 
 t('busy: heartbeats while the work runs, none after', async () => {

@@ -31,6 +31,7 @@ static int keeper_port;
 static int connect_port; /* controller.connectListen */
 static char cfg_path[600];
 static int keeper_runs;
+static char keeper_log[700]; /* the last keeper_start's log */
 
 /* ---- HTTP against the simulator and the controller ---- */
 
@@ -273,10 +274,38 @@ keeper_start(void)
 		"--database", db, "--poll", "200ms", "--log-level", "debug", NULL };
 
 	snprintf(log, sizeof(log), "%s/spacekeeper-%s-%d.log", sk_test_tmpdir(), db, ++keeper_runs);
+	snprintf(keeper_log, sizeof(keeper_log), "%s", log);
 	keeper_pid = sk_test_spawn(argv, env, log);
 	ck_assert_msg(
 	        sk_test_wait_port(keeper_port, 20000), "spacekeeper did not listen (%s)", log);
 	keeper_wait_ready(log);
+}
+
+/* The keeper log's msg="action" lines: at least one with action=WANT (and
+ * why=WHY when why is not NULL), and none with an empty field ("why=" at the
+ * end of the line or before a blank). */
+static void
+assert_action_lines(const char *want, const char *why)
+{
+	char *text = sk_test_slurp(keeper_log), *line, *save = NULL;
+	char action[64], reason[64];
+	bool seen = false;
+
+	ck_assert_ptr_nonnull(text);
+	snprintf(action, sizeof(action), "action=%s ", want);
+	snprintf(reason, sizeof(reason), "why=%s", why ? why : "");
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		size_t len = strlen(line);
+		if (strstr(line, "msg=\"action\"") == NULL)
+			continue;
+		ck_assert_msg(
+		        len < 4 || strcmp(line + len - 4, "why=") != 0, "empty why: %s", line);
+		ck_assert_msg(strstr(line, "= ") == NULL, "an empty field: %s", line);
+		if (strstr(line, action) && (why == NULL || strstr(line, reason)))
+			seen = true;
+	}
+	ck_assert_msg(seen, "no action=%s line in %s", want, keeper_log);
+	free(text);
 }
 
 static void
@@ -480,6 +509,7 @@ START_TEST(test_b_duplicates_deleted)
 		if (strstr(ev.items[i].reason, "Duplicate"))
 			dup_event = true;
 	ck_assert_msg(dup_event, "no Duplicate event among %zu", ev.len);
+	assert_action_lines("kill", "Duplicate");
 	sk_event_list_dispose(&ev);
 	sk_store_close(st);
 	for (int i = 0; i < 3; i++)
@@ -586,6 +616,9 @@ START_TEST(test_c_pause_resume)
 	/* Resumed, not replaced. */
 	ck_assert_str_eq(w.bound, first);
 	ck_assert_int_eq(sim_stat("create"), 1);
+	/* the log's action lines: no reason, no empty why= at the end */
+	assert_action_lines("create", NULL);
+	assert_action_lines("pause", NULL);
 	keeper_stop_checked();
 }
 END_TEST

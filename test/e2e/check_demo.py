@@ -6,10 +6,14 @@ own spacectl context file (SPACECTL_CONFIG) that already holds a user's
 context "mine", current. Once the demo has written its context, runs
 `spacectl get us`, `spacectl sandboxes` and `spacectl plan` with nothing but
 the context: no --mongodb-uri, no --config, no E2B_API_KEY, no
-SPACEKEEPER_MONGODB_URI. Then stops the demo with SIGINT (as Ctrl-C does)
+SPACEKEEPER_MONGODB_URI. Runs the README's client snippet (From a platform)
+exactly as printed, after the `export SPACEKEEPER_URL=...` line the demo
+printed, pasted as is (the Python client from clients/python/src, with the
+e2b SDK of .deps/pyclient). Then stops the demo with SIGINT (as Ctrl-C does)
 and checks that it exited 0, that the context is gone and "mine" is current
-again, that its scratch directory is removed and that nothing listens on the
-simulator's, the controller's and FerretDB's ports.
+again, that its log (not a terminal) holds the table once, then only the rows
+that changed, and one "converged" line, that its scratch directory is removed
+and that nothing listens on the simulator's, the controller's and FerretDB's ports.
 
 usage: test/e2e/check_demo.py
 env: SK_BIN_DIR (default bin/), SK_ROOT; SK_TEST_KEEP_TMP=1 keeps the demo's log and
@@ -18,6 +22,7 @@ Exit 0 when every check passes; 1 otherwise, naming each failed check.
 """
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -81,6 +86,21 @@ def listening(port):
         return False
 
 
+def leftovers(tmp):
+    """The processes the demo started that still run: every one of them has
+    TMPDIR=tmp in its environment (this script's own has not)."""
+    mark, found = f"TMPDIR={tmp}".encode(), []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            env = open(f"/proc/{pid}/environ", "rb").read().split(b"\0")
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if mark in env:
+            found.append(f"{pid}: {cmd.decode(errors='replace')}")
+    return found
+
+
 def ports_of(log):
     """The loopback ports the demo printed: FerretDB's URI, sandboxsim, the listeners."""
     return sorted({int(p) for p in re.findall(r"127\.0\.0\.1:(\d+)", log)})
@@ -112,6 +132,38 @@ def use_demo(env, log):
           "spacectl drift --orphans: the demo's provider, no orphan", r.stdout + r.stderr)
 
 
+def readme_client_snippet():
+    """The ```python block under README.md's "## From a platform", as printed."""
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    section = text.split("\n## From a platform\n", 1)[1].split("\n## ", 1)[0]
+    m = re.search(r"^```python\n(.*?)^```$", section, re.S | re.M)
+    return m.group(1) if m else None
+
+
+def use_client(env, log):
+    """The line the demo prints for a client, pasted into bash as is, then the
+    README's snippet: it must print alice's two lines through the connect API."""
+    paste = re.search(r"^\s*(export SPACEKEEPER_URL=.*)$", log, re.M)
+    snippet = readme_client_snippet()
+    py = os.path.join(ROOT, ".deps", "pyclient", "bin", "python")
+    if not (check(paste is not None, "the demo prints an export SPACEKEEPER_URL=... line",
+                  log[-2000:])
+            and check(snippet is not None, "README.md has a python block under From a platform")
+            and check(os.path.exists(py), f"{py} exists (hack/deps.sh)")):
+        return
+    check("SPACEKEEPER_TOKEN_FILE=" in paste.group(1), "the pasted line names the token file",
+          paste.group(1))
+    cenv = {k: v for k, v in env.items()
+            if not k.startswith(("E2B_", "SPACEKEEPER_", "APP_USER"))}
+    cenv["PYTHONPATH"] = os.path.join(ROOT, "clients", "python", "src")
+    script = f"{paste.group(1)}\nexec {shlex.quote(py)} - <<'SNIPPET'\n{snippet}SNIPPET\n"
+    r = subprocess.run(["bash", "-c", script], env=cenv, capture_output=True, text=True,
+                       timeout=120)
+    check(r.returncode == 0 and r.stdout == "hello, alice\nwritten by the platform\n",
+          "README.md's client snippet, as printed, against the demo with its pasted line",
+          f"rc {r.returncode}\nstdout: {r.stdout}\nstderr: {r.stderr[-2000:]}")
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="sk-demo-test-")
     env = env_for(tmp)
@@ -131,7 +183,14 @@ def main():
         log = open(logpath).read()
         if check(demo.poll() is None, "the demo is running", log[-2000:]):
             use_demo(env, log)
+            use_client(env, log)
+            wait_for("the demo logs that the examples converged",
+                     lambda: "==> converged after " in open(logpath).read(), 60)
         log = open(logpath).read()
+        headers = re.findall(r"^NAME\s+USERID\s", log, re.M)
+        check(len(headers) == 1, "the log holds the table once, then the changed rows",
+              f"{len(headers)} tables\n{log[-2000:]}")
+        check(log.count("==> converged after ") == 1, "one converged line", log[-2000:])
         scratch = re.search(r"starting FerretDB \(SQLite backend\) in (\S+)", log)
         ports = ports_of(log)
         check(scratch is not None and len(ports) >= 3, "the demo printed its ports and scratch",
@@ -152,6 +211,12 @@ def main():
         if scratch:
             check(not os.path.exists(scratch.group(1)), "the scratch directory is removed",
                   scratch.group(1))
+        left = leftovers(tmp)
+        end = time.time() + 10
+        while left and time.time() < end:  # a process exiting just now
+            time.sleep(0.2)
+            left = leftovers(tmp)
+        check(not left, "no process of the demo is left (its get -w too)", "\n".join(left))
         still = [p for p in ports if listening(p)]
         check(not still, "nothing listens on the demo's ports " + ",".join(map(str, ports)),
               f"still listening: {still}")

@@ -174,18 +174,22 @@ START_TEST(test_token_and_separate_listener)
 	keeper_start(extra);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/u0/sandbox?timeout=30s",
 	        w.connect_port);
-	/* no token, a wrong one: 401 with the challenge, nothing reconciled */
+	/* no token, a wrong one: 401 with the challenge, nothing reconciled;
+	 * the message tells the two apart */
 	ck_assert_int_eq(sk_test_http_do(url, &r), 401);
 	ASSERT_HAS(r.headers, "WWW-Authenticate: Bearer");
 	ASSERT_HAS(r.out, "\"Unauthorized\"");
+	ASSERT_HAS(r.out, "\"message\":\"no token:");
 	free(r.out);
 	free(r.headers);
 	r = (sk_test_req){ .token = TOKEN "x" };
 	ck_assert_int_eq(sk_test_http_do(url, &r), 401);
+	ASSERT_HAS(r.out, "\"message\":\"token not accepted:");
 	free(r.out);
 	free(r.headers);
 	r = (sk_test_req){ .token = "s3cret" }; /* a prefix of the token */
 	ck_assert_int_eq(sk_test_http_do(url, &r), 401);
+	ASSERT_HAS(r.out, "\"message\":\"token not accepted:");
 	free(r.out);
 	free(r.headers);
 	r = (sk_test_req){ .token = TOKEN };
@@ -199,10 +203,24 @@ START_TEST(test_token_and_separate_listener)
 	r = (sk_test_req){ .method = "POST", .token = TOKEN, .body = "" };
 	ck_assert_int_eq(sk_test_http_do(url, &r), 404);
 	ASSERT_HAS(r.out, "connectListen");
+	ASSERT_HAS(r.out, "\"UnknownEndpoint\"");
 	free(r.out);
 	free(r.headers);
-	/* and the connect listener serves no health or metrics */
+	/* and the connect listener serves no health or metrics: an unknown
+	 * endpoint, told apart from an unknown user (NotFound) */
 	ck_assert_int_eq(connect_status("/metrics"), 404);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/v1/users/u0/sandbox", w.connect_port);
+	r = (sk_test_req){ .token = TOKEN };
+	ck_assert_int_eq(sk_test_http_do(url, &r), 404);
+	ASSERT_HAS(r.out, "\"reason\":\"UnknownEndpoint\"");
+	free(r.out);
+	free(r.headers);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/nobody/sandbox", w.connect_port);
+	r = (sk_test_req){ .token = TOKEN };
+	ck_assert_int_eq(sk_test_http_do(url, &r), 404);
+	ASSERT_HAS(r.out, "\"reason\":\"NotFound\"");
+	free(r.out);
+	free(r.headers);
 	/* a body is refused before it is read */
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/users/u0/activity", w.connect_port);
 	r = (sk_test_req){ .method = "POST", .token = TOKEN, .body = NULL };

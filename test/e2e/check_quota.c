@@ -118,6 +118,30 @@ ctl(char **out, char **err, const char *const *args)
 	return sk_test_run(argv, NULL, NULL, out, err, 120);
 }
 
+/* Waits (30 s at most) for an Evicted event whose message holds want. */
+static void
+wait_evicted_event(const char *want)
+{
+	const char *args[] = { "events", "-o", "json", NULL };
+	int64_t end = sk_monotonic_ms() + 30000;
+	char *out = NULL, *err = NULL;
+	bool seen = false;
+
+	while (!seen && sk_monotonic_ms() < end) {
+		free(out);
+		free(err);
+		out = err = NULL;
+		seen = ctl(&out, &err, args) == 0 && strstr(out, "\"Evicted\"") != NULL &&
+		        strstr(out, want) != NULL;
+		if (!seen)
+			sk_sleep_ms(200);
+	}
+	ck_assert_msg(
+	        seen, "no Evicted event saying \"%s\": %s%s", want, out ? out : "", err ? err : "");
+	free(out);
+	free(err);
+}
+
 static int
 apply_space(const char *name, const char *team, char **err)
 {
@@ -261,6 +285,8 @@ START_TEST(test_quota_running_evicts_in_tenant)
 	ck_assert_str_eq(json_string_value(json_object_get(ph, "u04")), "Running");
 	ck_assert_str_eq(json_string_value(json_object_get(ph, "u06")), "Running");
 	wait_metric("spacekeeper_evictions_total{provider=\"default\",reason=\"quota\"}");
+	/* the evicted space's event names the quota, as the metric's reason does */
+	wait_evicted_event("to free a slot under SpaceQuota team-red (the oldest activity)");
 	/* both running red spaces just connected: a wake of the third has
 	 * nothing to evict in the tenant and gets 429 naming the quota */
 	for (int i = 0; i < 3; i++) {

@@ -552,7 +552,7 @@ START_TEST(delete_marks_and_force_removes)
 	sk_userspace *us;
 
 	apply_three();
-	ck_assert_int_eq(ctl(&out, &err, "delete", "userspace", "g-a", NULL), 0);
+	ck_assert_int_eq(ctl(&out, &err, "delete", "userspace", "g-a", "--wait=false", NULL), 0);
 	ck_assert_str_eq(out, "userspace/g-a deleted\n");
 	ctl_free(&out, &err);
 	us = ctl_stored("g-a");
@@ -577,7 +577,7 @@ START_TEST(delete_marks_and_force_removes)
 	ctl_free(&out, &err);
 	ck_assert_ptr_null(ctl_stored("g-b"));
 
-	ck_assert_int_eq(ctl(&out, &err, "delete", "-f", p, NULL), 0);
+	ck_assert_int_eq(ctl(&out, &err, "delete", "-f", p, "--wait=false", NULL), 0);
 	ck_assert_str_eq(out, "userspace/g-c deleted\n");
 	ctl_free(&out, &err);
 	us = ctl_stored("g-c");

@@ -339,7 +339,7 @@ START_TEST(deleting_object_diff_agrees_with_apply_and_annotate_releases)
 	ctl_free(&out, &err);
 	ck_assert_int_eq(ctl(&out, &err, "diff", "-f", p, NULL), 0);
 	ctl_free(&out, &err);
-	ck_assert_int_eq(ctl(&out, &err, "delete", "us", "held", NULL), 0);
+	ck_assert_int_eq(ctl(&out, &err, "delete", "us", "held", "--wait=false", NULL), 0);
 	ctl_free(&out, &err);
 	ck_assert_int_eq(ctl(&out, &err, "apply", "-f", p, NULL), 1);
 	ASSERT_HAS(err, "being deleted");

@@ -216,7 +216,7 @@ START_TEST(type_slash_name_everywhere)
 	ck_assert_int_eq(ctl(&out, &err, "get", "pods/alice", NULL), 2);
 	ASSERT_HAS(err, "unknown resource type \"pods\"");
 	ctl_free(&out, &err);
-	ck_assert_int_eq(ctl(&out, &err, "delete", "us/bob", NULL), 0);
+	ck_assert_int_eq(ctl(&out, &err, "delete", "us/bob", "--wait=false", NULL), 0);
 	ASSERT_HAS(out, "userspace/bob deleted");
 	ctl_free(&out, &err);
 	{
@@ -248,7 +248,7 @@ START_TEST(delete_by_selector)
 	char *out, *err;
 
 	apply_three();
-	ck_assert_int_eq(ctl(&out, &err, "delete", "us", "-l", "team=a", NULL), 0);
+	ck_assert_int_eq(ctl(&out, &err, "delete", "us", "-l", "team=a", "--wait=false", NULL), 0);
 	ck_assert_str_eq(out, "userspace/alice deleted\nuserspace/carol deleted\n");
 	ctl_free(&out, &err);
 	{
@@ -1152,15 +1152,15 @@ START_TEST(watch_columns_sized_for_later_rows)
 	ck_assert_int_eq(ctl(&out, &err, "get", "us", "-w", "--watch-timeout", "1s", NULL), 0);
 	ck_assert_msg(strncmp(out,
 	                      "NAME    USERID   MODE      PHASE       SANDBOX                 "
-	                      "READY     DRIFT   AGE\n",
-	                      82) == 0,
+	                      "READY     DRIFT          AGE\n",
+	                      89) == 0,
 	        "%s", out);
 	ASSERT_HASNT(out, "xxxxxxxx"); /* the sizing row is not printed */
 	ctl_free(&out, &err);
-	ck_assert_int_eq(ctl(&out, &err, "delete", "us", "bob", NULL), 0);
+	ck_assert_int_eq(ctl(&out, &err, "delete", "us", "bob", "--wait=false", NULL), 0);
 	ctl_free(&out, &err);
 	ck_assert_int_eq(ctl(&out, &err, "get", "us", "bob", NULL), 0);
-	ASSERT_HAS(out, "Running   Deleting   -");
+	ASSERT_HAS(out, "Running   Deleting    -"); /* PHASE as wide as Migrating */
 	ctl_free(&out, &err);
 }
 END_TEST

@@ -644,7 +644,8 @@ START_TEST(plan_shows_create_and_changes_nothing)
 	ASSERT_HAS(out, "userspace/alice");
 	ASSERT_HAS(out, "create sandbox (template base");
 	ASSERT_HAS(out, "Creating");
-	ASSERT_HAS(err, "Plan: 1 of 1");
+	ASSERT_HAS(out, "Plan: 1 of 1"); /* the result, on stdout */
+	ASSERT_HASNT(err, "Plan:");
 	ctl_free(&out, &err);
 
 	ck_assert_int_eq(plan_run(&out, &err, "alice", "-o", "json", NULL), 0);

@@ -76,6 +76,7 @@ typedef struct plan_case {
 	int64_t deadline; /* the deadline spacekeeper set on the bound keeper (offset); 0 none */
 	int64_t deadline_set; /* when it set it (offset from NOW) */
 	bool evict; /* capacity: the controller asks to pause the keeper */
+	const char *evict_quota; /* evict: for this SpaceQuota (NULL: the provider's capacity) */
 	bool capacity_wait; /* capacity: no slot for a start now */
 	/* expected */
 	const char *actions; /* non-event actions: "create bind kill:i1(Replace)" */
@@ -87,6 +88,7 @@ typedef struct plan_case {
 	int64_t requeue_min, requeue_max; /* 0: not checked */
 	int64_t want_since; /* since of the first drift, offset from NOW; 0 unchecked */
 	const char *want_event; /* an EVENT reason that must be planned */
+	const char *want_event_says; /* ... whose message holds this */
 	const char *no_event; /* an EVENT reason that must not be planned */
 	int64_t want_activity; /* next lastActivityTime, offset from NOW; 0 unchecked */
 	int want_follow_up; /* 1: follow_up set, -1: not set, 0 unchecked */
@@ -945,7 +947,23 @@ static const plan_case cases[] = {
 	        .actions = "pause:i1",
 	        .want_phase = SK_PHASE_IDLE,
 	        .want_ready = "True",
-	        .want_event = "Evicted" },
+	        .want_event = "Evicted",
+	        .want_event_says = "to free a slot at provider default (the oldest activity)" },
+	{ .name = "quota: the eviction's event names the SpaceQuota, not the provider",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .idle = 15 * MIN,
+	        .prev_activity = -10 * MIN,
+	        .sbs = { RUN("i1", -HOUR, 5 * MIN) },
+	        .probes = { OK("i1") },
+	        .evict = true,
+	        .evict_quota = "team-red",
+	        .actions = "pause:i1",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_ready = "True",
+	        .want_event = "Evicted",
+	        .want_event_says =
+	                "to free a slot under SpaceQuota team-red (the oldest activity)" },
 	{ .name = "capacity: a just-connected keeper is not evicted",
 	        .bound = "i1",
 	        .phase = SK_PHASE_RUNNING,
@@ -1129,6 +1147,7 @@ build_ob(const plan_case *tc, sk_observed *ob)
 	ob->wake = tc->wake;
 	ob->replace_now = tc->replace_now;
 	ob->evict = tc->evict;
+	ob->evict_quota = tc->evict_quota;
 	ob->capacity_wait = tc->capacity_wait;
 	ob->procs_made = tc->procs >= 0 && (tc->procs > 0 || tc->want_busy != NULL);
 	ob->procs_running = tc->procs > 0 ? tc->procs : 0;
@@ -1186,15 +1205,22 @@ cond(const sk_userspace_status *st, const char *type)
 	return NULL;
 }
 
-static bool
-has_event(const sk_plan_result *r, const char *reason)
+/* The first EVENT action of this reason, NULL: none planned. */
+static const sk_action *
+event_of(const sk_plan_result *r, const char *reason)
 {
 	for (size_t i = 0; i < r->n_actions; i++) {
 		if (r->actions[i].type == SK_ACTION_EVENT &&
 		        strcmp(r->actions[i].reason, reason) == 0)
-			return true;
+			return &r->actions[i];
 	}
-	return false;
+	return NULL;
+}
+
+static bool
+has_event(const sk_plan_result *r, const char *reason)
+{
+	return event_of(r, reason) != NULL;
 }
 
 static void
@@ -1244,6 +1270,12 @@ check_expectations(const plan_case *tc, const sk_plan_result *r)
 	if (tc->want_event)
 		ck_assert_msg(
 		        has_event(r, tc->want_event), "%s: no %s event", tc->name, tc->want_event);
+	if (tc->want_event_says) {
+		const sk_action *ev = event_of(r, tc->want_event);
+		ck_assert_msg(ev != NULL && strstr(ev->message, tc->want_event_says) != NULL,
+		        "%s: the %s event says \"%s\", want \"%s\"", tc->name, tc->want_event,
+		        ev ? ev->message : "", tc->want_event_says);
+	}
 	if (tc->no_event)
 		ck_assert_msg(!has_event(r, tc->no_event), "%s: unwanted %s event", tc->name,
 		        tc->no_event);

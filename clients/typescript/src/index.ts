@@ -63,11 +63,18 @@ export class SpacekeeperError extends Error {
 export class ConnectionFailed extends SpacekeeperError {}
 export class BadTimeout extends SpacekeeperError {}
 export class BadFresh extends SpacekeeperError {}
+/** 401: no bearer token (`no token: ...`) or one that matches none (`token not accepted: ...`). */
 export class Unauthorized extends SpacekeeperError {}
+/** 404: no UserSpace has this userID or name (or the tenant token does not reach it). */
 export class NotFound extends SpacekeeperError {}
+/** 404: no route has this path: the client's URL is not the connect listener. */
+export class UnknownEndpoint extends SpacekeeperError {}
 export class MethodNotAllowed extends SpacekeeperError {}
 export class PayloadTooLarge extends SpacekeeperError {}
+/** 429: too many connects in progress or waiting for a slot; retried within the timeout. */
 export class TooManyConnects extends SpacekeeperError {}
+/** 429: waking would exceed the space's SpaceQuota (the message names it); retried within the timeout. */
+export class QuotaExceeded extends SpacekeeperError {}
 export class ModePaused extends SpacekeeperError {}
 export class Deleting extends SpacekeeperError {}
 export class ReconcilePaused extends SpacekeeperError {}
@@ -91,16 +98,32 @@ type ErrorClass = new (
   b?: Record<string, unknown>,
 ) => SpacekeeperError;
 
+/** One class per reason of the error enum of docs/connect-api.openapi.yaml. */
 export const errorsByReason: Record<string, ErrorClass> = {
-  BadTimeout, BadFresh, Unauthorized, NotFound, MethodNotAllowed, PayloadTooLarge, TooManyConnects,
-  ModePaused, Deleting, ReconcilePaused, DataPlaneUnreachable, Timeout, ShuttingDown,
-  Overloaded, Starting, StoreUnavailable, NotShardHolder, ShardUnassigned, ForwardFailed,
+  BadTimeout, BadFresh, Unauthorized, NotFound, UnknownEndpoint, MethodNotAllowed,
+  PayloadTooLarge, TooManyConnects, QuotaExceeded, ModePaused, Deleting, ReconcilePaused,
+  DataPlaneUnreachable, Timeout, ShuttingDown, Overloaded, Starting, StoreUnavailable,
+  NotShardHolder, ShardUnassigned, ForwardFailed,
 };
 
-const RETRIABLE = new Set([
-  'TooManyConnects', 'Starting', 'Overloaded', 'NotShardHolder', 'ShardUnassigned',
-  'ForwardFailed',
+/**
+ * The retry policy: these reasons are tried again after their Retry-After (500 ms without
+ * one) while the call's timeout leaves room for the wait; every other reason is thrown at once.
+ */
+export const RETRIABLE_REASONS: ReadonlySet<string> = new Set([
+  'TooManyConnects', 'QuotaExceeded', 'Starting', 'Overloaded', 'NotShardHolder',
+  'ShardUnassigned', 'ForwardFailed',
 ]);
+
+/**
+ * The connect listener's URL without a trailing `/` or `/v1` (every route starts with
+ * `/v1/` itself): `http://HOST:9091` and `http://HOST:9091/v1/` reach the same API.
+ */
+export function baseURL(url: string): URL {
+  const u = new URL(url);
+  u.pathname = u.pathname.replace(/\/+$/, '').replace(/\/v1$/, '');
+  return u;
+}
 
 /** The exception of an error answer: its reason's class, else the base class. */
 export function errorFor(status: number, body: unknown, retryAfterMs?: number): SpacekeeperError {
@@ -156,7 +179,7 @@ export class Client {
   private readonly last = new Map<string, SandboxAnswer>();
 
   constructor(url: string, opts: ClientOptions = {}) {
-    this.url = new URL(url);
+    this.url = baseURL(url);
     if (!['http:', 'https:'].includes(this.url.protocol)) {
       throw new TypeError(`spacekeeper URL must be http(s)://HOST[:PORT], got ${url}`);
     }
@@ -211,7 +234,7 @@ export class Client {
     });
   }
 
-  /** One route, retried on 429/503 (retriable reasons) within the timeout. */
+  /** One route, retried on RETRIABLE_REASONS after Retry-After within the timeout. */
   async call(
     method: string, path: string, timeoutMs?: number, query: Record<string, string> = {},
     wait = true,
@@ -241,7 +264,12 @@ export class Client {
       }
       const ra = r.headers['retry-after'];
       const err = errorFor(r.status, body, retryAfterMs(Array.isArray(ra) ? ra[0] : ra));
-      if (!err.reason || !RETRIABLE.has(err.reason)) throw err;
+      if (err instanceof UnknownEndpoint) {
+        throw new UnknownEndpoint(`${String(err.body.message ?? '')} (the client's URL is ${this.url.href}: `
+          + 'give the connect listener, controller.connectListen, as http(s)://HOST:PORT)',
+        err.status, err.reason, undefined, err.body);
+      }
+      if (!err.reason || !RETRIABLE_REASONS.has(err.reason)) throw err;
       const pause = err.retryAfterMs ?? 500;
       if (Date.now() + pause >= deadline) throw err;
       this.count('retries');

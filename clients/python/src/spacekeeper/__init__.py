@@ -30,6 +30,7 @@ from .errors import (
     NotShardHolder,
     Overloaded,
     PayloadTooLarge,
+    QuotaExceeded,
     ReconcilePaused,
     ShardUnassigned,
     ShuttingDown,
@@ -39,6 +40,7 @@ from .errors import (
     Timeout,
     TooManyConnects,
     Unauthorized,
+    UnknownEndpoint,
 )
 
 __version__ = "0.1.0"
@@ -63,6 +65,7 @@ __all__ = [
     "NotShardHolder",
     "Overloaded",
     "PayloadTooLarge",
+    "QuotaExceeded",
     "ReconcilePaused",
     "ShardUnassigned",
     "ShuttingDown",
@@ -71,4 +74,5 @@ __all__ = [
     "Timeout",
     "TooManyConnects",
     "Unauthorized",
+    "UnknownEndpoint",
 ]

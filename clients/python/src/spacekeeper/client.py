@@ -25,6 +25,7 @@ from .errors import (
     ConnectionFailed,
     SpacekeeperError,
     Timeout,
+    UnknownEndpoint,
     error_for,
 )
 
@@ -66,6 +67,17 @@ def _retry_after(v: Optional[str]) -> Optional[float]:
     return max(0.0, when.timestamp() - time.time())
 
 
+def _base_url(url: str) -> str:
+    """The connect listener's URL without a trailing ``/`` or ``/v1``: every
+    route the client calls starts with ``/v1/`` itself, so
+    ``http://HOST:9091`` and ``http://HOST:9091/v1/`` (what ``make demo``
+    prints) reach the same API."""
+    url = url.rstrip("/")
+    if urllib.parse.urlsplit(url).path.endswith("/v1"):
+        url = url[: -len("/v1")]
+    return url
+
+
 def _duration(seconds: float) -> str:
     return f"{max(1, int(math.floor(seconds * 1000)))}ms"
 
@@ -90,6 +102,7 @@ class Client:
     """A client of spacekeeper's connect API. Thread-safe; keeps connections alive.
 
     :param url: the connect listener, e.g. ``http://spacekeeper-connect.spacekeeper.svc:9091``
+        (with or without a trailing ``/v1``: the routes' own prefix)
     :param token: the bearer token (``controller.connectTokenFile``'s content)
     :param token_file: a file holding the token (one line), read once here
     :param timeout: seconds a call may take by default, retries of 429/503 included
@@ -115,7 +128,7 @@ class Client:
                 token = f.readline().rstrip("\r\n")
         if timeout <= 0:
             raise ValueError("timeout must be positive")
-        self.url = url.rstrip("/")
+        self.url = _base_url(url)
         self.timeout = float(timeout)
         self.request_timeout = request_timeout
         self._pool = Pool(self.url, ssl_context=ssl_context)
@@ -158,7 +171,9 @@ class Client:
         query: Optional[Dict[str, str]] = None,
         wait: bool = True,
     ) -> Response:
-        """One route, retried on 429/503 with Retry-After within the timeout.
+        """One route, retried on the reasons of ``RETRIABLE_REASONS`` (429
+        ``TooManyConnects`` and ``QuotaExceeded``, the transient 503s,
+        ``ForwardFailed``) after their ``Retry-After``, within the timeout.
 
         ``wait``: the route takes ``?timeout=`` (the server answers within it).
         Returns a 2xx answer; raises the answer's exception otherwise.
@@ -190,6 +205,14 @@ class Client:
                 body if isinstance(body, dict) else None,
                 _retry_after(r.headers.get("retry-after")),
             )
+            if isinstance(err, UnknownEndpoint):
+                raise UnknownEndpoint(
+                    f"{err.message} (the client's URL is {self.url}: give the connect "
+                    "listener, controller.connectListen, as http(s)://HOST:PORT)",
+                    status=err.status,
+                    reason=err.reason,
+                    body=err.body,
+                )
             if err.reason not in RETRIABLE_REASONS:
                 raise err
             pause = err.retry_after if err.retry_after is not None else _DEFAULT_RETRY_S

@@ -1,10 +1,18 @@
 """The connect API's errors as exceptions.
 
 Every error answer of the connect API is a JSON object ``{"reason", "message",
-...}`` with an HTTP status; each ``reason`` has its own exception class, all
+...}`` with an HTTP status; each ``reason`` of the error enum of
+``docs/connect-api.openapi.yaml`` has its own exception class here, all
 derived from :class:`SpacekeeperError`. A reason this version does not know is
 raised as :class:`SpacekeeperError` itself, so ``except SpacekeeperError``
 catches everything the connect API can answer.
+
+Retry policy: the reasons of :data:`RETRIABLE_REASONS` (``TooManyConnects``,
+``QuotaExceeded``, ``Starting``, ``Overloaded``, ``NotShardHolder``,
+``ShardUnassigned``, ``ForwardFailed``) are tried again after their
+``Retry-After`` (0.5 s without one) as long as the call's timeout leaves room
+for the wait; the last answer is raised when it does not. Every other reason is
+raised at once: waiting would not change it.
 """
 
 from __future__ import annotations
@@ -18,9 +26,11 @@ __all__ = [
     "BadFresh",
     "Unauthorized",
     "NotFound",
+    "UnknownEndpoint",
     "MethodNotAllowed",
     "PayloadTooLarge",
     "TooManyConnects",
+    "QuotaExceeded",
     "ModePaused",
     "Deleting",
     "ReconcilePaused",
@@ -34,6 +44,7 @@ __all__ = [
     "ShardUnassigned",
     "ForwardFailed",
     "ControlPlaneNotAvailable",
+    "RETRIABLE_REASONS",
     "error_for",
 ]
 
@@ -83,11 +94,18 @@ class BadFresh(SpacekeeperError):
 
 
 class Unauthorized(SpacekeeperError):
-    """401: no bearer token, or a wrong one."""
+    """401: no bearer token (message ``no token: ...``) or one that matches none
+    of the controller's (``token not accepted: ...``). Not retried."""
 
 
 class NotFound(SpacekeeperError):
-    """404: no UserSpace has this user ID (or no such endpoint)."""
+    """404: no UserSpace has this user ID or name (or the caller's tenant token
+    does not reach it). Not retried."""
+
+
+class UnknownEndpoint(SpacekeeperError):
+    """404: no route of the connect API has this path: the client's URL is not
+    the connect listener (``controller.connectListen``). Not retried."""
 
 
 class MethodNotAllowed(SpacekeeperError):
@@ -99,7 +117,14 @@ class PayloadTooLarge(SpacekeeperError):
 
 
 class TooManyConnects(SpacekeeperError):
-    """429: too many connects in progress at the controller; retried by the client."""
+    """429: too many connects in progress at the controller, or waiting for a
+    slot at the space's provider; retried after ``Retry-After`` within the timeout."""
+
+
+class QuotaExceeded(SpacekeeperError):
+    """429: waking the space would exceed its SpaceQuota's ``hard.running`` and
+    nothing in the tenant can be paused to make room (the message names the
+    quota); retried after ``Retry-After`` within the timeout."""
 
 
 class ModePaused(SpacekeeperError):
@@ -170,9 +195,11 @@ _BY_REASON: Dict[str, Type[SpacekeeperError]] = {
         BadFresh,
         Unauthorized,
         NotFound,
+        UnknownEndpoint,
         MethodNotAllowed,
         PayloadTooLarge,
         TooManyConnects,
+        QuotaExceeded,
         ModePaused,
         Deleting,
         ReconcilePaused,
@@ -194,6 +221,7 @@ _BY_REASON: Dict[str, Type[SpacekeeperError]] = {
 RETRIABLE_REASONS = frozenset(
     {
         "TooManyConnects",
+        "QuotaExceeded",
         "Starting",
         "Overloaded",
         "NotShardHolder",
