@@ -534,10 +534,10 @@ has_condition(const char *name, const char *type, const char *status, const char
 	return found;
 }
 
-/* name's Woken events: how many (their aggregated count: one record per
- * reason), and the last one's message into last. */
+/* name's events of reason: how many (their aggregated count: one record
+ * per reason), and the last one's message into last (may be NULL). */
 static int
-woken_events(const char *name, char *last, size_t len)
+events_of(const char *name, const char *want, char *last, size_t len)
 {
 	const char *args[] = { "events", name, "-o", "json", NULL };
 	char *text = NULL;
@@ -555,7 +555,7 @@ woken_events(const char *name, char *last, size_t len)
 		const char *reason = json_string_value(json_object_get(e, "reason"));
 		const char *msg = json_string_value(json_object_get(e, "message"));
 		json_t *count = json_object_get(e, "count");
-		if (reason == NULL || strcmp(reason, "Woken") != 0)
+		if (reason == NULL || strcmp(reason, want) != 0)
 			continue;
 		n += json_is_integer(count) ? (int)json_integer_value(count) : 1;
 		if (last != NULL)
@@ -579,7 +579,7 @@ START_TEST(test_archive_takes_a_slot)
 	capw_attach a;
 	int64_t deadline, last_use;
 	bool waited[2] = { false, false };
-	int woken[4];
+	int woken[4], evicted[2];
 	char last[256];
 	json_t *ph;
 
@@ -609,6 +609,8 @@ START_TEST(test_archive_takes_a_slot)
 	}
 	/* u03 and u04 stay in use until both archives were seen waiting (or
 	 * long past their due time: what follows then tells what went wrong) */
+	evicted[0] = events_of("u03", "Evicted", NULL, 0);
+	evicted[1] = events_of("u04", "Evicted", NULL, 0);
 	deadline = sk_monotonic_ms() + (ARCH_IDLE_S + ARCH_AFTER_S + 30) * 1000LL;
 	while ((!waited[0] || !waited[1]) && sk_monotonic_ms() < deadline) {
 		capw_connect_user("u03", &a);
@@ -622,8 +624,11 @@ START_TEST(test_archive_takes_a_slot)
 		sk_sleep_ms(1000);
 	}
 	last_use = sk_monotonic_ms();
+	/* the waiting archives evicted neither user (connected within evictAfter) */
+	ck_assert_int_eq(events_of("u03", "Evicted", NULL, 0), evicted[0]);
+	ck_assert_int_eq(events_of("u04", "Evicted", NULL, 0), evicted[1]);
 	for (int i = 0; i < 4; i++)
-		woken[i] = woken_events(users[i], NULL, 0);
+		woken[i] = events_of(users[i], "Woken", NULL, 0);
 	/* the users left: every space is archived */
 	deadline = last_use + (ARCH_IDLE_S + ARCH_AFTER_S + ARCH_IDLE_S) * 1000LL;
 	for (;;) {
@@ -640,7 +645,7 @@ START_TEST(test_archive_takes_a_slot)
 	ck_assert_int_le(atomic_load(&capw_max_sampled), 2);
 	/* one wake each since the users left, the archive's (none a connect's) */
 	for (int i = 0; i < 4; i++) {
-		int n = woken_events(users[i], last, sizeof(last));
+		int n = events_of(users[i], "Woken", last, sizeof(last));
 		ck_assert_msg(n == woken[i] + 1 && strstr(last, "the archive woke sandbox") == last,
 		        "%s: %d wakes since the users left, the last \"%s\"", users[i],
 		        n - woken[i], last);
