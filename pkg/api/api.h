@@ -202,6 +202,10 @@ bool sk_storage_deletes(const sk_userspace_spec *s); /* deletionPolicy Delete */
 #define SK_COND_WORKSPACE "WorkspaceIntact"
 /* present once spec.network was applied: "sandbox ID: POLICY" */
 #define SK_COND_NETWORK "NetworkPolicy"
+/* present once an archive was due: True when the workspace is archived,
+ * False WaitingForCapacity while its wake waits for a slot, False Awake
+ * once the space is in use again */
+#define SK_COND_ARCHIVED "Archived"
 
 typedef struct sk_condition {
 	char *type;

@@ -398,7 +398,8 @@ prov_of(sk_controller *c, const sk_userspace *us)
 }
 
 bool
-sk_ctl_capacity_may_start(void *controller, const sk_userspace *us, char *why, size_t len)
+sk_ctl_capacity_may_start(
+        void *controller, const sk_userspace *us, bool connect, char *why, size_t len)
 {
 	sk_controller *c = controller;
 	sk_ctl_capacity *cap = c->capacity;
@@ -430,7 +431,7 @@ sk_ctl_capacity_may_start(void *controller, const sk_userspace *us, char *why, s
 	tally(cap, s, 1);
 	space_labels(s, &us->meta.labels);
 	if ((qv = sk_ctl_cap_quota_decide(cap, set, us, &q, &qused)) != SK_CTL_QUOTA_OK) {
-		ok = sk_ctl_cap_quota_hold(c, p, us, qv, q, qused, why, len);
+		ok = sk_ctl_cap_quota_hold(c, p, us, connect, qv, q, qused, why, len);
 		sk_ctl_quotas_put(c, set);
 		return ok;
 	}
@@ -476,10 +477,14 @@ sk_ctl_capacity_may_start(void *controller, const sk_userspace *us, char *why, s
 		sk_ctl_quotas_put(c, set);
 		return true;
 	}
-	if (at < 0) /* a wake whose place went (granted, then not started): a connect's again */
-		at = (ssize_t)sk_ctl_cap_queue_enter(p, name,
-		        mono + c->cfg->resync_ms + CREATE_WAIT_EXTRA_MS,
-		        us->status.sandbox_id != NULL);
+	/* Not queued yet: a create at apply, the archive's wake, or a connect's
+	 * wake whose place went (granted, then not started). Only a connect's
+	 * is put back as a wake when its turn comes: the archive's, put back so,
+	 * was a connect (the archive given up, its space awake for an idle
+	 * timeout, evicted for the next archive and so on, none archived). */
+	if (at < 0)
+		at = (ssize_t)sk_ctl_cap_queue_enter(
+		        p, name, mono + c->cfg->resync_ms + CREATE_WAIT_EXTRA_MS, connect);
 	p->queue[at].refused = true;
 	wake_again = p->queue[at].wake;
 	pthread_mutex_unlock(&cap->mu);

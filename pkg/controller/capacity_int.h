@@ -32,7 +32,8 @@ typedef struct sk_ctl_capacity sk_ctl_capacity;
 sk_ctl_capacity *sk_ctl_capacity_new(sk_controller *c);
 void sk_ctl_capacity_free(sk_ctl_capacity *cap);
 /* The reconcile's gate (sk_reconcile_env.may_start; arg: the controller). */
-bool sk_ctl_capacity_may_start(void *controller, const sk_userspace *us, char *why, size_t len);
+bool sk_ctl_capacity_may_start(
+        void *controller, const sk_userspace *us, bool connect, char *why, size_t len);
 /* After a reconcile of name: what it saw (us: the object after it). */
 void sk_ctl_capacity_note(
         sk_controller *c, const char *name, const sk_userspace *us, const sk_reconcile_report *r);
@@ -133,9 +134,11 @@ sk_ctl_quota_verdict sk_ctl_cap_quota_decide(sk_ctl_capacity *cap, const sk_ctl_
 const sk_spacequota *sk_ctl_cap_quota_tenant_of(
         const sk_ctl_quota_set *set, const sk_userspace *us);
 /* Entered with cap->mu held, returns with it released (false): the start
- * the quota holds back (v not OK) waits in p's queue, refused; why says so. */
+ * the quota holds back (v not OK) waits in p's queue, refused; why says so
+ * (connect: a waiting connect's, whose wake is asked again). */
 bool sk_ctl_cap_quota_hold(sk_controller *c, sk_ctl_cap_provider *p, const sk_userspace *us,
-        sk_ctl_quota_verdict v, const sk_spacequota *q, int used, char *why, size_t len);
+        bool connect, sk_ctl_quota_verdict v, const sk_spacequota *q, int used, char *why,
+        size_t len);
 /* A connect's start beyond a quota with nothing in the tenant to evict:
  * false with r set to 429 QuotaExceeded. */
 bool sk_ctl_cap_quota_admits_wake(sk_controller *c, const sk_userspace *us, sk_http_reply *r);

@@ -75,10 +75,11 @@ sk_ctl_cap_quota_tenant_of(const sk_ctl_quota_set *set, const sk_userspace *us)
  * slot freeing there, or the retry, asks again); a wake is asked again. */
 bool
 sk_ctl_cap_quota_hold(sk_controller *c, sk_ctl_cap_provider *p, const sk_userspace *us,
-        sk_ctl_quota_verdict v, const sk_spacequota *q, int used, char *why, size_t len)
+        bool connect, sk_ctl_quota_verdict v, const sk_spacequota *q, int used, char *why,
+        size_t len)
 {
 	sk_ctl_capacity *cap = c->capacity;
-	bool wake = us->status.sandbox_id != NULL;
+	bool wake = connect; /* the archive's start is no connect's wake */
 	char victim[256] = "", msg[256];
 	size_t at;
 

@@ -210,6 +210,19 @@ sk_plan_result_dispose(sk_plan_result *r)
 }
 
 const char *
+sk_wake_cause_phrase(sk_wake_cause w)
+{
+	switch (w) {
+	case SK_WAKE_NONE: return "";
+	case SK_WAKE_CONNECT: return "a connect";
+	case SK_WAKE_ARCHIVE: return "the archive";
+	case SK_WAKE_MIGRATION: return "a migration";
+	case SK_WAKE_SNAPSHOT: return "a snapshot";
+	}
+	return "";
+}
+
+const char *
 sk_action_type_name(sk_action_type t)
 {
 	switch (t) {

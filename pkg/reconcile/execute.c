@@ -500,8 +500,9 @@ do_connect(sk_xctx *x, const sk_action *a, sk_error *err)
 		sk_sandbox_copy(&x->connected, &sb);
 	}
 	sk_sandbox_dispose(&sb);
-	if (rc == 0 && a->wake)
-		event(x, "Normal", SK_REASON_WOKEN, "a connect woke sandbox %s%s", id_of(x, a),
+	if (rc == 0 && a->wake != SK_WAKE_NONE)
+		event(x, "Normal", SK_REASON_WOKEN, "%s woke sandbox %s%s",
+		        sk_wake_cause_phrase(a->wake), id_of(x, a),
 		        resumed ? "" : " (it was already running)");
 	else if (rc == 0 && resumed)
 		event(x, "Normal", SK_REASON_RESUMED, "resumed sandbox %s", id_of(x, a));

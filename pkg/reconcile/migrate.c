@@ -249,6 +249,9 @@ wake_source(mx *x, sk_error *err)
 	rc = sk_sandbox_connect(x->src, x->ob->source_sb.id, sk_plan_ttl(x->cur, &x->env->opts),
 	        &sb, &resumed, err);
 	sk_sandbox_dispose(&sb);
+	if (rc == 0 && resumed)
+		mevent(x, "Normal", SK_REASON_WOKEN, "%s woke sandbox %s",
+		        sk_wake_cause_phrase(SK_WAKE_MIGRATION), x->ob->source_sb.id);
 	return rc;
 }
 

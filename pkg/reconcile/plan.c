@@ -479,7 +479,7 @@ resume(sk_pctx *c, const sk_sandbox *k)
 	/* connect resumes with the lifecycle's deadline: one provider call */
 	a = sk_plan_push(c, SK_ACTION_CONNECT, k->id);
 	a->timeout_ms = sk_plan_ttl(c->us, c->o);
-	a->wake = c->ob->wake;
+	a->wake = c->ob->wake ? SK_WAKE_CONNECT : SK_WAKE_NONE;
 	if (!c->o->probe)
 		push_init_env(c, k->id);
 	c->r->next.phase = SK_PHASE_RESUMING;
@@ -754,6 +754,7 @@ sk_plan(const sk_userspace *desired, const sk_observed *observed, int64_t now_ms
 		sk_plan_delete(&c);
 	else
 		plan_live(&c);
+	sk_plan_archive_awake(&c);
 	sk_plan_usage(&c);
 	sk_plan_finish(&c);
 	out->follow_up = wants_follow_up(&c);

@@ -11,6 +11,12 @@
  *      (status.archive, phase Archived, nothing bound);
  *   4. BIND writes that status;
  *   5. KILL deletes the sandbox, only now.
+ * The wake of step 2 is a start like any other: the capacity gate
+ * (providers[].capacity) may refuse it, and then the archive waits (the
+ * Archived condition False, WaitingForCapacity) and asks again, after as
+ * long as it waited so far or when a slot frees, whichever comes first.
+ * It is no connect: no activity, its Woken event says the archive, and its
+ * wait evicts only a space not connected within evictAfter.
  * Crash safety: a round that finds the intent with the sandbox still bound
  * redoes the archive (3 never happened as far as the status knows: the
  * sandbox is kept); a round that finds the archived sandbox
@@ -128,6 +134,23 @@ sk_plan_restore_held(sk_pctx *c)
 }
 
 int64_t
+sk_archive_slot_retry(int64_t waited_ms)
+{
+	const int64_t least = 1000, most = 30 * 1000;
+
+	return waited_ms < least ? least : waited_ms > most ? most : waited_ms;
+}
+
+static void
+archived_cond(sk_pctx *c, const char *status, const char *reason, const char *msg)
+{
+	free(c->archived.message);
+	c->archived.status = status;
+	c->archived.reason = reason;
+	c->archived.message = sk_strdup(msg);
+}
+
+int64_t
 sk_archive_margin(int64_t retention_ms)
 {
 	int64_t m = retention_ms / 4;
@@ -212,6 +235,8 @@ sk_archive_record(sk_userspace_status *st, const char *bucket, const char *key, 
 	        "observed state converged", now_ms, observed_gen);
 	sk_status_set_condition(st, SK_COND_DATAPLANE, "Unknown", SK_REASON_ARCHIVED,
 	        "no sandbox: the workspace is archived", now_ms, observed_gen);
+	sk_status_set_condition(st, SK_COND_ARCHIVED, "True", SK_REASON_ARCHIVED,
+	        "the workspace is archived", now_ms, observed_gen);
 }
 
 /* The files are in the archive and in no sandbox (restore pending). */
@@ -250,8 +275,11 @@ push_archive(sk_pctx *c, const sk_sandbox *k, bool wake)
 	if (!redo)
 		a->intent_ms = c->now;
 	sk_plan_push(c, SK_ACTION_BIND, k->id); /* the intent, before anything moves */
-	if (wake)
-		sk_plan_push(c, SK_ACTION_CONNECT, k->id)->timeout_ms = sk_plan_ttl(c->us, c->o);
+	if (wake) {
+		sk_action *w = sk_plan_push(c, SK_ACTION_CONNECT, k->id);
+		w->timeout_ms = sk_plan_ttl(c->us, c->o);
+		w->wake = SK_WAKE_ARCHIVE; /* not a user's: no activity, told as the archive's */
+	}
 	sk_plan_push(c, SK_ACTION_ARCHIVE, k->id);
 	sk_plan_push(c, SK_ACTION_BIND, NULL); /* the archive recorded: nothing bound */
 	sk_plan_push(c, SK_ACTION_KILL, k->id)->why = SK_KILL_ARCHIVED;
@@ -277,12 +305,32 @@ asleep_since(const sk_pctx *c)
 	return c->prev->last_activity_ms > 0 && act > since ? act : since;
 }
 
+/* The archive's wake was refused a slot (observed.capacity_wait): said in
+ * the Archived condition, asked again after as long as it waited so far. */
+static void
+wait_for_slot(sk_pctx *c)
+{
+	const sk_condition *old = sk_plan_prev_cond(c, SK_COND_ARCHIVED);
+	int64_t waited = 0;
+	char *msg;
+
+	if (old != NULL && sk_str_eq(old->status, "False") &&
+	        sk_str_eq(old->reason, SK_REASON_WAITING_FOR_CAPACITY))
+		waited = c->now - old->last_transition_ms;
+	msg = sk_asprintf("the archive waits to wake the sandbox: %s",
+	        c->ob->capacity_message ? c->ob->capacity_message
+	                                : "waiting for a free slot at the provider");
+	archived_cond(c, "False", SK_REASON_WAITING_FOR_CAPACITY, msg);
+	free(msg);
+	sk_plan_requeue(c, sk_archive_slot_retry(waited));
+}
+
 void
 sk_plan_archive_idle(sk_pctx *c, const sk_sandbox *k)
 {
 	int64_t since, due;
 
-	if (!c->o->archive || c->hold || c->ob->capacity_wait)
+	if (!c->o->archive || c->hold)
 		return;
 	if (c->prev->archive.failures > 0)
 		keep_failed(c, SK_REASON_ARCHIVE_FAILED);
@@ -290,20 +338,20 @@ sk_plan_archive_idle(sk_pctx *c, const sk_sandbox *k)
 		sk_plan_requeue(c, retry_at(c) - c->now);
 		return;
 	}
-	if (c->prev->archive.intent_ms != 0) {
-		push_archive(c, k, true); /* an archive under way: redone */
-		return;
-	}
 	since = asleep_since(c);
 	due = since > 0 ? sk_archive_due(c->us, since, c->o) : 0;
-	if (since == 0 && sk_archive_due(c->us, c->now, c->o) > 0)
-		sk_plan_requeue(c, c->o->min_requeue_ms); /* just fell asleep: count from now */
-	if (due == 0)
-		return;
-	if (c->now >= due)
+	if (c->prev->archive.intent_ms == 0) { /* none under way (one is redone) */
+		if (since == 0 && sk_archive_due(c->us, c->now, c->o) > 0)
+			sk_plan_requeue(c, c->o->min_requeue_ms); /* just fell asleep */
+		if (due > c->now)
+			sk_plan_requeue(c, due - c->now);
+		if (due == 0 || due > c->now)
+			return;
+	}
+	if (!c->ob->capacity_wait)
 		push_archive(c, k, true);
-	else
-		sk_plan_requeue(c, due - c->now);
+	else if (!c->ob->wake) /* a connect's wait is the connect's to tell */
+		wait_for_slot(c);
 }
 
 bool
@@ -340,6 +388,7 @@ sk_plan_archived(sk_pctx *c)
 	const sk_archive_status *a = &c->prev->archive;
 
 	c->r->next.phase = SK_PHASE_ARCHIVED;
+	archived_cond(c, "True", SK_REASON_ARCHIVED, "the workspace is archived");
 	sk_plan_cond(c, SK_C_READY, "True", SK_REASON_ARCHIVED,
 	        "the workspace is archived at s3://%s/%s/ (%lld files); a connect restores it",
 	        a->bucket ? a->bucket : "", a->key ? a->key : "", (long long)a->files);
@@ -387,6 +436,20 @@ sk_plan_archive_gone(sk_pctx *c, const char *gone_id)
 	a->failures = 0; /* the failed archives of the sandbox that is gone: no restore's */
 	a->failed_ms = 0;
 	return true;
+}
+
+void
+sk_plan_archive_awake(sk_pctx *c)
+{
+	const sk_condition *old = sk_plan_prev_cond(c, SK_COND_ARCHIVED);
+	sk_phase ph = c->r->next.phase;
+
+	if (old == NULL || c->archived.status != NULL || c->hold ||
+	        c->r->next.archive.state == SK_ARCHIVE_ARCHIVED || ph == SK_PHASE_IDLE ||
+	        ph == SK_PHASE_ARCHIVED || ph == SK_PHASE_NONE)
+		return;
+	archived_cond(
+	        c, "False", SK_REASON_AWAKE, "the space is in use: its files are in the sandbox");
 }
 
 void

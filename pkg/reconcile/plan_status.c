@@ -203,8 +203,8 @@ finish_migrated(sk_pctx *c)
 		out->last_transition_ms = old->last_transition_ms;
 }
 
-/* A condition present once decided (Busy, WorkspaceIntact, NetworkPolicy): as
- * decided this round, else the previous one kept. */
+/* A condition present once decided (Busy, WorkspaceIntact, NetworkPolicy,
+ * Archived): as decided this round, else the previous one kept. */
 void
 sk_plan_finish_kept(sk_pctx *c, const char *type, sk_cond_decision *d)
 {
@@ -249,6 +249,7 @@ sk_plan_finish(sk_pctx *c)
 	sk_plan_finish_kept(c, SK_COND_BUSY, &c->busy);
 	sk_plan_finish_kept(c, SK_COND_NETWORK, &c->network);
 	sk_plan_finish_kept(c, SK_COND_WORKSPACE, &c->workspace);
+	sk_plan_finish_kept(c, SK_COND_ARCHIVED, &c->archived);
 	n->observed_generation = c->us->meta.generation;
 	c->r->requeue_after_ms = c->requeue ? c->requeue : c->o->resync_ms;
 	if (c->r->requeue_after_ms > c->o->resync_ms && c->o->resync_ms > 0)

@@ -282,13 +282,26 @@ typedef enum sk_kill_reason {
 	SK_KILL_ARCHIVED, /* its workspace is in the archive, recorded in status */
 } sk_kill_reason;
 
+/* What woke a paused keeper (CONNECT, and a migration's source): the
+ * Woken event names it; only a connect is a user's. */
+typedef enum sk_wake_cause {
+	SK_WAKE_NONE, /* no wake: an always-on keeper resumed */
+	SK_WAKE_CONNECT, /* a user's connect */
+	SK_WAKE_ARCHIVE, /* deep sleep: its files are read through envd */
+	SK_WAKE_MIGRATION, /* a migration copies its files */
+	SK_WAKE_SNAPSHOT, /* a provider snapshot of a paused space */
+} sk_wake_cause;
+
+/* "a connect", "the archive", "a migration", "a snapshot" ("" for none). */
+const char *sk_wake_cause_phrase(sk_wake_cause w);
+
 typedef struct sk_action {
 	sk_action_type type;
 	/* Target; NULL for CREATE, and for BIND/SET_TIMEOUT/PAUSE meaning "the
 	 * sandbox the preceding CREATE made". */
 	char *sandbox_id;
 	sk_kill_reason why; /* KILL */
-	bool wake; /* CONNECT: a user's connect asked for it (event Woken) */
+	sk_wake_cause wake; /* CONNECT: what asked for it (event Woken names it) */
 	int64_t timeout_ms; /* CREATE, CONNECT, SET_TIMEOUT */
 	/* CREATE */
 	char *template_id;
@@ -502,9 +515,11 @@ typedef struct sk_reconcile_env {
 	void *may_act_arg;
 	/* Optional capacity gate (providers[].capacity): asked when a round's
 	 * plan starts a sandbox (a create, or the resume of a paused keeper),
-	 * before anything runs; false (why in why): the start waits, the round
-	 * is planned again with observed.capacity_wait. NULL: always. */
-	bool (*may_start)(void *arg, const sk_userspace *us, char *why, size_t len);
+	 * before anything runs; connect: the start is a waiting connect's
+	 * (observed.wake), not the archive's or a create's; false (why in why):
+	 * the start waits, the round is planned again with
+	 * observed.capacity_wait. NULL: always. */
+	bool (*may_start)(void *arg, const sk_userspace *us, bool connect, char *why, size_t len);
 	void *may_start_arg;
 	/* The controller asks this run to evict the running keeper (observed.evict),
 	 * for the SpaceQuota evict_quota names (NULL: its provider's capacity). */

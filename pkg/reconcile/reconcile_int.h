@@ -38,7 +38,7 @@
 #define SK_REASON_ENV_ASSERTED "EnvAsserted"
 #define SK_REASON_CREATED "Created"
 #define SK_REASON_RESUMED "Resumed"
-#define SK_REASON_WOKEN "Woken" /* resumed because a user connected */
+#define SK_REASON_WOKEN "Woken" /* resumed for a cause: a connect, the archive, ... */
 #define SK_REASON_PAUSED_EVENT "Paused"
 #define SK_REASON_DUPLICATE_DELETED "DuplicateDeleted"
 #define SK_REASON_REPLACED "Replaced"
@@ -53,7 +53,8 @@
 /* Capacity (providers[].capacity): an awake space paused to free a slot
  * (event), and a create waiting for one (Ready False). */
 #define SK_REASON_EVICTED "Evicted"
-#define SK_REASON_WAITING_FOR_CAPACITY "WaitingForCapacity"
+#define SK_REASON_WAITING_FOR_CAPACITY "WaitingForCapacity" /* also the archive's wake */
+#define SK_REASON_AWAKE "Awake" /* Archived False: in use again, nothing archived */
 /* lifecycle.busy: the Busy condition (present once a space was kept awake
  * as busy) and its events */
 #define SK_REASON_PROCESSES_RUNNING "ProcessesRunning"
@@ -222,6 +223,10 @@ int64_t sk_archive_backoff(int64_t failures);
 /* When a failed restore of the Archived space us may be tried again (its
  * back-off's end); 0 when none failed. */
 int64_t sk_restore_retry_at(const sk_userspace *us);
+/* When an archive whose wake the capacity gate refused asks again, having
+ * waited waited_ms for a slot: as long again (1 s at least, 30 s at most),
+ * besides the kick of a slot freeing. */
+int64_t sk_archive_slot_retry(int64_t waited_ms);
 /* The status an ARCHIVE action records once the archive is verified: a
  * copy of st with status.archive (generation, key, counts, the archived
  * sandbox), phase Archived, nothing bound, Ready True (Archived). */
@@ -401,6 +406,8 @@ typedef struct sk_pctx {
 	sk_cond_decision busy;
 	/* WorkspaceIntact, the same way (plan_workspace.c) */
 	sk_cond_decision workspace;
+	/* The Archived condition, the same way (plan_archive.c) */
+	sk_cond_decision archived;
 	/* The NetworkPolicy condition (plan_network.c): NULL status keeps the
 	 * previous one. */
 	sk_cond_decision network;
@@ -472,6 +479,9 @@ void sk_plan_archive_idle(sk_pctx *c, const sk_sandbox *k);
 bool sk_plan_archive_running(sk_pctx *c, const sk_sandbox *k);
 /* No sandbox, the files in the archive, no connect waiting: phase Archived. */
 void sk_plan_archived(sk_pctx *c);
+/* Awake again with the files in the sandbox: a present Archived condition
+ * turns False (Awake). */
+void sk_plan_archive_awake(sk_pctx *c);
 /* The bound sandbox gone_id is gone and an archive exists: the files are
  * restored from it at the next connect (true), not reported lost. */
 bool sk_plan_archive_gone(sk_pctx *c, const char *gone_id);

@@ -191,7 +191,7 @@ gate_start(const sk_reconcile_env *env, const sk_userspace *us, sk_observed *ob,
 	char why[256] = "";
 
 	if (env->may_start == NULL || !starts(plan) ||
-	        env->may_start(env->may_start_arg, us, why, sizeof(why)))
+	        env->may_start(env->may_start_arg, us, ob->wake, why, sizeof(why)))
 		return;
 	if (env->report != NULL)
 		env->report->start_waited = true;

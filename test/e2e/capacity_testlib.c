@@ -25,6 +25,7 @@ char capw_keeper_log[700];
 pid_t capw_sim_pid, capw_keeper_pid;
 int capw_main_port, capw_connect_port;
 const char *capw_provider_type = "e2b";
+const char *capw_extra_config;
 
 /* The status (0: no answer); *out (may be NULL) the body, caller frees.
  * hdrs: more headers after the simulator's key, NULL-terminated (may be NULL). */
@@ -144,7 +145,7 @@ capw_count_phase(json_t *ph, const char *want)
 void
 capw_keeper_start(const char *capacity)
 {
-	char provider[512];
+	char provider[2048];
 	sk_test_world w = { 0 };
 	sk_test_keeper_opts o = { .provider_type = capw_provider_type,
 		.provider = provider,
@@ -153,8 +154,8 @@ capw_keeper_start(const char *capacity)
 
 	snprintf(provider, sizeof(provider),
 	        "    requestTimeout: 5s\n    capacity: {%s}\n"
-	        "    price: {runningPerHour: 3600, pausedPerHour: 360}\n",
-	        capacity);
+	        "    price: {runningPerHour: 3600, pausedPerHour: 360}\n%s",
+	        capacity, capw_extra_config ? capw_extra_config : "");
 	snprintf(w.db, sizeof(w.db), "%s", capw_db);
 	snprintf(w.mongo_uri, sizeof(w.mongo_uri), "%s", capw_mongo_uri);
 	snprintf(w.sim_url, sizeof(w.sim_url), "%s", capw_sim_url);

@@ -21,6 +21,9 @@ extern char capw_keeper_log[700];
 extern pid_t capw_sim_pid, capw_keeper_pid;
 extern int capw_main_port, capw_connect_port;
 extern const char *capw_provider_type; /* the provider's type (default e2b) */
+/* Top-level YAML of the controller's config after the provider (an
+ * archive: section); NULL: none. */
+extern const char *capw_extra_config;
 extern atomic_bool capw_sampling;
 extern atomic_int capw_max_sampled; /* the highest running count sampled */
 

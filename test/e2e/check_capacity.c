@@ -472,6 +472,195 @@ START_TEST(test_top_matches_the_simulator)
 }
 END_TEST
 
+/* ---- deep sleep under the cap: an archive takes a slot like any start ---- */
+
+#define ARCH_S3_ACCESS "e2e-capacity"
+#define ARCH_S3_SECRET "e2e-capacity-secret-0123456789"
+#define ARCH_IDLE_S 15
+#define ARCH_AFTER_S 20
+
+static pid_t arch_gw_pid;
+
+/* A versitygw for the archive, and the config's archive section. */
+static void
+archive_config(void)
+{
+	static char block[2048];
+	char url[64], dir[600], ak[600];
+
+	snprintf(dir, sizeof(dir), "%s/cap-s3", sk_test_tmpdir());
+	arch_gw_pid = sk_test_s3_start(
+	        dir, 0, "spaces", ARCH_S3_ACCESS, ARCH_S3_SECRET, url, sizeof(url));
+	snprintf(ak, sizeof(ak), "%s", sk_test_write_file("cap-s3-access", ARCH_S3_ACCESS "\n"));
+	snprintf(block, sizeof(block),
+	        "archive:\n  endpoint: %s\n  bucket: spaces\n  prefix: spaces\n"
+	        "  accessKeyFile: %s\n  secretKeyFile: %s\n",
+	        url, ak, sk_test_write_file("cap-s3-secret", ARCH_S3_SECRET "\n"));
+	capw_extra_config = block;
+}
+
+static json_t *
+space_json(const char *name)
+{
+	const char *args[] = { "get", "userspace", name, "-o", "json", NULL };
+	char *text = NULL;
+	json_t *v;
+
+	ck_assert_int_eq(capw_spacectl(args, &text), 0);
+	v = json_loads(text ? text : "", 0, NULL);
+	free(text);
+	ck_assert_ptr_nonnull(v);
+	return v;
+}
+
+/* name's condition of type has this status and reason. */
+static bool
+has_condition(const char *name, const char *type, const char *status, const char *reason)
+{
+	json_t *v = space_json(name), *c;
+	bool found = false;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(v, "status"), "conditions"), i, c)
+	{
+		found = found ||
+		        (strcmp(json_string_value(json_object_get(c, "type")), type) == 0 &&
+		                strcmp(json_string_value(json_object_get(c, "status")), status) ==
+		                        0 &&
+		                strcmp(json_string_value(json_object_get(c, "reason")), reason) ==
+		                        0);
+	}
+	json_decref(v);
+	return found;
+}
+
+/* name's events of reason: how many (their aggregated count: one record
+ * per reason), and the last one's message into last (may be NULL). */
+static int
+events_of(const char *name, const char *want, char *last, size_t len)
+{
+	const char *args[] = { "events", name, "-o", "json", NULL };
+	char *text = NULL;
+	json_t *v, *e;
+	size_t i;
+	int n = 0;
+
+	ck_assert_int_eq(capw_spacectl(args, &text), 0);
+	v = json_loads(text ? text : "", 0, NULL);
+	free(text);
+	if (last != NULL)
+		last[0] = '\0';
+	json_array_foreach(json_object_get(v, "items"), i, e)
+	{
+		const char *reason = json_string_value(json_object_get(e, "reason"));
+		const char *msg = json_string_value(json_object_get(e, "message"));
+		json_t *count = json_object_get(e, "count");
+		if (reason == NULL || strcmp(reason, want) != 0)
+			continue;
+		n += json_is_integer(count) ? (int)json_integer_value(count) : 1;
+		if (last != NULL)
+			snprintf(last, len, "%s", msg ? msg : "");
+	}
+	json_decref(v);
+	return n;
+}
+
+/* Four spaces on a cap of two, idleTimeout 15s and archiveAfter 20s: u01
+ * and u02 fall asleep (evicted for u03 and u04) while u03 and u04 are in
+ * use; their archives wait for a slot and say so (Archived False
+ * WaitingForCapacity), evicting nobody connected within evictAfter. Once
+ * the users leave, all four are archived within idleTimeout + archiveAfter
+ * + one idle session, the simulator never runs more than two, and no
+ * archive's wake is told as a connect's. */
+START_TEST(test_archive_takes_a_slot)
+{
+	static const char *const users[] = { "u01", "u02", "u03", "u04" };
+	sk_buf y = SK_BUF_INIT(1 << 16);
+	capw_attach a;
+	int64_t deadline, last_use;
+	bool waited[2] = { false, false };
+	int woken[4], evicted[2];
+	char last[256];
+	json_t *ph;
+
+	archive_config();
+	for (int i = 0; i < 4; i++)
+		sk_buf_printf(&y,
+		        "---\napiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+		        "metadata: {name: %s}\nspec:\n  userID: %s\n  template: base\n"
+		        "  mode: Running\n  lifecycle: {idleTimeout: %ds, archiveAfter: %ds}\n",
+		        users[i], users[i], ARCH_IDLE_S, ARCH_AFTER_S);
+	capw_world_start_with(NULL, "maxRunning: 2, evictAfter: 10s", 0, y.data);
+	sk_buf_dispose(&y);
+	deadline = sk_monotonic_ms() + 120000;
+	for (;;) {
+		ph = capw_phases();
+		bool bound = capw_count_phase(ph, "Running") + capw_count_phase(ph, "Idle") == 4;
+		json_decref(ph);
+		if (bound)
+			break;
+		ck_assert_msg(
+		        sk_monotonic_ms() < deadline, "spaces not bound (%s)", capw_keeper_log);
+		sk_sleep_ms(250);
+	}
+	for (int i = 0; i < 4; i++) {
+		capw_connect_user(users[i], &a);
+		capw_write_file(&a, users[i]);
+	}
+	/* u03 and u04 stay in use until both archives were seen waiting (or
+	 * long past their due time: what follows then tells what went wrong) */
+	evicted[0] = events_of("u03", "Evicted", NULL, 0);
+	evicted[1] = events_of("u04", "Evicted", NULL, 0);
+	deadline = sk_monotonic_ms() + (ARCH_IDLE_S + ARCH_AFTER_S + 30) * 1000LL;
+	while ((!waited[0] || !waited[1]) && sk_monotonic_ms() < deadline) {
+		capw_connect_user("u03", &a);
+		capw_connect_user("u04", &a);
+		for (int i = 0; i < 2; i++)
+			waited[i] = waited[i] ||
+			        has_condition(users[i], "Archived", "False", "WaitingForCapacity");
+		ph = capw_phases();
+		ck_assert_int_eq(capw_count_phase(ph, "Archived"), 0);
+		json_decref(ph);
+		sk_sleep_ms(1000);
+	}
+	last_use = sk_monotonic_ms();
+	/* the waiting archives evicted neither user (connected within evictAfter) */
+	ck_assert_int_eq(events_of("u03", "Evicted", NULL, 0), evicted[0]);
+	ck_assert_int_eq(events_of("u04", "Evicted", NULL, 0), evicted[1]);
+	for (int i = 0; i < 4; i++)
+		woken[i] = events_of(users[i], "Woken", NULL, 0);
+	/* the users left: every space is archived */
+	deadline = last_use + (ARCH_IDLE_S + ARCH_AFTER_S + ARCH_IDLE_S) * 1000LL;
+	for (;;) {
+		ph = capw_phases();
+		int archived = capw_count_phase(ph, "Archived");
+		json_decref(ph);
+		if (archived == 4)
+			break;
+		ck_assert_msg(sk_monotonic_ms() < deadline, "%d of 4 archived after %lld ms (%s)",
+		        archived, (long long)(sk_monotonic_ms() - last_use), capw_keeper_log);
+		sk_sleep_ms(250);
+	}
+	ck_assert_int_le(capw_sim_stat("max_running"), 2);
+	ck_assert_int_le(atomic_load(&capw_max_sampled), 2);
+	/* one wake each since the users left, the archive's (none a connect's) */
+	for (int i = 0; i < 4; i++) {
+		int n = events_of(users[i], "Woken", last, sizeof(last));
+		ck_assert_msg(n == woken[i] + 1 && strstr(last, "the archive woke sandbox") == last,
+		        "%s: %d wakes since the users left, the last \"%s\"", users[i],
+		        n - woken[i], last);
+	}
+	ck_assert_msg(waited[0] && waited[1],
+	        "u01 %d, u02 %d: no Archived=False WaitingForCapacity while the cap was in use",
+	        waited[0], waited[1]);
+	for (int i = 0; i < 4; i++)
+		ck_assert(has_condition(users[i], "Archived", "True", "Archived"));
+	capw_world_stop();
+	capw_extra_config = NULL;
+	sk_test_stop(arch_gw_pid, true);
+}
+END_TEST
+
 Suite *
 sk_suite_capacity(void)
 {
@@ -488,6 +677,10 @@ sk_suite_capacity(void)
 	tc = tcase_create("usage");
 	tcase_set_timeout(tc, 200);
 	tcase_add_test(tc, test_top_matches_the_simulator);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("archive");
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_archive_takes_a_slot);
 	suite_add_tcase(s, tc);
 	return s;
 }

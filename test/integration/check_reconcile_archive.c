@@ -307,6 +307,26 @@ sandbox_exists(afix *a, const char *id)
 	return rc == 0;
 }
 
+/* The archive's wake is told as the archive's, not a connect's. */
+static void
+assert_woken_by_archive(afix *a)
+{
+	sk_event_list l = { 0 };
+	sk_error err = { 0 };
+	bool found = false;
+
+	ck_assert_int_eq(sk_store_events(a->f.store, "alice", NULL, 0, &l, &err), 0);
+	for (size_t i = 0; i < l.len; i++) {
+		if (strcmp(l.items[i].reason, SK_REASON_WOKEN) != 0)
+			continue;
+		found = true;
+		ck_assert_msg(strncmp(l.items[i].message, "the archive woke sandbox ", 25) == 0,
+		        "Woken: %s", l.items[i].message);
+	}
+	ck_assert_msg(found, "no Woken event for the archive's wake");
+	sk_event_list_dispose(&l);
+}
+
 START_TEST(test_archive_then_restore)
 {
 	afix a;
@@ -328,6 +348,8 @@ START_TEST(test_archive_then_restore)
 	assert_manifest(&a, us);
 	ck_assert(!sandbox_exists(&a, a.id));
 	ck_assert(sk_rfix_has_event(&a.f, "alice", SK_REASON_ARCHIVED));
+	assert_woken_by_archive(&a);
+	ck_assert_str_eq(sk_userspace_condition(us, SK_COND_ARCHIVED)->status, "True");
 	sk_userspace_free(us);
 	/* nobody connects: nothing is created */
 	us = until(&a, archived, 1, "still Archived");

@@ -6,7 +6,9 @@
  * after a crash, the archived sandbox deleted when it outlived the record,
  * phase Archived without a connect, the restore once a connect made a new
  * keeper, a sandbox gone while asleep restored instead of lost, and
- * onLoss Restore after a resume that lost the files.
+ * onLoss Restore after a resume that lost the files; an archive whose
+ * wake the capacity gate refused waits (Archived False WaitingForCapacity)
+ * and asks again with a back-off, its wake told as the archive's.
  */
 #include <check.h>
 #include <stdio.h>
@@ -44,6 +46,9 @@ typedef struct ar_case {
 	bool wake;
 	int64_t activity; /* a heartbeat at NOW + activity; 0 none */
 	int marker; /* sk_marker_check read back */
+	bool capacity_wait; /* the capacity gate refused the round's start */
+	const char *prev_archived; /* the Archived condition before, "False:..."; NULL none */
+	int64_t archived_since; /* its lastTransitionTime, offset from NOW */
 	/* expected */
 	const char *want_actions; /* non-event actions */
 	sk_phase want_phase;
@@ -55,6 +60,8 @@ typedef struct ar_case {
 	bool want_lost; /* WorkspaceIntact False */
 	const char *want_ws_reason; /* WorkspaceIntact's reason, NULL: not checked */
 	const char *prev_ws; /* WorkspaceIntact before, "True:MarkerWritten" when NULL */
+	const char *want_archived; /* Archived "False:WaitingForCapacity"; "-" absent; NULL any */
+	sk_wake_cause want_wake; /* the connect action's cause; NONE: not checked */
 } ar_case;
 
 /* A space asleep since NOW + since, its sandbox i1 bound, archiveAfter 10m. */
@@ -83,7 +90,9 @@ static const ar_case cases[] = {
 	        .want_actions = "bind connect archive bind kill",
 	        .want_phase = SK_PHASE_IDLE,
 	        .want_intent = 1,
-	        .want_event = SK_REASON_ARCHIVING },
+	        .want_event = SK_REASON_ARCHIVING,
+	        .want_archived = "-",
+	        .want_wake = SK_WAKE_ARCHIVE },
 	{ .name = "no archive configured: never archived",
 	        .no_archive = true,
 	        ASLEEP(-11 * MIN),
@@ -182,7 +191,8 @@ static const ar_case cases[] = {
 	        .want_actions = "",
 	        .want_phase = SK_PHASE_ARCHIVED,
 	        .want_ready = "True:Archived",
-	        .want_arch = SK_ARCHIVE_ARCHIVED },
+	        .want_arch = SK_ARCHIVE_ARCHIVED,
+	        .want_archived = "True:" SK_REASON_ARCHIVED },
 	{ .name = "archived, the archived sandbox still there (crash before the delete): deleted",
 	        ARCHIVED_STATE,
 	        .sb_id = "i1",
@@ -407,6 +417,82 @@ static const ar_case cases[] = {
 	        .wake = true,
 	        .want_phase = SK_PHASE_RUNNING,
 	        .want_intent = 0 },
+	{ .name = "due and no slot for its wake: nothing woken, WaitingForCapacity, asked in 1s",
+	        ASLEEP(-11 * MIN),
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .capacity_wait = true,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_ready = "True:Idle",
+	        .want_intent = 0,
+	        .want_requeue = SEC,
+	        .want_archived = "False:" SK_REASON_WAITING_FOR_CAPACITY },
+	{ .name = "waited 8s for a slot: asked again in 8s",
+	        ASLEEP(-11 * MIN),
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .capacity_wait = true,
+	        .prev_archived = "False:" SK_REASON_WAITING_FOR_CAPACITY,
+	        .archived_since = -8 * SEC,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 0,
+	        .want_requeue = 8 * SEC,
+	        .want_archived = "False:" SK_REASON_WAITING_FOR_CAPACITY },
+	{ .name = "a slot at last after a wait: the archive's wake, not a connect's",
+	        ASLEEP(-12 * MIN),
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .prev_archived = "False:" SK_REASON_WAITING_FOR_CAPACITY,
+	        .archived_since = -MIN,
+	        .want_actions = "bind connect archive bind kill",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 1,
+	        .want_archived = "False:" SK_REASON_WAITING_FOR_CAPACITY,
+	        .want_wake = SK_WAKE_ARCHIVE },
+	{ .name = "an archive under way, asleep, no slot: waits, the intent kept",
+	        ASLEEP(-1 * SEC),
+	        .intent = true,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .capacity_wait = true,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 1,
+	        .want_archived = "False:" SK_REASON_WAITING_FOR_CAPACITY },
+	{ .name = "not due and no slot (a connect's refused start elsewhere): nothing said",
+	        ASLEEP(-4 * MIN),
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .capacity_wait = true,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 0,
+	        .want_archived = "-" },
+	{ .name = "a connect waits for a slot while the archive is due: the connect's wait",
+	        ASLEEP(-11 * MIN),
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .wake = true,
+	        .capacity_wait = true,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 0,
+	        .want_archived = "-" },
+	{ .name = "a connect after the archive waited: resumed as a connect's, Archived False "
+	          "Awake",
+	        ASLEEP(-11 * MIN),
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .wake = true,
+	        .prev_archived = "False:" SK_REASON_WAITING_FOR_CAPACITY,
+	        .archived_since = -20 * SEC,
+	        .want_actions = "connect",
+	        .want_phase = SK_PHASE_RESUMING,
+	        .want_intent = 0,
+	        .want_archived = "False:" SK_REASON_AWAKE,
+	        .want_wake = SK_WAKE_CONNECT },
 };
 
 static void
@@ -447,6 +533,9 @@ build_us(const ar_case *tc)
 	add_cond(&us->status, SK_COND_DATAPLANE, tc->prev_dp, NOW + tc->dp_since);
 	add_cond(&us->status, SK_COND_WORKSPACE, tc->prev_ws ? tc->prev_ws : "True:MarkerWritten",
 	        NOW - HOUR);
+	if (tc->prev_archived != NULL)
+		add_cond(
+		        &us->status, SK_COND_ARCHIVED, tc->prev_archived, NOW + tc->archived_since);
 	if (tc->arch != SK_ARCHIVE_NONE) {
 		a->state = tc->arch;
 		a->bucket = strdup("spaces");
@@ -474,6 +563,7 @@ build_ob(const ar_case *tc, sk_observed *ob)
 	ob->wake = tc->wake;
 	ob->activity_ms = tc->activity ? NOW + tc->activity : 0;
 	ob->marker = tc->marker;
+	ob->capacity_wait = tc->capacity_wait;
 	snprintf(ob->marker_detail, sizeof(ob->marker_detail), "no marker");
 	if (tc->bound != NULL && (tc->sb_id == NULL || strcmp(tc->sb_id, tc->bound) != 0))
 		ob->bound = SK_LOOKUP_NOT_FOUND;
@@ -539,6 +629,18 @@ START_TEST(test_archive_table)
 			continue;
 		}
 		sk_buf_printf(&acts, "%s%s", acts.len ? " " : "", sk_action_type_name(a->type));
+		if (a->type == SK_ACTION_CONNECT && tc->want_wake != SK_WAKE_NONE)
+			ck_assert_msg(a->wake == tc->want_wake, "%s: wake \"%s\", want \"%s\"",
+			        tc->name, sk_wake_cause_phrase(a->wake),
+			        sk_wake_cause_phrase(tc->want_wake));
+	}
+	if (tc->want_archived) {
+		c = cond_of(&r.next, SK_COND_ARCHIVED);
+		snprintf(got, sizeof(got), "%s:%s", c ? c->status : "-", c ? c->reason : "-");
+		ck_assert_msg(strcmp(tc->want_archived, "-") == 0
+		                ? c == NULL
+		                : strcmp(got, tc->want_archived) == 0,
+		        "%s: Archived %s, want %s", tc->name, got, tc->want_archived);
 	}
 	if (tc->want_actions)
 		ck_assert_msg(strcmp(acts.data ? acts.data : "", tc->want_actions) == 0,
@@ -638,7 +740,38 @@ START_TEST(test_archive_record)
 	ck_assert_str_eq(c->status, "True");
 	ck_assert_str_eq(c->reason, SK_REASON_ARCHIVED);
 	ck_assert_int_eq(c->observed_generation, 4);
+	c = cond_of(&st, SK_COND_ARCHIVED);
+	ck_assert_str_eq(c->status, "True");
+	ck_assert_str_eq(c->reason, SK_REASON_ARCHIVED);
 	sk_userspace_status_dispose(&st);
+}
+END_TEST
+
+/* An archive refused a slot asks again after as long as it waited: 1 s
+ * at first, doubling with each wait, 30 s at most (a slot freeing kicks it
+ * sooner). */
+START_TEST(test_archive_slot_retry)
+{
+	static const struct {
+		int64_t waited, want;
+	} rows[] = { { 0, SEC }, { 400, SEC }, { SEC, SEC }, { 8 * SEC, 8 * SEC },
+		{ 30 * SEC, 30 * SEC }, { 2 * MIN, 30 * SEC }, { -SEC, SEC } };
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		ck_assert_msg(sk_archive_slot_retry(rows[i].waited) == rows[i].want,
+		        "waited %lld: %lld, want %lld", (long long)rows[i].waited,
+		        (long long)sk_archive_slot_retry(rows[i].waited), (long long)rows[i].want);
+}
+END_TEST
+
+/* The Woken event's words for each cause. */
+START_TEST(test_wake_cause_phrase)
+{
+	ck_assert_str_eq(sk_wake_cause_phrase(SK_WAKE_CONNECT), "a connect");
+	ck_assert_str_eq(sk_wake_cause_phrase(SK_WAKE_ARCHIVE), "the archive");
+	ck_assert_str_eq(sk_wake_cause_phrase(SK_WAKE_MIGRATION), "a migration");
+	ck_assert_str_eq(sk_wake_cause_phrase(SK_WAKE_SNAPSHOT), "a snapshot");
+	ck_assert_str_eq(sk_wake_cause_phrase(SK_WAKE_NONE), "");
 }
 END_TEST
 
@@ -812,6 +945,8 @@ sk_suite_plan_archive(void)
 	tcase_add_loop_test(tc, test_archive_table, 0, (int)(sizeof(cases) / sizeof(cases[0])));
 	tcase_add_test(tc, test_archive_order);
 	tcase_add_test(tc, test_archive_record);
+	tcase_add_test(tc, test_archive_slot_retry);
+	tcase_add_test(tc, test_wake_cause_phrase);
 	tcase_add_test(tc, test_archive_key_and_due);
 	tcase_add_test(tc, test_archive_failures);
 	tcase_add_test(tc, test_archive_where);

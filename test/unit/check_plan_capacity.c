@@ -147,6 +147,14 @@ static const struct pick_case {
 	{ "quota tenant has none evictable: any other",
 	        { CAND("a", "red", -9 * MIN, 0, 0, 0), CAND("b", "blue", -3 * MIN, 1, 0, 0) }, 2,
 	        "blue", "a" },
+	/* an archive's wake waits like any start: the users of the cap are
+	 * no victims within evictAfter, and an archive is no connect */
+	{ "an archive waits, both awake spaces in use: none",
+	        { CAND("u03", NULL, -5 * SEC, 0, 0, 0), CAND("u04", NULL, -2 * SEC, 0, 0, 0) }, 2,
+	        NULL, NULL },
+	{ "an archive waits, one awake space idle past evictAfter: that one",
+	        { CAND("u03", NULL, -5 * SEC, 0, 0, 0), CAND("u04", NULL, -70 * SEC, 0, 0, 0) }, 2,
+	        NULL, "u04" },
 	{ "ties by name",
 	        { CAND("b", NULL, -5 * MIN, 0, 0, 0), CAND("a", NULL, -5 * MIN, 0, 0, 0) }, 2, NULL,
 	        "a" },
