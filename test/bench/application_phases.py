@@ -44,24 +44,11 @@ sys.path.insert(0, os.path.join(ROOT, "clients", "python", "src"))
 for _k in [k for k in os.environ if k.startswith("E2B_")]:
     del os.environ[_k]  # the application holds no provider key
 
+from application import env_int, ms, pct  # noqa: E402  (the first run's helpers)
+
 TARGET_COLD_P99_S = 0.100
 TARGET_DEAD_P99_S = 0.150
 TARGET_CALLS_PER_REQUEST = 0.2
-
-
-def env_int(name, default):
-    return int(os.environ.get(name, default))
-
-
-def pct(xs, p):
-    if not xs:
-        return float("nan")
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))]
-
-
-def ms(x):
-    return f"{x * 1000:.1f}"
 
 
 def load():
