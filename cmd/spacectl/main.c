@@ -23,6 +23,7 @@ static const sk_cli_command commands[] = {
 	        "set or remove annotations of a UserSpace (KEY=VALUE, KEY-)" },
 	{ "label", sk_cmd_label, "set or remove labels of a UserSpace (KEY=VALUE, KEY-)" },
 	{ "patch", sk_cmd_patch, "change a UserSpace with a JSON merge patch (--type merge -p)" },
+	{ "fork", sk_cmd_fork, "create a UserSpace whose first sandbox is a fork of another's" },
 	{ "edit", sk_cmd_edit, "edit a UserSpace in $EDITOR and apply it (compare-and-swap)" },
 	{ "explain", sk_cmd_explain, "describe the fields of UserSpace (explain userspace.spec)" },
 	{ "completion", sk_cmd_completion, "print a shell completion script (bash, zsh)" },

@@ -45,6 +45,7 @@ int sk_cmd_wait(int argc, char **argv);
 int sk_cmd_annotate(int argc, char **argv);
 int sk_cmd_label(int argc, char **argv);
 int sk_cmd_rollout(int argc, char **argv);
+int sk_cmd_fork(int argc, char **argv);
 int sk_cmd_patch(int argc, char **argv);
 int sk_cmd_edit(int argc, char **argv);
 int sk_cmd_explain(int argc, char **argv);

@@ -178,6 +178,10 @@ typedef struct sk_userspace_spec {
 	sk_deletion_policy source_policy; /* spec.migration.sourcePolicy */
 	sk_network network; /* spec.network.* */
 	sk_storage storage; /* spec.storage.volume.* */
+	/* spec.source.fork.userSpace: the UserSpace whose sandbox the space's
+	 * first sandbox is forked from (spacectl fork); NULL: a plain create.
+	 * Read once: after the first sandbox exists (condition Forked) never again. */
+	char *fork_from;
 } sk_userspace_spec;
 
 /* Whether spec.storage asks for a volume: any of its fields given. */

@@ -505,6 +505,16 @@ const sk_field sk_spec_fields[] = {
 	        .values = volume_policy_values,
 	        .desc = "What deleting the UserSpace does to the volume: Retain (when unset) "
 	                "keeps it and its files, Delete deletes it after the sandboxes." },
+	{ .path = "spec.source.fork.userSpace",
+	        .type = SK_FIELD_STRING,
+	        .offset = AT(fork_from),
+	        .valid = sk_valid_name,
+	        .rule = "a DNS-1123 label [a-z0-9-]{1,63}",
+	        .pattern = DNS_LABEL_PATTERN,
+	        .max_len = 63,
+	        .desc = "The UserSpace whose sandbox this space's first sandbox is forked from "
+	                "(its files, through the provider's fork; spacectl fork). Used once: "
+	                "later sandboxes are plain creates." },
 };
 
 const size_t sk_spec_n_fields = sizeof(sk_spec_fields) / sizeof(sk_spec_fields[0]);
@@ -515,7 +525,7 @@ const int64_t sk_default_sandbox_timeout_ms = HOUR_MS;
  * that fits in padding would slip through, so the size is pinned here too:
  * a new member needs a row above, then this size. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(sk_userspace_spec) == 256, "a new spec member needs a row in sk_spec_fields");
+_Static_assert(sizeof(sk_userspace_spec) == 264, "a new spec member needs a row in sk_spec_fields");
 #endif
 
 /* ---- access ---- */

@@ -188,6 +188,7 @@ action_dispose(sk_action *a)
 {
 	free(a->sandbox_id);
 	free(a->template_id);
+	free(a->fork_from);
 	sk_kvlist_dispose(&a->metadata);
 	sk_kvlist_dispose(&a->env);
 	sk_network_dispose(&a->network);
@@ -280,7 +281,10 @@ describe_create(const sk_action *a, sk_buf *out)
 	char d[32];
 
 	sk_duration_format(a->timeout_ms, d, sizeof(d));
-	sk_buf_printf(out, "create sandbox (template %s, timeout %s", a->template_id, d);
+	if (a->fork_from != NULL)
+		sk_buf_printf(out, "fork the sandbox of userspace %s (timeout %s", a->fork_from, d);
+	else
+		sk_buf_printf(out, "create sandbox (template %s, timeout %s", a->template_id, d);
 	if (a->cpu_count > 0)
 		sk_buf_printf(out, ", cpu %d", a->cpu_count);
 	if (a->memory_mb > 0)

@@ -33,6 +33,8 @@ typedef struct sk_xctx {
 	sk_userspace *cur; /* the stored object as last read or written */
 	sk_userspace_status st; /* the status to write */
 	char *created; /* sandbox made by this run's CREATE */
+	/* this run's CREATE failed before its Creating mark, none stored before */
+	bool create_unmarked;
 	bool removed; /* finalizer removed: the object may be gone */
 	int64_t now;
 	sk_round_kind kind;
@@ -364,6 +366,50 @@ prepare_volume(sk_xctx *x, sk_create_request *req, volume_mount *vm, sk_error *e
 	return 0;
 }
 
+/* spec.source.fork before the Creating mark: the source's bound sandbox at
+ * the same provider entry, or an error and no create (a provider without
+ * fork creates nothing rather than an empty sandbox). *src_id: the caller
+ * frees it. */
+static int
+fork_source(sk_xctx *x, const sk_action *a, char **src_id, sk_error *err)
+{
+	const char *mine =
+	        x->cur->status.provider ? x->cur->status.provider : x->cur->spec.provider;
+	const char *theirs;
+	sk_userspace *src = NULL;
+	int rc;
+
+	*src_id = NULL;
+	if (!sk_sandbox_can_fork(x->p)) {
+		event(x, "Warning", SK_REASON_FORK_UNSUPPORTED,
+		        "provider type %s has no fork: no sandbox is created from userspace %s",
+		        sk_provider_get_ops(x->p)->name, a->fork_from);
+		return sk_error_set(err, SK_ENOTSUPPORTED,
+		        "spec.source.fork.userSpace: provider type %s has no fork; nothing created "
+		        "(ForkUnsupported)",
+		        sk_provider_get_ops(x->p)->name);
+	}
+	if ((rc = sk_store_get(x->env->store, a->fork_from, &src, err)) == SK_ENOTFOUND)
+		return sk_error_set(err, SK_ETERMINAL,
+		        "spec.source.fork.userSpace: userspace %s not found", a->fork_from);
+	if (rc != 0)
+		return rc;
+	theirs = src->status.provider ? src->status.provider : src->spec.provider;
+	if (src->status.sandbox_id == NULL)
+		rc = sk_error_set(err, SK_EUNAVAILABLE,
+		        "spec.source.fork.userSpace: userspace %s has no sandbox to fork yet",
+		        a->fork_from);
+	else if (!sk_str_eq(mine, theirs))
+		rc = sk_error_set(err, SK_ETERMINAL,
+		        "spec.source.fork.userSpace: userspace %s runs at provider %s, this space "
+		        "at %s; a fork stays at its provider",
+		        a->fork_from, theirs ? theirs : "-", mine ? mine : "-");
+	else
+		*src_id = sk_strdup(src->status.sandbox_id);
+	sk_userspace_free(src);
+	return rc;
+}
+
 static int
 do_create(sk_xctx *x, const sk_action *a, sk_error *err)
 {
@@ -371,11 +417,18 @@ do_create(sk_xctx *x, const sk_action *a, sk_error *err)
 	sk_create_request req;
 	volume_mount vm = { .path = NULL };
 	sk_sandbox sb;
+	char *src_id = NULL;
 	int rc;
 
 	memset(&req, 0, sizeof(req));
-	if ((rc = prepare_volume(x, &req, &vm, err)) != 0)
+	/* an earlier round's mark stays: its create may exist */
+	x->create_unmarked = x->cur->status.phase != SK_PHASE_CREATING;
+	if (a->fork_from != NULL && (rc = fork_source(x, a, &src_id, err)) != 0)
 		return rc;
+	if ((rc = prepare_volume(x, &req, &vm, err)) != 0) {
+		free(src_id);
+		return rc;
+	}
 
 	/* The Creating mark first: without it, no create (see reconcile.h). */
 	sk_userspace_status_copy(&mark, &x->cur->status);
@@ -389,8 +442,10 @@ do_create(sk_xctx *x, const sk_action *a, sk_error *err)
 	sk_userspace_status_dispose(&mark);
 	if (rc != 0) {
 		free(vm.path);
+		free(src_id);
 		return rc;
 	}
+	x->create_unmarked = false;
 	x->st.last_reconcile_ms = x->now;
 	req.template_id = a->template_id;
 	req.timeout_ms = a->timeout_ms;
@@ -402,7 +457,14 @@ do_create(sk_xctx *x, const sk_action *a, sk_error *err)
 	req.env = &a->env;
 	req.network = &a->network;
 	memset(&sb, 0, sizeof(sb));
-	rc = sk_sandbox_create(x->p, &req, &sb, err);
+	/* A fork comes without the space's metadata (E2B's fork takes none):
+	 * the binding by ID, written with the status below, is what makes it
+	 * the space's; one lost to a crash before that write is never taken
+	 * for the user's (no user_id) and ends at its provider timeout. */
+	if (src_id != NULL)
+		rc = sk_sandbox_fork(x->p, src_id, a->timeout_ms, &sb, err);
+	else
+		rc = sk_sandbox_create(x->p, &req, &sb, err);
 	if (rc == 0 && x->fu != NULL)
 		note_created(x, a, &sb);
 	if (rc == 0) {
@@ -413,11 +475,17 @@ do_create(sk_xctx *x, const sk_action *a, sk_error *err)
 		x->created = sk_strdup(sb.id);
 		free(x->st.sandbox_id);
 		x->st.sandbox_id = sk_strdup(sb.id);
-		event(x, "Normal", SK_REASON_CREATED, "created sandbox %s (template %s)", sb.id,
-		        a->template_id);
+		if (src_id != NULL)
+			event(x, "Normal", SK_REASON_FORKED,
+			        "created sandbox %s, a fork of sandbox %s of userspace %s", sb.id,
+			        src_id, a->fork_from);
+		else
+			event(x, "Normal", SK_REASON_CREATED, "created sandbox %s (template %s)",
+			        sb.id, a->template_id);
 	}
 	sk_sandbox_dispose(&sb);
 	free(vm.path);
+	free(src_id);
 	return rc;
 }
 
@@ -749,7 +817,7 @@ run_action(sk_xctx *x, const sk_action *a, sk_error *err)
 static void
 record_failure(sk_xctx *x, const sk_action *a, int rc, sk_error *err)
 {
-	sk_outcome o = { rc, a, x->created != NULL, err->http_status, NULL };
+	sk_outcome o = { rc, a, x->created != NULL, err->http_status, NULL, x->create_unmarked };
 	bool transient = sk_error_is_transient(rc);
 	const char *reason = sk_failure_reason(a->type);
 	sk_error e2;

@@ -79,7 +79,7 @@ sk_status_set_condition(sk_userspace_status *st, const char *type, const char *s
 static bool
 create_rejected(const sk_outcome *o)
 {
-	return o->http_status >= 400 && o->http_status < 500;
+	return o->unmarked || (o->http_status >= 400 && o->http_status < 500);
 }
 
 /* The warm-up a failed env re-assert goes back to, so the next round retries it. */

@@ -171,6 +171,18 @@ push_init_env(sk_pctx *c, const char *id)
 		sk_kvlist_set(&a->env, env->items[i].key, env->items[i].value);
 }
 
+/* spec.source.fork on the space's first create: no sandbox ever bound and
+ * none counted (status.usage.creates). A copy, or NULL. */
+char *
+sk_plan_fork_source(const sk_userspace *us)
+{
+	const sk_userspace_status *st = &us->status;
+
+	if (us->spec.fork_from == NULL || st->sandbox_id != NULL || st->usage.creates > 0)
+		return NULL;
+	return sk_strdup(us->spec.fork_from);
+}
+
 static void
 push_create(sk_pctx *c)
 {
@@ -187,6 +199,7 @@ push_create(sk_pctx *c)
 	for (size_t i = 0; i < req.env->len; i++)
 		sk_kvlist_set(&a->env, req.env->items[i].key, req.env->items[i].value);
 	sk_network_copy(&a->network, req.network);
+	a->fork_from = sk_plan_fork_source(c->us);
 	if (!c->o->probe)
 		push_init_env(c, NULL);
 	sk_plan_push(c, SK_ACTION_BIND, NULL);

@@ -312,6 +312,9 @@ typedef struct sk_action {
 	sk_kvlist metadata;
 	sk_kvlist env; /* CREATE, INIT_ENV: values never logged */
 	sk_network network; /* CREATE, SET_NETWORK: spec.network */
+	/* CREATE: the UserSpace whose bound sandbox the provider forks instead
+	 * (spec.source.fork.userSpace, on the space's first create only); NULL: a create. */
+	char *fork_from;
 	/* EVENT */
 	char *event_type; /* "Normal" | "Warning" */
 	char *reason;

@@ -37,6 +37,8 @@
 /* Events (besides the drift types and the failure reasons below) */
 #define SK_REASON_ENV_ASSERTED "EnvAsserted"
 #define SK_REASON_CREATED "Created"
+#define SK_REASON_FORKED "Forked" /* the first sandbox, forked from spec.source.fork */
+#define SK_REASON_FORK_UNSUPPORTED "ForkUnsupported"
 #define SK_REASON_RESUMED "Resumed"
 #define SK_REASON_WOKEN "Woken" /* resumed for a cause: a connect, the archive, ... */
 #define SK_REASON_PAUSED_EVENT "Paused"
@@ -281,6 +283,10 @@ typedef struct sk_outcome {
 	bool created; /* a CREATE of the plan made a sandbox before the failure */
 	int http_status; /* of the failure, when it was an HTTP answer */
 	const char *message; /* of the failure */
+	/* The failed CREATE stopped before its Creating mark (a volume or a
+	 * fork source it could not get) and no earlier mark was stored:
+	 * nothing can exist, no mark to keep. */
+	bool unmarked;
 } sk_outcome;
 
 /* The reason a failed action is recorded under ("CreateFailed", ...). */
@@ -291,6 +297,9 @@ const char *sk_failure_reason(sk_action_type t);
  * kept when re-asserting the environment failed (so it is retried). */
 void sk_plan_failure(
         const sk_userspace *us, const sk_outcome *o, int64_t now_ms, sk_userspace_status *st);
+/* The source to fork on this create (spec.source.fork.userSpace on the
+ * space's first create), a copy; NULL: a plain create. */
+char *sk_plan_fork_source(const sk_userspace *us);
 /* Sets one condition of st (lastTransitionTime moves only when the status changes). */
 void sk_status_set_condition(sk_userspace_status *st, const char *type, const char *status,
         const char *reason, const char *message, int64_t now_ms, int64_t generation);

@@ -571,5 +571,6 @@ const sk_provider_ops sk_provider_e2b = {
 	.list_processes = sk_envd_list_processes,
 	.set_network = sk_e2b_set_network,
 	.ensure_volume = sk_e2b_ensure_volume,
+	.fork = sk_e2b_fork,
 	.delete_volume = sk_e2b_delete_volume,
 };

@@ -298,6 +298,23 @@ sk_sandbox_has_volumes(const sk_provider *p)
 }
 
 int
+sk_sandbox_fork(
+        sk_provider *p, const char *source_id, int64_t timeout_ms, sk_sandbox *out, sk_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (p->ops->fork == NULL)
+		return sk_error_set(
+		        err, SK_ENOTSUPPORTED, "provider type %s has no fork", p->ops->name);
+	return p->ops->fork(p, source_id, timeout_ms, out, err);
+}
+
+bool
+sk_sandbox_can_fork(const sk_provider *p)
+{
+	return p->ops->fork != NULL;
+}
+
+int
 sk_sandbox_probe_health(
         sk_provider *p, const sk_sandbox *sb, sk_health *health, int *http_status, sk_error *err)
 {

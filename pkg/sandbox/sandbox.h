@@ -94,6 +94,13 @@ typedef struct sk_provider_ops {
 	int (*ensure_volume)(sk_provider *p, const char *name, char **id, sk_error *err);
 	/* Deletes the volume of that name; none of that name counts as success. */
 	int (*delete_volume)(sk_provider *p, const char *name, sk_error *err);
+	/* A new running sandbox with the files of source_id, which keeps
+	 * running untouched (E2B's POST /sandboxes/{id}/fork; optional: NULL
+	 * answers SK_ENOTSUPPORTED). E2B's fork sets no metadata: the fork is
+	 * untagged, so the caller binds it by its ID (see docs/architecture.md,
+	 * Crash-safe create). */
+	int (*fork)(sk_provider *p, const char *source_id, int64_t timeout_ms, sk_sandbox *out,
+	        sk_error *err);
 } sk_provider_ops;
 
 extern const sk_provider_ops sk_provider_e2b;
@@ -150,6 +157,10 @@ bool sk_sandbox_network_live(const sk_provider *p);
 int sk_sandbox_ensure_volume(sk_provider *p, const char *name, char **id, sk_error *err);
 int sk_sandbox_delete_volume(sk_provider *p, const char *name, sk_error *err);
 bool sk_sandbox_has_volumes(const sk_provider *p);
+/* ops->fork, SK_ENOTSUPPORTED without one. */
+int sk_sandbox_fork(
+        sk_provider *p, const char *source_id, int64_t timeout_ms, sk_sandbox *out, sk_error *err);
+bool sk_sandbox_can_fork(const sk_provider *p);
 int sk_sandbox_probe_health(
         sk_provider *p, const sk_sandbox *sb, sk_health *health, int *http_status, sk_error *err);
 /* The envd base URL of a sandbox (no trailing slash): https://49983-ID.DOMAIN,

@@ -124,6 +124,8 @@ int sk_json_dump_body(json_t *j, char **out);
 int sk_e2b_create(sk_provider *p, const sk_create_request *req, sk_sandbox *out, sk_error *err);
 int sk_e2b_create_seconds(sk_provider *p, const sk_create_request *req, long timeout_s,
         sk_sandbox *out, sk_error *err);
+int sk_e2b_fork(
+        sk_provider *p, const char *source_id, int64_t timeout_ms, sk_sandbox *out, sk_error *err);
 int sk_e2b_get(sk_provider *p, const char *id, sk_sandbox *out, sk_error *err);
 int sk_e2b_list(sk_provider *p, const sk_kvlist *match, sk_sandbox_list *out, sk_error *err);
 /* Pages through GET /v2/sandboxes with the given query (without nextToken/limit),

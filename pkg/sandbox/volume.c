@@ -108,3 +108,44 @@ sk_e2b_delete_volume(sk_provider *p, const char *name, sk_error *err)
 	free(id);
 	return rc;
 }
+
+/* POST /sandboxes/{id}/fork {count: 1, timeout}: the one SandboxForkResult
+ * is {sandbox} or {error: {code, message}}. E2B's fork takes no metadata:
+ * the fork comes untagged (see sk_provider_ops.fork). */
+int
+sk_e2b_fork(
+        sk_provider *p, const char *source_id, int64_t timeout_ms, sk_sandbox *out, sk_error *err)
+{
+	sk_http_request r = { .method = "POST", .auth = true };
+	int64_t t = timeout_ms > 0 ? timeout_ms : sk_default_sandbox_timeout_ms;
+	json_t *body, *resp = NULL, *entry, *failed;
+	char *text = NULL, *path;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!sk_sandbox_id_valid(source_id))
+		return sk_error_set(err, SK_EINVALID, "invalid sandbox id");
+	body = json_pack("{s:i,s:I}", "count", 1, "timeout", (json_int_t)((t + 999) / 1000));
+	if (sk_json_dump_body(body, &text) != SK_OK)
+		return sk_error_set(err, SK_ENOMEM, "encoding the fork request");
+	path = sk_asprintf("/sandboxes/%s/fork", source_id);
+	r.path = path;
+	r.body = text;
+	rc = sk_http_json(&p->http, &r, NULL, &resp, err);
+	entry = json_array_get(resp, 0);
+	failed = json_object_get(entry, "error");
+	if (rc == SK_OK && failed != NULL)
+		rc = sk_error_set(err,
+		        json_integer_value(json_object_get(failed, "code")) == 429 ? SK_ETRANSIENT
+		                                                                   : SK_ETERMINAL,
+		        "fork of sandbox %s refused: %s", source_id,
+		        json_string_value(json_object_get(failed, "message")) ?: "no message");
+	else if (rc == SK_OK)
+		rc = sk_e2b_decode(json_object_get(entry, "sandbox"), out, SK_SANDBOX_RUNNING, err);
+	if (rc == SK_OK && out->started_ms == 0)
+		out->started_ms = sk_now_ms();
+	json_decref(resp);
+	free(path);
+	free(text);
+	return rc;
+}

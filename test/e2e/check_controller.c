@@ -2276,6 +2276,125 @@ START_TEST(test_restore_failure_answered_at_once)
 }
 END_TEST
 
+/* ---- fork ---- */
+
+#define FORK_FILE "/home/user/try/notes.txt"
+#define FORK_TEXT "written in alice's sandbox before the fork\n"
+
+static int64_t
+text_source(void *payload, void *buf, size_t len)
+{
+	const char **rest = payload;
+	size_t n = strlen(*rest) < len ? strlen(*rest) : len;
+
+	memcpy(buf, *rest, n);
+	*rest += n;
+	return (int64_t)n;
+}
+
+/* "NAME": the object has a sandbox bound and Ready True. */
+static bool
+bound_and_ready(void *arg)
+{
+	json_t *items = get_items(), *it = find_item(items, arg);
+	bool ok = it && item_sandbox(it) && item_ready(it);
+
+	json_decref(items);
+	return ok;
+}
+
+/* A copy of NAME's status.sandboxID (NULL: none). */
+static char *
+bound_id(const char *name)
+{
+	json_t *items = get_items();
+	char *id = sk_strdup(item_sandbox(find_item(items, name)));
+
+	json_decref(items);
+	return id;
+}
+
+/* spacectl fork: alice-try's first sandbox is the provider's fork of alice's
+ * (one fork, no create), with the file written through alice's data plane;
+ * alice keeps her sandbox, her files and her one sandbox; later rounds of
+ * alice-try create nothing more. */
+START_TEST(test_fork_from_alice)
+{
+	const char *fork_args[] = { "fork", "userspace/alice", "--name", "alice-try", NULL };
+	const char *taken[] = { "fork", "userspace/alice", "--name", "alice-try", "--user-id",
+		"other", NULL };
+	const char *missing[] = { "fork", "userspace/nobody", "--name", "nobody-try", NULL };
+	const char *events[] = { "events", "alice-try", NULL };
+	const char *rest = FORK_TEXT;
+	sk_file_entry e = {
+		.path = FORK_FILE, .type = SK_FILE_REGULAR, .size = strlen(FORK_TEXT), .mode = 0644
+	};
+	sk_provider *p;
+	sk_sandbox sb = { 0 };
+	char *alice_id, *try_id, *body, *out = NULL;
+	json_t *all;
+	sk_error err;
+	long st = 0;
+
+	apply_yaml("alice.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: alice\nspec:\n  userID: alice\n"
+	        "  lifecycle:\n    idleTimeout: 0s\n");
+	keeper_start();
+	ck_assert_msg(eventually(bound_and_ready, (void *)"alice", 30), "alice never Ready");
+	alice_id = bound_id("alice");
+	p = sim_provider();
+	sb.id = alice_id;
+	ck_assert_msg(sk_sandbox_write_file(p, &sb, &e, text_source, &rest, &err) == 0, "%s",
+	        err.message);
+	sk_provider_free(p);
+	sim_post("/_sim/stats/reset", "");
+
+	ck_assert_int_eq(spacectl(fork_args, &out), 0);
+	ck_assert_msg(strstr(out, "userspace/alice-try forked from userspace/alice"), "%s", out);
+	free(out);
+	out = NULL;
+	ck_assert_msg(
+	        eventually(bound_and_ready, (void *)"alice-try", 30), "alice-try never Ready");
+	try_id = bound_id("alice-try");
+	ck_assert_str_ne(try_id, alice_id);
+	body = envd_get(try_id, "/files?path=" FORK_FILE, &st);
+	ck_assert_int_eq(st, 200);
+	ck_assert_str_eq(body, FORK_TEXT);
+	free(body);
+	/* the original: the same sandbox, its file, one sandbox of alice's */
+	ck_assert(bound_and_ready((void *)"alice"));
+	body = bound_id("alice");
+	ck_assert_str_eq(body, alice_id);
+	free(body);
+	body = envd_get(alice_id, "/files?path=" FORK_FILE, &st);
+	ck_assert_int_eq(st, 200);
+	ck_assert_str_eq(body, FORK_TEXT);
+	free(body);
+	all = sim_sandboxes();
+	ck_assert_int_eq(count_user(all, "alice", NULL), 1);
+	ck_assert_str_eq(sim_state_of(all, alice_id), "running");
+	ck_assert_str_eq(sim_state_of(all, try_id), "running");
+	json_decref(all);
+	/* one fork, no create, also after later rounds (Ready needed one) */
+	ck_assert_int_eq(sim_stat("fork"), 1);
+	ck_assert_int_eq(sim_stat("create"), 0);
+	ck_assert_int_eq(spacectl(events, &out), 0);
+	ck_assert_msg(strstr(out, "Forked") && strstr(out, alice_id), "events: %s", out);
+	free(out);
+	/* the CLI's refusals: the name taken, an unknown source */
+	ck_assert_int_eq(spacectl(taken, NULL), 1);
+	ck_assert_int_eq(spacectl(missing, NULL), 1);
+	body = bound_id("alice-try");
+	ck_assert_str_eq(body, try_id);
+	free(body);
+	ck_assert_int_eq(sim_stat("create"), 0);
+	free(try_id);
+	free(alice_id);
+	keeper_stop_checked();
+}
+END_TEST
+
 Suite *
 sk_suite_controller(void)
 {
@@ -2286,6 +2405,7 @@ sk_suite_controller(void)
 	TCase *retention = tcase_create("retention");
 	TCase *archive = tcase_create("archive");
 	TCase *restore = tcase_create("restore");
+	TCase *fork_tc = tcase_create("fork");
 
 	tcase_set_timeout(retention, 300);
 	tcase_add_checked_fixture(retention, setup, teardown);
@@ -2302,6 +2422,10 @@ sk_suite_controller(void)
 	tcase_set_timeout(core, 300);
 	tcase_set_timeout(fault, 300);
 	tcase_set_timeout(daemon, 300);
+	tcase_add_checked_fixture(fork_tc, setup, teardown);
+	tcase_set_timeout(fork_tc, 120);
+	tcase_add_test(fork_tc, test_fork_from_alice);
+	suite_add_tcase(s, fork_tc);
 	tcase_add_checked_fixture(core, setup, teardown);
 	tcase_add_checked_fixture(fault, setup, teardown);
 	tcase_add_checked_fixture(daemon, setup, teardown);

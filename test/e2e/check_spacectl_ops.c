@@ -751,6 +751,71 @@ START_TEST(plan_from_file_and_exit_code)
 }
 END_TEST
 
+/* spacectl fork: the new object copies the source's spec but for its user
+ * ID, its volume's name and spec.source; the source is not written; the
+ * refusals name what is wrong, with exit 1 (not found, taken) or 2 (usage). */
+START_TEST(fork_copies_the_spec_and_refuses_clearly)
+{
+	char *out, *err;
+	char *path = ctl_write_us("alice.yaml", "alice", "alice",
+	        "  template: python\n  env:\n    FOO: bar\n"
+	        "  storage:\n    volume:\n      name: alice-home\n");
+	sk_userspace *src, *src_after, *f;
+
+	ck_assert_int_eq(ctl(&out, &err, "apply", "-f", path, NULL), 0);
+	ctl_free(&out, &err);
+	src = ctl_stored("alice");
+	ck_assert_int_eq(ctl(&out, &err, "fork", "--help", NULL), 0);
+	ASSERT_HAS(out, "usage: spacectl fork userspace/NAME --name NEW");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(
+	        ctl(&out, &err, "fork", "userspace/alice", "--name", "alice-try", NULL), 0);
+	ASSERT_HAS(out, "userspace/alice-try forked from userspace/alice");
+	ctl_free(&out, &err);
+	f = ctl_stored("alice-try");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_str_eq(f->spec.user_id, "alice-try");
+	ck_assert_str_eq(f->spec.fork_from, "alice");
+	ck_assert_str_eq(f->spec.template_id, "python");
+	ck_assert_str_eq(sk_kvlist_get(&f->spec.env, "FOO"), "bar");
+	ck_assert_ptr_null(f->spec.storage.volume_name); /* not alice's volume */
+	ck_assert(sk_storage_wanted(&f->spec)); /* but a volume of its own */
+	ck_assert_ptr_null(f->status.sandbox_id);
+	sk_userspace_free(f);
+	src_after = ctl_stored("alice");
+	ck_assert_int_eq(src_after->meta.resource_version, src->meta.resource_version);
+	sk_userspace_free(src_after);
+	sk_userspace_free(src);
+	/* taken: the name, then the user ID */
+	ck_assert_int_eq(ctl(&out, &err, "fork", "alice", "--name", "alice-try", NULL), 1);
+	ASSERT_HAS(err, "userspaces \"alice-try\" already exists");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "fork", "us", "alice", "--name", "alice-2", "--user-id",
+	                         "alice", NULL),
+	        1);
+	ASSERT_HAS(err, "alice");
+	ASSERT_HAS(err, "--user-id");
+	ctl_free(&out, &err);
+	ck_assert_ptr_null(ctl_stored("alice-2"));
+	/* an unknown source */
+	ck_assert_int_eq(ctl(&out, &err, "fork", "userspace/nobody", "--name", "x", NULL), 1);
+	ASSERT_HAS(err, "userspaces \"nobody\" not found");
+	ctl_free(&out, &err);
+	/* usage */
+	ck_assert_int_eq(ctl(&out, &err, "fork", "userspace/alice", NULL), 2);
+	ASSERT_HAS(err, "--name is required");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "fork", "userspace/alice", "--name", "Bad_Name", NULL), 2);
+	ASSERT_HAS(err, "--name: must be a DNS-1123 label");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl(&out, &err, "fork", "pods/alice", "--name", "x", NULL), 2);
+	ASSERT_HAS(err, "only userspaces fork");
+	ctl_free(&out, &err);
+	ck_assert_int_eq(ctl_count(), 2);
+	free(path);
+}
+END_TEST
+
 Suite *
 sk_suite_spacectl_ops(void)
 {
@@ -768,6 +833,7 @@ sk_suite_spacectl_ops(void)
 	tcase_add_test(tc, wait_for_delete);
 	tcase_add_test(tc, get_shows_drift_column);
 	tcase_add_test(tc, get_watch_prints_changes);
+	tcase_add_test(tc, fork_copies_the_spec_and_refuses_clearly);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(off, ctl_setup_offline, NULL);
 	tcase_set_timeout(off, 60);

@@ -1305,6 +1305,50 @@ START_TEST(sim_volumes)
 }
 END_TEST
 
+/* Fork (spec.source.fork): E2B answers with a new running sandbox, untagged
+ * (its fork takes no metadata), the source still running under its ID; a
+ * paused source is a conflict; CubeSandbox and Daytona have no fork. */
+START_TEST(sim_fork)
+{
+	sk_provider_type type = all_types[_i];
+	sk_provider *p;
+	sk_sandbox a, f, sb;
+	sk_error err;
+
+	sim_up(_i);
+	p = client(type, sim_url, 5000);
+	create_user(p, "alice", &a);
+	sk_error_clear(&err);
+	if (type != SK_PROVIDER_E2B) {
+		ck_assert(!sk_sandbox_can_fork(p));
+		ck_assert_int_eq(sk_sandbox_fork(p, a.id, 60000, &f, &err), SK_ENOTSUPPORTED);
+		ck_assert_ptr_null(f.id);
+	} else {
+		ck_assert(sk_sandbox_can_fork(p));
+		ck_assert_msg(
+		        sk_sandbox_fork(p, a.id, 60000, &f, &err) == 0, "fork: %s", err.message);
+		ck_assert_str_ne(f.id, a.id);
+		ck_assert_int_eq(sk_sandbox_get(p, f.id, &sb, &err), 0);
+		ck_assert_int_eq(sb.state, SK_SANDBOX_RUNNING);
+		ck_assert_ptr_null(sk_kvlist_get(&sb.metadata, "user_id"));
+		sk_sandbox_dispose(&sb);
+		ck_assert_int_eq(sk_sandbox_get(p, a.id, &sb, &err), 0);
+		ck_assert_int_eq(sb.state, SK_SANDBOX_RUNNING);
+		ck_assert_str_eq(sk_kvlist_get(&sb.metadata, "userspace"), "alice");
+		sk_sandbox_dispose(&sb);
+		sk_sandbox_dispose(&f);
+		ck_assert_int_eq(
+		        sk_sandbox_fork(p, "nosuchsandbox", 60000, &f, &err), SK_ENOTFOUND);
+		ck_assert_int_eq(sk_sandbox_pause(p, a.id, &err), 0);
+		ck_assert_int_eq(sk_sandbox_fork(p, a.id, 60000, &f, &err), SK_ECONFLICT);
+	}
+	sk_sandbox_dispose(&f);
+	sk_sandbox_dispose(&a);
+	sk_provider_free(p);
+	sim_down();
+}
+END_TEST
+
 START_TEST(sim_probe)
 {
 	sk_provider_type type = all_types[_i];
@@ -1726,6 +1770,7 @@ sk_suite_provider_sim(void)
 	tcase_add_loop_test(tc, sim_wrong_key_is_unauthorized, 0, 3);
 	tcase_add_loop_test(tc, sim_network_shapes, 0, 3);
 	tcase_add_loop_test(tc, sim_volumes, 0, 3);
+	tcase_add_loop_test(tc, sim_fork, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
 }

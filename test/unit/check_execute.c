@@ -226,6 +226,42 @@ static const sk_provider_ops fake_volume_ops = {
 	.delete_volume = fake_delete_volume,
 };
 
+/* E2B's fork: a running sandbox "fork-N", untagged (no metadata). */
+static int
+fake_fork(sk_provider *p, const char *source_id, int64_t timeout_ms, sk_sandbox *out, sk_error *err)
+{
+	fake *f = fake_of(p);
+	sk_userspace *now = NULL;
+	sk_sandbox sb;
+
+	record(f, "fork", source_id);
+	if (sk_store_get(f->store, "alice", &now, err) == 0)
+		f->phase_at_create = now->status.phase;
+	sk_userspace_free(now);
+	memset(&sb, 0, sizeof(sb));
+	sb.id = sk_asprintf("fork-%d", ++f->n_creates);
+	sb.state = SK_SANDBOX_RUNNING;
+	sb.started_ms = sk_now_ms();
+	sb.end_ms = sb.started_ms + timeout_ms;
+	sk_sandbox_copy(out, &sb);
+	f->made.items = sk_realloc(f->made.items, (f->made.len + 1) * sizeof(sb));
+	f->made.items[f->made.len++] = sb;
+	return 0;
+}
+
+static const sk_provider_ops fake_fork_ops = {
+	.name = "fake-fork",
+	.create = fake_create,
+	.get = fake_get,
+	.list = fake_list,
+	.connect = fake_connect,
+	.pause = fake_pause,
+	.kill = fake_kill,
+	.set_timeout = fake_set_timeout,
+	.probe_health = fake_probe,
+	.fork = fake_fork,
+};
+
 static const char *
 calls(fixture *x)
 {
@@ -361,6 +397,78 @@ START_TEST(test_create_mounts_the_volume)
 		ck_assert_str_eq(now->status.storage.volume_name, "sk-alice");
 		ck_assert_str_eq(now->status.storage.mount_path, "/home/user");
 		ck_assert_str_eq(now->status.sandbox_id, "sb-1");
+		sk_userspace_free(now);
+		sk_userspace_free(updated);
+		updated = NULL;
+		sk_userspace_free(us);
+		sk_plan_result_dispose(&plan);
+		teardown(&x);
+	}
+}
+END_TEST
+
+/* bob as stored, bound to sb-src. */
+static void
+create_bob(fixture *x)
+{
+	sk_userspace in, *out = NULL, *written = NULL;
+	sk_userspace_status st;
+	sk_error err = { 0 };
+
+	memset(&in, 0, sizeof(in));
+	in.meta.name = "bob";
+	in.spec.user_id = "bob";
+	in.spec.mode = SK_MODE_RUNNING;
+	ck_assert_msg(sk_store_create(x->store, &in, &out, &err) == 0, "%s", err.message);
+	memset(&st, 0, sizeof(st));
+	st.phase = SK_PHASE_RUNNING;
+	st.sandbox_id = "sb-src";
+	ck_assert_msg(
+	        sk_store_write_status(x->store, out, &st, &written, &err) == 0, "%s", err.message);
+	sk_userspace_free(out);
+	sk_userspace_free(written);
+}
+
+/* spec.source.fork: the create is the provider's fork of the source's bound
+ * sandbox, after the Creating mark, and binds the untagged fork by ID; a
+ * provider without fork, or a source not there, creates nothing and writes
+ * no mark. */
+START_TEST(test_create_forks_the_source)
+{
+	static const sk_provider_ops *const ops[] = { &fake_fork_ops, &fake_ops, &fake_fork_ops };
+	static const char *const sources[] = { "bob", "bob", "nobody" };
+	fixture x;
+	sk_plan_result plan;
+	sk_userspace *us, *updated = NULL, *now;
+	sk_error err = { 0 };
+	int rc;
+
+	for (int i = 0; i < 3; i++) {
+		setup(&x);
+		sk_provider_free(x.p);
+		x.p = sk_provider_new_with_ops(ops[i], &x.f);
+		x.env.provider = x.p;
+		create_bob(&x);
+		us = create_alice(&x);
+		create_plan(&plan);
+		plan.actions[0].fork_from = sk_strdup(sources[i]);
+		rc = sk_execute(&x.env, us, &plan, &updated, &err);
+		now = stored(&x);
+		if (i == 0) {
+			ck_assert_msg(rc == 0, "%s", err.message);
+			ck_assert_str_eq(calls(&x), "fork sb-src;");
+			ck_assert_int_eq(x.f.phase_at_create, SK_PHASE_CREATING);
+			ck_assert_str_eq(now->status.sandbox_id, "fork-1");
+			ck_assert(has_event(&x, "Forked"));
+		} else {
+			ck_assert_int_eq(rc, i == 1 ? SK_ENOTSUPPORTED : SK_ETERMINAL);
+			ck_assert_msg(strstr(err.message, "spec.source.fork.userSpace") != NULL,
+			        "%s", err.message);
+			ck_assert_str_eq(calls(&x), "");
+			ck_assert_ptr_null(now->status.sandbox_id);
+			ck_assert_int_ne(now->status.phase, SK_PHASE_CREATING);
+			ck_assert(i == 2 || has_event(&x, "ForkUnsupported"));
+		}
 		sk_userspace_free(now);
 		sk_userspace_free(updated);
 		updated = NULL;
@@ -724,6 +832,7 @@ sk_suite_execute(void)
 
 	tcase_add_test(tc, test_create_marks_first);
 	tcase_add_test(tc, test_create_mounts_the_volume);
+	tcase_add_test(tc, test_create_forks_the_source);
 	tcase_add_test(tc, test_remove_finalizer_deletes_the_volume);
 	tcase_add_test(tc, test_failed_mark_no_create);
 	tcase_add_test(tc, test_create_refused);

@@ -72,7 +72,7 @@ START_TEST(test_failure_create)
 	sk_userspace *us = space(SK_PHASE_PENDING, NULL);
 	sk_userspace_status st;
 	sk_action a = { .type = SK_ACTION_CREATE };
-	sk_outcome o = { SK_ETRANSIENT, &a, false, 0, "create: connection refused" };
+	sk_outcome o = { SK_ETRANSIENT, &a, false, 0, "create: connection refused", false };
 
 	/* no answer: the sandbox may exist, the Creating mark stays */
 	sk_userspace_status_copy(&st, &us->status);
@@ -95,6 +95,19 @@ START_TEST(test_failure_create)
 	sk_plan_failure(us, &o, NOW, &st);
 	ck_assert_int_eq(st.phase, SK_PHASE_ERROR);
 	sk_userspace_status_dispose(&st);
+	/* stopped before the mark (a fork source missing): nothing made, no
+	 * answer needed to know it; transient retried as Pending */
+	o.http_status = 0;
+	o.unmarked = true;
+	sk_userspace_status_copy(&st, &us->status);
+	sk_plan_failure(us, &o, NOW, &st);
+	ck_assert_int_eq(st.phase, SK_PHASE_ERROR);
+	sk_userspace_status_dispose(&st);
+	o.code = SK_EUNAVAILABLE;
+	sk_userspace_status_copy(&st, &us->status);
+	sk_plan_failure(us, &o, NOW, &st);
+	ck_assert_int_eq(st.phase, SK_PHASE_PENDING);
+	sk_userspace_status_dispose(&st);
 	sk_userspace_free(us);
 }
 END_TEST
@@ -104,7 +117,7 @@ START_TEST(test_failure_other)
 	sk_userspace *us = space(SK_PHASE_RUNNING, "i1");
 	sk_userspace_status st;
 	sk_action a = { .type = SK_ACTION_PAUSE };
-	sk_outcome o = { SK_ENOTFOUND, &a, false, 404, "pause: 404" };
+	sk_outcome o = { SK_ENOTFOUND, &a, false, 404, "pause: 404", false };
 
 	/* transient: the phase the plan chose stays */
 	sk_userspace_status_copy(&st, &us->status);
@@ -129,7 +142,7 @@ START_TEST(test_failure_init_env)
 	sk_userspace *us = space(SK_PHASE_RESUMING, "i1");
 	sk_userspace_status st;
 	sk_action a = { .type = SK_ACTION_INIT_ENV };
-	sk_outcome o = { SK_ETRANSIENT, &a, false, 502, "init-env: POST /init: 502" };
+	sk_outcome o = { SK_ETRANSIENT, &a, false, 502, "init-env: POST /init: 502", false };
 
 	set_cond(us, SK_COND_DATAPLANE, "Unknown", SK_REASON_RESUMING);
 	sk_userspace_status_copy(&st, &us->status);

@@ -62,6 +62,8 @@ typedef struct plan_case {
 	int64_t max_busy; /* spec.lifecycle.maxBusy; 0: the default (2h) */
 	bool prev_busy; /* status: Busy True */
 	bool slides; /* opts.deadline_slides */
+	const char *fork_from; /* spec.source.fork.userSpace */
+	int64_t prev_creates; /* status.usage.creates */
 	/* observed */
 	sb_spec sbs[4];
 	sk_lookup bound_lookup;
@@ -79,7 +81,8 @@ typedef struct plan_case {
 	const char *evict_quota; /* evict: for this SpaceQuota (NULL: the provider's capacity) */
 	bool capacity_wait; /* capacity: no slot for a start now */
 	/* expected */
-	const char *actions; /* non-event actions: "create bind kill:i1(Replace)" */
+	const char *
+	        actions; /* non-event actions: "create bind kill:i1(Replace)", a fork "create<fork:SRC>" */
 	sk_phase want_phase;
 	const char *want_drift; /* "Duplicate:i1,Duplicate:i3" */
 	const char *want_bound; /* "-" for none; NULL: not checked */
@@ -136,6 +139,27 @@ static const plan_case cases[] = {
 	        .bound = "i1",
 	        .phase = SK_PHASE_RUNNING,
 	        .bound_lookup = SK_LOOKUP_NOT_FOUND,
+	        .actions = "create bind",
+	        .want_phase = SK_PHASE_CREATING,
+	        .want_bound = "-" },
+	/* spec.source.fork: the provider's fork on the first create only */
+	{ .name = "fork source on first create",
+	        .fork_from = "bob",
+	        .actions = "create<fork:bob> bind",
+	        .want_phase = SK_PHASE_CREATING,
+	        .want_bound = "-" },
+	{ .name = "fork source, bound sandbox gone (404): a plain create",
+	        .fork_from = "bob",
+	        .bound = "i1",
+	        .phase = SK_PHASE_RUNNING,
+	        .prev_creates = 1,
+	        .bound_lookup = SK_LOOKUP_NOT_FOUND,
+	        .actions = "create bind",
+	        .want_phase = SK_PHASE_CREATING,
+	        .want_bound = "-" },
+	{ .name = "fork source, a create counted, nothing bound: a plain create",
+	        .fork_from = "bob",
+	        .prev_creates = 1,
 	        .actions = "create bind",
 	        .want_phase = SK_PHASE_CREATING,
 	        .want_bound = "-" },
@@ -1094,6 +1118,8 @@ build_us(const plan_case *tc)
 	if (tc->deleting)
 		us->meta.deletion_ms = NOW - SEC;
 	s->user_id = strdup("alice@example.com");
+	s->fork_from = tc->fork_from ? strdup(tc->fork_from) : NULL;
+	us->status.usage.creates = tc->prev_creates;
 	s->template_id = tc->tmpl ? strdup(tc->tmpl) : NULL;
 	s->mode = tc->mode;
 	s->cpu_count = tc->cpu;
@@ -1204,10 +1230,12 @@ actions_str(const sk_plan_result *r, char *buf, size_t n)
 		const sk_action *a = &r->actions[i];
 		if (a->type == SK_ACTION_EVENT)
 			continue;
-		off += snprintf(buf + off, n - off, "%s%s%s%s%s%s%s", off ? " " : "",
+		off += snprintf(buf + off, n - off, "%s%s%s%s%s%s%s%s%s%s", off ? " " : "",
 		        sk_action_type_name(a->type), a->sandbox_id ? ":" : "",
 		        a->sandbox_id ? a->sandbox_id : "", a->why ? "(" : "",
-		        a->why ? sk_kill_reason_name(a->why) : "", a->why ? ")" : "");
+		        a->why ? sk_kill_reason_name(a->why) : "", a->why ? ")" : "",
+		        a->fork_from ? "<fork:" : "", a->fork_from ? a->fork_from : "",
+		        a->fork_from ? ">" : "");
 	}
 }
 

@@ -804,7 +804,7 @@ END_TEST
 START_TEST(test_archive_failures)
 {
 	sk_action a = { .type = SK_ACTION_RESTORE };
-	sk_outcome out = { SK_ETRANSIENT, &a, false, 503, "restore: 503" };
+	sk_outcome out = { SK_ETRANSIENT, &a, false, 503, "restore: 503", false };
 	sk_userspace *us = build_us(&cases[16]);
 	sk_userspace_status st;
 
@@ -837,7 +837,7 @@ END_TEST
 START_TEST(test_archive_backoff)
 {
 	sk_action a = { .type = SK_ACTION_ARCHIVE };
-	sk_outcome out = { SK_EUNAUTHORIZED, &a, false, 403, "archive: 403" };
+	sk_outcome out = { SK_EUNAUTHORIZED, &a, false, 403, "archive: 403", false };
 	sk_userspace *us = build_us(&cases[1]);
 	sk_userspace_status st;
 

@@ -378,7 +378,7 @@ START_TEST(test_marker_write_failure)
 {
 	ws_case tc = { .phase = SK_PHASE_RUNNING, .prev_dp = "True:Healthy" };
 	sk_action a = { .type = SK_ACTION_WRITE_MARKER };
-	sk_outcome out = { SK_ETRANSIENT, &a, false, 503, "write-marker: 503" };
+	sk_outcome out = { SK_ETRANSIENT, &a, false, 503, "write-marker: 503", false };
 	sk_userspace *us = build_us(&tc);
 	sk_userspace_status st;
 	sk_plan_options o;

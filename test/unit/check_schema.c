@@ -153,6 +153,12 @@ static const row_case cases[] = {
 	                "'.' or '..' segments, at most 1024 bytes (got \"/a/../b\")" } },
 	{ "spec.storage.volume.deletionPolicy", "\"Delete\"", { "\"delete\"" },
 	        { "spec.storage.volume.deletionPolicy: must be one of: Retain, Delete" } },
+	{ "spec.source.fork.userSpace", "\"alice\"", { "\"Alice\"", "\"\"", "{}" },
+	        { "spec.source.fork.userSpace: must match a DNS-1123 label [a-z0-9-]{1,63} (got "
+	          "\"Alice\")",
+	                "spec.source.fork.userSpace: must match a DNS-1123 label [a-z0-9-]{1,63} "
+	                "(got \"\")",
+	                "spec.source.fork.userSpace: must be a string" } },
 };
 
 #define N_CASES (sizeof(cases) / sizeof(cases[0]))
