@@ -61,8 +61,12 @@ forked_object(const sk_userspace *src, const fork_args *a)
 	us->meta.name = sk_strdup(a->name);
 	free(us->spec.user_id);
 	us->spec.user_id = sk_strdup(a->user_id);
-	free(us->spec.storage.volume_name); /* not the source's volume */
-	us->spec.storage.volume_name = NULL;
+	if (us->spec.storage.volume_name != NULL) { /* a volume, not the source's */
+		free(us->spec.storage.volume_name);
+		us->spec.storage.volume_name = NULL;
+		if (us->spec.storage.volume_policy == SK_VOLUME_UNSET)
+			us->spec.storage.volume_policy = SK_VOLUME_RETAIN; /* still asked for */
+	}
 	free(us->spec.fork_from);
 	us->spec.fork_from = sk_strdup(a->source);
 	return us;
