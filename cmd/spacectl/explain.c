@@ -52,6 +52,13 @@ static const struct object_doc {
 	{ "spec.network",
 	        "The sandbox's network policy: which destinations it may reach, and whether "
 	        "its URLs need its access token. Unset: the provider's own (open)." },
+	{ "spec.storage",
+	        "Where the user's files live beyond any one sandbox: a provider volume "
+	        "mounted into every sandbox of the space." },
+	{ "spec.storage.volume",
+	        "A provider volume for the user (E2B team volumes), created if missing and "
+	        "mounted at mountPath into every sandbox the controller creates; what lies "
+	        "outside it (installed packages, memory) does not survive a replacement." },
 	{ "spec.migration",
 	        "How a migration (updateStrategy Migrate, spacectl rollout restart) runs: when "
 	        "it starts, how much it copies, what happens to the old sandbox." },
