@@ -37,6 +37,7 @@ int sk_cmd_diff(int argc, char **argv);
 int sk_cmd_validate(int argc, char **argv);
 int sk_cmd_version(int argc, char **argv);
 int sk_cmd_sandboxes(int argc, char **argv);
+int sk_cmd_snapshot(int argc, char **argv);
 int sk_cmd_plan(int argc, char **argv);
 int sk_cmd_drift(int argc, char **argv);
 int sk_cmd_top(int argc, char **argv);

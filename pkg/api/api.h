@@ -24,6 +24,10 @@
  * With --now the same value is written to rolloutNow: no wait for idle. */
 #define SK_ANNOTATION_RESTARTED_AT "spacekeeper.dev/restartedAt"
 #define SK_ANNOTATION_ROLLOUT_NOW "spacekeeper.dev/rolloutNow"
+/* spacectl snapshot restore: the snapshot the space's next sandbox starts
+ * from, written with restartedAt and rolloutNow; the migration that request
+ * starts records it as status.migration.target.template (acted on once). */
+#define SK_ANNOTATION_RESTORE_FROM "spacekeeper.dev/restoreFrom"
 
 /* Sandbox metadata keys that spacekeeper sets and users may not. */
 #define SK_META_USER_ID "user_id"

@@ -577,6 +577,21 @@ start_migration(sk_pctx *c, const sk_sandbox *k, const char *why)
 	m->start_ms = c->now;
 	m->step_ms = c->now;
 	m->trigger = sk_strdup(why);
+	if (sk_migration_is_restore(m)) {
+		/* the snapshot lives at the bound provider; recorded here, the
+		 * annotation is acted on once (the next restartedAt starts another) */
+		free(m->target.provider);
+		free(m->target.template_id);
+		m->target.provider = sk_strdup(sk_bound_provider(c->us));
+		m->target.template_id = sk_strdup(sk_migration_restore_from(c->us));
+		sk_plan_event(c, "Normal", SK_REASON_MIGRATION_PENDING,
+		        "restoring from snapshot %s: the next sandbox starts from it, sandbox %s "
+		        "is "
+		        "retired once the new one answers its probe",
+		        m->target.template_id, k->id);
+		sk_plan_requeue(c, c->o->min_requeue_ms);
+		return;
+	}
 	sk_plan_event(c, "Normal", SK_REASON_MIGRATION_PENDING,
 	        "moving to provider %s, template %s (%s); starts when idle for %lld s%s",
 	        s->provider, s->template_id, why, (long long)(s->when_idle_ms / 1000),
