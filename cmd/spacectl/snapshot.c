@@ -97,8 +97,7 @@ snapshot_name_valid(const char *s)
 
 	if (n == 0 || n > SNAPSHOT_NAME_MAX)
 		return false;
-	return strspn(s,
-	               "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
+	return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") == n;
 }
 
 static int
@@ -117,8 +116,8 @@ open_target(sk_store *st, const snapshot_args *a, space_target *t)
 		return sk_cli_exit_code(rc);
 	}
 	if (t->us->status.sandbox_id == NULL) {
-		sk_cli_errorf("userspace/%s has no sandbox yet (status.sandboxID is empty)",
-		        a->space);
+		sk_cli_errorf(
+		        "userspace/%s has no sandbox yet (status.sandboxID is empty)", a->space);
 		return SK_EXIT_FAIL;
 	}
 	if ((rc = sk_cli_load_config(a->config, &t->cfg)) != SK_EXIT_OK)
@@ -190,8 +189,8 @@ do_create(sk_store *st, const snapshot_args *a)
 	sk_error_clear(&err);
 	if (rc != SK_EXIT_OK)
 		goto done;
-	if ((rc = sk_sandbox_create_snapshot(t.provider, t.us->status.sandbox_id, a->name, &snap,
-	             &err)) != SK_OK) {
+	if ((rc = sk_sandbox_create_snapshot(
+	             t.provider, t.us->status.sandbox_id, a->name, &snap, &err)) != SK_OK) {
 		rc = provider_failed(&t, rc, &err);
 		goto done;
 	}
@@ -292,6 +291,63 @@ done:
 	return rc;
 }
 
+/* ---- describe ---- */
+
+static bool
+same(const char *a, const char *b)
+{
+	return a != NULL && b != NULL && strcmp(a, b) == 0;
+}
+
+bool
+sk_cli_space_uses_snapshots(sk_store *st, const sk_userspace *us)
+{
+	sk_event_list evs = { NULL, 0 };
+	sk_error err;
+	bool used = same(us->status.migration.trigger, "RestoreSnapshot");
+
+	sk_error_clear(&err);
+	if (!used &&
+	        sk_store_events(st, us->meta.name, us->meta.uid ? us->meta.uid : "", 0, &evs,
+	                &err) == SK_OK) {
+		for (size_t i = 0; i < evs.len && !used; i++)
+			used = same(evs.items[i].reason, "SnapshotCreated");
+	}
+	sk_event_list_dispose(&evs);
+	return used;
+}
+
+void
+sk_cli_print_snapshots(sk_store *st, const sk_userspace *us)
+{
+	snapshot_args a = { .space = us->meta.name };
+	space_target t = { 0 };
+	sk_snapshot_list l = { 0 };
+	sk_error err;
+	int rc = open_target(st, &a, &t);
+
+	sk_error_clear(&err);
+	if (rc == SK_EXIT_OK)
+		rc = sk_sandbox_list_snapshots(t.provider, t.us->status.sandbox_id, &l, &err);
+	if (rc != SK_OK) {
+		printf("Snapshots:          <unavailable%s%s>\n", err.message[0] ? ": " : "",
+		        err.message);
+	} else if (l.len == 0) {
+		printf("Snapshots:          <none> (of sandbox %s)\n", t.us->status.sandbox_id);
+	} else {
+		printf("Snapshots:          (of sandbox %s, at provider %s)\n",
+		        t.us->status.sandbox_id, t.provider_name);
+		for (size_t i = 0; i < l.len; i++) {
+			sk_buf names = SK_BUF_INIT(0);
+			names_text(&l.items[i], &names);
+			printf("  %s  %s\n", l.items[i].id, names.data);
+			sk_buf_dispose(&names);
+		}
+	}
+	sk_snapshot_list_dispose(&l);
+	target_dispose(&t);
+}
+
 /* Whether the provider knows ref, as a snapshot ID or one of its names. */
 static bool
 snapshot_known(const sk_snapshot_list *l, const char *ref)
@@ -362,8 +418,8 @@ do_restore(sk_store *st, const snapshot_args *a)
 		rc = rc == SK_ENOTFOUND ? SK_EXIT_FAIL : sk_cli_exit_code(rc);
 		goto done;
 	}
-	printf("userspace/%s restoring from snapshot %s (was sandbox %s)\n", a->space,
-	        a->snapshot, t.us->status.sandbox_id);
+	printf("userspace/%s restoring from snapshot %s (was sandbox %s)\n", a->space, a->snapshot,
+	        t.us->status.sandbox_id);
 	rc = SK_EXIT_OK;
 done:
 	sk_snapshot_list_dispose(&l);
@@ -427,7 +483,8 @@ parse_args(snapshot_args *a, int argc, char **argv)
 			a->name = optarg;
 			if (!snapshot_name_valid(a->name))
 				return sk_cli_usage_error(&help,
-				        "--name: \"%s\" is not a snapshot name ([A-Za-z0-9_-]{1,%d})",
+				        "--name: \"%s\" is not a snapshot name "
+				        "([A-Za-z0-9_-]{1,%d})",
 				        a->name, SNAPSHOT_NAME_MAX);
 		} else if ((rc = sk_cli_opt(&help, ch, argv)) != SK_CLI_CONTINUE) {
 			return rc;

@@ -41,6 +41,9 @@
 /* The digest of spec.network a sandbox was created with (sk_network_digest),
  * set when the spec has one: what Cube, which reports no policy, has. */
 #define SK_META_NETWORK "network_policy"
+/* The snapshot a sandbox was started from (spacectl snapshot restore): its
+ * template is the snapshot's, which is no drift from spec.template. */
+#define SK_META_SNAPSHOT "restored_from"
 
 /* ---- key/value maps (labels, annotations, env, metadata) ---- */
 

@@ -210,6 +210,8 @@ create_target(mx *x, sk_error *err)
 	snprintf(mark, sizeof(mark), "%lld", (long long)us->status.migration.start_ms);
 	sk_reconcile_create_request(us, &x->env->opts, &meta, &req);
 	sk_kvlist_set(&meta, SK_META_MIGRATION, mark);
+	if (restore)
+		sk_kvlist_set(&meta, SK_META_SNAPSHOT, us->status.migration.target.template_id);
 	/* the target mounts the space's volume too (made there when missing) */
 	if (sk_storage_wanted(&us->spec) && sk_sandbox_has_volumes(x->dst)) {
 		char *id = NULL;

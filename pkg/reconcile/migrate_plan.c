@@ -87,6 +87,12 @@ sk_migration_is_restore(const sk_migration_status *m)
 }
 
 bool
+sk_sandbox_restored(const sk_sandbox *sb)
+{
+	return sk_kvlist_get(&sb->metadata, SK_META_SNAPSHOT) != NULL;
+}
+
+bool
 sk_migration_now(const sk_userspace *us)
 {
 	const char *at = sk_kvlist_get(&us->meta.annotations, SK_ANNOTATION_RESTARTED_AT);

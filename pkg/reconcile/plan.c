@@ -231,7 +231,7 @@ check_spec(sk_pctx *c, const sk_sandbox *k)
 {
 	const sk_userspace_spec *s = &c->us->spec;
 	sk_buf b = SK_BUF_INIT(1024);
-	bool tmpl = k->template_id != NULL && s->template_id != NULL &&
+	bool tmpl = !sk_sandbox_restored(k) && k->template_id != NULL && s->template_id != NULL &&
 	        !sk_str_eq(s->template_id, k->template_id) && !sk_str_eq(s->template_id, k->alias);
 
 	if (tmpl)
@@ -646,7 +646,10 @@ plan_live(sk_pctx *c)
 		}
 	}
 	if (ks == K_FOUND && !c->hold) {
-		const char *why = sk_migration_trigger(c->us, k->template_id, k->alias);
+		/* a sandbox started from a snapshot has the snapshot's template */
+		const char *why = sk_sandbox_restored(k)
+		        ? sk_migration_trigger(c->us, NULL, NULL)
+		        : sk_migration_trigger(c->us, k->template_id, k->alias);
 		if (why == NULL)
 			why = sk_plan_network_trigger(c, k);
 		if (why != NULL)

@@ -376,6 +376,9 @@ const char *sk_migration_restore_from(const sk_userspace *us);
  * from target.template (the snapshot's ID) at the bound provider, probed
  * healthy instead of copied and verified, then bound; the source retires. */
 bool sk_migration_is_restore(const sk_migration_status *m);
+/* sb was started from a snapshot (metadata restored_from): its template is
+ * the snapshot's, not a drift from spec.template. */
+bool sk_sandbox_restored(const sk_sandbox *sb);
 /* The next step of us's active migration. */
 void sk_plan_migration(const sk_userspace *us, const sk_migration_observed *ob, int64_t now_ms,
         const sk_plan_options *opts, sk_migration_plan *out);

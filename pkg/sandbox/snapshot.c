@@ -105,11 +105,12 @@ list_page(sk_provider *p, const char *path, const char *sandbox_id, sk_snapshot_
 		goto done;
 	arr = json_loadb(resp.body.data ? resp.body.data : "", resp.body.len, 0, &jerr);
 	if (!json_is_array(arr)) {
-		rc = sk_error_set(err, SK_EINVALID, "GET /snapshots: HTTP %ld: expected a JSON array",
-		        resp.status);
+		rc = sk_error_set(err, SK_EINVALID,
+		        "GET /snapshots: HTTP %ld: expected a JSON array", resp.status);
 		goto done;
 	}
-	out->items = sk_realloc(out->items, (out->len + json_array_size(arr)) * sizeof(*out->items));
+	out->items =
+	        sk_realloc(out->items, (out->len + json_array_size(arr)) * sizeof(*out->items));
 	json_array_foreach(arr, i, item)
 	{
 		if (decode_snapshot(item, sandbox_id, &out->items[out->len], NULL) == SK_OK)
@@ -124,8 +125,7 @@ done:
 }
 
 int
-sk_e2b_list_snapshots(
-        sk_provider *p, const char *sandbox_id, sk_snapshot_list *out, sk_error *err)
+sk_e2b_list_snapshots(sk_provider *p, const char *sandbox_id, sk_snapshot_list *out, sk_error *err)
 {
 	char *etok = NULL, *token = NULL, *esb = NULL;
 	int rc = SK_OK, page;

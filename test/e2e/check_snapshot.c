@@ -101,8 +101,8 @@ wait_bound(const char *other_than)
 		json_decref(v);
 		if (got)
 			return got;
-		ck_assert_msg(sk_monotonic_ms() < deadline, "userspace " USER " not bound (%s)",
-		        w.log);
+		ck_assert_msg(
+		        sk_monotonic_ms() < deadline, "userspace " USER " not bound (%s)", w.log);
 		sk_sleep_ms(200);
 	}
 }
@@ -186,8 +186,8 @@ static char *
 create_snapshot(const char *name)
 {
 	char *out = NULL, *err = NULL, *id;
-	int rc = ctl(&out, &err, "snapshot", "create", "userspace/" USER, name ? "--name" : NULL,
-	        name);
+	int rc = ctl(
+	        &out, &err, "snapshot", "create", "userspace/" USER, name ? "--name" : NULL, name);
 	json_t *v;
 
 	ck_assert_msg(rc == 0, "snapshot create: %d %s", rc, err);
@@ -207,8 +207,8 @@ create_snapshot(const char *name)
 	v = json_loads(out, 0, NULL);
 	ck_assert_ptr_nonnull(v);
 	ck_assert_str_eq(json_string_value(json_object_get(v, "kind")), "SnapshotList");
-	id = sk_strdup(json_string_value(json_object_get(
-	        json_array_get(json_object_get(v, "items"), 0), "snapshotID")));
+	id = sk_strdup(json_string_value(
+	        json_object_get(json_array_get(json_object_get(v, "items"), 0), "snapshotID")));
 	json_decref(v);
 	free(out);
 	free(err);
@@ -273,8 +273,8 @@ START_TEST(test_create_list_restore)
 	{
 		int64_t deadline = sk_monotonic_ms() + 60000;
 		while (user_sandboxes(second) != 1) {
-			ck_assert_msg(sk_monotonic_ms() < deadline, "the old sandbox %s stays",
-			        first);
+			ck_assert_msg(
+			        sk_monotonic_ms() < deadline, "the old sandbox %s stays", first);
 			sk_sleep_ms(200);
 		}
 		for (int i = 0; i < 10; i++) {
@@ -283,9 +283,10 @@ START_TEST(test_create_list_restore)
 		}
 	}
 	{
-		json_t *v = space_json(), *m = json_object_get(
-		                                  json_object_get(v, "status"), "migration");
-		ck_assert_str_eq(json_string_value(json_object_get(m, "trigger")), "RestoreSnapshot");
+		json_t *v = space_json(),
+		       *m = json_object_get(json_object_get(v, "status"), "migration");
+		ck_assert_str_eq(
+		        json_string_value(json_object_get(m, "trigger")), "RestoreSnapshot");
 		json_decref(v);
 	}
 	rc = ctl(&out, &err, "describe", "userspace", USER, NULL, NULL);

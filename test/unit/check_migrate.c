@@ -268,6 +268,50 @@ START_TEST(test_plan_starts_restore)
 }
 END_TEST
 
+/* A keeper started from a snapshot has the snapshot's template: no
+ * TemplateChanged migration (updateStrategy Migrate), no spec drift; the
+ * same keeper without the mark is both. */
+START_TEST(test_restored_keeper_no_template_drift)
+{
+	for (int restored = 0; restored < 2; restored++) {
+		sk_userspace *us = space("e2b", "base");
+		sk_observed ob;
+		sk_plan_result r;
+		sk_plan_options o;
+		sk_sandbox sb;
+		bool drift = false;
+
+		opts(&o);
+		us->spec.update_strategy = SK_UPDATE_MIGRATE;
+		sk_observed_init(&ob);
+		memset(&sb, 0, sizeof(sb));
+		sb.id = "src1";
+		sb.template_id = "snapabc";
+		sb.state = SK_SANDBOX_RUNNING;
+		sb.started_ms = NOW - HOUR;
+		sb.end_ms = NOW + 50 * MIN;
+		if (restored)
+			sk_kvlist_set(&sb.metadata, SK_META_SNAPSHOT, "sim-team/keep:default");
+		sk_observed_add(&ob, &sb);
+		sk_kvlist_dispose(&sb.metadata);
+		sk_observed_add_probe(&ob, "src1", true, SK_HEALTH_OK, 200, NOW, 0);
+		sk_plan(us, &ob, NOW, &o, &r);
+		for (size_t i = 0; i < r.next.n_drift; i++)
+			drift |= strcmp(r.next.drift[i].type, SK_DRIFT_SPEC) == 0;
+		if (restored) {
+			ck_assert_int_eq(r.next.migration.phase, SK_MIG_NONE);
+			ck_assert(!drift);
+		} else {
+			ck_assert_int_eq(r.next.migration.phase, SK_MIG_PENDING);
+			ck_assert_str_eq(r.next.migration.trigger, SK_TRIGGER_TEMPLATE);
+		}
+		sk_plan_result_dispose(&r);
+		sk_observed_dispose(&ob);
+		sk_userspace_free(us);
+	}
+}
+END_TEST
+
 START_TEST(test_kept_source_not_duplicate)
 {
 	sk_userspace *us = space("e2b", "python");
@@ -662,6 +706,7 @@ sk_suite_migrate(void)
 	tcase_add_test(tc, test_trigger_rollout_and_abort);
 	tcase_add_test(tc, test_trigger_restore);
 	tcase_add_test(tc, test_plan_starts_restore);
+	tcase_add_test(tc, test_restored_keeper_no_template_drift);
 	tcase_add_test(tc, test_rollout_now);
 	tcase_add_test(tc, test_plan_starts_pending);
 	tcase_add_test(tc, test_kept_source_not_duplicate);
