@@ -435,7 +435,8 @@ parse_target(snapshot_args *a, int argc, char **argv)
 	int rc;
 
 	if (optind >= argc)
-		return sk_cli_usage_error(&help, "expected: snapshot create|list USERSPACE");
+		return sk_cli_usage_error(
+		        &help, "expected: snapshot create|list|restore USERSPACE");
 	a->verb = argv[optind++];
 	if (strcmp(a->verb, "create") != 0 && strcmp(a->verb, "list") != 0 &&
 	        strcmp(a->verb, "restore") != 0)
