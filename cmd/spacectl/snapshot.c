@@ -8,7 +8,7 @@
  *   snapshot restore USERSPACE SNAPSHOT  sets spacekeeper.dev/restoreFrom with
  *       restartedAt and rolloutNow (one compare-and-swap): the controller
  *       starts a migration whose target is created from the snapshot,
- *       probed healthy, bound, and only then the old sandbox retires.
+ *       probed healthy, bound, and only then the old sandbox is deleted.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +35,8 @@ static const sk_cli_help help = {
 	"restore: the space's next sandbox starts from SNAPSHOT (an ID or a name that\n"
 	"list shows). It sets the annotations spacekeeper.dev/restoreFrom,\n"
 	"restartedAt and rolloutNow; the controller then creates a sandbox from the\n"
-	"snapshot, probes it, binds the space to it, and retires the old sandbox\n"
-	"(paused, deleted after spec.migration.keepSourceFor). Follow it with\n"
+	"snapshot, probes it, binds the space to it, and only then deletes the old\n"
+	"sandbox (left as it is with spec.migration.sourcePolicy Retain). Follow it with\n"
 	"spacectl rollout status userspace NAME. Files written since the snapshot\n"
 	"are not kept.\n"
 	"\n"

@@ -240,7 +240,9 @@ both_present(mctx *c)
 static void
 plan_retiring(mctx *c)
 {
-	int64_t due = c->m->step_ms + c->us->spec.keep_source_ms;
+	/* a restore leaves one sandbox: the old one goes once the new one is bound */
+	int64_t keep = sk_migration_is_restore(c->m) ? 0 : c->us->spec.keep_source_ms;
+	int64_t due = c->m->step_ms + keep;
 
 	c->r->normal = true;
 	if (c->now >= due || c->ob->source == SK_LOOKUP_NOT_FOUND) {

@@ -57,8 +57,7 @@ apply_space(void)
 	char *out = NULL, *err = NULL;
 	const char *path = sk_test_write_file("snap-space.yaml",
 	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
-	        "metadata:\n  name: " USER "\nspec:\n  userID: " USER "\n"
-	        "  migration:\n    keepSourceFor: 1s\n");
+	        "metadata:\n  name: " USER "\nspec:\n  userID: " USER "\n");
 	int rc = ctl(&out, &err, "apply", "-f", path, NULL, NULL);
 
 	ck_assert_msg(rc == 0, "apply: %d %s", rc, err);
@@ -269,7 +268,8 @@ START_TEST(test_create_list_restore)
 	free(text);
 	text = NULL;
 	ck_assert_int_eq(envd_file("GET", second, LATER, NULL, NULL), 404);
-	/* the old sandbox retires (keepSourceFor 1s); one sandbox for the user from then on */
+	/* the old sandbox is deleted once the new one is bound (not kept for
+	 * keepSourceFor, 24h here); one sandbox for the user from then on */
 	{
 		int64_t deadline = sk_monotonic_ms() + 60000;
 		while (user_sandboxes(second) != 1) {
