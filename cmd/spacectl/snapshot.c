@@ -28,8 +28,10 @@ static const sk_cli_help help = {
 	"from it (its ID is a template ID). Files under a mounted volume are not part\n"
 	"of it (the volume is not the sandbox's).\n"
 	"\n"
-	"list: the provider's snapshots of the space's current sandbox, oldest first\n"
-	"(every page). CREATED is the provider's creation time when it reports one\n"
+	"list: the provider's snapshots of the space's current sandbox and, after a\n"
+	"restore or a restart at the same provider, of the sandbox before it (the\n"
+	"migration's source), oldest first (every page). CREATED is the provider's creation time "
+	"when it reports one\n"
 	"(E2B's SnapshotInfo has none: \"-\").\n"
 	"\n"
 	"restore: the space's next sandbox starts from SNAPSHOT (an ID or a name that\n"
@@ -140,6 +142,39 @@ open_target(sk_store *st, const snapshot_args *a, space_target *t)
 		return SK_EXIT_FAIL;
 	}
 	return SK_EXIT_OK;
+}
+
+/* The snapshots of the space's sandbox and, after a move at the same
+ * provider (a restore, a restart), of the one before it: oldest first per
+ * sandbox, the earlier sandbox's first. */
+static int
+space_snapshots(const space_target *t, sk_snapshot_list *out, sk_error *err)
+{
+	const sk_migration_status *m = &t->us->status.migration;
+	const char *prev = m->source.sandbox_id;
+	sk_snapshot_list before = { 0 };
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (prev != NULL && strcmp(prev, t->us->status.sandbox_id) != 0 &&
+	        m->source.provider != NULL && m->target.provider != NULL &&
+	        strcmp(m->source.provider, m->target.provider) == 0) {
+		rc = sk_sandbox_list_snapshots(t->provider, prev, &before, err);
+		if (rc != SK_OK)
+			return rc;
+	}
+	rc = sk_sandbox_list_snapshots(t->provider, t->us->status.sandbox_id, out, err);
+	if (rc == SK_OK && before.len > 0) {
+		before.items =
+		        sk_realloc(before.items, (before.len + out->len) * sizeof(*before.items));
+		memcpy(before.items + before.len, out->items, out->len * sizeof(*out->items));
+		before.len += out->len;
+		free(out->items);
+		*out = before;
+		before = (sk_snapshot_list){ 0 };
+	}
+	sk_snapshot_list_dispose(&before);
+	return rc;
 }
 
 static int
@@ -269,8 +304,7 @@ do_list(sk_store *st, const snapshot_args *a)
 	sk_error_clear(&err);
 	if (rc != SK_EXIT_OK)
 		goto done;
-	if ((rc = sk_sandbox_list_snapshots(t.provider, t.us->status.sandbox_id, &l, &err)) !=
-	        SK_OK) {
+	if ((rc = space_snapshots(&t, &l, &err)) != SK_OK) {
 		rc = provider_failed(&t, rc, &err);
 		goto done;
 	}
@@ -328,19 +362,19 @@ sk_cli_print_snapshots(sk_store *st, const sk_userspace *us)
 
 	sk_error_clear(&err);
 	if (rc == SK_EXIT_OK)
-		rc = sk_sandbox_list_snapshots(t.provider, t.us->status.sandbox_id, &l, &err);
+		rc = space_snapshots(&t, &l, &err);
 	if (rc != SK_OK) {
 		printf("Snapshots:          <unavailable%s%s>\n", err.message[0] ? ": " : "",
 		        err.message);
 	} else if (l.len == 0) {
-		printf("Snapshots:          <none> (of sandbox %s)\n", t.us->status.sandbox_id);
+		printf("Snapshots:          <none>\n");
 	} else {
-		printf("Snapshots:          (of sandbox %s, at provider %s)\n",
-		        t.us->status.sandbox_id, t.provider_name);
+		printf("Snapshots:          (at provider %s)\n", t.provider_name);
 		for (size_t i = 0; i < l.len; i++) {
 			sk_buf names = SK_BUF_INIT(0);
 			names_text(&l.items[i], &names);
-			printf("  %s  %s\n", l.items[i].id, names.data);
+			printf("  %s  %s  (of sandbox %s)\n", l.items[i].id, names.data,
+			        l.items[i].sandbox_id ? l.items[i].sandbox_id : "-");
 			sk_buf_dispose(&names);
 		}
 	}

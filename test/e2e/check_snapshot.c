@@ -28,6 +28,7 @@ Suite *sk_suite_snapshot(void);
 
 static sk_test_world w;
 static char cfg_path[700];
+static char ctx_env[800]; /* SPACECTL_CONFIG: a context naming cfg_path (describe's providers) */
 
 /* spacectl ARGS... against the world (its database, the simulator's key;
  * snapshot gets the controller's config first, a later --config wins): the
@@ -37,7 +38,7 @@ ctl(char **out, char **err, const char *a1, const char *a2, const char *a3, cons
         const char *a5)
 {
 	const char *argv[16] = { "spacectl", "--mongodb-uri", w.mongo_uri, "--database", w.db };
-	const char *env[] = { "E2B_API_KEY=" SK_TEST_SIM_KEY, NULL };
+	const char *env[] = { "E2B_API_KEY=" SK_TEST_SIM_KEY, ctx_env, NULL };
 	const char *args[] = { a1, a2, a3, a4, a5 };
 	size_t n = 5;
 
@@ -172,6 +173,19 @@ setup(void)
 	sk_test_world_setup(&w, NULL);
 	sk_test_keeper_start(&w, &o);
 	snprintf(cfg_path, sizeof(cfg_path), "%s/config.yaml", sk_test_tmpdir());
+	snprintf(ctx_env, sizeof(ctx_env), "SPACECTL_CONFIG=%s/contexts-%s.yaml", sk_test_tmpdir(),
+	        w.db);
+	{
+		const char *argv[] = { "spacectl", "config", "set-context", "snap", "--mongodb-uri",
+			w.mongo_uri, "--database", w.db, "--controller-config", cfg_path,
+			"--current", NULL };
+		const char *env[] = { ctx_env, NULL };
+		char *out = NULL, *err = NULL;
+		int rc = sk_test_run(argv, env, NULL, &out, &err, 60);
+		ck_assert_msg(rc == 0, "set-context: %d %s", rc, err);
+		free(out);
+		free(err);
+	}
 }
 
 static void
@@ -194,10 +208,13 @@ create_snapshot(const char *name)
 	free(out);
 	free(err);
 	out = err = NULL;
-	/* the event is recorded */
+	/* the event is recorded, and describe lists the snapshot */
 	rc = ctl(&out, &err, "describe", "userspace", USER, NULL, NULL);
 	ck_assert_int_eq(rc, 0);
 	ASSERT_HAS(out, "SnapshotCreated");
+	ASSERT_HAS(out, "Snapshots:");
+	if (name)
+		ASSERT_HAS(out, name);
 	free(out);
 	free(err);
 	out = err = NULL;
@@ -293,6 +310,14 @@ START_TEST(test_create_list_restore)
 	ck_assert_int_eq(rc, 0);
 	ASSERT_HAS(out, "restoring from snapshot sim-team/keep-1:default");
 	ASSERT_HAS(out, "MigrationSwitched");
+	free(out);
+	free(err);
+	out = err = NULL;
+	/* the snapshot of the sandbox before the restore is still listed */
+	rc = ctl(&out, &err, "snapshot", "list", USER, "-o", "yaml");
+	ck_assert_msg(rc == 0, "list: %d %s", rc, err);
+	ASSERT_HAS(out, "sim-team/keep-1:default");
+	ASSERT_HAS(out, first);
 	free(out);
 	free(err);
 	free(snap);
