@@ -585,9 +585,8 @@ start_migration(sk_pctx *c, const sk_sandbox *k, const char *why)
 		m->target.provider = sk_strdup(sk_bound_provider(c->us));
 		m->target.template_id = sk_strdup(sk_migration_restore_from(c->us));
 		sk_plan_event(c, "Normal", SK_REASON_MIGRATION_PENDING,
-		        "restoring from snapshot %s: the next sandbox starts from it, sandbox %s "
-		        "is "
-		        "retired once the new one answers its probe",
+		        "restoring from snapshot %s: the next sandbox starts from it; "
+		        "sandbox %s goes once the new one answers its probe",
 		        m->target.template_id, k->id);
 		sk_plan_requeue(c, c->o->min_requeue_ms);
 		return;
