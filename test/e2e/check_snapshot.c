@@ -329,12 +329,15 @@ END_TEST
 /* A provider without snapshots says so, naming it. */
 START_TEST(test_unsupported_provider)
 {
-	char *out = NULL, *err = NULL, *first;
-	const char *cube = sk_test_write_file("cube.yaml",
-	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
-	        "providers:\n  - name: default\n    type: cube\n    apiURL: http://127.0.0.1:9\n"
-	        "    apiKeyEnv: E2B_API_KEY\n");
+	char *out = NULL, *err = NULL, *first, cube[700];
 	int rc;
+
+	snprintf(cube, sizeof(cube), "%s",
+	        sk_test_write_file("cube.yaml",
+	                "apiVersion: spacekeeper.dev/v1alpha1\nkind: ControllerConfig\n"
+	                "providers:\n  - name: default\n    type: cube\n    apiURL: "
+	                "http://127.0.0.1:9\n"
+	                "    apiKeyEnv: E2B_API_KEY\n")); /* a static buffer: copied */
 
 	apply_space();
 	first = wait_bound(NULL);
