@@ -339,6 +339,8 @@ describe_one(sk_store *st, const char *name, bool show_secrets)
 	print_json_fields(spec, 2, false);
 	json_decref(spec);
 	print_status(us, now);
+	if (sk_cli_space_uses_snapshots(st, us))
+		sk_cli_print_snapshots(st, us);
 	rc = print_events(st, us, now);
 	sk_userspace_free(us);
 	return rc;

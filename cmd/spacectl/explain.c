@@ -52,6 +52,19 @@ static const struct object_doc {
 	{ "spec.network",
 	        "The sandbox's network policy: which destinations it may reach, and whether "
 	        "its URLs need its access token. Unset: the provider's own (open)." },
+	{ "spec.storage",
+	        "Where the user's files live beyond any one sandbox: a provider volume "
+	        "mounted into every sandbox of the space." },
+	{ "spec.storage.volume",
+	        "A provider volume for the user (E2B team volumes), created if missing and "
+	        "mounted at mountPath into every sandbox the controller creates; what lies "
+	        "outside it (installed packages, memory) does not survive a replacement." },
+	{ "spec.source",
+	        "Where the space's first sandbox comes from, when not from spec.template alone "
+	        "(spacectl fork). Read on the first create only." },
+	{ "spec.source.fork",
+	        "The first sandbox is the provider's fork of another space's sandbox (its "
+	        "files as they are then; E2B only); that space is left as it is." },
 	{ "spec.migration",
 	        "How a migration (updateStrategy Migrate, spacectl rollout restart) runs: when "
 	        "it starts, how much it copies, what happens to the old sandbox." },

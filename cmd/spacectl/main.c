@@ -31,6 +31,7 @@ static const sk_cli_command commands[] = {
 	{ "diff", sk_cmd_diff, "show what apply would change (exit 1 when it would)" },
 	{ "validate", sk_cmd_validate, "check files offline, without a database" },
 	{ "sandboxes", sk_cmd_sandboxes, "list the sandboxes that exist at the providers" },
+	{ "snapshot", sk_cmd_snapshot, "persistent snapshots of a space (create, list, restore)" },
 	{ "plan", sk_cmd_plan, "show what the controller would do now (changes nothing)" },
 	{ "drift", sk_cmd_drift, "list the drift the controller reports (exit 1 when any)" },
 	{ "events", sk_cmd_events, "list the events of every UserSpace or of one" },

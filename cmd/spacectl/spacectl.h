@@ -37,6 +37,12 @@ int sk_cmd_diff(int argc, char **argv);
 int sk_cmd_validate(int argc, char **argv);
 int sk_cmd_version(int argc, char **argv);
 int sk_cmd_sandboxes(int argc, char **argv);
+int sk_cmd_snapshot(int argc, char **argv);
+/* describe (snapshot.c): whether the space took or restored a snapshot
+ * (a SnapshotCreated event, a RestoreSnapshot migration), and its current
+ * sandbox's snapshots at its provider as a section (errors inline). */
+bool sk_cli_space_uses_snapshots(sk_store *st, const sk_userspace *us);
+void sk_cli_print_snapshots(sk_store *st, const sk_userspace *us);
 int sk_cmd_plan(int argc, char **argv);
 int sk_cmd_drift(int argc, char **argv);
 int sk_cmd_top(int argc, char **argv);

@@ -24,6 +24,10 @@
  * With --now the same value is written to rolloutNow: no wait for idle. */
 #define SK_ANNOTATION_RESTARTED_AT "spacekeeper.dev/restartedAt"
 #define SK_ANNOTATION_ROLLOUT_NOW "spacekeeper.dev/rolloutNow"
+/* spacectl snapshot restore: the snapshot the space's next sandbox starts
+ * from, written with restartedAt and rolloutNow; the migration that request
+ * starts records it as status.migration.target.template (acted on once). */
+#define SK_ANNOTATION_RESTORE_FROM "spacekeeper.dev/restoreFrom"
 
 /* Sandbox metadata keys that spacekeeper sets and users may not. */
 #define SK_META_USER_ID "user_id"
@@ -37,6 +41,9 @@
 /* The digest of spec.network a sandbox was created with (sk_network_digest),
  * set when the spec has one: what Cube, which reports no policy, has. */
 #define SK_META_NETWORK "network_policy"
+/* The snapshot a sandbox was started from (spacectl snapshot restore): its
+ * template is the snapshot's, which is no drift from spec.template. */
+#define SK_META_SNAPSHOT "restored_from"
 
 /* ---- key/value maps (labels, annotations, env, metadata) ---- */
 

@@ -73,7 +73,7 @@ bool
 sk_reserved_metadata_key(const char *s)
 {
 	static const char *const reserved[] = { SK_META_USER_ID, SK_META_USERSPACE,
-		SK_META_USERSPACE_UID, SK_META_MANAGED_BY, SK_META_NETWORK };
+		SK_META_USERSPACE_UID, SK_META_MANAGED_BY, SK_META_NETWORK, SK_META_SNAPSHOT };
 
 	for (size_t i = 0; s != NULL && i < sizeof(reserved) / sizeof(reserved[0]); i++) {
 		if (strcmp(s, reserved[i]) == 0)

@@ -203,12 +203,15 @@ create_target(mx *x, sk_error *err)
 	sk_kvlist meta = { 0 };
 	sk_sandbox sb;
 	char mark[32], volume[SK_VOLUME_NAME_MAX + 1];
+	bool restore = sk_migration_is_restore(&us->status.migration);
 	int rc;
 
 	memset(&sb, 0, sizeof(sb));
 	snprintf(mark, sizeof(mark), "%lld", (long long)us->status.migration.start_ms);
 	sk_reconcile_create_request(us, &x->env->opts, &meta, &req);
 	sk_kvlist_set(&meta, SK_META_MIGRATION, mark);
+	if (restore)
+		sk_kvlist_set(&meta, SK_META_SNAPSHOT, us->status.migration.target.template_id);
 	/* the target mounts the space's volume too (made there when missing) */
 	if (sk_storage_wanted(&us->spec) && sk_sandbox_has_volumes(x->dst)) {
 		char *id = NULL;
@@ -221,14 +224,20 @@ create_target(mx *x, sk_error *err)
 		req.volume_name = volume;
 		req.volume_mount = sk_storage_mount_path(&us->spec);
 	}
-	rc = sk_sandbox_create(x->dst, &req, &sb, err);
+	if (restore)
+		rc = sk_sandbox_create_from_snapshot(
+		        x->dst, &req, us->status.migration.target.template_id, &sb, err);
+	else
+		rc = sk_sandbox_create(x->dst, &req, &sb, err);
 	if (rc == 0) {
 		sk_migration_copy(&m, &us->status.migration);
 		free(m.target.sandbox_id);
 		m.target.sandbox_id = sk_strdup(sb.id);
-		rc = advance(x, &m, SK_MIG_COPYING, err, SK_REASON_MIGRATION_TARGET_CREATED,
-		        "migration: created target sandbox %s at provider %s (template %s)", sb.id,
-		        m.target.provider, req.template_id);
+		rc = advance(x, &m, restore ? SK_MIG_VERIFYING : SK_MIG_COPYING, err,
+		        SK_REASON_MIGRATION_TARGET_CREATED,
+		        "migration: created target sandbox %s at provider %s (%s %s)", sb.id,
+		        m.target.provider, restore ? "snapshot" : "template",
+		        restore ? m.target.template_id : req.template_id);
 	}
 	sk_sandbox_dispose(&sb);
 	sk_kvlist_dispose(&meta);
@@ -342,6 +351,28 @@ copy_step(mx *x, sk_error *err)
 	return rc;
 }
 
+/* A restore's target answers its data-plane probe before it is bound (and
+ * so before the source retires); a target that does not, aborts. */
+static int
+probe_target(mx *x, sk_error *err)
+{
+	sk_health h = SK_HEALTH_ERROR;
+	int status = 0, rc;
+	sk_migration_status m;
+
+	rc = sk_sandbox_probe_health(x->dst, &x->ob->target_sb, &h, &status, err);
+	if (rc != 0)
+		return rc;
+	if (h != SK_HEALTH_OK)
+		return sk_error_set(err, h == SK_HEALTH_UNREACHABLE ? SK_ETRANSIENT : SK_ETERMINAL,
+		        "the restored sandbox %s answered its probe with HTTP %d",
+		        x->ob->target_sb.id, status);
+	sk_migration_copy(&m, &x->cur->status.migration);
+	return advance(x, &m, SK_MIG_SWITCHING, err, SK_REASON_MIGRATION_VERIFIED,
+	        "restore: sandbox %s from snapshot %s answered its probe", m.target.sandbox_id,
+	        m.target.template_id);
+}
+
 static int
 verify_step(mx *x, sk_error *err)
 {
@@ -349,9 +380,11 @@ verify_step(mx *x, sk_error *err)
 	sk_copy_report rep;
 	sk_migration_status m;
 	sk_strlist paths = { 0 };
-	int rc = copy_begin(x, &o, &rep, &paths, err);
+	int rc;
 
-	if (rc != 0)
+	if (sk_migration_is_restore(&x->cur->status.migration))
+		return probe_target(x, err);
+	if ((rc = copy_begin(x, &o, &rep, &paths, err)) != 0)
 		return rc;
 	rc = sk_workspace_verify(
 	        x->src, &x->ob->source_sb, x->dst, &x->ob->target_sb, &o, &rep, err);

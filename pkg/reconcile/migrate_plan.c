@@ -72,6 +72,26 @@ restarted_ms(const sk_userspace *us)
 	return ms;
 }
 
+const char *
+sk_migration_restore_from(const sk_userspace *us)
+{
+	const char *v = sk_kvlist_get(&us->meta.annotations, SK_ANNOTATION_RESTORE_FROM);
+
+	return v != NULL && *v != '\0' ? v : NULL;
+}
+
+bool
+sk_migration_is_restore(const sk_migration_status *m)
+{
+	return sk_str_eq(m->trigger, SK_TRIGGER_RESTORE);
+}
+
+bool
+sk_sandbox_restored(const sk_sandbox *sb)
+{
+	return sk_kvlist_get(&sb->metadata, SK_META_SNAPSHOT) != NULL;
+}
+
 bool
 sk_migration_now(const sk_userspace *us)
 {
@@ -97,7 +117,7 @@ sk_migration_trigger(const sk_userspace *us, const char *keeper_template, const 
 	        !sk_str_eq(s->template_id, keeper_alias))
 		why = SK_TRIGGER_TEMPLATE;
 	if (restarted_ms(us) > m->start_ms)
-		return SK_TRIGGER_ROLLOUT;
+		return sk_migration_restore_from(us) ? SK_TRIGGER_RESTORE : SK_TRIGGER_ROLLOUT;
 	if (why != NULL && m->phase == SK_MIG_ABORTED &&
 	        sk_str_eq(m->target.provider, s->provider) &&
 	        sk_str_eq(m->target.template_id, s->template_id))
@@ -181,7 +201,11 @@ plan_creating(mctx *c)
 	if (c->ob->target == SK_LOOKUP_FOUND) {
 		free(c->r->next.target.sandbox_id);
 		c->r->next.target.sandbox_id = sk_strdup(c->ob->target_sb.id);
-		step(c, SK_MSTEP_COPY, SK_MIG_COPYING);
+		/* a restore's files came with the snapshot: the target is probed */
+		if (sk_migration_is_restore(c->m))
+			step(c, SK_MSTEP_VERIFY, SK_MIG_VERIFYING);
+		else
+			step(c, SK_MSTEP_COPY, SK_MIG_COPYING);
 	} else if (c->m->target.sandbox_id != NULL && c->ob->target == SK_LOOKUP_NOT_FOUND) {
 		abort_with(c, "the target sandbox %s vanished", c->m->target.sandbox_id);
 	} else if (c->ob->target == SK_LOOKUP_NOT_FOUND && c->ob->target_lookup_ms >= ready_at) {
@@ -216,7 +240,9 @@ both_present(mctx *c)
 static void
 plan_retiring(mctx *c)
 {
-	int64_t due = c->m->step_ms + c->us->spec.keep_source_ms;
+	/* a restore leaves one sandbox: the old one goes once the new one is bound */
+	int64_t keep = sk_migration_is_restore(c->m) ? 0 : c->us->spec.keep_source_ms;
+	int64_t due = c->m->step_ms + keep;
 
 	c->r->normal = true;
 	if (c->now >= due || c->ob->source == SK_LOOKUP_NOT_FOUND) {

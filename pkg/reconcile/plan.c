@@ -244,7 +244,7 @@ check_spec(sk_pctx *c, const sk_sandbox *k)
 {
 	const sk_userspace_spec *s = &c->us->spec;
 	sk_buf b = SK_BUF_INIT(1024);
-	bool tmpl = k->template_id != NULL && s->template_id != NULL &&
+	bool tmpl = !sk_sandbox_restored(k) && k->template_id != NULL && s->template_id != NULL &&
 	        !sk_str_eq(s->template_id, k->template_id) && !sk_str_eq(s->template_id, k->alias);
 
 	if (tmpl)
@@ -590,6 +590,20 @@ start_migration(sk_pctx *c, const sk_sandbox *k, const char *why)
 	m->start_ms = c->now;
 	m->step_ms = c->now;
 	m->trigger = sk_strdup(why);
+	if (sk_migration_is_restore(m)) {
+		/* the snapshot lives at the bound provider; recorded here, the
+		 * annotation is acted on once (the next restartedAt starts another) */
+		free(m->target.provider);
+		free(m->target.template_id);
+		m->target.provider = sk_strdup(sk_bound_provider(c->us));
+		m->target.template_id = sk_strdup(sk_migration_restore_from(c->us));
+		sk_plan_event(c, "Normal", SK_REASON_MIGRATION_PENDING,
+		        "restoring from snapshot %s: the next sandbox starts from it; "
+		        "sandbox %s goes once the new one answers its probe",
+		        m->target.template_id, k->id);
+		sk_plan_requeue(c, c->o->min_requeue_ms);
+		return;
+	}
 	sk_plan_event(c, "Normal", SK_REASON_MIGRATION_PENDING,
 	        "moving to provider %s, template %s (%s); starts when idle for %lld s%s",
 	        s->provider, s->template_id, why, (long long)(s->when_idle_ms / 1000),
@@ -644,7 +658,10 @@ plan_live(sk_pctx *c)
 		}
 	}
 	if (ks == K_FOUND && !c->hold) {
-		const char *why = sk_migration_trigger(c->us, k->template_id, k->alias);
+		/* a sandbox started from a snapshot has the snapshot's template */
+		const char *why = sk_sandbox_restored(k)
+		        ? sk_migration_trigger(c->us, NULL, NULL)
+		        : sk_migration_trigger(c->us, k->template_id, k->alias);
 		if (why == NULL)
 			why = sk_plan_network_trigger(c, k);
 		if (why != NULL)

@@ -113,6 +113,7 @@
 #define SK_TRIGGER_TEMPLATE "TemplateChanged"
 #define SK_TRIGGER_NETWORK "NetworkChanged"
 #define SK_TRIGGER_ROLLOUT "RolloutRestart"
+#define SK_TRIGGER_RESTORE "RestoreSnapshot" /* a rollout with restoreFrom */
 
 /* ---- declared here for this package and its tests (no other package
  * uses them; the rest of each section: reconcile.h) ---- */
@@ -378,6 +379,15 @@ const char *sk_migration_trigger(
         const sk_userspace *us, const char *keeper_template, const char *keeper_alias);
 /* The rollout said --now: rolloutNow equals restartedAt. */
 bool sk_migration_now(const sk_userspace *us);
+/* The restoreFrom annotation's snapshot ID, NULL when none (or empty). */
+const char *sk_migration_restore_from(const sk_userspace *us);
+/* A restore from a snapshot (trigger RestoreSnapshot): the target is created
+ * from target.template (the snapshot's ID) at the bound provider, probed
+ * healthy instead of copied and verified, then bound; the source retires. */
+bool sk_migration_is_restore(const sk_migration_status *m);
+/* sb was started from a snapshot (metadata restored_from): its template is
+ * the snapshot's, not a drift from spec.template. */
+bool sk_sandbox_restored(const sk_sandbox *sb);
 /* The next step of us's active migration. */
 void sk_plan_migration(const sk_userspace *us, const sk_migration_observed *ob, int64_t now_ms,
         const sk_plan_options *opts, sk_migration_plan *out);

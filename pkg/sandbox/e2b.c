@@ -573,4 +573,6 @@ const sk_provider_ops sk_provider_e2b = {
 	.ensure_volume = sk_e2b_ensure_volume,
 	.fork = sk_e2b_fork,
 	.delete_volume = sk_e2b_delete_volume,
+	.create_snapshot = sk_e2b_create_snapshot,
+	.list_snapshots = sk_e2b_list_snapshots,
 };

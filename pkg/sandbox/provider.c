@@ -422,3 +422,44 @@ sk_sandbox_write_file(sk_provider *p, const sk_sandbox *sb, const sk_file_entry 
 		return files_unsupported(p, "writing files", err);
 	return p->ops->write_file(p, sb, entry, source, payload, err);
 }
+
+int
+sk_sandbox_create_snapshot(
+        sk_provider *p, const char *sandbox_id, const char *name, sk_snapshot *out, sk_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (p->ops->create_snapshot == NULL)
+		return sk_error_set(err, SK_ENOTSUPPORTED,
+		        "provider type %s has no persistent snapshots", p->ops->name);
+	return p->ops->create_snapshot(p, sandbox_id, name, out, err);
+}
+
+int
+sk_sandbox_list_snapshots(
+        sk_provider *p, const char *sandbox_id, sk_snapshot_list *out, sk_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (p->ops->list_snapshots == NULL)
+		return sk_error_set(err, SK_ENOTSUPPORTED,
+		        "provider type %s has no persistent snapshots", p->ops->name);
+	return p->ops->list_snapshots(p, sandbox_id, out, err);
+}
+
+bool
+sk_sandbox_has_snapshots(const sk_provider *p)
+{
+	return p->ops->create_snapshot != NULL && p->ops->list_snapshots != NULL;
+}
+
+int
+sk_sandbox_create_from_snapshot(sk_provider *p, const sk_create_request *req,
+        const char *snapshot_id, sk_sandbox *out, sk_error *err)
+{
+	sk_create_request from = *req;
+
+	if (!sk_sandbox_has_snapshots(p))
+		return sk_error_set(err, SK_ENOTSUPPORTED,
+		        "provider type %s has no persistent snapshots to start from", p->ops->name);
+	from.template_id = snapshot_id;
+	return sk_sandbox_create(p, &from, out, err);
+}

@@ -50,6 +50,25 @@ typedef int (*sk_file_sink_fn)(void *payload, const void *buf, size_t len);
  * the end, or a negative SK_E* to abort. */
 typedef int64_t (*sk_file_source_fn)(void *payload, void *buf, size_t len);
 
+/* ---- persistent snapshots (E2B's SnapshotInfo) ----
+ * A snapshot outlives the sandbox it was taken from; a create whose
+ * template_id is its ID starts a sandbox from it. */
+typedef struct sk_snapshot {
+	char *id; /* snapshotID, also the template ID to start from */
+	char **names; /* n_names */
+	size_t n_names;
+	char *sandbox_id; /* the sandbox it was taken from, when known; else NULL */
+	int64_t created_ms; /* when the provider says (createdAt); else 0 */
+} sk_snapshot;
+
+typedef struct sk_snapshot_list {
+	sk_snapshot *items;
+	size_t len;
+} sk_snapshot_list;
+
+void sk_snapshot_dispose(sk_snapshot *s); /* NULL-safe */
+void sk_snapshot_list_dispose(sk_snapshot_list *l);
+
 /* The backend table. Every slot is required (use a function that returns
  * SK_ENOTSUPPORTED for a missing capability). */
 typedef struct sk_provider_ops {
@@ -101,6 +120,14 @@ typedef struct sk_provider_ops {
 	 * Crash-safe create). */
 	int (*fork)(sk_provider *p, const char *source_id, int64_t timeout_ms, sk_sandbox *out,
 	        sk_error *err);
+	/* A persistent snapshot of a running or paused sandbox, name NULL: the
+	 * provider's own (optional: NULL answers SK_ENOTSUPPORTED). */
+	int (*create_snapshot)(sk_provider *p, const char *sandbox_id, const char *name,
+	        sk_snapshot *out, sk_error *err);
+	/* The snapshots taken of sandbox_id (NULL: every one the key sees), every
+	 * page, oldest first (optional with create_snapshot). */
+	int (*list_snapshots)(
+	        sk_provider *p, const char *sandbox_id, sk_snapshot_list *out, sk_error *err);
 } sk_provider_ops;
 
 extern const sk_provider_ops sk_provider_e2b;
@@ -161,6 +188,16 @@ bool sk_sandbox_has_volumes(const sk_provider *p);
 int sk_sandbox_fork(
         sk_provider *p, const char *source_id, int64_t timeout_ms, sk_sandbox *out, sk_error *err);
 bool sk_sandbox_can_fork(const sk_provider *p);
+/* ops->create_snapshot and ->list_snapshots; SK_ENOTSUPPORTED without them,
+ * with a message naming the provider type. */
+int sk_sandbox_create_snapshot(
+        sk_provider *p, const char *sandbox_id, const char *name, sk_snapshot *out, sk_error *err);
+int sk_sandbox_list_snapshots(
+        sk_provider *p, const char *sandbox_id, sk_snapshot_list *out, sk_error *err);
+bool sk_sandbox_has_snapshots(const sk_provider *p);
+/* A create that starts from snapshot_id (req's template replaced by it). */
+int sk_sandbox_create_from_snapshot(sk_provider *p, const sk_create_request *req,
+        const char *snapshot_id, sk_sandbox *out, sk_error *err);
 int sk_sandbox_probe_health(
         sk_provider *p, const sk_sandbox *sb, sk_health *health, int *http_status, sk_error *err);
 /* The envd base URL of a sandbox (no trailing slash): https://49983-ID.DOMAIN,

@@ -200,6 +200,11 @@ int sk_e2b_set_network(sk_provider *p, const char *id, const sk_network *n, sk_e
 /* volume.c: E2B's team volumes (GET/POST /volumes, DELETE /volumes/{id}). */
 int sk_e2b_ensure_volume(sk_provider *p, const char *name, char **id, sk_error *err);
 int sk_e2b_delete_volume(sk_provider *p, const char *name, sk_error *err);
+/* snapshot.c: E2B's persistent snapshots. */
+int sk_e2b_create_snapshot(
+        sk_provider *p, const char *sandbox_id, const char *name, sk_snapshot *out, sk_error *err);
+int sk_e2b_list_snapshots(
+        sk_provider *p, const char *sandbox_id, sk_snapshot_list *out, sk_error *err);
 int sk_daytona_network_create(json_t *body, const sk_network *n, sk_error *err);
 void sk_daytona_network_decode(const json_t *j, sk_sandbox *out);
 

@@ -1349,6 +1349,100 @@ START_TEST(sim_fork)
 }
 END_TEST
 
+/* Persistent snapshots (E2B): taken of a sandbox, listed over every page
+ * (more than one of 100), and a sandbox started from one has its files;
+ * CubeSandbox and Daytona answer SK_ENOTSUPPORTED naming the type. */
+static int64_t
+text_source(void *payload, void *buf, size_t len)
+{
+	const char **rest = payload;
+	size_t n = strlen(*rest) < len ? strlen(*rest) : len;
+
+	memcpy(buf, *rest, n);
+	*rest += n;
+	return (int64_t)n;
+}
+
+static int
+text_sink(void *payload, const void *buf, size_t len)
+{
+	sk_buf_append(payload, buf, len);
+	return 0;
+}
+
+START_TEST(sim_snapshots)
+{
+	sk_provider_type type = all_types[_i];
+	sk_provider *p;
+	sk_sandbox sb, from;
+	sk_snapshot snap;
+	sk_snapshot_list l;
+	sk_error err;
+	const char *text = "snapshot me", *rest = text;
+	sk_file_entry e = { .path = "/home/user/snap.txt", .type = SK_FILE_REGULAR, .mode = 0644 };
+	sk_create_request req = { .template_id = "base", .timeout_ms = 600000 };
+	sk_buf got = SK_BUF_INIT(0);
+
+	sim_up(_i);
+	p = client(type, sim_url, 5000);
+	sk_error_clear(&err);
+	create_user(p, "snap", &sb);
+	if (type != SK_PROVIDER_E2B) {
+		ck_assert(!sk_sandbox_has_snapshots(p));
+		ck_assert_int_eq(
+		        sk_sandbox_create_snapshot(p, sb.id, NULL, &snap, &err), SK_ENOTSUPPORTED);
+		ck_assert_ptr_nonnull(strstr(err.message, "has no persistent snapshots"));
+		ck_assert_int_eq(sk_sandbox_list_snapshots(p, sb.id, &l, &err), SK_ENOTSUPPORTED);
+		ck_assert_int_eq(sk_sandbox_create_from_snapshot(p, &req, "x:default", &from, &err),
+		        SK_ENOTSUPPORTED);
+		goto done;
+	}
+	ck_assert(sk_sandbox_has_snapshots(p));
+	e.size = strlen(text);
+	ck_assert_msg(sk_sandbox_write_file(p, &sb, &e, text_source, &rest, &err) == 0, "write: %s",
+	        err.message);
+	ck_assert_msg(sk_sandbox_create_snapshot(p, sb.id, "first", &snap, &err) == 0,
+	        "snapshot: %s", err.message);
+	ck_assert_str_eq(snap.id, "sim-team/first:default");
+	ck_assert_int_eq(snap.n_names, 1);
+	ck_assert_str_eq(snap.names[0], "sim-team/first:default");
+	ck_assert_str_eq(snap.sandbox_id, sb.id);
+	/* 100 more without a name: the list takes two pages */
+	for (int i = 0; i < 100; i++) {
+		sk_snapshot more;
+		ck_assert_int_eq(sk_sandbox_create_snapshot(p, sb.id, NULL, &more, &err), 0);
+		ck_assert_int_eq(more.n_names, 0);
+		sk_snapshot_dispose(&more);
+	}
+	ck_assert_msg(sk_sandbox_list_snapshots(p, sb.id, &l, &err) == 0, "list: %s", err.message);
+	ck_assert_uint_eq(l.len, 101);
+	ck_assert_str_eq(l.items[0].id, snap.id); /* oldest first */
+	for (size_t i = 1; i < l.len; i++)
+		ck_assert_str_ne(l.items[i].id, l.items[i - 1].id);
+	sk_snapshot_list_dispose(&l);
+	/* another sandbox's snapshots are not this one's */
+	ck_assert_int_eq(sk_sandbox_list_snapshots(p, "nosuchsandbox", &l, &err), 0);
+	ck_assert_uint_eq(l.len, 0);
+	sk_snapshot_list_dispose(&l);
+	/* a sandbox started from the snapshot has the file, also after the first is gone */
+	ck_assert_int_eq(sk_sandbox_kill(p, sb.id, &err), 0);
+	ck_assert_msg(sk_sandbox_create_from_snapshot(p, &req, snap.id, &from, &err) == 0,
+	        "create from: %s", err.message);
+	ck_assert_str_ne(from.id, sb.id);
+	ck_assert_msg(sk_sandbox_read_file(p, &from, e.path, text_sink, &got, &err) == 0,
+	        "read: %s", err.message);
+	ck_assert_uint_eq(got.len, strlen(text));
+	ck_assert(memcmp(got.data, text, got.len) == 0);
+	sk_sandbox_dispose(&from);
+	sk_snapshot_dispose(&snap);
+done:
+	sk_buf_dispose(&got);
+	sk_sandbox_dispose(&sb);
+	sk_provider_free(p);
+	sim_down();
+}
+END_TEST
+
 START_TEST(sim_probe)
 {
 	sk_provider_type type = all_types[_i];
@@ -1771,6 +1865,7 @@ sk_suite_provider_sim(void)
 	tcase_add_loop_test(tc, sim_network_shapes, 0, 3);
 	tcase_add_loop_test(tc, sim_volumes, 0, 3);
 	tcase_add_loop_test(tc, sim_fork, 0, 3);
+	tcase_add_loop_test(tc, sim_snapshots, 0, 3);
 	suite_add_tcase(s, tc);
 	return s;
 }

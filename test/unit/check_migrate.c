@@ -149,6 +149,25 @@ START_TEST(test_rollout_now)
 }
 END_TEST
 
+/* restoreFrom with a newer restartedAt: a restore, once. */
+START_TEST(test_trigger_restore)
+{
+	sk_userspace *us = space("e2b", "base");
+
+	sk_kvlist_set(&us->meta.annotations, SK_ANNOTATION_RESTARTED_AT, "2027-01-15T07:40:00Z");
+	sk_kvlist_set(&us->meta.annotations, SK_ANNOTATION_RESTORE_FROM, "snap-1:default");
+	ck_assert_str_eq(sk_migration_trigger(us, "base", NULL), SK_TRIGGER_RESTORE);
+	/* an empty restoreFrom is a plain rollout */
+	sk_kvlist_set(&us->meta.annotations, SK_ANNOTATION_RESTORE_FROM, "");
+	ck_assert_str_eq(sk_migration_trigger(us, "base", NULL), SK_TRIGGER_ROLLOUT);
+	/* acted on once: a migration that started after the request is it */
+	sk_kvlist_set(&us->meta.annotations, SK_ANNOTATION_RESTORE_FROM, "snap-1:default");
+	set_migration(us, SK_MIG_DONE, "t1");
+	ck_assert_ptr_null(sk_migration_trigger(us, "base", NULL));
+	sk_userspace_free(us);
+}
+END_TEST
+
 /* ---- the regular plan starts it ---- */
 
 static void
@@ -219,6 +238,80 @@ START_TEST(test_plan_starts_pending)
 END_TEST
 
 /* While the source is kept (Retiring) it is no Duplicate of the new keeper. */
+/* A restore targets the bound provider (not spec.provider) and the snapshot. */
+START_TEST(test_plan_starts_restore)
+{
+	sk_userspace *us = space("cube", "base");
+	sk_observed ob;
+	sk_plan_result r;
+	sk_plan_options o;
+	const sk_migration_status *m;
+
+	opts(&o);
+	sk_kvlist_set(&us->meta.annotations, SK_ANNOTATION_RESTARTED_AT, "2027-01-15T07:59:00Z");
+	sk_kvlist_set(&us->meta.annotations, SK_ANNOTATION_ROLLOUT_NOW, "2027-01-15T07:59:00Z");
+	sk_kvlist_set(&us->meta.annotations, SK_ANNOTATION_RESTORE_FROM, "snap-1:default");
+	sk_observed_init(&ob);
+	observe_keeper(&ob, "src1", "base", SK_SANDBOX_RUNNING);
+	sk_observed_add_probe(&ob, "src1", true, SK_HEALTH_OK, 200, NOW, 0);
+	sk_plan(us, &ob, NOW, &o, &r);
+	m = &r.next.migration;
+	ck_assert_int_eq(m->phase, SK_MIG_PENDING);
+	ck_assert_str_eq(m->trigger, SK_TRIGGER_RESTORE);
+	ck_assert_str_eq(m->target.provider, "e2b"); /* the bound one */
+	ck_assert_str_eq(m->target.template_id, "snap-1:default");
+	ck_assert_str_eq(r.next.sandbox_id, "src1"); /* the binding does not move yet */
+	ck_assert(!has_mutating(&r));
+	sk_plan_result_dispose(&r);
+	sk_observed_dispose(&ob);
+	sk_userspace_free(us);
+}
+END_TEST
+
+/* A keeper started from a snapshot has the snapshot's template: no
+ * TemplateChanged migration (updateStrategy Migrate), no spec drift; the
+ * same keeper without the mark is both. */
+START_TEST(test_restored_keeper_no_template_drift)
+{
+	for (int restored = 0; restored < 2; restored++) {
+		sk_userspace *us = space("e2b", "base");
+		sk_observed ob;
+		sk_plan_result r;
+		sk_plan_options o;
+		sk_sandbox sb;
+		bool drift = false;
+
+		opts(&o);
+		us->spec.update_strategy = SK_UPDATE_MIGRATE;
+		sk_observed_init(&ob);
+		memset(&sb, 0, sizeof(sb));
+		sb.id = "src1";
+		sb.template_id = "snapabc";
+		sb.state = SK_SANDBOX_RUNNING;
+		sb.started_ms = NOW - HOUR;
+		sb.end_ms = NOW + 50 * MIN;
+		if (restored)
+			sk_kvlist_set(&sb.metadata, SK_META_SNAPSHOT, "sim-team/keep:default");
+		sk_observed_add(&ob, &sb);
+		sk_kvlist_dispose(&sb.metadata);
+		sk_observed_add_probe(&ob, "src1", true, SK_HEALTH_OK, 200, NOW, 0);
+		sk_plan(us, &ob, NOW, &o, &r);
+		for (size_t i = 0; i < r.next.n_drift; i++)
+			drift |= strcmp(r.next.drift[i].type, SK_DRIFT_SPEC) == 0;
+		if (restored) {
+			ck_assert_int_eq(r.next.migration.phase, SK_MIG_NONE);
+			ck_assert(!drift);
+		} else {
+			ck_assert_int_eq(r.next.migration.phase, SK_MIG_PENDING);
+			ck_assert_str_eq(r.next.migration.trigger, SK_TRIGGER_TEMPLATE);
+		}
+		sk_plan_result_dispose(&r);
+		sk_observed_dispose(&ob);
+		sk_userspace_free(us);
+	}
+}
+END_TEST
+
 START_TEST(test_kept_source_not_duplicate)
 {
 	sk_userspace *us = space("e2b", "python");
@@ -278,85 +371,99 @@ typedef struct step_case {
 	const char *next_target; /* NULL: unchecked */
 	bool normal;
 	int64_t requeue_min, requeue_max; /* 0: unchecked */
+	bool restore; /* trigger RestoreSnapshot (spacectl snapshot restore) */
 } step_case;
 
 static const step_case steps[] = {
 	{ "pending, active a moment ago: wait for idle", SK_MIG_PENDING, NULL, NULL, -10 * SEC,
 	        false, 0, SK_LOOKUP_FOUND, 0, SK_LOOKUP_NONE, 0, false, SK_MSTEP_NONE,
-	        SK_MIG_PENDING, NULL, true, 49 * SEC, 51 * SEC },
+	        SK_MIG_PENDING, NULL, true, 49 * SEC, 51 * SEC, false },
 	{ "pending, idle: create the target", SK_MIG_PENDING, NULL, NULL, -2 * MIN, false, 0,
 	        SK_LOOKUP_FOUND, 0, SK_LOOKUP_NONE, 0, false, SK_MSTEP_CREATE_TARGET,
-	        SK_MIG_CREATING, NULL, false, 0, 0 },
+	        SK_MIG_CREATING, NULL, false, 0, 0, false },
 	{ "pending, never active: create", SK_MIG_PENDING, NULL, NULL, 0, false, 0, SK_LOOKUP_FOUND,
 	        0, SK_LOOKUP_NONE, 0, false, SK_MSTEP_CREATE_TARGET, SK_MIG_CREATING, NULL, false,
-	        0, 0 },
+	        0, 0, false },
 	{ "pending, active but --now: create", SK_MIG_PENDING, NULL, NULL, -SEC, true, 0,
 	        SK_LOOKUP_FOUND, 0, SK_LOOKUP_NONE, 0, false, SK_MSTEP_CREATE_TARGET,
-	        SK_MIG_CREATING, NULL, false, 0, 0 },
+	        SK_MIG_CREATING, NULL, false, 0, 0, false },
 	{ "pending, source gone: abort", SK_MIG_PENDING, NULL, NULL, 0, false, 0,
 	        SK_LOOKUP_NOT_FOUND, 0, SK_LOOKUP_NONE, 0, false, SK_MSTEP_ABORT, SK_MIG_PENDING,
-	        NULL, false, 0, 0 },
+	        NULL, false, 0, 0, false },
 	{ "creating, crash after the create: adopt the marked target", SK_MIG_CREATING, NULL, NULL,
 	        0, false, 0, SK_LOOKUP_NONE, 0, SK_LOOKUP_FOUND, 0, false, SK_MSTEP_COPY,
-	        SK_MIG_COPYING, "t9", false, 0, 0 },
+	        SK_MIG_COPYING, "t9", false, 0, 0, false },
 	{ "creating, crash before the create, within the grace: wait", SK_MIG_CREATING, NULL, NULL,
 	        0, false, 5 * SEC, SK_LOOKUP_NONE, 0, SK_LOOKUP_NOT_FOUND, 1 * SEC, false,
-	        SK_MSTEP_NONE, SK_MIG_CREATING, NULL, false, 20 * SEC, 30 * SEC },
+	        SK_MSTEP_NONE, SK_MIG_CREATING, NULL, false, 20 * SEC, 30 * SEC, false },
 	{ "creating, none after the grace: create again", SK_MIG_CREATING, NULL, NULL, 0, false,
 	        2 * MIN, SK_LOOKUP_NONE, 0, SK_LOOKUP_NOT_FOUND, 0, false, SK_MSTEP_CREATE_TARGET,
-	        SK_MIG_CREATING, NULL, false, 0, 0 },
+	        SK_MIG_CREATING, NULL, false, 0, 0, false },
 	{ "creating, lookup failed: wait", SK_MIG_CREATING, NULL, NULL, 0, false, 2 * MIN,
 	        SK_LOOKUP_NONE, 0, SK_LOOKUP_ERROR, 0, false, SK_MSTEP_NONE, SK_MIG_CREATING, NULL,
-	        false, 0, 0 },
+	        false, 0, 0, false },
 	{ "copying, crash during the copy: copy again", SK_MIG_COPYING, "t1", NULL, 0, false, 0,
 	        SK_LOOKUP_FOUND, 0, SK_LOOKUP_FOUND, 0, false, SK_MSTEP_COPY, SK_MIG_COPYING, "t1",
-	        false, 0, 0 },
+	        false, 0, 0, false },
 	{ "copying, source paused (Idle): copy (the executor wakes it)", SK_MIG_COPYING, "t1", NULL,
 	        0, false, 0, SK_LOOKUP_FOUND, SK_SANDBOX_PAUSED, SK_LOOKUP_FOUND, 0, false,
-	        SK_MSTEP_COPY, SK_MIG_COPYING, "t1", false, 0, 0 },
+	        SK_MSTEP_COPY, SK_MIG_COPYING, "t1", false, 0, 0, false },
 	{ "copying, target vanished: abort", SK_MIG_COPYING, "t1", NULL, 0, false, 0,
 	        SK_LOOKUP_FOUND, 0, SK_LOOKUP_NOT_FOUND, 0, false, SK_MSTEP_ABORT, SK_MIG_COPYING,
-	        NULL, false, 0, 0 },
+	        NULL, false, 0, 0, false },
 	{ "copying, source gone: abort", SK_MIG_COPYING, "t1", NULL, 0, false, 0,
 	        SK_LOOKUP_NOT_FOUND, 0, SK_LOOKUP_FOUND, 0, false, SK_MSTEP_ABORT, SK_MIG_COPYING,
-	        NULL, false, 0, 0 },
+	        NULL, false, 0, 0, false },
 	{ "copying, a lookup failed: wait", SK_MIG_COPYING, "t1", NULL, 0, false, 0,
 	        SK_LOOKUP_ERROR, 0, SK_LOOKUP_FOUND, 0, false, SK_MSTEP_NONE, SK_MIG_COPYING, NULL,
-	        false, 0, 0 },
+	        false, 0, 0, false },
 	{ "verifying, crash during verify: verify again", SK_MIG_VERIFYING, "t1", NULL, 0, false, 0,
 	        SK_LOOKUP_FOUND, 0, SK_LOOKUP_FOUND, 0, false, SK_MSTEP_VERIFY, SK_MIG_VERIFYING,
-	        NULL, false, 0, 0 },
+	        NULL, false, 0, 0, false },
 	{ "switching, crash before the write: switch", SK_MIG_SWITCHING, "t1", NULL, 0, false, 0,
 	        SK_LOOKUP_FOUND, 0, SK_LOOKUP_FOUND, 0, false, SK_MSTEP_SWITCH, SK_MIG_SWITCHING,
-	        NULL, false, 0, 0 },
+	        NULL, false, 0, 0, false },
 	{ "switching, target gone: abort, never bind it", SK_MIG_SWITCHING, "t1", NULL, 0, false, 0,
 	        SK_LOOKUP_FOUND, 0, SK_LOOKUP_NOT_FOUND, 0, false, SK_MSTEP_ABORT, SK_MIG_SWITCHING,
-	        NULL, false, 0, 0 },
+	        NULL, false, 0, 0, false },
 	{ "copying, crash while aborting: finish the abort", SK_MIG_COPYING, "t1", "verify failed",
 	        0, false, 0, SK_LOOKUP_FOUND, 0, SK_LOOKUP_FOUND, 0, false, SK_MSTEP_ABORT,
-	        SK_MIG_COPYING, NULL, false, 0, 0 },
+	        SK_MIG_COPYING, NULL, false, 0, 0, false },
 	{ "copying, provider gone from the config: abort", SK_MIG_COPYING, "t1", NULL, 0, false, 0,
 	        SK_LOOKUP_NONE, 0, SK_LOOKUP_NONE, 0, true, SK_MSTEP_ABORT, SK_MIG_COPYING, NULL,
-	        false, 0, 0 },
+	        false, 0, 0, false },
 	{ "retiring, source running: pause it", SK_MIG_RETIRING, "t1", NULL, 0, false, 0,
 	        SK_LOOKUP_FOUND, 0, SK_LOOKUP_NONE, 0, false, SK_MSTEP_PAUSE_SOURCE,
-	        SK_MIG_RETIRING, NULL, true, 23 * HOUR, 24 * HOUR },
+	        SK_MIG_RETIRING, NULL, true, 23 * HOUR, 24 * HOUR, false },
 	{ "retiring, source paused: keep it until keepSourceFor", SK_MIG_RETIRING, "t1", NULL, 0,
 	        false, HOUR, SK_LOOKUP_FOUND, SK_SANDBOX_PAUSED, SK_LOOKUP_NONE, 0, false,
-	        SK_MSTEP_NONE, SK_MIG_RETIRING, NULL, true, 23 * HOUR, 23 * HOUR },
+	        SK_MSTEP_NONE, SK_MIG_RETIRING, NULL, true, 23 * HOUR, 23 * HOUR, false },
 	{ "retiring, keepSourceFor over: retire the source", SK_MIG_RETIRING, "t1", NULL, 0, false,
 	        25 * HOUR, SK_LOOKUP_FOUND, SK_SANDBOX_PAUSED, SK_LOOKUP_NONE, 0, false,
-	        SK_MSTEP_RETIRE_SOURCE, SK_MIG_RETIRING, NULL, true, 0, 0 },
+	        SK_MSTEP_RETIRE_SOURCE, SK_MIG_RETIRING, NULL, true, 0, 0, false },
 	{ "retiring, source already gone: finish", SK_MIG_RETIRING, "t1", NULL, 0, false, HOUR,
 	        SK_LOOKUP_NOT_FOUND, 0, SK_LOOKUP_NONE, 0, false, SK_MSTEP_RETIRE_SOURCE,
-	        SK_MIG_RETIRING, NULL, true, 0, 0 },
+	        SK_MIG_RETIRING, NULL, true, 0, 0, false },
 	{ "retiring with a reason: not aborted (already switched)", SK_MIG_RETIRING, "t1", "stale",
 	        0, false, HOUR, SK_LOOKUP_FOUND, SK_SANDBOX_PAUSED, SK_LOOKUP_NONE, 0, false,
-	        SK_MSTEP_NONE, SK_MIG_RETIRING, NULL, true, 0, 0 },
+	        SK_MSTEP_NONE, SK_MIG_RETIRING, NULL, true, 0, 0, false },
 	{ "done: the regular round only", SK_MIG_DONE, "t1", NULL, 0, false, 0, SK_LOOKUP_NONE, 0,
-	        SK_LOOKUP_NONE, 0, false, SK_MSTEP_NONE, SK_MIG_DONE, NULL, true, 0, 0 },
+	        SK_LOOKUP_NONE, 0, false, SK_MSTEP_NONE, SK_MIG_DONE, NULL, true, 0, 0, false },
 	{ "aborted: the regular round only", SK_MIG_ABORTED, NULL, "x", 0, false, 0, SK_LOOKUP_NONE,
-	        0, SK_LOOKUP_NONE, 0, false, SK_MSTEP_NONE, SK_MIG_ABORTED, NULL, true, 0, 0 },
+	        0, SK_LOOKUP_NONE, 0, false, SK_MSTEP_NONE, SK_MIG_ABORTED, NULL, true, 0, 0,
+	        false },
+	{ "restore, crash after the create: adopt the target, probe it (no copy)", SK_MIG_CREATING,
+	        NULL, NULL, 0, true, 0, SK_LOOKUP_NONE, 0, SK_LOOKUP_FOUND, 0, false,
+	        SK_MSTEP_VERIFY, SK_MIG_VERIFYING, "t9", false, 0, 0, true },
+	{ "restore, verifying (the probe): probe again", SK_MIG_VERIFYING, "t1", NULL, 0, true, 0,
+	        SK_LOOKUP_FOUND, 0, SK_LOOKUP_FOUND, 0, false, SK_MSTEP_VERIFY, SK_MIG_VERIFYING,
+	        "t1", false, 0, 0, true },
+	{ "restore, retiring: retire the source at once (no keepSourceFor)", SK_MIG_RETIRING, "t1",
+	        NULL, 0, false, 0, SK_LOOKUP_FOUND, 0, SK_LOOKUP_NONE, 0, false,
+	        SK_MSTEP_RETIRE_SOURCE, SK_MIG_RETIRING, NULL, true, 0, 0, true },
+	{ "restore, source gone before the switch: abort", SK_MIG_VERIFYING, "t1", NULL, 0, true, 0,
+	        SK_LOOKUP_NOT_FOUND, 0, SK_LOOKUP_FOUND, 0, false, SK_MSTEP_ABORT, SK_MIG_VERIFYING,
+	        NULL, false, 0, 0, true },
 };
 
 static void
@@ -388,6 +495,10 @@ START_TEST(test_steps)
 	set_migration(us, c->phase, c->target_id);
 	us->status.migration.reason = sk_strdup(c->reason);
 	us->status.migration.step_ms = NOW - (c->step_age ? c->step_age : 10 * SEC);
+	if (c->restore) {
+		free(us->status.migration.trigger);
+		us->status.migration.trigger = sk_strdup(SK_TRIGGER_RESTORE);
+	}
 	if (c->now) {
 		sk_kvlist_set(&us->meta.annotations, SK_ANNOTATION_RESTARTED_AT, "x");
 		sk_kvlist_set(&us->meta.annotations, SK_ANNOTATION_ROLLOUT_NOW, "x");
@@ -596,6 +707,9 @@ sk_suite_migrate(void)
 	tcase_add_test(tc, test_trigger_provider);
 	tcase_add_test(tc, test_trigger_template_needs_migrate);
 	tcase_add_test(tc, test_trigger_rollout_and_abort);
+	tcase_add_test(tc, test_trigger_restore);
+	tcase_add_test(tc, test_plan_starts_restore);
+	tcase_add_test(tc, test_restored_keeper_no_template_drift);
 	tcase_add_test(tc, test_rollout_now);
 	tcase_add_test(tc, test_plan_starts_pending);
 	tcase_add_test(tc, test_kept_source_not_duplicate);
