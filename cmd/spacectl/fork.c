@@ -4,9 +4,10 @@
  * something risky without touching the source.
  *   fork userspace/SRC --name NEW [--user-id ID]
  * The new object copies the source's spec but for spec.userID (--user-id,
- * default NEW), spec.storage.volume.name (derived from the new user ID) and
- * spec.source.fork.userSpace: SRC, which the controller reads at the first
- * create only. The source is read, never written.
+ * default NEW) and spec.source.fork.userSpace: SRC, which the controller
+ * reads at the first create only. The source is read, never written. A
+ * source with a volume is refused: the provider's fork mounts the source's
+ * volumes, and the fork would write into the user's own files.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -61,12 +62,6 @@ forked_object(const sk_userspace *src, const fork_args *a)
 	us->meta.name = sk_strdup(a->name);
 	free(us->spec.user_id);
 	us->spec.user_id = sk_strdup(a->user_id);
-	if (us->spec.storage.volume_name != NULL) { /* a volume, not the source's */
-		free(us->spec.storage.volume_name);
-		us->spec.storage.volume_name = NULL;
-		if (us->spec.storage.volume_policy == SK_VOLUME_UNSET)
-			us->spec.storage.volume_policy = SK_VOLUME_RETAIN; /* still asked for */
-	}
 	free(us->spec.fork_from);
 	us->spec.fork_from = sk_strdup(a->source);
 	return us;
@@ -86,6 +81,16 @@ do_fork(sk_store *st, const fork_args *a)
 	if (rc != 0) {
 		sk_cli_errorf("%s", err.message);
 		return sk_cli_exit_code(rc);
+	}
+	if (sk_storage_wanted(&src->spec)) {
+		/* the provider's fork mounts the source's volumes: the fork would
+		 * write into the user's own files */
+		sk_cli_errorf("userspace/%s keeps its files on a volume (spec.storage.volume): "
+		              "a fork would mount that same volume and change the user's files; "
+		              "spaces with a volume are not forked",
+		        a->source);
+		sk_userspace_free(src);
+		return SK_EXIT_FAIL;
 	}
 	want = forked_object(src, a);
 	sk_userspace_free(src);

@@ -368,7 +368,8 @@ prepare_volume(sk_xctx *x, sk_create_request *req, volume_mount *vm, sk_error *e
 
 /* spec.source.fork before the Creating mark: the source's bound sandbox at
  * the same provider entry, or an error and no create (a provider without
- * fork creates nothing rather than an empty sandbox). *src_id: the caller
+ * fork creates nothing rather than an empty sandbox; a source with a volume
+ * is not forked: the provider's fork mounts the source's volumes). *src_id: the caller
  * frees it. */
 static int
 fork_source(sk_xctx *x, const sk_action *a, char **src_id, sk_error *err)
@@ -398,6 +399,12 @@ fork_source(sk_xctx *x, const sk_action *a, char **src_id, sk_error *err)
 	if (src->status.sandbox_id == NULL)
 		rc = sk_error_set(err, SK_EUNAVAILABLE,
 		        "spec.source.fork.userSpace: userspace %s has no sandbox to fork yet",
+		        a->fork_from);
+	else if (sk_storage_wanted(&src->spec))
+		rc = sk_error_set(err, SK_ETERMINAL,
+		        "spec.source.fork.userSpace: userspace %s keeps its files on a volume "
+		        "(spec.storage.volume); a fork would mount that volume and change its "
+		        "files: not forked",
 		        a->fork_from);
 	else if (!sk_str_eq(mine, theirs))
 		rc = sk_error_set(err, SK_ETERMINAL,

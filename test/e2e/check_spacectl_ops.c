@@ -752,18 +752,24 @@ START_TEST(plan_from_file_and_exit_code)
 END_TEST
 
 /* spacectl fork: the new object copies the source's spec but for its user
- * ID, its volume's name and spec.source; the source is not written; the
- * refusals name what is wrong, with exit 1 (not found, taken) or 2 (usage). */
+ * ID and spec.source; the source is not written; the refusals name what is
+ * wrong, with exit 1 (not found, taken, a source with a volume) or 2 (usage). */
 START_TEST(fork_copies_the_spec_and_refuses_clearly)
 {
 	char *out, *err;
-	char *path = ctl_write_us("alice.yaml", "alice", "alice",
-	        "  template: python\n  env:\n    FOO: bar\n"
-	        "  storage:\n    volume:\n      name: alice-home\n");
+	char *path = ctl_write_us(
+	        "alice.yaml", "alice", "alice", "  template: python\n  env:\n    FOO: bar\n");
+	char *vol = ctl_write_us(
+	        "vera.yaml", "vera", "vera", "  storage:\n    volume:\n      name: vera-home\n");
 	sk_userspace *src, *src_after, *f;
 
-	ck_assert_int_eq(ctl(&out, &err, "apply", "-f", path, NULL), 0);
+	ck_assert_int_eq(ctl(&out, &err, "apply", "-f", path, "-f", vol, NULL), 0);
 	ctl_free(&out, &err);
+	/* a source with a volume: its fork would mount the user's own volume */
+	ck_assert_int_eq(ctl(&out, &err, "fork", "userspace/vera", "--name", "vera-try", NULL), 1);
+	ASSERT_HAS(err, "keeps its files on a volume (spec.storage.volume)");
+	ctl_free(&out, &err);
+	ck_assert_ptr_null(ctl_stored("vera-try"));
 	src = ctl_stored("alice");
 	ck_assert_int_eq(ctl(&out, &err, "fork", "--help", NULL), 0);
 	ASSERT_HAS(out, "usage: spacectl fork userspace/NAME --name NEW");
@@ -778,8 +784,6 @@ START_TEST(fork_copies_the_spec_and_refuses_clearly)
 	ck_assert_str_eq(f->spec.fork_from, "alice");
 	ck_assert_str_eq(f->spec.template_id, "python");
 	ck_assert_str_eq(sk_kvlist_get(&f->spec.env, "FOO"), "bar");
-	ck_assert_ptr_null(f->spec.storage.volume_name); /* not alice's volume */
-	ck_assert(sk_storage_wanted(&f->spec)); /* but a volume of its own */
 	ck_assert_ptr_null(f->status.sandbox_id);
 	sk_userspace_free(f);
 	src_after = ctl_stored("alice");
@@ -811,8 +815,9 @@ START_TEST(fork_copies_the_spec_and_refuses_clearly)
 	ck_assert_int_eq(ctl(&out, &err, "fork", "pods/alice", "--name", "x", NULL), 2);
 	ASSERT_HAS(err, "only userspaces fork");
 	ctl_free(&out, &err);
-	ck_assert_int_eq(ctl_count(), 2);
+	ck_assert_int_eq(ctl_count(), 3);
 	free(path);
+	free(vol);
 }
 END_TEST
 

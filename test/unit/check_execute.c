@@ -409,16 +409,18 @@ END_TEST
 
 /* bob as stored, bound to sb-src. */
 static void
-create_bob(fixture *x)
+create_source(fixture *x, const char *name, bool volume)
 {
 	sk_userspace in, *out = NULL, *written = NULL;
 	sk_userspace_status st;
 	sk_error err = { 0 };
 
 	memset(&in, 0, sizeof(in));
-	in.meta.name = "bob";
-	in.spec.user_id = "bob";
+	in.meta.name = (char *)name;
+	in.spec.user_id = (char *)name;
 	in.spec.mode = SK_MODE_RUNNING;
+	if (volume)
+		in.spec.storage.mount_path = "/home/user";
 	ck_assert_msg(sk_store_create(x->store, &in, &out, &err) == 0, "%s", err.message);
 	memset(&st, 0, sizeof(st));
 	st.phase = SK_PHASE_RUNNING;
@@ -431,24 +433,26 @@ create_bob(fixture *x)
 
 /* spec.source.fork: the create is the provider's fork of the source's bound
  * sandbox, after the Creating mark, and binds the untagged fork by ID; a
- * provider without fork, or a source not there, creates nothing and writes
- * no mark. */
+ * provider without fork, a source not there, or a source with a volume (the
+ * fork would mount it) creates nothing and writes no mark. */
 START_TEST(test_create_forks_the_source)
 {
-	static const sk_provider_ops *const ops[] = { &fake_fork_ops, &fake_ops, &fake_fork_ops };
-	static const char *const sources[] = { "bob", "bob", "nobody" };
+	static const sk_provider_ops *const ops[] = { &fake_fork_ops, &fake_ops, &fake_fork_ops,
+		&fake_fork_ops };
+	static const char *const sources[] = { "bob", "bob", "nobody", "vera" };
 	fixture x;
 	sk_plan_result plan;
 	sk_userspace *us, *updated = NULL, *now;
 	sk_error err = { 0 };
 	int rc;
 
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		setup(&x);
 		sk_provider_free(x.p);
 		x.p = sk_provider_new_with_ops(ops[i], &x.f);
 		x.env.provider = x.p;
-		create_bob(&x);
+		create_source(&x, "bob", false);
+		create_source(&x, "vera", true);
 		us = create_alice(&x);
 		create_plan(&plan);
 		plan.actions[0].fork_from = sk_strdup(sources[i]);
@@ -467,7 +471,9 @@ START_TEST(test_create_forks_the_source)
 			ck_assert_str_eq(calls(&x), "");
 			ck_assert_ptr_null(now->status.sandbox_id);
 			ck_assert_int_ne(now->status.phase, SK_PHASE_CREATING);
-			ck_assert(i == 2 || has_event(&x, "ForkUnsupported"));
+			ck_assert(i != 1 || has_event(&x, "ForkUnsupported"));
+			ck_assert(i != 3 ||
+			        strstr(err.message, "keeps its files on a volume") != NULL);
 		}
 		sk_userspace_free(now);
 		sk_userspace_free(updated);
