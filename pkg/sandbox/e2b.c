@@ -193,29 +193,48 @@ token_seen(char **seen, size_t n, const char *tok)
 	return false;
 }
 
-/* One page: appends matching entries; *next gets the X-Next-Token (or NULL). */
-static int
-list_page(sk_provider *p, const char *path, const sk_kvlist *match, sk_sandbox_list *out,
-        size_t *cap, char **next, sk_error *err)
+/* GET path, answered with a JSON array: *arr (the caller decrefs it) and
+ * *next, the X-Next-Token (NULL on the last page; the caller frees it). */
+int
+sk_e2b_get_page(sk_provider *p, const char *path, json_t **arr, char **next, sk_error *err)
 {
 	sk_http_request r = { .method = "GET", .path = path, .auth = true };
-	sk_http_response resp;
-	json_t *arr = NULL, *item;
+	sk_http_response resp = { 0 };
 	json_error_t jerr;
-	size_t i;
 	int rc;
 
+	*arr = NULL;
 	*next = NULL;
 	if ((rc = sk_http_do(&p->http, &r, &resp, err)) != SK_OK)
 		return rc;
 	if ((rc = sk_http_classify(&p->http, &r, &resp, err)) != SK_OK)
 		goto done;
-	arr = json_loadb(resp.body.data ? resp.body.data : "", resp.body.len, 0, &jerr);
-	if (!json_is_array(arr)) {
+	*arr = json_loadb(resp.body.data ? resp.body.data : "", resp.body.len, 0, &jerr);
+	if (!json_is_array(*arr)) {
 		rc = sk_error_set(err, SK_EINVALID, "GET %s: HTTP %ld: expected a JSON array: %s",
-		        path, resp.status, arr ? "got another type" : jerr.text);
+		        path, resp.status, *arr ? "got another type" : jerr.text);
+		json_decref(*arr);
+		*arr = NULL;
 		goto done;
 	}
+	*next = resp.next_token;
+	resp.next_token = NULL;
+done:
+	sk_http_response_dispose(&resp);
+	return rc;
+}
+
+/* One page: appends matching entries; *next gets the X-Next-Token (or NULL). */
+static int
+list_page(sk_provider *p, const char *path, const sk_kvlist *match, sk_sandbox_list *out,
+        size_t *cap, char **next, sk_error *err)
+{
+	json_t *arr, *item;
+	size_t i;
+	int rc = sk_e2b_get_page(p, path, &arr, next, err);
+
+	if (rc != SK_OK)
+		return rc;
 	json_array_foreach(arr, i, item)
 	{
 		sk_sandbox sb;
@@ -226,12 +245,8 @@ list_page(sk_provider *p, const char *path, const sk_kvlist *match, sk_sandbox_l
 		else
 			sk_sandbox_dispose(&sb);
 	}
-	*next = resp.next_token;
-	resp.next_token = NULL;
-done:
 	json_decref(arr);
-	sk_http_response_dispose(&resp);
-	return rc;
+	return SK_OK;
 }
 
 int

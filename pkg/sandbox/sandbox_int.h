@@ -114,6 +114,9 @@ typedef struct sk_state_name {
 extern const sk_state_name sk_e2b_states[]; /* E2B and CubeSandbox */
 sk_sandbox_state sk_sandbox_state_parse(const sk_state_name *names, const char *s);
 int sk_e2b_decode(const json_t *j, sk_sandbox *out, sk_sandbox_state dflt, sk_error *err);
+/* GET path, answered with a JSON array: *arr (decref it) and *next, the
+ * X-Next-Token (NULL on the last page; free it). */
+int sk_e2b_get_page(sk_provider *p, const char *path, json_t **arr, char **next, sk_error *err);
 bool sk_sandbox_metadata_matches(const sk_kvlist *meta, const sk_kvlist *match);
 /* Sorts by id and drops repeated ids (lists whose pages shift between calls). */
 void sk_sandbox_list_dedup(sk_sandbox_list *l);

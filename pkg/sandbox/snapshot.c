@@ -91,24 +91,12 @@ static int
 list_page(sk_provider *p, const char *path, const char *sandbox_id, sk_snapshot_list *out,
         char **next, sk_error *err)
 {
-	sk_http_request r = { .method = "GET", .path = path, .auth = true };
-	sk_http_response resp = { 0 };
-	json_error_t jerr;
-	json_t *arr = NULL, *item;
+	json_t *arr, *item;
 	size_t i;
-	int rc;
+	int rc = sk_e2b_get_page(p, path, &arr, next, err);
 
-	*next = NULL;
-	if ((rc = sk_http_do(&p->http, &r, &resp, err)) != SK_OK)
+	if (rc != SK_OK)
 		return rc;
-	if ((rc = sk_http_classify(&p->http, &r, &resp, err)) != SK_OK)
-		goto done;
-	arr = json_loadb(resp.body.data ? resp.body.data : "", resp.body.len, 0, &jerr);
-	if (!json_is_array(arr)) {
-		rc = sk_error_set(err, SK_EINVALID,
-		        "GET /snapshots: HTTP %ld: expected a JSON array", resp.status);
-		goto done;
-	}
 	out->items =
 	        sk_realloc(out->items, (out->len + json_array_size(arr)) * sizeof(*out->items));
 	json_array_foreach(arr, i, item)
@@ -116,12 +104,8 @@ list_page(sk_provider *p, const char *path, const char *sandbox_id, sk_snapshot_
 		if (decode_snapshot(item, sandbox_id, &out->items[out->len], NULL) == SK_OK)
 			out->len++;
 	}
-	*next = resp.next_token;
-	resp.next_token = NULL;
-done:
 	json_decref(arr);
-	sk_http_response_dispose(&resp);
-	return rc;
+	return SK_OK;
 }
 
 int
