@@ -122,8 +122,9 @@ TEST_ENV := SK_BIN_DIR=$(abspath $(BIN)) SK_TOOLS_DIR=$(abspath $(OUT)/tools) \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	LSAN_OPTIONS=suppressions=$(abspath test/lsan.supp):print_suppressions=0
 
+# SUITES="e2e/guard readme": those suites only (names as hack/run-tests.sh prints them).
 check: tests verify-deps
-	@$(TEST_ENV) ./hack/run-tests.sh $(OUT)/test
+	@$(TEST_ENV) ./hack/run-tests.sh $(OUT)/test $(SUITES)
 
 # Includes point down the layering and the planner's objects link with api and
 # util only (nm); the self-test shows both checks catch a violation.
