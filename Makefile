@@ -114,8 +114,10 @@ deps:
 	@./hack/deps.sh
 
 # The README's test command: dependencies, sanitizer build, every suite.
+# The build uses every CPU unless make was given its own -j.
+NPROC := $(shell nproc 2>/dev/null || echo 1)
 test: deps
-	@$(MAKE) --no-print-directory SANITIZE=1 check
+	@$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(NPROC)) SANITIZE=1 check
 
 TEST_ENV := SK_BIN_DIR=$(abspath $(BIN)) SK_TOOLS_DIR=$(abspath $(OUT)/tools) \
 	SK_ROOT=$(abspath .) ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
