@@ -18,6 +18,7 @@
 #include "store/store.h"
 
 Suite *sk_suite_controller(void);
+Suite *sk_suite_controller_archive(void);
 
 #define DUMMY_KEY "E2B_API_KEY=e2b_0000000000000000000000000000000000000000"
 
@@ -2403,22 +2404,11 @@ sk_suite_controller(void)
 	TCase *fault = tcase_create("faults");
 	TCase *daemon = tcase_create("daemon");
 	TCase *retention = tcase_create("retention");
-	TCase *archive = tcase_create("archive");
-	TCase *restore = tcase_create("restore");
 	TCase *fork_tc = tcase_create("fork");
 
 	tcase_set_timeout(retention, 300);
 	tcase_add_checked_fixture(retention, setup, teardown);
 	tcase_add_test(retention, test_retention_warning_without_archive);
-	tcase_set_timeout(archive, 600);
-	tcase_add_checked_fixture(archive, setup, archive_teardown);
-	tcase_add_test(archive, test_archive_after_sleep_and_restore);
-	tcase_add_test(archive, test_archive_before_retention);
-	tcase_add_test(archive, test_archive_restores_lost_files);
-	tcase_add_test(archive, test_archive_interrupted);
-	tcase_set_timeout(restore, 600);
-	tcase_add_checked_fixture(restore, setup, archive_teardown);
-	tcase_add_test(restore, test_restore_failure_answered_at_once);
 	tcase_set_timeout(core, 300);
 	tcase_set_timeout(fault, 300);
 	tcase_set_timeout(daemon, 300);
@@ -2456,6 +2446,27 @@ sk_suite_controller(void)
 	suite_add_tcase(s, fault);
 	suite_add_tcase(s, daemon);
 	suite_add_tcase(s, retention);
+	return s;
+}
+
+/* The archive's cases, a suite of their own: half of this file's time,
+ * run beside the rest by make test (hack/run-tests.sh). */
+Suite *
+sk_suite_controller_archive(void)
+{
+	Suite *s = suite_create("controller_archive");
+	TCase *archive = tcase_create("archive");
+	TCase *restore = tcase_create("restore");
+
+	tcase_set_timeout(archive, 600);
+	tcase_add_checked_fixture(archive, setup, archive_teardown);
+	tcase_add_test(archive, test_archive_after_sleep_and_restore);
+	tcase_add_test(archive, test_archive_before_retention);
+	tcase_add_test(archive, test_archive_restores_lost_files);
+	tcase_add_test(archive, test_archive_interrupted);
+	tcase_set_timeout(restore, 600);
+	tcase_add_checked_fixture(restore, setup, archive_teardown);
+	tcase_add_test(restore, test_restore_failure_answered_at_once);
 	suite_add_tcase(s, archive);
 	suite_add_tcase(s, restore);
 	return s;
