@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcile/reconcile.h"
+#include "reconcile/options.h"
+#include "reconcile/orphans.h"
 #include "sandbox/sandbox.h"
 #include "spacectl.h"
 

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcile/reconcile.h"
+#include "reconcile/observe.h"
+#include "reconcile/options.h"
+#include "reconcile/plan.h"
 #include "sandbox/sandbox.h"
 #include "spacectl.h"
 

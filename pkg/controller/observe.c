@@ -13,6 +13,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "../reconcile/observe.h"
+#include "../reconcile/options.h"
+#include "../reconcile/orphans.h"
 #include "controller_int.h"
 
 /* The longest wait between two reads of the shared list. */

@@ -14,7 +14,7 @@
 #include <stdatomic.h>
 
 #include "../api/api.h"
-#include "../reconcile/reconcile.h"
+#include "../reconcile/observe.h"
 #include "../sandbox/sandbox.h"
 #include "../util/util.h"
 #include "controller.h"

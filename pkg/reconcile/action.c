@@ -6,7 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcile_int.h"
+#include "observe.h"
+#include "observe_int.h"
+#include "options.h"
+#include "plan.h"
 
 void
 sk_plan_options_init(sk_plan_options *o)

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcile_int.h"
+#include "archive_int.h"
 
 #define MANIFEST_MAX_BYTES ((size_t)64 << 20)
 

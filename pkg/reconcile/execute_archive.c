@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcile_int.h"
+#include "archive_int.h"
+#include "reconcile.h"
+#include "round_int.h"
 
 static int
 open_archive(

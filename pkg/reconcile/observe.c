@@ -12,6 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "marker_int.h"
+#include "observe.h"
+#include "observe_int.h"
+#include "options.h"
 #include "reconcile_int.h"
 
 static bool

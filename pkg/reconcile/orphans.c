@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "options.h"
+#include "orphans.h"
 #include "reconcile_int.h"
 
 void

@@ -47,6 +47,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "archive_int.h"
+#include "options.h"
+#include "outcome_int.h"
+#include "plan.h"
+#include "plan_int.h"
 #include "reconcile_int.h"
 
 #define HOUR_MS (3600LL * 1000)

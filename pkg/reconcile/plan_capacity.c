@@ -19,6 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capacity.h"
+#include "plan.h"
+#include "plan_int.h"
 #include "reconcile_int.h"
 
 sk_capacity_verdict

@@ -6,6 +6,9 @@
  * the user's sandboxes keeps the finalizer (a list is not proof of absence).
  * Table-tested in test/unit/check_plan.c.
  */
+#include "observe.h"
+#include "plan.h"
+#include "plan_int.h"
 #include "reconcile_int.h"
 
 void

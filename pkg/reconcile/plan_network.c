@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan.h"
+#include "plan_int.h"
 #include "reconcile_int.h"
 
 #define NET_LINE 2048

@@ -36,6 +36,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "marker_int.h"
+#include "options.h"
+#include "plan.h"
+#include "plan_int.h"
 #include "reconcile_int.h"
 
 static bool

@@ -24,8 +24,7 @@
 #include <jansson.h>
 
 #include "../testutil.h"
-#include "reconcile/reconcile.h"
-#include "reconcile/reconcile_int.h" /* SK_TRIGGER_PROVIDER */
+#include "reconcile/reconcile_int.h"
 #include "sandbox/sandbox.h"
 #include "store/store.h"
 

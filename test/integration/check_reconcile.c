@@ -11,8 +11,11 @@
 #include <string.h>
 
 #include "../testutil.h"
+#include "reconcile/observe.h"
+#include "reconcile/observe_int.h"
+#include "reconcile/plan.h"
 #include "reconcile/reconcile.h"
-#include "reconcile/reconcile_int.h" /* sk_execute, sk_observed_init */
+#include "reconcile/round_int.h"
 #include "reconcile_fixture.h"
 
 Suite *sk_suite_reconcile(void);

@@ -13,8 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcile/reconcile.h"
-#include "reconcile/reconcile_int.h" /* the migration plan, sk_observed_add */
+#include "reconcile/migrate_int.h"
+#include "reconcile/observe.h"
+#include "reconcile/observe_int.h"
+#include "reconcile/options.h"
+#include "reconcile/plan.h"
+#include "reconcile/reconcile_int.h"
 #include "store/store_int.h"
 
 Suite *sk_suite_migrate(void);

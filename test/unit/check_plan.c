@@ -10,8 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcile/reconcile.h"
-#include "reconcile/reconcile_int.h" /* sk_observed_add, sk_plan_busy_check, sk_reconcile_meta_value */
+#include "reconcile/observe.h"
+#include "reconcile/observe_int.h"
+#include "reconcile/options.h"
+#include "reconcile/orphans.h"
+#include "reconcile/plan.h"
+#include "reconcile/reconcile_int.h"
 
 Suite *sk_suite_plan(void);
 
