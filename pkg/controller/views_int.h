@@ -13,8 +13,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "../api/api.h"
-#include "../reconcile/reconcile.h"
+#include "../api/kvlist.h"
+#include "../api/sandbox_values.h"
+#include "../api/schema.h"
+#include "../reconcile/observe.h"
 #include "../sandbox/sandbox.h"
 #include "../util/util.h"
 #include "controller.h"

@@ -7,9 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/api.h"
-#include "reconcile/reconcile.h"
-#include "reconcile/reconcile_int.h" /* sk_observed_add, sk_reconcile_create_request */
+#include "api/kvlist.h"
+#include "api/migration.h"
+#include "api/names.h"
+#include "api/network.h"
+#include "api/sandbox_values.h"
+#include "api/status.h"
+#include "api/strlist.h"
+#include "api/userspace.h"
+#include "reconcile/observe.h"
+#include "reconcile/observe_int.h"
+#include "reconcile/options.h"
+#include "reconcile/plan.h"
+#include "reconcile/reconcile_int.h"
 
 Suite *sk_suite_plan_network(void);
 
