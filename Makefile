@@ -143,7 +143,7 @@ verify-docs: $(CMD_BINS)
 	@SK_BIN_DIR=$(abspath $(BIN)) ./hack/check-docs.sh --self-test
 	@SK_BIN_DIR=$(abspath $(BIN)) ./hack/check-docs.sh
 
-# integration and e2e start one FerretDB for the run (as hack/run-tests.sh does).
+# integration and e2e start one FerretDB per process (hack/run-tests.sh: one per suite).
 test-unit test-integration test-e2e: test-%: tests
 	@$(TEST_ENV) $(if $(filter unit,$*),,SK_TEST_NEEDS_MONGO=1) $(OUT)/test/$*_tests
 
