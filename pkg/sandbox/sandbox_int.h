@@ -1,7 +1,7 @@
 /*
  * sandbox_int: declarations shared by the sandbox backends (private).
- * The HTTP layer (http.c), the provider object, and the E2B functions that
- * the cube backend reuses.
+ * The provider's side of the HTTP client (http.c, on pkg/httpc), the
+ * provider object, and the E2B functions that the cube backend reuses.
  */
 #ifndef SK_SANDBOX_INT_H
 #define SK_SANDBOX_INT_H
