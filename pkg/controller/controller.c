@@ -267,19 +267,22 @@ wait_synced(sk_controller *c, int64_t timeout_ms)
 	return false;
 }
 
-/* Everything after the database answered: informer, first observation,
- * workers, observer. */
+/* Everything after the database answered: who holds the shards (so that
+ * connects for them are forwarded while this replica starts), informer,
+ * first observation, workers, observer. */
 static int
 start_parts(sk_controller *c, sk_error *err)
 {
 	int rc;
 
+	sk_ctl_shards_prepare(c);
+	if (!sk_ctl_shards_own_all(c))
+		sk_ctl_shards_look(c);
 	if ((rc = sk_informer_start(c->inf, err)) != 0)
 		return rc;
 	if (!wait_synced(c, SK_CONTROLLER_SYNC_MS))
 		return sk_error_set(err, SK_EUNAVAILABLE,
 		        "informer: no list of UserSpaces within %ds", SK_CONTROLLER_SYNC_MS / 1000);
-	sk_ctl_shards_prepare(c);
 	sk_ctl_shards_tick(c); /* the shards to start with */
 	sk_ctl_observe_all(c, true);
 	sk_ctl_quotas_refresh(c); /* the quotas before the first start */

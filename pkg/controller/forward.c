@@ -112,6 +112,19 @@ set_transport(sk_controller *c, CURL *h)
 	return "https";
 }
 
+/* The connect API's one GET route, GET /v1/users/ID/sandbox (every other
+ * route forwarded is a POST). */
+static bool
+is_get_route(const char *path)
+{
+	const char *q = strchr(path, '?');
+	size_t len = q ? (size_t)(q - path) : strlen(path);
+	static const char suffix[] = "/sandbox";
+
+	return strncmp(path, "/v1/users/", 10) == 0 && len > sizeof(suffix) - 1 &&
+	        memcmp(path + len - (sizeof(suffix) - 1), suffix, sizeof(suffix) - 1) == 0;
+}
+
 void
 sk_ctl_forward(sk_controller *c, const char *addr, const char *path, int64_t timeout_ms,
         const sk_ctl_origin *from, sk_http_reply *r)
@@ -126,8 +139,10 @@ sk_ctl_forward(sk_controller *c, const char *addr, const char *path, int64_t tim
 	if (h) {
 		url = sk_asprintf("%s://%s%s", set_transport(c, h), addr, path);
 		curl_easy_setopt(h, CURLOPT_URL, url);
-		curl_easy_setopt(h, CURLOPT_POST, 1L);
-		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, 0L);
+		if (!is_get_route(path)) {
+			curl_easy_setopt(h, CURLOPT_POST, 1L);
+			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, 0L);
+		}
 		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
 		curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 		/* the holder answers within the caller's timeout; a second more
