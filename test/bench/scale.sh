@@ -52,9 +52,11 @@ ports=()
 cports=()
 load_pid=
 
+# scale_cleanup: stops what run_one started (also between two sizes: a replica
+# that exits non-zero on its stop must not end the script under set -e).
 scale_cleanup() {
 	for p in $load_pid "${pids[@]}"; do
-		kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null
+		{ kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null; } || true
 	done
 	pids=()
 	load_pid=
