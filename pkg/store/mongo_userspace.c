@@ -362,21 +362,17 @@ sk_mongo_list_since(sk_store *store, int64_t since, sk_userspace_list *out, sk_e
 	return rc;
 }
 
-/* The query of sk_store_scan_packed: every object (since < 0) or those
- * written after since, in the server's own order. No sort: a sorted find
- * answers its first batch only once the server has read (and, on FerretDB's
- * SQLite backend, decoded) the whole collection, so the first list of
- * 10,000 objects outlasted the socket timeout on a loaded host and a
- * replica never started; unsorted, the server streams each batch as it
- * reads it (getMore). The informer takes each object by its own version,
- * whatever the order. */
+/* The query of sk_store_list (since < 0) or sk_store_list_since. */
 static void
 scan_query(int64_t since, bson_t **filter, bson_t **opts)
 {
+	const char *key = since < 0 ? "_id" : "metadata.resourceVersion";
+
 	*filter = since < 0
 	        ? bson_new()
 	        : BCON_NEW("metadata.resourceVersion", "{", "$gt", BCON_INT64(since), "}");
-	*opts = BCON_NEW("batchSize", BCON_INT32(SK_STORE_LIST_BATCH));
+	*opts = BCON_NEW(
+	        "sort", "{", key, BCON_INT32(1), "}", "batchSize", BCON_INT32(SK_STORE_LIST_BATCH));
 }
 
 int

@@ -134,11 +134,10 @@ bool sk_packed_status_only_change(const sk_packed_userspace *a, const sk_packed_
 
 /* Takes ownership of p. */
 typedef void (*sk_store_packed_fn)(sk_packed_userspace *p, void *arg);
-/* Streams the objects of sk_store_list (since < 0, no selector) or of
- * sk_store_list_since(since) to fn as they arrive, in no particular order
- * (the server streams its batches without sorting the collection first),
- * each packed as soon as it is decoded, so a list never holds every object
- * decoded at once. On an error fn has seen some of the list. */
+/* Streams the objects of sk_store_list (since < 0, by name, no selector) or of
+ * sk_store_list_since(since) to fn as they arrive, each packed as soon as it
+ * is decoded, so a list never holds every object decoded at once. On an
+ * error fn has seen a prefix of the list. */
 int sk_store_scan_packed(
         sk_store *s, int64_t since, sk_store_packed_fn fn, void *arg, sk_error *err);
 
