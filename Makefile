@@ -7,8 +7,8 @@
 #   make docs         the CLI reference (docs/cli/*.md, docs/man/*.1) from each --help
 #   make verify-docs  those pages are current and lint-clean (make test runs it too)
 #   make bench-sim    simulator throughput and memory
-#   make bench        convergence, "day of use", migration, replicas, archive, application and
-#                     capacity benchmarks
+#   make bench        convergence, "day of use", migration, replicas, archive, application,
+#                     capacity and scale benchmarks
 #   make demo         the embedded-defaults demo (README)
 
 CC ?= cc
@@ -201,6 +201,7 @@ bench: deps
 	@./test/bench/migrate.sh
 	@./test/bench/replicas.sh
 	@./test/bench/archive.sh
+	@./test/bench/scale.sh
 	@./test/bench/application.sh
 	@./test/bench/capacity.sh
 

@@ -427,17 +427,38 @@ wait_ready(sk_controller *c, sk_userspace **us, const char *path, int64_t deadli
 	free(key);
 }
 
+/* A connect that may be forwarded while this replica starts: the user, the
+ * holder's route for it, and whether it was forwarded. */
+typedef struct start_forward {
+	const char *user_id; /* NULL: not known, never forwarded */
+	char *path;
+	int64_t timeout_ms;
+	const sk_ctl_origin *from;
+	bool done;
+} start_forward;
+
 /* A connect that arrives while the controller is still starting (informer
  * sync, first shard round) waits for it within its own timeout: before,
  * the user's space is not known yet and its shard not taken, and an
- * answer then (404, or 503 for a free shard) would be wrong. false: *r is
- * the answer (503, with Retry-After). */
+ * answer then (404, or 503 for a free shard) would be wrong. Unless
+ * another replica holds the user's shard (fw not NULL): then it is
+ * forwarded there at once (fw->done), and the holder answers from its
+ * cache, however long this replica's first list of many objects takes.
+ * false: *r is the answer (the holder's, or 503 with Retry-After). */
 static bool
-started_within(sk_controller *c, int64_t deadline, sk_http_reply *r)
+started_within(sk_controller *c, int64_t deadline, start_forward *fw, sk_http_reply *r)
 {
 	while (!atomic_load(&c->started)) {
+		char *addr = NULL;
 		if (sk_ctl_stopping(c)) {
 			sk_ctl_reply_error(r, 503, "ShuttingDown", "the controller is stopping");
+			return false;
+		}
+		if (fw && fw->user_id && !(fw->from && fw->from->forwarded) &&
+		        (addr = sk_ctl_shard_holder_address(c, fw->user_id)) != NULL) {
+			sk_ctl_forward(c, addr, fw->path, fw->timeout_ms, fw->from, r);
+			free(addr);
+			fw->done = true;
 			return false;
 		}
 		if (sk_monotonic_ms() >= deadline) {
@@ -482,6 +503,29 @@ fresh_reconciles(const sk_connect_decision *d)
 	                strcmp(d->reason, SK_DRIFT_DATAPLANE) == 0);
 }
 
+/* started_within for a connect by name: the user of a space not cached yet
+ * is read from the store (one read by name) to forward it while starting. */
+static bool
+start_or_forward(sk_controller *c, const char *name, int64_t timeout_ms, bool fresh,
+        const sk_ctl_origin *from, int64_t deadline, bool *forwarded, sk_http_reply *r)
+{
+	start_forward fw = { NULL, NULL, timeout_ms, from, false };
+	sk_userspace *us = NULL;
+	sk_error err = { 0 };
+	bool started;
+
+	if (!atomic_load(&c->started) && load_in_scope(c, name, from, &us, &err) == 0) {
+		fw.user_id = us->spec.user_id;
+		fw.path = sk_asprintf("/v1/userspaces/%s/connect?timeout=%lldms%s", name,
+		        (long long)timeout_ms, fresh ? "&fresh=1" : "");
+	}
+	started = started_within(c, deadline, &fw, r);
+	*forwarded = fw.done;
+	free(fw.path);
+	sk_userspace_free(us);
+	return started;
+}
+
 void
 sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, bool fresh,
         const sk_ctl_origin *from, sk_http_reply *r)
@@ -495,10 +539,11 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, bool fres
 	sk_plan_options o;
 	sk_ctl_keeper k;
 	const char *path = "fast";
+	bool fwd = false;
 	int rc;
 
-	if (!started_within(c, deadline, r)) {
-		count_connect(c, "none", r->status, t0);
+	if (!start_or_forward(c, name, timeout_ms, fresh, from, deadline, &fwd, r)) {
+		count_connect(c, fwd ? "forward" : "none", r->status, t0);
 		return;
 	}
 	if ((rc = load_in_scope(c, name, from, &us, &err)) != 0) {
@@ -597,10 +642,16 @@ sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms, b
         const sk_ctl_origin *from, sk_http_reply *r)
 {
 	double t0 = sk_metrics_now();
+	start_forward fw = { user_id, NULL, timeout_ms, from, false };
 	char *name;
+	bool started;
 
-	if (!started_within(c, sk_monotonic_ms() + timeout_ms, r)) {
-		count_connect(c, "none", r->status, t0);
+	fw.path = sk_asprintf("/v1/users/%s/%s?timeout=%lldms", user_id,
+	        fresh ? "unhealthy" : "sandbox", (long long)timeout_ms);
+	started = started_within(c, sk_monotonic_ms() + timeout_ms, &fw, r);
+	free(fw.path);
+	if (!started) {
+		count_connect(c, fw.done ? "forward" : "none", r->status, t0);
 		return;
 	}
 	if ((name = name_in_scope(c, user_id, from)) == NULL) {
@@ -624,7 +675,7 @@ sk_ctl_activity(sk_controller *c, const char *user_id, const sk_ctl_origin *from
 	char *path;
 	bool fwd;
 
-	if (!started_within(c, sk_monotonic_ms() + ACTIVITY_START_WAIT_MS, r))
+	if (!started_within(c, sk_monotonic_ms() + ACTIVITY_START_WAIT_MS, NULL, r))
 		return;
 	name = name_in_scope(c, user_id, from);
 	if (name == NULL || sk_informer_get(c->inf, name, &us) != 0) {

@@ -255,31 +255,47 @@ nap_unless_stopping(sk_controller *c, int64_t ms)
 	return !c->stopping;
 }
 
-/* The informer's first list, up to timeout_ms; a stop ends the wait at once. */
+/* The informer's first list, for as long as it makes progress: the list
+ * of 10,000 objects or more from a loaded FerretDB takes longer than
+ * timeout_ms, and giving up on it (a retry after a back-off) only delayed
+ * the start; a list that read nothing new for timeout_ms fails it. A stop
+ * ends the wait at once. */
 static bool
 wait_synced(sk_controller *c, int64_t timeout_ms)
 {
-	int64_t deadline = sk_monotonic_ms() + timeout_ms;
+	size_t read = 0;
 
-	while (!c->stopping && sk_monotonic_ms() < deadline)
-		if (sk_informer_wait_synced(c->inf, 200))
-			return true;
-	return false;
+	for (;;) {
+		int64_t deadline = sk_monotonic_ms() + timeout_ms;
+		size_t now;
+
+		while (!c->stopping && sk_monotonic_ms() < deadline)
+			if (sk_informer_wait_synced(c->inf, 200))
+				return true;
+		now = sk_informer_len(c->inf);
+		if (c->stopping || now <= read)
+			return false;
+		read = now;
+	}
 }
 
-/* Everything after the database answered: informer, first observation,
- * workers, observer. */
+/* Everything after the database answered: who holds the shards (so that
+ * connects for them are forwarded while this replica starts), informer,
+ * first observation, workers, observer. */
 static int
 start_parts(sk_controller *c, sk_error *err)
 {
 	int rc;
 
+	sk_ctl_shards_prepare(c);
+	if (!sk_ctl_shards_own_all(c))
+		sk_ctl_shards_look(c);
 	if ((rc = sk_informer_start(c->inf, err)) != 0)
 		return rc;
 	if (!wait_synced(c, SK_CONTROLLER_SYNC_MS))
 		return sk_error_set(err, SK_EUNAVAILABLE,
-		        "informer: no list of UserSpaces within %ds", SK_CONTROLLER_SYNC_MS / 1000);
-	sk_ctl_shards_prepare(c);
+		        "informer: the first list of UserSpaces read nothing new for %ds",
+		        SK_CONTROLLER_SYNC_MS / 1000);
 	sk_ctl_shards_tick(c); /* the shards to start with */
 	sk_ctl_observe_all(c, true);
 	sk_ctl_quotas_refresh(c); /* the quotas before the first start */

@@ -72,9 +72,9 @@
 #define SK_CONTROLLER_NAME "userspace"
 /* MongoDB connections of the controller when the URI does not say (maxPoolSize). */
 #define SK_CONTROLLER_STORE_POOL 4
-/* Start-up: the first list of UserSpaces must come within SYNC_MS; a
- * database that is not there yet is retried every RETRY_MIN_MS, doubling
- * up to RETRY_MAX_MS. */
+/* Start-up: the first list of UserSpaces must read something new every
+ * SYNC_MS; a database that is not there yet is retried every RETRY_MIN_MS,
+ * doubling up to RETRY_MAX_MS. */
 #define SK_CONTROLLER_SYNC_MS 30000
 #define SK_CONTROLLER_RETRY_MIN_MS 1000
 #define SK_CONTROLLER_RETRY_MAX_MS 30000

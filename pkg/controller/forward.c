@@ -86,6 +86,19 @@ copy_answer(const char *addr, int rc, sk_httpc_response *a, const sk_error *err,
 		        (long long)((a->retry_after_ms + 999) / 1000));
 }
 
+/* The connect API's one GET route, GET /v1/users/ID/sandbox (every other
+ * route forwarded is a POST). */
+static bool
+is_get_route(const char *path)
+{
+	const char *q = strchr(path, '?');
+	size_t len = q ? (size_t)(q - path) : strlen(path);
+	static const char suffix[] = "/sandbox";
+
+	return strncmp(path, "/v1/users/", 10) == 0 && len > sizeof(suffix) - 1 &&
+	        memcmp(path + len - (sizeof(suffix) - 1), suffix, sizeof(suffix) - 1) == 0;
+}
+
 void
 sk_ctl_forward(sk_controller *c, const char *addr, const char *path, int64_t timeout_ms,
         const sk_ctl_origin *from, sk_http_reply *r)
@@ -99,7 +112,10 @@ sk_ctl_forward(sk_controller *c, const char *addr, const char *path, int64_t tim
 		.pin = pin,
 		.max_body = FORWARD_BODY_MAX };
 	char *url = sk_asprintf("%s://%s%s", pin ? "https" : "http", addr, path), *lines[3];
-	sk_httpc_request req = { .method = "POST", .url = url, .path = path, .body = "" };
+	bool get = is_get_route(path);
+	sk_httpc_request req = {
+		.method = get ? "GET" : "POST", .url = url, .path = path, .body = get ? NULL : ""
+	};
 	sk_httpc_response a = { 0 };
 	sk_httpc h;
 	sk_error err = { 0 };

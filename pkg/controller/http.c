@@ -119,7 +119,7 @@ readyz(sk_controller *c, reply *r)
 /* ---- routing ---- */
 
 static void
-route(sk_controller *c, const char *method, const char *url, reply *r)
+route(sk_controller *c, struct MHD_Connection *conn, const char *method, const char *url, reply *r)
 {
 	bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
 	char *arg;
@@ -135,7 +135,9 @@ route(sk_controller *c, const char *method, const char *url, reply *r)
 		r->body = sk_buf_detach(&b);
 		r->type = "text/plain; version=0.0.4; charset=utf-8";
 	} else if (get && strcmp(url, "/") == 0) {
-		sk_ctl_page_index(c, r);
+		sk_ctl_page_index(c,
+		        MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "after"),
+		        MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "limit"), r);
 	} else if (get && (arg = sk_ctl_path_segment(url, "/spaces/", "")) != NULL) {
 		sk_ctl_page_space(c, arg, r);
 		free(arg);
@@ -165,7 +167,7 @@ handler(void *cls, struct MHD_Connection *conn, const char *url, const char *met
 		*upload_data_size = 0; /* bodies are read and dropped */
 		return MHD_YES;
 	}
-	route(c, method, url, &r);
+	route(c, conn, method, url, &r);
 	resp = MHD_create_response_from_buffer(strlen(r.body), r.body, MHD_RESPMEM_MUST_FREE);
 	MHD_add_response_header(resp, "Content-Type", r.type);
 	if (r.retry_after[0])

@@ -118,7 +118,9 @@ bool sk_ctl_tokens_check(
 bool sk_ctl_in_scope(sk_controller *c, const sk_ctl_origin *from, const sk_userspace *us);
 
 /* page.c: the status page (GET / and GET /spaces/NAME), HTML. */
-void sk_ctl_page_index(sk_controller *c, sk_http_reply *r);
+/* The index: the spaces named after `after` (NULL: from the first), `limit`
+ * of them (NULL or out of 1..1000: 1000). */
+void sk_ctl_page_index(sk_controller *c, const char *after, const char *limit, sk_http_reply *r);
 void sk_ctl_page_space(sk_controller *c, const char *name, sk_http_reply *r);
 
 #endif

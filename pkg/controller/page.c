@@ -1,7 +1,8 @@
 /*
  * page: the status page on the metrics listener, server-rendered HTML and
  * CSS (no script, no external asset: it works air-gapped). `/`: spaces by
- * phase, the drift list with ages, every space; `/spaces/NAME`: one space's
+ * phase, the drift list with ages, the spaces a page at a time by name
+ * (`/?after=NAME&limit=K`, K <= 1000); `/spaces/NAME`: one space's
  * spec, status, conditions, drift, recent events and what the provider's
  * last list saw. Every value from an object is HTML-escaped. The listener
  * has no authentication: spec.env shows its names and count only, as logs
@@ -14,7 +15,7 @@
 #include "../reconcile/retention.h"
 #include "controller_int.h"
 
-#define PAGE_MAX_SPACES 1000 /* rows of the index's space table */
+#define PAGE_MAX_SPACES 1000 /* rows of the index's space table, at most (?limit=) */
 #define PAGE_EVENTS 20
 
 static const char page_css[] =
@@ -44,17 +45,24 @@ html(sk_buf *b, const char *s)
 	}
 }
 
-/* A link to a space's page (the name percent-encoded in the href). */
+/* A name percent-encoded for a URL. */
 static void
-space_link(sk_buf *b, const char *name)
+url_name(sk_buf *b, const char *name)
 {
-	sk_buf_printf(b, "<a href=\"/spaces/");
 	for (const unsigned char *p = (const unsigned char *)name; p && *p; p++) {
 		if ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '.')
 			sk_buf_append(b, p, 1);
 		else
 			sk_buf_printf(b, "%%%02X", *p);
 	}
+}
+
+/* A link to a space's page (the name percent-encoded in the href). */
+static void
+space_link(sk_buf *b, const char *name)
+{
+	sk_buf_printf(b, "<a href=\"/spaces/");
+	url_name(b, name);
 	sk_buf_printf(b, "\">");
 	html(b, name);
 	sk_buf_printf(b, "</a>");
@@ -137,11 +145,68 @@ typedef struct page_row {
 	bool ready;
 } page_row;
 
+/* The index reads the informer's cache once: every entry is counted by
+ * phase, and only the rows of the page asked for (the first `limit` names
+ * after `after`) are kept, in a max-heap by name, so a render costs
+ * O(N log limit) and holds `limit` rows whatever N is (it copied and sorted
+ * every name). The sleeping spaces' names are kept only when the retention
+ * table reads them. */
 typedef struct page_rows {
-	page_row *items;
-	size_t len, cap, total;
+	page_row *items; /* a max-heap by name while collecting, then sorted */
+	size_t len, limit, total, after_total;
 	size_t by_phase[SK_PHASE_COUNT][2];
+	const char *after; /* NULL: from the first name */
+	bool want_sleeping;
+	char **sleeping;
+	size_t n_sleeping;
 } page_rows;
+
+static int
+row_cmp(const void *a, const void *b)
+{
+	return strcmp(((const page_row *)a)->name, ((const page_row *)b)->name);
+}
+
+static void
+row_swap(page_row *a, page_row *b)
+{
+	page_row t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+static void
+heap_up(page_row *h, size_t i)
+{
+	while (i > 0 && row_cmp(&h[(i - 1) / 2], &h[i]) < 0) {
+		row_swap(&h[(i - 1) / 2], &h[i]);
+		i = (i - 1) / 2;
+	}
+}
+
+static void
+heap_down(page_row *h, size_t len)
+{
+	for (size_t i = 0;;) {
+		size_t l = 2 * i + 1, r = l + 1, top = i;
+		if (l < len && row_cmp(&h[l], &h[top]) > 0)
+			top = l;
+		if (r < len && row_cmp(&h[r], &h[top]) > 0)
+			top = r;
+		if (top == i)
+			return;
+		row_swap(&h[i], &h[top]);
+		i = top;
+	}
+}
+
+static page_row
+row_of(const sk_informer_entry *e)
+{
+	return (page_row){ sk_strdup(e->name), e->user_id ? sk_strdup(e->user_id) : NULL, e->phase,
+		e->ready };
+}
 
 static void
 collect_row(const sk_informer_entry *e, void *payload)
@@ -151,18 +216,23 @@ collect_row(const sk_informer_entry *e, void *payload)
 
 	rows->total++;
 	rows->by_phase[p][e->ready ? 1 : 0]++;
-	if (rows->len == rows->cap) {
-		rows->cap = rows->cap ? rows->cap * 2 : 64;
-		rows->items = sk_realloc(rows->items, rows->cap * sizeof(*rows->items));
+	if (rows->want_sleeping && (e->phase == SK_PHASE_IDLE || e->phase == SK_PHASE_PAUSED)) {
+		rows->sleeping = sk_realloc(
+		        rows->sleeping, (rows->n_sleeping + 1) * sizeof(*rows->sleeping));
+		rows->sleeping[rows->n_sleeping++] = sk_strdup(e->name);
 	}
-	rows->items[rows->len++] = (page_row){ sk_strdup(e->name),
-		e->user_id ? sk_strdup(e->user_id) : NULL, e->phase, e->ready };
-}
-
-static int
-row_cmp(const void *a, const void *b)
-{
-	return strcmp(((const page_row *)a)->name, ((const page_row *)b)->name);
+	if (rows->after != NULL && strcmp(e->name, rows->after) <= 0)
+		return;
+	rows->after_total++;
+	if (rows->len < rows->limit) {
+		rows->items[rows->len] = row_of(e);
+		heap_up(rows->items, rows->len++);
+	} else if (strcmp(e->name, rows->items[0].name) < 0) {
+		free(rows->items[0].name);
+		free(rows->items[0].user_id);
+		rows->items[0] = row_of(e);
+		heap_down(rows->items, rows->len);
+	}
 }
 
 static void
@@ -260,26 +330,34 @@ drift_table(sk_controller *c, sk_buf *b)
 	free(d.since);
 }
 
+/* Whether the retention table is shown: a provider with a pausedRetention
+ * and no archive to keep the files. */
+static bool
+retention_known(sk_controller *c)
+{
+	bool known = false;
+
+	for (size_t i = 0; i < c->cfg->n_providers; i++)
+		known |= c->cfg->providers[i].paused_retention_ms > 0;
+	return known && c->cfg->archive == NULL;
+}
+
 /* Spaces asleep near their provider's pausedRetention with no archive to
  * keep their files (sk_retention_check): only the sleeping ones are read. */
 static void
 retention_table(sk_controller *c, sk_buf *b, const page_rows *rows)
 {
 	int64_t now = sk_now_ms();
-	bool any = false, known = false;
+	bool any = false;
 	char text[512];
 
-	for (size_t i = 0; i < c->cfg->n_providers; i++)
-		known |= c->cfg->providers[i].paused_retention_ms > 0;
-	if (c->cfg->archive != NULL || !known)
+	if (!rows->want_sleeping)
 		return;
 	sk_buf_printf(b, "<h2>Retention</h2>");
-	for (size_t i = 0; i < rows->len; i++) {
+	for (size_t i = 0; i < rows->n_sleeping; i++) {
 		sk_userspace *us = NULL;
 		sk_retention ret;
-		if ((rows->items[i].phase != SK_PHASE_IDLE &&
-		            rows->items[i].phase != SK_PHASE_PAUSED) ||
-		        sk_informer_get(c->inf, rows->items[i].name, &us) != 0)
+		if (sk_informer_get(c->inf, rows->sleeping[i], &us) != 0)
 			continue;
 		if (sk_retention_check(c->cfg, us, now, &ret)) {
 			if (!any)
@@ -308,15 +386,27 @@ retention_table(sk_controller *c, sk_buf *b, const page_rows *rows)
 		        "pausedRetention.</p>");
 }
 
+/* A link to the index page of the spaces after name (percent-encoded). */
+static void
+after_link(sk_buf *b, const char *name, size_t limit)
+{
+	sk_buf_printf(b, "<a id=\"next\" href=\"/?limit=%zu&amp;after=", limit);
+	url_name(b, name);
+	sk_buf_printf(b, "\">");
+}
+
+/* The page's rows by name, and a link to the next page when there is one. */
 static void
 spaces_table(sk_buf *b, page_rows *rows)
 {
+	size_t first = rows->total - rows->after_total + 1;
+
 	if (rows->len > 0) /* no spaces: items is NULL, which qsort may not get */
 		qsort(rows->items, rows->len, sizeof(*rows->items), row_cmp);
 	sk_buf_printf(b,
 	        "<h2>Spaces</h2><table><tr><th>name</th><th>userID</th><th>phase</th>"
 	        "<th>Ready</th></tr>");
-	for (size_t i = 0; i < rows->len && i < PAGE_MAX_SPACES; i++) {
+	for (size_t i = 0; i < rows->len; i++) {
 		const page_row *r = &rows->items[i];
 		sk_buf_printf(b, "<tr><td>");
 		space_link(b, r->name);
@@ -327,10 +417,20 @@ spaces_table(sk_buf *b, page_rows *rows)
 		sk_buf_printf(b, "</td><td class=\"%s\">%s</td></tr>", r->ready ? "ok" : "bad",
 		        r->ready ? "True" : "False");
 	}
-	sk_buf_printf(b, "</table>");
-	if (rows->len > PAGE_MAX_SPACES)
-		sk_buf_printf(b, "<p>The first %d of %zu spaces by name.</p>", PAGE_MAX_SPACES,
-		        rows->len);
+	sk_buf_printf(b, "</table><p id=\"page\">");
+	if (rows->len > 0)
+		sk_buf_printf(b, "Spaces %zu to %zu of %zu by name.", first, first + rows->len - 1,
+		        rows->total);
+	else
+		sk_buf_printf(b, "No spaces after this name.");
+	if (rows->after_total > rows->len) {
+		sk_buf_printf(b, " ");
+		after_link(b, rows->items[rows->len - 1].name, rows->limit);
+		sk_buf_printf(b, "The next %zu</a>.", rows->limit);
+	}
+	if (rows->after != NULL)
+		sk_buf_printf(b, " <a href=\"/\">The first page</a>.");
+	sk_buf_printf(b, "</p>");
 }
 
 /* The shards this replica acts on, by its own renew deadline (a replica
@@ -345,12 +445,28 @@ shards_line(sk_controller *c, sk_buf *b)
 	        valid == 0 ? "</span>" : "");
 }
 
+/* The page size asked for: limit within 1..PAGE_MAX_SPACES, else the largest. */
+static size_t
+page_limit(const char *limit)
+{
+	char *end;
+	long v = limit ? strtol(limit, &end, 10) : 0;
+
+	if (limit == NULL || *end != '\0' || v < 1 || v > PAGE_MAX_SPACES)
+		return PAGE_MAX_SPACES;
+	return (size_t)v;
+}
+
 void
-sk_ctl_page_index(sk_controller *c, sk_http_reply *r)
+sk_ctl_page_index(sk_controller *c, const char *after, const char *limit, sk_http_reply *r)
 {
 	sk_buf b = SK_BUF_INIT(0);
 	page_rows rows = { 0 };
 
+	rows.after = after != NULL && after[0] != '\0' ? after : NULL;
+	rows.limit = page_limit(limit);
+	rows.items = sk_calloc(rows.limit, sizeof(*rows.items));
+	rows.want_sleeping = retention_known(c);
 	sk_informer_foreach(c->inf, collect_row, &rows);
 	page_start(&b, "spacekeeper");
 	sk_buf_printf(&b, "<p>%zu UserSpaces; informer %s.</p>", rows.total,
@@ -369,6 +485,7 @@ sk_ctl_page_index(sk_controller *c, sk_http_reply *r)
 		free(rows.items[i].user_id);
 	}
 	free(rows.items);
+	sk_informer_names_free(rows.sleeping, rows.n_sleeping);
 	page_end(&b, r, 200);
 }
 

@@ -627,6 +627,23 @@ sk_ctl_shards_prepare(sk_controller *c)
 	free(addr);
 }
 
+void
+sk_ctl_shards_look(sk_controller *c)
+{
+	sk_lease_list ll = { 0 };
+	sk_error err = { 0 };
+	int64_t t;
+
+	if (sk_store_lease_list(c->store, &ll, &err) != 0) {
+		sk_ctl_log(c, SK_LOG_WARN, "leases not read", "error=\"%s\"", err.message);
+		return;
+	}
+	t = sk_monotonic_ms();
+	sk_lease_observe(&c->shards->seen, &ll, t);
+	note_holders(c, &ll, t);
+	sk_lease_list_dispose(&ll);
+}
+
 int
 sk_ctl_shards_start(sk_controller *c, sk_error *err)
 {

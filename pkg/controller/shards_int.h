@@ -59,6 +59,9 @@ void sk_ctl_shards_init(sk_controller *c);
 void sk_ctl_shards_dispose(sk_controller *c);
 /* Sets the holder string ("ID@ADDRESS") once HTTP has its port. */
 void sk_ctl_shards_prepare(sk_controller *c);
+/* Reads who holds each shard without taking or renewing any (before the
+ * first round: a starting replica forwards connects to the holders). */
+void sk_ctl_shards_look(sk_controller *c);
 /* One round: list, renew, balance. Returns how many shards it gained. */
 int sk_ctl_shards_tick(sk_controller *c);
 int sk_ctl_shards_start(sk_controller *c, sk_error *err);
@@ -98,7 +101,8 @@ const char *sk_ctl_identity(sk_controller *c);
 /* forward.c: the public key pin of a PEM certificate (libcurl's
  * "sha256//BASE64"; NULL when it holds none). */
 char *sk_ctl_forward_pin(const char *pem, size_t len);
-/* forward.c: POSTs path to the replica at addr and copies its answer
+/* forward.c: POSTs path to the replica at addr (GETs the GET route,
+ * /v1/users/ID/sandbox) and copies its answer
  * (HTTPS pinned to our certificate's key when connect TLS is on). */
 void sk_ctl_forward(sk_controller *c, const char *addr, const char *path, int64_t timeout_ms,
         const sk_ctl_origin *from, sk_http_reply *r);

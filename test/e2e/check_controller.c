@@ -1649,6 +1649,67 @@ START_TEST(test_status_page)
 }
 END_TEST
 
+/* The index page of the status page at keeper_port (path: "/?..."); freed by the caller. */
+static char *
+index_page(const char *path)
+{
+	char url[256], *body = NULL;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", keeper_port, path);
+	ck_assert_int_eq(sk_test_http("GET", url, NULL, &body), 200);
+	return body;
+}
+
+static bool
+index_counts(void *want)
+{
+	char *body = index_page("/");
+	bool ok = strstr(body, (const char *)want) != NULL;
+
+	free(body);
+	return ok;
+}
+
+/* The index shows the spaces a page at a time by name, each page with a
+ * link to the next (it showed the first 1000 and no way to the others). */
+START_TEST(test_status_page_pages)
+{
+	char *body;
+
+	apply_users(5, "pp", "  mode: Paused\n");
+	keeper_start();
+	ck_assert(eventually(index_counts, "<p>5 UserSpaces;", 60));
+	body = index_page("/?limit=2");
+	ck_assert_ptr_nonnull(strstr(body, ">pp000</a>"));
+	ck_assert_ptr_nonnull(strstr(body, ">pp001</a>"));
+	ck_assert_ptr_null(strstr(body, ">pp002</a>"));
+	ck_assert_ptr_nonnull(strstr(body, "Spaces 1 to 2 of 5 by name."));
+	ck_assert_ptr_nonnull(strstr(body, "<a id=\"next\" href=\"/?limit=2&amp;after=pp001\">"));
+	free(body);
+	body = index_page("/?limit=2&after=pp001");
+	ck_assert_ptr_null(strstr(body, ">pp001</a>"));
+	ck_assert_ptr_nonnull(strstr(body, ">pp002</a>"));
+	ck_assert_ptr_nonnull(strstr(body, ">pp003</a>"));
+	ck_assert_ptr_null(strstr(body, ">pp004</a>"));
+	ck_assert_ptr_nonnull(strstr(body, "Spaces 3 to 4 of 5 by name."));
+	ck_assert_ptr_nonnull(strstr(body, "after=pp003\">"));
+	free(body);
+	body = index_page("/?limit=2&after=pp003");
+	ck_assert_ptr_nonnull(strstr(body, ">pp004</a>"));
+	ck_assert_ptr_nonnull(strstr(body, "Spaces 5 to 5 of 5 by name."));
+	ck_assert_ptr_null(strstr(body, "id=\"next\""));
+	free(body);
+	/* a limit out of 1..1000 is the largest page: every space, no next page */
+	body = index_page("/?limit=0");
+	ck_assert_ptr_nonnull(strstr(body, ">pp000</a>"));
+	ck_assert_ptr_nonnull(strstr(body, ">pp004</a>"));
+	ck_assert_ptr_nonnull(strstr(body, "Spaces 1 to 5 of 5 by name."));
+	ck_assert_ptr_null(strstr(body, "id=\"next\""));
+	free(body);
+	keeper_stop_checked();
+}
+END_TEST
+
 START_TEST(test_once_pass)
 {
 	const char *env[] = { DUMMY_KEY, NULL };
@@ -2414,6 +2475,7 @@ sk_suite_controller(void)
 	TCase *daemon = tcase_create("daemon");
 	TCase *retention = tcase_create("retention");
 	TCase *fork_tc = tcase_create("fork");
+	TCase *page = tcase_create("page");
 
 	tcase_set_timeout(retention, 300);
 	tcase_add_checked_fixture(retention, setup, teardown);
@@ -2425,6 +2487,11 @@ sk_suite_controller(void)
 	tcase_set_timeout(fork_tc, 120);
 	tcase_add_test(fork_tc, test_fork_from_alice);
 	suite_add_tcase(s, fork_tc);
+	tcase_add_checked_fixture(page, setup, teardown);
+	tcase_set_timeout(page, 120);
+	tcase_add_test(page, test_status_page);
+	tcase_add_test(page, test_status_page_pages);
+	suite_add_tcase(s, page);
 	tcase_add_checked_fixture(core, setup, teardown);
 	tcase_add_checked_fixture(fault, setup, teardown);
 	tcase_add_checked_fixture(daemon, setup, teardown);
@@ -2441,7 +2508,6 @@ sk_suite_controller(void)
 	tcase_add_test(fault, test_i_ferretdb_restart);
 	tcase_add_test(daemon, test_http_endpoints_and_connect);
 	tcase_add_test(daemon, test_connect_during_start_waits);
-	tcase_add_test(daemon, test_status_page);
 	tcase_add_test(daemon, test_idle_sleep_and_wake);
 	tcase_add_test(daemon, test_env_after_create_and_resume);
 	tcase_add_test(daemon, test_workspace_lost_after_resume);

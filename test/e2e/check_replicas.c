@@ -323,12 +323,64 @@ START_TEST(test_replica_cut_from_the_database)
 }
 END_TEST
 
+/* A replica that starts with many objects forwards connects for the shards
+ * the other replica holds while its informer still lists them: the first
+ * connect through it is answered (by the holder) before it has started,
+ * where it waited for its start before. */
+#define ASLEEP 1000
+
+/* Whether the replica's /readyz says it has not started (503 "not started"). */
+static bool
+not_started(const rl_replica *r)
+{
+	char url[128], *text = NULL;
+	bool yes;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", r->port);
+	yes = rl_http("GET", url, &text) == 503 && text && strstr(text, "not started");
+	free(text);
+	return yes;
+}
+
+START_TEST(test_starting_replica_forwards_connects)
+{
+	int64_t t0;
+	long st = 0;
+	bool starting = false;
+	json_t *v;
+
+	rl_apply_asleep("z", 0, ASLEEP);
+	rl_apply_users("w", 0, 1);
+	rl_start(0, NULL);
+	ck_assert(rl_converged("w", 1, 300));
+	v = connect_via(&rl.reps[0], "w000", &st);
+	ck_assert_int_eq(st, 200);
+	json_decref(v);
+	rl_start(1, NULL); /* its listeners answer; its first list of 1001 runs */
+	t0 = sk_monotonic_ms();
+	do {
+		v = connect_via(&rl.reps[1], "w000", &st);
+		json_decref(v);
+		starting = not_started(&rl.reps[1]);
+	} while (st != 200 && sk_monotonic_ms() - t0 < 60000);
+	printf("replicas-start: replica-1 answered a connect %lld ms after its start "
+	       "(status %ld; still starting after it: %s)\n",
+	        (long long)(sk_monotonic_ms() - t0), st, starting ? "yes" : "no");
+	ck_assert_int_eq(st, 200);
+	ck_assert_msg(starting, "the connect was answered only once replica-1 had started");
+	ck_assert_double_ge(
+	        rl_metric(&rl.reps[1], "spacekeeper_connect_total{path=\"forward\",code=\"200\"}"),
+	        1);
+}
+END_TEST
+
 Suite *
 sk_suite_replicas(void)
 {
 	Suite *s = suite_create("replicas");
 	TCase *tc = tcase_create("replicas");
 	TCase *cut = tcase_create("cut");
+	TCase *start = tcase_create("start");
 
 	tcase_add_checked_fixture(tc, setup, rl_teardown);
 	tcase_add_unchecked_fixture(tc, NULL, rl_kill_leftovers);
@@ -340,5 +392,10 @@ sk_suite_replicas(void)
 	tcase_set_timeout(cut, 300);
 	tcase_add_test(cut, test_replica_cut_from_the_database);
 	suite_add_tcase(s, cut);
+	tcase_add_checked_fixture(start, setup, rl_teardown);
+	tcase_add_unchecked_fixture(start, NULL, rl_kill_leftovers);
+	tcase_set_timeout(start, 600);
+	tcase_add_test(start, test_starting_replica_forwards_connects);
+	suite_add_tcase(s, start);
 	return s;
 }

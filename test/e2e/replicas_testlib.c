@@ -336,6 +336,21 @@ add_user(sk_buf *b, const char *name)
 }
 
 void
+rl_apply_asleep(const char *prefix, int from, int to)
+{
+	sk_buf b = SK_BUF_INIT(64 << 20);
+	char name[64];
+
+	for (int i = from; i < to; i++) {
+		snprintf(name, sizeof(name), "%s%03d", prefix, i);
+		add_user(&b, name);
+		sk_buf_printf(&b, "  mode: Paused\n");
+	}
+	apply_yaml(b.data);
+	sk_buf_dispose(&b);
+}
+
+void
 rl_apply_users(const char *prefix, int from, int to)
 {
 	sk_buf b = SK_BUF_INIT(16 << 20);

@@ -82,6 +82,8 @@ int rl_holder_of(unsigned mask, const char *user);
  * a list of names. */
 void rl_apply_users(const char *prefix, int from, int to);
 void rl_apply_names(const char *const *names, size_t n);
+/* rl_apply_users with mode Paused: spaces asleep that need no sandbox. */
+void rl_apply_asleep(const char *prefix, int from, int to);
 
 /* The objects as spacectl lists them: name -> status.sandboxID of the Ready
  * ones. */
