@@ -21,6 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../reconcile/capacity.h"
+#include "../reconcile/plan.h"
+#include "../reconcile/reconcile.h"
 #include "controller_int.h"
 
 /* A create at apply waits this long beyond a resync for its turn. */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../reconcile/capacity.h"
 #include "controller_int.h"
 
 typedef struct tenant_count {

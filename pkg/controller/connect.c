@@ -22,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../reconcile/connect.h"
+#include "../reconcile/options.h"
+#include "../reconcile/plan.h"
 #include "controller_int.h"
 
 /* How long a heartbeat waits for a controller that is still starting. */

@@ -57,7 +57,7 @@
 
 #include "../informer/informer.h"
 #include "../metrics/metrics.h"
-#include "../reconcile/reconcile.h"
+#include "../reconcile/options.h"
 #include "../sandbox/sandbox.h"
 #include "../store/store.h"
 #include "../workqueue/workqueue.h"

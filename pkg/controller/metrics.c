@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../reconcile/observe.h"
 #include "controller_int.h"
 
 /* ---- metrics ---- */

@@ -13,7 +13,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "../api/config.h"
+#include "../api/kvlist.h"
 #include "../api/names.h"
+#include "../api/sandbox_values.h"
+#include "../reconcile/observe.h"
+#include "../reconcile/options.h"
+#include "../reconcile/orphans.h"
 #include "controller_int.h"
 
 /* The longest wait between two reads of the shared list. */

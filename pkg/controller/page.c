@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../reconcile/observe.h"
+#include "../reconcile/retention.h"
 #include "controller_int.h"
 
 #define PAGE_MAX_SPACES 1000 /* rows of the index's space table */

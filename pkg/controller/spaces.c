@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../reconcile/reconcile.h"
 #include "controller_int.h"
 
 /* What is remembered of one space. Kept while the controller runs (a

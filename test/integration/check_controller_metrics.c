@@ -11,6 +11,7 @@
 
 #include "../testutil.h"
 #include "controller/controller_int.h"
+#include "reconcile/reconcile.h"
 
 Suite *sk_suite_controller_metrics(void);
 

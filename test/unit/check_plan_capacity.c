@@ -9,7 +9,9 @@
 #include <check.h>
 #include <string.h>
 
-#include "reconcile/reconcile.h"
+#include "api/status.h"
+#include "reconcile/capacity.h"
+#include "reconcile/plan.h"
 
 Suite *sk_suite_plan_capacity(void);
 
