@@ -1,5 +1,6 @@
 /* api/codec: UserSpace <-> jansson (the stored and printed shape), defaults applied on
  * decode. The spec is encoded and decoded row by row from sk_spec_fields (schema.c). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,99 +133,89 @@ sk_userspace_spec_to_json(const sk_userspace_spec *s)
 	return o;
 }
 
-static json_t *
-condition_to_json(const sk_condition *c)
-{
-	json_t *o = json_object();
+/* ---- the status, by its rows (status.c) ---- */
 
-	sk_json_set_str(o, "type", c->type);
-	sk_json_set_str(o, "status", c->status);
-	sk_json_set_str(o, "reason", c->reason);
-	sk_json_set_str(o, "message", c->message);
-	sk_json_set_time(o, "lastTransitionTime", c->last_transition_ms);
-	if (c->observed_generation != 0)
-		json_object_set_new(o, "observedGeneration", json_integer(c->observed_generation));
-	return o;
+static json_t *rows_to_json(const sk_status_row *rows, const void *obj);
+
+static size_t
+row_count(const sk_status_row *r, const void *obj)
+{
+	return *(const size_t *)(const void *)((const char *)obj + r->count_offset);
+}
+
+static void
+array_to_json(json_t *o, const sk_status_row *r, const void *obj)
+{
+	const char *items = *SK_STATUS_AT(r, obj, char *const);
+	size_t n = row_count(r, obj);
+	json_t *a;
+
+	if (n == 0)
+		return;
+	a = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(a, rows_to_json(r->rows, items + i * r->item_size));
+	json_object_set_new(o, r->key, a);
+}
+
+static void
+object_to_json(json_t *o, const sk_status_row *r, const void *obj)
+{
+	const void *part = SK_STATUS_AT(r, obj, const void);
+	json_t *x;
+
+	if (!r->present(part))
+		return;
+	x = rows_to_json(r->rows, part);
+	json_object_set_new(o, r->key, r->inner != NULL ? json_pack("{s:o}", r->inner, x) : x);
+}
+
+static void
+row_to_json(json_t *o, const sk_status_row *r, const void *obj)
+{
+	int64_t n;
+	int e;
+
+	switch (r->kind) {
+	case SK_STATUS_STR: sk_json_set_str(o, r->key, *SK_STATUS_AT(r, obj, char *const)); break;
+	case SK_STATUS_INT:
+		n = *SK_STATUS_AT(r, obj, const int64_t);
+		if (n != 0 || r->always)
+			json_object_set_new(o, r->key, json_integer((json_int_t)n));
+		break;
+	case SK_STATUS_TIME:
+		sk_json_set_time(o, r->key, *SK_STATUS_AT(r, obj, const int64_t));
+		break;
+	case SK_STATUS_ENUM:
+		e = *SK_STATUS_AT(r, obj, const int);
+		if (e != 0)
+			json_object_set_new(o, r->key, json_string(r->name(e)));
+		break;
+	case SK_STATUS_ARRAY: array_to_json(o, r, obj); break;
+	case SK_STATUS_OBJECT: object_to_json(o, r, obj); break;
+	case SK_STATUS_MIGRATION:
+		if (SK_STATUS_AT(r, obj, const sk_migration_status)->phase != SK_MIG_NONE)
+			json_object_set_new(o, r->key,
+			        sk_migration_to_json(
+			                SK_STATUS_AT(r, obj, const sk_migration_status)));
+		break;
+	}
 }
 
 static json_t *
-drift_to_json(const sk_drift *d)
+rows_to_json(const sk_status_row *rows, const void *obj)
 {
 	json_t *o = json_object();
 
-	sk_json_set_str(o, "type", d->type);
-	sk_json_set_str(o, "sandboxID", d->sandbox_id);
-	sk_json_set_time(o, "since", d->since_ms);
-	sk_json_set_str(o, "detail", d->detail);
+	for (const sk_status_row *r = rows; r->key != NULL; r++)
+		row_to_json(o, r, obj);
 	return o;
 }
 
 json_t *
 sk_userspace_status_to_json(const sk_userspace_status *st)
 {
-	json_t *o = json_object();
-
-	if (st->phase != SK_PHASE_NONE)
-		json_object_set_new(o, "phase", json_string(sk_phase_name(st->phase)));
-	sk_json_set_str(o, "sandboxID", st->sandbox_id);
-	if (st->observed_generation != 0)
-		json_object_set_new(o, "observedGeneration", json_integer(st->observed_generation));
-	if (st->n_conditions > 0) {
-		json_t *a = json_array();
-		for (size_t i = 0; i < st->n_conditions; i++)
-			json_array_append_new(a, condition_to_json(&st->conditions[i]));
-		json_object_set_new(o, "conditions", a);
-	}
-	if (st->n_drift > 0) {
-		json_t *a = json_array();
-		for (size_t i = 0; i < st->n_drift; i++)
-			json_array_append_new(a, drift_to_json(&st->drift[i]));
-		json_object_set_new(o, "drift", a);
-	}
-	sk_json_set_str(o, "message", st->message);
-	sk_json_set_time(o, "lastReconcileTime", st->last_reconcile_ms);
-	sk_json_set_time(o, "lastActivityTime", st->last_activity_ms);
-	sk_json_set_str(o, "provider", st->provider);
-	if (st->migration.phase != SK_MIG_NONE)
-		json_object_set_new(o, "migration", sk_migration_to_json(&st->migration));
-	if (st->usage.since_ms != 0) {
-		json_t *u = json_pack("{s:I, s:I, s:I, s:I}", "runningSeconds",
-		        (json_int_t)st->usage.running_s, "pausedSeconds",
-		        (json_int_t)st->usage.paused_s, "wakes", (json_int_t)st->usage.wakes,
-		        "creates", (json_int_t)st->usage.creates);
-		sk_json_set_time(u, "since", st->usage.since_ms);
-		sk_json_set_time(u, "lastUpdateTime", st->usage.updated_ms);
-		json_object_set_new(o, "usage", u);
-	}
-	if (st->archive.state != SK_ARCHIVE_NONE || st->archive.intent_ms != 0 ||
-	        st->archive.failures != 0) {
-		const sk_archive_status *a = &st->archive;
-		json_t *x = json_pack("{s:I, s:I, s:I}", "generation", (json_int_t)a->generation,
-		        "files", (json_int_t)a->files, "bytes", (json_int_t)a->bytes);
-		if (a->state != SK_ARCHIVE_NONE)
-			json_object_set_new(
-			        x, "state", json_string(sk_archive_state_name(a->state)));
-		sk_json_set_time(x, "archivingSince", a->intent_ms);
-		sk_json_set_str(x, "bucket", a->bucket);
-		sk_json_set_str(x, "key", a->key);
-		sk_json_set_time(x, "time", a->time_ms);
-		sk_json_set_str(x, "sandboxID", a->sandbox_id);
-		sk_json_set_time(x, "restoreTime", a->restore_ms);
-		if (a->failures != 0)
-			json_object_set_new(x, "failures", json_integer((json_int_t)a->failures));
-		sk_json_set_time(x, "lastFailureTime", a->failed_ms);
-		json_object_set_new(o, "archive", x);
-	}
-	if (st->storage.state != NULL) {
-		const sk_storage_status *v = &st->storage;
-		json_t *x = json_object();
-		sk_json_set_str(x, "state", v->state);
-		sk_json_set_str(x, "name", v->volume_name);
-		sk_json_set_str(x, "volumeID", v->volume_id);
-		sk_json_set_str(x, "mountPath", v->mount_path);
-		json_object_set_new(o, "storage", json_pack("{s:o}", "volume", x));
-	}
-	return o;
+	return rows_to_json(sk_status_rows, st);
 }
 
 json_t *
@@ -478,118 +469,82 @@ decode_spec(dctx *c, json_t *s, sk_userspace_spec *out)
 		decode_field(c, s, &sk_spec_fields[i], out);
 }
 
-static void
-decode_condition(dctx *c, json_t *o, sk_condition *out)
-{
-	out->type = get_str(c, o, "type", "status.conditions.type");
-	out->status = get_str(c, o, "status", "status.conditions.status");
-	out->reason = get_str(c, o, "reason", "status.conditions.reason");
-	out->message = get_str(c, o, "message", "status.conditions.message");
-	out->last_transition_ms =
-	        get_time(c, o, "lastTransitionTime", "status.conditions.lastTransitionTime");
-	out->observed_generation =
-	        get_int(c, o, "observedGeneration", "status.conditions.observedGeneration");
-}
+static void decode_rows(dctx *c, const sk_status_row *rows, json_t *o, const char *path, void *out);
 
 static void
-decode_drift(dctx *c, json_t *o, sk_drift *out)
+decode_enum(dctx *c, const sk_status_row *r, json_t *o, const char *path, void *out)
 {
-	out->type = get_str(c, o, "type", "status.drift.type");
-	out->sandbox_id = get_str(c, o, "sandboxID", "status.drift.sandboxID");
-	out->since_ms = get_time(c, o, "since", "status.drift.since");
-	out->detail = get_str(c, o, "detail", "status.drift.detail");
+	char *name = get_str(c, o, r->key, path);
+	int v = 1;
+
+	while (name != NULL && v < r->n_values && strcmp(r->name(v), name) != 0)
+		v++;
+	if (name != NULL && v < r->n_values)
+		*SK_STATUS_AT(r, out, int) = v;
+	else if (name != NULL && name[0] != '\0')
+		dfail(c, path, r->bad);
+	free(name);
 }
 
+/* The objects of an array, each to a new item (other entries skipped). */
 static void
-decode_usage(dctx *c, json_t *u, sk_usage *out)
+decode_array(dctx *c, const sk_status_row *r, json_t *a, const char *path, void *out)
 {
-	if (!json_is_object(u))
+	size_t *n = (size_t *)(void *)((char *)out + r->count_offset);
+	char *items;
+
+	if (!json_is_array(a) || json_array_size(a) == 0)
 		return;
-	out->running_s = get_int(c, u, "runningSeconds", "status.usage.runningSeconds");
-	out->paused_s = get_int(c, u, "pausedSeconds", "status.usage.pausedSeconds");
-	out->wakes = get_int(c, u, "wakes", "status.usage.wakes");
-	out->creates = get_int(c, u, "creates", "status.usage.creates");
-	out->since_ms = get_time(c, u, "since", "status.usage.since");
-	out->updated_ms = get_time(c, u, "lastUpdateTime", "status.usage.lastUpdateTime");
+	items = sk_calloc(json_array_size(a), r->item_size);
+	*SK_STATUS_AT(r, out, char *) = items;
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		json_t *o = json_array_get(a, i);
+		if (json_is_object(o))
+			decode_rows(c, r->rows, o, path, items + (*n)++ * r->item_size);
+	}
 }
 
 static void
-decode_archive(dctx *c, json_t *a, sk_archive_status *out)
+decode_row(dctx *c, const sk_status_row *r, json_t *o, const char *parent, void *out)
 {
-	char *state;
+	char path[128];
+	json_t *v;
 
-	if (!json_is_object(a))
-		return;
-	state = get_str(c, a, "state", "status.archive.state");
-	if (state != NULL && strcmp(state, "Archived") == 0)
-		out->state = SK_ARCHIVE_ARCHIVED;
-	else if (state != NULL && strcmp(state, "Restored") == 0)
-		out->state = SK_ARCHIVE_RESTORED;
-	else if (state != NULL && state[0] != '\0')
-		dfail(c, "status.archive.state", "must be Archived or Restored");
-	free(state);
-	out->bucket = get_str(c, a, "bucket", "status.archive.bucket");
-	out->key = get_str(c, a, "key", "status.archive.key");
-	out->generation = get_int(c, a, "generation", "status.archive.generation");
-	out->time_ms = get_time(c, a, "time", "status.archive.time");
-	out->files = get_int(c, a, "files", "status.archive.files");
-	out->bytes = get_int(c, a, "bytes", "status.archive.bytes");
-	out->sandbox_id = get_str(c, a, "sandboxID", "status.archive.sandboxID");
-	out->restore_ms = get_time(c, a, "restoreTime", "status.archive.restoreTime");
-	out->intent_ms = get_time(c, a, "archivingSince", "status.archive.archivingSince");
-	out->failures = get_int(c, a, "failures", "status.archive.failures");
-	out->failed_ms = get_time(c, a, "lastFailureTime", "status.archive.lastFailureTime");
+	snprintf(path, sizeof(path), "%s.%s", parent, r->key);
+	switch (r->kind) {
+	case SK_STATUS_STR: *SK_STATUS_AT(r, out, char *) = get_str(c, o, r->key, path); break;
+	case SK_STATUS_INT: *SK_STATUS_AT(r, out, int64_t) = get_int(c, o, r->key, path); break;
+	case SK_STATUS_TIME: *SK_STATUS_AT(r, out, int64_t) = get_time(c, o, r->key, path); break;
+	case SK_STATUS_ENUM: decode_enum(c, r, o, path, out); break;
+	case SK_STATUS_ARRAY: decode_array(c, r, json_object_get(o, r->key), path, out); break;
+	case SK_STATUS_OBJECT:
+		v = json_object_get(o, r->key);
+		if (r->inner != NULL) {
+			v = json_object_get(v, r->inner);
+			snprintf(path, sizeof(path), "%s.%s.%s", parent, r->key, r->inner);
+		}
+		if (json_is_object(v))
+			decode_rows(c, r->rows, v, path, SK_STATUS_AT(r, out, void));
+		break;
+	case SK_STATUS_MIGRATION:
+		if (c->rc == SK_OK)
+			c->rc = sk_migration_from_json(json_object_get(o, r->key),
+			        SK_STATUS_AT(r, out, sk_migration_status), c->err);
+		break;
+	}
 }
 
 static void
-decode_storage(dctx *c, json_t *v, sk_storage_status *out)
+decode_rows(dctx *c, const sk_status_row *rows, json_t *o, const char *path, void *out)
 {
-	if (!json_is_object(v))
-		return;
-	out->state = get_str(c, v, "state", "status.storage.volume.state");
-	out->volume_name = get_str(c, v, "name", "status.storage.volume.name");
-	out->volume_id = get_str(c, v, "volumeID", "status.storage.volume.volumeID");
-	out->mount_path = get_str(c, v, "mountPath", "status.storage.volume.mountPath");
+	for (const sk_status_row *r = rows; r->key != NULL; r++)
+		decode_row(c, r, o, path, out);
 }
 
 static void
 decode_status(dctx *c, json_t *s, sk_userspace_status *out)
 {
-	json_t *conds = json_object_get(s, "conditions");
-	json_t *drift = json_object_get(s, "drift");
-	char *phase = get_str(c, s, "phase", "status.phase");
-
-	if (phase != NULL && phase[0] != '\0' && sk_phase_parse(phase, &out->phase) != SK_OK)
-		dfail(c, "status.phase", "unknown phase");
-	free(phase);
-	out->sandbox_id = get_str(c, s, "sandboxID", "status.sandboxID");
-	out->observed_generation = get_int(c, s, "observedGeneration", "status.observedGeneration");
-	out->message = get_str(c, s, "message", "status.message");
-	out->last_reconcile_ms = get_time(c, s, "lastReconcileTime", "status.lastReconcileTime");
-	out->last_activity_ms = get_time(c, s, "lastActivityTime", "status.lastActivityTime");
-	out->provider = get_str(c, s, "provider", "status.provider");
-	decode_usage(c, json_object_get(s, "usage"), &out->usage);
-	decode_archive(c, json_object_get(s, "archive"), &out->archive);
-	decode_storage(c, json_object_get(json_object_get(s, "storage"), "volume"), &out->storage);
-	if (c->rc == SK_OK)
-		c->rc = sk_migration_from_json(
-		        json_object_get(s, "migration"), &out->migration, c->err);
-	if (json_is_array(conds) && json_array_size(conds) > 0) {
-		out->conditions = sk_calloc(json_array_size(conds), sizeof(sk_condition));
-		for (size_t i = 0; i < json_array_size(conds); i++) {
-			json_t *o = json_array_get(conds, i);
-			if (json_is_object(o))
-				decode_condition(c, o, &out->conditions[out->n_conditions++]);
-		}
-	}
-	if (json_is_array(drift) && json_array_size(drift) > 0) {
-		out->drift = sk_calloc(json_array_size(drift), sizeof(sk_drift));
-		for (size_t i = 0; i < json_array_size(drift); i++) {
-			json_t *o = json_array_get(drift, i);
-			if (json_is_object(o))
-				decode_drift(c, o, &out->drift[out->n_drift++]);
-		}
-	}
+	decode_rows(c, sk_status_rows, s, "status", out);
 }
 
 int

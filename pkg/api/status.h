@@ -147,4 +147,52 @@ json_t *sk_userspace_status_to_json(const sk_userspace_status *st);
 const char *sk_phase_name(sk_phase p); /* "" for SK_PHASE_NONE */
 int sk_phase_parse(const char *s, sk_phase *out);
 
+/* ---- the status as a table (status.c) ----
+ * One row per member of the status and of each of its parts (a condition,
+ * a drift entry, usage, the archive, the storage volume), in the order the
+ * JSON form writes them. JSON encode and decode (codec.c), equality, copy
+ * and dispose, the store's direct BSON reader (store/codec_read.c) and its
+ * packed cache (store/packed.c) walk the rows; test/unit/check_status_table.c
+ * checks that every member has a row, fills every row and runs the status
+ * through every codec. A new status field is a member and a row. */
+typedef enum sk_status_kind {
+	SK_STATUS_STR, /* char *; NULL: omitted */
+	SK_STATUS_INT, /* int64_t; 0: omitted unless always */
+	SK_STATUS_TIME, /* int64_t ms, written RFC 3339; 0: omitted */
+	SK_STATUS_ENUM, /* an int-sized C enum written by name; 0 (none): omitted */
+	SK_STATUS_ARRAY, /* items (pointer at offset, size_t count at count_offset) of rows */
+	SK_STATUS_OBJECT, /* a struct of rows at offset, written when present() */
+	SK_STATUS_MIGRATION, /* sk_migration_status: its own codec (migration.c) */
+} sk_status_kind;
+
+typedef struct sk_status_row {
+	const char *key; /* the JSON key; NULL ends a table */
+	sk_status_kind kind;
+	size_t offset;
+	bool always; /* INT: written when 0 too */
+	const struct sk_status_row *rows; /* ARRAY, OBJECT: the members */
+	size_t item_size; /* ARRAY: the size of an item; OBJECT: of the struct */
+	size_t count_offset; /* ARRAY: of the count */
+	const char *inner; /* OBJECT: held one key deeper ("storage": {"volume": ...}) */
+	bool (*present)(const void *part); /* OBJECT: whether it is written */
+	const char *(*name)(int value); /* ENUM: the name of a value ("" none) */
+	int n_values; /* ENUM: values 0 .. n_values - 1 */
+	const char *bad; /* ENUM: the error for a name that is none of them */
+} sk_status_row;
+
+/* The rows of sk_userspace_status, and those of its parts. */
+extern const sk_status_row sk_status_rows[];
+extern const sk_status_row sk_condition_rows[];
+extern const sk_status_row sk_drift_rows[];
+extern const sk_status_row sk_usage_rows[];
+extern const sk_status_row sk_archive_rows[];
+extern const sk_status_row sk_storage_volume_rows[];
+/* The member a row describes in the struct at obj, as a T *. */
+#define SK_STATUS_AT(row, obj, T) ((T *)(void *)((char *)(obj) + (row)->offset))
+/* Walks of one table over a struct it describes (an ARRAY row's items, an
+ * OBJECT row's struct, a MIGRATION row's status each by their own rows). */
+void sk_status_rows_dispose(const sk_status_row *rows, void *obj);
+void sk_status_rows_copy(const sk_status_row *rows, void *dst, const void *src);
+bool sk_status_rows_equal(const sk_status_row *rows, const void *a, const void *b);
+
 #endif

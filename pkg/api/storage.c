@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api_int.h"
+#include "status.h"
 #include "storage.h"
 #include "userspace.h"
 
@@ -67,31 +68,18 @@ sk_storage_deletes(const sk_userspace_spec *s)
 void
 sk_storage_status_dispose(sk_storage_status *s)
 {
-	free(s->state);
-	free(s->volume_name);
-	free(s->volume_id);
-	free(s->mount_path);
+	sk_status_rows_dispose(sk_storage_volume_rows, s);
 	memset(s, 0, sizeof(*s));
 }
 
 void
 sk_storage_status_copy(sk_storage_status *dst, const sk_storage_status *src)
 {
-	dst->state = sk_strdup(src->state);
-	dst->volume_name = sk_strdup(src->volume_name);
-	dst->volume_id = sk_strdup(src->volume_id);
-	dst->mount_path = sk_strdup(src->mount_path);
-}
-
-static bool
-same(const char *a, const char *b)
-{
-	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+	sk_status_rows_copy(sk_storage_volume_rows, dst, src);
 }
 
 bool
 sk_storage_status_equal(const sk_storage_status *a, const sk_storage_status *b)
 {
-	return same(a->state, b->state) && same(a->volume_name, b->volume_name) &&
-	        same(a->volume_id, b->volume_id) && same(a->mount_path, b->mount_path);
+	return sk_status_rows_equal(sk_storage_volume_rows, a, b);
 }

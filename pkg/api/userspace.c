@@ -44,43 +44,6 @@ sk_mode_name(sk_mode m)
 	return name != NULL ? name : f->def;
 }
 
-static void
-condition_dispose(sk_condition *c)
-{
-	free(c->type);
-	free(c->status);
-	free(c->reason);
-	free(c->message);
-}
-
-static void
-drift_dispose(sk_drift *d)
-{
-	free(d->type);
-	free(d->sandbox_id);
-	free(d->detail);
-}
-
-void
-sk_userspace_status_dispose(sk_userspace_status *st)
-{
-	if (st == NULL)
-		return;
-	free(st->sandbox_id);
-	for (size_t i = 0; i < st->n_conditions; i++)
-		condition_dispose(&st->conditions[i]);
-	free(st->conditions);
-	for (size_t i = 0; i < st->n_drift; i++)
-		drift_dispose(&st->drift[i]);
-	free(st->drift);
-	free(st->message);
-	free(st->provider);
-	sk_migration_dispose(&st->migration);
-	sk_archive_status_dispose(&st->archive);
-	sk_storage_status_dispose(&st->storage);
-	memset(st, 0, sizeof(*st));
-}
-
 void
 sk_meta_dispose(sk_object_meta *m)
 {
@@ -145,36 +108,6 @@ spec_copy(sk_userspace_spec *dst, const sk_userspace_spec *src)
 	}
 }
 
-void
-sk_userspace_status_copy(sk_userspace_status *dst, const sk_userspace_status *src)
-{
-	*dst = *src;
-	dst->sandbox_id = sk_strdup(src->sandbox_id);
-	dst->message = sk_strdup(src->message);
-	dst->provider = sk_strdup(src->provider);
-	sk_migration_copy(&dst->migration, &src->migration);
-	sk_archive_status_copy(&dst->archive, &src->archive);
-	sk_storage_status_copy(&dst->storage, &src->storage);
-	dst->conditions =
-	        src->n_conditions ? sk_calloc(src->n_conditions, sizeof(sk_condition)) : NULL;
-	for (size_t i = 0; i < src->n_conditions; i++) {
-		const sk_condition *c = &src->conditions[i];
-		dst->conditions[i] = *c;
-		dst->conditions[i].type = sk_strdup(c->type);
-		dst->conditions[i].status = sk_strdup(c->status);
-		dst->conditions[i].reason = sk_strdup(c->reason);
-		dst->conditions[i].message = sk_strdup(c->message);
-	}
-	dst->drift = src->n_drift ? sk_calloc(src->n_drift, sizeof(sk_drift)) : NULL;
-	for (size_t i = 0; i < src->n_drift; i++) {
-		const sk_drift *d = &src->drift[i];
-		dst->drift[i] = *d;
-		dst->drift[i].type = sk_strdup(d->type);
-		dst->drift[i].sandbox_id = sk_strdup(d->sandbox_id);
-		dst->drift[i].detail = sk_strdup(d->detail);
-	}
-}
-
 sk_userspace *
 sk_userspace_dup(const sk_userspace *us)
 {
@@ -226,46 +159,6 @@ sk_userspace_spec_equal(const sk_userspace_spec *a, const sk_userspace_spec *b)
 {
 	for (size_t i = 0; i < sk_spec_n_fields; i++) {
 		if (!field_equal(&sk_spec_fields[i], a, b))
-			return false;
-	}
-	return true;
-}
-
-static bool
-condition_equal(const sk_condition *a, const sk_condition *b)
-{
-	return str_eq(a->type, b->type) && str_eq(a->status, b->status) &&
-	        str_eq(a->reason, b->reason) && str_eq(a->message, b->message) &&
-	        a->last_transition_ms == b->last_transition_ms &&
-	        a->observed_generation == b->observed_generation;
-}
-
-static bool
-drift_equal(const sk_drift *a, const sk_drift *b)
-{
-	return str_eq(a->type, b->type) && str_eq(a->sandbox_id, b->sandbox_id) &&
-	        a->since_ms == b->since_ms && str_eq(a->detail, b->detail);
-}
-
-bool
-sk_userspace_status_equal(const sk_userspace_status *a, const sk_userspace_status *b)
-{
-	if (a->phase != b->phase || !str_eq(a->sandbox_id, b->sandbox_id) ||
-	        a->observed_generation != b->observed_generation ||
-	        a->n_conditions != b->n_conditions || a->n_drift != b->n_drift ||
-	        !str_eq(a->message, b->message) || a->last_reconcile_ms != b->last_reconcile_ms ||
-	        a->last_activity_ms != b->last_activity_ms || !str_eq(a->provider, b->provider) ||
-	        !sk_migration_equal(&a->migration, &b->migration) ||
-	        memcmp(&a->usage, &b->usage, sizeof(a->usage)) != 0 ||
-	        !sk_archive_status_equal(&a->archive, &b->archive) ||
-	        !sk_storage_status_equal(&a->storage, &b->storage))
-		return false;
-	for (size_t i = 0; i < a->n_conditions; i++) {
-		if (!condition_equal(&a->conditions[i], &b->conditions[i]))
-			return false;
-	}
-	for (size_t i = 0; i < a->n_drift; i++) {
-		if (!drift_equal(&a->drift[i], &b->drift[i]))
 			return false;
 	}
 	return true;
@@ -329,35 +222,6 @@ sk_archive_state_name(sk_archive_state s)
 	return (size_t)s < sizeof(archive_state_names) / sizeof(archive_state_names[0])
 	        ? archive_state_names[s]
 	        : "";
-}
-
-void
-sk_archive_status_dispose(sk_archive_status *a)
-{
-	free(a->bucket);
-	free(a->key);
-	free(a->sandbox_id);
-	memset(a, 0, sizeof(*a));
-}
-
-void
-sk_archive_status_copy(sk_archive_status *dst, const sk_archive_status *src)
-{
-	*dst = *src;
-	dst->bucket = sk_strdup(src->bucket);
-	dst->key = sk_strdup(src->key);
-	dst->sandbox_id = sk_strdup(src->sandbox_id);
-}
-
-bool
-sk_archive_status_equal(const sk_archive_status *a, const sk_archive_status *b)
-{
-	return a->state == b->state && str_eq(a->bucket, b->bucket) && str_eq(a->key, b->key) &&
-	        a->generation == b->generation && a->time_ms == b->time_ms &&
-	        a->files == b->files && a->bytes == b->bytes &&
-	        str_eq(a->sandbox_id, b->sandbox_id) && a->restore_ms == b->restore_ms &&
-	        a->intent_ms == b->intent_ms && a->failures == b->failures &&
-	        a->failed_ms == b->failed_ms;
 }
 
 void

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "../api/schema.h"
+#include "../api/status.h"
 #include "store_int.h"
 
 /* Whether jansson takes s as a string (what the general path's tree needs
@@ -291,72 +292,25 @@ r_spec(rd *r, const bson_iter_t *spec, sk_userspace_spec *out)
 	}
 }
 
-/* ---- status: members by key ---- */
-
-typedef enum { M_STR, M_INT, M_TIME } member_type;
-
-typedef struct member {
-	const char *key;
-	member_type type;
-	size_t offset;
-} member;
-
-static const member condition_members[] = {
-	{ "type", M_STR, offsetof(sk_condition, type) },
-	{ "status", M_STR, offsetof(sk_condition, status) },
-	{ "reason", M_STR, offsetof(sk_condition, reason) },
-	{ "message", M_STR, offsetof(sk_condition, message) },
-	{ "lastTransitionTime", M_TIME, offsetof(sk_condition, last_transition_ms) },
-	{ "observedGeneration", M_INT, offsetof(sk_condition, observed_generation) },
-	{ NULL, M_STR, 0 },
-};
-
-static const member drift_members[] = {
-	{ "type", M_STR, offsetof(sk_drift, type) },
-	{ "sandboxID", M_STR, offsetof(sk_drift, sandbox_id) },
-	{ "since", M_TIME, offsetof(sk_drift, since_ms) },
-	{ "detail", M_STR, offsetof(sk_drift, detail) },
-	{ NULL, M_STR, 0 },
-};
-
-static const member usage_members[] = {
-	{ "runningSeconds", M_INT, offsetof(sk_usage, running_s) },
-	{ "pausedSeconds", M_INT, offsetof(sk_usage, paused_s) },
-	{ "wakes", M_INT, offsetof(sk_usage, wakes) },
-	{ "creates", M_INT, offsetof(sk_usage, creates) },
-	{ "since", M_TIME, offsetof(sk_usage, since_ms) },
-	{ "lastUpdateTime", M_TIME, offsetof(sk_usage, updated_ms) },
-	{ NULL, M_STR, 0 },
-};
-
-static const member status_members[] = {
-	{ "sandboxID", M_STR, offsetof(sk_userspace_status, sandbox_id) },
-	{ "observedGeneration", M_INT, offsetof(sk_userspace_status, observed_generation) },
-	{ "message", M_STR, offsetof(sk_userspace_status, message) },
-	{ "lastReconcileTime", M_TIME, offsetof(sk_userspace_status, last_reconcile_ms) },
-	{ "lastActivityTime", M_TIME, offsetof(sk_userspace_status, last_activity_ms) },
-	{ "provider", M_STR, offsetof(sk_userspace_status, provider) },
-	{ NULL, M_STR, 0 },
-};
+/* ---- status: members by key, the rows of the status table (api/status.c) ---- */
 
 /* The value at it into the member of out named by its key; false when the
- * key is not one of members. A key given twice keeps the last value, as
+ * key is not one of the leaf rows (STR, INT, TIME) of rows. A key given twice keeps the last value, as
  * the general path's object does. */
 static bool
-r_member(rd *r, const bson_iter_t *it, const member *members, void *out)
+r_member(rd *r, const bson_iter_t *it, const sk_status_row *rows, void *out)
 {
 	const char *key = bson_iter_key(it);
 
-	for (const member *m = members; m->key != NULL; m++) {
-		void *at = (char *)out + m->offset;
-
-		if (strcmp(key, m->key) != 0)
+	for (const sk_status_row *m = rows; m->key != NULL; m++) {
+		if (m->kind > SK_STATUS_TIME || strcmp(key, m->key) != 0)
 			continue;
-		if (m->type == M_STR) {
-			free(*(char **)at);
-			*(char **)at = r_str(r, it);
+		if (m->kind == SK_STATUS_STR) {
+			free(*SK_STATUS_AT(m, out, char *));
+			*SK_STATUS_AT(m, out, char *) = r_str(r, it);
 		} else {
-			*(int64_t *)at = m->type == M_INT ? r_int(r, it) : r_time(r, it);
+			*SK_STATUS_AT(m, out, int64_t) =
+			        m->kind == SK_STATUS_INT ? r_int(r, it) : r_time(r, it);
 		}
 		return true;
 	}
@@ -367,7 +321,8 @@ r_member(rd *r, const bson_iter_t *it, const member *members, void *out)
  * *items (size bytes each); other elements are skipped, as the general path
  * skips them. An array given twice goes to the general path. */
 static void
-r_array(rd *r, const bson_iter_t *it, const member *members, void **items, size_t *n, size_t size)
+r_array(rd *r, const bson_iter_t *it, const sk_status_row *members, void **items, size_t *n,
+        size_t size)
 {
 	bson_iter_t arr, doc;
 	uint32_t count = 0;
@@ -405,7 +360,7 @@ r_usage(rd *r, const bson_iter_t *it, sk_usage *out)
 		return;
 	}
 	while (!r->slow && bson_iter_next(&u)) {
-		if (!r_member(r, &u, usage_members, out))
+		if (!r_member(r, &u, sk_usage_rows, out))
 			r->slow = true;
 	}
 }
@@ -423,7 +378,7 @@ r_status(rd *r, const bson_iter_t *it, sk_userspace_status *out)
 	while (!r->slow && bson_iter_next(&s)) {
 		const char *key = bson_iter_key(&s);
 
-		if (r_member(r, &s, status_members, out))
+		if (r_member(r, &s, sk_status_rows, out))
 			continue;
 		if (strcmp(key, "phase") == 0 && !absent(&s)) {
 			phase = text(r, &s);
@@ -431,10 +386,10 @@ r_status(rd *r, const bson_iter_t *it, sk_userspace_status *out)
 			        sk_phase_parse(phase, &out->phase) != SK_OK)
 				r->slow = true;
 		} else if (strcmp(key, "conditions") == 0) {
-			r_array(r, &s, condition_members, (void **)&out->conditions,
+			r_array(r, &s, sk_condition_rows, (void **)&out->conditions,
 			        &out->n_conditions, sizeof(sk_condition));
 		} else if (strcmp(key, "drift") == 0) {
-			r_array(r, &s, drift_members, (void **)&out->drift, &out->n_drift,
+			r_array(r, &s, sk_drift_rows, (void **)&out->drift, &out->n_drift,
 			        sizeof(sk_drift));
 		} else if (strcmp(key, "migration") == 0 && !absent(&s)) {
 			r->slow = true; /* rare: sk_migration_from_json decides it */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../api/schema.h"
+#include "../api/status.h"
 #include "store_int.h"
 
 struct sk_packed_userspace {
@@ -29,12 +30,13 @@ struct sk_packed_userspace {
 	uint8_t data[];
 };
 
-/* The spec is written and read by its table (sk_spec_fields); a new member
- * of metadata or status changes these sizes: encode it below (writer and
- * reader) and set it in test/unit/check_store_pack.c's full_object. */
+/* The spec is written and read by its table (sk_spec_fields), the status
+ * by its rows (sk_status_rows; test/unit/check_status_table.c holds every
+ * member to a row); a new member of metadata changes this size: encode it
+ * below (writer and reader) and set it in test/unit/check_store_pack.c's
+ * full_object. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(sk_object_meta) == 104 && sizeof(sk_userspace_status) == 384,
-        "sk_object_meta or sk_userspace_status changed: update packed.c");
+_Static_assert(sizeof(sk_object_meta) == 104, "sk_object_meta changed: update packed.c");
 #endif
 
 #define SK_PACKED_MAX (16 * 1024 * 1024)
@@ -172,59 +174,38 @@ w_spec(writer *w, const sk_userspace_spec *s)
 	return user_off;
 }
 
+/* The status by its rows (api/status.c), each written whatever its value. */
+static void
+w_rows(writer *w, const sk_status_row *rows, const void *obj)
+{
+	for (const sk_status_row *r = rows; r->key != NULL; r++) {
+		const char *items;
+		size_t n;
+
+		switch (r->kind) {
+		case SK_STATUS_STR: w_str(w, *SK_STATUS_AT(r, obj, char *const)); break;
+		case SK_STATUS_INT:
+		case SK_STATUS_TIME: w_int(w, *SK_STATUS_AT(r, obj, const int64_t)); break;
+		case SK_STATUS_ENUM: w_int(w, *SK_STATUS_AT(r, obj, const int)); break;
+		case SK_STATUS_ARRAY:
+			items = *SK_STATUS_AT(r, obj, char *const);
+			n = *(const size_t *)(const void *)((const char *)obj + r->count_offset);
+			w_uvar(w, n);
+			for (size_t i = 0; i < n; i++)
+				w_rows(w, r->rows, items + i * r->item_size);
+			break;
+		case SK_STATUS_OBJECT: w_rows(w, r->rows, SK_STATUS_AT(r, obj, const void)); break;
+		case SK_STATUS_MIGRATION:
+			w_migration(w, SK_STATUS_AT(r, obj, const sk_migration_status));
+			break;
+		}
+	}
+}
+
 static void
 w_status(writer *w, const sk_userspace_status *st)
 {
-	w_int(w, st->phase);
-	w_str(w, st->sandbox_id);
-	w_int(w, st->observed_generation);
-	w_uvar(w, st->n_conditions);
-	for (size_t i = 0; i < st->n_conditions; i++) {
-		const sk_condition *c = &st->conditions[i];
-		w_str(w, c->type);
-		w_str(w, c->status);
-		w_str(w, c->reason);
-		w_str(w, c->message);
-		w_int(w, c->last_transition_ms);
-		w_int(w, c->observed_generation);
-	}
-	w_uvar(w, st->n_drift);
-	for (size_t i = 0; i < st->n_drift; i++) {
-		const sk_drift *d = &st->drift[i];
-		w_str(w, d->type);
-		w_str(w, d->sandbox_id);
-		w_int(w, d->since_ms);
-		w_str(w, d->detail);
-	}
-	w_str(w, st->message);
-	w_int(w, st->last_reconcile_ms);
-	w_int(w, st->last_activity_ms);
-	w_str(w, st->provider);
-	w_migration(w, &st->migration);
-	w_int(w, st->usage.running_s);
-	w_int(w, st->usage.paused_s);
-	w_int(w, st->usage.wakes);
-	w_int(w, st->usage.creates);
-	w_int(w, st->usage.since_ms);
-	w_int(w, st->usage.updated_ms);
-	w_str(w, st->storage.state);
-	w_str(w, st->storage.volume_name);
-	w_str(w, st->storage.volume_id);
-	w_str(w, st->storage.mount_path);
-	w_int(w, st->archive.state);
-	w_int(w, st->archive.intent_ms);
-	w_int(w, st->archive.failures);
-	w_int(w, st->archive.failed_ms);
-	if (st->archive.state == SK_ARCHIVE_NONE)
-		return;
-	w_str(w, st->archive.bucket);
-	w_str(w, st->archive.key);
-	w_int(w, st->archive.generation);
-	w_int(w, st->archive.time_ms);
-	w_int(w, st->archive.files);
-	w_int(w, st->archive.bytes);
-	w_str(w, st->archive.sandbox_id);
-	w_int(w, st->archive.restore_ms);
+	w_rows(w, sk_status_rows, st);
 }
 
 sk_packed_userspace *
@@ -414,79 +395,55 @@ r_spec(reader *r, sk_userspace_spec *s)
 	}
 }
 
-static void
-r_conditions(reader *r, sk_userspace_status *st)
-{
-	size_t n = r_count(r, 6);
+static void r_rows(reader *r, const sk_status_row *rows, void *obj);
 
-	st->conditions = n ? sk_calloc(n, sizeof(sk_condition)) : NULL;
-	for (st->n_conditions = 0; st->n_conditions < n; st->n_conditions++) {
-		sk_condition *c = &st->conditions[st->n_conditions];
-		c->type = r_str(r);
-		c->status = r_str(r);
-		c->reason = r_str(r);
-		c->message = r_str(r);
-		c->last_transition_ms = r_int(r);
-		c->observed_generation = r_int(r);
-	}
+/* An ARRAY row's items: each at least one byte per row. */
+static void
+r_items(reader *r, const sk_status_row *row, void *obj)
+{
+	size_t per = 0, n;
+	char *items;
+
+	for (const sk_status_row *m = row->rows; m->key != NULL; m++)
+		per++;
+	n = r_count(r, per);
+	items = n ? sk_calloc(n, row->item_size) : NULL;
+	*SK_STATUS_AT(row, obj, char *) = items;
+	*(size_t *)(void *)((char *)obj + row->count_offset) = n;
+	for (size_t i = 0; i < n; i++)
+		r_rows(r, row->rows, items + i * row->item_size);
 }
 
 static void
-r_drift(reader *r, sk_userspace_status *st)
+r_rows(reader *r, const sk_status_row *rows, void *obj)
 {
-	size_t n = r_count(r, 4);
+	for (const sk_status_row *row = rows; row->key != NULL && !r->bad; row++) {
+		int64_t v;
 
-	st->drift = n ? sk_calloc(n, sizeof(sk_drift)) : NULL;
-	for (st->n_drift = 0; st->n_drift < n; st->n_drift++) {
-		sk_drift *d = &st->drift[st->n_drift];
-		d->type = r_str(r);
-		d->sandbox_id = r_str(r);
-		d->since_ms = r_int(r);
-		d->detail = r_str(r);
+		switch (row->kind) {
+		case SK_STATUS_STR: *SK_STATUS_AT(row, obj, char *) = r_str(r); break;
+		case SK_STATUS_INT:
+		case SK_STATUS_TIME: *SK_STATUS_AT(row, obj, int64_t) = r_int(r); break;
+		case SK_STATUS_ENUM:
+			v = r_int(r);
+			if (v < 0 || v >= row->n_values)
+				r->bad = true;
+			else
+				*SK_STATUS_AT(row, obj, int) = (int)v;
+			break;
+		case SK_STATUS_ARRAY: r_items(r, row, obj); break;
+		case SK_STATUS_OBJECT: r_rows(r, row->rows, SK_STATUS_AT(row, obj, void)); break;
+		case SK_STATUS_MIGRATION:
+			r_migration(r, SK_STATUS_AT(row, obj, sk_migration_status));
+			break;
+		}
 	}
 }
 
 static void
 r_status(reader *r, sk_userspace_status *st)
 {
-	st->phase = (sk_phase)r_int(r);
-	st->sandbox_id = r_str(r);
-	st->observed_generation = r_int(r);
-	r_conditions(r, st);
-	r_drift(r, st);
-	st->message = r_str(r);
-	st->last_reconcile_ms = r_int(r);
-	st->last_activity_ms = r_int(r);
-	st->provider = r_str(r);
-	r_migration(r, &st->migration);
-	st->usage.running_s = r_int(r);
-	st->usage.paused_s = r_int(r);
-	st->usage.wakes = r_int(r);
-	st->usage.creates = r_int(r);
-	st->usage.since_ms = r_int(r);
-	st->usage.updated_ms = r_int(r);
-	st->storage.state = r_str(r);
-	st->storage.volume_name = r_str(r);
-	st->storage.volume_id = r_str(r);
-	st->storage.mount_path = r_str(r);
-	st->archive.state = (sk_archive_state)r_int(r);
-	st->archive.intent_ms = r_int(r);
-	st->archive.failures = r_int(r);
-	st->archive.failed_ms = r_int(r);
-	if (st->archive.state == SK_ARCHIVE_NONE)
-		return;
-	if (st->archive.state > SK_ARCHIVE_RESTORED) {
-		r->bad = true;
-		return;
-	}
-	st->archive.bucket = r_str(r);
-	st->archive.key = r_str(r);
-	st->archive.generation = r_int(r);
-	st->archive.time_ms = r_int(r);
-	st->archive.files = r_int(r);
-	st->archive.bytes = r_int(r);
-	st->archive.sandbox_id = r_str(r);
-	st->archive.restore_ms = r_int(r);
+	r_rows(r, sk_status_rows, st);
 }
 
 int
