@@ -75,8 +75,8 @@ prepare_volume(sk_xctx *x, sk_create_request *req, volume_mount *vm, sk_error *e
 	next.volume_id = id;
 	next.mount_path = sk_strdup(sk_storage_mount_path(s));
 	if (!sk_storage_status_equal(st, &next) && id != NULL)
-		sk_exec_event(x, "Normal", SK_REASON_VOLUME_MOUNTED, "volume %s (%s) mounted at %s", name,
-		        id, next.mount_path);
+		sk_exec_event(x, "Normal", SK_REASON_VOLUME_MOUNTED, "volume %s (%s) mounted at %s",
+		        name, id, next.mount_path);
 	else if (!sk_storage_status_equal(st, &next))
 		sk_exec_event(x, "Warning", SK_REASON_VOLUME_UNSUPPORTED,
 		        "provider type %s has no volumes: the space runs without volume %s",
@@ -110,7 +110,7 @@ fork_source(sk_xctx *x, const sk_action *a, char **src_id, sk_error *err)
 		        "(ForkUnsupported)",
 		        sk_provider_get_ops(x->p)->name);
 	}
-	if ((rc = sk_store_get(x->env->store, a->fork_from, &src, err)) == SK_ENOTFOUND)
+	if ((rc = sk_store_get(x->r->env->store, a->fork_from, &src, err)) == SK_ENOTFOUND)
 		return sk_error_set(err, SK_ETERMINAL,
 		        "spec.source.fork.userSpace: userspace %s not found", a->fork_from);
 	if (rc != 0)
@@ -149,7 +149,7 @@ sk_exec_create(sk_xctx *x, const sk_action *a, sk_error *err)
 
 	memset(&req, 0, sizeof(req));
 	/* an earlier round's mark stays: its create may exist */
-	x->create_unmarked = x->cur->status.phase != SK_PHASE_CREATING;
+	x->did.create_unmarked = x->cur->status.phase != SK_PHASE_CREATING;
 	if (a->fork_from != NULL && (rc = fork_source(x, a, &src_id, err)) != 0)
 		return rc;
 	if ((rc = prepare_volume(x, &req, &vm, err)) != 0) {
@@ -172,7 +172,7 @@ sk_exec_create(sk_xctx *x, const sk_action *a, sk_error *err)
 		free(src_id);
 		return rc;
 	}
-	x->create_unmarked = false;
+	x->did.create_unmarked = false;
 	x->st.last_reconcile_ms = x->now;
 	req.template_id = a->template_id;
 	req.timeout_ms = a->timeout_ms;
@@ -192,14 +192,14 @@ sk_exec_create(sk_xctx *x, const sk_action *a, sk_error *err)
 		rc = sk_sandbox_fork(x->p, src_id, a->timeout_ms, &sb, err);
 	else
 		rc = sk_sandbox_create(x->p, &req, &sb, err);
-	if (rc == 0 && x->fu != NULL)
+	if (rc == 0 && sk_followup_notes(x->fu))
 		note_created(x, a, &sb);
 	if (rc == 0) {
 		sk_exec_note_deadline(x, sb.id, a->timeout_ms, &sb);
-		if (sb.end_ms > 0 && x->env->report != NULL)
-			x->env->report->set_deadline_ms = sb.end_ms;
-		free(x->created);
-		x->created = sk_strdup(sb.id);
+		if (sb.end_ms > 0 && x->r->env->report != NULL)
+			x->r->env->report->set_deadline_ms = sb.end_ms;
+		free(x->did.created);
+		x->did.created = sk_strdup(sb.id);
 		free(x->st.sandbox_id);
 		x->st.sandbox_id = sk_strdup(sb.id);
 		if (src_id != NULL)
@@ -207,8 +207,8 @@ sk_exec_create(sk_xctx *x, const sk_action *a, sk_error *err)
 			        "created sandbox %s, a fork of sandbox %s of userspace %s", sb.id,
 			        src_id, a->fork_from);
 		else
-			sk_exec_event(x, "Normal", SK_REASON_CREATED, "created sandbox %s (template %s)",
-			        sb.id, a->template_id);
+			sk_exec_event(x, "Normal", SK_REASON_CREATED,
+			        "created sandbox %s (template %s)", sb.id, a->template_id);
 	}
 	sk_sandbox_dispose(&sb);
 	free(vm.path);
