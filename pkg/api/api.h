@@ -344,6 +344,17 @@ void sk_storage_status_dispose(sk_storage_status *s);
 void sk_storage_status_copy(sk_storage_status *dst, const sk_storage_status *src);
 bool sk_storage_status_equal(const sk_storage_status *a, const sk_storage_status *b);
 
+/* status.network: the policy spacekeeper last applied live to a sandbox
+ * (SET_NETWORK), in sk_network_format's one line: the planner's record of
+ * what that sandbox has when its provider does not report it (network.c). */
+typedef struct sk_network_status {
+	char *sandbox_id; /* sandboxID; NULL: none applied */
+	char *applied; /* applied: the policy's one line */
+} sk_network_status;
+void sk_network_status_dispose(sk_network_status *s);
+void sk_network_status_copy(sk_network_status *dst, const sk_network_status *src);
+bool sk_network_status_equal(const sk_network_status *a, const sk_network_status *b);
+
 typedef struct sk_userspace_status {
 	sk_phase phase;
 	char *sandbox_id; /* the binding; NULL when unbound */
@@ -360,6 +371,7 @@ typedef struct sk_userspace_status {
 	sk_usage usage;
 	sk_archive_status archive;
 	sk_storage_status storage;
+	sk_network_status network;
 } sk_userspace_status;
 
 /* Where a space's files are, one line (spacectl describe, the status page):

@@ -216,6 +216,12 @@ sk_userspace_status_to_json(const sk_userspace_status *st)
 		sk_json_set_str(x, "mountPath", v->mount_path);
 		json_object_set_new(o, "storage", json_pack("{s:o}", "volume", x));
 	}
+	if (st->network.sandbox_id != NULL) {
+		json_t *x = json_object();
+		sk_json_set_str(x, "sandboxID", st->network.sandbox_id);
+		sk_json_set_str(x, "applied", st->network.applied);
+		json_object_set_new(o, "network", x);
+	}
 	return o;
 }
 
@@ -545,6 +551,15 @@ decode_storage(dctx *c, json_t *v, sk_storage_status *out)
 }
 
 static void
+decode_network_status(dctx *c, json_t *v, sk_network_status *out)
+{
+	if (!json_is_object(v))
+		return;
+	out->sandbox_id = get_str(c, v, "sandboxID", "status.network.sandboxID");
+	out->applied = get_str(c, v, "applied", "status.network.applied");
+}
+
+static void
 decode_status(dctx *c, json_t *s, sk_userspace_status *out)
 {
 	json_t *conds = json_object_get(s, "conditions");
@@ -563,6 +578,7 @@ decode_status(dctx *c, json_t *s, sk_userspace_status *out)
 	decode_usage(c, json_object_get(s, "usage"), &out->usage);
 	decode_archive(c, json_object_get(s, "archive"), &out->archive);
 	decode_storage(c, json_object_get(json_object_get(s, "storage"), "volume"), &out->storage);
+	decode_network_status(c, json_object_get(s, "network"), &out->network);
 	if (c->rc == SK_OK)
 		c->rc = sk_migration_from_json(
 		        json_object_get(s, "migration"), &out->migration, c->err);

@@ -496,9 +496,9 @@ do_restore(sk_xctx *x, const sk_action *a, sk_error *err)
 	const char *id = id_of(x, a);
 	sk_copy_report rep = { 0 };
 	sk_sandbox bare;
-	char note[512] = "";
+	sk_restore_prune pruned = { 0 };
 	int rc = sk_execute_restore(
-	        x->r->env, x->p, sandbox_of(x, id, &bare), x->cur, &rep, note, sizeof(note), err);
+	        x->r->env, x->p, sandbox_of(x, id, &bare), x->cur, &rep, &pruned, err);
 
 	if (rc == 0)
 		sk_exec_event(x, "Normal", SK_REASON_RESTORED,
@@ -507,9 +507,9 @@ do_restore(sk_xctx *x, const sk_action *a, sk_error *err)
 		        (unsigned long long)rep.files_total, (unsigned long long)rep.bytes_total,
 		        id, x->cur->status.archive.bucket ? x->cur->status.archive.bucket : "",
 		        x->cur->status.archive.key ? x->cur->status.archive.key : "");
-	if (rc == 0 && note[0] != '\0')
-		sk_exec_event(x, strncmp(note, "pruned", 6) == 0 ? "Normal" : "Warning",
-		        SK_REASON_ARCHIVE_PRUNED, "%s", note);
+	if (rc == 0 && pruned.message[0] != '\0')
+		sk_exec_event(x, pruned.failed ? "Warning" : "Normal", SK_REASON_ARCHIVE_PRUNED,
+		        "%s", pruned.message);
 	sk_copy_report_free(&rep);
 	return rc;
 }

@@ -27,9 +27,15 @@ int sk_execute_archive(const sk_reconcile_env *env, sk_provider *p, const sk_san
         sk_error *err);
 int sk_execute_purge(const sk_reconcile_env *env, const sk_userspace *us,
         sk_archive_prune_report *rep, sk_error *err);
+/* What pruning the older archives after a restore did: nothing (message
+ * ""), deleted generations, or failed (a Warning; the restore stands). */
+typedef struct sk_restore_prune {
+	bool failed;
+	size_t deleted;
+	char message[SK_ERROR_MSG_MAX + 64]; /* the event's text, "" when there is nothing to say */
+} sk_restore_prune;
 int sk_execute_restore(const sk_reconcile_env *env, sk_provider *p, const sk_sandbox *sb,
-        const sk_userspace *us, sk_copy_report *rep, char *prune_note, size_t note_len,
-        sk_error *err);
+        const sk_userspace *us, sk_copy_report *rep, sk_restore_prune *pruned, sk_error *err);
 
 /* CAS write of st over *cur (sk_store_write_status); on success *cur is
  * replaced by the stored object. */

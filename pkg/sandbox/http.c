@@ -388,19 +388,6 @@ provider_message(const sk_http_response *resp, char *out, size_t len)
 			*p = ' ';
 }
 
-/* Never let the key through, even if a provider echoes it. */
-static void
-redact(char *msg, const char *secret)
-{
-	size_t n = secret ? strlen(secret) : 0;
-	char *p;
-
-	if (n < 4)
-		return;
-	while ((p = strstr(msg, secret)) != NULL)
-		memset(p, '*', n);
-}
-
 int
 sk_http_classify(
         sk_http *h, const sk_http_request *req, const sk_http_response *resp, sk_error *err)
@@ -417,7 +404,7 @@ sk_http_classify(
 	if (err) {
 		err->http_status = (int)resp->status;
 		err->retry_after_ms = resp->retry_after_ms;
-		redact(err->message, h->secret);
+		sk_blank_secret(err->message, h->secret); /* even if a provider echoes the key */
 	}
 	return code;
 }

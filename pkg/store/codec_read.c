@@ -328,6 +328,12 @@ static const member usage_members[] = {
 	{ NULL, M_STR, 0 },
 };
 
+static const member network_members[] = {
+	{ "sandboxID", M_STR, offsetof(sk_network_status, sandbox_id) },
+	{ "applied", M_STR, offsetof(sk_network_status, applied) },
+	{ NULL, M_STR, 0 },
+};
+
 static const member status_members[] = {
 	{ "sandboxID", M_STR, offsetof(sk_userspace_status, sandbox_id) },
 	{ "observedGeneration", M_INT, offsetof(sk_userspace_status, observed_generation) },
@@ -393,9 +399,10 @@ r_array(rd *r, const bson_iter_t *it, const member *members, void **items, size_
 	}
 }
 
-/* status.usage: its members, anything else to the general path. */
+/* An object of members (status.usage, status.network); anything else to the
+ * general path. */
 static void
-r_usage(rd *r, const bson_iter_t *it, sk_usage *out)
+r_object(rd *r, const bson_iter_t *it, const member *members, void *out)
 {
 	bson_iter_t u;
 
@@ -404,7 +411,7 @@ r_usage(rd *r, const bson_iter_t *it, sk_usage *out)
 		return;
 	}
 	while (!r->slow && bson_iter_next(&u)) {
-		if (!r_member(r, &u, usage_members, out))
+		if (!r_member(r, &u, members, out))
 			r->slow = true;
 	}
 }
@@ -441,7 +448,9 @@ r_status(rd *r, const bson_iter_t *it, sk_userspace_status *out)
 		        !absent(&s)) {
 			r->slow = true; /* rare: the JSON codec decides it */
 		} else if (strcmp(key, "usage") == 0 && !absent(&s)) {
-			r_usage(r, &s, &out->usage);
+			r_object(r, &s, usage_members, &out->usage);
+		} else if (strcmp(key, "network") == 0 && !absent(&s)) {
+			r_object(r, &s, network_members, &out->network);
 		}
 	}
 }

@@ -32,7 +32,7 @@ struct sk_packed_userspace {
  * of metadata or status changes these sizes: encode it below (writer and
  * reader) and set it in test/unit/check_store_pack.c's full_object. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(sk_object_meta) == 104 && sizeof(sk_userspace_status) == 384,
+_Static_assert(sizeof(sk_object_meta) == 104 && sizeof(sk_userspace_status) == 400,
         "sk_object_meta or sk_userspace_status changed: update packed.c");
 #endif
 
@@ -210,6 +210,8 @@ w_status(writer *w, const sk_userspace_status *st)
 	w_str(w, st->storage.volume_name);
 	w_str(w, st->storage.volume_id);
 	w_str(w, st->storage.mount_path);
+	w_str(w, st->network.sandbox_id);
+	w_str(w, st->network.applied);
 	w_int(w, st->archive.state);
 	w_int(w, st->archive.intent_ms);
 	w_int(w, st->archive.failures);
@@ -468,6 +470,8 @@ r_status(reader *r, sk_userspace_status *st)
 	st->storage.volume_name = r_str(r);
 	st->storage.volume_id = r_str(r);
 	st->storage.mount_path = r_str(r);
+	st->network.sandbox_id = r_str(r);
+	st->network.applied = r_str(r);
 	st->archive.state = (sk_archive_state)r_int(r);
 	st->archive.intent_ms = r_int(r);
 	st->archive.failures = r_int(r);
