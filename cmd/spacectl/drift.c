@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/names.h"
 #include "reconcile/options.h"
 #include "reconcile/orphans.h"
 #include "sandbox/sandbox.h"

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/names.h"
 #include "reconcile/observe.h"
 #include "reconcile/options.h"
 #include "reconcile/plan.h"

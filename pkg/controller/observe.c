@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../api/names.h"
 #include "../reconcile/observe.h"
 #include "../reconcile/options.h"
 #include "../reconcile/orphans.h"

@@ -5,7 +5,7 @@
 #ifndef SK_RECONCILE_CONNECT_H
 #define SK_RECONCILE_CONNECT_H
 
-#include "../api/api.h"
+#include "../api/userspace.h"
 #include "options.h"
 
 typedef enum sk_connect_verdict {

@@ -11,6 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/network.h"
+#include "../api/sandbox_values.h"
+#include "../api/status.h"
+#include "../api/storage.h"
+#include "../api/userspace.h"
 #include "archive_int.h"
 #include "execute_int.h"
 #include "marker_int.h"

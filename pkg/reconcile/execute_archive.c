@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/sandbox_values.h"
+#include "../api/status.h"
+#include "../api/userspace.h"
 #include "archive_int.h"
 #include "reconcile.h"
 #include "round_int.h"

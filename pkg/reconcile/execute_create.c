@@ -8,6 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/kvlist.h"
+#include "../api/sandbox_values.h"
+#include "../api/status.h"
+#include "../api/storage.h"
+#include "../api/userspace.h"
 #include "execute_int.h"
 #include "observe_int.h"
 #include "plan.h"

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/status.h"
+#include "../api/userspace.h"
 #include "observe_int.h"
 #include "round_int.h"
 

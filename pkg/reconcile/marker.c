@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/sandbox_values.h"
+#include "../api/strlist.h"
+#include "../api/userspace.h"
 #include "marker_int.h"
 #include "reconcile_int.h"
 

@@ -5,7 +5,8 @@
 #ifndef SK_RECONCILE_MARKER_INT_H
 #define SK_RECONCILE_MARKER_INT_H
 
-#include "../api/api.h"
+#include "../api/sandbox_values.h"
+#include "../api/userspace.h"
 #include "../sandbox/sandbox.h"
 #include "../util/util.h"
 #include "options.h"

@@ -11,6 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/kvlist.h"
+#include "../api/migration.h"
+#include "../api/names.h"
+#include "../api/quantity.h"
+#include "../api/sandbox_values.h"
+#include "../api/status.h"
+#include "../api/storage.h"
+#include "../api/strlist.h"
+#include "../api/userspace.h"
 #include "migrate_int.h"
 #include "observe.h"
 #include "observe_int.h"

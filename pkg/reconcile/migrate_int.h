@@ -5,7 +5,9 @@
 #ifndef SK_RECONCILE_MIGRATE_INT_H
 #define SK_RECONCILE_MIGRATE_INT_H
 
-#include "../api/api.h"
+#include "../api/migration.h"
+#include "../api/sandbox_values.h"
+#include "../api/userspace.h"
 #include "../sandbox/sandbox.h"
 #include "../util/util.h"
 #include "observe.h"

@@ -19,6 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/kvlist.h"
+#include "../api/migration.h"
+#include "../api/names.h"
+#include "../api/sandbox_values.h"
+#include "../api/userspace.h"
 #include "migrate_int.h"
 #include "observe.h"
 #include "options.h"

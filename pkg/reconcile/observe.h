@@ -7,7 +7,8 @@
 #ifndef SK_RECONCILE_OBSERVE_H
 #define SK_RECONCILE_OBSERVE_H
 
-#include "../api/api.h"
+#include "../api/sandbox_values.h"
+#include "../api/userspace.h"
 #include "../sandbox/sandbox.h"
 #include "../util/util.h"
 #include "options.h"

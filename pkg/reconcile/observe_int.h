@@ -6,7 +6,9 @@
 #ifndef SK_RECONCILE_OBSERVE_INT_H
 #define SK_RECONCILE_OBSERVE_INT_H
 
-#include "../api/api.h"
+#include "../api/kvlist.h"
+#include "../api/sandbox_values.h"
+#include "../api/userspace.h"
 #include "../sandbox/sandbox.h"
 #include "../util/util.h"
 #include "observe.h"

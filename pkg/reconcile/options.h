@@ -6,7 +6,7 @@
 #ifndef SK_RECONCILE_OPTIONS_H
 #define SK_RECONCILE_OPTIONS_H
 
-#include "../api/api.h"
+#include "../api/config.h"
 #include "../sandbox/sandbox.h"
 #include "../util/util.h"
 

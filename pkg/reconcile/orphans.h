@@ -5,7 +5,8 @@
 #ifndef SK_RECONCILE_ORPHANS_H
 #define SK_RECONCILE_ORPHANS_H
 
-#include "../api/api.h"
+#include "../api/kvlist.h"
+#include "../api/sandbox_values.h"
 #include "../sandbox/sandbox.h"
 #include "options.h"
 

@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/kvlist.h"
+#include "../api/status.h"
+#include "../api/userspace.h"
 #include "archive_int.h"
 #include "connect.h"
 #include "observe_int.h"

@@ -5,7 +5,8 @@
 #ifndef SK_RECONCILE_OUTCOME_INT_H
 #define SK_RECONCILE_OUTCOME_INT_H
 
-#include "../api/api.h"
+#include "../api/status.h"
+#include "../api/userspace.h"
 #include "../util/util.h"
 #include "plan.h"
 

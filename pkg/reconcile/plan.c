@@ -30,6 +30,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/kvlist.h"
+#include "../api/migration.h"
+#include "../api/network.h"
+#include "../api/sandbox_values.h"
+#include "../api/status.h"
+#include "../api/storage.h"
+#include "../api/userspace.h"
 #include "migrate_int.h"
 #include "observe.h"
 #include "observe_int.h"

@@ -6,7 +6,10 @@
 #ifndef SK_RECONCILE_PLAN_H
 #define SK_RECONCILE_PLAN_H
 
-#include "../api/api.h"
+#include "../api/kvlist.h"
+#include "../api/network.h"
+#include "../api/status.h"
+#include "../api/userspace.h"
 #include "../util/util.h"
 #include "observe.h"
 #include "options.h"

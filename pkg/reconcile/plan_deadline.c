@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/sandbox_values.h"
+#include "../api/status.h"
+#include "../api/userspace.h"
 #include "observe.h"
 #include "observe_int.h"
 #include "options.h"

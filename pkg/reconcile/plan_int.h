@@ -6,7 +6,9 @@
 #ifndef SK_RECONCILE_PLAN_INT_H
 #define SK_RECONCILE_PLAN_INT_H
 
-#include "../api/api.h"
+#include "../api/sandbox_values.h"
+#include "../api/status.h"
+#include "../api/userspace.h"
 #include "../sandbox/sandbox.h"
 #include "../util/util.h"
 #include "observe.h"

@@ -16,6 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/kvlist.h"
+#include "../api/migration.h"
+#include "../api/names.h"
+#include "../api/network.h"
+#include "../api/sandbox_values.h"
+#include "../api/userspace.h"
 #include "plan.h"
 #include "plan_int.h"
 #include "reconcile_int.h"

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/migration.h"
+#include "../api/status.h"
 #include "plan.h"
 #include "plan_int.h"
 #include "reconcile_int.h"

@@ -8,6 +8,7 @@
  * usage either (never a write per connect), and a reader adds the time
  * since lastUpdateTime at the current phase (sk_usage_now).
  */
+#include "../api/status.h"
 #include "plan.h"
 #include "plan_int.h"
 

@@ -36,6 +36,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/kvlist.h"
+#include "../api/sandbox_values.h"
+#include "../api/status.h"
+#include "../api/userspace.h"
 #include "marker_int.h"
 #include "options.h"
 #include "plan.h"

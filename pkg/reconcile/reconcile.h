@@ -35,6 +35,8 @@
 #ifndef SK_RECONCILE_H
 #define SK_RECONCILE_H
 
+#include "../api/sandbox_values.h"
+#include "../api/userspace.h"
 #include "../objstore/objstore.h"
 #include "../sandbox/sandbox.h"
 #include "../store/store.h"

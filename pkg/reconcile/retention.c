@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../api/config.h"
+#include "../api/status.h"
+#include "../api/userspace.h"
 #include "plan.h"
 #include "retention.h"
 

@@ -5,7 +5,8 @@
 #ifndef SK_RECONCILE_RETENTION_H
 #define SK_RECONCILE_RETENTION_H
 
-#include "../api/api.h"
+#include "../api/config.h"
+#include "../api/userspace.h"
 #include "../util/util.h"
 
 typedef struct sk_retention {

@@ -7,6 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/migration.h"
+#include "../api/sandbox_values.h"
+#include "../api/status.h"
+#include "../api/userspace.h"
 #include "migrate_int.h"
 #include "observe.h"
 #include "observe_int.h"

@@ -24,6 +24,7 @@
 #include <jansson.h>
 
 #include "../testutil.h"
+#include "api/names.h"
 #include "reconcile/reconcile_int.h"
 #include "sandbox/sandbox.h"
 #include "store/store.h"

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../testutil.h"
+#include "api/names.h"
 #include "reconcile/observe.h"
 #include "reconcile/observe_int.h"
 #include "reconcile/plan.h"

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "../testutil.h"
+#include "api/names.h"
 #include "reconcile/connect.h"
 #include "reconcile/observe.h"
 #include "reconcile/reconcile.h"

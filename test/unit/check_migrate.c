@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/names.h"
+#include "api/quantity.h"
 #include "reconcile/migrate_int.h"
 #include "reconcile/observe.h"
 #include "reconcile/observe_int.h"

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/names.h"
 #include "reconcile/archive_int.h"
 #include "reconcile/marker_int.h"
 #include "reconcile/observe.h"

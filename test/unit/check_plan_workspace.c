@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/names.h"
 #include "reconcile/marker_int.h"
 #include "reconcile/observe.h"
 #include "reconcile/observe_int.h"
