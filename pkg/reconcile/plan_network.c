@@ -21,6 +21,7 @@
 #include "../api/names.h"
 #include "../api/network.h"
 #include "../api/sandbox_values.h"
+#include "../api/status.h"
 #include "../api/userspace.h"
 #include "plan.h"
 #include "plan_int.h"

@@ -35,6 +35,9 @@
 #ifndef SK_RECONCILE_H
 #define SK_RECONCILE_H
 
+#include "../api/config.h"
+#include "../api/kvlist.h"
+#include "../api/network.h"
 #include "../api/sandbox_values.h"
 #include "../api/userspace.h"
 #include "../objstore/objstore.h"

@@ -11,7 +11,11 @@
 #include <string.h>
 
 #include "../testutil.h"
+#include "api/kvlist.h"
 #include "api/names.h"
+#include "api/sandbox_values.h"
+#include "api/status.h"
+#include "api/userspace.h"
 #include "reconcile/observe.h"
 #include "reconcile/observe_int.h"
 #include "reconcile/plan.h"

@@ -13,8 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/kvlist.h"
+#include "api/migration.h"
 #include "api/names.h"
 #include "api/quantity.h"
+#include "api/sandbox_values.h"
+#include "api/status.h"
+#include "api/userspace.h"
 #include "reconcile/migrate_int.h"
 #include "reconcile/observe.h"
 #include "reconcile/observe_int.h"

@@ -10,7 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/kvlist.h"
 #include "api/names.h"
+#include "api/network.h"
+#include "api/sandbox_values.h"
+#include "api/status.h"
+#include "api/storage.h"
+#include "api/userspace.h"
 #include "reconcile/observe.h"
 #include "reconcile/observe_int.h"
 #include "reconcile/options.h"

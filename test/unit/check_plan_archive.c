@@ -15,7 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/kvlist.h"
 #include "api/names.h"
+#include "api/sandbox_values.h"
+#include "api/status.h"
+#include "api/userspace.h"
 #include "reconcile/archive_int.h"
 #include "reconcile/marker_int.h"
 #include "reconcile/observe.h"

@@ -9,6 +9,7 @@
 #include <check.h>
 #include <string.h>
 
+#include "api/status.h"
 #include "reconcile/capacity.h"
 #include "reconcile/plan.h"
 

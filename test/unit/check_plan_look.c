@@ -10,6 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/kvlist.h"
+#include "api/sandbox_values.h"
+#include "api/status.h"
+#include "api/userspace.h"
 #include "reconcile/observe.h"
 #include "reconcile/observe_int.h"
 #include "reconcile/options.h"
