@@ -1,6 +1,7 @@
 /*
  * forward: a connect or heartbeat for a user whose shard another replica
- * holds goes to that replica (libcurl), and its answer is given as is:
+ * holds goes to that replica (the shared HTTP client, httpc; a fresh
+ * connection per forward), and its answer is given as is:
  * the holder reconciles, this replica never does. A forwarded request is
  * marked (SK_CTL_FORWARDED_HEADER) and is never forwarded again; the
  * caller's Authorization header goes along.
@@ -11,65 +12,27 @@
  * what proves a peer is one of them; its address (a pod IP) is not in the
  * certificate, so names are not checked.
  */
-#include <curl/curl.h>
 #include <gnutls/abstract.h>
 #include <gnutls/crypto.h>
 #include <gnutls/x509.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
+#include "../httpc/httpc.h"
 #include "controller_int.h"
 
 #define FORWARD_BODY_MAX (1 << 20)
+#define FORWARD_CONNECT_TIMEOUT_MS 2000
 
-typedef struct fwd_answer {
-	sk_buf body;
-	bool json;
-	char retry_after[24];
-} fwd_answer;
-
-static size_t
-on_body(char *p, size_t size, size_t n, void *arg)
+/* The marker, and the caller's Authorization when it gave one. */
+static void
+forward_headers(sk_controller *c, const sk_ctl_origin *from, char *lines[3])
 {
-	fwd_answer *a = arg;
-
-	return sk_buf_append(&a->body, p, size * n) == 0 ? size * n : 0;
-}
-
-/* Content-Type (JSON or not) and Retry-After of the holder's answer. */
-static size_t
-on_header(char *p, size_t size, size_t n, void *arg)
-{
-	fwd_answer *a = arg;
-	size_t len = size * n;
-
-	if (len > 13 && strncasecmp(p, "Content-Type:", 13) == 0)
-		a->json = memmem(p, len, "json", 4) != NULL;
-	if (len > 12 && strncasecmp(p, "Retry-After:", 12) == 0) {
-		size_t k = 0;
-		for (size_t i = 12; i < len && k + 1 < sizeof(a->retry_after); i++)
-			if (p[i] >= '0' && p[i] <= '9')
-				a->retry_after[k++] = p[i];
-		a->retry_after[k] = '\0';
-	}
-	return len;
-}
-
-static struct curl_slist *
-forward_headers(sk_controller *c, const sk_ctl_origin *from)
-{
-	struct curl_slist *h = NULL;
-	char *line = sk_asprintf("%s: %s", SK_CTL_FORWARDED_HEADER, sk_ctl_identity(c));
-
-	h = curl_slist_append(h, line);
-	free(line);
-	if (from && from->authorization) {
-		line = sk_asprintf("Authorization: %s", from->authorization);
-		h = curl_slist_append(h, line);
-		free(line);
-	}
-	return curl_slist_append(h, "Content-Length: 0");
+	lines[0] = sk_asprintf("%s: %s", SK_CTL_FORWARDED_HEADER, sk_ctl_identity(c));
+	lines[1] = from && from->authorization
+	        ? sk_asprintf("Authorization: %s", from->authorization)
+	        : NULL;
+	lines[2] = NULL;
 }
 
 char *
@@ -98,67 +61,62 @@ sk_ctl_forward_pin(const char *pem, size_t len)
 	return pin;
 }
 
-/* HTTPS to a holder that shows our certificate's key, when TLS is on. */
-static const char *
-set_transport(sk_controller *c, CURL *h)
+/* The holder's answer as is, or 502/504 ForwardFailed when none came. */
+static void
+copy_answer(const char *addr, int rc, sk_httpc_response *a, const sk_error *err, sk_http_reply *r)
 {
-	const char *pin = sk_ctl_guard_pin(c);
-
-	if (pin == NULL)
-		return "http";
-	curl_easy_setopt(h, CURLOPT_PINNEDPUBLICKEY, pin);
-	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L); /* the pin is the check */
-	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
-	return "https";
+	if (rc != SK_OK || a->status < 100) {
+		char msg[SK_ERROR_MSG_MAX + 300];
+		snprintf(msg, sizeof(msg), "the replica holding this user's shard (%s): %s", addr,
+		        rc != SK_OK ? err->message : "no answer");
+		sk_ctl_reply_error(r, rc == SK_ETIMEOUT ? 504 : 502, "ForwardFailed", msg);
+		snprintf(r->retry_after, sizeof(r->retry_after), "1");
+		return;
+	}
+	free(r->body);
+	r->status = (unsigned int)a->status;
+	r->body = sk_buf_detach(&a->body);
+	if (r->body == NULL)
+		r->body = sk_strdup("");
+	r->type =
+	        strstr(a->content_type, "json") ? "application/json" : "text/plain; charset=utf-8";
+	r->retry_after[0] = '\0';
+	if (a->retry_after_ms > 0)
+		snprintf(r->retry_after, sizeof(r->retry_after), "%lld",
+		        (long long)((a->retry_after_ms + 999) / 1000));
 }
 
 void
 sk_ctl_forward(sk_controller *c, const char *addr, const char *path, int64_t timeout_ms,
         const sk_ctl_origin *from, sk_http_reply *r)
 {
-	fwd_answer a = { SK_BUF_INIT(FORWARD_BODY_MAX), false, "" };
-	struct curl_slist *hdr = forward_headers(c, from);
-	CURL *h = curl_easy_init();
-	CURLcode cc = CURLE_FAILED_INIT;
-	char *url = NULL;
-	long status = 0;
+	const char *pin = sk_ctl_guard_pin(c);
+	/* HTTPS to a holder that shows our certificate's key, when TLS is on;
+	 * the holder answers within the caller's timeout, a second more for
+	 * the way there and back */
+	sk_httpc_config cfg = { .timeout_ms = timeout_ms + 1000,
+		.connect_timeout_ms = FORWARD_CONNECT_TIMEOUT_MS,
+		.pin = pin,
+		.max_body = FORWARD_BODY_MAX };
+	char *url = sk_asprintf("%s://%s%s", pin ? "https" : "http", addr, path), *lines[3];
+	sk_httpc_request req = { .method = "POST", .url = url, .path = path, .body = "" };
+	sk_httpc_response a = { 0 };
+	sk_httpc h;
+	sk_error err = { 0 };
+	int rc;
 
-	if (h) {
-		url = sk_asprintf("%s://%s%s", set_transport(c, h), addr, path);
-		curl_easy_setopt(h, CURLOPT_URL, url);
-		curl_easy_setopt(h, CURLOPT_POST, 1L);
-		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, 0L);
-		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-		curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-		/* the holder answers within the caller's timeout; a second more
-		 * for the way there and back */
-		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(timeout_ms + 1000));
-		curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
-		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-		curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
-		curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-		curl_easy_setopt(h, CURLOPT_HEADERDATA, &a);
-		cc = curl_easy_perform(h);
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	forward_headers(c, from, lines);
+	req.headers = (const char *const *)lines;
+	if ((rc = sk_httpc_init(&h, &cfg, &err)) == SK_OK) {
+		if (from && from->authorization)
+			sk_httpc_add_secret(&h, from->authorization);
+		rc = sk_httpc_do(&h, &req, &a, &err);
+		sk_httpc_dispose(&h);
 	}
-	if (cc != CURLE_OK || status < 100) {
-		char msg[300];
-		snprintf(msg, sizeof(msg), "the replica holding this user's shard (%s): %s", addr,
-		        curl_easy_strerror(cc));
-		sk_ctl_reply_error(
-		        r, cc == CURLE_OPERATION_TIMEDOUT ? 504 : 502, "ForwardFailed", msg);
-		snprintf(r->retry_after, sizeof(r->retry_after), "1");
-	} else {
-		sk_buf_append(&a.body, "", 0);
-		free(r->body);
-		r->status = (unsigned int)status;
-		r->body = sk_buf_detach(&a.body);
-		r->type = a.json ? "application/json" : "text/plain; charset=utf-8";
-		snprintf(r->retry_after, sizeof(r->retry_after), "%s", a.retry_after);
-	}
-	sk_buf_dispose(&a.body);
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
+	copy_answer(addr, rc, &a, &err, r);
+	sk_httpc_response_dispose(&a);
+	free(lines[0]);
+	sk_wipe_free(lines[1]);
 	free(url);
 }
 

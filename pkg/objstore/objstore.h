@@ -8,11 +8,14 @@
  * memory; a size above the part size goes up as a multipart upload (aborted
  * when a part fails). Path-style addressing: ENDPOINT/BUCKET/KEY.
  *
- * Failures are classified like the provider clients': no answer, 408, 429
- * and 5xx -> SK_ETRANSIENT/SK_EUNAVAILABLE/SK_ETIMEOUT; 403 -> SK_EUNAUTHORIZED
- * (a wrong key or signature); 404 -> SK_ENOTFOUND (NoSuchBucket names the
- * bucket); other 4xx -> SK_ETERMINAL. The message carries the S3 error code
- * and its message, never a key. A client is used by one thread at a time.
+ * The requests go through the shared HTTP client (httpc), whose classifier
+ * is the provider clients' too: no answer, 408, 429 and 5xx ->
+ * SK_ETRANSIENT/SK_EUNAVAILABLE/SK_ETIMEOUT; 403 -> SK_EUNAUTHORIZED (a
+ * wrong key or signature); 404 -> SK_ENOTFOUND (NoSuchBucket names the
+ * bucket); 409 -> SK_ECONFLICT (OperationAborted: try again); other 4xx ->
+ * SK_ETERMINAL. The message carries the S3 error code and its message,
+ * never a key nor a signature (httpc redacts them). A client is used by
+ * one thread at a time.
  */
 #ifndef SK_OBJSTORE_H
 #define SK_OBJSTORE_H

@@ -1,15 +1,17 @@
 /*
- * objstore/s3: the S3 client (see objstore.h). One curl handle per client,
- * reset per request. Queries are written already in SigV4's canonical form
+ * objstore/s3: the S3 client (see objstore.h), on the shared HTTP client
+ * (httpc: one curl handle per client, reset per request; SigV4 signing,
+ * timeouts, the status classifier and the keys' redaction are there). Queries are written already in SigV4's canonical form
  * (sorted by name, every value percent-encoded, "uploads=" with its '='),
  * so the query libcurl signs is the one the server canonicalizes.
  */
-#include <curl/curl.h>
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../httpc/httpc.h"
 #include "objstore.h"
 
 #define DEFAULT_PART_BYTES ((size_t)8 << 20)
@@ -17,9 +19,8 @@
 #define XML_MAX_BYTES ((size_t)4 << 20)
 
 struct sk_s3 {
-	CURL *h;
-	char *endpoint, *bucket, *sigv4, *userpwd;
-	int64_t timeout_ms;
+	sk_httpc h;
+	char *endpoint, *bucket;
 	size_t part_bytes;
 };
 
@@ -34,11 +35,9 @@ typedef struct s3_req {
 	sk_s3_source_fn source;
 	void *payload;
 	uint64_t size;
-	int64_t source_error; /* the source's failure, when it failed */
 	/* answer: a 2xx body goes to sink when set, else into body */
 	sk_s3_sink_fn sink;
 	void *sink_payload;
-	int sink_error;
 	sk_buf body;
 	char etag[128];
 	uint64_t content_length;
@@ -59,6 +58,8 @@ int
 sk_s3_new(const sk_s3_config *cfg, sk_s3 **out, sk_error *err)
 {
 	sk_s3 *s;
+	char *sigv4;
+	int rc;
 
 	*out = NULL;
 	if (cfg->endpoint == NULL || cfg->bucket == NULL || cfg->access_key == NULL ||
@@ -68,17 +69,22 @@ sk_s3_new(const sk_s3_config *cfg, sk_s3 **out, sk_error *err)
 	if (strchr(cfg->access_key, ':') != NULL)
 		return sk_error_set(err, SK_EINVALID, "object store: the access key holds a ':'");
 	s = sk_calloc(1, sizeof(*s));
-	s->h = curl_easy_init();
-	if (s->h == NULL) {
+	sigv4 = sk_asprintf(
+	        "aws:amz:%s:s3", cfg->region && *cfg->region ? cfg->region : "us-east-1");
+	rc = sk_httpc_init(&s->h,
+	        &(sk_httpc_config){ .timeout_ms = cfg->request_timeout_ms,
+	                .max_body = XML_MAX_BYTES,
+	                .aws_sigv4 = sigv4,
+	                .username = cfg->access_key,
+	                .password = cfg->secret_key },
+	        err);
+	free(sigv4);
+	if (rc != 0) {
 		free(s);
-		return sk_error_set(err, SK_ENOMEM, "object store: curl_easy_init failed");
+		return rc;
 	}
 	s->endpoint = dup_trim_slash(cfg->endpoint);
 	s->bucket = sk_strdup(cfg->bucket);
-	s->sigv4 = sk_asprintf(
-	        "aws:amz:%s:s3", cfg->region && *cfg->region ? cfg->region : "us-east-1");
-	s->userpwd = sk_asprintf("%s:%s", cfg->access_key, cfg->secret_key);
-	s->timeout_ms = cfg->request_timeout_ms > 0 ? cfg->request_timeout_ms : 30000;
 	s->part_bytes = cfg->part_bytes >= MIN_PART_BYTES ? cfg->part_bytes : DEFAULT_PART_BYTES;
 	*out = s;
 	return 0;
@@ -89,13 +95,9 @@ sk_s3_free(sk_s3 *s)
 {
 	if (s == NULL)
 		return;
-	curl_easy_cleanup(s->h);
+	sk_httpc_dispose(&s->h);
 	free(s->endpoint);
 	free(s->bucket);
-	free(s->sigv4);
-	if (s->userpwd != NULL)
-		memset(s->userpwd, 0, strlen(s->userpwd)); /* a secret */
-	free(s->userpwd);
 	free(s);
 }
 
@@ -135,62 +137,6 @@ sha256_hex(const void *data, size_t len, char out[65])
 	out[64] = '\0';
 }
 
-static size_t
-on_write(char *data, size_t size, size_t n, void *arg)
-{
-	s3_req *r = arg;
-	size_t len = size * n;
-
-	if (r->sink != NULL && r->status == 0) {
-		int rc = r->sink(r->sink_payload, data, len);
-		if (rc < 0) {
-			r->sink_error = rc;
-			return 0;
-		}
-		return len;
-	}
-	if (sk_buf_append(&r->body, data, len) != 0)
-		return 0;
-	return len;
-}
-
-static size_t
-on_read(char *buf, size_t size, size_t n, void *arg)
-{
-	s3_req *r = arg;
-	int64_t got = r->source(r->payload, buf, size * n);
-
-	if (got < 0) {
-		r->source_error = got;
-		return CURL_READFUNC_ABORT;
-	}
-	return (size_t)got;
-}
-
-/* Response headers: the status line (a sink is fed only a 2xx body), ETag
- * and Content-Length. */
-static size_t
-on_header(char *data, size_t size, size_t n, void *arg)
-{
-	s3_req *r = arg;
-	size_t len = size * n;
-	int code;
-
-	if (len > 9 && strncmp(data, "HTTP/", 5) == 0 && sscanf(data, "HTTP/%*s %d", &code) == 1)
-		r->status = code >= 200 && code < 300 ? 0 : code; /* 0: 2xx so far */
-	if (len > 5 && strncasecmp(data, "ETag:", 5) == 0) {
-		const char *v = data + 5;
-		size_t k;
-		while (*v == ' ')
-			v++;
-		k = strcspn(v, "\r\n");
-		snprintf(r->etag, sizeof(r->etag), "%.*s", (int)k, v);
-	}
-	if (len > 15 && strncasecmp(data, "Content-Length:", 15) == 0)
-		r->content_length = strtoull(data + 15, NULL, 10);
-	return len;
-}
-
 /* The text between <tag> and </tag> from *from on (XML entities decoded);
  * NULL when absent. *from moves past it. Caller frees. */
 static char *
@@ -227,25 +173,18 @@ xml_take(const char *doc, const char **from, const char *tag)
 	return sk_buf_detach(&b);
 }
 
+/* A failed answer: httpc's classifier, the S3 error code and message. */
 static int
-classify(s3_req *r, const char *what, sk_error *err)
+classify(const sk_s3 *s, s3_req *r, const char *what, sk_error *err)
 {
 	const char *doc = r->body.data ? r->body.data : "";
 	char *code = xml_take(doc, NULL, "Code"), *msg = xml_take(doc, NULL, "Message");
+	sk_httpc_response answer = { .status = r->status };
 	int rc;
 
-	if (r->status == 403 || r->status == 401)
-		rc = SK_EUNAUTHORIZED;
-	else if (r->status == 404)
-		rc = SK_ENOTFOUND;
-	else if (r->status == 408 || r->status == 429 || r->status >= 500)
-		rc = SK_ETRANSIENT;
-	else
-		rc = SK_ETERMINAL;
-	sk_error_set(err, rc, "%s: %ld %s%s%s", what, r->status,
+	rc = sk_httpc_fail(&s->h, &answer, err, "%s: %ld %s%s%s", what, r->status,
 	        code ? code : (r->status == 404 ? "NotFound" : "error"), msg ? ": " : "",
 	        msg ? msg : "");
-	err->http_status = (int)r->status;
 	free(code);
 	free(msg);
 	return rc;
@@ -256,12 +195,19 @@ static int
 perform(sk_s3 *s, s3_req *r, const char *what, sk_error *err)
 {
 	sk_buf url = SK_BUF_INIT(0);
-	struct curl_slist *hdr = NULL;
-	char sha[128];
-	CURLcode cc;
-	CURL *h = s->h;
+	char sha[128], hexsum[65];
+	const char *headers[3] = { sha, NULL, NULL };
+	sk_httpc_request req = { .method = r->method,
+		.name = what,
+		.headers = headers,
+		.source = r->source,
+		.source_payload = r->payload,
+		.size = r->size,
+		.sink = r->sink,
+		.sink_payload = r->sink_payload };
+	sk_httpc_response resp;
+	int rc;
 
-	r->body = (sk_buf)SK_BUF_INIT(XML_MAX_BYTES);
 	sk_buf_printf(&url, "%s/", s->endpoint);
 	encode(&url, s->bucket, false);
 	if (r->key != NULL) {
@@ -270,62 +216,28 @@ perform(sk_s3 *s, s3_req *r, const char *what, sk_error *err)
 	}
 	if (r->query != NULL)
 		sk_buf_printf(&url, "?%s", r->query);
-	curl_easy_reset(h);
-	curl_easy_setopt(h, CURLOPT_URL, url.data);
-	curl_easy_setopt(h, CURLOPT_AWS_SIGV4, s->sigv4);
-	curl_easy_setopt(h, CURLOPT_USERPWD, s->userpwd);
-	curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, r->method);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
-	if (strcmp(r->method, "HEAD") == 0)
-		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+	req.url = url.data;
 	if (r->source != NULL) {
 		/* streamed: the payload is not hashed; a stalled transfer ends it */
 		snprintf(sha, sizeof(sha), "x-amz-content-sha256: UNSIGNED-PAYLOAD");
-		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-		curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
-		curl_easy_setopt(h, CURLOPT_READDATA, r);
-		curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)r->size);
-		curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-		curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)(s->timeout_ms / 1000));
-		hdr = curl_slist_append(hdr, "Expect:");
+		headers[1] = "Expect:";
 	} else {
-		char hexsum[65];
 		sha256_hex(r->data ? r->data : "", r->data ? r->len : 0, hexsum);
 		snprintf(sha, sizeof(sha), "x-amz-content-sha256: %s", hexsum);
-		if (r->data != NULL) {
-			curl_easy_setopt(h, CURLOPT_POSTFIELDS, r->data);
-			curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->len);
-		}
-		if (r->sink != NULL) { /* a download: bounded by progress, not a total */
-			curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-			curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)(s->timeout_ms / 1000));
-		} else {
-			curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)s->timeout_ms);
-		}
+		req.body = r->data;
+		req.body_len = r->len;
 	}
-	hdr = curl_slist_append(hdr, sha);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	cc = curl_easy_perform(h);
-	curl_slist_free_all(hdr);
+	rc = sk_httpc_do(&s->h, &req, &resp, err);
 	sk_buf_dispose(&url);
-	if (cc == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
-	if (r->source_error < 0)
-		return sk_error_set(err, (int)r->source_error, "%s: the source failed", what);
-	if (r->sink_error < 0)
-		return sk_error_set(err, r->sink_error, "%s: the sink failed", what);
-	if (cc != CURLE_OK)
-		return sk_error_set(err,
-		        cc == CURLE_OPERATION_TIMEDOUT ? SK_ETIMEOUT : SK_EUNAVAILABLE, "%s: %s",
-		        what, curl_easy_strerror(cc));
-	if (r->status < 200 || r->status >= 300)
-		return classify(r, what, err);
-	return 0;
+	r->status = resp.status;
+	r->body = resp.body;
+	resp.body = (sk_buf)SK_BUF_INIT(0);
+	snprintf(r->etag, sizeof(r->etag), "%s", resp.etag);
+	r->content_length = resp.content_length;
+	sk_httpc_response_dispose(&resp);
+	if (rc == 0 && (r->status < 200 || r->status >= 300))
+		rc = classify(s, r, what, err);
+	return rc;
 }
 
 static void
@@ -456,7 +368,7 @@ multipart(sk_s3 *s, const char *key, uint64_t size, sk_s3_source_fn source, void
 		rc = perform(s, &c, what, err);
 		/* a 200 may still carry an <Error> (S3 answers before it finishes) */
 		if (rc == 0 && c.body.data && strstr(c.body.data, "<Error>") != NULL)
-			rc = classify(&(s3_req){ .status = 500, .body = c.body }, what, err);
+			rc = classify(s, &(s3_req){ .status = 500, .body = c.body }, what, err);
 		req_dispose(&c);
 	}
 	if (rc != 0) {

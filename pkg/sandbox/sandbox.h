@@ -1,7 +1,7 @@
 /*
  * sandbox: clients for E2B-compatible providers (e2b, cube, daytona) behind
- * one const vtable (curl's backend tables, libgit2's odb backends), and the
- * HTTP layer on libcurl that classifies failures once:
+ * one const vtable (curl's backend tables, libgit2's odb backends), on the
+ * shared HTTP client (pkg/httpc), whose classifier decides failures once:
  *   connection errors, timeouts, 408, 429, 5xx -> SK_ETRANSIENT / SK_EUNAVAILABLE / SK_ETIMEOUT
  *   404 -> SK_ENOTFOUND; 409 -> SK_ECONFLICT; 401/403 -> SK_EUNAUTHORIZED;
  *   other 4xx -> SK_ETERMINAL. err->http_status and err->retry_after_ms are filled.

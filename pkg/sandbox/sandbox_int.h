@@ -1,35 +1,30 @@
 /*
  * sandbox_int: declarations shared by the sandbox backends (private).
- * The HTTP layer (http.c), the provider object, and the E2B functions that
- * the cube backend reuses.
+ * The provider's side of the HTTP client (http.c, on pkg/httpc), the
+ * provider object, and the E2B functions that the cube backend reuses.
  */
 #ifndef SK_SANDBOX_INT_H
 #define SK_SANDBOX_INT_H
 
-#include <curl/curl.h>
-
+#include "../httpc/httpc.h"
 #include "sandbox.h"
 
-#define SK_HTTP_MAX_BODY (8u * 1024 * 1024)
+#define SK_HTTP_MAX_BODY SK_HTTPC_MAX_BODY
 #define SK_LIST_MAX_PAGES 2000
 /* The data-plane probe gives up sooner than API calls (a hung envd is the symptom). */
 #define SK_PROBE_TIMEOUT_MAX_MS 5000
 
-/* One libcurl easy handle per client (keep-alive across requests). */
+/* A provider's HTTP client: the shared one (httpc, one easy handle kept
+ * across requests) with the provider's base URL, its key header and its
+ * request metrics. */
 typedef struct sk_http {
-	CURL *curl;
+	sk_httpc c;
 	char *base_url; /* no trailing slash */
 	char *auth_header; /* "X-API-Key: ..." or "Authorization: Bearer ..."; never logged */
-	const char *secret; /* the key inside auth_header, to redact from messages */
-	int64_t connect_timeout_ms;
 	int64_t timeout_ms;
-	bool insecure;
-	size_t max_body;
 	sk_provider_observer_fn observe; /* NULL: none */
 	void *observe_payload;
 	const char *observe_name; /* the provider entry's name */
-	sk_provider_abort_fn abort; /* NULL: none (sk_provider_set_abort) */
-	void *abort_payload;
 } sk_http;
 
 typedef struct sk_http_response {
@@ -60,9 +55,9 @@ void sk_http_response_dispose(sk_http_response *r);
  * resp->status) or a classified transport error (SK_EUNAVAILABLE, SK_ETIMEOUT,
  * SK_ENOMEM for an oversized body). */
 int sk_http_do(sk_http *h, const sk_http_request *req, sk_http_response *resp, sk_error *err);
-/* The one place that turns a status into an error: 2xx -> 0, else the SK_E*
+/* A status as an error (httpc's classifier): 2xx -> 0, else the SK_E*
  * code with err->http_status, err->retry_after_ms and a message naming the
- * method, the path and the provider's `message`. */
+ * method, the path and the provider's `message`, the key redacted. */
 int sk_http_classify(
         sk_http *h, const sk_http_request *req, const sk_http_response *resp, sk_error *err);
 /* sk_http_do + sk_http_classify; on success *json (when non-NULL) holds the
@@ -84,16 +79,9 @@ typedef struct sk_http_stream {
 	void *source_payload;
 	uint64_t size;
 	const char *mime_name, *mime_filename; /* multipart: the part's name and filename */
-	/* private */
-	CURL *curl;
-	curl_mime *mime;
-	sk_http_response *resp;
-	int cb_rc;
 } sk_http_stream;
 int sk_http_stream_do(sk_http *h, const sk_http_request *req, sk_http_stream *st,
         sk_http_response *resp, sk_error *err);
-/* Milliseconds from a Retry-After value (delta seconds or an HTTP date); 0 if unparsable. */
-int64_t sk_http_parse_retry_after(const char *value, int64_t now_ms);
 /* URL-escapes s (caller frees with free()). */
 char *sk_http_escape(sk_http *h, const char *s);
 

@@ -64,18 +64,6 @@ sk_wipe_free(char *s)
 	}
 }
 
-void
-sk_blank_secret(char *s, const char *secret)
-{
-	size_t n = secret ? strlen(secret) : 0;
-	char *p;
-
-	if (n < 4 || s == NULL)
-		return;
-	while ((p = strstr(s, secret)) != NULL)
-		memset(p, '*', n);
-}
-
 char *
 sk_asprintf(const char *fmt, ...)
 {

@@ -131,9 +131,6 @@ char *sk_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Zeroes a secret string (a key, a token, a body with env values), then frees
  * it. NULL-safe. */
 void sk_wipe_free(char *s);
-/* Every occurrence of secret in s overwritten with '*' (a key a server
- * echoed into its error, never shown); a secret shorter than 4 is left. */
-void sk_blank_secret(char *s, const char *secret);
 
 /* The candidate closest to word by edit distance, when close enough to be a
  * typo (at most 2 edits, fewer than half its length); NULL otherwise. Borrowed. */
