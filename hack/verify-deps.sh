@@ -23,12 +23,18 @@
 # (c) No process-global mutable state: no pkg object holds writable data
 #     (objdump: an object symbol in .data or .bss, file-scope or
 #     function-static) but the few listed below, each with its reason.
-# (d) No decision read from an error's text: in pkg/, no string compare
-#     (strstr, strcmp, strncmp, their case-blind kin, memmem, sk_str_eq)
-#     takes a message (an argument named *message or *msg) but the few
-#     listed below, each with its reason; a caller reads err->code (one
-#     classifier: sk_error_retry) or err->domain. Line-based: a call is
-#     caught when its name and that argument share a line.
+# (d) No decision read from text: in pkg/, no string compare (strstr,
+#     strcmp, strncmp, their case-blind kin, memmem, sk_str_eq, str_eq)
+#     takes a text: an argument naming a *message, *msg, *note, *detail
+#     (a condition's, an event's, an error's, a drift's) or a *reason, but
+#     the one listed below with its reason. A caller reads err->code (one
+#     classifier: sk_error_retry) or err->domain, and the planner reads
+#     status fields, never what it wrote for people. Not a decision on
+#     text: the same field of two objects compared (a copy's equality, an
+#     order), and a reason compared with a named reason (SK_REASON_...,
+#     SK_DRIFT_...) or another reason: reasons are a closed set of tokens.
+#     Line-based: a call is caught when its name and its arguments share
+#     a line.
 # (e) Comments and documents name what is in the repository: no issue
 #     number (an issue is closed and forgotten; the code and docs/ stay) and
 #     no document outside it, in the sources, scripts, manifests and docs.
@@ -78,14 +84,13 @@ declare -A global_ok=(
 	[store/mongo.o:mongoc_ready]="pairs mongoc_cleanup with that one mongoc_init"
 )
 forbidden_syms='^(curl_|Curl_|mongoc_|_mongoc_|bson_|_bson_|MHD_)'
-# "file:text of the line" -> why a string compare over a message may stay.
+# "file:text of the line" -> why a string compare over a text may stay.
 declare -A text_ok=(
 	["pkg/store/mongo.c:strstr(e->message, \"UNIQUE constraint failed\")"]="FerretDB 1.24 reports a unique-index violation on update only in its text (an internal error, no code of its own): the server's words, not ours"
 	["pkg/httpc/httpc.c:strstr(msg, secret)"]="redaction: a secret is cut out of a message; nothing is decided"
 	["pkg/httpc/httpc.c:strcasestr(msg, name)"]="redaction: a SigV4 signature or credential is cut out of a message; nothing is decided"
-	["pkg/reconcile/plan_network.c:strncmp(rec->message, prefix"]="the NetworkPolicy condition's message is the planner's own record (\"sandbox ID: POLICY\"), written by plan_network.c, not an error"
 )
-text_compare='\<(strstr|strcasestr|strcmp|strncmp|strcasecmp|strncasecmp|memmem|sk_str_eq)[[:space:]]*\([^()]*(message|msg)\>'
+text_compare='\<(strstr|strcasestr|strcmp|strncmp|strcasecmp|strncasecmp|memmem|sk_str_eq|str_eq)[[:space:]]*\('
 
 violations=0
 fail() {
@@ -293,6 +298,43 @@ check_globals() {
 	done < <(writable_data)
 }
 
+# text_reads FILE...: "file:line:call" for each string compare over a text
+# that rule (d) does not let through (see the header).
+text_reads() {
+	perl -ne '
+		BEGIN { $fn = qr/\b(strstr|strcasestr|strcmp|strncmp|strcasecmp|strncasecmp|memmem|sk_str_eq|str_eq)\s*\(/ }
+		while (/$fn/g) {
+			my ($name, $at, $depth, $args) = ($1, pos, 1, "");
+			for my $ch (split //, substr($_, $at)) {
+				$depth++ if $ch eq "(";
+				$depth-- if $ch eq ")";
+				last if $depth == 0;
+				$args .= $ch;
+			}
+			my @a;
+			my ($cur, $d) = ("", 0);
+			for my $ch (split //, $args) {
+				$d++ if $ch eq "(";
+				$d-- if $ch eq ")";
+				if ($ch eq "," && $d == 0) { push @a, $cur; $cur = ""; next }
+				$cur .= $ch;
+			}
+			push @a, $cur;
+			@a = $name eq "memmem" ? @a[0, 2] : @a[0, 1];
+			my @texts = map { /\b(\w*(?:message|msg|note|detail|reason))\b/ ? $1 : "" } @a;
+			next unless grep { $_ ne "" } @texts;
+			# the same field of two objects
+			next if $texts[0] ne "" && $texts[0] eq $texts[1] && $a[0] =~ /->|\./;
+			# a reason against a named reason or another reason
+			next if grep({ /reason$/ } @texts) == grep({ $_ ne "" } @texts) &&
+				!grep { /"/ || ($_ !~ /\bSK_[A-Z0-9_]+\s*$/ && $_ !~ /reason\s*$/) } @a;
+			(my $call = "$name($args)") =~ s/^\s+//;
+			print "$ARGV:$.:$call\n";
+		}
+		close ARGV if eof;
+	' "$@"
+}
+
 check_messages() {
 	local hit f line text key ok
 	while IFS= read -r hit; do
@@ -308,8 +350,8 @@ check_messages() {
 			fi
 		done
 		[ -n "$ok" ] && continue
-		fail "$f:$line: decides from an error's text ($(echo "$text" | sed 's/^[[:space:]]*//')): read err->code (sk_error_retry) or err->domain"
-	done < <(grep -rnE "$text_compare" pkg --include='*.c' --include='*.h')
+		fail "$f:$line: decides from a text ($text): read a code, a status field or a named reason"
+	done < <(grep -rlE "$text_compare" pkg --include='*.c' --include='*.h' | sort | xargs -r bash -c "$(declare -f text_reads); text_reads \"\$@\"" _)
 }
 
 # (e): what a citation of an issue or an outside document looks like, and
@@ -358,7 +400,7 @@ expect_fail() {
 }
 
 self_test() {
-	local tmp o rc=0
+	local tmp o out rc=0
 	tmp=$(mktemp -d) || return 2
 	# (a) a copy of pkg/ with one bad include of each kind.
 	mkdir -p "$tmp/src/hack" "$tmp/src/pkg/httpd"
@@ -369,10 +411,16 @@ self_test() {
 	echo '#include <curl/curl.h>' >>"$tmp/src/pkg/api/kvlist.c"
 	echo '#include "store/store_int.h"' >>"$tmp/src/pkg/reconcile/orphans.c"
 	echo '#include "../util/util.h"' >"$tmp/src/pkg/httpd/httpd.h"
-	# (d) a decision from a message, and a listed text read copied elsewhere
+	# (d) a decision from a message, a listed text read copied elsewhere,
+	# a note, a condition's reason against words and a drift's detail read;
+	# a reason against a named reason is no text read
 	printf '%s\n' 'static int' 'by_text(const sk_error *err)' '{' \
 		'	return strstr(err->message, "MongoDB") != NULL;' '}' >>"$tmp/src/pkg/controller/worker.c"
 	echo '/* strstr(e->message, "UNIQUE constraint failed") */' >>"$tmp/src/pkg/store/mongo_lease.c"
+	printf '%s\n' '/* x = strncmp(note, "pruned", 6) == 0; */' \
+		'/* y = strcmp(cond->reason, "Applied") == 0 || sk_str_eq(d->detail, "504"); */' \
+		'/* z = sk_str_eq(cond->reason, SK_REASON_NETWORK_APPLIED); */' \
+		>>"$tmp/src/pkg/reconcile/execute.c"
 	# (e) a comment that cites an issue, one that cites an outside document,
 	# each put together from two halves so that this file cites neither
 	local cited_issue="/* the fast path (is""sue 22) */" cited_doc="/* see DES""IGN §5 */"
@@ -382,13 +430,15 @@ self_test() {
 		'pkg/util/buf.c:' 'util may include only: (no other package)' \
 		'pkg/api/kvlist.c:' 'pkg/ never includes cmd/' '<curl/curl.h>: api may use only: yaml' \
 		'the private header of store' 'package httpd is not in the layering table' \
-		'pkg/controller/worker.c:' 'decides from an error'"'"'s text (return strstr(err->message, "MongoDB") != NULL;)' \
-		'pkg/store/mongo_lease.c:' \
+		'pkg/controller/worker.c:' 'decides from a text (strstr(err->message, "MongoDB"))' \
+		'pkg/store/mongo_lease.c:' 'decides from a text (strncmp(note, "pruned", 6))' \
+		'decides from a text (strcmp(cond->reason, "Applied"))' \
+		'decides from a text (sk_str_eq(d->detail, "504"))' \
 		"cites an issue or a document outside the repository ($cited_issue)" \
 		"cites an issue or a document outside the repository ($cited_doc)" \
 		-- bash "$tmp/src/hack/verify-deps.sh" "$objdir" || rc=1
-	if grep -q 'pkg/store/mongo.c:\|pkg/httpc/httpc.c:' <<<"$out"; then
-		echo "verify-deps self-test: a listed text read (store/mongo.c, httpc/httpc.c) was reported"
+	if grep -q 'pkg/store/mongo.c:\|pkg/httpc/httpc.c:\|SK_REASON_NETWORK_APPLIED' <<<"$out"; then
+		echo "verify-deps self-test: a listed text read (store/mongo.c, httpc/httpc.c) or a reason against a named reason was reported"
 		rc=1
 	fi
 	# (b) the built objects, but a plan.o that also calls the provider.
@@ -424,7 +474,7 @@ C
 		'pkg/util/counter.c: writable static data counter (.bss)' \
 		-- env VERIFY_DEPS_ALL=1 bash "$root/hack/verify-deps.sh" "$tmp/obj" || rc=1
 	rm -rf "$tmp"
-	[ "$rc" -eq 0 ] && echo "verify-deps self-test: bad includes, a decision from an error's text, a cited issue, a planner calling the provider and a static counter are caught"
+	[ "$rc" -eq 0 ] && echo "verify-deps self-test: bad includes, a decision from a text (a message, a note, a reason against words, a detail), a cited issue, a planner calling the provider and a static counter are caught"
 	return "$rc"
 }
 
@@ -442,4 +492,4 @@ if [ "$violations" -gt 0 ]; then
 	echo "verify-deps: $violations violation(s) (tables in hack/verify-deps.sh)"
 	exit 1
 fi
-echo "verify-deps: includes follow the layering; no process-global state but ${#global_ok[@]} listed; no decision from an error's text but ${#text_ok[@]} listed; no cited issue; the planner links from: $planner_objs"
+echo "verify-deps: includes follow the layering; no process-global state but ${#global_ok[@]} listed; no decision from a text but ${#text_ok[@]} listed; no cited issue; the planner links from: $planner_objs"

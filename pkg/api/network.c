@@ -279,3 +279,32 @@ sk_network_format(const sk_network *n, char *buf, size_t len)
 	snprintf(buf, len, "%s", b.data ? b.data : "");
 	sk_buf_dispose(&b);
 }
+
+/* ---- status.network ---- */
+
+void
+sk_network_status_dispose(sk_network_status *s)
+{
+	free(s->sandbox_id);
+	free(s->applied);
+	memset(s, 0, sizeof(*s));
+}
+
+void
+sk_network_status_copy(sk_network_status *dst, const sk_network_status *src)
+{
+	dst->sandbox_id = sk_strdup(src->sandbox_id);
+	dst->applied = sk_strdup(src->applied);
+}
+
+static bool
+same_str(const char *a, const char *b)
+{
+	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+bool
+sk_network_status_equal(const sk_network_status *a, const sk_network_status *b)
+{
+	return same_str(a->sandbox_id, b->sandbox_id) && same_str(a->applied, b->applied);
+}

@@ -32,4 +32,15 @@ void sk_network_digest(const sk_network *n, char out[17]);
 /* One line: "internet Deny, allowOut 10.0.0.0/8, publicTraffic Allow". */
 void sk_network_format(const sk_network *n, char *buf, size_t len);
 
+/* status.network: the policy spacekeeper last applied live to a sandbox
+ * (SET_NETWORK), in sk_network_format's one line: the planner's record of
+ * what that sandbox has when its provider does not report it (network.c). */
+typedef struct sk_network_status {
+	char *sandbox_id; /* sandboxID; NULL: none applied */
+	char *applied; /* applied: the policy's one line */
+} sk_network_status;
+void sk_network_status_dispose(sk_network_status *s);
+void sk_network_status_copy(sk_network_status *dst, const sk_network_status *src);
+bool sk_network_status_equal(const sk_network_status *a, const sk_network_status *b);
+
 #endif

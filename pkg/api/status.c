@@ -8,6 +8,7 @@
 
 #include "api_int.h"
 #include "migration.h"
+#include "network.h"
 #include "status.h"
 #include "storage.h"
 
@@ -41,6 +42,12 @@ static bool
 storage_present(const void *part)
 {
 	return ((const sk_storage_status *)part)->state != NULL;
+}
+
+static bool
+network_present(const void *part)
+{
+	return ((const sk_network_status *)part)->sandbox_id != NULL;
 }
 
 #define ROW(key, kind, type, member)                                                               \
@@ -110,6 +117,12 @@ const sk_status_row sk_storage_volume_rows[] = {
 	ROW_END,
 };
 
+const sk_status_row sk_network_status_rows[] = {
+	ROW("sandboxID", SK_STATUS_STR, sk_network_status, sandbox_id),
+	ROW("applied", SK_STATUS_STR, sk_network_status, applied),
+	ROW_END,
+};
+
 const sk_status_row sk_status_rows[] = {
 	{ "phase", SK_STATUS_ENUM, offsetof(sk_userspace_status, phase), false, NULL, 0, 0, NULL,
 	        NULL, phase_name, SK_PHASE_COUNT, "unknown phase" },
@@ -135,6 +148,9 @@ const sk_status_row sk_status_rows[] = {
 	{ "storage", SK_STATUS_OBJECT, offsetof(sk_userspace_status, storage), false,
 	        sk_storage_volume_rows, sizeof(sk_storage_status), 0, "volume", storage_present,
 	        NULL, 0, NULL },
+	{ "network", SK_STATUS_OBJECT, offsetof(sk_userspace_status, network), false,
+	        sk_network_status_rows, sizeof(sk_network_status), 0, NULL, network_present, NULL,
+	        0, NULL },
 	ROW_END,
 };
 

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "migration.h"
+#include "network.h"
 #include "storage.h"
 
 typedef enum sk_phase {
@@ -133,6 +134,7 @@ typedef struct sk_userspace_status {
 	sk_usage usage;
 	sk_archive_status archive;
 	sk_storage_status storage;
+	sk_network_status network;
 } sk_userspace_status;
 
 /* Where a space's files are, one line (spacectl describe, the status page):
@@ -187,6 +189,7 @@ extern const sk_status_row sk_drift_rows[];
 extern const sk_status_row sk_usage_rows[];
 extern const sk_status_row sk_archive_rows[];
 extern const sk_status_row sk_storage_volume_rows[];
+extern const sk_status_row sk_network_status_rows[];
 /* The member a row describes in the struct at obj, as a T *. */
 #define SK_STATUS_AT(row, obj, T) ((T *)(void *)((char *)(obj) + (row)->offset))
 /* Walks of one table over a struct it describes (an ARRAY row's items, an

@@ -30,6 +30,39 @@
 /* How long a heartbeat waits for a controller that is still starting. */
 #define ACTIVITY_START_WAIT_MS 5000
 
+/* How a connect was answered: its metrics label path, and the answer's
+ * path field (docs/connect-api.md). */
+typedef enum connect_path {
+	PATH_NONE, /* not answered for the space: still starting, unknown, store down */
+	PATH_FORWARD, /* another replica's answer */
+	PATH_FAST, /* from memory */
+	PATH_UNAVAILABLE,
+	PATH_CAPACITY, /* the start's queue is full */
+	PATH_RECONCILE,
+	PATH_WAKE,
+	PATH_CREATE,
+	PATH_REPLACE,
+	PATH_RESTORE,
+} connect_path;
+
+static const char *
+path_name(connect_path p)
+{
+	switch (p) {
+	case PATH_NONE: return "none";
+	case PATH_FORWARD: return "forward";
+	case PATH_FAST: return "fast";
+	case PATH_UNAVAILABLE: return "unavailable";
+	case PATH_CAPACITY: return "capacity";
+	case PATH_RECONCILE: return "reconcile";
+	case PATH_WAKE: return "wake";
+	case PATH_CREATE: return "create";
+	case PATH_REPLACE: return "replace";
+	case PATH_RESTORE: return "restore";
+	}
+	return "none";
+}
+
 void
 sk_ctl_reply_json(sk_http_reply *r, unsigned int status, json_t *obj)
 {
@@ -63,12 +96,12 @@ count_labelled(sk_controller *c, const char *path_labels, const char *code_label
 
 /* Counts the call by path and code and times it from t0. */
 static void
-count_connect(sk_controller *c, const char *path, unsigned int status, double t0)
+count_connect(sk_controller *c, connect_path path, unsigned int status, double t0)
 {
 	char lp[64], lc[96];
 
-	snprintf(lp, sizeof(lp), "path=\"%s\"", path);
-	snprintf(lc, sizeof(lc), "path=\"%s\",code=\"%u\"", path, status);
+	snprintf(lp, sizeof(lp), "path=\"%s\"", path_name(path));
+	snprintf(lc, sizeof(lc), "path=\"%s\",code=\"%u\"", path_name(path), status);
 	count_labelled(c, lp, lc, t0);
 }
 
@@ -156,7 +189,7 @@ put_string(sk_buf *b, bool *ok, const char *key, const char *value)
  * OpenAPI document's example and of the jansson-built answers. */
 static void
 reply_ready(sk_controller *c, sk_http_reply *r, const sk_userspace *us, const sk_ctl_keeper *k,
-        const char *path)
+        connect_path path)
 {
 	char *url = sk_ctl_envd_url(c, us);
 	/* the binding's provider: spec.provider may name a migration's target */
@@ -174,7 +207,7 @@ reply_ready(sk_controller *c, sk_http_reply *r, const sk_userspace *us, const sk
 	put_string(&b, &ok, "state", sk_phase_name(us->status.phase));
 	ok = ok && PUT_LIT(&b, ",\"ready\":true");
 	put_string(&b, &ok, "envdURL", url);
-	put_string(&b, &ok, "path", path);
+	put_string(&b, &ok, "path", path_name(path));
 	if (prov >= 0)
 		put_string(&b, &ok, "provider", c->cfg->providers[prov].name);
 	/* envdVersion, envdAccessToken and deadline of the bound keeper, when
@@ -248,16 +281,16 @@ reply_timeout(sk_http_reply *r, const sk_userspace *us)
 	                ready ? ready->message : NULL));
 }
 
-static const char *
+static connect_path
 slow_path(sk_connect_verdict v, const sk_userspace *us)
 {
 	switch (v) {
-	case SK_CONNECT_WAKE: return "wake";
-	case SK_CONNECT_REPLACE: return "replace";
+	case SK_CONNECT_WAKE: return PATH_WAKE;
+	case SK_CONNECT_REPLACE: return PATH_REPLACE;
 	default:
 		if (us->status.phase == SK_PHASE_ARCHIVED)
-			return "restore";
-		return us->status.sandbox_id == NULL ? "create" : "reconcile";
+			return PATH_RESTORE;
+		return us->status.sandbox_id == NULL ? PATH_CREATE : PATH_RECONCILE;
 	}
 }
 
@@ -275,10 +308,11 @@ queue_housekeeping(sk_controller *c, const sk_userspace *us, const sk_connect_de
 
 /* A fresh connect's answer: "replace" when its reconcile replaced the
  * keeper, else the path it was given. */
-static const char *
-fresh_path(const sk_ctl_keeper *k, int64_t since_ms, const char *path)
+static connect_path
+fresh_path(const sk_ctl_keeper *k, int64_t since_ms, connect_path path)
 {
-	return since_ms > 0 && k->replaced_id[0] && k->replaced_ms >= since_ms ? "replace" : path;
+	return since_ms > 0 && k->replaced_id[0] && k->replaced_ms >= since_ms ? PATH_REPLACE
+	                                                                       : path;
 }
 
 /* Answer first: a reconcile told that the keeper it started (woken,
@@ -344,13 +378,13 @@ started_answer(sk_controller *c, sk_userspace **us, const sk_plan_options *o, sk
  * its reconcile found the started keeper healthy (answer_first), not after
  * its writes. */
 static void
-wait_ready(sk_controller *c, sk_userspace **us, const char *path, int64_t deadline,
+wait_ready(sk_controller *c, sk_userspace **us, connect_path path, int64_t deadline,
         int64_t since_ms, sk_http_reply *r)
 {
 	const char *name = (*us)->meta.name;
 	char *key = sk_strdup(name);
 	uint64_t gen0 = sk_ctl_gen(c), at = 0;
-	bool first = since_ms > 0 || strcmp(path, "wake") == 0 || strcmp(path, "create") == 0;
+	bool first = since_ms > 0 || path == PATH_WAKE || path == PATH_CREATE;
 	sk_userspace *started = NULL;
 	sk_connect_decision d;
 	sk_error err = { 0 };
@@ -378,9 +412,9 @@ wait_ready(sk_controller *c, sk_userspace **us, const char *path, int64_t deadli
 			}
 			if (started != NULL) {
 				if (answer_first(c, us, started, &o, since_ms, &k, &d)) {
-					const char *p = fresh_path(&k, since_ms, path);
+					connect_path p = fresh_path(&k, since_ms, path);
 					sk_ctl_log(c, SK_LOG_DEBUG, "answered first",
-					        "userspace=%s path=%s", key, p);
+					        "userspace=%s path=%s", key, path_name(p));
 					reply_ready(c, r, *us, &k, p);
 					explicit_bzero(k.envd_token, sizeof(k.envd_token));
 					break;
@@ -538,22 +572,22 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, bool fres
 	sk_connect_decision d;
 	sk_plan_options o;
 	sk_ctl_keeper k;
-	const char *path = "fast";
+	connect_path path = PATH_FAST;
 	bool fwd = false;
 	int rc;
 
 	if (!start_or_forward(c, name, timeout_ms, fresh, from, deadline, &fwd, r)) {
-		count_connect(c, fwd ? "forward" : "none", r->status, t0);
+		count_connect(c, fwd ? PATH_FORWARD : PATH_NONE, r->status, t0);
 		return;
 	}
 	if ((rc = load_in_scope(c, name, from, &us, &err)) != 0) {
 		sk_ctl_reply_error(r, rc == SK_ENOTFOUND ? 404 : 503,
 		        rc == SK_ENOTFOUND ? "NotFound" : "StoreUnavailable", err.message);
-		count_connect(c, "none", r->status, t0);
+		count_connect(c, PATH_NONE, r->status, t0);
 		return;
 	}
 	if (forwarded(c, us, timeout_ms, fresh, from, r)) {
-		count_connect(c, "forward", r->status, t0);
+		count_connect(c, PATH_FORWARD, r->status, t0);
 		sk_userspace_free(us);
 		return;
 	}
@@ -573,15 +607,15 @@ sk_ctl_connect(sk_controller *c, const char *name, int64_t timeout_ms, bool fres
 		queue_housekeeping(c, us, &d, &o, now);
 		break;
 	case SK_CONNECT_UNAVAILABLE:
-		path = "unavailable";
+		path = PATH_UNAVAILABLE;
 		reply_unavailable(r, us, &d, now);
 		break;
 	default:
-		path = fresh ? "reconcile" : slow_path(d.verdict, us);
+		path = fresh ? PATH_RECONCILE : slow_path(d.verdict, us);
 		/* A start (a wake or a create) takes its place in the provider's
 		 * queue: beyond capacity.maxQueued waiting, 429 at once. */
 		if (starts_space(&d, us) && !sk_ctl_capacity_enter(c, us, deadline, r)) {
-			path = "capacity";
+			path = PATH_CAPACITY;
 			break;
 		}
 		/* A connect always wants the keeper awake: if the reconcile finds it
@@ -625,7 +659,7 @@ sk_ctl_connect_fast(sk_controller *c, const char *arg, bool by_user, const sk_ct
 		sk_connect_decide(us, &k.mem, now, &o, &d);
 		if (d.verdict == SK_CONNECT_READY && k.detail_seen) {
 			sk_ctl_space_touch(c, us->meta.name, now);
-			reply_ready(c, r, us, &k, "fast");
+			reply_ready(c, r, us, &k, PATH_FAST);
 			queue_housekeeping(c, us, &d, &o, now);
 			/* a ready answer is 200: constant labels, nothing formatted */
 			count_labelled(c, "path=\"fast\"", "path=\"fast\",code=\"200\"", t0);
@@ -651,12 +685,12 @@ sk_ctl_connect_user(sk_controller *c, const char *user_id, int64_t timeout_ms, b
 	started = started_within(c, sk_monotonic_ms() + timeout_ms, &fw, r);
 	free(fw.path);
 	if (!started) {
-		count_connect(c, fw.done ? "forward" : "none", r->status, t0);
+		count_connect(c, fw.done ? PATH_FORWARD : PATH_NONE, r->status, t0);
 		return;
 	}
 	if ((name = name_in_scope(c, user_id, from)) == NULL) {
 		sk_ctl_reply_error(r, 404, "NotFound", "no UserSpace has this userID");
-		count_connect(c, "none", 404, t0);
+		count_connect(c, PATH_NONE, 404, t0);
 		return;
 	}
 	sk_ctl_connect(c, name, timeout_ms, fresh, from, r);

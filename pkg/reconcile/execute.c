@@ -44,56 +44,14 @@ sk_exec_log(const sk_xctx *x, sk_log_level lvl, const char *msg, const char *fmt
 	sk_buf b = SK_BUF_INIT(4096);
 	va_list ap;
 
-	if (x->env->log == NULL)
+	if (x->r->env->log == NULL)
 		return;
 	sk_buf_printf(&b, "userspace=%s ", x->cur->meta.name);
 	va_start(ap, fmt);
 	sk_buf_vprintf(&b, fmt, ap);
 	va_end(ap);
-	x->env->log(lvl, msg, b.data, x->env->log_payload);
+	x->r->env->log(lvl, msg, b.data, x->r->env->log_payload);
 	sk_buf_dispose(&b);
-}
-
-/* One event of us into the store; a failure is logged, not returned. */
-static void
-store_event(const sk_reconcile_env *env, const sk_userspace *us, const char *type,
-        const char *reason, const char *msg)
-{
-	sk_buf b = SK_BUF_INIT(4096);
-	sk_error e;
-
-	sk_error_clear(&e);
-	if (sk_store_event(env->store, us->meta.name, us->meta.uid, type, reason, msg, &e) == 0 ||
-	        env->log == NULL)
-		return;
-	sk_buf_printf(&b, "userspace=%s reason=%s error=\"%s\"", us->meta.name, reason, e.message);
-	env->log(SK_LOG_WARN, "event not recorded", b.data, env->log_payload);
-	sk_buf_dispose(&b);
-}
-
-void
-sk_release_events(const sk_reconcile_env *env, const sk_userspace *us, sk_followup *fu)
-{
-	for (size_t i = 0; fu != NULL && i < fu->n_held; i++) {
-		sk_held_event *h = &fu->held[i];
-		store_event(env, us, h->type, h->reason, h->message);
-		free(h->type);
-		free(h->reason);
-		free(h->message);
-	}
-	if (fu != NULL) {
-		free(fu->held);
-		fu->held = NULL;
-		fu->n_held = 0;
-	}
-}
-
-/* The events held so far written now; the rest of the round's at once. */
-static void
-release(sk_xctx *x)
-{
-	sk_release_events(x->env, x->cur, x->hold);
-	x->hold = NULL;
 }
 
 void
@@ -105,16 +63,7 @@ sk_exec_event(sk_xctx *x, const char *type, const char *reason, const char *fmt,
 	va_start(ap, fmt);
 	sk_buf_vprintf(&b, fmt, ap);
 	va_end(ap);
-	if (x->hold != NULL) {
-		sk_followup *f = x->hold;
-		f->held = sk_realloc(f->held, (f->n_held + 1) * sizeof(*f->held));
-		f->held[f->n_held].type = sk_strdup(type);
-		f->held[f->n_held].reason = sk_strdup(reason);
-		f->held[f->n_held].message = sk_strdup(b.data ? b.data : "");
-		f->n_held++;
-	} else {
-		store_event(x->env, x->cur, type, reason, b.data ? b.data : "");
-	}
+	sk_followup_event(x->r->env, x->cur, x->fu, type, reason, b.data ? b.data : "");
 	sk_buf_dispose(&b);
 }
 
@@ -128,19 +77,19 @@ status_same(const sk_userspace_status *a, const sk_userspace_status *b)
 	return sk_userspace_status_equal(&t, b);
 }
 
-/* Fencing: SK_EUNAVAILABLE (and x->fenced, logged once) when the caller
+/* Fencing: SK_EUNAVAILABLE (and x->did.fenced, logged once) when the caller
  * may no longer act on this user before `what`; 0 when it may. */
 int
 sk_exec_fence(sk_xctx *x, const char *what, sk_error *err)
 {
-	if (!x->fenced &&
-	        (x->env->may_act == NULL ||
-	                x->env->may_act(x->env->may_act_arg, x->cur->spec.user_id)))
+	if (!x->did.fenced &&
+	        (x->r->env->may_act == NULL ||
+	                x->r->env->may_act(x->r->env->may_act_arg, x->cur->spec.user_id)))
 		return 0;
-	if (!x->fenced)
+	if (!x->did.fenced)
 		sk_exec_log(x, SK_LOG_WARN, "fenced",
 		        "before=\"%s\" why=\"no valid lease on its shard\"", what);
-	x->fenced = true;
+	x->did.fenced = true;
 	return sk_error_set(err, SK_EUNAVAILABLE,
 	        "fenced: no valid lease on the shard of user %s; not acting",
 	        x->cur->spec.user_id ? x->cur->spec.user_id : "");
@@ -170,7 +119,7 @@ write_once(sk_xctx *x, const sk_userspace_status *st, sk_error *err)
 
 	if (rc != 0)
 		return rc;
-	return sk_reconcile_write_status(x->env->store, &x->cur, st, err);
+	return sk_reconcile_write_status(x->r->env->store, &x->cur, st, err);
 }
 
 /* CAS write; on a conflict re-reads and retries once when the stored status
@@ -183,13 +132,13 @@ sk_exec_write_status(sk_xctx *x, const sk_userspace_status *st, sk_error *err)
 
 	if (rc != SK_ECONFLICT)
 		return rc;
-	rc = sk_store_get(x->env->store, x->cur->meta.name, &fresh, err);
+	rc = sk_store_get(x->r->env->store, x->cur->meta.name, &fresh, err);
 	if (rc != 0)
 		return rc;
 	if (!sk_str_eq(fresh->meta.uid, x->cur->meta.uid) ||
 	        !sk_userspace_status_equal(&fresh->status, &x->cur->status)) {
-		sk_userspace_free(x->conflicted);
-		x->conflicted = fresh;
+		sk_userspace_free(x->did.conflicted);
+		x->did.conflicted = fresh;
 		return sk_error_set(err, SK_ECONFLICT,
 		        "status of %s changed concurrently; not overwriting", fresh->meta.name);
 	}
@@ -202,16 +151,15 @@ sk_exec_write_status(sk_xctx *x, const sk_userspace_status *st, sk_error *err)
 static int
 write_if_changed(sk_xctx *x, sk_error *err)
 {
-	sk_status_write w = sk_when_written(x->kind, x->plan, x->failed);
+	sk_status_write w = sk_when_written(x->r->kind, x->r->plan, x->did.failed);
 
-	if (x->removed || (w != SK_WRITE_ALWAYS && status_same(&x->st, &x->cur->status)))
+	if (x->did.removed || (w != SK_WRITE_ALWAYS && status_same(&x->st, &x->cur->status)))
 		return 0;
-	if (x->changed_provider && (x->st.phase != SK_PHASE_CREATING || x->st.sandbox_id != NULL))
+	if (x->did.changed_provider &&
+	        (x->st.phase != SK_PHASE_CREATING || x->st.sandbox_id != NULL))
 		x->st.last_reconcile_ms = x->now;
 	if (w == SK_HAND_ON) {
-		sk_userspace_status_dispose(&x->fu->next);
-		sk_userspace_status_copy(&x->fu->next, &x->st);
-		x->fu->armed = true;
+		sk_followup_hand_on(x->fu, &x->st);
 		return 0;
 	}
 	return sk_exec_write_status(x, &x->st, err);
@@ -220,7 +168,7 @@ write_if_changed(sk_xctx *x, sk_error *err)
 static const char *
 id_of(const sk_xctx *x, const sk_action *a)
 {
-	return a->sandbox_id ? a->sandbox_id : x->created;
+	return a->sandbox_id ? a->sandbox_id : x->did.created;
 }
 
 /* "action=kill sandbox=ID why=Duplicate": why only for a kill, the one
@@ -243,7 +191,7 @@ log_action(const sk_xctx *x, const sk_action *a)
 void
 sk_exec_note_deadline(sk_xctx *x, const char *id, int64_t timeout_ms, const sk_sandbox *sb)
 {
-	sk_reconcile_report *r = x->env->report;
+	sk_reconcile_report *r = x->r->env->report;
 	int64_t now = sk_now_ms();
 
 	if (r == NULL || id == NULL)
@@ -299,15 +247,15 @@ do_kill(sk_xctx *x, const sk_action *a, sk_error *err)
 
 	if (rc == SK_ENOTFOUND)
 		rc = 0;
-	if (rc == 0 && x->fu != NULL)
+	if (rc == 0 && sk_followup_notes(x->fu))
 		note_killed(x, a->sandbox_id);
 	if (rc == 0)
 		sk_exec_event(x, "Normal", kill_event(a->why), "killed sandbox %s (%s)",
 		        a->sandbox_id, sk_kill_reason_name(a->why));
-	if (rc == 0 && a->why == SK_KILL_REPLACE && x->env->report != NULL) {
-		free(x->env->report->replaced_id);
-		x->env->report->replaced_id = sk_strdup(a->sandbox_id);
-		x->env->report->replaced_ms = x->now;
+	if (rc == 0 && a->why == SK_KILL_REPLACE && x->r->env->report != NULL) {
+		free(x->r->env->report->replaced_id);
+		x->r->env->report->replaced_id = sk_strdup(a->sandbox_id);
+		x->r->env->report->replaced_ms = x->now;
 	}
 	return rc;
 }
@@ -339,11 +287,11 @@ do_connect(sk_xctx *x, const sk_action *a, sk_error *err)
 	rc = sk_sandbox_connect(x->p, id_of(x, a), a->timeout_ms, &sb, &resumed, err);
 	if (rc == 0)
 		sk_exec_note_deadline(x, id_of(x, a), a->timeout_ms, &sb);
-	if (rc == 0 && x->fu != NULL)
+	if (rc == 0 && sk_followup_notes(x->fu))
 		note_running(x, id_of(x, a), a->timeout_ms);
 	if (rc == 0 && sb.id != NULL) {
-		sk_sandbox_dispose(&x->connected);
-		sk_sandbox_copy(&x->connected, &sb);
+		sk_sandbox_dispose(&x->did.connected);
+		sk_sandbox_copy(&x->did.connected, &sb);
 	}
 	sk_sandbox_dispose(&sb);
 	if (rc == 0 && a->wake != SK_WAKE_NONE)
@@ -362,10 +310,10 @@ do_pause(sk_xctx *x, const sk_action *a, sk_error *err)
 
 	if (rc == SK_ECONFLICT)
 		rc = 0; /* 409: already paused */
-	if (rc == 0 && x->env->report != NULL) {
-		free(x->env->report->paused_id);
-		x->env->report->paused_id = sk_strdup(id_of(x, a));
-		x->env->report->paused_at_ms = sk_now_ms();
+	if (rc == 0 && x->r->env->report != NULL) {
+		free(x->r->env->report->paused_id);
+		x->r->env->report->paused_id = sk_strdup(id_of(x, a));
+		x->r->env->report->paused_at_ms = sk_now_ms();
 	}
 	if (rc == 0)
 		sk_exec_event(
@@ -414,18 +362,18 @@ do_unfinalize(sk_xctx *x, sk_error *err)
 	if (rc != 0)
 		return rc;
 	rc = sk_store_remove_finalizer(
-	        x->env->store, name, x->cur->meta.resource_version, SK_FINALIZER, err);
+	        x->r->env->store, name, x->cur->meta.resource_version, SK_FINALIZER, err);
 
-	if (rc == SK_ECONFLICT && sk_store_get(x->env->store, name, &fresh, err) == 0) {
+	if (rc == SK_ECONFLICT && sk_store_get(x->r->env->store, name, &fresh, err) == 0) {
 		if (fresh->meta.deletion_ms != 0 && sk_str_eq(fresh->meta.uid, x->cur->meta.uid))
-			rc = sk_store_remove_finalizer(x->env->store, name,
+			rc = sk_store_remove_finalizer(x->r->env->store, name,
 			        fresh->meta.resource_version, SK_FINALIZER, err);
 		sk_userspace_free(fresh);
 	}
 	if (rc == SK_ENOTFOUND)
 		rc = 0;
 	if (rc == 0) {
-		x->removed = true;
+		x->did.removed = true;
 		sk_exec_event(x, "Normal", SK_REASON_FINALIZER_REMOVED,
 		        "cleanup done (deletionPolicy %s)",
 		        x->cur->spec.deletion_policy == SK_DELETE_RETAIN ? "Retain" : "Delete");
@@ -440,7 +388,7 @@ do_set_timeout(sk_xctx *x, const sk_action *a, sk_error *err)
 
 	if (rc == 0)
 		sk_exec_note_deadline(x, id_of(x, a), a->timeout_ms, NULL);
-	if (rc == 0 && x->fu != NULL)
+	if (rc == 0 && sk_followup_notes(x->fu))
 		note_running(x, id_of(x, a), a->timeout_ms);
 	return rc;
 }
@@ -450,11 +398,11 @@ do_set_timeout(sk_xctx *x, const sk_action *a, sk_error *err)
 static const sk_sandbox *
 sandbox_of(const sk_xctx *x, const char *id, sk_sandbox *bare)
 {
-	if (x->connected.id != NULL && sk_str_eq(x->connected.id, id))
-		return &x->connected;
-	for (size_t i = 0; x->ob != NULL && i < x->ob->sandboxes.len; i++) {
-		if (sk_str_eq(x->ob->sandboxes.items[i].id, id))
-			return &x->ob->sandboxes.items[i];
+	if (x->did.connected.id != NULL && sk_str_eq(x->did.connected.id, id))
+		return &x->did.connected;
+	for (size_t i = 0; x->r->ob != NULL && i < x->r->ob->sandboxes.len; i++) {
+		if (sk_str_eq(x->r->ob->sandboxes.items[i].id, id))
+			return &x->r->ob->sandboxes.items[i];
 	}
 	memset(bare, 0, sizeof(*bare));
 	bare->id = (char *)id;
@@ -520,7 +468,7 @@ do_archive(sk_xctx *x, const sk_action *a, sk_error *err)
 	sk_copy_report rep = { 0 };
 	sk_sandbox bare;
 	int rc = sk_execute_archive(
-	        x->env, x->p, sandbox_of(x, id, &bare), x->cur, sk_now_ms(), &x->st, &rep, err);
+	        x->r->env, x->p, sandbox_of(x, id, &bare), x->cur, sk_now_ms(), &x->st, &rep, err);
 
 	if (rc == 0)
 		sk_exec_event(x, "Normal", SK_REASON_ARCHIVED,
@@ -538,7 +486,7 @@ static int
 do_purge(sk_xctx *x, sk_error *err)
 {
 	sk_archive_prune_report rep;
-	int rc = sk_execute_purge(x->env, x->cur, &rep, err);
+	int rc = sk_execute_purge(x->r->env, x->cur, &rep, err);
 
 	if (rc == 0 && rep.deleted > 0)
 		sk_exec_event(x, "Normal", SK_REASON_ARCHIVE_PURGED,
@@ -553,9 +501,9 @@ do_restore(sk_xctx *x, const sk_action *a, sk_error *err)
 	const char *id = id_of(x, a);
 	sk_copy_report rep = { 0 };
 	sk_sandbox bare;
-	char note[512] = "";
+	sk_restore_prune pruned = { 0 };
 	int rc = sk_execute_restore(
-	        x->env, x->p, sandbox_of(x, id, &bare), x->cur, &rep, note, sizeof(note), err);
+	        x->r->env, x->p, sandbox_of(x, id, &bare), x->cur, &rep, &pruned, err);
 
 	if (rc == 0)
 		sk_exec_event(x, "Normal", SK_REASON_RESTORED,
@@ -564,9 +512,9 @@ do_restore(sk_xctx *x, const sk_action *a, sk_error *err)
 		        (unsigned long long)rep.files_total, (unsigned long long)rep.bytes_total,
 		        id, x->cur->status.archive.bucket ? x->cur->status.archive.bucket : "",
 		        x->cur->status.archive.key ? x->cur->status.archive.key : "");
-	if (rc == 0 && note[0] != '\0')
-		sk_exec_event(x, strncmp(note, "pruned", 6) == 0 ? "Normal" : "Warning",
-		        SK_REASON_ARCHIVE_PRUNED, "%s", note);
+	if (rc == 0 && pruned.message[0] != '\0')
+		sk_exec_event(x, pruned.failed ? "Warning" : "Normal", SK_REASON_ARCHIVE_PRUNED,
+		        "%s", pruned.message);
 	sk_copy_report_free(&rep);
 	return rc;
 }
@@ -599,22 +547,23 @@ run_action(sk_xctx *x, const sk_action *a, sk_error *err)
 static void
 record_failure(sk_xctx *x, const sk_action *a, int rc, sk_error *err)
 {
-	sk_outcome o = { rc, a, x->created != NULL, err->http_status, NULL, x->create_unmarked };
+	sk_outcome o = { rc, a, x->did.created != NULL, err->http_status, NULL,
+		x->did.create_unmarked };
 	bool transient = sk_error_is_transient(rc);
 	const char *reason = sk_failure_reason(a->type);
 	sk_error e2;
 
-	x->failed = true; /* written now (sk_when_written) */
-	release(x); /* the events before it first */
+	x->did.failed = true; /* written now (sk_when_written) */
+	sk_followup_release(x->r->env, x->cur, x->fu); /* the events before it first */
 	sk_error_prefix(err, "%s", sk_action_type_name(a->type));
 	o.message = err->message;
 	sk_exec_log(x, transient ? SK_LOG_WARN : SK_LOG_ERROR, "action failed",
 	        "action=%s reason=%s transient=%s error=\"%s\"", sk_action_type_name(a->type),
 	        reason, transient ? "true" : "false", err->message);
 	sk_error_clear(&e2);
-	if (x->removed || sk_exec_fence(x, "failure record", &e2) != 0)
+	if (x->did.removed || sk_exec_fence(x, "failure record", &e2) != 0)
 		return; /* a fenced run writes nothing, not even an event */
-	sk_plan_failure(x->planned, &o, x->now, &x->st);
+	sk_plan_failure(x->r->planned, &o, x->now, &x->st);
 	sk_exec_event(x, "Warning", reason, "%s", err->message);
 	if (x->st.phase == SK_PHASE_CREATING && x->st.sandbox_id == NULL)
 		sk_exec_write_status(x, &x->st, &e2); /* keeps the mark's time */
@@ -636,103 +585,117 @@ moves_files(const sk_plan_result *plan)
 }
 
 /* env->started, when the follow-up found the started keeper healthy and
- * everything but the writes is done (reconcile.h); a fence lost stops the
- * run here as it would at the write. */
-static void
+ * everything but the writes is done (reconcile.h): true when told. A fence
+ * lost stops the run here as it would at the write. */
+static bool
 tell_started(sk_xctx *x)
 {
-	const sk_reconcile_env *env = x->env;
+	const sk_reconcile_env *env = x->r->env;
 	sk_userspace *next;
+	bool told = false;
 	sk_error e;
 
-	if (env->started == NULL || env->report == NULL || x->ob == NULL || x->failed ||
-	        x->removed || x->st.phase != SK_PHASE_RUNNING || moves_files(x->plan))
-		return;
+	if (env->started == NULL || env->report == NULL || x->r->ob == NULL || x->did.failed ||
+	        x->did.removed || x->st.phase != SK_PHASE_RUNNING || moves_files(x->r->plan))
+		return false;
 	sk_error_clear(&e);
 	if (sk_exec_fence(x, "early answer", &e) != 0)
-		return;
+		return false;
 	next = sk_userspace_dup(x->cur);
 	sk_userspace_status_dispose(&next->status);
 	sk_userspace_status_copy(&next->status, &x->st);
-	sk_report_keeper(env, x->ob, next, x->now, true);
-	if (env->report->healthy)
+	sk_report_keeper(env, x->r->ob, next, x->now, true);
+	if (env->report->healthy) {
 		env->started(env->started_arg, next, env->report);
+		told = true;
+	}
 	sk_userspace_free(next);
+	return told;
+}
+
+/* The round's writes once its actions ran (rc: the first failure's code,
+ * recorded). The follow-up of a handed-on round answers first, then writes
+ * the events both rounds held, then the status; any other round writes its
+ * status, or hands it on. */
+static int
+finish(sk_xctx *x, int rc, sk_error *err)
+{
+	bool follow_up = sk_followup_following(x->fu);
+
+	if (rc == 0 && follow_up && tell_started(x))
+		sk_followup_answered(x->fu);
+	if (follow_up)
+		sk_followup_release(x->r->env, x->cur, x->fu);
+	if (rc == 0 && !x->did.fenced)
+		rc = write_if_changed(x, err);
+	if (!sk_followup_pending(x->fu))
+		sk_followup_release(x->r->env, x->cur, x->fu); /* not handed on after all */
+	return x->did.fenced ? SK_EUNAVAILABLE : rc;
+}
+
+/* Runs the plan's actions in order, up to the first failure (recorded). */
+static int
+run_plan(sk_xctx *x, sk_error *err)
+{
+	const sk_plan_result *plan = x->r->plan;
+	int rc = 0;
+
+	for (size_t i = 0; i < plan->n_actions && rc == 0; i++) {
+		const sk_action *a = &plan->actions[i];
+		if (sk_action_is_mutating(a) && x->p == NULL) {
+			rc = sk_error_set(
+			        err, SK_EINVALID, "no provider %s", x->r->stored->spec.provider);
+			record_failure(x, a, rc, err);
+			break;
+		}
+		if (a->type != SK_ACTION_EVENT &&
+		        (rc = sk_exec_fence(x, sk_action_type_name(a->type), err)) != 0)
+			break;
+		rc = run_action(x, a, err);
+		if (rc == 0 && a->type != SK_ACTION_INIT_ENV && a->type != SK_ACTION_WRITE_MARKER &&
+		        a->type != SK_ACTION_ARCHIVE && a->type != SK_ACTION_RESTORE &&
+		        (sk_action_is_mutating(a) || a->type == SK_ACTION_SET_TIMEOUT))
+			x->did.changed_provider = true;
+		if (rc != 0)
+			record_failure(x, a, rc, err);
+		else if (a->type != SK_ACTION_EVENT)
+			log_action(x, a);
+	}
+	return rc;
 }
 
 /* See round_int.h. */
 int
-sk_execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_userspace *planned,
-        const sk_observed *ob, const sk_plan_result *plan, sk_round_kind kind, sk_followup *fu,
-        sk_userspace **updated, sk_error *err)
+sk_execute_round(const sk_round *r, sk_followup *fu, sk_round_result *out, sk_error *err)
 {
 	sk_xctx x;
 	sk_error local;
-	int rc = 0;
+	int rc;
 
 	if (err == NULL)
 		err = &local;
 	sk_error_clear(err);
+	out->updated = NULL;
 	memset(&x, 0, sizeof(x));
-	x.fu = kind == SK_ROUND_FOLLOW_UP ? NULL : fu;
-	x.hold = fu;
-	x.kind = kind;
-	x.plan = plan;
-	x.env = env;
-	x.planned = planned;
-	x.ob = ob;
-	x.p = env->provider;
-	if (env->provider_for != NULL) {
-		sk_provider *p = env->provider_for(sk_bound_provider(us), env->provider_arg);
-		if (p != NULL)
-			x.p = p;
+	x.r = r;
+	x.p = r->provider;
+	x.fu = fu;
+	x.cur = sk_userspace_dup(r->stored);
+	x.now = r->env->now ? r->env->now() : sk_now_ms();
+	sk_userspace_status_copy(&x.st, &r->plan->next);
+	rc = finish(&x, run_plan(&x, err), err);
+	if (rc == SK_ECONFLICT && x.did.conflicted != NULL) {
+		out->updated = x.did.conflicted;
+		x.did.conflicted = NULL;
+	} else if (!x.did.removed) {
+		out->updated = x.cur;
+		x.cur = NULL;
 	}
-	x.cur = sk_userspace_dup(us);
-	x.now = env->now ? env->now() : sk_now_ms();
-	sk_userspace_status_copy(&x.st, &plan->next);
-	for (size_t i = 0; i < plan->n_actions && rc == 0; i++) {
-		const sk_action *a = &plan->actions[i];
-		if (sk_action_is_mutating(a) && x.p == NULL) {
-			rc = sk_error_set(err, SK_EINVALID, "no provider %s", us->spec.provider);
-			record_failure(&x, a, rc, err);
-			break;
-		}
-		if (a->type != SK_ACTION_EVENT &&
-		        (rc = sk_exec_fence(&x, sk_action_type_name(a->type), err)) != 0)
-			break;
-		rc = run_action(&x, a, err);
-		if (rc == 0 && a->type != SK_ACTION_INIT_ENV && a->type != SK_ACTION_WRITE_MARKER &&
-		        a->type != SK_ACTION_ARCHIVE && a->type != SK_ACTION_RESTORE &&
-		        (sk_action_is_mutating(a) || a->type == SK_ACTION_SET_TIMEOUT))
-			x.changed_provider = true;
-		if (rc != 0)
-			record_failure(&x, a, rc, err);
-		else if (a->type != SK_ACTION_EVENT)
-			log_action(&x, a);
-	}
-	if (rc == 0 && kind == SK_ROUND_FOLLOW_UP)
-		tell_started(&x); /* answer first: before the event and status writes */
-	if (kind == SK_ROUND_FOLLOW_UP)
-		release(&x);
-	if (rc == 0 && !x.fenced)
-		rc = write_if_changed(&x, err);
-	if (x.fu == NULL || !x.fu->armed)
-		release(&x); /* not handed on after all */
-	if (x.fenced)
-		rc = SK_EUNAVAILABLE;
-	if (updated != NULL && rc == SK_ECONFLICT && x.conflicted != NULL) {
-		*updated = x.conflicted;
-		x.conflicted = NULL;
-	} else if (updated != NULL) {
-		*updated = x.removed ? NULL : x.cur;
-		if (!x.removed)
-			x.cur = NULL;
-	}
-	sk_userspace_free(x.conflicted);
+	sk_userspace_free(x.did.conflicted);
 	sk_userspace_free(x.cur);
 	sk_userspace_status_dispose(&x.st);
-	sk_sandbox_dispose(&x.connected);
-	free(x.created);
+	sk_sandbox_dispose(&x.did.connected);
+	free(x.did.created);
 	return rc;
 }
 
@@ -740,5 +703,18 @@ int
 sk_execute(const sk_reconcile_env *env, const sk_userspace *us, const sk_plan_result *plan,
         sk_userspace **updated, sk_error *err)
 {
-	return sk_execute_round(env, us, us, NULL, plan, SK_ROUND_ONLY, NULL, updated, err);
+	sk_round r = { .env = env,
+		.provider = sk_round_provider(env, us),
+		.kind = SK_ROUND_ONLY,
+		.planned = us,
+		.stored = us,
+		.plan = plan };
+	sk_round_result out = { 0 };
+	int rc = sk_execute_round(&r, NULL, &out, err);
+
+	if (updated != NULL)
+		*updated = out.updated;
+	else
+		sk_userspace_free(out.updated);
+	return rc;
 }

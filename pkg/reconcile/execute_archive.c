@@ -80,9 +80,9 @@ sk_execute_archive(const sk_reconcile_env *env, sk_provider *p, const sk_sandbox
 
 /* After a successful restore, the user's archives older than the one
  * restored (beyond archive.keepGenerations) go; a failed prune changes
- * nothing and only says why in note. */
+ * nothing and only says why in out. */
 static void
-prune(const sk_reconcile_env *env, sk_s3 *s3, const sk_userspace *us, char *note, size_t len)
+prune(const sk_reconcile_env *env, sk_s3 *s3, const sk_userspace *us, sk_restore_prune *out)
 {
 	const sk_archive_status *a = &us->status.archive;
 	const char *slash = a->key ? strrchr(a->key, '/') : NULL;
@@ -90,16 +90,21 @@ prune(const sk_reconcile_env *env, sk_s3 *s3, const sk_userspace *us, char *note
 	sk_error e;
 	char *base;
 
-	note[0] = '\0';
+	memset(out, 0, sizeof(*out));
 	if (slash == NULL)
 		return;
 	base = sk_strndup(a->key, (size_t)(slash - a->key));
 	memset(&rep, 0, sizeof(rep));
 	sk_error_clear(&e);
-	if (sk_archive_prune(s3, base, slash + 1, env->archive_keep, &rep, &e) != 0)
-		snprintf(note, len, "pruning the older archives failed: %s", e.message);
-	else if (rep.deleted > 0)
-		snprintf(note, len, "pruned %zu older archive generations", rep.deleted);
+	if (sk_archive_prune(s3, base, slash + 1, env->archive_keep, &rep, &e) != 0) {
+		out->failed = true;
+		snprintf(out->message, sizeof(out->message),
+		        "pruning the older archives failed: %s", e.message);
+	} else if (rep.deleted > 0) {
+		out->deleted = rep.deleted;
+		snprintf(out->message, sizeof(out->message), "pruned %zu older archive generations",
+		        rep.deleted);
+	}
 	free(base);
 }
 
@@ -123,8 +128,7 @@ sk_execute_purge(const sk_reconcile_env *env, const sk_userspace *us, sk_archive
 
 int
 sk_execute_restore(const sk_reconcile_env *env, sk_provider *p, const sk_sandbox *sb,
-        const sk_userspace *us, sk_copy_report *rep, char *prune_note, size_t note_len,
-        sk_error *err)
+        const sk_userspace *us, sk_copy_report *rep, sk_restore_prune *pruned, sk_error *err)
 {
 	sk_copy_options o;
 	sk_archive *arc;
@@ -138,7 +142,7 @@ sk_execute_restore(const sk_reconcile_env *env, sk_provider *p, const sk_sandbox
 			sk_error_set(err, SK_ETERMINAL, "verify: %s", rep->mismatch);
 	}
 	if (rc == 0)
-		prune(env, s3, us, prune_note, note_len);
+		prune(env, s3, us, pruned);
 	sk_archive_free(arc);
 	sk_s3_free(s3);
 	return rc;

@@ -115,7 +115,7 @@ fork_source(sk_xctx *x, const sk_action *a, char **src_id, sk_error *err)
 		        "(ForkUnsupported)",
 		        sk_provider_get_ops(x->p)->name);
 	}
-	if ((rc = sk_store_get(x->env->store, a->fork_from, &src, err)) == SK_ENOTFOUND)
+	if ((rc = sk_store_get(x->r->env->store, a->fork_from, &src, err)) == SK_ENOTFOUND)
 		return sk_error_set(err, SK_ETERMINAL,
 		        "spec.source.fork.userSpace: userspace %s not found", a->fork_from);
 	if (rc != 0)
@@ -154,7 +154,7 @@ sk_exec_create(sk_xctx *x, const sk_action *a, sk_error *err)
 
 	memset(&req, 0, sizeof(req));
 	/* an earlier round's mark stays: its create may exist */
-	x->create_unmarked = x->cur->status.phase != SK_PHASE_CREATING;
+	x->did.create_unmarked = x->cur->status.phase != SK_PHASE_CREATING;
 	if (a->fork_from != NULL && (rc = fork_source(x, a, &src_id, err)) != 0)
 		return rc;
 	if ((rc = prepare_volume(x, &req, &vm, err)) != 0) {
@@ -177,7 +177,7 @@ sk_exec_create(sk_xctx *x, const sk_action *a, sk_error *err)
 		free(src_id);
 		return rc;
 	}
-	x->create_unmarked = false;
+	x->did.create_unmarked = false;
 	x->st.last_reconcile_ms = x->now;
 	req.template_id = a->template_id;
 	req.timeout_ms = a->timeout_ms;
@@ -197,14 +197,14 @@ sk_exec_create(sk_xctx *x, const sk_action *a, sk_error *err)
 		rc = sk_sandbox_fork(x->p, src_id, a->timeout_ms, &sb, err);
 	else
 		rc = sk_sandbox_create(x->p, &req, &sb, err);
-	if (rc == 0 && x->fu != NULL)
+	if (rc == 0 && sk_followup_notes(x->fu))
 		note_created(x, a, &sb);
 	if (rc == 0) {
 		sk_exec_note_deadline(x, sb.id, a->timeout_ms, &sb);
-		if (sb.end_ms > 0 && x->env->report != NULL)
-			x->env->report->set_deadline_ms = sb.end_ms;
-		free(x->created);
-		x->created = sk_strdup(sb.id);
+		if (sb.end_ms > 0 && x->r->env->report != NULL)
+			x->r->env->report->set_deadline_ms = sb.end_ms;
+		free(x->did.created);
+		x->did.created = sk_strdup(sb.id);
 		free(x->st.sandbox_id);
 		x->st.sandbox_id = sk_strdup(sb.id);
 		if (src_id != NULL)

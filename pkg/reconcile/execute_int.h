@@ -17,25 +17,13 @@
 #include "reconcile.h"
 #include "round_int.h"
 
-typedef struct sk_xctx {
-	const sk_reconcile_env *env;
-	sk_provider *p;
-	const sk_userspace *planned; /* the object the plan was made from */
-	const sk_observed *ob; /* what the plan was made from (NULL: unknown) */
-	sk_userspace *cur; /* the stored object as last read or written */
-	sk_userspace_status st; /* the status to write */
+/* What the run did so far. */
+typedef struct sk_xrun {
 	char *created; /* sandbox made by this run's CREATE */
 	/* this run's CREATE failed before its Creating mark, none stored before */
 	bool create_unmarked;
 	bool removed; /* finalizer removed: the object may be gone */
-	int64_t now;
-	sk_round_kind kind;
-	const sk_plan_result *plan;
 	bool failed; /* an action failed (record_failure) */
-	sk_followup *fu; /* when the status may be handed on: the round's answers */
-	/* Where the round's events are held back (see sk_followup.held);
-	 * NULL: each is written at once. */
-	sk_followup *hold;
 	/* An action changed what the provider's list shows (create, resume,
 	 * pause, kill, deadline): lastReconcileTime moves, so the next rounds
 	 * trust a direct GET over a list older than that (observe's list_stale).
@@ -48,15 +36,26 @@ typedef struct sk_xctx {
 	sk_userspace *conflicted;
 	/* The last CONNECT's answer (its envd details), for the ARCHIVE after it. */
 	sk_sandbox connected;
+} sk_xrun;
+
+/* The executor's context for one round. */
+typedef struct sk_xctx {
+	const sk_round *r; /* what the round runs: env, plan, observation (borrowed) */
+	sk_provider *p; /* r->provider */
+	sk_followup *fu; /* the follow-up's state (NULL: none, nothing held) */
+	int64_t now;
+	sk_userspace *cur; /* the stored object as last read or written */
+	sk_userspace_status st; /* the status to write */
+	sk_xrun did;
 } sk_xctx;
 
 /* One log line of the run, "userspace=NAME " first (env->log; none without). */
 void sk_exec_log(const sk_xctx *x, sk_log_level lvl, const char *msg, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
-/* An event of the run: held back (x->hold) or written at once. */
+/* An event of the run: held back (sk_followup_event) or written at once. */
 void sk_exec_event(sk_xctx *x, const char *type, const char *reason, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
-/* Fencing: SK_EUNAVAILABLE (and x->fenced, logged once) when the caller
+/* Fencing: SK_EUNAVAILABLE (and x->did.fenced, logged once) when the caller
  * may no longer act on this user before `what`; 0 when it may. */
 int sk_exec_fence(sk_xctx *x, const char *what, sk_error *err);
 /* CAS write of st over x->cur (fenced); on a conflict re-reads and retries

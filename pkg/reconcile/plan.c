@@ -780,6 +780,7 @@ sk_plan(const sk_userspace *desired, const sk_observed *observed, int64_t now_ms
 	out->next.provider = sk_strdup(sk_bound_provider(desired));
 	sk_migration_copy(&out->next.migration, &c.prev->migration);
 	sk_archive_status_copy(&out->next.archive, &c.prev->archive);
+	sk_network_status_copy(&out->next.network, &c.prev->network);
 	/* status.storage: what the last create mounted (the executor's), while asked for */
 	if (sk_storage_wanted(&desired->spec))
 		sk_storage_status_copy(&out->next.storage, &c.prev->storage);

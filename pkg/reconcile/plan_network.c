@@ -3,8 +3,8 @@
  *
  * The keeper's policy, in this order of trust: what the provider reports
  * in its detail (E2B, Daytona: sk_sandbox.network_known); what spacekeeper
- * last applied to that very sandbox (the NetworkPolicy condition, "sandbox
- * ID: POLICY", written with a live update); the digest of the spec it was
+ * last applied to that very sandbox (status.network, written with a live
+ * update or when the policy was found in place); the digest of the spec it was
  * created with (sandbox metadata network_policy, which every provider
  * lists, Cube included); none of these: the provider's default (open).
  * When it differs from spec.network: applied live where the provider can
@@ -35,21 +35,19 @@ static bool
 differs(const sk_pctx *c, const sk_sandbox *k, char *have, size_t len)
 {
 	const sk_network *want = &c->us->spec.network;
-	const sk_condition *rec = sk_plan_prev_cond(c, SK_COND_NETWORK);
+	const sk_network_status *rec = &c->prev->network;
 	const char *digest = sk_kvlist_get(&k->metadata, SK_META_NETWORK);
-	char line[NET_LINE], mine[17], prefix[160];
+	char line[NET_LINE], mine[17];
 	sk_network none = { 0 };
 
 	sk_network_format(want, line, sizeof(line));
-	snprintf(prefix, sizeof(prefix), "sandbox %s: ", k->id);
 	if (k->network_known) {
 		sk_network_format(&k->network, have, len);
 		return !sk_network_satisfies(want, &k->network);
 	}
-	if (rec != NULL && rec->message != NULL &&
-	        strncmp(rec->message, prefix, strlen(prefix)) == 0) {
-		snprintf(have, len, "%s", rec->message + strlen(prefix));
-		return strcmp(have, line) != 0;
+	if (rec->applied != NULL && sk_str_eq(rec->sandbox_id, k->id)) {
+		snprintf(have, len, "%s", rec->applied);
+		return !sk_str_eq(rec->applied, line);
 	}
 	sk_network_digest(want, mine);
 	if (digest != NULL) {
@@ -70,6 +68,9 @@ record(sk_pctx *c, const sk_sandbox *k, const char *reason)
 	c->network.status = "True";
 	c->network.reason = reason;
 	c->network.message = sk_asprintf("sandbox %s: %s", k->id, line);
+	sk_network_status_dispose(&c->r->next.network);
+	c->r->next.network.sandbox_id = sk_strdup(k->id);
+	c->r->next.network.applied = sk_strdup(line);
 }
 
 const char *

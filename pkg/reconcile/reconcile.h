@@ -39,8 +39,6 @@
 #include "../api/kvlist.h"
 #include "../api/network.h"
 #include "../api/sandbox_values.h"
-#include "../api/schema.h"
-#include "../api/status.h"
 #include "../api/userspace.h"
 #include "../objstore/objstore.h"
 #include "../sandbox/sandbox.h"

@@ -233,41 +233,47 @@ known_after_start(const sk_reconcile_env *env, sk_keeper_known *k)
 	k->look_ms = 0; /* the look was of the other one; the round's own list says */
 }
 
-/* One observe -> plan -> execute round. `planned` is observed and planned
- * for; `stored` (the object as stored) is what the status is written over:
- * the same object, except in the follow-up round, whose status was handed
- * on and never stored. A SK_ROUND_FIRST whose status is handed on collects
- * what the follow-up needs in fu. */
-static int
-round_once(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *planned,
-        const sk_userspace *stored, sk_round_kind kind, const sk_list_view *list, sk_followup *fu,
-        int64_t *requeue, sk_userspace **updated, sk_error *err)
+sk_provider *
+sk_round_provider(const sk_reconcile_env *env, const sk_userspace *us)
 {
+	sk_provider *named = NULL;
+
+	if (env->provider_for != NULL)
+		named = env->provider_for(sk_bound_provider(us), env->provider_arg);
+	return named != NULL ? named : env->provider;
+}
+
+/* One observe -> plan -> execute round of r (r->ob and r->plan are this
+ * round's own). The first round (SK_ROUND_FIRST) whose plan hands its
+ * status on begins the follow-up (fu HOLDING); see sk_followup_state. */
+static int
+round_once(sk_round *r, sk_followup *fu, sk_round_result *out, sk_error *err)
+{
+	const sk_reconcile_env *env = r->env;
 	sk_observed ob;
 	sk_plan_result plan;
 	sk_keeper_known known = env->known;
 	int64_t now = env->now ? env->now() : sk_now_ms();
 	int rc;
 
-	if (kind == SK_ROUND_FOLLOW_UP)
+	if (r->kind == SK_ROUND_FOLLOW_UP)
 		known_after_start(env, &known);
-	sk_observe_known(p, planned, list, &env->opts, env->activity_ms, &known, &ob, err);
+	sk_observe_known(
+	        r->provider, r->planned, r->list, &env->opts, env->activity_ms, &known, &ob, err);
 	ob.activity_ms = env->activity_ms;
 	ob.wake = env->wake;
 	ob.replace_now = env->replace_now;
 	ob.evict = env->evict;
 	ob.evict_quota = env->evict_quota;
-	sk_plan(planned, &ob, now, &env->opts, &plan);
-	gate_start(env, planned, &ob, now, &plan);
-	if (env->report != NULL && kind != SK_ROUND_FOLLOW_UP)
+	sk_plan(r->planned, &ob, now, &env->opts, &plan);
+	gate_start(env, r->planned, &ob, now, &plan);
+	if (env->report != NULL && r->kind != SK_ROUND_FOLLOW_UP)
 		env->report->look = ob.look;
-	if (kind == SK_ROUND_FIRST && sk_when_written(kind, &plan, false) != SK_HAND_ON)
-		fu = NULL;
-	for (size_t i = 0; kind == SK_ROUND_FIRST && fu != NULL && i < ob.sandboxes.len; i++)
-		sk_observed_add(&fu->seen, &ob.sandboxes.items[i]);
-	if (kind == SK_ROUND_FIRST && fu != NULL)
-		fu->seen.list_valid = ob.list_valid;
-	rc = sk_execute_round(env, stored, planned, &ob, &plan, kind, fu, updated, err);
+	if (r->kind == SK_ROUND_FIRST && sk_when_written(r->kind, &plan, false) == SK_HAND_ON)
+		sk_followup_begin(fu, &ob);
+	r->ob = &ob;
+	r->plan = &plan;
+	rc = sk_execute_round(r, fu, out, err);
 	/* The provider's own concurrency cap: a 429 on a start without
 	 * Retry-After (a rate limit says when to come back, and is only waited). */
 	if (rc != 0 && err->http_status == 429 && err->retry_after_ms == 0 && starts(&plan) &&
@@ -275,11 +281,13 @@ round_once(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *plan
 		env->report->start_refused = true;
 	if (rc == 0 && plan.wait_code != 0)
 		rc = sk_error_set(err, plan.wait_code, "%s", plan.wait_message);
-	if (kind != SK_ROUND_FIRST || fu == NULL || !fu->armed)
-		sk_report_keeper(env, &ob, updated ? *updated : NULL, now, rc == 0);
+	if (!sk_followup_pending(fu)) /* else the follow-up reports */
+		sk_report_keeper(env, &ob, out->updated, now, rc == 0);
 	if (rc == 0 && env->report != NULL && paused(&plan, env->report->keeper_id))
 		env->report->running = false; /* observed running, paused by this round */
-	*requeue = plan.requeue_after_ms;
+	out->requeue_ms = plan.requeue_after_ms;
+	r->ob = NULL;
+	r->plan = NULL;
 	result_dispose(&ob, &plan);
 	return rc;
 }
@@ -288,30 +296,35 @@ round_once(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *plan
  * round's own answers, writes over the stored object (after the events
  * both rounds held back). */
 static int
-follow_up(const sk_reconcile_env *env, sk_provider *p, const sk_userspace *stored, sk_followup *fu,
-        int64_t *requeue, sk_userspace **updated, sk_error *err)
+follow_up(const sk_round *first, const sk_userspace *stored, sk_followup *fu, sk_round_result *out,
+        sk_error *err)
 {
 	sk_userspace *planned = sk_userspace_dup(stored);
 	sk_list_view after = { 0 };
+	sk_round r = *first;
 	int rc;
 
 	sk_userspace_status_dispose(&planned->status);
 	sk_userspace_status_copy(&planned->status, &fu->next);
 	after.for_user = &fu->seen.sandboxes;
 	after.valid = fu->seen.list_valid;
-	after.listed_ms = env->now ? env->now() : sk_now_ms();
+	after.listed_ms = r.env->now ? r.env->now() : sk_now_ms();
 	/* The round's own answers are newer than the change they made, also
 	 * within its millisecond (its events no longer write in between): no
 	 * GET for a list that only looks as old as lastReconcileTime. */
 	if (after.listed_ms <= fu->next.last_reconcile_ms)
 		after.listed_ms = fu->next.last_reconcile_ms + 1;
-	rc = round_once(
-	        env, p, planned, stored, SK_ROUND_FOLLOW_UP, &after, fu, requeue, updated, err);
+	r.kind = SK_ROUND_FOLLOW_UP;
+	r.planned = planned;
+	r.stored = stored;
+	r.list = &after;
+	sk_followup_start(fu);
+	rc = round_once(&r, fu, out, err);
 	sk_userspace_free(planned);
-	if (rc != 0 && updated != NULL) {
+	if (rc != 0) {
 		/* Keep no copy whose status may not be the stored one. */
-		sk_userspace_free(*updated);
-		*updated = NULL;
+		sk_userspace_free(out->updated);
+		out->updated = NULL;
 	}
 	return rc;
 }
@@ -330,37 +343,36 @@ static int
 round_and_follow_up(const sk_reconcile_env *env, const sk_userspace *us, const sk_list_view *list,
         int64_t *requeue_after_ms, sk_userspace **updated, sk_error *err)
 {
-	sk_provider *p = env->provider;
+	sk_round r = { .env = env,
+		.provider = sk_round_provider(env, us),
+		.kind = SK_ROUND_FIRST,
+		.planned = us,
+		.stored = us,
+		.list = list };
+	sk_round_result first = { 0 }, second = { 0 };
+	sk_round_result *last = &first;
 	sk_followup fu;
-	sk_userspace *mid = NULL;
 	sk_error local;
-	int64_t requeue = 0;
 	int rc;
 
 	if (err == NULL)
 		err = &local;
-	if (updated != NULL)
-		*updated = NULL;
-	if (env->provider_for != NULL) {
-		sk_provider *named = env->provider_for(sk_bound_provider(us), env->provider_arg);
-		if (named != NULL)
-			p = named;
+	sk_followup_init(&fu);
+	rc = round_once(&r, &fu, &first, err);
+	if (rc == 0 && sk_followup_pending(&fu) && first.updated != NULL) {
+		rc = follow_up(&r, first.updated, &fu, &second, err);
+		last = &second;
 	}
-	memset(&fu, 0, sizeof(fu));
-	sk_observed_init(&fu.seen);
-	rc = round_once(env, p, us, us, SK_ROUND_FIRST, list, &fu, &requeue, &mid, err);
-	if (rc == 0 && fu.armed && mid != NULL)
-		rc = follow_up(env, p, mid, &fu, &requeue, updated, err);
-	else if (updated != NULL) {
-		*updated = mid;
-		mid = NULL;
+	sk_followup_release(env, us, &fu); /* a follow-up that did not run */
+	sk_followup_dispose(&fu);
+	if (updated != NULL) {
+		*updated = last->updated;
+		last->updated = NULL;
 	}
-	sk_userspace_free(mid);
-	sk_release_events(env, us, &fu); /* a follow-up that did not run */
-	sk_observed_dispose(&fu.seen);
-	sk_userspace_status_dispose(&fu.next);
+	sk_userspace_free(first.updated);
+	sk_userspace_free(second.updated);
 	if (requeue_after_ms != NULL)
-		*requeue_after_ms = requeue;
+		*requeue_after_ms = last->requeue_ms;
 	return rc;
 }
 

@@ -349,9 +349,10 @@ r_array(rd *r, const bson_iter_t *it, const sk_status_row *members, void **items
 	}
 }
 
-/* status.usage: its members, anything else to the general path. */
+/* An object of rows (status.usage, status.network): its members, anything
+ * else to the general path. */
 static void
-r_usage(rd *r, const bson_iter_t *it, sk_usage *out)
+r_object(rd *r, const bson_iter_t *it, const sk_status_row *rows, void *out)
 {
 	bson_iter_t u;
 
@@ -360,7 +361,7 @@ r_usage(rd *r, const bson_iter_t *it, sk_usage *out)
 		return;
 	}
 	while (!r->slow && bson_iter_next(&u)) {
-		if (!r_member(r, &u, sk_usage_rows, out))
+		if (!r_member(r, &u, rows, out))
 			r->slow = true;
 	}
 }
@@ -397,7 +398,9 @@ r_status(rd *r, const bson_iter_t *it, sk_userspace_status *out)
 		        !absent(&s)) {
 			r->slow = true; /* rare: the JSON codec decides it */
 		} else if (strcmp(key, "usage") == 0 && !absent(&s)) {
-			r_usage(r, &s, &out->usage);
+			r_object(r, &s, sk_usage_rows, &out->usage);
+		} else if (strcmp(key, "network") == 0 && !absent(&s)) {
+			r_object(r, &s, sk_network_status_rows, &out->network);
 		}
 	}
 }

@@ -1,7 +1,8 @@
 /* Unit tests of the planner's spec.network (pkg/reconcile/plan_network.c):
  * applied live on E2B, migrated under Migrate elsewhere, reported under
- * Report; the keeper's policy from the provider's detail, the
- * NetworkPolicy condition or the create-time digest. */
+ * Report; the keeper's policy from the provider's detail, status.network
+ * (what spacekeeper applied; never the NetworkPolicy condition's message)
+ * or the create-time digest. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,38 +42,43 @@ typedef struct net_case {
 	bool want_drift; /* SpecMismatch naming the network */
 	bool want_migration;
 	const char *want_cond; /* the NetworkPolicy message, NULL: none */
+	/* status.network: POLICY applied to this sandbox (NULL: none) */
+	const char *applied_to;
 } net_case;
 
 static const net_case cases[] = {
 	{ "e2b: a new policy is applied live", true, SK_UPDATE_REPORT, true, NULL, NULL, false,
-	        false, false, "set-network", false, false, "sandbox sb1: " POLICY },
-	{ "e2b: applied (the condition names the keeper)", true, SK_UPDATE_REPORT, true, NULL,
+	        false, false, "set-network", false, false, "sandbox sb1: " POLICY, NULL },
+	{ "e2b: applied (status.network names the keeper)", true, SK_UPDATE_REPORT, true, NULL,
 	        "sandbox sb1: " POLICY, false, false, false, NULL, false, false,
-	        "sandbox sb1: " POLICY },
-	{ "e2b: the condition names another sandbox", true, SK_UPDATE_REPORT, true, NULL,
+	        "sandbox sb1: " POLICY, "sb1" },
+	{ "e2b: the condition's message alone is not read back", true, SK_UPDATE_REPORT, true, NULL,
+	        "sandbox sb1: " POLICY, false, false, false, "set-network", false, false,
+	        "sandbox sb1: " POLICY, NULL },
+	{ "e2b: status.network names another sandbox", true, SK_UPDATE_REPORT, true, NULL,
 	        "sandbox old: " POLICY, false, false, false, "set-network", false, false,
-	        "sandbox sb1: " POLICY },
+	        "sandbox sb1: " POLICY, "old" },
 	{ "e2b: the provider reports it", true, SK_UPDATE_REPORT, true, "same", NULL, false, false,
-	        false, NULL, false, false, "sandbox sb1: " POLICY },
+	        false, NULL, false, false, "sandbox sb1: " POLICY, NULL },
 	{ "e2b: reported open, applied again", true, SK_UPDATE_REPORT, true, "open",
 	        "sandbox sb1: " POLICY, false, false, false, "set-network", false, false,
-	        "sandbox sb1: " POLICY },
+	        "sandbox sb1: " POLICY, "sb1" },
 	{ "e2b: paused annotation: reported", true, SK_UPDATE_REPORT, true, NULL, NULL, false, true,
-	        false, NULL, true, false, NULL },
+	        false, NULL, true, false, NULL, NULL },
 	{ "e2b: a paused keeper: reported until it runs", true, SK_UPDATE_REPORT, true, NULL, NULL,
-	        false, false, true, NULL, true, false, NULL },
+	        false, false, true, NULL, true, false, NULL, NULL },
 	{ "cube, Report: reported", false, SK_UPDATE_REPORT, true, NULL, NULL, false, false, false,
-	        NULL, true, false, NULL },
+	        NULL, true, false, NULL, NULL },
 	{ "cube, Migrate: a migration", false, SK_UPDATE_MIGRATE, true, NULL, NULL, false, false,
-	        false, NULL, false, true, NULL },
+	        false, NULL, false, true, NULL, NULL },
 	{ "cube: created with it (digest)", false, SK_UPDATE_MIGRATE, true, NULL, NULL, true, false,
-	        false, NULL, false, false, "sandbox sb1: " POLICY },
+	        false, NULL, false, false, "sandbox sb1: " POLICY, NULL },
 	{ "cube: policy removed from a sandbox created with one", false, SK_UPDATE_REPORT, false,
-	        NULL, NULL, true, false, false, NULL, true, false, NULL },
+	        NULL, NULL, true, false, false, NULL, true, false, NULL, NULL },
 	{ "no policy anywhere: nothing", true, SK_UPDATE_REPORT, false, NULL, NULL, false, false,
-	        false, NULL, false, false, NULL },
+	        false, NULL, false, false, NULL, NULL },
 	{ "no policy, reported open: nothing", true, SK_UPDATE_REPORT, false, "open", NULL, false,
-	        false, false, NULL, false, false, NULL },
+	        false, false, NULL, false, false, NULL, NULL },
 };
 
 static void
@@ -108,6 +114,10 @@ space(const net_case *tc)
 		us->status.conditions[0] = (sk_condition){ strdup(SK_COND_NETWORK), strdup("True"),
 			strdup("Applied"), strdup(tc->cond), NOW - 60000, 1 };
 		us->status.n_conditions = 1;
+	}
+	if (tc->applied_to) {
+		us->status.network.sandbox_id = strdup(tc->applied_to);
+		us->status.network.applied = strdup(POLICY);
 	}
 	return us;
 }
@@ -196,6 +206,9 @@ START_TEST(test_plan_network)
 	if (tc->want_cond) {
 		ck_assert_msg(k != NULL, "%s: no NetworkPolicy condition", tc->what);
 		ck_assert_str_eq(k->message, tc->want_cond);
+		/* and the record the next round reads back */
+		ck_assert_str_eq(r.next.network.sandbox_id, "sb1");
+		ck_assert_str_eq(r.next.network.applied, POLICY);
 	} else if (tc->cond == NULL) {
 		ck_assert_msg(k == NULL, "%s: a NetworkPolicy condition", tc->what);
 	}

@@ -38,6 +38,10 @@ static const char *const objects[] = {
 	"\"detail\":\"504\"},{\"type\":\"Missing\"}]}}",
 	"{\"metadata\":{\"name\":\"zero\"},\"spec\":{\"userID\":\"z\",\"lifecycle\":"
 	"{\"idleTimeout\":\"0s\"}},\"status\":{\"phase\":\"Idle\"}}",
+	/* status.network: the policy applied live (read by the JSON codec) */
+	"{\"metadata\":{\"name\":\"net\"},\"spec\":{\"userID\":\"n\"},\"status\":{"
+	"\"phase\":\"Running\",\"sandboxID\":\"isb-2\",\"network\":{\"sandboxID\":\"isb-2\","
+	"\"applied\":\"internet Deny, allowOut 10.0.0.0/8\"}}}",
 };
 
 static sk_userspace *

@@ -103,6 +103,8 @@ full_object(void)
 		1700000002000, 1700000003000, 2, 1700000004000 };
 	st->storage = (sk_storage_status){ sk_strdup(SK_STORAGE_MOUNTED), sk_strdup("sk-u"),
 		sk_strdup("vol123"), sk_strdup("/home/user") };
+	st->network = (sk_network_status){ sk_strdup("isb-123"),
+		sk_strdup("internet Deny, allowOut 10.0.0.0/8") };
 	add_condition(st, SK_COND_SYNCED, "True", 1700000100001);
 	add_condition(st, SK_COND_READY, "True", 1700000200002);
 	add_condition(st, SK_COND_DATAPLANE, "False", 1700000300003);
