@@ -21,7 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller_int.h"
+#include "capacity_int.h"
+#include "ground_int.h"
+#include "http_int.h"
+#include "quota_int.h"
+#include "spaces_int.h"
 
 /* A create at apply waits this long beyond a resync for its turn. */
 #define CREATE_WAIT_EXTRA_MS 5000

@@ -17,11 +17,9 @@
 #include "../api/api.h"
 #include "../reconcile/reconcile.h"
 #include "../util/util.h"
-#include "controller.h"
+#include "ground_int.h"
 #include "http_int.h"
 #include "quota_int.h"
-
-typedef struct sk_ctl_capacity sk_ctl_capacity;
 
 #define SK_CTL_METRIC_SANDBOXES_RUNNING "spacekeeper_sandboxes_running"
 #define SK_CTL_METRIC_CAPACITY_MAX "spacekeeper_capacity_max"

@@ -10,7 +10,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "controller_int.h"
+#include "capacity_int.h"
+#include "ground_int.h"
+#include "http_int.h"
+#include "quota_int.h"
+#include "spaces_int.h"
 
 typedef struct tenant_count {
 	const sk_spacequota *q;

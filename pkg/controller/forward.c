@@ -19,7 +19,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "controller_int.h"
+#include "ground_int.h"
+#include "http_int.h"
+#include "shards_int.h"
 
 #define FORWARD_BODY_MAX (1 << 20)
 

@@ -16,11 +16,11 @@
 
 #include "../metrics/metrics.h"
 #include "../util/util.h"
-#include "controller.h"
+#include "ground_int.h"
 
 struct sk_ctl_guard; /* guard.c */
 
-typedef struct sk_ctl_http {
+struct sk_ctl_http {
 	void *daemon; /* struct MHD_Daemon* of controller.listen, NULL: none */
 	int port; /* its bound port */
 	struct sk_ctl_guard *guard; /* the connect API's listener (guard.c), NULL: none */
@@ -31,7 +31,7 @@ typedef struct sk_ctl_http {
 	/* What the status page draws (each timeline locks itself). */
 	sk_timeline *tl_reconcile; /* reconcile seconds per minute (worker.c) */
 	sk_timeline *tl_connect; /* connect seconds per minute (connect.c) */
-} sk_ctl_http;
+};
 
 /* An answer of either listener. */
 typedef struct sk_http_reply {

@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller_int.h"
+#include "ground_int.h"
+#include "shards_int.h"
+#include "views_int.h"
 
 #define SHARE_METRIC "spacekeeper_shared_list_total"
 #define PART_NAME_MAX 24

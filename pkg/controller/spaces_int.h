@@ -23,7 +23,7 @@
 #include "../api/api.h"
 #include "../reconcile/reconcile.h"
 #include "../util/util.h"
-#include "controller.h"
+#include "ground_int.h"
 
 /* The drift types counted per space ("Missing", ...: sk_ctl_drift_type). */
 #define SK_CTL_DRIFT_TYPES 6
@@ -38,7 +38,7 @@ typedef struct sk_ctl_done {
 } sk_ctl_done;
 void sk_ctl_done_free(void *d); /* worker.c */
 
-typedef struct sk_ctl_spaces {
+struct sk_ctl_spaces {
 	pthread_mutex_t mu; /* guards by_name */
 	sk_strmap *by_name; /* name -> its record (spaces.c) */
 	pthread_mutex_t done_mu; /* guards gen, n_done, finished, n_failed */
@@ -48,7 +48,7 @@ typedef struct sk_ctl_spaces {
 	uint64_t n_done; /* reconciles finished */
 	sk_strmap *finished; /* name -> sk_ctl_done* */
 	size_t n_failed; /* spaces whose last reconcile failed */
-} sk_ctl_spaces;
+};
 
 /* spaces.c: every map of the part, and its locks. */
 void sk_ctl_spaces_init(sk_controller *c);

@@ -17,7 +17,7 @@
 #include "../reconcile/reconcile.h"
 #include "../sandbox/sandbox.h"
 #include "../util/util.h"
-#include "controller.h"
+#include "ground_int.h"
 
 /* The last list of one provider. */
 typedef struct sk_prov_view {
@@ -31,14 +31,14 @@ typedef struct sk_prov_view {
 	sk_kvlist orphan_seen; /* sandbox id -> first-seen ms (sk_plan_orphans) */
 } sk_prov_view;
 
-typedef struct sk_ctl_views {
+struct sk_ctl_views {
 	pthread_mutex_t mu; /* guards the shared fields of prov[] (above) */
 	sk_prov_view *prov; /* per provider, in config order */
 	sk_provider **clients; /* the observer's provider clients */
 	atomic_bool asked; /* a pass at once (shards gained); set under the lifecycle mu */
 	pthread_t thread;
 	bool running;
-} sk_ctl_views;
+};
 
 /* observe.c */
 void sk_ctl_views_init(sk_controller *c);

@@ -13,7 +13,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "controller_int.h"
+#include "capacity_int.h"
+#include "ground_int.h"
+#include "http_int.h"
+#include "metrics_int.h"
+#include "shards_int.h"
+#include "spaces_int.h"
+#include "views_int.h"
+#include "worker_int.h"
 
 /* ---- reconcile results ---- */
 
@@ -22,9 +29,9 @@ sk_ctl_gen(sk_controller *c)
 {
 	uint64_t g;
 
-	pthread_mutex_lock(&c->spaces.done_mu);
-	g = c->spaces.gen;
-	pthread_mutex_unlock(&c->spaces.done_mu);
+	pthread_mutex_lock(&c->spaces->done_mu);
+	g = c->spaces->gen;
+	pthread_mutex_unlock(&c->spaces->done_mu);
 	return g;
 }
 
@@ -33,9 +40,9 @@ sk_ctl_reconciles(sk_controller *c)
 {
 	uint64_t n;
 
-	pthread_mutex_lock(&c->spaces.done_mu);
-	n = c->spaces.n_done;
-	pthread_mutex_unlock(&c->spaces.done_mu);
+	pthread_mutex_lock(&c->spaces->done_mu);
+	n = c->spaces->n_done;
+	pthread_mutex_unlock(&c->spaces->done_mu);
 	return n;
 }
 
@@ -53,11 +60,11 @@ sk_ctl_done_free(void *v)
 static sk_ctl_done *
 done_of(sk_controller *c, const char *name)
 {
-	sk_ctl_done *d = sk_strmap_get(c->spaces.finished, name);
+	sk_ctl_done *d = sk_strmap_get(c->spaces->finished, name);
 
 	if (d == NULL) {
 		d = sk_calloc(1, sizeof(*d));
-		sk_strmap_put(c->spaces.finished, name, d);
+		sk_strmap_put(c->spaces->finished, name, d);
 	}
 	return d;
 }
@@ -67,9 +74,9 @@ sk_ctl_spaces_failed(sk_controller *c)
 {
 	size_t n;
 
-	pthread_mutex_lock(&c->spaces.done_mu);
-	n = c->spaces.n_failed;
-	pthread_mutex_unlock(&c->spaces.done_mu);
+	pthread_mutex_lock(&c->spaces->done_mu);
+	n = c->spaces->n_failed;
+	pthread_mutex_unlock(&c->spaces->done_mu);
 	return n;
 }
 
@@ -78,17 +85,17 @@ mark_reconciled(sk_controller *c, const char *name, bool failed)
 {
 	sk_ctl_done *d;
 
-	pthread_mutex_lock(&c->spaces.done_mu);
+	pthread_mutex_lock(&c->spaces->done_mu);
 	d = done_of(c, name);
-	d->gen = ++c->spaces.gen;
-	c->spaces.n_done++;
+	d->gen = ++c->spaces->gen;
+	c->spaces->n_done++;
 	sk_userspace_free(d->started); /* the object as written is in the cache now */
 	d->started = NULL;
 	if (failed != d->failed)
-		c->spaces.n_failed = failed ? c->spaces.n_failed + 1 : c->spaces.n_failed - 1;
+		c->spaces->n_failed = failed ? c->spaces->n_failed + 1 : c->spaces->n_failed - 1;
 	d->failed = failed;
-	pthread_cond_broadcast(&c->spaces.done);
-	pthread_mutex_unlock(&c->spaces.done_mu);
+	pthread_cond_broadcast(&c->spaces->done);
+	pthread_mutex_unlock(&c->spaces->done_mu);
 }
 
 /* env->started (reconcile.h): the keeper memory as the run will leave it,
@@ -100,13 +107,13 @@ started_told(void *arg, const sk_userspace *next, const sk_reconcile_report *rep
 	sk_ctl_done *d;
 
 	sk_ctl_space_note(c, next->meta.name, report, true);
-	pthread_mutex_lock(&c->spaces.done_mu);
+	pthread_mutex_lock(&c->spaces->done_mu);
 	d = done_of(c, next->meta.name);
 	sk_userspace_free(d->started);
 	d->started = sk_userspace_dup(next);
-	d->started_gen = ++c->spaces.gen;
-	pthread_cond_broadcast(&c->spaces.done);
-	pthread_mutex_unlock(&c->spaces.done_mu);
+	d->started_gen = ++c->spaces->gen;
+	pthread_cond_broadcast(&c->spaces->done);
+	pthread_mutex_unlock(&c->spaces->done_mu);
 }
 
 sk_userspace *
@@ -115,11 +122,11 @@ sk_ctl_started(sk_controller *c, const char *name)
 	sk_userspace *us = NULL;
 	const sk_ctl_done *d;
 
-	pthread_mutex_lock(&c->spaces.done_mu);
-	d = sk_strmap_get(c->spaces.finished, name);
+	pthread_mutex_lock(&c->spaces->done_mu);
+	d = sk_strmap_get(c->spaces->finished, name);
 	if (d != NULL && d->started != NULL)
 		us = sk_userspace_dup(d->started);
-	pthread_mutex_unlock(&c->spaces.done_mu);
+	pthread_mutex_unlock(&c->spaces->done_mu);
 	return us;
 }
 
@@ -131,9 +138,9 @@ sk_ctl_wait_reconciled(sk_controller *c, const char *name, uint64_t gen0, int64_
 
 	if (started != NULL)
 		*started = NULL;
-	pthread_mutex_lock(&c->spaces.done_mu);
+	pthread_mutex_lock(&c->spaces->done_mu);
 	for (;;) {
-		const sk_ctl_done *d = sk_strmap_get(c->spaces.finished, name);
+		const sk_ctl_done *d = sk_strmap_get(c->spaces->finished, name);
 		int64_t left = deadline - sk_monotonic_ms();
 		if (d && d->gen > gen0) {
 			ok = true;
@@ -147,9 +154,9 @@ sk_ctl_wait_reconciled(sk_controller *c, const char *name, uint64_t gen0, int64_
 		}
 		if (sk_ctl_stopping(c) || left <= 0)
 			break;
-		sk_cond_wait_ms(&c->spaces.done, &c->spaces.done_mu, left < 100 ? left : 100);
+		sk_cond_wait_ms(&c->spaces->done, &c->spaces->done_mu, left < 100 ? left : 100);
 	}
-	pthread_mutex_unlock(&c->spaces.done_mu);
+	pthread_mutex_unlock(&c->spaces->done_mu);
 	return ok;
 }
 
@@ -187,7 +194,7 @@ handle_result(
 
 	sk_metrics_observe(
 	        c->metrics, "controller_runtime_reconcile_time_seconds", l, (double)dt / 1000.0);
-	sk_timeline_observe(c->http.tl_reconcile, sk_now_ms(), (double)dt / 1000.0);
+	sk_timeline_observe(c->http->tl_reconcile, sk_now_ms(), (double)dt / 1000.0);
 	if (rc == 0) {
 		sk_workqueue_forget(c->q, key);
 		/* --once: a key the planner only revisits at resync, in a steady
