@@ -4,7 +4,7 @@
  * store probe behind /readyz; the connect listener (guard.c: token, TLS,
  * limits, one thread per waiting connect) and the connect API it serves
  * (connect.c). Listeners and the probe are started and stopped by the
- * controller's lifecycle; http.render_mu makes scrapes render one at a
+ * controller's lifecycle; http->render_mu makes scrapes render one at a
  * time; the guard counts its waiting connects under its own mu (guard.c).
  */
 #ifndef SK_CONTROLLER_HTTP_INT_H

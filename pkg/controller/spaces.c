@@ -114,7 +114,7 @@ sk_ctl_spaces_wake(sk_controller *c)
 	pthread_mutex_unlock(&c->spaces->done_mu);
 }
 
-/* The space's record, made when missing (under spaces.mu). */
+/* The space's record, made when missing (under spaces->mu). */
 static space_record *
 record_of(sk_controller *c, const char *name)
 {
@@ -127,7 +127,7 @@ record_of(sk_controller *c, const char *name)
 	return m;
 }
 
-/* ... about to hold what the connect path reads (under spaces.mu). */
+/* ... about to hold what the connect path reads (under spaces->mu). */
 static space_record *
 mem_of(sk_controller *c, const char *name)
 {

@@ -2,14 +2,14 @@
  * spaces_int: spaces and activity, private to pkg/controller. What the
  * controller remembers of each space (by name) between reconciles, in
  * memory only, in two maps:
- *   by_name   spaces.c, under spaces.mu: one record per space: the keeper
+ *   by_name   spaces.c, under spaces->mu: one record per space: the keeper
  *             the last reconcile saw (the connect fast path), the last
  *             activity, the requests a connect left for the next reconcile
  *             (wake, replace), the drift the last reconcile left (the drift
  *             gauges of metrics.c, the page's list), the resourceVersion
  *             our writes left (worker.c: a cached copy older than it is
  *             not used);
- *   finished  worker.c, under spaces.done_mu, apart so that connects
+ *   finished  worker.c, under spaces->done_mu, apart so that connects
  *             waiting on reconciles (woken by every one that finishes,
  *             sleeping on spaces.done) never hold up the connect fast path:
  *             each space's last reconcile (its number, whether it failed),
@@ -89,7 +89,7 @@ void sk_ctl_space_forget(sk_controller *c, const char *name);
 bool sk_ctl_space_keeper(sk_controller *c, const char *name, sk_ctl_keeper *out);
 /* The drift the last reconcile left, since_ms per type (NULL: none). */
 void sk_ctl_space_set_drift(sk_controller *c, const char *name, const int64_t *since);
-/* fn for each space with drift, under spaces.mu (fn locks nothing). */
+/* fn for each space with drift, under spaces->mu (fn locks nothing). */
 typedef void (*sk_ctl_drift_fn)(const char *name, const int64_t *since, void *payload);
 void sk_ctl_spaces_drift(sk_controller *c, sk_ctl_drift_fn fn, void *payload);
 /* The resourceVersion our last writes to name left (0: none known). */

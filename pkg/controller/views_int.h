@@ -2,10 +2,10 @@
  * views_int: views of the provider, private to pkg/controller. Each
  * provider's last list of managed sandboxes, grouped by user_id for the
  * workers (observe.c), made by this replica's own list or read from the
- * list another replica shared (share.c). Lock views.mu guards what the
+ * list another replica shared (share.c). Lock views->mu guards what the
  * workers read (by_user, valid, listed_ms, n_sandboxes); the rest is the
  * observer thread's alone (and the start-up's, before it runs). The
- * observer sleeps on the lifecycle's wake (controller_int.h).
+ * observer sleeps on the lifecycle's wake (ground_int.h).
  */
 #ifndef SK_CONTROLLER_VIEWS_INT_H
 #define SK_CONTROLLER_VIEWS_INT_H
@@ -21,7 +21,7 @@
 
 /* The last list of one provider. */
 typedef struct sk_prov_view {
-	/* Under views.mu. */
+	/* Under views->mu. */
 	sk_strmap *by_user; /* user_id -> sk_sandbox_list* */
 	bool valid; /* the last list succeeded */
 	int64_t listed_ms; /* wall clock when that list started */

@@ -4,7 +4,7 @@
  * cache has not seen our last write), with the fencing hook and one
  * provider client per provider each; and what a result does: requeue
  * after, backoff, forget, the counts the connect API and --once wait on
- * (spaces.done_mu, spaces_int.h).
+ * (spaces->done_mu, spaces_int.h).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -305,6 +305,7 @@ worker_process(sk_worker *w, const char *key)
 	sk_controller *c = w->c;
 	sk_reconcile_env env = { 0 };
 	sk_ctl_fence fence = { 0 };
+	sk_ctl_gate gate = { w->c, NULL, 0, 0 };
 	sk_reconcile_report report = { 0 };
 	sk_sandbox_list listed = { 0 };
 	sk_list_view view = { 0 };
@@ -358,7 +359,7 @@ worker_process(sk_worker *w, const char *key)
 	env.may_act = sk_ctl_fence_holds; /* the shard, still under the generation taken */
 	env.may_act_arg = &fence;
 	env.may_start = sk_ctl_capacity_may_start;
-	env.may_start_arg = c;
+	env.may_start_arg = &gate; /* what it asks of others waits for the round's end */
 	env.started = started_told;
 	env.started_arg = c;
 	if (c->archive_s3.bucket != NULL) {
@@ -376,6 +377,7 @@ worker_process(sk_worker *w, const char *key)
 	snprintf(l, sizeof(l), "provider=\"%s\"", c->cfg->providers[prov].name);
 	sk_metrics_add(c->metrics, "spacekeeper_provider_reconciles_total", l, 1);
 	rc = sk_reconcile_object(&env, us, &view, &requeue, &updated, &err);
+	sk_ctl_capacity_carry_out(&gate); /* the evictions its gate decided, and its retry */
 	sk_limiter_release(c->limiters[prov]);
 	snprintf(l, sizeof(l), "look=\"%s\"", sk_look_name(report.look));
 	sk_metrics_add(c->metrics, SK_CTL_METRIC_LOOKS, l, 1);
