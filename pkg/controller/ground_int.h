@@ -13,7 +13,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "../api/api.h"
+#include "../api/config.h"
 #include "../informer/informer.h"
 #include "../metrics/metrics.h"
 #include "../reconcile/reconcile.h"

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../api/names.h"
 #include "ground_int.h"
 #include "quota_int.h"
 #include "shards_int.h"

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/names.h"
 #include "ground_int.h"
 #include "shards_int.h"
 #include "views_int.h"
