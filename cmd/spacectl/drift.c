@@ -8,8 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/config.h"
+#include "api/kvlist.h"
 #include "api/names.h"
-#include "reconcile/reconcile.h"
+#include "api/output.h"
+#include "api/sandbox_values.h"
+#include "api/selector.h"
+#include "api/status.h"
+#include "api/userspace.h"
+#include "reconcile/options.h"
+#include "reconcile/orphans.h"
 #include "sandbox/sandbox.h"
 #include "spacectl.h"
 

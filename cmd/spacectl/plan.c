@@ -6,8 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/config.h"
+#include "api/kvlist.h"
+#include "api/migration.h"
 #include "api/names.h"
-#include "reconcile/reconcile.h"
+#include "api/sandbox_values.h"
+#include "api/status.h"
+#include "api/userspace.h"
+#include "reconcile/observe.h"
+#include "reconcile/options.h"
+#include "reconcile/plan.h"
 #include "sandbox/sandbox.h"
 #include "spacectl.h"
 

@@ -9,7 +9,7 @@
  */
 #include <stdio.h>
 
-#include "reconcile/reconcile.h"
+#include "reconcile/retention.h"
 #include "spacectl.h"
 
 int

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcile/reconcile.h"
+#include "reconcile/plan.h"
 #include "sandbox/sandbox.h"
 #include "spacectl.h"
 

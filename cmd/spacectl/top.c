@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcile/reconcile.h"
+#include "reconcile/plan.h"
 #include "spacectl.h"
 
 static const sk_cli_help help = {

@@ -27,6 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../reconcile/capacity.h"
+#include "../reconcile/plan.h"
+#include "../reconcile/reconcile.h"
 #include "capacity_int.h"
 #include "ground_int.h"
 #include "http_int.h"

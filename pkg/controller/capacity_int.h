@@ -19,6 +19,7 @@
 #include "../api/kvlist.h"
 #include "../api/quota.h"
 #include "../api/userspace.h"
+#include "../reconcile/capacity.h"
 #include "../reconcile/reconcile.h"
 #include "../util/util.h"
 #include "ground_int.h"

@@ -8,6 +8,7 @@
  */
 #include <string.h>
 
+#include "../reconcile/capacity.h"
 #include "capacity_int.h"
 #include "ground_int.h"
 #include "quota_int.h"

@@ -22,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../reconcile/connect.h"
+#include "../reconcile/options.h"
+#include "../reconcile/plan.h"
 #include "capacity_int.h"
 #include "ground_int.h"
 #include "http_int.h"

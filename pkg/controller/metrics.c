@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../reconcile/observe.h"
 #include "ground_int.h"
 #include "http_int.h"
 #include "metrics_int.h"

@@ -13,7 +13,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "../api/config.h"
+#include "../api/kvlist.h"
 #include "../api/names.h"
+#include "../api/sandbox_values.h"
+#include "../reconcile/observe.h"
+#include "../reconcile/options.h"
+#include "../reconcile/orphans.h"
 #include "ground_int.h"
 #include "quota_int.h"
 #include "shards_int.h"

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../reconcile/observe.h"
+#include "../reconcile/retention.h"
 #include "capacity_int.h"
 #include "ground_int.h"
 #include "http_int.h"

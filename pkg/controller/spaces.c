@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../reconcile/reconcile.h"
 #include "ground_int.h"
 #include "spaces_int.h"
 

@@ -21,6 +21,7 @@
 #include <pthread.h>
 
 #include "../api/userspace.h"
+#include "../reconcile/connect.h"
 #include "../reconcile/reconcile.h"
 #include "../util/util.h"
 #include "ground_int.h"

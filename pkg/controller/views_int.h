@@ -16,7 +16,7 @@
 #include "../api/kvlist.h"
 #include "../api/sandbox_values.h"
 #include "../api/schema.h"
-#include "../reconcile/reconcile.h"
+#include "../reconcile/observe.h"
 #include "../sandbox/sandbox.h"
 #include "../util/util.h"
 #include "ground_int.h"

@@ -13,6 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../reconcile/observe.h"
+#include "../reconcile/options.h"
+#include "../reconcile/plan.h"
+#include "../reconcile/reconcile.h"
 #include "capacity_int.h"
 #include "ground_int.h"
 #include "http_int.h"

@@ -6,8 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/config.h"
+#include "../api/kvlist.h"
 #include "../api/names.h"
-#include "reconcile_int.h"
+#include "../api/network.h"
+#include "../api/sandbox_values.h"
+#include "../api/schema.h"
+#include "../api/status.h"
+#include "../api/userspace.h"
+#include "observe.h"
+#include "observe_int.h"
+#include "options.h"
+#include "plan.h"
 
 void
 sk_plan_options_init(sk_plan_options *o)

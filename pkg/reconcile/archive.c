@@ -21,7 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcile_int.h"
+#include "../api/kvlist.h"
+#include "../api/sandbox_values.h"
+#include "archive_int.h"
 
 #define MANIFEST_MAX_BYTES ((size_t)64 << 20)
 

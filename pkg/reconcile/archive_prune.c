@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcile_int.h"
+#include "archive_int.h"
 
 typedef struct prune_gen {
 	char *name;

@@ -11,10 +11,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/network.h"
+#include "../api/sandbox_values.h"
+#include "../api/status.h"
+#include "../api/storage.h"
+#include "../api/userspace.h"
+#include "archive_int.h"
+#include "execute_int.h"
+#include "marker_int.h"
+#include "observe.h"
+#include "outcome_int.h"
+#include "plan.h"
+#include "reconcile.h"
 #include "reconcile_int.h"
+#include "round_int.h"
 
 /* When a round's status is written: the one place that decides (see
- * sk_status_write in reconcile_int.h). */
+ * sk_status_write in round_int.h). */
 sk_status_write
 sk_when_written(sk_round_kind kind, const sk_plan_result *plan, bool failed)
 {
@@ -25,44 +38,8 @@ sk_when_written(sk_round_kind kind, const sk_plan_result *plan, bool failed)
 	return SK_WRITE_IF_CHANGED;
 }
 
-typedef struct sk_xctx {
-	const sk_reconcile_env *env;
-	sk_provider *p;
-	const sk_userspace *planned; /* the object the plan was made from */
-	const sk_observed *ob; /* what the plan was made from (NULL: unknown) */
-	sk_userspace *cur; /* the stored object as last read or written */
-	sk_userspace_status st; /* the status to write */
-	char *created; /* sandbox made by this run's CREATE */
-	/* this run's CREATE failed before its Creating mark, none stored before */
-	bool create_unmarked;
-	bool removed; /* finalizer removed: the object may be gone */
-	int64_t now;
-	sk_round_kind kind;
-	const sk_plan_result *plan;
-	bool failed; /* an action failed (record_failure) */
-	sk_followup *fu; /* when the status may be handed on: the round's answers */
-	/* Where the round's events are held back (see sk_followup.held);
-	 * NULL: each is written at once. */
-	sk_followup *hold;
-	/* An action changed what the provider's list shows (create, resume,
-	 * pause, kill, deadline): lastReconcileTime moves, so the next rounds
-	 * trust a direct GET over a list older than that (observe's list_stale).
-	 * A write of conditions or lastActivityTime alone does not move it. */
-	bool changed_provider;
-	bool fenced; /* may_act said no: nothing more is called or written */
-	/* A write found the stored status changed by someone else: the object
-	 * as stored then, handed to the caller instead of cur (whose cache may
-	 * have missed that write: retrying from it would conflict again). */
-	sk_userspace *conflicted;
-	/* The last CONNECT's answer (its envd details), for the ARCHIVE after it. */
-	sk_sandbox connected;
-} sk_xctx;
-
-static void xlog(const sk_xctx *x, sk_log_level lvl, const char *msg, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
-
-static void
-xlog(const sk_xctx *x, sk_log_level lvl, const char *msg, const char *fmt, ...)
+void
+sk_exec_log(const sk_xctx *x, sk_log_level lvl, const char *msg, const char *fmt, ...)
 {
 	sk_buf b = SK_BUF_INIT(4096);
 	va_list ap;
@@ -119,11 +96,8 @@ release(sk_xctx *x)
 	x->hold = NULL;
 }
 
-static void event(sk_xctx *x, const char *type, const char *reason, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
-
-static void
-event(sk_xctx *x, const char *type, const char *reason, const char *fmt, ...)
+void
+sk_exec_event(sk_xctx *x, const char *type, const char *reason, const char *fmt, ...)
 {
 	sk_buf b = SK_BUF_INIT(4096);
 	va_list ap;
@@ -156,16 +130,16 @@ status_same(const sk_userspace_status *a, const sk_userspace_status *b)
 
 /* Fencing: SK_EUNAVAILABLE (and x->fenced, logged once) when the caller
  * may no longer act on this user before `what`; 0 when it may. */
-static int
-fence(sk_xctx *x, const char *what, sk_error *err)
+int
+sk_exec_fence(sk_xctx *x, const char *what, sk_error *err)
 {
 	if (!x->fenced &&
 	        (x->env->may_act == NULL ||
 	                x->env->may_act(x->env->may_act_arg, x->cur->spec.user_id)))
 		return 0;
 	if (!x->fenced)
-		xlog(x, SK_LOG_WARN, "fenced", "before=\"%s\" why=\"no valid lease on its shard\"",
-		        what);
+		sk_exec_log(x, SK_LOG_WARN, "fenced",
+		        "before=\"%s\" why=\"no valid lease on its shard\"", what);
 	x->fenced = true;
 	return sk_error_set(err, SK_EUNAVAILABLE,
 	        "fenced: no valid lease on the shard of user %s; not acting",
@@ -192,7 +166,7 @@ sk_reconcile_write_status(
 static int
 write_once(sk_xctx *x, const sk_userspace_status *st, sk_error *err)
 {
-	int rc = fence(x, "status write", err);
+	int rc = sk_exec_fence(x, "status write", err);
 
 	if (rc != 0)
 		return rc;
@@ -201,8 +175,8 @@ write_once(sk_xctx *x, const sk_userspace_status *st, sk_error *err)
 
 /* CAS write; on a conflict re-reads and retries once when the stored status
  * is still the one this run started from (someone edited spec or metadata). */
-static int
-write_status(sk_xctx *x, const sk_userspace_status *st, sk_error *err)
+int
+sk_exec_write_status(sk_xctx *x, const sk_userspace_status *st, sk_error *err)
 {
 	sk_userspace *fresh = NULL;
 	int rc = write_once(x, st, err);
@@ -240,7 +214,7 @@ write_if_changed(sk_xctx *x, sk_error *err)
 		x->fu->armed = true;
 		return 0;
 	}
-	return write_status(x, &x->st, err);
+	return sk_exec_write_status(x, &x->st, err);
 }
 
 static const char *
@@ -257,42 +231,17 @@ log_action(const sk_xctx *x, const sk_action *a)
 	const char *id = id_of(x, a), *why = sk_kill_reason_name(a->why);
 
 	if (why[0] != '\0')
-		xlog(x, SK_LOG_INFO, "action", "action=%s sandbox=%s why=%s",
+		sk_exec_log(x, SK_LOG_INFO, "action", "action=%s sandbox=%s why=%s",
 		        sk_action_type_name(a->type), id ? id : "-", why);
 	else
-		xlog(x, SK_LOG_INFO, "action", "action=%s sandbox=%s", sk_action_type_name(a->type),
-		        id ? id : "-");
-}
-
-/* The sandbox a create answered with, as a list would show it. */
-static void
-note_created(sk_xctx *x, const sk_action *a, const sk_sandbox *made)
-{
-	sk_sandbox sb;
-
-	sk_sandbox_copy(&sb, made);
-	sb.state = SK_SANDBOX_RUNNING;
-	if (sb.started_ms == 0)
-		sb.started_ms = sk_now_ms();
-	if (sb.template_id == NULL)
-		sb.template_id = sk_strdup(a->template_id);
-	if (sb.cpu_count == 0)
-		sb.cpu_count = a->cpu_count;
-	if (sb.memory_mb == 0)
-		sb.memory_mb = a->memory_mb;
-	for (size_t i = 0; i < a->metadata.len; i++) {
-		if (sk_kvlist_get(&sb.metadata, a->metadata.items[i].key) == NULL)
-			sk_kvlist_set(
-			        &sb.metadata, a->metadata.items[i].key, a->metadata.items[i].value);
-	}
-	sk_observed_add(&x->fu->seen, &sb);
-	sk_sandbox_dispose(&sb);
+		sk_exec_log(x, SK_LOG_INFO, "action", "action=%s sandbox=%s",
+		        sk_action_type_name(a->type), id ? id : "-");
 }
 
 /* For the report: this run set id's deadline (timeout_ms from now), and
  * the provider's answer (sb, may be NULL) named its envd details. */
-static void
-note_deadline(sk_xctx *x, const char *id, int64_t timeout_ms, const sk_sandbox *sb)
+void
+sk_exec_note_deadline(sk_xctx *x, const char *id, int64_t timeout_ms, const sk_sandbox *sb)
 {
 	sk_reconcile_report *r = x->env->report;
 	int64_t now = sk_now_ms();
@@ -316,184 +265,6 @@ note_deadline(sk_xctx *x, const char *id, int64_t timeout_ms, const sk_sandbox *
 		r->set_version = sk_strdup(sb->envd_version);
 		r->set_seen = true;
 	}
-}
-
-/* spec.storage.volume before a create: the volume made when missing, its
- * mount put in req (name and path in the caller's buffers: the Creating
- * mark's write replaces x->cur), status.storage set; a provider without
- * volumes creates without one and says so (status.storage state
- * Unsupported, an event). No volume asked for: status.storage cleared. */
-typedef struct volume_mount {
-	char name[SK_VOLUME_NAME_MAX + 1];
-	char *path;
-} volume_mount;
-
-static int
-prepare_volume(sk_xctx *x, sk_create_request *req, volume_mount *vm, sk_error *err)
-{
-	const sk_userspace_spec *s = &x->cur->spec;
-	sk_storage_status *st = &x->st.storage, next = { 0 };
-	const char *name;
-	char *id = NULL;
-	int rc;
-
-	if (!sk_storage_wanted(s)) {
-		sk_storage_status_dispose(st);
-		return 0;
-	}
-	sk_storage_volume_name(s, vm->name);
-	name = vm->name;
-	if (sk_sandbox_has_volumes(x->p)) {
-		if ((rc = sk_sandbox_ensure_volume(x->p, name, &id, err)) != 0)
-			return rc;
-		vm->path = sk_strdup(sk_storage_mount_path(s));
-		req->volume_name = name;
-		req->volume_mount = vm->path;
-	}
-	next.state = sk_strdup(id ? SK_STORAGE_MOUNTED : SK_STORAGE_UNSUPPORTED);
-	next.volume_name = sk_strdup(name);
-	next.volume_id = id;
-	next.mount_path = sk_strdup(sk_storage_mount_path(s));
-	if (!sk_storage_status_equal(st, &next) && id != NULL)
-		event(x, "Normal", SK_REASON_VOLUME_MOUNTED, "volume %s (%s) mounted at %s", name,
-		        id, next.mount_path);
-	else if (!sk_storage_status_equal(st, &next))
-		event(x, "Warning", SK_REASON_VOLUME_UNSUPPORTED,
-		        "provider type %s has no volumes: the space runs without volume %s",
-		        sk_provider_get_ops(x->p)->name, name);
-	sk_storage_status_dispose(st);
-	*st = next;
-	return 0;
-}
-
-/* spec.source.fork before the Creating mark: the source's bound sandbox at
- * the same provider entry, or an error and no create (a provider without
- * fork creates nothing rather than an empty sandbox; a source with a volume
- * is not forked: the provider's fork mounts the source's volumes). *src_id: the caller
- * frees it. */
-static int
-fork_source(sk_xctx *x, const sk_action *a, char **src_id, sk_error *err)
-{
-	const char *mine =
-	        x->cur->status.provider ? x->cur->status.provider : x->cur->spec.provider;
-	const char *theirs;
-	sk_userspace *src = NULL;
-	int rc;
-
-	*src_id = NULL;
-	if (!sk_sandbox_can_fork(x->p)) {
-		event(x, "Warning", SK_REASON_FORK_UNSUPPORTED,
-		        "provider type %s has no fork: no sandbox is created from userspace %s",
-		        sk_provider_get_ops(x->p)->name, a->fork_from);
-		return sk_error_set(err, SK_ENOTSUPPORTED,
-		        "spec.source.fork.userSpace: provider type %s has no fork; nothing created "
-		        "(ForkUnsupported)",
-		        sk_provider_get_ops(x->p)->name);
-	}
-	if ((rc = sk_store_get(x->env->store, a->fork_from, &src, err)) == SK_ENOTFOUND)
-		return sk_error_set(err, SK_ETERMINAL,
-		        "spec.source.fork.userSpace: userspace %s not found", a->fork_from);
-	if (rc != 0)
-		return rc;
-	theirs = src->status.provider ? src->status.provider : src->spec.provider;
-	if (src->status.sandbox_id == NULL)
-		rc = sk_error_set(err, SK_EUNAVAILABLE,
-		        "spec.source.fork.userSpace: userspace %s has no sandbox to fork yet",
-		        a->fork_from);
-	else if (sk_storage_wanted(&src->spec))
-		rc = sk_error_set(err, SK_ETERMINAL,
-		        "spec.source.fork.userSpace: userspace %s keeps its files on a volume "
-		        "(spec.storage.volume); a fork would mount that volume and change its "
-		        "files: not forked",
-		        a->fork_from);
-	else if (!sk_str_eq(mine, theirs))
-		rc = sk_error_set(err, SK_ETERMINAL,
-		        "spec.source.fork.userSpace: userspace %s runs at provider %s, this space "
-		        "at %s; a fork stays at its provider",
-		        a->fork_from, theirs ? theirs : "-", mine ? mine : "-");
-	else
-		*src_id = sk_strdup(src->status.sandbox_id);
-	sk_userspace_free(src);
-	return rc;
-}
-
-static int
-do_create(sk_xctx *x, const sk_action *a, sk_error *err)
-{
-	sk_userspace_status mark;
-	sk_create_request req;
-	volume_mount vm = { .path = NULL };
-	sk_sandbox sb;
-	char *src_id = NULL;
-	int rc;
-
-	memset(&req, 0, sizeof(req));
-	/* an earlier round's mark stays: its create may exist */
-	x->create_unmarked = x->cur->status.phase != SK_PHASE_CREATING;
-	if (a->fork_from != NULL && (rc = fork_source(x, a, &src_id, err)) != 0)
-		return rc;
-	if ((rc = prepare_volume(x, &req, &vm, err)) != 0) {
-		free(src_id);
-		return rc;
-	}
-
-	/* The Creating mark first: without it, no create (see reconcile.h). */
-	sk_userspace_status_copy(&mark, &x->cur->status);
-	mark.phase = SK_PHASE_CREATING;
-	free(mark.sandbox_id);
-	mark.sandbox_id = NULL;
-	mark.last_reconcile_ms = x->now;
-	sk_storage_status_dispose(&mark.storage); /* with the mark: a follow-up round keeps it */
-	sk_storage_status_copy(&mark.storage, &x->st.storage);
-	rc = write_status(x, &mark, err);
-	sk_userspace_status_dispose(&mark);
-	if (rc != 0) {
-		free(vm.path);
-		free(src_id);
-		return rc;
-	}
-	x->create_unmarked = false;
-	x->st.last_reconcile_ms = x->now;
-	req.template_id = a->template_id;
-	req.timeout_ms = a->timeout_ms;
-	req.auto_pause = a->auto_pause;
-	req.auto_resume = a->auto_resume;
-	req.cpu_count = a->cpu_count;
-	req.memory_mb = a->memory_mb;
-	req.metadata = &a->metadata;
-	req.env = &a->env;
-	req.network = &a->network;
-	memset(&sb, 0, sizeof(sb));
-	/* A fork comes without the space's metadata (E2B's fork takes none):
-	 * the binding by ID, written with the status below, is what makes it
-	 * the space's; one lost to a crash before that write is never taken
-	 * for the user's (no user_id) and ends at its provider timeout. */
-	if (src_id != NULL)
-		rc = sk_sandbox_fork(x->p, src_id, a->timeout_ms, &sb, err);
-	else
-		rc = sk_sandbox_create(x->p, &req, &sb, err);
-	if (rc == 0 && x->fu != NULL)
-		note_created(x, a, &sb);
-	if (rc == 0) {
-		note_deadline(x, sb.id, a->timeout_ms, &sb);
-		if (sb.end_ms > 0 && x->env->report != NULL)
-			x->env->report->set_deadline_ms = sb.end_ms;
-		free(x->created);
-		x->created = sk_strdup(sb.id);
-		free(x->st.sandbox_id);
-		x->st.sandbox_id = sk_strdup(sb.id);
-		if (src_id != NULL)
-			event(x, "Normal", SK_REASON_FORKED,
-			        "created sandbox %s, a fork of sandbox %s of userspace %s", sb.id,
-			        src_id, a->fork_from);
-		else
-			event(x, "Normal", SK_REASON_CREATED, "created sandbox %s (template %s)",
-			        sb.id, a->template_id);
-	}
-	sk_sandbox_dispose(&sb);
-	free(vm.path);
-	free(src_id);
-	return rc;
 }
 
 static const char *
@@ -531,8 +302,8 @@ do_kill(sk_xctx *x, const sk_action *a, sk_error *err)
 	if (rc == 0 && x->fu != NULL)
 		note_killed(x, a->sandbox_id);
 	if (rc == 0)
-		event(x, "Normal", kill_event(a->why), "killed sandbox %s (%s)", a->sandbox_id,
-		        sk_kill_reason_name(a->why));
+		sk_exec_event(x, "Normal", kill_event(a->why), "killed sandbox %s (%s)",
+		        a->sandbox_id, sk_kill_reason_name(a->why));
 	if (rc == 0 && a->why == SK_KILL_REPLACE && x->env->report != NULL) {
 		free(x->env->report->replaced_id);
 		x->env->report->replaced_id = sk_strdup(a->sandbox_id);
@@ -567,7 +338,7 @@ do_connect(sk_xctx *x, const sk_action *a, sk_error *err)
 	memset(&sb, 0, sizeof(sb));
 	rc = sk_sandbox_connect(x->p, id_of(x, a), a->timeout_ms, &sb, &resumed, err);
 	if (rc == 0)
-		note_deadline(x, id_of(x, a), a->timeout_ms, &sb);
+		sk_exec_note_deadline(x, id_of(x, a), a->timeout_ms, &sb);
 	if (rc == 0 && x->fu != NULL)
 		note_running(x, id_of(x, a), a->timeout_ms);
 	if (rc == 0 && sb.id != NULL) {
@@ -576,11 +347,11 @@ do_connect(sk_xctx *x, const sk_action *a, sk_error *err)
 	}
 	sk_sandbox_dispose(&sb);
 	if (rc == 0 && a->wake != SK_WAKE_NONE)
-		event(x, "Normal", SK_REASON_WOKEN, "%s woke sandbox %s%s",
+		sk_exec_event(x, "Normal", SK_REASON_WOKEN, "%s woke sandbox %s%s",
 		        sk_wake_cause_phrase(a->wake), id_of(x, a),
 		        resumed ? "" : " (it was already running)");
 	else if (rc == 0 && resumed)
-		event(x, "Normal", SK_REASON_RESUMED, "resumed sandbox %s", id_of(x, a));
+		sk_exec_event(x, "Normal", SK_REASON_RESUMED, "resumed sandbox %s", id_of(x, a));
 	return rc;
 }
 
@@ -597,7 +368,8 @@ do_pause(sk_xctx *x, const sk_action *a, sk_error *err)
 		x->env->report->paused_at_ms = sk_now_ms();
 	}
 	if (rc == 0)
-		event(x, "Normal", SK_REASON_PAUSED_EVENT, "paused sandbox %s", id_of(x, a));
+		sk_exec_event(
+		        x, "Normal", SK_REASON_PAUSED_EVENT, "paused sandbox %s", id_of(x, a));
 	return rc;
 }
 
@@ -627,7 +399,7 @@ delete_volume(sk_xctx *x, sk_error *err)
 		return 0;
 	sk_storage_volume_name(s, name);
 	if ((rc = sk_sandbox_delete_volume(x->p, name, err)) == 0)
-		event(x, "Normal", SK_REASON_VOLUME_DELETED,
+		sk_exec_event(x, "Normal", SK_REASON_VOLUME_DELETED,
 		        "deleted volume %s (deletionPolicy Delete)", name);
 	return rc;
 }
@@ -654,7 +426,8 @@ do_unfinalize(sk_xctx *x, sk_error *err)
 		rc = 0;
 	if (rc == 0) {
 		x->removed = true;
-		event(x, "Normal", SK_REASON_FINALIZER_REMOVED, "cleanup done (deletionPolicy %s)",
+		sk_exec_event(x, "Normal", SK_REASON_FINALIZER_REMOVED,
+		        "cleanup done (deletionPolicy %s)",
 		        x->cur->spec.deletion_policy == SK_DELETE_RETAIN ? "Retain" : "Delete");
 	}
 	return rc;
@@ -666,7 +439,7 @@ do_set_timeout(sk_xctx *x, const sk_action *a, sk_error *err)
 	int rc = sk_sandbox_set_timeout(x->p, id_of(x, a), a->timeout_ms, err);
 
 	if (rc == 0)
-		note_deadline(x, id_of(x, a), a->timeout_ms, NULL);
+		sk_exec_note_deadline(x, id_of(x, a), a->timeout_ms, NULL);
 	if (rc == 0 && x->fu != NULL)
 		note_running(x, id_of(x, a), a->timeout_ms);
 	return rc;
@@ -703,7 +476,7 @@ do_init_env(sk_xctx *x, const sk_action *a, sk_error *err)
 		return 0;
 	}
 	if (rc == 0)
-		event(x, "Normal", SK_REASON_ENV_ASSERTED,
+		sk_exec_event(x, "Normal", SK_REASON_ENV_ASSERTED,
 		        "re-asserted %zu environment variables of sandbox %s", a->env.len, id);
 	return rc;
 }
@@ -733,7 +506,7 @@ do_set_network(sk_xctx *x, const sk_action *a, sk_error *err)
 
 	if (rc == 0) {
 		sk_network_format(&a->network, net, sizeof(net));
-		event(x, "Normal", SK_REASON_NETWORK_UPDATED,
+		sk_exec_event(x, "Normal", SK_REASON_NETWORK_UPDATED,
 		        "applied the network policy to sandbox %s: %s", id_of(x, a), net);
 	}
 	return rc;
@@ -750,7 +523,7 @@ do_archive(sk_xctx *x, const sk_action *a, sk_error *err)
 	        x->env, x->p, sandbox_of(x, id, &bare), x->cur, sk_now_ms(), &x->st, &rep, err);
 
 	if (rc == 0)
-		event(x, "Normal", SK_REASON_ARCHIVED,
+		sk_exec_event(x, "Normal", SK_REASON_ARCHIVED,
 		        "archived the workspace of sandbox %s: %llu files, %llu bytes at "
 		        "s3://%s/%s/ (verified)",
 		        id, (unsigned long long)rep.files_total,
@@ -768,7 +541,7 @@ do_purge(sk_xctx *x, sk_error *err)
 	int rc = sk_execute_purge(x->env, x->cur, &rep, err);
 
 	if (rc == 0 && rep.deleted > 0)
-		event(x, "Normal", SK_REASON_ARCHIVE_PURGED,
+		sk_exec_event(x, "Normal", SK_REASON_ARCHIVE_PURGED,
 		        "deleted %zu archive generations (%llu objects) of the deleted space",
 		        rep.deleted, (unsigned long long)rep.objects_deleted);
 	return rc;
@@ -785,14 +558,14 @@ do_restore(sk_xctx *x, const sk_action *a, sk_error *err)
 	        x->env, x->p, sandbox_of(x, id, &bare), x->cur, &rep, note, sizeof(note), err);
 
 	if (rc == 0)
-		event(x, "Normal", SK_REASON_RESTORED,
+		sk_exec_event(x, "Normal", SK_REASON_RESTORED,
 		        "restored %llu files, %llu bytes into sandbox %s from s3://%s/%s/ "
 		        "(verified against its manifest)",
 		        (unsigned long long)rep.files_total, (unsigned long long)rep.bytes_total,
 		        id, x->cur->status.archive.bucket ? x->cur->status.archive.bucket : "",
 		        x->cur->status.archive.key ? x->cur->status.archive.key : "");
 	if (rc == 0 && note[0] != '\0')
-		event(x, strncmp(note, "pruned", 6) == 0 ? "Normal" : "Warning",
+		sk_exec_event(x, strncmp(note, "pruned", 6) == 0 ? "Normal" : "Warning",
 		        SK_REASON_ARCHIVE_PRUNED, "%s", note);
 	sk_copy_report_free(&rep);
 	return rc;
@@ -802,14 +575,16 @@ static int
 run_action(sk_xctx *x, const sk_action *a, sk_error *err)
 {
 	switch (a->type) {
-	case SK_ACTION_CREATE: return do_create(x, a, err);
+	case SK_ACTION_CREATE: return sk_exec_create(x, a, err);
 	case SK_ACTION_CONNECT: return do_connect(x, a, err);
 	case SK_ACTION_PAUSE: return do_pause(x, a, err);
 	case SK_ACTION_KILL: return do_kill(x, a, err);
 	case SK_ACTION_SET_TIMEOUT: return do_set_timeout(x, a, err);
 	case SK_ACTION_BIND: return do_bind(x, a, err);
 	case SK_ACTION_REMOVE_FINALIZER: return do_unfinalize(x, err);
-	case SK_ACTION_EVENT: event(x, a->event_type, a->reason, "%s", a->message); return 0;
+	case SK_ACTION_EVENT:
+		sk_exec_event(x, a->event_type, a->reason, "%s", a->message);
+		return 0;
 	case SK_ACTION_INIT_ENV: return do_init_env(x, a, err);
 	case SK_ACTION_WRITE_MARKER: return do_write_marker(x, a, err);
 	case SK_ACTION_SET_NETWORK: return do_set_network(x, a, err);
@@ -833,16 +608,16 @@ record_failure(sk_xctx *x, const sk_action *a, int rc, sk_error *err)
 	release(x); /* the events before it first */
 	sk_error_prefix(err, "%s", sk_action_type_name(a->type));
 	o.message = err->message;
-	xlog(x, transient ? SK_LOG_WARN : SK_LOG_ERROR, "action failed",
+	sk_exec_log(x, transient ? SK_LOG_WARN : SK_LOG_ERROR, "action failed",
 	        "action=%s reason=%s transient=%s error=\"%s\"", sk_action_type_name(a->type),
 	        reason, transient ? "true" : "false", err->message);
 	sk_error_clear(&e2);
-	if (x->removed || fence(x, "failure record", &e2) != 0)
+	if (x->removed || sk_exec_fence(x, "failure record", &e2) != 0)
 		return; /* a fenced run writes nothing, not even an event */
 	sk_plan_failure(x->planned, &o, x->now, &x->st);
-	event(x, "Warning", reason, "%s", err->message);
+	sk_exec_event(x, "Warning", reason, "%s", err->message);
 	if (x->st.phase == SK_PHASE_CREATING && x->st.sandbox_id == NULL)
-		write_status(x, &x->st, &e2); /* keeps the mark's time */
+		sk_exec_write_status(x, &x->st, &e2); /* keeps the mark's time */
 	else
 		write_if_changed(x, &e2);
 }
@@ -874,7 +649,7 @@ tell_started(sk_xctx *x)
 	        x->removed || x->st.phase != SK_PHASE_RUNNING || moves_files(x->plan))
 		return;
 	sk_error_clear(&e);
-	if (fence(x, "early answer", &e) != 0)
+	if (sk_exec_fence(x, "early answer", &e) != 0)
 		return;
 	next = sk_userspace_dup(x->cur);
 	sk_userspace_status_dispose(&next->status);
@@ -885,7 +660,7 @@ tell_started(sk_xctx *x)
 	sk_userspace_free(next);
 }
 
-/* See reconcile_int.h. */
+/* See round_int.h. */
 int
 sk_execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_userspace *planned,
         const sk_observed *ob, const sk_plan_result *plan, sk_round_kind kind, sk_followup *fu,
@@ -923,7 +698,7 @@ sk_execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_u
 			break;
 		}
 		if (a->type != SK_ACTION_EVENT &&
-		        (rc = fence(&x, sk_action_type_name(a->type), err)) != 0)
+		        (rc = sk_exec_fence(&x, sk_action_type_name(a->type), err)) != 0)
 			break;
 		rc = run_action(&x, a, err);
 		if (rc == 0 && a->type != SK_ACTION_INIT_ENV && a->type != SK_ACTION_WRITE_MARKER &&

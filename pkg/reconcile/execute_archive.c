@@ -17,7 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcile_int.h"
+#include "../api/sandbox_values.h"
+#include "../api/status.h"
+#include "../api/userspace.h"
+#include "archive_int.h"
+#include "reconcile.h"
+#include "round_int.h"
 
 static int
 open_archive(

@@ -1,5 +1,5 @@
 /*
- * reconcile/marker: the workspace marker's I/O (see reconcile.h). A JSON
+ * reconcile/marker: the workspace marker's I/O (see marker_int.h). A JSON
  * document in the first workspace path,
  *   {"space": NAME, "uid": UID, "userID": ID, "generation": N,
  *    "sandboxID": ID, "time": RFC3339}
@@ -10,6 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/sandbox_values.h"
+#include "../api/strlist.h"
+#include "../api/userspace.h"
+#include "marker_int.h"
 #include "reconcile_int.h"
 
 #define MARKER_MAX_BYTES 4096

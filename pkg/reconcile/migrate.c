@@ -1,5 +1,5 @@
 /*
- * reconcile/migrate: the migration round (see reconcile.h and
+ * reconcile/migrate: the migration round (see migrate_int.h and
  * migrate_plan.c): observes the source and the target at their own
  * providers, asks sk_plan_migration for the step, writes its mark into
  * status.migration (compare-and-swap), runs it through the providers and
@@ -11,9 +11,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/kvlist.h"
+#include "../api/migration.h"
 #include "../api/names.h"
 #include "../api/quantity.h"
+#include "../api/sandbox_values.h"
+#include "../api/status.h"
+#include "../api/storage.h"
+#include "../api/strlist.h"
+#include "../api/userspace.h"
+#include "migrate_int.h"
+#include "observe.h"
+#include "observe_int.h"
+#include "plan.h"
+#include "reconcile.h"
 #include "reconcile_int.h"
+#include "round_int.h"
 
 typedef struct mx {
 	const sk_reconcile_env *env;

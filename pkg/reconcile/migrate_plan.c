@@ -1,5 +1,5 @@
 /*
- * reconcile/migrate_plan: the pure half of a migration (see reconcile.h):
+ * reconcile/migrate_plan: the pure half of a migration (see migrate_int.h):
  * what starts one, and from status.migration plus what a round saw at the
  * two providers, the one step to take next. No I/O, no clock; table-tested
  * in test/unit/check_migrate.c.
@@ -19,7 +19,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/kvlist.h"
+#include "../api/migration.h"
 #include "../api/names.h"
+#include "../api/sandbox_values.h"
+#include "../api/userspace.h"
+#include "migrate_int.h"
+#include "observe.h"
+#include "options.h"
+#include "plan.h"
 #include "reconcile_int.h"
 
 static const char *const step_names[] = { "none", "create-target", "copy", "verify", "switch",

@@ -12,7 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/kvlist.h"
 #include "../api/names.h"
+#include "../api/sandbox_values.h"
+#include "../api/status.h"
+#include "../api/userspace.h"
+#include "marker_int.h"
+#include "observe.h"
+#include "observe_int.h"
+#include "options.h"
 #include "reconcile_int.h"
 
 static bool

@@ -9,7 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/kvlist.h"
 #include "../api/names.h"
+#include "../api/sandbox_values.h"
+#include "options.h"
+#include "orphans.h"
 #include "reconcile_int.h"
 
 void

@@ -8,6 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/kvlist.h"
+#include "../api/status.h"
+#include "../api/userspace.h"
+#include "archive_int.h"
+#include "connect.h"
+#include "observe_int.h"
+#include "options.h"
+#include "outcome_int.h"
+#include "plan.h"
 #include "reconcile_int.h"
 
 int64_t

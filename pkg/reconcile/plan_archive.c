@@ -47,6 +47,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/sandbox_values.h"
+#include "../api/status.h"
+#include "../api/userspace.h"
+#include "archive_int.h"
+#include "options.h"
+#include "outcome_int.h"
+#include "plan.h"
+#include "plan_int.h"
 #include "reconcile_int.h"
 
 #define HOUR_MS (3600LL * 1000)

@@ -23,6 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/sandbox_values.h"
+#include "../api/status.h"
+#include "../api/userspace.h"
+#include "capacity.h"
+#include "plan.h"
+#include "plan_int.h"
 #include "reconcile_int.h"
 
 sk_capacity_verdict

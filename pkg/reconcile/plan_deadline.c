@@ -17,6 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/sandbox_values.h"
+#include "../api/status.h"
+#include "../api/userspace.h"
+#include "observe.h"
+#include "observe_int.h"
+#include "options.h"
+#include "plan.h"
+#include "plan_int.h"
 #include "reconcile_int.h"
 
 /* A provider's deadline within this of the one spacekeeper set is the same

@@ -6,6 +6,12 @@
  * the user's sandboxes keeps the finalizer (a list is not proof of absence).
  * Table-tested in test/unit/check_plan.c.
  */
+#include "../api/sandbox_values.h"
+#include "../api/status.h"
+#include "../api/userspace.h"
+#include "observe.h"
+#include "plan.h"
+#include "plan_int.h"
 #include "reconcile_int.h"
 
 void

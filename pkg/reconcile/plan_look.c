@@ -23,6 +23,13 @@
  * evidence enough: the failed probe is not confirmed by a GET, and a list
  * older than the replacement's kill does not show the old sandbox again.
  */
+#include "../api/kvlist.h"
+#include "../api/sandbox_values.h"
+#include "../api/userspace.h"
+#include "observe.h"
+#include "observe_int.h"
+#include "options.h"
+#include "plan.h"
 #include "reconcile_int.h"
 
 int64_t

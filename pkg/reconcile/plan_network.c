@@ -16,7 +16,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/kvlist.h"
+#include "../api/migration.h"
 #include "../api/names.h"
+#include "../api/network.h"
+#include "../api/sandbox_values.h"
+#include "../api/status.h"
+#include "../api/userspace.h"
+#include "plan.h"
+#include "plan_int.h"
 #include "reconcile_int.h"
 
 #define NET_LINE 2048

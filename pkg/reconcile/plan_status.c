@@ -7,6 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/migration.h"
+#include "../api/status.h"
+#include "plan.h"
+#include "plan_int.h"
 #include "reconcile_int.h"
 
 static const char *const cond_types[SK_C_COUNT] = {

@@ -8,7 +8,9 @@
  * usage either (never a write per connect), and a reader adds the time
  * since lastUpdateTime at the current phase (sk_usage_now).
  */
-#include "reconcile_int.h"
+#include "../api/status.h"
+#include "plan.h"
+#include "plan_int.h"
 
 static int
 state_of(sk_phase p)

@@ -36,6 +36,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/kvlist.h"
+#include "../api/sandbox_values.h"
+#include "../api/status.h"
+#include "../api/userspace.h"
+#include "marker_int.h"
+#include "options.h"
+#include "plan.h"
+#include "plan_int.h"
 #include "reconcile_int.h"
 
 static bool

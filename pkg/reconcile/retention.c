@@ -10,7 +10,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "reconcile_int.h"
+#include "../api/config.h"
+#include "../api/status.h"
+#include "../api/userspace.h"
+#include "plan.h"
+#include "retention.h"
 
 #define DAY_MS (24LL * 3600 * 1000)
 

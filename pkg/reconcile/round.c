@@ -7,7 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/migration.h"
+#include "../api/sandbox_values.h"
+#include "../api/status.h"
+#include "../api/userspace.h"
+#include "migrate_int.h"
+#include "observe.h"
+#include "observe_int.h"
+#include "plan.h"
+#include "reconcile.h"
 #include "reconcile_int.h"
+#include "round_int.h"
 
 static void
 result_dispose(sk_observed *ob, sk_plan_result *plan)

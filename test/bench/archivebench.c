@@ -31,8 +31,7 @@
 #include <sys/resource.h>
 
 #include "objstore/objstore.h"
-#include "reconcile/reconcile.h"
-#include "reconcile/reconcile_int.h" /* the archive (sk_archive_new, _workspace, _restore) */
+#include "reconcile/archive_int.h"
 #include "sandbox/sandbox.h"
 
 #define KEY "e2b_0000000000000000000000000000000000000000"

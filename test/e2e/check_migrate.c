@@ -24,9 +24,16 @@
 #include <jansson.h>
 
 #include "../testutil.h"
+#include "api/config.h"
+#include "api/kvlist.h"
+#include "api/migration.h"
 #include "api/names.h"
-#include "reconcile/reconcile.h"
-#include "reconcile/reconcile_int.h" /* SK_TRIGGER_PROVIDER */
+#include "api/network.h"
+#include "api/sandbox_values.h"
+#include "api/status.h"
+#include "api/strlist.h"
+#include "api/userspace.h"
+#include "reconcile/reconcile_int.h"
 #include "sandbox/sandbox.h"
 #include "store/store.h"
 

@@ -16,8 +16,7 @@
 #include <string.h>
 
 #include "../testutil.h"
-#include "reconcile/reconcile.h"
-#include "reconcile/reconcile_int.h" /* the archive and its pruning */
+#include "reconcile/archive_int.h"
 
 Suite *sk_suite_archive(void);
 

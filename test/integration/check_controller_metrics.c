@@ -12,6 +12,7 @@
 #include "../testutil.h"
 #include "controller/metrics_int.h"
 #include "controller/spaces_int.h"
+#include "reconcile/reconcile.h"
 
 Suite *sk_suite_controller_metrics(void);
 

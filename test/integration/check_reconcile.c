@@ -11,9 +11,16 @@
 #include <string.h>
 
 #include "../testutil.h"
+#include "api/kvlist.h"
 #include "api/names.h"
+#include "api/sandbox_values.h"
+#include "api/status.h"
+#include "api/userspace.h"
+#include "reconcile/observe.h"
+#include "reconcile/observe_int.h"
+#include "reconcile/plan.h"
 #include "reconcile/reconcile.h"
-#include "reconcile/reconcile_int.h" /* sk_execute, sk_observed_init */
+#include "reconcile/round_int.h"
 #include "reconcile_fixture.h"
 
 Suite *sk_suite_reconcile(void);

@@ -18,8 +18,15 @@
 #include <string.h>
 
 #include "../testutil.h"
+#include "api/kvlist.h"
 #include "api/names.h"
-#include "reconcile/reconcile_int.h" /* the archive's reasons (SK_REASON_ARCHIVED, ...) */
+#include "api/sandbox_values.h"
+#include "api/status.h"
+#include "api/userspace.h"
+#include "reconcile/connect.h"
+#include "reconcile/observe.h"
+#include "reconcile/reconcile.h"
+#include "reconcile/reconcile_int.h"
 #include "reconcile_fixture.h"
 
 Suite *sk_suite_reconcile_archive(void);

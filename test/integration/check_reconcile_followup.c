@@ -18,7 +18,12 @@
 #include <unistd.h>
 
 #include "../testutil.h"
+#include "api/kvlist.h"
 #include "api/names.h"
+#include "api/sandbox_values.h"
+#include "api/status.h"
+#include "api/userspace.h"
+#include "reconcile/observe.h"
 #include "reconcile/reconcile.h"
 #include "reconcile_fixture.h"
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../testutil.h"
-#include "reconcile/reconcile_int.h" /* sk_plan_quiet */
+#include "reconcile/options.h"
 #include "reconcile_fixture.h"
 
 /* The provider config of the fixture's simulator. */

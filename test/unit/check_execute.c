@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reconcile/options.h"
+#include "reconcile/plan.h"
 #include "reconcile/reconcile.h"
-#include "reconcile/reconcile_int.h" /* sk_execute */
+#include "reconcile/round_int.h"
 
 Suite *sk_suite_execute(void);
 

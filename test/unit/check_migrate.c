@@ -13,10 +13,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/kvlist.h"
+#include "api/migration.h"
 #include "api/names.h"
 #include "api/quantity.h"
-#include "reconcile/reconcile.h"
-#include "reconcile/reconcile_int.h" /* the migration plan, sk_observed_add */
+#include "api/sandbox_values.h"
+#include "api/status.h"
+#include "api/userspace.h"
+#include "reconcile/migrate_int.h"
+#include "reconcile/observe.h"
+#include "reconcile/observe_int.h"
+#include "reconcile/options.h"
+#include "reconcile/plan.h"
+#include "reconcile/reconcile_int.h"
 #include "store/store_int.h"
 
 Suite *sk_suite_migrate(void);

@@ -7,8 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcile/reconcile.h"
-#include "reconcile/reconcile_int.h" /* sk_plan_failure, sk_status_set_condition, reasons */
+#include "reconcile/connect.h"
+#include "reconcile/observe_int.h"
+#include "reconcile/options.h"
+#include "reconcile/outcome_int.h"
+#include "reconcile/plan.h"
+#include "reconcile/reconcile_int.h"
 
 Suite *sk_suite_outcome(void);
 

@@ -10,9 +10,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/kvlist.h"
 #include "api/names.h"
-#include "reconcile/reconcile.h"
-#include "reconcile/reconcile_int.h" /* sk_observed_add, sk_plan_busy_check, sk_reconcile_meta_value */
+#include "api/network.h"
+#include "api/sandbox_values.h"
+#include "api/status.h"
+#include "api/storage.h"
+#include "api/userspace.h"
+#include "reconcile/observe.h"
+#include "reconcile/observe_int.h"
+#include "reconcile/options.h"
+#include "reconcile/orphans.h"
+#include "reconcile/plan.h"
+#include "reconcile/reconcile_int.h"
 
 Suite *sk_suite_plan(void);
 

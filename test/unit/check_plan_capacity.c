@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "reconcile/reconcile.h"
+#include "api/status.h"
+#include "reconcile/capacity.h"
+#include "reconcile/plan.h"
 
 Suite *sk_suite_plan_capacity(void);
 

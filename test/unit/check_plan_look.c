@@ -10,8 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcile/reconcile.h"
-#include "reconcile/reconcile_int.h" /* sk_plan_look, sk_plan_renew_window, ... */
+#include "api/kvlist.h"
+#include "api/sandbox_values.h"
+#include "api/status.h"
+#include "api/userspace.h"
+#include "reconcile/observe.h"
+#include "reconcile/observe_int.h"
+#include "reconcile/options.h"
+#include "reconcile/outcome_int.h"
 
 Suite *sk_suite_plan_look(void);
 

@@ -15,8 +15,11 @@
 #include "api/status.h"
 #include "api/strlist.h"
 #include "api/userspace.h"
-#include "reconcile/reconcile.h"
-#include "reconcile/reconcile_int.h" /* sk_observed_add, sk_reconcile_create_request */
+#include "reconcile/observe.h"
+#include "reconcile/observe_int.h"
+#include "reconcile/options.h"
+#include "reconcile/plan.h"
+#include "reconcile/reconcile_int.h"
 
 Suite *sk_suite_plan_network(void);
 

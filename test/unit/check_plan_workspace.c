@@ -10,9 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/kvlist.h"
 #include "api/names.h"
-#include "reconcile/reconcile.h"
-#include "reconcile/reconcile_int.h" /* the workspace marker, sk_plan_failure */
+#include "api/sandbox_values.h"
+#include "api/status.h"
+#include "api/userspace.h"
+#include "reconcile/marker_int.h"
+#include "reconcile/observe.h"
+#include "reconcile/observe_int.h"
+#include "reconcile/options.h"
+#include "reconcile/outcome_int.h"
+#include "reconcile/plan.h"
+#include "reconcile/reconcile_int.h"
 
 Suite *sk_suite_plan_workspace(void);
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reconcile/reconcile.h"
+#include "reconcile/retention.h"
 
 Suite *sk_suite_retention(void);
 
