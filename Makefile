@@ -114,16 +114,19 @@ deps:
 	@./hack/deps.sh
 
 # The README's test command: dependencies, sanitizer build, every suite.
+# The build uses every CPU unless make was given its own -j.
+NPROC := $(shell nproc 2>/dev/null || echo 1)
 test: deps
-	@$(MAKE) --no-print-directory SANITIZE=1 check
+	@$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(NPROC)) SANITIZE=1 check
 
 TEST_ENV := SK_BIN_DIR=$(abspath $(BIN)) SK_TOOLS_DIR=$(abspath $(OUT)/tools) \
 	SK_ROOT=$(abspath .) ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	LSAN_OPTIONS=suppressions=$(abspath test/lsan.supp):print_suppressions=0
 
+# SUITES="e2e/guard readme": those suites only (names as hack/run-tests.sh prints them).
 check: tests verify-deps
-	@$(TEST_ENV) ./hack/run-tests.sh $(OUT)/test
+	@$(TEST_ENV) ./hack/run-tests.sh $(OUT)/test $(SUITES)
 
 # Includes point down the layering and the planner's objects link with api and
 # util only (nm); the self-test shows both checks catch a violation.
@@ -140,7 +143,7 @@ verify-docs: $(CMD_BINS)
 	@SK_BIN_DIR=$(abspath $(BIN)) ./hack/check-docs.sh --self-test
 	@SK_BIN_DIR=$(abspath $(BIN)) ./hack/check-docs.sh
 
-# integration and e2e start one FerretDB for the run (as hack/run-tests.sh does).
+# integration and e2e start one FerretDB per process (hack/run-tests.sh: one per suite).
 test-unit test-integration test-e2e: test-%: tests
 	@$(TEST_ENV) $(if $(filter unit,$*),,SK_TEST_NEEDS_MONGO=1) $(OUT)/test/$*_tests
 

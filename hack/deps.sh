@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything spacekeeper needs to build and test. Idempotent:
-# a second run checks and returns quickly.
+# a second run checks and returns quickly. The Debian packages first, then
+# the others side by side (hack/deps.sh --apt: the Debian packages only).
 #   - Debian packages (compiler toolchain libraries, Check, pkg-config; prometheus
 #     for promtool, which checks /metrics and the alert rules in make test, and
 #     chromium, which renders the status page headless in make test; mandoc and man-db,
@@ -54,6 +55,13 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 	$sudo_cmd apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
 
+# --apt: the Debian packages only (the compiler and the libraries: what the
+# build needs; .ci/run builds while the rest installs).
+if [ "${1:-}" = --apt ]; then
+	log "Debian packages present"
+	exit 0
+fi
+
 # True when $deps/bin/ferretdb is our build. The output is read whole before
 # it is matched: `ferretdb --version | grep -q` under pipefail fails whenever
 # grep exits before ferretdb has written its last line (SIGPIPE), and the
@@ -65,8 +73,8 @@ ferretdb_current() {
 	[[ $'\n'"$out"$'\n' == *$'\n'"version: $FERRETDB_BUILD"$'\n'* ]]
 }
 
-mkdir -p "$deps/bin"
-if ! ferretdb_current; then
+install_ferretdb() {
+	ferretdb_current && return 0
 	command -v go >/dev/null || { log "go is required to build FerretDB"; exit 1; }
 	log "building FerretDB $FERRETDB_VERSION with go install (a few minutes the first time)"
 	# Installed from a writable copy of the pinned, checksum-verified module
@@ -95,81 +103,108 @@ if ! ferretdb_current; then
 	grep -q '^	IDColumn = DefaultColumn + `->"_id"`$' "$idcol" ||
 		{ log "could not apply the _id index fix to FerretDB $FERRETDB_VERSION"; exit 1; }
 	(cd "$work/ferretdb" && GOBIN="$deps/bin" GOFLAGS=-mod=mod go install ./cmd/ferretdb)
-fi
+}
 
 # npm packages for the conformance tests (e2b SDK, CRD schema check), pinned.
 # One line: test/e2e/check_setup_scripts.c reads the list with sed.
 npm_packages=("e2b@$E2B_SDK_VERSION" "@daytonaio/sdk@$DAYTONA_SDK_VERSION" "ajv@$AJV_VERSION" "yaml@$YAML_VERSION" "typescript@$TYPESCRIPT_VERSION" "@types/node@$TYPES_NODE_VERSION")
-npm_missing=()
-for spec in "${npm_packages[@]}"; do
-	name=${spec%@*}
-	version=${spec##*@}
-	pj="$deps/node/node_modules/$name/package.json"
-	if [ ! -f "$pj" ] || ! grep -q "\"version\": \"$version\"" "$pj"; then
-		npm_missing+=("$spec")
-	fi
-done
-if [ ${#npm_missing[@]} -gt 0 ]; then
+install_npm() {
+	local spec name version pj npm_missing=()
+	for spec in "${npm_packages[@]}"; do
+		name=${spec%@*}
+		version=${spec##*@}
+		pj="$deps/node/node_modules/$name/package.json"
+		if [ ! -f "$pj" ] || ! grep -q "\"version\": \"$version\"" "$pj"; then
+			npm_missing+=("$spec")
+		fi
+	done
+	[ ${#npm_missing[@]} -gt 0 ] || return 0
 	command -v npm >/dev/null || { log "npm is required for the conformance tests"; exit 1; }
 	log "installing from npm: ${npm_packages[*]}"
 	mkdir -p "$deps/node"
 	[ -f "$deps/node/package.json" ] || echo '{"name":"spacekeeper-deps","private":true}' >"$deps/node/package.json"
 	(cd "$deps/node" && npm install --no-audit --no-fund --silent --save-exact "${npm_packages[@]}")
-fi
+}
+
 # The offline manifest check (test/deploy/check.sh): kustomize, pinned, with go install,
 # and kubernetes-validate with its dependencies, pinned, in a venv at .deps/python.
 KUSTOMIZE_VERSION=v5.8.2
-if [ ! -x "$deps/bin/kustomize" ] ||
-	[ "$("$deps/bin/kustomize" version 2>/dev/null)" != "$KUSTOMIZE_VERSION" ]; then
+install_kustomize() {
+	[ -x "$deps/bin/kustomize" ] &&
+		[ "$("$deps/bin/kustomize" version 2>/dev/null)" = "$KUSTOMIZE_VERSION" ] && return 0
 	command -v go >/dev/null || { log "go is required to install kustomize"; exit 1; }
 	log "installing kustomize $KUSTOMIZE_VERSION with go install"
 	GOBIN="$deps/bin" go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
-fi
+}
+
 # The S3-compatible server the archive is tested against (test/integration/check_objstore.c).
 # A go-installed versitygw prints no version of its own: the install leaves a stamp beside it.
 VERSITYGW_VERSION=v1.8.0
-if [ ! -x "$deps/bin/versitygw" ] ||
-	[ "$(cat "$deps/bin/versitygw.version" 2>/dev/null)" != "$VERSITYGW_VERSION" ]; then
+install_versitygw() {
+	[ -x "$deps/bin/versitygw" ] &&
+		[ "$(cat "$deps/bin/versitygw.version" 2>/dev/null)" = "$VERSITYGW_VERSION" ] && return 0
 	command -v go >/dev/null || { log "go is required to install versitygw"; exit 1; }
 	log "installing versitygw $VERSITYGW_VERSION with go install (a few minutes the first time)"
 	GOBIN="$deps/bin" go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
 	echo "$VERSITYGW_VERSION" >"$deps/bin/versitygw.version"
-fi
+}
+
 # The API server's own CRD validation (test/crdcheck): a Go program pinned by its go.mod and
 # go.sum to one Kubernetes release (k8s.io/apiextensions-apiserver, apimachinery, apiserver),
 # built into .deps/bin. The stamp beside it is the hash of its sources: a changed checker
 # is built again. GOFLAGS: the module files as committed (-mod=readonly), no VCS stamp (a
 # worktree or a tarball has no usable .git), paths of this machine left out (-trimpath).
-crdcheck_src="$root/test/crdcheck"
-crdcheck_stamp=$(cd "$crdcheck_src" && cat go.mod go.sum ./*.go | sha256sum | cut -d' ' -f1)
-if [ ! -x "$deps/bin/crdcheck" ] ||
-	[ "$(cat "$deps/bin/crdcheck.version" 2>/dev/null)" != "$crdcheck_stamp" ]; then
+install_crdcheck() {
+	local src="$root/test/crdcheck" stamp
+	stamp=$(cd "$src" && cat go.mod go.sum ./*.go | sha256sum | cut -d' ' -f1)
+	[ -x "$deps/bin/crdcheck" ] &&
+		[ "$(cat "$deps/bin/crdcheck.version" 2>/dev/null)" = "$stamp" ] && return 0
 	command -v go >/dev/null || { log "go is required to build test/crdcheck"; exit 1; }
 	log "building test/crdcheck with go build (a few minutes the first time)"
-	(cd "$crdcheck_src" && GOFLAGS="-mod=readonly -buildvcs=false -trimpath" \
+	(cd "$src" && GOFLAGS="-mod=readonly -buildvcs=false -trimpath" \
 		go build -o "$deps/bin/crdcheck" .)
-	echo "$crdcheck_stamp" >"$deps/bin/crdcheck.version"
-fi
-pyreq="$root/test/deploy/requirements.txt"
-if ! cmp -s "$pyreq" "$deps/python/requirements.txt"; then
-	command -v python3 >/dev/null || { log "python3 is required for the manifest check"; exit 1; }
-	log "installing kubernetes-validate into .deps/python"
-	rm -rf "$deps/python"
-	python3 -m venv "$deps/python"
-	"$deps/python/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$pyreq"
-	"$deps/python/bin/pip" check --disable-pip-version-check >/dev/null
-	cp "$pyreq" "$deps/python/requirements.txt"
-fi
-# The Python client suite (test/client): the e2b SDK, pytest and the schema validators,
-# pinned, in a venv at .deps/pyclient.
-pycreq="$root/test/client/requirements.txt"
-if ! cmp -s "$pycreq" "$deps/pyclient/requirements.txt"; then
-	command -v python3 >/dev/null || { log "python3 is required for the client suite"; exit 1; }
-	log "installing the e2b SDK and pytest into .deps/pyclient"
-	rm -rf "$deps/pyclient"
-	python3 -m venv "$deps/pyclient"
-	"$deps/pyclient/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$pycreq"
-	"$deps/pyclient/bin/pip" check --disable-pip-version-check >/dev/null
-	cp "$pycreq" "$deps/pyclient/requirements.txt"
+	echo "$stamp" >"$deps/bin/crdcheck.version"
+}
+
+# install_venv DIR REQUIREMENTS WHAT: a venv at DIR with exactly the pinned
+# REQUIREMENTS (a copy beside it tells a current venv from a stale one).
+install_venv() {
+	local dir=$1 req=$2 what=$3
+	cmp -s "$req" "$dir/requirements.txt" && return 0
+	command -v python3 >/dev/null || { log "python3 is required for $what"; exit 1; }
+	log "installing $what into ${dir#"$root"/}"
+	rm -rf "$dir"
+	python3 -m venv "$dir"
+	"$dir/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$req"
+	"$dir/bin/pip" check --disable-pip-version-check >/dev/null
+	cp "$req" "$dir/requirements.txt"
+}
+
+# Each install on its own, side by side: the downloads of one overlap the
+# compiles of another (a fresh machine's run went from one after the other to
+# the longest of them). Each logs its own failure; the run fails if any did.
+mkdir -p "$deps/bin"
+installs=(ferretdb npm kustomize versitygw crdcheck)
+pids=()
+for what in "${installs[@]}"; do
+	"install_$what" &
+	pids+=($!)
+done
+# The manifest check's kubernetes-validate (test/deploy/requirements.txt) and the
+# Python client suite's e2b SDK, pytest and schema validators (test/client/requirements.txt).
+installs+=(deploy-venv client-venv)
+install_venv "$deps/python" "$root/test/deploy/requirements.txt" \
+	"kubernetes-validate (the manifest check)" &
+pids+=($!)
+install_venv "$deps/pyclient" "$root/test/client/requirements.txt" \
+	"the e2b SDK and pytest (the client suite)" &
+pids+=($!)
+failed=()
+for i in "${!pids[@]}"; do
+	wait "${pids[i]}" || failed+=("${installs[i]}")
+done
+if [ ${#failed[@]} -gt 0 ]; then
+	log "failed: ${failed[*]} (their output above)"
+	exit 1
 fi
 log "all dependencies present"

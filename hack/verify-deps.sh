@@ -100,13 +100,16 @@ has_word() { # has_word WORD "LIST"
 	return 1
 }
 
+# The library of an angled header into $lib ("" for libc, jansson and the
+# like); a variable, not an echo: no subshell per include.
 lib_of_header() {
 	case $1 in
-	curl/*) echo curl ;;
-	mongoc/* | mongoc.h) echo mongoc ;;
-	bson/* | bson.h) echo bson ;;
-	microhttpd.h) echo microhttpd ;;
-	yaml.h) echo yaml ;;
+	curl/*) lib=curl ;;
+	mongoc/* | mongoc.h) lib=mongoc ;;
+	bson/* | bson.h) lib=bson ;;
+	microhttpd.h) lib=microhttpd ;;
+	yaml.h) lib=yaml ;;
+	*) lib= ;;
 	esac
 }
 
@@ -151,30 +154,39 @@ check_own() { # FILE:LINE PKG PATH
 
 check_angled() { # FILE:LINE PKG PATH
 	local lib
-	lib=$(lib_of_header "$3")
+	lib_of_header "$3"
 	if [ -n "$lib" ] && ! has_word "$lib" "${may_use[$2]:-}"; then
 		fail "$1: includes <$3>: $2 may use only: ${may_use[$2]:-libc and jansson}"
 	fi
 }
 
+# One grep over every file (one process, not one per file: on a loaded
+# machine a process start is what costs).
 check_includes() {
-	local f pkg hit text inc='^[[:space:]]*#[[:space:]]*include[[:space:]]*'
+	local f pkg hit line text inc='^[[:space:]]*#[[:space:]]*include[[:space:]]*'
+	local -A untabled=()
 	for f in pkg/*/*.c pkg/*/*.h; do
 		pkg=${f#pkg/}
 		pkg=${pkg%%/*}
 		if [ -z "${may_include[$pkg]+set}" ]; then
 			fail "$f: package $pkg is not in the layering table of hack/verify-deps.sh (add it)"
-			continue
+			untabled[$f]=1
 		fi
-		while IFS= read -r hit; do
-			text=${hit#*:}
-			if [[ $text =~ ${inc}\"([^\"]+)\" ]]; then
-				check_quoted "$f:${hit%%:*}" "$pkg" "${BASH_REMATCH[1]}"
-			elif [[ $text =~ ${inc}\<([^\>]+)\> ]]; then
-				check_angled "$f:${hit%%:*}" "$pkg" "${BASH_REMATCH[1]}"
-			fi
-		done < <(grep -n -E "$inc" "$f")
 	done
+	while IFS= read -r hit; do
+		f=${hit%%:*}
+		line=${hit#*:}
+		text=${line#*:}
+		line=${line%%:*}
+		[ -n "${untabled[$f]+set}" ] && continue
+		pkg=${f#pkg/}
+		pkg=${pkg%%/*}
+		if [[ $text =~ ${inc}\"([^\"]+)\" ]]; then
+			check_quoted "$f:$line" "$pkg" "${BASH_REMATCH[1]}"
+		elif [[ $text =~ ${inc}\<([^\>]+)\> ]]; then
+			check_angled "$f:$line" "$pkg" "${BASH_REMATCH[1]}"
+		fi
+	done < <(grep -n -H -E "$inc" pkg/*/*.c pkg/*/*.h)
 }
 
 # The objects of pkg/ whose source still exists (a renamed file leaves its
@@ -189,12 +201,13 @@ objects() {
 }
 
 # One line per symbol: "D object symbol" (defined) or "U object symbol".
+# One nm over all objects for each kind (-A names the object on each line).
 symbol_table() {
-	local o
-	for o in $(objects); do
-		nm -P -g --defined-only "$o" | awk -v o="$o" '{print "D", o, $1}'
-		nm -P -u "$o" | awk -v o="$o" '{print "U", o, $1}'
-	done
+	local objs
+	mapfile -t objs < <(objects)
+	[ ${#objs[@]} -gt 0 ] || return 0
+	nm -P -A -g --defined-only "${objs[@]}" | awk '{sub(/:$/, "", $1); print "D", $1, $2}'
+	nm -P -A -u "${objs[@]}" | awk '{sub(/:$/, "", $1); print "U", $1, $2}'
 }
 
 check_planner() {
@@ -265,10 +278,19 @@ check_planner() {
 }
 
 # Writable data objects: "object symbol section" for .data/.bss (not .rel.ro).
+# One objdump over all objects; its "OBJECT:     file format" lines tell
+# which object the symbols that follow belong to.
 writable_data() {
-	local o
-	for o in $(objects); do
-		objdump -t "$o" | awk -v o="${o#"$objdir"/pkg/}" '{
+	local objs
+	mapfile -t objs < <(objects)
+	[ ${#objs[@]} -gt 0 ] || return 0
+	objdump -t "${objs[@]}" | awk -v prefix="$objdir/pkg/" '
+		/:[[:space:]]+file format / {
+			o = $1; sub(/:$/, "", o)
+			if (substr(o, 1, length(prefix)) == prefix) o = substr(o, length(prefix) + 1)
+			next
+		}
+		{
 			for (i = 2; i < NF; i++) if ($i == "O") break
 			if (i >= NF) next
 			sec = $(i + 1); sym = $NF
@@ -276,7 +298,6 @@ writable_data() {
 			if (sym ~ /^__(odr_asan|asan|ubsan|sancov)/) next
 			print o, sym, sec
 		}'
-	done
 }
 
 check_globals() {
@@ -324,9 +345,11 @@ check_citations() {
 		--exclude-dir=dist --exclude-dir=__pycache__ --exclude-dir=.deps)
 }
 
-# expect_fail NAME PATTERN... -- CMD...: CMD exits 1 and prints every PATTERN.
+# expect_fail NAME PATTERN... -- CMD...: CMD exits 1 and prints every PATTERN;
+# what it printed stays in $out.
+out=
 expect_fail() {
-	local name=$1 out rc pat
+	local name=$1 rc pat
 	shift
 	local pats=()
 	while [ "$1" != -- ]; do
@@ -382,7 +405,7 @@ self_test() {
 		"cites an issue or a document outside the repository ($cited_issue)" \
 		"cites an issue or a document outside the repository ($cited_doc)" \
 		-- bash "$tmp/src/hack/verify-deps.sh" "$objdir" || rc=1
-	if grep -q 'pkg/store/mongo.c:\|pkg/sandbox/http.c:' <<<"$(bash "$tmp/src/hack/verify-deps.sh" "$objdir" 2>&1)"; then
+	if grep -q 'pkg/store/mongo.c:\|pkg/sandbox/http.c:' <<<"$out"; then
 		echo "verify-deps self-test: a listed text read (store/mongo.c, sandbox/http.c) was reported"
 		rc=1
 	fi

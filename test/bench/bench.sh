@@ -41,6 +41,7 @@ done >"$tmp/users.yaml"
 curl -s -XPOST "$sim/_sim/stats/reset" >/dev/null
 echo "bench: starting spacekeeper (workers = maxInFlight = $mif, ${lat}ms per call)"
 db_c0=$(cpu_ticks "$db_pid")
+db_profile_start
 sim_c0=$(cpu_ticks "$sim_pid")
 t0=$(date +%s.%N)
 bench_start_keeper "$tmp/config.yaml"
@@ -48,6 +49,7 @@ bench_wait_ready "$n" "$t0" "$timeout_s"
 r=$n
 t1=$(date +%s.%N)
 db_c1=$(cpu_ticks "$db_pid")
+db_profile_stop "$n" >"$tmp/db-breakdown.txt"
 sim_c1=$(cpu_ticks "$sim_pid")
 keeper_c1=$(cpu_ticks "$keeper_pid")
 # The controller's write commands to FerretDB while converging, by collection
@@ -134,7 +136,9 @@ printf '  informer CPU (convergence)       %8.3f s  (%.1f us per object)\n' \
 printf '  informer CPU (steady poll)       %8.2f ms (%d polls of %d objects: %.1f us per object)\n' \
 	"$(calc "($inf_s1 - $inf_s0) / 1e6 / $ipolls")" "$ipolls" "$reread" \
 	"$(calc "($inf_s1 - $inf_s0) / 1e3 / $ipolls / $reread")"
-printf '  FerretDB CPU (convergence)       %8s s\n' "$(calc "($db_c1 - $db_c0) / $clk")"
+printf '  FerretDB CPU (convergence)       %8s s  (%.2f ms per user, target <= 2)\n' \
+	"$(calc "($db_c1 - $db_c0) / $clk")" "$(calc "($db_c1 - $db_c0) * 1000 / $clk / $n")"
+cat "$tmp/db-breakdown.txt"
 if [ "$store_writes" -ge 0 ]; then
 	printf '  FerretDB write commands per user %8s    (target <= 3: %s; %s)\n' \
 		"$(calc "$store_writes / $n")" "$(met "$store_writes / $n <= 3")" "${store_by_coll%, }"

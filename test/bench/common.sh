@@ -7,6 +7,7 @@ sim_pid=
 keeper_pid=
 
 bench_cleanup() {
+	[ -z "${db_prof_pid:-}" ] || { touch "$tmp/dbprof/stop"; kill "$db_prof_pid" 2>/dev/null; }
 	for p in $keeper_pid $sim_pid; do
 		kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null
 	done
@@ -50,8 +51,73 @@ thread_cpu_ns() {
 # bench_start_db: FerretDB in $tmp/ferretdb; sets uri and db_pid. With
 # FERRETDB_DEBUG_ADDR set, its Prometheus metrics answer there.
 bench_start_db() {
+	if [ -n "$(db_profile_go)" ]; then
+		db_debug_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+		export FERRETDB_DEBUG_ADDR=127.0.0.1:$db_debug_port
+	fi
 	uri=$("$root/hack/ferretdb.sh" start "$tmp/ferretdb")
 	db_pid=$(cat "$tmp/ferretdb/pid")
+	unset FERRETDB_DEBUG_ADDR
+}
+
+# FerretDB's own CPU profile (Go's pprof on its debug address), taken in 2 s
+# pieces from db_profile_start to db_profile_stop, tells which commands its
+# CPU went to. Needs go (hack/deps.sh builds FerretDB with it); DB_PROFILE=0
+# turns it off.
+db_profile_go() {
+	[ "${DB_PROFILE:-1}" != 0 ] || return 0
+	command -v go || { [ -x /usr/local/go/bin/go ] && echo /usr/local/go/bin/go; } || true
+}
+
+db_profile_start() {
+	[ -n "${db_debug_port:-}" ] || return 0
+	mkdir -p "$tmp/dbprof"
+	(
+		i=0
+		while [ ! -e "$tmp/dbprof/stop" ]; do
+			i=$((i + 1))
+			curl -s -o "$tmp/dbprof/p$i.pb.gz" \
+				"http://127.0.0.1:$db_debug_port/debug/pprof/profile?seconds=2" || break
+		done
+	) &
+	db_prof_pid=$!
+}
+
+# db_profile_stop USERS: prints FerretDB's CPU by command over the profile,
+# in % and in ms per user (the piece in flight is waited for: at most 2 s).
+# Not in a command substitution: it waits for db_profile_start's loop.
+db_profile_stop() {
+	[ -n "${db_prof_pid:-}" ] || return 0
+	touch "$tmp/dbprof/stop"
+	wait "$db_prof_pid" 2>/dev/null || true
+	db_prof_pid=
+	local go
+	go=$(db_profile_go)
+	# shellcheck disable=SC2046 # one argument per profile piece
+	"$go" tool pprof -top -cum -unit=ms -nodecount=100000 $(ls "$tmp"/dbprof/p*.pb.gz 2>/dev/null) \
+		2>/dev/null | awk -v users="$1" '
+		/^Duration:/ { for (i = 1; i <= NF; i++) if ($i == "=") { total = $(i + 1) + 0 } }
+		function cum(name) { return name in ms ? ms[name] : 0 }
+		$NF ~ /handler\.\(\*Handler\)\.Msg(Update|Find|Insert|Delete)$/ ||
+		$NF ~ /common\.SortIterator$/ ||
+		$NF ~ /handler\.\(\*Handler\)\.MsgFind$/ {
+			v = $4; sub(/ms$/, "", v); ms[$NF] = v + 0
+		}
+		END {
+			if (total <= 0) { print "  FerretDB CPU by command           (no profile)"; exit }
+			split("MsgUpdate MsgFind MsgInsert MsgDelete", k, " ")
+			line = ""; rest = total
+			for (i = 1; i <= 4; i++) {
+				v = cum("github.com/FerretDB/FerretDB/internal/handler.(*Handler)." k[i])
+				rest -= v
+				polls = k[i] != "MsgFind" ? "" : sprintf("; the informer'"'"'s sorted scans %.0f%%",
+					100 * cum("github.com/FerretDB/FerretDB/internal/handler/common.SortIterator") / total)
+				line = line sprintf("%s %.0f%% (%.2f ms/user%s)%s", tolower(substr(k[i], 4)),
+					100 * v / total, v / users, polls, i < 4 ? ", " : "")
+			}
+			printf "  FerretDB CPU by command (profile, %.1f s sampled): %s, other %.0f%%\n",
+				total / 1000, line, 100 * rest / total
+		}' || true
 }
 
 # bench_start_sim LATENCY_MS: sandboxsim on a free port; sets sim and sim_pid.

@@ -29,6 +29,7 @@
 #include "util/util.h"
 
 Suite *sk_suite_clock(void);
+Suite *sk_suite_clock_jump(void);
 
 #define SHARDS 16
 #define USERS 200
@@ -397,8 +398,9 @@ START_TEST(test_stop_after_database_gone)
 }
 END_TEST
 
-/* One case per scenario (CK_RUN_CASE=skew90|skew20|jump|dbgone), each with its
- * own database, simulator and replicas. */
+/* One case per scenario, each with its own database, simulator and replicas:
+ * CK_RUN_SUITE=clock CK_RUN_CASE=skew90|skew20, CK_RUN_SUITE=clock_jump
+ * CK_RUN_CASE=jump|dbgone (two suites: make test runs them side by side). */
 static void
 add_case(Suite *s, const char *name, const TTest *test)
 {
@@ -418,6 +420,14 @@ sk_suite_clock(void)
 
 	add_case(s, "skew90", test_skew_ahead_then_behind);
 	add_case(s, "skew20", test_skew_twenty_seconds);
+	return s;
+}
+
+Suite *
+sk_suite_clock_jump(void)
+{
+	Suite *s = suite_create("clock_jump");
+
 	add_case(s, "jump", test_stop_and_clock_jump);
 	add_case(s, "dbgone", test_stop_after_database_gone);
 	return s;
