@@ -38,6 +38,9 @@
 # (e) Comments and documents name what is in the repository: no issue
 #     number (an issue is closed and forgotten; the code and docs/ stay) and
 #     no document outside it, in the sources, scripts, manifests and docs.
+# (f) The controller's floors: only controller.c includes controller_int.h
+#     (every part); the other files include ground_int.h and the part
+#     headers they use, and ground_int.h includes no part's header.
 # Prints one line per violation and exits 1; otherwise one summary line.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -126,8 +129,9 @@ check_quoted() { # FILE:LINE PKG PATH
 		;;
 	../*/*) dep=${path#../} ;;
 	*/*) dep=$path ;;
-	*) return ;;
+	*) check_own "$where" "$pkg" "$path" ;;
 	esac
+	[ -z "${dep:-}" ] && return
 	hdr=${dep#*/}
 	dep=${dep%%/*}
 	if [ ! -d "pkg/$dep" ] || [ "$dep" = .. ]; then
@@ -138,6 +142,19 @@ check_quoted() { # FILE:LINE PKG PATH
 		fail "$where: includes \"$path\": $pkg may include only: ${may_include[$pkg]:-(no other package)}"
 	elif [[ $hdr == *_int.h ]]; then
 		fail "$where: includes \"$path\": the private header of $dep (use its public headers)"
+	fi
+}
+
+# The controller's own headers (pkg/controller/controller_int.h): the
+# orchestrator's header, which reaches every part, is controller.c's alone;
+# the ground floor (ground_int.h) includes no other private header.
+check_own() { # FILE:LINE PKG PATH
+	local file=${1%%:*}
+	[ "$2" = controller ] || return 0
+	if [ "$3" = controller_int.h ] && [ "$file" != pkg/controller/controller.c ]; then
+		fail "$1: includes \"$3\": only controller.c includes it (include ground_int.h and the parts used)"
+	elif [ "$file" = pkg/controller/ground_int.h ] && [[ $3 == *_int.h ]]; then
+		fail "$1: includes \"$3\": the ground floor includes no part's header"
 	fi
 }
 
@@ -411,6 +428,7 @@ self_test() {
 	echo '#include <curl/curl.h>' >>"$tmp/src/pkg/api/kvlist.c"
 	echo '#include "store/store_int.h"' >>"$tmp/src/pkg/reconcile/orphans.c"
 	echo '#include "../util/util.h"' >"$tmp/src/pkg/httpd/httpd.h"
+	echo '#include "controller_int.h"' >>"$tmp/src/pkg/controller/spaces.c"
 	# (d) a decision from a message, a listed text read copied elsewhere,
 	# a note, a condition's reason against words and a drift's detail read;
 	# a reason against a named reason is no text read
@@ -430,6 +448,7 @@ self_test() {
 		'pkg/util/buf.c:' 'util may include only: (no other package)' \
 		'pkg/api/kvlist.c:' 'pkg/ never includes cmd/' '<curl/curl.h>: api may use only: yaml' \
 		'the private header of store' 'package httpd is not in the layering table' \
+		'pkg/controller/spaces.c:' 'only controller.c includes it' \
 		'pkg/controller/worker.c:' 'decides from a text (strstr(err->message, "MongoDB"))' \
 		'pkg/store/mongo_lease.c:' 'decides from a text (strncmp(note, "pruned", 6))' \
 		'decides from a text (strcmp(cond->reason, "Applied"))' \

@@ -14,7 +14,13 @@
  *   starts    the start rate (createsPerSecond), a token bucket (sk_limiter).
  * A slot freeing (a keeper seen paused or gone, a start that failed) wakes
  * the first waiters: the connect's wake request is put back, the key queued.
- * The SpaceQuotas' spec.hard.running, asked first, are capacity_quota.c's.
+ * The gate a start passes (sk_ctl_capacity_may_start) reads, decides by the
+ * planner's pure sk_capacity_gate_decide (the SpaceQuotas' spec.hard.running
+ * first, capacity_quota.c counts their tenants; then the cap; then the start
+ * rate) and holds the decision under one capacity->mu; what it asks of
+ * other spaces (a victim's pause) and of its own (a wake, a retry) waits in
+ * the worker's sk_ctl_gate until the reconcile is over
+ * (sk_ctl_capacity_carry_out): no other space is touched from a round.
  */
 #include <math.h>
 #include <stdio.h>
@@ -24,10 +30,11 @@
 #include "../reconcile/capacity.h"
 #include "../reconcile/plan.h"
 #include "../reconcile/reconcile.h"
-#include "controller_int.h"
-
-/* A create at apply waits this long beyond a resync for its turn. */
-#define CREATE_WAIT_EXTRA_MS 5000
+#include "capacity_int.h"
+#include "ground_int.h"
+#include "http_int.h"
+#include "quota_int.h"
+#include "spaces_int.h"
 
 static void
 space_free(void *p)
@@ -289,109 +296,6 @@ publish(sk_controller *c, int prov)
 	sk_metrics_set(c->metrics, SK_CTL_METRIC_QUEUE_LENGTH, l, (double)v.queued);
 }
 
-typedef struct cap_pick {
-	int prov; /* -1: any provider */
-	const sk_spacequota *only; /* a quota's tenant only; NULL: any space */
-	const sk_spacequota *prefer; /* its tenant first (the candidates' tenant); NULL none */
-	sk_capacity_candidate *items;
-	size_t n, cap;
-} cap_pick;
-
-static void
-collect_candidate(const char *name, void *value, void *payload)
-{
-	const sk_ctl_cap_space *s = value;
-	cap_pick *pk = payload;
-	sk_capacity_candidate *x;
-
-	if ((pk->prov >= 0 && s->prov != pk->prov) || !s->running || s->granted ||
-	        (pk->only != NULL && !sk_spacequota_matches(pk->only, &s->labels)))
-		return;
-	if (pk->n == pk->cap) {
-		pk->cap = pk->cap ? 2 * pk->cap : 32;
-		pk->items = sk_realloc(pk->items, pk->cap * sizeof(*pk->items));
-	}
-	x = &pk->items[pk->n++];
-	memset(x, 0, sizeof(*x));
-	x->name = sk_strdup(name);
-	x->busy = s->busy;
-	x->always_on = s->always_on;
-	x->evicting = s->evicting;
-	x->started_ms = s->started_ms;
-	if (pk->prefer != NULL && sk_spacequota_matches(pk->prefer, &s->labels))
-		x->tenant = pk->prefer->meta.name;
-}
-
-/* Asks the victim (at its provider) to pause, under the SpaceQuota quota
- * (metric reason "quota") or for its provider's capacity (quota NULL,
- * reason "capacity"); false when another start claimed it first (it is
- * evicting already, or not running: two waiters polling at once pick the
- * same oldest space from their snapshots, and one eviction must not count
- * for two). */
-static bool
-evict(sk_controller *c, const char *victim, const sk_spacequota *quota)
-{
-	const char *reason = quota != NULL ? "quota" : "capacity";
-	sk_ctl_capacity *cap = c->capacity;
-	sk_ctl_cap_space *vs;
-	char l[160];
-	int prov;
-
-	pthread_mutex_lock(&cap->mu);
-	vs = space_of(cap, victim);
-	if (vs->evicting || !vs->running || vs->granted) {
-		pthread_mutex_unlock(&cap->mu);
-		return false;
-	}
-	tally(cap, vs, -1);
-	vs->evicting = true;
-	tally(cap, vs, 1);
-	prov = vs->prov;
-	if (prov >= 0)
-		cap->prov[prov].evictions++;
-	pthread_mutex_unlock(&cap->mu);
-	if (prov >= 0) {
-		snprintf(l, sizeof(l), "provider=\"%s\",reason=\"%s\"",
-		        c->cfg->providers[prov].name, reason);
-		sk_metrics_add(c->metrics, SK_CTL_METRIC_EVICTIONS, l, 1);
-	}
-	sk_ctl_space_request_evict(c, victim, quota != NULL ? quota->meta.name : NULL);
-	sk_workqueue_add_priority(c->q, victim);
-	sk_ctl_log(c, SK_LOG_INFO, "evicting", "userspace=%s provider=%s reason=%s", victim,
-	        prov >= 0 ? c->cfg->providers[prov].name : "", reason);
-	return true;
-}
-
-/* evictAfter is the space's provider's. */
-bool
-sk_ctl_cap_evict_one(sk_controller *c, int prov, const sk_spacequota *only,
-        const sk_spacequota *prefer, bool dry, char *victim, size_t len, int64_t *next_ms)
-{
-	sk_ctl_capacity *cap = c->capacity;
-	cap_pick pk = { prov, only, only != NULL ? only : prefer, NULL, 0, 0 };
-	int64_t now = sk_now_ms(), recent = c->cfg->providers[prov >= 0 ? prov : 0].evict_after_ms;
-	int i;
-
-	pthread_mutex_lock(&cap->mu);
-	sk_strmap_foreach(cap->spaces, collect_candidate, &pk);
-	pthread_mutex_unlock(&cap->mu);
-	for (size_t j = 0; j < pk.n; j++)
-		pk.items[j].activity_ms = sk_ctl_space_activity(c, pk.items[j].name);
-	/* the next oldest when another start claimed the pick meanwhile */
-	while ((i = sk_capacity_pick_victim(pk.items, pk.n, pk.prefer ? pk.prefer->meta.name : NULL,
-	                now, recent)) >= 0 &&
-	        !dry && !evict(c, pk.items[i].name, only))
-		pk.items[i].evicting = true;
-	if (i >= 0 && !dry)
-		snprintf(victim, len, "%s", pk.items[i].name);
-	if (next_ms != NULL)
-		*next_ms = i >= 0 ? 0 : sk_capacity_retry_ms(pk.items, pk.n, now, recent);
-	for (size_t j = 0; j < pk.n; j++)
-		free((char *)pk.items[j].name);
-	free(pk.items);
-	return i >= 0;
-}
-
 static int
 prov_of(sk_controller *c, const sk_userspace *us)
 {
@@ -400,112 +304,362 @@ prov_of(sk_controller *c, const sk_userspace *us)
 	return prov >= 0 ? prov : sk_ctl_provider_index(c, us->spec.provider);
 }
 
-bool
-sk_ctl_capacity_may_start(
-        void *controller, const sk_userspace *us, bool connect, char *why, size_t len)
-{
-	sk_controller *c = controller;
-	sk_ctl_capacity *cap = c->capacity;
-	const char *name = us->meta.name;
-	int prov = prov_of(c, us), max;
-	int64_t mono = sk_monotonic_ms(), wait_ms = 0;
-	sk_capacity_verdict v = SK_CAPACITY_START;
-	sk_capacity_state st = { 0 };
-	sk_ctl_cap_provider *p;
-	sk_ctl_cap_count k;
-	char victim[256] = "";
-	sk_ctl_cap_space *s;
-	ssize_t at;
-	sk_ctl_quota_set *set;
-	const sk_spacequota *q = NULL;
-	sk_ctl_quota_verdict qv;
-	int qused = 0;
-	int64_t next_ms = 0;
-	bool ok, wake_again;
+/* ---- the gate: read, decide and hold, carry out ---- */
 
-	if (prov < 0)
-		return true;
-	set = sk_ctl_quotas_get(c);
+/* The awake spaces a start's eviction may pick from, by name, with their
+ * last activity (the spaces part's, read with capacity->mu released). */
+typedef struct gate_reads {
+	sk_strmap *activity; /* name -> int64_t* */
+	sk_capacity_quota_use *uses; /* room for the quota set */
+	size_t n_uses;
+	int prov;
+} gate_reads;
+
+typedef struct gate_names {
+	const gate_reads *rd;
+	char **names;
+	size_t n, cap;
+} gate_names;
+
+static void
+collect_name(const char *name, void *value, void *payload)
+{
+	const sk_ctl_cap_space *s = value;
+	gate_names *g = payload;
+
+	if (!s->running || s->granted ||
+	        (s->prov != g->rd->prov && !sk_ctl_cap_in_tenants(g->rd->uses, g->rd->n_uses, s)))
+		return;
+	if (g->n == g->cap) {
+		g->cap = g->cap ? 2 * g->cap : 32;
+		g->names = sk_realloc(g->names, g->cap * sizeof(*g->names));
+	}
+	g->names[g->n++] = sk_strdup(name);
+}
+
+/* First step: notes the space's provider and labels, and when a cap or a
+ * quota may make it evict, reads the activity of every awake space it may
+ * pick (at its provider or in its tenants). */
+static void
+gate_read(sk_controller *c, int prov, const sk_userspace *us, const sk_ctl_quota_set *set,
+        bool note, gate_reads *rd)
+{
+	sk_ctl_capacity *cap = c->capacity;
+	gate_names g = { rd, NULL, 0, 0 };
+	bool capped;
+
+	rd->prov = prov;
+	rd->activity = sk_strmap_new(free);
+	rd->uses = sk_calloc(set->n + 1, sizeof(*rd->uses));
 	pthread_mutex_lock(&cap->mu);
-	p = &cap->prov[prov];
-	s = space_of(cap, name);
-	tally(cap, s, -1);
-	s->prov = prov;
-	tally(cap, s, 1);
-	space_labels(s, &us->meta.labels);
-	if ((qv = sk_ctl_cap_quota_decide(cap, set, us, &q, &qused)) != SK_CTL_QUOTA_OK) {
-		ok = sk_ctl_cap_quota_hold(c, p, us, connect, qv, q, qused, why, len);
-		sk_ctl_quotas_put(c, set);
-		return ok;
+	if (note) {
+		sk_ctl_cap_space *s = space_of(cap, us->meta.name);
+		tally(cap, s, -1);
+		s->prov = prov;
+		tally(cap, s, 1);
+		space_labels(s, &us->meta.labels);
 	}
-	max = effective_max(p, mono);
-	queue_expire(p, mono);
-	at = queue_index(p, name);
-	if (max > 0) {
-		k = count(cap, prov);
-		st.max_running = max;
-		st.running = k.running;
-		st.evicting = k.evicting;
-		st.position = at >= 0 ? (size_t)at : p->n_queue;
-		v = sk_capacity_decide(&st);
+	rd->n_uses = sk_ctl_cap_quota_uses(cap, set, us, false, rd->uses);
+	capped = effective_max(&cap->prov[prov], sk_monotonic_ms()) > 0;
+	if (capped || sk_ctl_cap_quota_limits(set, us))
+		sk_strmap_foreach(cap->spaces, collect_name, &g);
+	pthread_mutex_unlock(&cap->mu);
+	for (size_t i = 0; i < g.n; i++) {
+		int64_t *a = sk_calloc(1, sizeof(*a));
+		*a = sk_ctl_space_activity(c, g.names[i]);
+		sk_strmap_put(rd->activity, g.names[i], a);
+		free(g.names[i]);
 	}
-	sk_ctl_log(c, SK_LOG_DEBUG, "capacity decide",
-	        "userspace=%s verdict=%d position=%zu queued=%zu running=%d evicting=%d max=%d",
-	        name, (int)v, st.position, p->n_queue, st.running, st.evicting, max);
-	if (v == SK_CAPACITY_START && !take_token(p, &wait_ms)) {
-		bool wake;
-		at = (ssize_t)sk_ctl_cap_queue_enter(
-		        p, name, mono + wait_ms + c->cfg->resync_ms, false);
-		p->queue[at].refused = true;
-		wake = p->queue[at].wake;
-		pthread_mutex_unlock(&cap->mu);
-		snprintf(why, len, "waiting for a start at provider %s (createsPerSecond %g)",
-		        c->cfg->providers[prov].name, p->rate);
-		if (wake) /* its turn comes with the next token: the connect's wake again */
-			sk_ctl_space_request(c, name, true, false);
-		sk_workqueue_add_after(c->q, name, wait_ms);
-		sk_ctl_quotas_put(c, set);
-		return false;
+	free(g.names);
+}
+
+static void
+gate_reads_dispose(gate_reads *rd)
+{
+	sk_strmap_free(rd->activity);
+	free(rd->uses);
+}
+
+typedef struct gate_cands {
+	const gate_reads *rd;
+	sk_capacity_candidate *items;
+	size_t n, cap;
+} gate_cands;
+
+/* An awake space read in the first step, as it is now (under cap->mu). */
+static void
+collect_candidate(const char *name, void *value, void *payload)
+{
+	const sk_ctl_cap_space *s = value;
+	gate_cands *g = payload;
+	const int64_t *activity = sk_strmap_get(g->rd->activity, name);
+	sk_capacity_candidate *x;
+
+	if (activity == NULL || !s->running || s->granted)
+		return; /* started since (its activity not read): not this time */
+	if (g->n == g->cap) {
+		g->cap = g->cap ? 2 * g->cap : 32;
+		g->items = sk_realloc(g->items, g->cap * sizeof(*g->items));
 	}
-	if (v == SK_CAPACITY_START) {
+	x = &g->items[g->n++];
+	memset(x, 0, sizeof(*x));
+	x->name = name; /* the map's key: valid while cap->mu is held */
+	x->activity_ms = *activity;
+	x->started_ms = s->started_ms;
+	x->busy = s->busy;
+	x->always_on = s->always_on;
+	x->evicting = s->evicting;
+	x->here = s->prov == g->rd->prov;
+	x->labels = &s->labels;
+}
+
+/* What the decision held, for the caller's message and the asks. */
+typedef struct gate_held {
+	sk_capacity_gate d;
+	int running, max;
+	const sk_spacequota *quota; /* QUOTA: the one holding it back */
+	int quota_used;
+	char victim[256]; /* "" none */
+	int victim_prov;
+} gate_held;
+
+/* The victim claimed for the eviction (under cap->mu): marked evicting,
+ * counted at its provider. */
+static void
+claim_victim(sk_ctl_capacity *cap, const sk_capacity_candidate *v, gate_held *h)
+{
+	sk_ctl_cap_space *vs = space_of(cap, v->name);
+
+	tally(cap, vs, -1);
+	vs->evicting = true;
+	tally(cap, vs, 1);
+	if (vs->prov >= 0)
+		cap->prov[vs->prov].evictions++;
+	h->victim_prov = vs->prov;
+	snprintf(h->victim, sizeof(h->victim), "%s", v->name);
+}
+
+/* The decision held (under cap->mu): a start granted, else its place in
+ * the queue, refused, and the victim claimed. */
+static void
+hold(sk_ctl_capacity *cap, sk_ctl_cap_provider *p, const char *name, ssize_t at, int64_t mono,
+        const gate_cands *g, gate_held *h)
+{
+	const sk_capacity_gate *d = &h->d;
+	sk_ctl_cap_space *s = space_of(cap, name);
+
+	if (d->kind == SK_GATE_START) {
 		if (at >= 0)
 			queue_remove(p, (size_t)at);
 		tally(cap, s, -1);
 		s->granted = true;
 		s->stops_at_grant = p->stops;
 		tally(cap, s, 1);
-		pthread_mutex_unlock(&cap->mu);
-		if (max > 0)
-			publish(c, prov);
-		sk_ctl_quotas_put(c, set);
-		return true;
+		return;
 	}
-	/* Not queued yet: a create at apply, the archive's wake, or a connect's
-	 * wake whose place went (granted, then not started). Only a connect's
-	 * is put back as a wake when its turn comes: the archive's, put back so,
-	 * was a connect (the archive given up, its space awake for an idle
-	 * timeout, evicted for the next archive and so on, none archived). */
-	if (at < 0)
-		at = (ssize_t)sk_ctl_cap_queue_enter(
-		        p, name, mono + c->cfg->resync_ms + CREATE_WAIT_EXTRA_MS, connect);
+	if (d->queue_ms > 0 || at < 0)
+		at = (ssize_t)sk_ctl_cap_queue_enter(p, name, mono + d->queue_ms, d->queue_wake);
 	p->queue[at].refused = true;
-	wake_again = p->queue[at].wake;
+	if (d->victim >= 0)
+		claim_victim(cap, &g->items[d->victim], h);
+}
+
+/* Second step, under cap->mu taken and released here: the figures as they
+ * are now, sk_capacity_gate_decide, and (with apply) the decision held. */
+static void
+gate_decide(sk_controller *c, const sk_userspace *us, bool connect, const sk_ctl_quota_set *set,
+        gate_reads *rd, bool apply, gate_held *h)
+{
+	sk_ctl_capacity *cap = c->capacity;
+	sk_ctl_cap_provider *p = &cap->prov[rd->prov];
+	const char *name = us->meta.name;
+	int64_t mono = sk_monotonic_ms();
+	gate_cands g = { rd, NULL, 0, 0 };
+	sk_capacity_gate_in in = { 0 };
+	sk_ctl_cap_count k;
+	ssize_t at;
+
+	memset(h, 0, sizeof(*h));
+	h->victim_prov = -1;
+	pthread_mutex_lock(&cap->mu);
+	k = count(cap, rd->prov);
+	rd->n_uses = sk_ctl_cap_quota_uses(cap, set, us, true, rd->uses);
+	sk_strmap_foreach(cap->spaces, collect_candidate, &g);
+	h->max = effective_max(p, mono);
+	queue_expire(p, mono);
+	at = queue_index(p, name);
+	in.connect = connect;
+	in.max_running = h->max;
+	in.running = h->max > 0 ? k.running : 0;
+	in.evicting = h->max > 0 ? k.evicting : 0;
+	in.queued = at >= 0;
+	in.position = at >= 0 ? (size_t)at : p->n_queue;
+	in.queued_wake = at >= 0 && p->queue[at].wake;
+	in.token = true;
+	in.quotas = rd->uses;
+	in.n_quotas = rd->n_uses;
+	in.candidates = g.items;
+	in.n_candidates = g.n;
+	in.now_ms = sk_now_ms();
+	in.evict_after_ms = c->cfg->providers[rd->prov].evict_after_ms;
+	in.quota_evict_after_ms = c->cfg->providers[0].evict_after_ms;
+	in.resync_ms = c->cfg->resync_ms;
+	sk_capacity_gate_decide(&in, &h->d);
+	if (apply && h->d.kind == SK_GATE_START && !take_token(p, &in.token_wait_ms)) {
+		in.token = false;
+		sk_capacity_gate_decide(&in, &h->d);
+	}
+	h->running = in.running;
+	if (h->d.kind == SK_GATE_QUOTA) {
+		h->quota = rd->uses[h->d.quota].quota;
+		h->quota_used = rd->uses[h->d.quota].running;
+	}
+	if (apply)
+		hold(cap, p, name, at, mono, &g, h);
+	else if (h->d.victim >= 0)
+		snprintf(h->victim, sizeof(h->victim), "%s", g.items[h->d.victim].name);
 	pthread_mutex_unlock(&cap->mu);
-	if (v == SK_CAPACITY_EVICT &&
-	        !sk_ctl_cap_evict_one(c, prov, NULL, sk_ctl_cap_quota_tenant_of(set, us), false,
-	                victim, sizeof(victim), &next_ms)) {
-		/* nothing to evict yet: ask again when the first may be (no slot
-		 * frees to kick this start meanwhile: it would wait out its connect) */
-		if (wake_again)
-			sk_ctl_space_request(c, name, true, false);
-		sk_workqueue_add_after(c->q, name, next_ms + 10);
+	sk_ctl_log(c, SK_LOG_DEBUG, "capacity decide",
+	        "userspace=%s gate=%d evict=%d victim=%s position=%zu running=%d evicting=%d "
+	        "max=%d",
+	        name, (int)h->d.kind, h->d.evict, h->victim, in.position, in.running, in.evicting,
+	        h->max);
+	free(g.items);
+}
+
+static void
+gate_ask(sk_ctl_gate *g, sk_ctl_gate_ask a)
+{
+	if (g->n == g->cap) {
+		g->cap = g->cap ? 2 * g->cap : 4;
+		g->asks = sk_realloc(g->asks, g->cap * sizeof(*g->asks));
+	}
+	g->asks[g->n++] = a;
+}
+
+/* What the start waits for, as its condition says it. */
+static void
+gate_why(sk_controller *c, int prov, const gate_held *h, char *why, size_t len)
+{
+	const char *evicting = h->victim[0] ? "; evicting " : "";
+	char msg[256];
+
+	switch (h->d.kind) {
+	case SK_GATE_QUOTA:
+		sk_quota_running_message(h->quota, h->quota_used, msg, sizeof(msg));
+		snprintf(why, len, "%s%s%s", msg, evicting, h->victim);
+		break;
+	case SK_GATE_RATE:
+		snprintf(why, len, "waiting for a start at provider %s (createsPerSecond %g)",
+		        c->cfg->providers[prov].name, c->capacity->prov[prov].rate);
+		break;
+	case SK_GATE_CAPACITY:
+		snprintf(why, len, "provider %s is at capacity (%d of %d running)%s%s",
+		        c->cfg->providers[prov].name, h->running, h->max, evicting, h->victim);
+		break;
+	case SK_GATE_START: break;
+	}
+}
+
+bool
+sk_ctl_capacity_may_start(void *gate, const sk_userspace *us, bool connect, char *why, size_t len)
+{
+	sk_ctl_gate *g = gate;
+	sk_controller *c = g->c;
+	int prov = prov_of(c, us);
+	sk_ctl_quota_set *set;
+	gate_reads rd = { 0 };
+	gate_held h;
+
+	if (prov < 0)
+		return true;
+	set = sk_ctl_quotas_get(c);
+	gate_read(c, prov, us, set, true, &rd);
+	gate_decide(c, us, connect, set, &rd, true, &h);
+	gate_why(c, prov, &h, why, len);
+	if (h.victim[0])
+		gate_ask(g,
+		        (sk_ctl_gate_ask){ .name = sk_strdup(h.victim),
+		                .evict = true,
+		                .prov = h.victim_prov,
+		                .quota = h.d.kind == SK_GATE_QUOTA ? sk_strdup(h.quota->meta.name)
+		                                                   : NULL });
+	if (h.d.wake_again || h.d.retry_ms > 0)
+		gate_ask(g,
+		        (sk_ctl_gate_ask){ .name = sk_strdup(us->meta.name),
+		                .prov = prov,
+		                .wake = h.d.wake_again,
+		                .after_ms = h.d.retry_ms });
+	gate_reads_dispose(&rd);
+	sk_ctl_quotas_put(c, set);
+	if (h.d.kind == SK_GATE_CAPACITY || (h.d.kind == SK_GATE_START && h.max > 0))
+		publish(c, prov);
+	return h.d.kind == SK_GATE_START;
+}
+
+/* A victim's pause asked: its request (evict, under the quota named), its
+ * key first in the queue, the metric. */
+static void
+carry_out_eviction(sk_controller *c, const sk_ctl_gate_ask *a)
+{
+	const char *reason = a->quota != NULL ? "quota" : "capacity";
+	char l[160];
+
+	if (a->prov >= 0) {
+		snprintf(l, sizeof(l), "provider=\"%s\",reason=\"%s\"",
+		        c->cfg->providers[a->prov].name, reason);
+		sk_metrics_add(c->metrics, SK_CTL_METRIC_EVICTIONS, l, 1);
+	}
+	sk_ctl_space_request_evict(c, a->name, a->quota);
+	sk_workqueue_add_priority(c->q, a->name);
+	sk_ctl_log(c, SK_LOG_INFO, "evicting", "userspace=%s provider=%s reason=%s", a->name,
+	        a->prov >= 0 ? c->cfg->providers[a->prov].name : "", reason);
+}
+
+void
+sk_ctl_capacity_carry_out(sk_ctl_gate *g)
+{
+	for (size_t i = 0; i < g->n; i++) {
+		sk_ctl_gate_ask *a = &g->asks[i];
+		if (a->evict)
+			carry_out_eviction(g->c, a);
+		if (a->wake)
+			sk_ctl_space_request(g->c, a->name, true, false);
+		if (a->after_ms > 0)
+			sk_workqueue_add_after(g->c->q, a->name, a->after_ms);
+		free(a->name);
+		free(a->quota);
+	}
+	free(g->asks);
+	g->asks = NULL;
+	g->n = g->cap = 0;
+}
+
+/* A connect's start beyond a quota's spec.hard.running with nothing in
+ * the tenant to evict (and no eviction under way) is answered at once:
+ * 429 naming the quota. */
+static bool
+admits_wake(sk_controller *c, int prov, const sk_userspace *us, sk_http_reply *r)
+{
+	sk_ctl_quota_set *set = sk_ctl_quotas_get(c);
+	gate_reads rd = { 0 };
+	gate_held h;
+	char msg[256];
+	bool ok = true;
+
+	if (sk_ctl_cap_quota_limits(set, us)) {
+		gate_read(c, prov, us, set, false, &rd);
+		gate_decide(c, us, true, set, &rd, false, &h);
+		ok = h.d.kind != SK_GATE_QUOTA || (!h.d.refuse && (!h.d.evict || h.d.victim >= 0));
+		gate_reads_dispose(&rd);
+	}
+	if (!ok) {
+		sk_quota_running_message(h.quota, h.quota_used, msg, sizeof(msg));
+		snprintf(r->retry_after, sizeof(r->retry_after), "%d", 5);
+		sk_ctl_reply_error(r, 429, "QuotaExceeded", msg);
 	}
 	sk_ctl_quotas_put(c, set);
-	snprintf(why, len, "provider %s is at capacity (%d of %d running)%s%s",
-	        c->cfg->providers[prov].name, st.running, max, victim[0] ? "; evicting " : "",
-	        victim);
-	publish(c, prov);
-	return false;
+	return ok;
 }
 
 /* The provider ran this many at once: its cap is at least that. A refusal
@@ -631,7 +785,7 @@ sk_ctl_capacity_enter(sk_controller *c, const sk_userspace *us, int64_t deadline
 
 	if (prov < 0)
 		return true;
-	if (!sk_ctl_cap_quota_admits_wake(c, us, r))
+	if (!admits_wake(c, prov, us, r))
 		return false;
 	pthread_mutex_lock(&cap->mu);
 	p = &cap->prov[prov];

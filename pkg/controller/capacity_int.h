@@ -7,7 +7,9 @@
  * waits in the provider's FIFO queue; connects beyond maxQueued waiting get
  * 429. The provider's own 429 on a start lowers the cap to what runs then
  * (for capacity.learnedFor). Starts also pass a token bucket at
- * createsPerSecond.
+ * createsPerSecond. What a start's gate decides is the planner's
+ * (sk_capacity_gate_decide, pure and table-tested); what it asks of other
+ * spaces is carried out after the reconcile (sk_ctl_gate).
  */
 #ifndef SK_CONTROLLER_CAPACITY_INT_H
 #define SK_CONTROLLER_CAPACITY_INT_H
@@ -17,13 +19,12 @@
 #include "../api/kvlist.h"
 #include "../api/quota.h"
 #include "../api/userspace.h"
+#include "../reconcile/capacity.h"
 #include "../reconcile/reconcile.h"
 #include "../util/util.h"
-#include "controller.h"
+#include "ground_int.h"
 #include "http_int.h"
 #include "quota_int.h"
-
-typedef struct sk_ctl_capacity sk_ctl_capacity;
 
 #define SK_CTL_METRIC_SANDBOXES_RUNNING "spacekeeper_sandboxes_running"
 #define SK_CTL_METRIC_CAPACITY_MAX "spacekeeper_capacity_max"
@@ -33,9 +34,6 @@ typedef struct sk_ctl_capacity sk_ctl_capacity;
 /* At new (after the metrics), at free. */
 sk_ctl_capacity *sk_ctl_capacity_new(sk_controller *c);
 void sk_ctl_capacity_free(sk_ctl_capacity *cap);
-/* The reconcile's gate (sk_reconcile_env.may_start; arg: the controller). */
-bool sk_ctl_capacity_may_start(
-        void *controller, const sk_userspace *us, bool connect, char *why, size_t len);
 /* After a reconcile of name: what it saw (us: the object after it). */
 void sk_ctl_capacity_note(
         sk_controller *c, const char *name, const sk_userspace *us, const sk_reconcile_report *r);
@@ -113,36 +111,48 @@ struct sk_ctl_capacity {
 /* capacity.c, under cap->mu: name's place in p's queue (appended when
  * absent, its deadline moved on when later). */
 size_t sk_ctl_cap_queue_enter(sk_ctl_cap_provider *p, const char *name, int64_t until, bool wake);
-/* capacity.c, with cap->mu released: picks the space to evict at prov (a
- * capacity eviction, prefer's tenant first) or in only's tenant (a
- * quota's), and asks it to pause unless dry; false when none may be, with
- * *next_ms (may be NULL) when to ask again. */
-bool sk_ctl_cap_evict_one(sk_controller *c, int prov, const sk_spacequota *only,
-        const sk_spacequota *prefer, bool dry, char *victim, size_t len, int64_t *next_ms);
 
-/* ---- capacity_quota.c: SpaceQuotas' spec.hard.running at the gate ---- */
+/* ---- the gate (sk_ctl_capacity_may_start) ---- */
 
-typedef enum {
-	SK_CTL_QUOTA_OK,
-	SK_CTL_QUOTA_EVICT,
-	SK_CTL_QUOTA_WAIT,
-	SK_CTL_QUOTA_REFUSE
-} sk_ctl_quota_verdict;
+/* What a start's gate asks of other spaces and of its own, carried out by
+ * the worker after the reconcile (sk_ctl_capacity_carry_out), never from
+ * the middle of a round: the pause of a victim (marked evicting at the
+ * decision, under capacity->mu), the start's wake again and its retry. */
+typedef struct sk_ctl_gate_ask {
+	char *name;
+	bool evict; /* pause name (at provider prov) to free a slot */
+	int prov;
+	char *quota; /* evict: the SpaceQuota it frees a slot under, NULL: capacity */
+	bool wake; /* name's wake request again (a connect's) */
+	int64_t after_ms; /* a reconcile of name after this, 0: none */
+} sk_ctl_gate_ask;
 
-/* Under cap->mu: starting us against the SpaceQuotas whose tenant it is in. */
-sk_ctl_quota_verdict sk_ctl_cap_quota_decide(sk_ctl_capacity *cap, const sk_ctl_quota_set *set,
-        const sk_userspace *us, const sk_spacequota **which, int *used);
-/* The first quota whose tenant us is in; NULL none. */
-const sk_spacequota *sk_ctl_cap_quota_tenant_of(
-        const sk_ctl_quota_set *set, const sk_userspace *us);
-/* Entered with cap->mu held, returns with it released (false): the start
- * the quota holds back (v not OK) waits in p's queue, refused; why says so
- * (connect: a waiting connect's, whose wake is asked again). */
-bool sk_ctl_cap_quota_hold(sk_controller *c, sk_ctl_cap_provider *p, const sk_userspace *us,
-        bool connect, sk_ctl_quota_verdict v, const sk_spacequota *q, int used, char *why,
-        size_t len);
-/* A connect's start beyond a quota with nothing in the tenant to evict:
- * false with r set to 429 QuotaExceeded. */
-bool sk_ctl_cap_quota_admits_wake(sk_controller *c, const sk_userspace *us, sk_http_reply *r);
+/* The gate's argument (sk_reconcile_env.may_start_arg): one per reconcile. */
+typedef struct sk_ctl_gate {
+	sk_controller *c;
+	sk_ctl_gate_ask *asks;
+	size_t n, cap;
+} sk_ctl_gate;
+
+/* The reconcile's gate (sk_reconcile_env.may_start; arg: an sk_ctl_gate):
+ * decides by sk_capacity_gate_decide and holds the decision under
+ * capacity->mu (a start granted, a place in the queue, a victim marked);
+ * what it asks of others waits in the gate. */
+bool sk_ctl_capacity_may_start(
+        void *gate, const sk_userspace *us, bool connect, char *why, size_t len);
+/* After the reconcile: the gate's asks carried out (pauses asked, keys
+ * queued), then forgotten. */
+void sk_ctl_capacity_carry_out(sk_ctl_gate *g);
+
+/* ---- capacity_quota.c: the SpaceQuotas at the gate, under cap->mu ---- */
+
+/* The quotas whose tenant us is in, in the set's order, into out (room
+ * for set->n); with count, each tenant's use (us not counted). */
+size_t sk_ctl_cap_quota_uses(sk_ctl_capacity *cap, const sk_ctl_quota_set *set,
+        const sk_userspace *us, bool count, sk_capacity_quota_use *out);
+/* A quota's spec.hard.running applies to us. */
+bool sk_ctl_cap_quota_limits(const sk_ctl_quota_set *set, const sk_userspace *us);
+/* s is in the tenant of one of uses' quotas. */
+bool sk_ctl_cap_in_tenants(const sk_capacity_quota_use *uses, size_t n, const sk_ctl_cap_space *s);
 
 #endif

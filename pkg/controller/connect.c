@@ -25,7 +25,12 @@
 #include "../reconcile/connect.h"
 #include "../reconcile/options.h"
 #include "../reconcile/plan.h"
-#include "controller_int.h"
+#include "capacity_int.h"
+#include "ground_int.h"
+#include "http_int.h"
+#include "shards_int.h"
+#include "spaces_int.h"
+#include "worker_int.h"
 
 /* How long a heartbeat waits for a controller that is still starting. */
 #define ACTIVITY_START_WAIT_MS 5000
@@ -90,7 +95,7 @@ count_labelled(sk_controller *c, const char *path_labels, const char *code_label
 	double dt = sk_metrics_now() - t0;
 
 	sk_metrics_observe(c->metrics, SK_CTL_METRIC_CONNECT_DURATION, path_labels, dt);
-	sk_timeline_observe(c->http.tl_connect, sk_now_ms(), dt);
+	sk_timeline_observe(c->http->tl_connect, sk_now_ms(), dt);
 	sk_metrics_add(c->metrics, SK_CTL_METRIC_CONNECTS, code_labels, 1);
 }
 

@@ -3,7 +3,6 @@
  * workers and what a reconcile's result does are in worker.c, what it
  * exports in metrics.c.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,49 +10,6 @@
 #include <unistd.h>
 
 #include "controller_int.h"
-
-bool
-sk_ctl_log_enabled(const sk_controller *c, sk_log_level lvl)
-{
-	return c->opts.log != NULL && lvl >= c->opts.log_level;
-}
-
-void
-sk_ctl_log(sk_controller *c, sk_log_level lvl, const char *msg, const char *fmt, ...)
-{
-	char kv[2048];
-	va_list ap;
-
-	if (!sk_ctl_log_enabled(c, lvl))
-		return; /* before formatting: a debug line at info costs a compare */
-	va_start(ap, fmt);
-	vsnprintf(kv, sizeof(kv), fmt, ap);
-	va_end(ap);
-	c->opts.log(lvl, msg, kv, c->opts.log_payload);
-}
-
-bool
-sk_ctl_abort_now(void *controller)
-{
-	return sk_ctl_stopping(controller);
-}
-
-bool
-sk_ctl_abort_after_grace(void *controller)
-{
-	sk_controller *c = controller;
-
-	return sk_ctl_stopping(c) && sk_monotonic_ms() >= atomic_load(&c->stop_deadline_ms);
-}
-
-int
-sk_ctl_provider_index(sk_controller *c, const char *name)
-{
-	for (size_t i = 0; i < c->n_prov; i++)
-		if (name && strcmp(c->cfg->providers[i].name, name) == 0)
-			return (int)i;
-	return -1;
-}
 
 /* ---- new / free ---- */
 
@@ -139,7 +95,7 @@ open_parts(sk_controller *c, sk_error *err)
 	if ((rc = sk_informer_new(&c->inf, &io, err)) != 0)
 		return rc;
 	c->limiters = sk_calloc(c->n_prov + 1, sizeof(*c->limiters));
-	c->views.clients = sk_calloc(c->n_prov + 1, sizeof(*c->views.clients));
+	c->views->clients = sk_calloc(c->n_prov + 1, sizeof(*c->views->clients));
 	for (size_t i = 0; i < c->n_prov; i++) {
 		const sk_provider_config *pc = &c->cfg->providers[i];
 		sk_limiter_options lo = SK_LIMITER_OPTIONS_INIT;
@@ -147,10 +103,10 @@ open_parts(sk_controller *c, sk_error *err)
 		lo.burst = pc->burst;
 		lo.max_in_flight = pc->max_in_flight;
 		c->limiters[i] = sk_limiter_new(&lo);
-		if ((rc = sk_provider_new(pc, &c->views.clients[i], err)) != 0)
+		if ((rc = sk_provider_new(pc, &c->views->clients[i], err)) != 0)
 			return rc; /* err names the provider */
-		sk_ctl_watch_provider(c, c->views.clients[i]);
-		sk_provider_set_abort(c->views.clients[i], sk_ctl_abort_now, c);
+		sk_ctl_watch_provider(c, c->views->clients[i]);
+		sk_provider_set_abort(c->views->clients[i], sk_ctl_abort_now, c);
 	}
 	return open_archive(c, err);
 }
@@ -184,9 +140,10 @@ sk_controller_new(sk_controller **out, const sk_controller_options *opts, sk_err
 	c->n_workers = c->cfg->workers > 0 ? c->cfg->workers : 1;
 	pthread_mutex_init(&c->mu, NULL);
 	sk_cond_init_monotonic(&c->wake);
-	pthread_mutex_init(&c->http.render_mu, NULL);
-	c->http.tl_reconcile = sk_timeline_new();
-	c->http.tl_connect = sk_timeline_new();
+	c->http = sk_calloc(1, sizeof(*c->http));
+	pthread_mutex_init(&c->http->render_mu, NULL);
+	c->http->tl_reconcile = sk_timeline_new();
+	c->http->tl_connect = sk_timeline_new();
 	atomic_init(&c->stopping, false);
 	atomic_init(&c->stop_deadline_ms, 0);
 	atomic_init(&c->abandoned, 0);
@@ -217,10 +174,10 @@ sk_controller_free(sk_controller *c)
 	sk_informer_free(c->inf);
 	for (size_t i = 0; c->limiters && i < c->n_prov; i++)
 		sk_limiter_free(c->limiters[i]);
-	for (size_t i = 0; c->views.clients && i < c->n_prov; i++)
-		sk_provider_free(c->views.clients[i]);
+	for (size_t i = 0; c->views->clients && i < c->n_prov; i++)
+		sk_provider_free(c->views->clients[i]);
 	free(c->limiters);
-	free(c->views.clients);
+	free(c->views->clients);
 	sk_ctl_views_dispose(c);
 	sk_ctl_spaces_dispose(c);
 	sk_ctl_capacity_free(c->capacity);
@@ -230,9 +187,10 @@ sk_controller_free(sk_controller *c)
 	sk_metrics_free(c->metrics);
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->wake);
-	pthread_mutex_destroy(&c->http.render_mu);
-	sk_timeline_free(c->http.tl_reconcile);
-	sk_timeline_free(c->http.tl_connect);
+	pthread_mutex_destroy(&c->http->render_mu);
+	sk_timeline_free(c->http->tl_reconcile);
+	sk_timeline_free(c->http->tl_connect);
+	free(c->http);
 	sk_ctl_shards_dispose(c);
 	sk_wipe_free(c->archive_access);
 	sk_wipe_free(c->archive_secret);
@@ -317,7 +275,7 @@ log_started(sk_controller *c)
 	sk_ctl_log(c, SK_LOG_INFO, "controller started",
 	        "workers=%d providers=%zu userspaces=%zu http_port=%d connect_port=%d id=%s "
 	        "shards_held=%zu/%d",
-	        c->n_workers, c->n_prov, sk_informer_len(c->inf), c->http.port,
+	        c->n_workers, c->n_prov, sk_informer_len(c->inf), c->http->port,
 	        sk_ctl_guard_port(c), c->identity, sk_ctl_shards_held(c), c->cfg->shards);
 }
 
@@ -506,10 +464,4 @@ sk_controller_run_once(sk_controller *c, int64_t settle_ms, int64_t timeout_ms, 
 done:
 	sk_controller_stop(c);
 	return rc;
-}
-
-bool
-sk_controller_ready(sk_controller *c)
-{
-	return sk_informer_has_synced(c->inf) && atomic_load(&c->started);
 }

@@ -19,7 +19,9 @@
 #include <string.h>
 
 #include "../httpc/httpc.h"
-#include "controller_int.h"
+#include "ground_int.h"
+#include "http_int.h"
+#include "shards_int.h"
 
 #define FORWARD_BODY_MAX (1 << 20)
 #define FORWARD_CONNECT_TIMEOUT_MS 2000

@@ -30,7 +30,9 @@
 #include <strings.h>
 #include <sys/resource.h>
 
-#include "controller_int.h"
+#include "ground_int.h"
+#include "http_int.h"
+#include "shards_int.h"
 
 #define CONNECT_DEFAULT_MS 30000
 #define CONNECT_MAX_MS 300000
@@ -141,7 +143,7 @@ static bool
 authorized(sk_controller *c, struct MHD_Connection *conn, sk_ctl_origin *from, const char **why)
 {
 	const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
-	struct sk_ctl_guard *g = c->http.guard;
+	struct sk_ctl_guard *g = c->http->guard;
 
 	if (g->tokens == NULL || sk_ctl_tokens_check(c, g->tokens, h, from))
 		return true;
@@ -250,7 +252,7 @@ call_main(void *arg)
 {
 	call *q = arg;
 	sk_controller *c = q->c;
-	struct sk_ctl_guard *g = c->http.guard;
+	struct sk_ctl_guard *g = c->http->guard;
 
 	if (q->kind == CALL_CONNECT)
 		sk_ctl_connect(c, q->arg, q->ms, q->fresh, &q->from, &q->r);
@@ -271,7 +273,7 @@ call_main(void *arg)
 static bool
 take_slot(call *q)
 {
-	struct sk_ctl_guard *g = q->c->http.guard;
+	struct sk_ctl_guard *g = q->c->http->guard;
 	bool ok;
 
 	pthread_mutex_lock(&g->mu);
@@ -298,7 +300,7 @@ take_slot(call *q)
 static bool
 start_call(call *q)
 {
-	struct sk_ctl_guard *g = q->c->http.guard;
+	struct sk_ctl_guard *g = q->c->http->guard;
 	pthread_attr_t attr;
 	pthread_t th;
 	int rc;
@@ -509,9 +511,9 @@ sk_ctl_guard_start(sk_controller *c, sk_error *err)
 		return rc;
 	}
 	declare_metrics(c->metrics);
-	c->http.guard = g;
+	c->http->guard = g;
 	if ((g->d = daemon_start(c, g, &sa)) == NULL) {
-		c->http.guard = NULL;
+		c->http->guard = NULL;
 		guard_free(g);
 		return sk_error_set(err, SK_EUNAVAILABLE,
 		        "controller.connectListen %s: cannot serve (address in use, or a bad TLS "
@@ -531,7 +533,7 @@ sk_ctl_guard_start(sk_controller *c, sk_error *err)
 void
 sk_ctl_guard_stop(sk_controller *c)
 {
-	struct sk_ctl_guard *g = c->http.guard;
+	struct sk_ctl_guard *g = c->http->guard;
 
 	if (g == NULL)
 		return;
@@ -542,18 +544,18 @@ sk_ctl_guard_stop(sk_controller *c)
 		pthread_cond_wait(&g->cond, &g->mu);
 	pthread_mutex_unlock(&g->mu);
 	MHD_stop_daemon(g->d);
-	c->http.guard = NULL;
+	c->http->guard = NULL;
 	guard_free(g);
 }
 
 int
 sk_ctl_guard_port(sk_controller *c)
 {
-	return c->http.guard ? c->http.guard->port : 0;
+	return c->http->guard ? c->http->guard->port : 0;
 }
 
 const char *
 sk_ctl_guard_pin(sk_controller *c)
 {
-	return c->http.guard ? c->http.guard->pin : NULL;
+	return c->http->guard ? c->http->guard->pin : NULL;
 }

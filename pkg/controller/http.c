@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controller_int.h"
+#include "ground_int.h"
+#include "http_int.h"
+#include "shards_int.h"
 
 /* Health and metrics clients are few (kubelet, Prometheus, a person). */
 #define MAIN_THREADS 2
@@ -50,15 +52,6 @@ sk_ctl_path_segment(const char *url, const char *prefix, const char *suffix)
 
 /* ---- the store probe ---- */
 
-void
-sk_ctl_store_error(sk_controller *c, const char *op)
-{
-	char l[64];
-
-	snprintf(l, sizeof(l), "op=\"%s\"", op);
-	sk_metrics_add(c->metrics, SK_CTL_METRIC_STORE_ERRORS, l, 1);
-}
-
 static void *
 probe_main(void *arg)
 {
@@ -70,7 +63,7 @@ probe_main(void *arg)
 	while (!sk_ctl_stopping(c)) {
 		sk_error err = { 0 };
 		if (sk_store_ping(c->store, &err) == 0)
-			atomic_store(&c->http.store_ok_ms, sk_monotonic_ms());
+			atomic_store(&c->http->store_ok_ms, sk_monotonic_ms());
 		else if (!sk_ctl_stopping(c))
 			sk_ctl_store_error(c, "ping");
 		for (int64_t t = 0; t < every && !sk_ctl_stopping(c); t += 50)
@@ -84,7 +77,7 @@ probe_main(void *arg)
 static int64_t
 store_silent_ms(sk_controller *c)
 {
-	int64_t ok = atomic_load(&c->http.store_ok_ms);
+	int64_t ok = atomic_load(&c->http->store_ok_ms);
 
 	return ok > 0 ? sk_monotonic_ms() - ok : 0;
 }
@@ -222,8 +215,8 @@ main_start(sk_controller *c, sk_error *err)
 	if (!d)
 		return sk_error_set(err, SK_EUNAVAILABLE, "listen %s: cannot bind", c->cfg->listen);
 	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-	c->http.port = info ? info->port : ntohs(sa.sin_port);
-	c->http.daemon = d;
+	c->http->port = info ? info->port : ntohs(sa.sin_port);
+	c->http->daemon = d;
 	return 0;
 }
 
@@ -239,8 +232,8 @@ sk_ctl_http_start(sk_controller *c, sk_error *err)
 		sk_ctl_http_stop(c);
 		return rc;
 	}
-	if (pthread_create(&c->http.probe, NULL, probe_main, c) == 0)
-		c->http.probe_running = true;
+	if (pthread_create(&c->http->probe, NULL, probe_main, c) == 0)
+		c->http->probe_running = true;
 	return 0;
 }
 
@@ -248,12 +241,12 @@ void
 sk_ctl_http_stop(sk_controller *c)
 {
 	sk_ctl_guard_stop(c);
-	if (c->http.daemon) {
-		MHD_stop_daemon(c->http.daemon);
-		c->http.daemon = NULL;
+	if (c->http->daemon) {
+		MHD_stop_daemon(c->http->daemon);
+		c->http->daemon = NULL;
 	}
-	if (c->http.probe_running) {
-		pthread_join(c->http.probe, NULL);
-		c->http.probe_running = false;
+	if (c->http->probe_running) {
+		pthread_join(c->http->probe, NULL);
+		c->http->probe_running = false;
 	}
 }

@@ -4,7 +4,7 @@
  * store probe behind /readyz; the connect listener (guard.c: token, TLS,
  * limits, one thread per waiting connect) and the connect API it serves
  * (connect.c). Listeners and the probe are started and stopped by the
- * controller's lifecycle; http.render_mu makes scrapes render one at a
+ * controller's lifecycle; http->render_mu makes scrapes render one at a
  * time; the guard counts its waiting connects under its own mu (guard.c).
  */
 #ifndef SK_CONTROLLER_HTTP_INT_H
@@ -18,11 +18,11 @@
 #include "../api/userspace.h"
 #include "../metrics/metrics.h"
 #include "../util/util.h"
-#include "controller.h"
+#include "ground_int.h"
 
 struct sk_ctl_guard; /* guard.c */
 
-typedef struct sk_ctl_http {
+struct sk_ctl_http {
 	void *daemon; /* struct MHD_Daemon* of controller.listen, NULL: none */
 	int port; /* its bound port */
 	struct sk_ctl_guard *guard; /* the connect API's listener (guard.c), NULL: none */
@@ -33,7 +33,7 @@ typedef struct sk_ctl_http {
 	/* What the status page draws (each timeline locks itself). */
 	sk_timeline *tl_reconcile; /* reconcile seconds per minute (worker.c) */
 	sk_timeline *tl_connect; /* connect seconds per minute (connect.c) */
-} sk_ctl_http;
+};
 
 /* An answer of either listener. */
 typedef struct sk_http_reply {

@@ -9,7 +9,12 @@
 #include <string.h>
 
 #include "../reconcile/observe.h"
-#include "controller_int.h"
+#include "ground_int.h"
+#include "http_int.h"
+#include "metrics_int.h"
+#include "shards_int.h"
+#include "spaces_int.h"
+#include "views_int.h"
 
 /* ---- metrics ---- */
 
@@ -438,7 +443,7 @@ sk_controller_render_metrics(sk_controller *c, sk_buf *out)
 	sk_informer_stats is;
 	sk_metrics *m = c->metrics;
 
-	pthread_mutex_lock(&c->http.render_mu);
+	pthread_mutex_lock(&c->http->render_mu);
 	sk_workqueue_get_stats(c->q, &st);
 	sk_metrics_set(m, "workqueue_depth", WQ_LABELS, (double)st.depth);
 	sk_metrics_set(m, "workqueue_adds_total", WQ_LABELS, (double)st.adds_total);
@@ -461,5 +466,5 @@ sk_controller_render_metrics(sk_controller *c, sk_buf *out)
 	sk_ctl_metrics_userspaces(m, c->inf);
 	sk_metrics_collect_process(m, NULL);
 	sk_metrics_render(m, out);
-	pthread_mutex_unlock(&c->http.render_mu);
+	pthread_mutex_unlock(&c->http->render_mu);
 }

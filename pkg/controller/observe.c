@@ -20,7 +20,10 @@
 #include "../reconcile/observe.h"
 #include "../reconcile/options.h"
 #include "../reconcile/orphans.h"
-#include "controller_int.h"
+#include "ground_int.h"
+#include "quota_int.h"
+#include "shards_int.h"
+#include "views_int.h"
 
 /* The longest wait between two reads of the shared list. */
 #define SHARED_POLL_MAX_MS 5000
@@ -35,8 +38,9 @@ list_free_cb(void *p)
 void
 sk_ctl_views_init(sk_controller *c)
 {
-	sk_ctl_views *v = &c->views;
+	sk_ctl_views *v = sk_calloc(1, sizeof(*v));
 
+	c->views = v;
 	pthread_mutex_init(&v->mu, NULL);
 	atomic_init(&v->asked, false);
 	v->prov = sk_calloc(c->n_prov + 1, sizeof(*v->prov));
@@ -47,15 +51,18 @@ sk_ctl_views_init(sk_controller *c)
 void
 sk_ctl_views_dispose(sk_controller *c)
 {
-	sk_ctl_views *v = &c->views;
+	sk_ctl_views *v = c->views;
 
+	if (v == NULL)
+		return;
 	for (size_t i = 0; v->prov && i < c->n_prov; i++) {
 		sk_strmap_free(v->prov[i].by_user);
 		sk_kvlist_dispose(&v->prov[i].orphan_seen);
 	}
 	free(v->prov);
-	v->prov = NULL;
 	pthread_mutex_destroy(&v->mu);
+	free(v);
+	c->views = NULL;
 }
 
 /* Keeps only the metadata the workers read from a view (managed_by,
@@ -128,7 +135,7 @@ kill_orphan(sk_controller *c, int i, const sk_orphan *o)
 {
 	const char *prov = c->cfg->providers[i].name;
 	sk_error err = { 0 };
-	int rc = sk_sandbox_kill(c->views.clients[i], o->sandbox_id, &err);
+	int rc = sk_sandbox_kill(c->views->clients[i], o->sandbox_id, &err);
 
 	if (rc == 0) {
 		sk_ctl_log(c, SK_LOG_INFO, "orphan deleted", "provider=%s sandbox=%s user_id=%s",
@@ -153,7 +160,7 @@ handle_orphans(sk_controller *c, int i, const sk_sandbox_list *all, int64_t now)
 	 * (or kill) them. */
 	if (!sk_ctl_shard_valid(c, 0))
 		return;
-	if (sk_plan_orphans(all, has_user, c->inf, &c->views.prov[i].orphan_seen, now, &o, &ol) !=
+	if (sk_plan_orphans(all, has_user, c->inf, &c->views->prov[i].orphan_seen, now, &o, &ol) !=
 	        0)
 		return;
 	for (size_t k = 0; k < ol.len; k++) {
@@ -180,15 +187,15 @@ install_view(sk_controller *c, int i, sk_strmap *fresh, int64_t listed_ms, size_
 {
 	sk_strmap *old = NULL;
 
-	pthread_mutex_lock(&c->views.mu);
+	pthread_mutex_lock(&c->views->mu);
 	if (fresh != NULL) {
-		old = c->views.prov[i].by_user;
-		c->views.prov[i].by_user = fresh;
-		c->views.prov[i].listed_ms = listed_ms;
-		c->views.prov[i].n_sandboxes = n;
+		old = c->views->prov[i].by_user;
+		c->views->prov[i].by_user = fresh;
+		c->views->prov[i].listed_ms = listed_ms;
+		c->views->prov[i].n_sandboxes = n;
 	}
-	c->views.prov[i].valid = fresh != NULL;
-	pthread_mutex_unlock(&c->views.mu);
+	c->views->prov[i].valid = fresh != NULL;
+	pthread_mutex_unlock(&c->views->mu);
 	sk_strmap_free(old);
 }
 
@@ -216,7 +223,7 @@ list_provider(sk_controller *c, int i)
 	int rc;
 
 	sk_kvlist_set(&match, SK_META_MANAGED_BY, SK_MANAGED_BY_VALUE);
-	rc = sk_sandbox_list_all(c->views.clients[i], &match, &all, &err);
+	rc = sk_sandbox_list_all(c->views->clients[i], &match, &all, &err);
 	snprintf(
 	        l, sizeof(l), "provider=\"%s\",result=\"%s\"", prov, rc == 0 ? "success" : "error");
 	sk_metrics_add(c->metrics, "spacekeeper_provider_list_total", l, 1);
@@ -230,7 +237,7 @@ list_provider(sk_controller *c, int i)
 		fresh = sk_ctl_group_by_user(&all); /* empties the items of all */
 	}
 	install_view(c, i, fresh, t, all.len);
-	c->views.prov[i].looked_mono = sk_monotonic_ms();
+	c->views->prov[i].looked_mono = sk_monotonic_ms();
 	if (rc != 0 && sk_ctl_stopping(c))
 		sk_ctl_log(c, SK_LOG_INFO, "provider list abandoned", "provider=%s error=\"%s\"",
 		        prov, err.message);
@@ -250,9 +257,9 @@ read_shared(sk_controller *c, int i, bool force)
 	int64_t have;
 	int rc;
 
-	pthread_mutex_lock(&c->views.mu);
-	have = c->views.prov[i].valid ? c->views.prov[i].listed_ms : 0;
-	pthread_mutex_unlock(&c->views.mu);
+	pthread_mutex_lock(&c->views->mu);
+	have = c->views->prov[i].valid ? c->views->prov[i].listed_ms : 0;
+	pthread_mutex_unlock(&c->views->mu);
 	rc = sk_ctl_share_read(c, i, have, force, &sl);
 	if (rc == 1) {
 		set_observed(c, c->cfg->providers[i].name, sl.total);
@@ -272,7 +279,7 @@ resync_period(sk_controller *c)
 static int64_t
 list_due_in(sk_controller *c, int i)
 {
-	int64_t last = c->views.prov[i].looked_mono;
+	int64_t last = c->views->prov[i].looked_mono;
 
 	return last == 0 ? 0 : last + resync_period(c) - sk_monotonic_ms();
 }
@@ -357,11 +364,11 @@ void
 sk_ctl_list_view(
         sk_controller *c, int prov, const char *user_id, sk_sandbox_list *list, sk_list_view *view)
 {
-	const sk_prov_view *v = &c->views.prov[prov];
+	const sk_prov_view *v = &c->views->prov[prov];
 	const sk_sandbox_list *src;
 
 	memset(view, 0, sizeof(*view));
-	pthread_mutex_lock(&c->views.mu);
+	pthread_mutex_lock(&c->views->mu);
 	view->valid = v->valid;
 	view->listed_ms = v->listed_ms;
 	src = user_id ? sk_strmap_get(v->by_user, user_id) : NULL;
@@ -372,7 +379,7 @@ sk_ctl_list_view(
 		list->len = src->len;
 		view->for_user = list;
 	}
-	pthread_mutex_unlock(&c->views.mu);
+	pthread_mutex_unlock(&c->views->mu);
 }
 
 /* ---- the resync thread ---- */
@@ -385,9 +392,10 @@ observer_sleep(sk_controller *c, int64_t ms, bool *asked)
 	bool go;
 
 	pthread_mutex_lock(&c->mu);
-	while (!sk_ctl_stopping(c) && !atomic_load(&c->views.asked) && sk_monotonic_ms() < deadline)
+	while (!sk_ctl_stopping(c) && !atomic_load(&c->views->asked) &&
+	        sk_monotonic_ms() < deadline)
 		sk_cond_wait_ms(&c->wake, &c->mu, 200);
-	*asked = atomic_exchange(&c->views.asked, false);
+	*asked = atomic_exchange(&c->views->asked, false);
 	go = !sk_ctl_stopping(c);
 	pthread_mutex_unlock(&c->mu);
 	return go;
@@ -397,7 +405,7 @@ void
 sk_ctl_observe_soon(sk_controller *c)
 {
 	pthread_mutex_lock(&c->mu);
-	atomic_store(&c->views.asked, true);
+	atomic_store(&c->views->asked, true);
 	pthread_cond_broadcast(&c->wake);
 	pthread_mutex_unlock(&c->mu);
 }
@@ -422,17 +430,17 @@ observer_main(void *arg)
 int
 sk_ctl_observer_start(sk_controller *c, sk_error *err)
 {
-	if (pthread_create(&c->views.thread, NULL, observer_main, c) != 0)
+	if (pthread_create(&c->views->thread, NULL, observer_main, c) != 0)
 		return sk_error_set(err, SK_ERROR, "controller: cannot start the observer");
-	c->views.running = true;
+	c->views->running = true;
 	return 0;
 }
 
 void
 sk_ctl_observer_stop(sk_controller *c)
 {
-	if (!c->views.running)
+	if (!c->views->running)
 		return;
-	pthread_join(c->views.thread, NULL);
-	c->views.running = false;
+	pthread_join(c->views->thread, NULL);
+	c->views->running = false;
 }

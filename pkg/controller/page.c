@@ -13,7 +13,12 @@
 
 #include "../reconcile/observe.h"
 #include "../reconcile/retention.h"
-#include "controller_int.h"
+#include "capacity_int.h"
+#include "ground_int.h"
+#include "http_int.h"
+#include "shards_int.h"
+#include "spaces_int.h"
+#include "views_int.h"
 
 #define PAGE_MAX_SPACES 1000 /* rows of the index's space table, at most (?limit=) */
 #define PAGE_EVENTS 20
@@ -477,8 +482,8 @@ sk_ctl_page_index(sk_controller *c, const char *after, const char *limit, sk_htt
 	capacity_table(c, &b);
 	drift_table(c, &b);
 	retention_table(c, &b, &rows);
-	timeline_chart(&b, "Reconcile time", c->http.tl_reconcile);
-	timeline_chart(&b, "Connect latency", c->http.tl_connect);
+	timeline_chart(&b, "Reconcile time", c->http->tl_reconcile);
+	timeline_chart(&b, "Connect latency", c->http->tl_connect);
 	spaces_table(&b, &rows);
 	for (size_t i = 0; i < rows.len; i++) {
 		free(rows.items[i].name);

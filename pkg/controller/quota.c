@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "../store/store.h"
-#include "controller_int.h"
+#include "ground_int.h"
+#include "quota_int.h"
+#include "views_int.h"
 
 struct sk_ctl_quotas {
 	pthread_mutex_t mu;

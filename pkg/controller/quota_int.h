@@ -12,7 +12,7 @@
 #define SK_CONTROLLER_QUOTA_INT_H
 
 #include "../api/quota.h"
-#include "controller.h"
+#include "ground_int.h"
 
 #define SK_CTL_METRIC_QUOTA_USED "spacekeeper_quota_used"
 #define SK_CTL_METRIC_QUOTA_HARD "spacekeeper_quota_hard"
@@ -23,8 +23,6 @@ typedef struct sk_ctl_quota_set {
 	size_t n;
 	int refs; /* under the controller's quotas lock */
 } sk_ctl_quota_set;
-
-typedef struct sk_ctl_quotas sk_ctl_quotas;
 
 sk_ctl_quotas *sk_ctl_quotas_new(sk_controller *c);
 void sk_ctl_quotas_free(sk_ctl_quotas *qs);

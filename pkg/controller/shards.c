@@ -38,7 +38,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "controller_int.h"
+#include "ground_int.h"
+#include "http_int.h"
+#include "shards_int.h"
+#include "views_int.h"
 
 #define MEMBER_PREFIX "member-"
 #define SHARD_PREFIX "shard-"

@@ -13,7 +13,7 @@
 
 #include "../store/store.h"
 #include "../util/util.h"
-#include "controller.h"
+#include "ground_int.h"
 #include "http_int.h"
 
 #define SK_CTL_METRIC_SHARDS_HELD "spacekeeper_shards_held"
@@ -30,7 +30,7 @@ typedef struct sk_ctl_shard {
 	char *holder; /* the holder as last listed ("" none) */
 } sk_ctl_shard;
 
-typedef struct sk_ctl_shards {
+struct sk_ctl_shards {
 	pthread_mutex_t mu; /* guards s[] and live */
 	int n;
 	sk_ctl_shard *s;
@@ -45,7 +45,7 @@ typedef struct sk_ctl_shards {
 	bool skew_warned; /* the lease thread's */
 	bool store_down; /* the last round's list failed: unreachable (under mu) */
 	sk_lease_observer seen; /* the lease thread's: when each lease last changed */
-} sk_ctl_shards;
+};
 
 /* A reconcile's fence: the generation of its user's shard when it began. */
 typedef struct sk_ctl_fence {

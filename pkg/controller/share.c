@@ -19,7 +19,9 @@
 #include <string.h>
 
 #include "../api/names.h"
-#include "controller_int.h"
+#include "ground_int.h"
+#include "shards_int.h"
+#include "views_int.h"
 
 #define SHARE_METRIC "spacekeeper_shared_list_total"
 #define PART_NAME_MAX 24

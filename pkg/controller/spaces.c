@@ -14,7 +14,8 @@
 #include <string.h>
 
 #include "../reconcile/reconcile.h"
-#include "controller_int.h"
+#include "ground_int.h"
+#include "spaces_int.h"
 
 /* What is remembered of one space. Kept while the controller runs (a
  * deleted space's written_rv must outlive it); forget clears the memory the
@@ -80,8 +81,9 @@ record_free(void *v)
 void
 sk_ctl_spaces_init(sk_controller *c)
 {
-	sk_ctl_spaces *s = &c->spaces;
+	sk_ctl_spaces *s = sk_calloc(1, sizeof(*s));
 
+	c->spaces = s;
 	pthread_mutex_init(&s->mu, NULL);
 	s->by_name = sk_strmap_new(record_free);
 	pthread_mutex_init(&s->done_mu, NULL);
@@ -92,38 +94,41 @@ sk_ctl_spaces_init(sk_controller *c)
 void
 sk_ctl_spaces_dispose(sk_controller *c)
 {
-	sk_ctl_spaces *s = &c->spaces;
+	sk_ctl_spaces *s = c->spaces;
 
+	if (s == NULL)
+		return;
 	sk_strmap_free(s->by_name);
 	pthread_mutex_destroy(&s->mu);
 	sk_strmap_free(s->finished);
 	pthread_cond_destroy(&s->done);
 	pthread_mutex_destroy(&s->done_mu);
-	memset(s, 0, sizeof(*s));
+	free(s);
+	c->spaces = NULL;
 }
 
 void
 sk_ctl_spaces_wake(sk_controller *c)
 {
-	pthread_mutex_lock(&c->spaces.done_mu);
-	pthread_cond_broadcast(&c->spaces.done);
-	pthread_mutex_unlock(&c->spaces.done_mu);
+	pthread_mutex_lock(&c->spaces->done_mu);
+	pthread_cond_broadcast(&c->spaces->done);
+	pthread_mutex_unlock(&c->spaces->done_mu);
 }
 
-/* The space's record, made when missing (under spaces.mu). */
+/* The space's record, made when missing (under spaces->mu). */
 static space_record *
 record_of(sk_controller *c, const char *name)
 {
-	space_record *m = sk_strmap_get(c->spaces.by_name, name);
+	space_record *m = sk_strmap_get(c->spaces->by_name, name);
 
 	if (m == NULL) {
 		m = sk_calloc(1, sizeof(*m));
-		sk_strmap_put(c->spaces.by_name, name, m);
+		sk_strmap_put(c->spaces->by_name, name, m);
 	}
 	return m;
 }
 
-/* ... about to hold what the connect path reads (under spaces.mu). */
+/* ... about to hold what the connect path reads (under spaces->mu). */
 static space_record *
 mem_of(sk_controller *c, const char *name)
 {
@@ -137,7 +142,7 @@ mem_of(sk_controller *c, const char *name)
 static space_record *
 known(sk_controller *c, const char *name)
 {
-	space_record *m = sk_strmap_get(c->spaces.by_name, name);
+	space_record *m = sk_strmap_get(c->spaces->by_name, name);
 
 	return m != NULL && m->known ? m : NULL;
 }
@@ -145,32 +150,32 @@ known(sk_controller *c, const char *name)
 void
 sk_ctl_space_touch(sk_controller *c, const char *name, int64_t now_ms)
 {
-	pthread_mutex_lock(&c->spaces.mu);
+	pthread_mutex_lock(&c->spaces->mu);
 	space_record *m = mem_of(c, name);
 	if (now_ms > m->activity_ms)
 		m->activity_ms = now_ms;
-	pthread_mutex_unlock(&c->spaces.mu);
+	pthread_mutex_unlock(&c->spaces->mu);
 }
 
 void
 sk_ctl_space_request(sk_controller *c, const char *name, bool wake, bool replace_now)
 {
-	pthread_mutex_lock(&c->spaces.mu);
+	pthread_mutex_lock(&c->spaces->mu);
 	space_record *m = mem_of(c, name);
 	m->wake = m->wake || wake;
 	m->replace_now = m->replace_now || replace_now;
-	pthread_mutex_unlock(&c->spaces.mu);
+	pthread_mutex_unlock(&c->spaces->mu);
 }
 
 void
 sk_ctl_space_request_evict(sk_controller *c, const char *name, const char *quota)
 {
-	pthread_mutex_lock(&c->spaces.mu);
+	pthread_mutex_lock(&c->spaces->mu);
 	space_record *m = mem_of(c, name);
 	m->evict = true;
 	free(m->evict_quota);
 	m->evict_quota = sk_strdup(quota);
-	pthread_mutex_unlock(&c->spaces.mu);
+	pthread_mutex_unlock(&c->spaces->mu);
 }
 
 int64_t
@@ -179,17 +184,17 @@ sk_ctl_space_activity(sk_controller *c, const char *name)
 	space_record *m;
 	int64_t a;
 
-	pthread_mutex_lock(&c->spaces.mu);
-	m = sk_strmap_get(c->spaces.by_name, name);
+	pthread_mutex_lock(&c->spaces->mu);
+	m = sk_strmap_get(c->spaces->by_name, name);
 	a = m ? m->activity_ms : 0;
-	pthread_mutex_unlock(&c->spaces.mu);
+	pthread_mutex_unlock(&c->spaces->mu);
 	return a;
 }
 
 void
 sk_ctl_space_take(sk_controller *c, const char *name, sk_reconcile_env *env)
 {
-	pthread_mutex_lock(&c->spaces.mu);
+	pthread_mutex_lock(&c->spaces->mu);
 	space_record *m = known(c, name);
 	if (m != NULL) {
 		env->activity_ms = m->activity_ms;
@@ -216,7 +221,7 @@ sk_ctl_space_take(sk_controller *c, const char *name, sk_reconcile_env *env)
 		env->known.killed_ms = m->replaced_ms;
 	}
 	env->known.fetch_detail = true;
-	pthread_mutex_unlock(&c->spaces.mu);
+	pthread_mutex_unlock(&c->spaces->mu);
 }
 
 void
@@ -234,7 +239,7 @@ sk_ctl_space_known_dispose(sk_reconcile_env *env)
 void
 sk_ctl_space_note(sk_controller *c, const char *name, const sk_reconcile_report *r, bool ok)
 {
-	pthread_mutex_lock(&c->spaces.mu);
+	pthread_mutex_lock(&c->spaces->mu);
 	space_record *m = mem_of(c, name);
 	free(m->keeper_id);
 	m->keeper_id = sk_strdup(r->keeper_id);
@@ -259,17 +264,17 @@ sk_ctl_space_note(sk_controller *c, const char *name, const sk_reconcile_report 
 		m->replaced_id = sk_strdup(r->replaced_id);
 		m->replaced_ms = r->replaced_ms;
 	}
-	pthread_mutex_unlock(&c->spaces.mu);
+	pthread_mutex_unlock(&c->spaces->mu);
 }
 
 void
 sk_ctl_space_forget(sk_controller *c, const char *name)
 {
-	pthread_mutex_lock(&c->spaces.mu);
-	space_record *m = sk_strmap_get(c->spaces.by_name, name);
+	pthread_mutex_lock(&c->spaces->mu);
+	space_record *m = sk_strmap_get(c->spaces->by_name, name);
 	if (m != NULL)
 		mem_clear(m);
-	pthread_mutex_unlock(&c->spaces.mu);
+	pthread_mutex_unlock(&c->spaces->mu);
 }
 
 /* src (NULL: "") into dst of size n, cut to fit: snprintf's "%s" without
@@ -290,7 +295,7 @@ sk_ctl_space_keeper(sk_controller *c, const char *name, sk_ctl_keeper *out)
 	bool found;
 
 	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&c->spaces.mu);
+	pthread_mutex_lock(&c->spaces->mu);
 	space_record *m = known(c, name);
 	found = m != NULL;
 	if (found) {
@@ -306,7 +311,7 @@ sk_ctl_space_keeper(sk_controller *c, const char *name, sk_ctl_keeper *out)
 		out->deadline_ms = m->deadline_ms;
 		out->detail_seen = m->detail_seen;
 	}
-	pthread_mutex_unlock(&c->spaces.mu);
+	pthread_mutex_unlock(&c->spaces->mu);
 	out->mem.sandbox_id = out->id[0] ? out->id : NULL;
 	return found;
 }
@@ -314,14 +319,14 @@ sk_ctl_space_keeper(sk_controller *c, const char *name, sk_ctl_keeper *out)
 void
 sk_ctl_space_set_drift(sk_controller *c, const char *name, const int64_t *since)
 {
-	pthread_mutex_lock(&c->spaces.mu);
-	space_record *m = since ? record_of(c, name) : sk_strmap_get(c->spaces.by_name, name);
+	pthread_mutex_lock(&c->spaces->mu);
+	space_record *m = since ? record_of(c, name) : sk_strmap_get(c->spaces->by_name, name);
 	if (m != NULL) {
 		m->drifting = since != NULL;
 		for (size_t t = 0; t < SK_CTL_DRIFT_TYPES; t++)
 			m->drift_since[t] = since ? since[t] : 0;
 	}
-	pthread_mutex_unlock(&c->spaces.mu);
+	pthread_mutex_unlock(&c->spaces->mu);
 }
 
 typedef struct drift_walk {
@@ -344,9 +349,9 @@ sk_ctl_spaces_drift(sk_controller *c, sk_ctl_drift_fn fn, void *payload)
 {
 	drift_walk w = { fn, payload };
 
-	pthread_mutex_lock(&c->spaces.mu);
-	sk_strmap_foreach(c->spaces.by_name, walk_drift, &w);
-	pthread_mutex_unlock(&c->spaces.mu);
+	pthread_mutex_lock(&c->spaces->mu);
+	sk_strmap_foreach(c->spaces->by_name, walk_drift, &w);
+	pthread_mutex_unlock(&c->spaces->mu);
 }
 
 int64_t
@@ -354,17 +359,17 @@ sk_ctl_space_written_rv(sk_controller *c, const char *name)
 {
 	int64_t rv;
 
-	pthread_mutex_lock(&c->spaces.mu);
-	space_record *m = sk_strmap_get(c->spaces.by_name, name);
+	pthread_mutex_lock(&c->spaces->mu);
+	space_record *m = sk_strmap_get(c->spaces->by_name, name);
 	rv = m ? m->written_rv : 0;
-	pthread_mutex_unlock(&c->spaces.mu);
+	pthread_mutex_unlock(&c->spaces->mu);
 	return rv;
 }
 
 void
 sk_ctl_space_set_written_rv(sk_controller *c, const char *name, int64_t rv)
 {
-	pthread_mutex_lock(&c->spaces.mu);
+	pthread_mutex_lock(&c->spaces->mu);
 	record_of(c, name)->written_rv = rv;
-	pthread_mutex_unlock(&c->spaces.mu);
+	pthread_mutex_unlock(&c->spaces->mu);
 }

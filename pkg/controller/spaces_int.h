@@ -2,14 +2,14 @@
  * spaces_int: spaces and activity, private to pkg/controller. What the
  * controller remembers of each space (by name) between reconciles, in
  * memory only, in two maps:
- *   by_name   spaces.c, under spaces.mu: one record per space: the keeper
+ *   by_name   spaces.c, under spaces->mu: one record per space: the keeper
  *             the last reconcile saw (the connect fast path), the last
  *             activity, the requests a connect left for the next reconcile
  *             (wake, replace), the drift the last reconcile left (the drift
  *             gauges of metrics.c, the page's list), the resourceVersion
  *             our writes left (worker.c: a cached copy older than it is
  *             not used);
- *   finished  worker.c, under spaces.done_mu, apart so that connects
+ *   finished  worker.c, under spaces->done_mu, apart so that connects
  *             waiting on reconciles (woken by every one that finishes,
  *             sleeping on spaces.done) never hold up the connect fast path:
  *             each space's last reconcile (its number, whether it failed),
@@ -24,7 +24,7 @@
 #include "../reconcile/connect.h"
 #include "../reconcile/reconcile.h"
 #include "../util/util.h"
-#include "controller.h"
+#include "ground_int.h"
 
 /* The drift types counted per space ("Missing", ...: sk_ctl_drift_type). */
 #define SK_CTL_DRIFT_TYPES 6
@@ -39,7 +39,7 @@ typedef struct sk_ctl_done {
 } sk_ctl_done;
 void sk_ctl_done_free(void *d); /* worker.c */
 
-typedef struct sk_ctl_spaces {
+struct sk_ctl_spaces {
 	pthread_mutex_t mu; /* guards by_name */
 	sk_strmap *by_name; /* name -> its record (spaces.c) */
 	pthread_mutex_t done_mu; /* guards gen, n_done, finished, n_failed */
@@ -49,7 +49,7 @@ typedef struct sk_ctl_spaces {
 	uint64_t n_done; /* reconciles finished */
 	sk_strmap *finished; /* name -> sk_ctl_done* */
 	size_t n_failed; /* spaces whose last reconcile failed */
-} sk_ctl_spaces;
+};
 
 /* spaces.c: every map of the part, and its locks. */
 void sk_ctl_spaces_init(sk_controller *c);
@@ -90,7 +90,7 @@ void sk_ctl_space_forget(sk_controller *c, const char *name);
 bool sk_ctl_space_keeper(sk_controller *c, const char *name, sk_ctl_keeper *out);
 /* The drift the last reconcile left, since_ms per type (NULL: none). */
 void sk_ctl_space_set_drift(sk_controller *c, const char *name, const int64_t *since);
-/* fn for each space with drift, under spaces.mu (fn locks nothing). */
+/* fn for each space with drift, under spaces->mu (fn locks nothing). */
 typedef void (*sk_ctl_drift_fn)(const char *name, const int64_t *since, void *payload);
 void sk_ctl_spaces_drift(sk_controller *c, sk_ctl_drift_fn fn, void *payload);
 /* The resourceVersion our last writes to name left (0: none known). */

@@ -20,7 +20,8 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include "controller_int.h"
+#include "ground_int.h"
+#include "http_int.h"
 
 #define TOKENS_RECHECK_MS 1000
 #define METRIC_TOKEN_REQUESTS "spacekeeper_connect_token_requests_total"

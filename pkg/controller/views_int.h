@@ -2,10 +2,10 @@
  * views_int: views of the provider, private to pkg/controller. Each
  * provider's last list of managed sandboxes, grouped by user_id for the
  * workers (observe.c), made by this replica's own list or read from the
- * list another replica shared (share.c). Lock views.mu guards what the
+ * list another replica shared (share.c). Lock views->mu guards what the
  * workers read (by_user, valid, listed_ms, n_sandboxes); the rest is the
  * observer thread's alone (and the start-up's, before it runs). The
- * observer sleeps on the lifecycle's wake (controller_int.h).
+ * observer sleeps on the lifecycle's wake (ground_int.h).
  */
 #ifndef SK_CONTROLLER_VIEWS_INT_H
 #define SK_CONTROLLER_VIEWS_INT_H
@@ -19,11 +19,11 @@
 #include "../reconcile/observe.h"
 #include "../sandbox/sandbox.h"
 #include "../util/util.h"
-#include "controller.h"
+#include "ground_int.h"
 
 /* The last list of one provider. */
 typedef struct sk_prov_view {
-	/* Under views.mu. */
+	/* Under views->mu. */
 	sk_strmap *by_user; /* user_id -> sk_sandbox_list* */
 	bool valid; /* the last list succeeded */
 	int64_t listed_ms; /* wall clock when that list started */
@@ -33,14 +33,14 @@ typedef struct sk_prov_view {
 	sk_kvlist orphan_seen; /* sandbox id -> first-seen ms (sk_plan_orphans) */
 } sk_prov_view;
 
-typedef struct sk_ctl_views {
+struct sk_ctl_views {
 	pthread_mutex_t mu; /* guards the shared fields of prov[] (above) */
 	sk_prov_view *prov; /* per provider, in config order */
 	sk_provider **clients; /* the observer's provider clients */
 	atomic_bool asked; /* a pass at once (shards gained); set under the lifecycle mu */
 	pthread_t thread;
 	bool running;
-} sk_ctl_views;
+};
 
 /* observe.c */
 void sk_ctl_views_init(sk_controller *c);

@@ -4,7 +4,7 @@
  * cache has not seen our last write), with the fencing hook and one
  * provider client per provider each; and what a result does: requeue
  * after, backoff, forget, the counts the connect API and --once wait on
- * (spaces.done_mu, spaces_int.h).
+ * (spaces->done_mu, spaces_int.h).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,7 +17,14 @@
 #include "../reconcile/options.h"
 #include "../reconcile/plan.h"
 #include "../reconcile/reconcile.h"
-#include "controller_int.h"
+#include "capacity_int.h"
+#include "ground_int.h"
+#include "http_int.h"
+#include "metrics_int.h"
+#include "shards_int.h"
+#include "spaces_int.h"
+#include "views_int.h"
+#include "worker_int.h"
 
 /* ---- reconcile results ---- */
 
@@ -26,9 +33,9 @@ sk_ctl_gen(sk_controller *c)
 {
 	uint64_t g;
 
-	pthread_mutex_lock(&c->spaces.done_mu);
-	g = c->spaces.gen;
-	pthread_mutex_unlock(&c->spaces.done_mu);
+	pthread_mutex_lock(&c->spaces->done_mu);
+	g = c->spaces->gen;
+	pthread_mutex_unlock(&c->spaces->done_mu);
 	return g;
 }
 
@@ -37,9 +44,9 @@ sk_ctl_reconciles(sk_controller *c)
 {
 	uint64_t n;
 
-	pthread_mutex_lock(&c->spaces.done_mu);
-	n = c->spaces.n_done;
-	pthread_mutex_unlock(&c->spaces.done_mu);
+	pthread_mutex_lock(&c->spaces->done_mu);
+	n = c->spaces->n_done;
+	pthread_mutex_unlock(&c->spaces->done_mu);
 	return n;
 }
 
@@ -57,11 +64,11 @@ sk_ctl_done_free(void *v)
 static sk_ctl_done *
 done_of(sk_controller *c, const char *name)
 {
-	sk_ctl_done *d = sk_strmap_get(c->spaces.finished, name);
+	sk_ctl_done *d = sk_strmap_get(c->spaces->finished, name);
 
 	if (d == NULL) {
 		d = sk_calloc(1, sizeof(*d));
-		sk_strmap_put(c->spaces.finished, name, d);
+		sk_strmap_put(c->spaces->finished, name, d);
 	}
 	return d;
 }
@@ -71,9 +78,9 @@ sk_ctl_spaces_failed(sk_controller *c)
 {
 	size_t n;
 
-	pthread_mutex_lock(&c->spaces.done_mu);
-	n = c->spaces.n_failed;
-	pthread_mutex_unlock(&c->spaces.done_mu);
+	pthread_mutex_lock(&c->spaces->done_mu);
+	n = c->spaces->n_failed;
+	pthread_mutex_unlock(&c->spaces->done_mu);
 	return n;
 }
 
@@ -82,17 +89,17 @@ mark_reconciled(sk_controller *c, const char *name, bool failed)
 {
 	sk_ctl_done *d;
 
-	pthread_mutex_lock(&c->spaces.done_mu);
+	pthread_mutex_lock(&c->spaces->done_mu);
 	d = done_of(c, name);
-	d->gen = ++c->spaces.gen;
-	c->spaces.n_done++;
+	d->gen = ++c->spaces->gen;
+	c->spaces->n_done++;
 	sk_userspace_free(d->started); /* the object as written is in the cache now */
 	d->started = NULL;
 	if (failed != d->failed)
-		c->spaces.n_failed = failed ? c->spaces.n_failed + 1 : c->spaces.n_failed - 1;
+		c->spaces->n_failed = failed ? c->spaces->n_failed + 1 : c->spaces->n_failed - 1;
 	d->failed = failed;
-	pthread_cond_broadcast(&c->spaces.done);
-	pthread_mutex_unlock(&c->spaces.done_mu);
+	pthread_cond_broadcast(&c->spaces->done);
+	pthread_mutex_unlock(&c->spaces->done_mu);
 }
 
 /* env->started (reconcile.h): the keeper memory as the run will leave it,
@@ -104,13 +111,13 @@ started_told(void *arg, const sk_userspace *next, const sk_reconcile_report *rep
 	sk_ctl_done *d;
 
 	sk_ctl_space_note(c, next->meta.name, report, true);
-	pthread_mutex_lock(&c->spaces.done_mu);
+	pthread_mutex_lock(&c->spaces->done_mu);
 	d = done_of(c, next->meta.name);
 	sk_userspace_free(d->started);
 	d->started = sk_userspace_dup(next);
-	d->started_gen = ++c->spaces.gen;
-	pthread_cond_broadcast(&c->spaces.done);
-	pthread_mutex_unlock(&c->spaces.done_mu);
+	d->started_gen = ++c->spaces->gen;
+	pthread_cond_broadcast(&c->spaces->done);
+	pthread_mutex_unlock(&c->spaces->done_mu);
 }
 
 sk_userspace *
@@ -119,11 +126,11 @@ sk_ctl_started(sk_controller *c, const char *name)
 	sk_userspace *us = NULL;
 	const sk_ctl_done *d;
 
-	pthread_mutex_lock(&c->spaces.done_mu);
-	d = sk_strmap_get(c->spaces.finished, name);
+	pthread_mutex_lock(&c->spaces->done_mu);
+	d = sk_strmap_get(c->spaces->finished, name);
 	if (d != NULL && d->started != NULL)
 		us = sk_userspace_dup(d->started);
-	pthread_mutex_unlock(&c->spaces.done_mu);
+	pthread_mutex_unlock(&c->spaces->done_mu);
 	return us;
 }
 
@@ -135,9 +142,9 @@ sk_ctl_wait_reconciled(sk_controller *c, const char *name, uint64_t gen0, int64_
 
 	if (started != NULL)
 		*started = NULL;
-	pthread_mutex_lock(&c->spaces.done_mu);
+	pthread_mutex_lock(&c->spaces->done_mu);
 	for (;;) {
-		const sk_ctl_done *d = sk_strmap_get(c->spaces.finished, name);
+		const sk_ctl_done *d = sk_strmap_get(c->spaces->finished, name);
 		int64_t left = deadline - sk_monotonic_ms();
 		if (d && d->gen > gen0) {
 			ok = true;
@@ -151,9 +158,9 @@ sk_ctl_wait_reconciled(sk_controller *c, const char *name, uint64_t gen0, int64_
 		}
 		if (sk_ctl_stopping(c) || left <= 0)
 			break;
-		sk_cond_wait_ms(&c->spaces.done, &c->spaces.done_mu, left < 100 ? left : 100);
+		sk_cond_wait_ms(&c->spaces->done, &c->spaces->done_mu, left < 100 ? left : 100);
 	}
-	pthread_mutex_unlock(&c->spaces.done_mu);
+	pthread_mutex_unlock(&c->spaces->done_mu);
 	return ok;
 }
 
@@ -191,7 +198,7 @@ handle_result(
 
 	sk_metrics_observe(
 	        c->metrics, "controller_runtime_reconcile_time_seconds", l, (double)dt / 1000.0);
-	sk_timeline_observe(c->http.tl_reconcile, sk_now_ms(), (double)dt / 1000.0);
+	sk_timeline_observe(c->http->tl_reconcile, sk_now_ms(), (double)dt / 1000.0);
 	if (rc == 0) {
 		sk_workqueue_forget(c->q, key);
 		/* --once: a key the planner only revisits at resync, in a steady
@@ -302,6 +309,7 @@ worker_process(sk_worker *w, const char *key)
 	sk_controller *c = w->c;
 	sk_reconcile_env env = { 0 };
 	sk_ctl_fence fence = { 0 };
+	sk_ctl_gate gate = { w->c, NULL, 0, 0 };
 	sk_reconcile_report report = { 0 };
 	sk_sandbox_list listed = { 0 };
 	sk_list_view view = { 0 };
@@ -355,7 +363,7 @@ worker_process(sk_worker *w, const char *key)
 	env.may_act = sk_ctl_fence_holds; /* the shard, still under the generation taken */
 	env.may_act_arg = &fence;
 	env.may_start = sk_ctl_capacity_may_start;
-	env.may_start_arg = c;
+	env.may_start_arg = &gate; /* what it asks of others waits for the round's end */
 	env.started = started_told;
 	env.started_arg = c;
 	if (c->archive_s3.bucket != NULL) {
@@ -373,6 +381,7 @@ worker_process(sk_worker *w, const char *key)
 	snprintf(l, sizeof(l), "provider=\"%s\"", c->cfg->providers[prov].name);
 	sk_metrics_add(c->metrics, "spacekeeper_provider_reconciles_total", l, 1);
 	rc = sk_reconcile_object(&env, us, &view, &requeue, &updated, &err);
+	sk_ctl_capacity_carry_out(&gate); /* the evictions its gate decided, and its retry */
 	sk_limiter_release(c->limiters[prov]);
 	snprintf(l, sizeof(l), "look=\"%s\"", sk_look_name(report.look));
 	sk_metrics_add(c->metrics, SK_CTL_METRIC_LOOKS, l, 1);

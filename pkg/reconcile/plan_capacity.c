@@ -11,6 +11,10 @@
  *                            just-connected or already evicting one; within
  *                            the quota tenant first when one is named;
  *   sk_capacity_retry_ms     when a start with none to evict asks again;
+ *   sk_capacity_gate_decide  one start at the controller's gate: the
+ *                            SpaceQuotas' spec.hard.running, the cap, the
+ *                            start rate; whom to evict; its place in the
+ *                            queue and when it asks again;
  *   sk_plan_evict            the evicted space's own plan: pause its keeper
  *                            (phase Idle; a connect wakes it again), unless
  *                            it became busy or active meanwhile;
@@ -123,6 +127,123 @@ sk_capacity_retry_ms(const sk_capacity_candidate *c, size_t n, int64_t now_ms, i
 	/* none due: every awake space is busy, evicting, or a start not seen
 	 * yet (not a candidate; a burst's): those may be in recent_ms */
 	return next > 0 ? next : recent_ms > 0 ? recent_ms : 1000;
+}
+
+/* ---- the gate: one start, decided ---- */
+
+static bool
+in_tenant(const sk_spacequota *q, const sk_capacity_candidate *c)
+{
+	return q != NULL && c->labels != NULL && sk_spacequota_matches(q, c->labels);
+}
+
+/* The space to pause: within only's tenant (a quota's eviction, any
+ * provider), else at the provider with prefer's tenant first; -1 none,
+ * with *retry_ms (may be NULL) when the first may be. */
+static int
+gate_victim(const sk_capacity_gate_in *in, const sk_spacequota *only, const sk_spacequota *prefer,
+        int64_t recent_ms, int64_t *retry_ms)
+{
+	sk_capacity_candidate *pool = sk_calloc(in->n_candidates + 1, sizeof(*pool));
+	size_t *from = sk_calloc(in->n_candidates + 1, sizeof(*from));
+	size_t n = 0;
+	int i;
+
+	if (only != NULL)
+		prefer = only;
+	for (size_t j = 0; j < in->n_candidates; j++) {
+		const sk_capacity_candidate *x = &in->candidates[j];
+		if (only != NULL ? !in_tenant(only, x) : !x->here)
+			continue;
+		pool[n] = *x;
+		pool[n].tenant = in_tenant(prefer, x) ? prefer->meta.name : NULL;
+		from[n++] = j;
+	}
+	i = sk_capacity_pick_victim(
+	        pool, n, prefer != NULL ? prefer->meta.name : NULL, in->now_ms, recent_ms);
+	if (retry_ms != NULL)
+		*retry_ms = i >= 0 ? 0 : sk_capacity_retry_ms(pool, n, in->now_ms, recent_ms);
+	i = i >= 0 ? (int)from[i] : -1;
+	free(pool);
+	free(from);
+	return i;
+}
+
+/* The first SpaceQuota whose spec.hard.running the start would exceed;
+ * false: none. */
+static bool
+gate_quota(const sk_capacity_gate_in *in, sk_capacity_gate *out)
+{
+	for (size_t i = 0; i < in->n_quotas; i++) {
+		const sk_capacity_quota_use *u = &in->quotas[i];
+		sk_capacity_state st = { (int)u->quota->hard_running, u->running, u->evicting, 0 };
+		sk_capacity_verdict v;
+		if (u->quota->hard_running < 0)
+			continue;
+		v = u->quota->hard_running == 0 ? SK_CAPACITY_WAIT : sk_capacity_decide(&st);
+		if (v == SK_CAPACITY_START)
+			continue;
+		out->kind = SK_GATE_QUOTA;
+		out->quota = i;
+		out->refuse = u->quota->hard_running == 0;
+		out->evict = v == SK_CAPACITY_EVICT;
+		if (out->evict)
+			out->victim =
+			        gate_victim(in, u->quota, NULL, in->quota_evict_after_ms, NULL);
+		out->queue_ms = in->resync_ms;
+		out->queue_wake = in->connect; /* the archive's start is no connect's wake */
+		out->wake_again = in->connect;
+		out->retry_ms = SK_CAPACITY_QUOTA_RETRY_MS;
+		return true;
+	}
+	return false;
+}
+
+void
+sk_capacity_gate_decide(const sk_capacity_gate_in *in, sk_capacity_gate *out)
+{
+	sk_capacity_state st = { in->max_running, in->running, in->evicting, in->position };
+	sk_capacity_verdict v = SK_CAPACITY_START;
+	bool wake;
+
+	memset(out, 0, sizeof(*out));
+	out->victim = -1;
+	if (gate_quota(in, out))
+		return;
+	if (in->max_running > 0)
+		v = sk_capacity_decide(&st);
+	if (v == SK_CAPACITY_START && !in->token) {
+		/* its turn comes with the next token: a connect's wake again */
+		out->kind = SK_GATE_RATE;
+		out->queue_ms = in->token_wait_ms + in->resync_ms;
+		out->wake_again = in->queued && in->queued_wake;
+		out->retry_ms = in->token_wait_ms;
+		return;
+	}
+	if (v == SK_CAPACITY_START)
+		return;
+	/* Not queued yet: a create at apply, the archive's wake, or a connect's
+	 * wake whose place went (granted, then not started). Only a connect's
+	 * is put back as a wake when its turn comes: the archive's, put back so,
+	 * was a connect (the archive given up, its space awake for an idle
+	 * timeout, evicted for the next archive and so on, none archived). */
+	out->kind = SK_GATE_CAPACITY;
+	if (!in->queued) {
+		out->queue_ms = in->resync_ms + SK_CAPACITY_CREATE_WAIT_EXTRA_MS;
+		out->queue_wake = in->connect;
+	}
+	wake = in->queued ? in->queued_wake : in->connect;
+	out->evict = v == SK_CAPACITY_EVICT;
+	if (!out->evict)
+		return;
+	out->victim = gate_victim(in, NULL, in->n_quotas > 0 ? in->quotas[0].quota : NULL,
+	        in->evict_after_ms, &out->retry_ms);
+	if (out->victim < 0) {
+		/* nothing to evict yet: ask again when the first may be (no slot
+		 * frees to kick this start meanwhile: it would wait out its connect) */
+		out->retry_ms += 10;
+		out->wake_again = wake;
+	}
 }
 
 /* ---- the evicted space's plan ---- */

@@ -10,7 +10,8 @@
 #include <string.h>
 
 #include "../testutil.h"
-#include "controller/controller_int.h"
+#include "controller/metrics_int.h"
+#include "controller/spaces_int.h"
 #include "reconcile/reconcile.h"
 
 Suite *sk_suite_controller_metrics(void);

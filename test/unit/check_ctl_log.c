@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "../testutil.h"
-#include "controller/controller_int.h"
+#include "controller/ground_int.h"
 
 Suite *sk_suite_ctl_log(void);
 
