@@ -951,8 +951,8 @@ START_TEST(test_crd_reserved_metadata_keys)
 		char key[64];
 		ck_assert_ptr_nonnull(end);
 		snprintf(key, sizeof(key), "%.*s", (int)(end - p - 1), p + 1);
-		ck_assert_msg(sk_reserved_metadata_key(key), "%s: in the CRD's rule, not reserved in C",
-		        key);
+		ck_assert_msg(sk_reserved_metadata_key(key),
+		        "%s: in the CRD's rule, not reserved in C", key);
 		listed++;
 		p = end;
 	}
