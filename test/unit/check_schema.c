@@ -18,6 +18,7 @@
 #include "api/errlist.h"
 #include "api/kvlist.h"
 #include "api/meta.h"
+#include "api/names.h"
 #include "api/schema.h"
 #include "api/strlist.h"
 #include "api/userspace.h"
