@@ -911,6 +911,50 @@ START_TEST(test_crd_has_only_table_fields)
 }
 END_TEST
 
+/* The CEL rule on spec.metadata reserves the keys the C validator reserves
+ * (sk_reserved_metadata_key), no fewer and no more. */
+START_TEST(test_crd_reserved_metadata_keys)
+{
+	static const char *const keys[] = { SK_META_USER_ID, SK_META_USERSPACE,
+		SK_META_USERSPACE_UID, SK_META_MANAGED_BY, SK_META_NETWORK, SK_META_SNAPSHOT,
+		SK_META_MIGRATION };
+	json_t *node, *parent, *rules, *r;
+	const char *rule = NULL, *p;
+	size_t i, listed = 0;
+
+	crd_load();
+	node = crd_node("spec.metadata", &parent);
+	ck_assert_ptr_nonnull(node);
+	rules = json_object_get(node, "x-kubernetes-validations");
+	json_array_foreach(rules, i, r)
+	{
+		const char *text = json_string_value(json_object_get(r, "rule"));
+		if (text != NULL && strstr(text, " in [") != NULL)
+			rule = text;
+	}
+	ck_assert_msg(rule != NULL, "spec.metadata: no CEL rule with the reserved keys");
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		char quoted[64];
+		snprintf(quoted, sizeof(quoted), "'%s'", keys[i]);
+		ck_assert_msg((strstr(rule, quoted) != NULL) == sk_reserved_metadata_key(keys[i]),
+		        "%s: reserved in C %d, in the CRD's rule %d", keys[i],
+		        sk_reserved_metadata_key(keys[i]), strstr(rule, quoted) != NULL);
+	}
+	for (p = strchr(rule, '\''); p != NULL; p = strchr(p + 1, '\'')) {
+		const char *end = strchr(p + 1, '\'');
+		char key[64];
+		ck_assert_ptr_nonnull(end);
+		snprintf(key, sizeof(key), "%.*s", (int)(end - p - 1), p + 1);
+		ck_assert_msg(sk_reserved_metadata_key(key), "%s: in the CRD's rule, not reserved in C",
+		        key);
+		listed++;
+		p = end;
+	}
+	ck_assert_uint_ge(listed, 6);
+	crd_unload();
+}
+END_TEST
+
 Suite *
 sk_suite_schema(void)
 {
@@ -930,6 +974,7 @@ sk_suite_schema(void)
 	tcase_add_test(tc, test_string_rules_match_patterns);
 	tcase_add_loop_test(tc, test_crd_row, 0, n);
 	tcase_add_test(tc, test_crd_has_only_table_fields);
+	tcase_add_test(tc, test_crd_reserved_metadata_keys);
 	suite_add_tcase(s, tc);
 	return s;
 }
