@@ -47,6 +47,9 @@ static const struct object_doc {
 	{ "spec", "The desired state of the user's sandbox." },
 	{ "spec.resources", "The sandbox size." },
 	{ "spec.lifecycle", "When the sandbox sleeps and wakes." },
+	{ "spec.lifecycle.archive",
+	        "How a space asleep for archiveAfter is archived: its files into object "
+	        "storage, or a provider snapshot." },
 	{ "spec.health", "What counts as unhealthy, and what the controller does about it." },
 	{ "spec.workspace", "The user's files: what a migration copies to the new sandbox." },
 	{ "spec.network",

@@ -76,6 +76,11 @@ typedef enum sk_on_loss { SK_ON_LOSS_REPORT, SK_ON_LOSS_RESTORE } sk_on_loss;
 typedef enum sk_update_strategy { SK_UPDATE_REPORT, SK_UPDATE_MIGRATE } sk_update_strategy;
 /* spec.lifecycle.busy: whether processes running in envd keep the space awake. */
 typedef enum sk_busy_policy { SK_BUSY_PROCESSES, SK_BUSY_IGNORE } sk_busy_policy;
+/* spec.lifecycle.archive.method: what deep sleep keeps. ObjectStorage: the
+ * files, copied through the data plane into the ControllerConfig's archive;
+ * Snapshot: a persistent snapshot at the provider (its memory and processes
+ * too where the provider keeps them), taken without copying a file. */
+typedef enum sk_archive_method { SK_ARCHIVE_OBJECT_STORAGE, SK_ARCHIVE_SNAPSHOT } sk_archive_method;
 
 /* A list of strings in order (spec.workspace.paths). */
 typedef struct sk_strlist {
@@ -171,6 +176,7 @@ typedef struct sk_userspace_spec {
 	int64_t max_busy_ms; /* spec.lifecycle.maxBusy */
 	sk_busy_policy busy; /* spec.lifecycle.busy */
 	int64_t archive_after_ms; /* spec.lifecycle.archiveAfter; 0: never */
+	sk_archive_method archive_method; /* spec.lifecycle.archive.method */
 	sk_kvlist env; /* spec.env */
 	sk_kvlist metadata; /* spec.metadata */
 	sk_deletion_policy deletion_policy; /* spec.deletionPolicy */
@@ -315,6 +321,10 @@ typedef struct sk_archive_status {
 	int64_t files; /* files */
 	int64_t bytes; /* bytes */
 	char *sandbox_id; /* sandboxID: the sandbox archived (deleted once recorded) */
+	sk_archive_method method; /* method: "ObjectStorage" | "Snapshot" */
+	/* snapshotID: method Snapshot, the provider's snapshot the next sandbox
+	 * starts from; cleared once deleted after a restore (bucket and key: NULL) */
+	char *snapshot_id;
 	int64_t restore_ms; /* restoreTime: the last restore from it, 0 none */
 	/* archivingSince: a new archive of the bound sandbox is under way (the
 	 * intent, written before it is woken for the copy); 0 none */
@@ -329,6 +339,7 @@ typedef struct sk_archive_status {
 void sk_archive_status_dispose(sk_archive_status *a);
 void sk_archive_status_copy(sk_archive_status *dst, const sk_archive_status *src);
 const char *sk_archive_state_name(sk_archive_state s); /* "" for NONE */
+const char *sk_archive_method_name(sk_archive_method m); /* "ObjectStorage", "Snapshot" */
 
 /* status.storage.volume: the volume the space's sandboxes are created with
  * (spec.storage.volume). */

@@ -193,9 +193,13 @@ sk_userspace_status_to_json(const sk_userspace_status *st)
 		const sk_archive_status *a = &st->archive;
 		json_t *x = json_pack("{s:I, s:I, s:I}", "generation", (json_int_t)a->generation,
 		        "files", (json_int_t)a->files, "bytes", (json_int_t)a->bytes);
-		if (a->state != SK_ARCHIVE_NONE)
+		if (a->state != SK_ARCHIVE_NONE) {
 			json_object_set_new(
 			        x, "state", json_string(sk_archive_state_name(a->state)));
+			json_object_set_new(
+			        x, "method", json_string(sk_archive_method_name(a->method)));
+		}
+		sk_json_set_str(x, "snapshotID", a->snapshot_id);
 		sk_json_set_time(x, "archivingSince", a->intent_ms);
 		sk_json_set_str(x, "bucket", a->bucket);
 		sk_json_set_str(x, "key", a->key);
@@ -520,6 +524,13 @@ decode_archive(dctx *c, json_t *a, sk_archive_status *out)
 	else if (state != NULL && state[0] != '\0')
 		dfail(c, "status.archive.state", "must be Archived or Restored");
 	free(state);
+	state = get_str(c, a, "method", "status.archive.method");
+	if (state != NULL && strcmp(state, "Snapshot") == 0)
+		out->method = SK_ARCHIVE_SNAPSHOT;
+	else if (state != NULL && state[0] != '\0' && strcmp(state, "ObjectStorage") != 0)
+		dfail(c, "status.archive.method", "must be ObjectStorage or Snapshot");
+	free(state);
+	out->snapshot_id = get_str(c, a, "snapshotID", "status.archive.snapshotID");
 	out->bucket = get_str(c, a, "bucket", "status.archive.bucket");
 	out->key = get_str(c, a, "key", "status.archive.key");
 	out->generation = get_int(c, a, "generation", "status.archive.generation");

@@ -19,7 +19,8 @@ _Static_assert(sizeof(sk_mode) == sizeof(int) && sizeof(sk_on_timeout) == sizeof
                 sizeof(sk_remediation) == sizeof(int) &&
                 sizeof(sk_update_strategy) == sizeof(int) &&
                 sizeof(sk_busy_policy) == sizeof(int) && sizeof(sk_on_loss) == sizeof(int) &&
-                sizeof(sk_net_access) == sizeof(int) && sizeof(sk_volume_policy) == sizeof(int),
+                sizeof(sk_net_access) == sizeof(int) && sizeof(sk_volume_policy) == sizeof(int) &&
+                sizeof(sk_archive_method) == sizeof(int),
         "ENUM fields are read and written as int");
 
 /* ---- rules of the fields that need more than a type and bounds ---- */
@@ -229,6 +230,7 @@ static const char *const remediation_names[] = { "Replace", "Report", NULL };
 static const int remediation_values[] = { SK_REMEDIATION_REPLACE, SK_REMEDIATION_REPORT };
 static const char *const update_names[] = { "Report", "Migrate", NULL };
 static const char *const busy_names[] = { "Processes", "Ignore", NULL };
+static const char *const archive_method_names[] = { "ObjectStorage", "Snapshot", NULL };
 static const char *const on_loss_names[] = { "Report", "Restore", NULL };
 static const char *const net_access_names[] = { "Allow", "Deny", NULL };
 static const int net_access_values[] = { SK_NET_ALLOW, SK_NET_DENY };
@@ -339,6 +341,17 @@ const sk_field sk_spec_fields[] = {
 	                "workspace is copied to the ControllerConfig's archive (verified), then "
 	                "its sandbox is deleted (phase Archived; a connect restores it). 0s "
 	                "means never (a provider's pausedRetention still archives first)." },
+	{ .path = "spec.lifecycle.archive.method",
+	        .type = SK_FIELD_ENUM,
+	        .offset = AT(archive_method),
+	        .def = "ObjectStorage",
+	        .names = archive_method_names,
+	        .desc = "What an archive keeps. ObjectStorage: the workspace files, copied "
+	                "through the data plane into the ControllerConfig's archive. Snapshot: "
+	                "a persistent snapshot at the provider (memory and processes too where "
+	                "the provider keeps them), no file copied; a connect starts the next "
+	                "sandbox from it, and it is deleted once that sandbox answers its "
+	                "probe." },
 	{ .path = "spec.env",
 	        .type = SK_FIELD_MAP,
 	        .offset = AT(env),
@@ -525,7 +538,7 @@ const int64_t sk_default_sandbox_timeout_ms = HOUR_MS;
  * that fits in padding would slip through, so the size is pinned here too:
  * a new member needs a row above, then this size. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(sk_userspace_spec) == 264, "a new spec member needs a row in sk_spec_fields");
+_Static_assert(sizeof(sk_userspace_spec) == 272, "a new spec member needs a row in sk_spec_fields");
 #endif
 
 /* ---- access ---- */

@@ -314,6 +314,15 @@ sk_userspace_apply_defaults(sk_userspace *us)
 /* ---- status.archive ---- */
 
 static const char *const archive_state_names[] = { "", "Archived", "Restored" };
+static const char *const archive_method_names[] = { "ObjectStorage", "Snapshot" };
+
+const char *
+sk_archive_method_name(sk_archive_method m)
+{
+	return (size_t)m < sizeof(archive_method_names) / sizeof(archive_method_names[0])
+	        ? archive_method_names[m]
+	        : "";
+}
 
 const char *
 sk_archive_state_name(sk_archive_state s)
@@ -329,6 +338,7 @@ sk_archive_status_dispose(sk_archive_status *a)
 	free(a->bucket);
 	free(a->key);
 	free(a->sandbox_id);
+	free(a->snapshot_id);
 	memset(a, 0, sizeof(*a));
 }
 
@@ -339,6 +349,7 @@ sk_archive_status_copy(sk_archive_status *dst, const sk_archive_status *src)
 	dst->bucket = sk_strdup(src->bucket);
 	dst->key = sk_strdup(src->key);
 	dst->sandbox_id = sk_strdup(src->sandbox_id);
+	dst->snapshot_id = sk_strdup(src->snapshot_id);
 }
 
 bool
@@ -348,6 +359,7 @@ sk_archive_status_equal(const sk_archive_status *a, const sk_archive_status *b)
 	        a->generation == b->generation && a->time_ms == b->time_ms &&
 	        a->files == b->files && a->bytes == b->bytes &&
 	        str_eq(a->sandbox_id, b->sandbox_id) && a->restore_ms == b->restore_ms &&
+	        a->method == b->method && str_eq(a->snapshot_id, b->snapshot_id) &&
 	        a->intent_ms == b->intent_ms && a->failures == b->failures &&
 	        a->failed_ms == b->failed_ms;
 }
@@ -358,7 +370,11 @@ sk_archive_where(const sk_userspace_status *st, char *out, size_t len)
 	const sk_archive_status *a = &st->archive;
 	char when[40] = "", loc[512] = "";
 
-	if (a->key != NULL) {
+	if (a->method == SK_ARCHIVE_SNAPSHOT && a->snapshot_id != NULL) {
+		sk_time_format(a->time_ms, when, sizeof(when));
+		snprintf(loc, sizeof(loc), "snapshot %s (generation %lld, %s)", a->snapshot_id,
+		        (long long)a->generation, when);
+	} else if (a->key != NULL) {
 		sk_time_format(a->time_ms, when, sizeof(when));
 		snprintf(loc, sizeof(loc),
 		        "s3://%s/%s/ (generation %lld, %lld files, %lld bytes, %s)",
@@ -370,7 +386,7 @@ sk_archive_where(const sk_userspace_status *st, char *out, size_t len)
 	else if (a->state == SK_ARCHIVE_ARCHIVED)
 		snprintf(out, len, "archive %s, being restored into sandbox %s", loc,
 		        st->sandbox_id);
-	else if (st->sandbox_id != NULL && a->key != NULL)
+	else if (st->sandbox_id != NULL && loc[0] != '\0')
 		snprintf(out, len, "sandbox %s (newest archive %s)", st->sandbox_id, loc);
 	else if (st->sandbox_id != NULL)
 		snprintf(out, len, "sandbox %s", st->sandbox_id);

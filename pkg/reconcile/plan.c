@@ -200,6 +200,15 @@ push_create(sk_pctx *c)
 		sk_kvlist_set(&a->env, req.env->items[i].key, req.env->items[i].value);
 	sk_network_copy(&a->network, req.network);
 	a->fork_from = sk_plan_fork_source(c->us);
+	if (sk_plan_archive_snapshot(c->prev) != NULL) {
+		/* archived as a snapshot: the next sandbox starts from it, and
+		 * says so (its template is the snapshot's, no drift) */
+		char *v = sk_reconcile_meta_value(sk_plan_archive_snapshot(c->prev));
+		free(a->template_id);
+		a->template_id = sk_strdup(sk_plan_archive_snapshot(c->prev));
+		sk_kvlist_set(&a->metadata, SK_META_SNAPSHOT, v);
+		free(v);
+	}
 	if (!c->o->probe)
 		push_init_env(c, NULL);
 	sk_plan_push(c, SK_ACTION_BIND, NULL);
@@ -669,6 +678,7 @@ plan_live(sk_pctx *c)
 	}
 	duplicates(c, ks == K_FOUND ? k->id : c->prev->sandbox_id);
 	sk_plan_archive_cleanup(c);
+	sk_plan_snapshot_cleanup(c);
 	switch (ks) {
 	case K_FOUND: plan_keeper(c, k); break;
 	case K_CREATE:

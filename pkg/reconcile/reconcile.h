@@ -85,6 +85,10 @@ typedef struct sk_plan_options {
 	 * their paused sandbox (plan_archive.c). */
 	bool archive;
 	int64_t paused_retention_ms;
+	/* The provider keeps persistent snapshots (E2B): an archive with
+	 * spec.lifecycle.archive.method Snapshot keeps one instead of copying
+	 * files, and needs no archive configured. */
+	bool snapshots;
 } sk_plan_options;
 
 void sk_plan_options_init(sk_plan_options *o);
@@ -271,6 +275,9 @@ typedef enum sk_action_type {
 	SK_ACTION_RESTORE,
 	/* Delete every archive of the user (PREFIX/USERID/), before the finalizer */
 	SK_ACTION_PURGE_ARCHIVE,
+	/* Delete the provider snapshot snapshot_id (an archive by snapshot,
+	 * restored or purged); status.archive.snapshotID cleared once done */
+	SK_ACTION_DELETE_SNAPSHOT,
 } sk_action_type;
 
 typedef enum sk_kill_reason {
@@ -315,6 +322,7 @@ typedef struct sk_action {
 	/* CREATE: the UserSpace whose bound sandbox the provider forks instead
 	 * (spec.source.fork.userSpace, on the space's first create only); NULL: a create. */
 	char *fork_from;
+	char *snapshot_id; /* DELETE_SNAPSHOT */
 	/* EVENT */
 	char *event_type; /* "Normal" | "Warning" */
 	char *reason;

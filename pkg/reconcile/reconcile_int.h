@@ -91,6 +91,8 @@
 #define SK_REASON_RESTORING "Restoring"
 #define SK_REASON_ARCHIVED_SANDBOX_DELETED "ArchivedSandboxDeleted"
 #define SK_REASON_ARCHIVE_PRUNED "ArchivePruned" /* older generations pruned after a restore */
+#define SK_REASON_SNAPSHOT_DELETED "SnapshotDeleted" /* event: a snapshot archive's, restored */
+#define SK_REASON_SNAPSHOT_DELETE_FAILED "SnapshotDeleteFailed"
 /* WorkspaceIntact (the workspace marker; drift WorkspaceLost) */
 #define SK_REASON_RESTORED_OLDER "RestoredFromOlderArchive"
 #define SK_REASON_MARKER_WRITTEN "MarkerWritten"
@@ -504,8 +506,26 @@ void sk_plan_archive_awake(sk_pctx *c);
 /* The bound sandbox gone_id is gone and an archive exists: the files are
  * restored from it at the next connect (true), not reported lost. */
 bool sk_plan_archive_gone(sk_pctx *c, const char *gone_id);
-/* The space is deleted (deletionPolicy Delete): PURGE_ARCHIVE when it has archives. */
+/* The space is deleted (deletionPolicy Delete): PURGE_ARCHIVE when it has
+ * archives, DELETE_SNAPSHOT when a snapshot archive is pending. */
 void sk_plan_archive_purge(sk_pctx *c);
+/* plan_snapshot.c: an archive kept as a provider snapshot (see there). */
+/* Whether an archive by method m can be made: object storage configured
+ * (opts.archive) or the provider keeps snapshots (opts.snapshots). */
+bool sk_archive_method_ready(sk_archive_method m, const sk_plan_options *opts);
+/* What an ARCHIVE by snapshot records: sk_archive_record's status, method
+ * Snapshot, the snapshot's ID, no bucket or key. */
+void sk_archive_record_snapshot(sk_userspace_status *st, const char *snapshot_id,
+        int64_t generation, int64_t now_ms, int64_t observed_gen);
+/* The snapshot a pending archive's next sandbox starts from, or NULL. */
+const char *sk_plan_archive_snapshot(const sk_userspace_status *st);
+/* The keeper k started from the pending snapshot answers its probe:
+ * Restored (nothing to copy); the snapshot is deleted in a later round. */
+void sk_plan_snapshot_restored(sk_pctx *c, const sk_sandbox *k);
+/* A restored snapshot archive whose snapshot is still there: DELETE_SNAPSHOT. */
+void sk_plan_snapshot_cleanup(sk_pctx *c);
+/* The space is deleted: its pending snapshot goes (DELETE_SNAPSHOT). */
+void sk_plan_snapshot_purge(sk_pctx *c);
 /* The observed sandbox with that ID, not gone; NULL when none. */
 const sk_sandbox *sk_plan_find(const sk_observed *ob, const char *id);
 /* plan_delete.c: the plan of a UserSpace with a deletionTimestamp. */
@@ -524,6 +544,10 @@ int sk_execute_archive(const sk_reconcile_env *env, sk_provider *p, const sk_san
         sk_error *err);
 int sk_execute_purge(const sk_reconcile_env *env, const sk_userspace *us,
         sk_archive_prune_report *rep, sk_error *err);
+/* execute_snapshot.c: the ARCHIVE action by snapshot (recorded into st once
+ * the provider answered with the snapshot's ID). */
+int sk_execute_snapshot_archive(sk_provider *p, const char *sandbox_id, const sk_userspace *us,
+        int64_t now_ms, sk_userspace_status *st, sk_error *err);
 int sk_execute_restore(const sk_reconcile_env *env, sk_provider *p, const sk_sandbox *sb,
         const sk_userspace *us, sk_copy_report *rep, char *prune_note, size_t note_len,
         sk_error *err);

@@ -32,7 +32,7 @@ struct sk_packed_userspace {
  * of metadata or status changes these sizes: encode it below (writer and
  * reader) and set it in test/unit/check_store_pack.c's full_object. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(sk_object_meta) == 104 && sizeof(sk_userspace_status) == 384,
+_Static_assert(sizeof(sk_object_meta) == 104 && sizeof(sk_userspace_status) == 400,
         "sk_object_meta or sk_userspace_status changed: update packed.c");
 #endif
 
@@ -224,6 +224,8 @@ w_status(writer *w, const sk_userspace_status *st)
 	w_int(w, st->archive.bytes);
 	w_str(w, st->archive.sandbox_id);
 	w_int(w, st->archive.restore_ms);
+	w_int(w, st->archive.method);
+	w_str(w, st->archive.snapshot_id);
 }
 
 sk_packed_userspace *
@@ -486,6 +488,10 @@ r_status(reader *r, sk_userspace_status *st)
 	st->archive.bytes = r_int(r);
 	st->archive.sandbox_id = r_str(r);
 	st->archive.restore_ms = r_int(r);
+	st->archive.method = (sk_archive_method)r_int(r);
+	st->archive.snapshot_id = r_str(r);
+	if (st->archive.method > SK_ARCHIVE_SNAPSHOT)
+		r->bad = true;
 }
 
 int

@@ -69,6 +69,9 @@ static const row_case cases[] = {
 	                "spec.lifecycle.archiveAfter: must be 0 or at least 1s (got \"1ms\")",
 	                "spec.lifecycle.archiveAfter: must be a duration like 90s, 15m or "
 	                "1h30m" } },
+	{ "spec.lifecycle.archive.method", "\"Snapshot\"", { "\"snapshot\"", "1" },
+	        { "spec.lifecycle.archive.method: must be one of: ObjectStorage, Snapshot",
+	                "spec.lifecycle.archive.method: must be a string" } },
 	{ "spec.lifecycle.busy", "\"Ignore\"", { "\"ignore\"", "true" },
 	        { "spec.lifecycle.busy: must be one of: Processes, Ignore",
 	                "spec.lifecycle.busy: must be a string (got a boolean: YAML reads a plain "
@@ -945,8 +948,8 @@ START_TEST(test_crd_reserved_metadata_keys)
 		char key[64];
 		ck_assert_ptr_nonnull(end);
 		snprintf(key, sizeof(key), "%.*s", (int)(end - p - 1), p + 1);
-		ck_assert_msg(sk_reserved_metadata_key(key), "%s: in the CRD's rule, not reserved in C",
-		        key);
+		ck_assert_msg(sk_reserved_metadata_key(key),
+		        "%s: in the CRD's rule, not reserved in C", key);
 		listed++;
 		p = end;
 	}
