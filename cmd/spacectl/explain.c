@@ -68,6 +68,9 @@ static const struct object_doc {
 	{ "spec.source.fork",
 	        "The first sandbox is the provider's fork of another space's sandbox (its "
 	        "files as they are then; E2B only); that space is left as it is." },
+	{ "spec.snapshots",
+	        "Persistent snapshots of the space taken through its provider on a schedule, "
+	        "the oldest beyond keep deleted (E2B)." },
 	{ "spec.migration",
 	        "How a migration (updateStrategy Migrate, spacectl rollout restart) runs: when "
 	        "it starts, how much it copies, what happens to the old sandbox." },

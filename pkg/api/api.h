@@ -88,6 +88,8 @@ typedef struct sk_strlist {
 	size_t len;
 } sk_strlist;
 void sk_strlist_add(sk_strlist *l, const char *s);
+/* Removes the first item equal to s: true when one was there. */
+bool sk_strlist_remove(sk_strlist *l, const char *s);
 void sk_strlist_dispose(sk_strlist *l);
 void sk_strlist_copy(sk_strlist *dst, const sk_strlist *src);
 
@@ -195,7 +197,12 @@ typedef struct sk_userspace_spec {
 	 * first sandbox is forked from (spacectl fork); NULL: a plain create.
 	 * Read once: after the first sandbox exists (condition Forked) never again. */
 	char *fork_from;
+	/* spec.snapshots: persistent snapshots on a cron schedule (UTC), pruned
+	 * to keep (0: SK_SNAPSHOTS_KEEP_DEFAULT); schedule NULL: none */
+	char *snapshot_schedule;
+	int snapshot_keep;
 } sk_userspace_spec;
+#define SK_SNAPSHOTS_KEEP_DEFAULT 7
 
 /* Whether spec.storage asks for a volume: any of its fields given. */
 bool sk_storage_wanted(const sk_userspace_spec *s);
@@ -355,6 +362,16 @@ void sk_storage_status_dispose(sk_storage_status *s);
 void sk_storage_status_copy(sk_storage_status *dst, const sk_storage_status *src);
 bool sk_storage_status_equal(const sk_storage_status *a, const sk_storage_status *b);
 
+/* status.snapshots: the snapshots spec.snapshots.schedule took. */
+typedef struct sk_snapshots_status {
+	int64_t schedule_ms; /* lastScheduleTime: the last scheduled time handled */
+	int64_t last_ms; /* lastSnapshotTime: the last one taken */
+	sk_strlist ids; /* snapshotIDs: the ones kept, oldest first */
+} sk_snapshots_status;
+void sk_snapshots_status_dispose(sk_snapshots_status *s);
+void sk_snapshots_status_copy(sk_snapshots_status *dst, const sk_snapshots_status *src);
+bool sk_snapshots_status_equal(const sk_snapshots_status *a, const sk_snapshots_status *b);
+
 typedef struct sk_userspace_status {
 	sk_phase phase;
 	char *sandbox_id; /* the binding; NULL when unbound */
@@ -371,6 +388,7 @@ typedef struct sk_userspace_status {
 	sk_usage usage;
 	sk_archive_status archive;
 	sk_storage_status storage;
+	sk_snapshots_status snapshots;
 } sk_userspace_status;
 
 /* Where a space's files are, one line (spacectl describe, the status page):

@@ -211,6 +211,16 @@ sk_userspace_status_to_json(const sk_userspace_status *st)
 		sk_json_set_time(x, "lastFailureTime", a->failed_ms);
 		json_object_set_new(o, "archive", x);
 	}
+	if (st->snapshots.schedule_ms != 0 || st->snapshots.ids.len > 0) {
+		const sk_snapshots_status *n = &st->snapshots;
+		json_t *x = json_object(), *ids = json_array();
+		sk_json_set_time(x, "lastScheduleTime", n->schedule_ms);
+		sk_json_set_time(x, "lastSnapshotTime", n->last_ms);
+		for (size_t i = 0; i < n->ids.len; i++)
+			json_array_append_new(ids, json_string(n->ids.items[i]));
+		json_object_set_new(x, "snapshotIDs", ids);
+		json_object_set_new(o, "snapshots", x);
+	}
 	if (st->storage.state != NULL) {
 		const sk_storage_status *v = &st->storage;
 		json_t *x = json_object();
@@ -545,6 +555,28 @@ decode_archive(dctx *c, json_t *a, sk_archive_status *out)
 }
 
 static void
+decode_snapshots(dctx *c, json_t *v, sk_snapshots_status *out)
+{
+	json_t *ids, *id;
+	size_t i;
+
+	if (!json_is_object(v))
+		return;
+	out->schedule_ms = get_time(c, v, "lastScheduleTime", "status.snapshots.lastScheduleTime");
+	out->last_ms = get_time(c, v, "lastSnapshotTime", "status.snapshots.lastSnapshotTime");
+	ids = json_object_get(v, "snapshotIDs");
+	if (ids != NULL && !json_is_array(ids))
+		dfail(c, "status.snapshots.snapshotIDs", "must be a list of strings");
+	json_array_foreach(json_is_array(ids) ? ids : NULL, i, id)
+	{
+		if (json_is_string(id))
+			sk_strlist_add(&out->ids, json_string_value(id));
+		else
+			dfail(c, "status.snapshots.snapshotIDs", "must be a list of strings");
+	}
+}
+
+static void
 decode_storage(dctx *c, json_t *v, sk_storage_status *out)
 {
 	if (!json_is_object(v))
@@ -574,6 +606,7 @@ decode_status(dctx *c, json_t *s, sk_userspace_status *out)
 	decode_usage(c, json_object_get(s, "usage"), &out->usage);
 	decode_archive(c, json_object_get(s, "archive"), &out->archive);
 	decode_storage(c, json_object_get(json_object_get(s, "storage"), "volume"), &out->storage);
+	decode_snapshots(c, json_object_get(s, "snapshots"), &out->snapshots);
 	if (c->rc == SK_OK)
 		c->rc = sk_migration_from_json(
 		        json_object_get(s, "migration"), &out->migration, c->err);

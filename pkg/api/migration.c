@@ -31,6 +31,20 @@ sk_strlist_dispose(sk_strlist *l)
 }
 
 bool
+sk_strlist_remove(sk_strlist *l, const char *s)
+{
+	for (size_t i = 0; s != NULL && i < l->len; i++) {
+		if (strcmp(l->items[i], s) == 0) {
+			free(l->items[i]);
+			memmove(&l->items[i], &l->items[i + 1], (l->len - i - 1) * sizeof(char *));
+			l->len--;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool
 sk_strlist_equal(const sk_strlist *a, const sk_strlist *b)
 {
 	if (a->len != b->len)

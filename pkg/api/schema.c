@@ -93,6 +93,16 @@ abs_path_ok(const char *s)
 	        !(n >= 2 && strcmp(s + n - 2, "/.") == 0);
 }
 
+/* A cron schedule (sk_cron_parse): 5 fields, or 6 with seconds first. */
+static bool
+cron_ok(const char *s)
+{
+	sk_cron c;
+	char why[256];
+
+	return strlen(s) <= 128 && sk_cron_parse(s, &c, why, sizeof(why)) == SK_OK;
+}
+
 /* A mount path: absolute, no "." or ".." segment, not "/" itself. */
 static bool
 mount_path_ok(const char *s)
@@ -528,6 +538,25 @@ const sk_field sk_spec_fields[] = {
 	        .desc = "The UserSpace whose sandbox this space's first sandbox is forked from "
 	                "(its files, through the provider's fork; spacectl fork). Used once: "
 	                "later sandboxes are plain creates." },
+	{ .path = "spec.snapshots.schedule",
+	        .type = SK_FIELD_STRING,
+	        .offset = AT(snapshot_schedule),
+	        .valid = cron_ok,
+	        .rule = "a cron schedule in UTC: minute hour day month weekday (*, N, N-M, lists, "
+	                "/STEP), or six fields with seconds first",
+	        .pattern = "^ *[0-9*/,-]+( +[0-9*/,-]+){4,5} *$",
+	        .max_len = 128,
+	        .desc = "When a persistent snapshot of the space is taken through the provider "
+	                "(E2B), a cron schedule in UTC: 5 fields (minute hour day month weekday), "
+	                "or 6 with seconds first. A sleeping sandbox changed since the last "
+	                "snapshot is woken for it and put back to sleep." },
+	{ .path = "spec.snapshots.keep",
+	        .type = SK_FIELD_INT,
+	        .offset = AT(snapshot_keep),
+	        .min = 1,
+	        .max = 100,
+	        .desc = "How many scheduled snapshots are kept (7 when unset); the oldest beyond "
+	                "it are deleted through the provider." },
 };
 
 const size_t sk_spec_n_fields = sizeof(sk_spec_fields) / sizeof(sk_spec_fields[0]);
@@ -538,7 +567,7 @@ const int64_t sk_default_sandbox_timeout_ms = HOUR_MS;
  * that fits in padding would slip through, so the size is pinned here too:
  * a new member needs a row above, then this size. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(sk_userspace_spec) == 272, "a new spec member needs a row in sk_spec_fields");
+_Static_assert(sizeof(sk_userspace_spec) == 288, "a new spec member needs a row in sk_spec_fields");
 #endif
 
 /* ---- access ---- */

@@ -70,6 +70,7 @@ sk_userspace_status_dispose(sk_userspace_status *st)
 	sk_migration_dispose(&st->migration);
 	sk_archive_status_dispose(&st->archive);
 	sk_storage_status_dispose(&st->storage);
+	sk_snapshots_status_dispose(&st->snapshots);
 	memset(st, 0, sizeof(*st));
 }
 
@@ -147,6 +148,7 @@ sk_userspace_status_copy(sk_userspace_status *dst, const sk_userspace_status *sr
 	sk_migration_copy(&dst->migration, &src->migration);
 	sk_archive_status_copy(&dst->archive, &src->archive);
 	sk_storage_status_copy(&dst->storage, &src->storage);
+	sk_snapshots_status_copy(&dst->snapshots, &src->snapshots);
 	dst->conditions =
 	        src->n_conditions ? sk_calloc(src->n_conditions, sizeof(sk_condition)) : NULL;
 	for (size_t i = 0; i < src->n_conditions; i++) {
@@ -250,7 +252,8 @@ sk_userspace_status_equal(const sk_userspace_status *a, const sk_userspace_statu
 	        !sk_migration_equal(&a->migration, &b->migration) ||
 	        memcmp(&a->usage, &b->usage, sizeof(a->usage)) != 0 ||
 	        !sk_archive_status_equal(&a->archive, &b->archive) ||
-	        !sk_storage_status_equal(&a->storage, &b->storage))
+	        !sk_storage_status_equal(&a->storage, &b->storage) ||
+	        !sk_snapshots_status_equal(&a->snapshots, &b->snapshots))
 		return false;
 	for (size_t i = 0; i < a->n_conditions; i++) {
 		if (!condition_equal(&a->conditions[i], &b->conditions[i]))
@@ -392,4 +395,26 @@ sk_archive_where(const sk_userspace_status *st, char *out, size_t len)
 		snprintf(out, len, "sandbox %s", st->sandbox_id);
 	else
 		snprintf(out, len, "none (no sandbox, no archive)");
+}
+
+void
+sk_snapshots_status_dispose(sk_snapshots_status *s)
+{
+	sk_strlist_dispose(&s->ids);
+	memset(s, 0, sizeof(*s));
+}
+
+void
+sk_snapshots_status_copy(sk_snapshots_status *dst, const sk_snapshots_status *src)
+{
+	*dst = *src;
+	memset(&dst->ids, 0, sizeof(dst->ids));
+	sk_strlist_copy(&dst->ids, &src->ids);
+}
+
+bool
+sk_snapshots_status_equal(const sk_snapshots_status *a, const sk_snapshots_status *b)
+{
+	return a->schedule_ms == b->schedule_ms && a->last_ms == b->last_ms &&
+	        sk_strlist_equal(&a->ids, &b->ids);
 }

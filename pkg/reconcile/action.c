@@ -244,6 +244,7 @@ sk_action_type_name(sk_action_type t)
 	case SK_ACTION_RESTORE: return "restore";
 	case SK_ACTION_PURGE_ARCHIVE: return "purge-archive";
 	case SK_ACTION_DELETE_SNAPSHOT: return "delete-snapshot";
+	case SK_ACTION_SNAPSHOT: return "snapshot";
 	}
 	return "?";
 }
@@ -269,7 +270,8 @@ sk_action_is_mutating(const sk_action *a)
 	        a->type == SK_ACTION_PAUSE || a->type == SK_ACTION_KILL ||
 	        a->type == SK_ACTION_INIT_ENV || a->type == SK_ACTION_WRITE_MARKER ||
 	        a->type == SK_ACTION_SET_NETWORK || a->type == SK_ACTION_ARCHIVE ||
-	        a->type == SK_ACTION_RESTORE || a->type == SK_ACTION_DELETE_SNAPSHOT;
+	        a->type == SK_ACTION_RESTORE || a->type == SK_ACTION_DELETE_SNAPSHOT ||
+	        a->type == SK_ACTION_SNAPSHOT;
 }
 
 static const char *
@@ -337,6 +339,9 @@ sk_action_describe(const sk_action *a, sk_buf *out)
 		break;
 	case SK_ACTION_DELETE_SNAPSHOT:
 		sk_buf_printf(out, "delete snapshot %s", a->snapshot_id ? a->snapshot_id : "-");
+		break;
+	case SK_ACTION_SNAPSHOT:
+		sk_buf_printf(out, "take a snapshot of %s (spec.snapshots.schedule)", target(a));
 		break;
 	case SK_ACTION_SET_NETWORK: {
 		char net[1024];

@@ -767,10 +767,33 @@ do_delete_snapshot(sk_xctx *x, const sk_action *a, sk_error *err)
 		free(x->st.archive.snapshot_id);
 		x->st.archive.snapshot_id = NULL;
 	}
+	if (sk_strlist_remove(&x->st.snapshots.ids, a->snapshot_id)) {
+		event(x, "Normal", SK_REASON_SNAPSHOT_DELETED,
+		        "deleted snapshot %s (beyond spec.snapshots.keep)", a->snapshot_id);
+		return 0;
+	}
 	event(x, "Normal", SK_REASON_SNAPSHOT_DELETED, "deleted snapshot %s (%s)", a->snapshot_id,
 	        x->cur->meta.deletion_ms != 0 ? "the space is deleted"
 	                                      : "its sandbox was restored from it");
 	return 0;
+}
+
+/* spec.snapshots.schedule: a snapshot of the keeper, its ID kept in x->st. */
+static int
+do_snapshot(sk_xctx *x, const sk_action *a, sk_error *err)
+{
+	const char *id = id_of(x, a);
+	sk_snapshot snap;
+	int rc = sk_sandbox_create_snapshot(x->p, id, NULL, &snap, err);
+
+	if (rc == 0) {
+		sk_strlist_add(&x->st.snapshots.ids, snap.id);
+		x->st.snapshots.last_ms = sk_now_ms();
+		event(x, "Normal", SK_REASON_SNAPSHOT_TAKEN,
+		        "took snapshot %s of sandbox %s (spec.snapshots.schedule)", snap.id, id);
+	}
+	sk_snapshot_dispose(&snap);
+	return rc;
 }
 
 /* The workspace into the archive; recorded in x->st only once verified. */
@@ -855,6 +878,7 @@ run_action(sk_xctx *x, const sk_action *a, sk_error *err)
 	case SK_ACTION_RESTORE: return do_restore(x, a, err);
 	case SK_ACTION_PURGE_ARCHIVE: return do_purge(x, err);
 	case SK_ACTION_DELETE_SNAPSHOT: return do_delete_snapshot(x, a, err);
+	case SK_ACTION_SNAPSHOT: return do_snapshot(x, a, err);
 	}
 	return sk_error_set(err, SK_EINVALID, "unknown action %d", (int)a->type);
 }
@@ -967,7 +991,7 @@ sk_execute_round(const sk_reconcile_env *env, const sk_userspace *us, const sk_u
 		rc = run_action(&x, a, err);
 		if (rc == 0 && a->type != SK_ACTION_INIT_ENV && a->type != SK_ACTION_WRITE_MARKER &&
 		        a->type != SK_ACTION_ARCHIVE && a->type != SK_ACTION_RESTORE &&
-		        a->type != SK_ACTION_DELETE_SNAPSHOT &&
+		        a->type != SK_ACTION_DELETE_SNAPSHOT && a->type != SK_ACTION_SNAPSHOT &&
 		        (sk_action_is_mutating(a) || a->type == SK_ACTION_SET_TIMEOUT))
 			x.changed_provider = true;
 		if (rc != 0)

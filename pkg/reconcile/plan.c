@@ -680,7 +680,10 @@ plan_live(sk_pctx *c)
 	sk_plan_archive_cleanup(c);
 	sk_plan_snapshot_cleanup(c);
 	switch (ks) {
-	case K_FOUND: plan_keeper(c, k); break;
+	case K_FOUND:
+		plan_keeper(c, k);
+		sk_plan_snapshots(c, k);
+		break;
 	case K_CREATE:
 		/* archived: a sandbox is made (and the files restored) for a connect */
 		if (n->archive.state == SK_ARCHIVE_ARCHIVED && !c->ob->wake &&
@@ -776,6 +779,7 @@ sk_plan(const sk_userspace *desired, const sk_observed *observed, int64_t now_ms
 	out->next.provider = sk_strdup(sk_bound_provider(desired));
 	sk_migration_copy(&out->next.migration, &c.prev->migration);
 	sk_archive_status_copy(&out->next.archive, &c.prev->archive);
+	sk_snapshots_status_copy(&out->next.snapshots, &c.prev->snapshots);
 	/* status.storage: what the last create mounted (the executor's), while asked for */
 	if (sk_storage_wanted(&desired->spec))
 		sk_storage_status_copy(&out->next.storage, &c.prev->storage);

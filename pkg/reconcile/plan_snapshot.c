@@ -102,3 +102,113 @@ sk_plan_snapshot_purge(sk_pctx *c)
 	if (c->o->snapshots && a->method == SK_ARCHIVE_SNAPSHOT && a->snapshot_id != NULL)
 		push_delete(c, a->snapshot_id);
 }
+
+/* ---- spec.snapshots: snapshots on a schedule ----
+ * The schedule starts when the controller first sees it
+ * (status.snapshots.lastScheduleTime written then): no snapshot is taken
+ * for a time before it. When the next scheduled time after
+ * lastScheduleTime has come, a running keeper is snapshotted; a sleeping
+ * one only when it was used since the last snapshot (else it is unchanged:
+ * the time counts as handled), then woken for it through the capacity gate
+ * (its Woken event says "a snapshot"), and paused again. Times missed
+ * meanwhile (the controller down) make one snapshot, not one each. A
+ * round that already starts, stops or archives the keeper takes none: the
+ * next round does. */
+
+/* The plan already changes the keeper's state: no snapshot in this round. */
+static bool
+keeper_busy(const sk_pctx *c)
+{
+	for (size_t i = 0; i < c->r->n_actions; i++) {
+		switch (c->r->actions[i].type) {
+		case SK_ACTION_CREATE:
+		case SK_ACTION_CONNECT:
+		case SK_ACTION_PAUSE:
+		case SK_ACTION_KILL:
+		case SK_ACTION_ARCHIVE:
+		case SK_ACTION_RESTORE: return true;
+		default: break;
+		}
+	}
+	return false;
+}
+
+/* The oldest scheduled snapshots beyond keep, deleted; taking: one more
+ * is taken before (its deletions run only once it exists). */
+static void
+prune(sk_pctx *c, bool taking)
+{
+	const sk_strlist *ids = &c->prev->snapshots.ids;
+	size_t keep = (size_t)(c->us->spec.snapshot_keep > 0 ? c->us->spec.snapshot_keep
+	                                                     : SK_SNAPSHOTS_KEEP_DEFAULT);
+
+	for (size_t i = 0; i + keep < ids->len + (taking ? 1 : 0); i++)
+		push_delete(c, ids->items[i]);
+}
+
+/* The schedule's next time after after_ms, requeued for. */
+static void
+requeue_next(sk_pctx *c, const sk_cron *cron, int64_t after_ms)
+{
+	int64_t next = sk_cron_next(cron, after_ms);
+
+	if (next > c->now)
+		sk_plan_requeue(c, next - c->now);
+}
+
+void
+sk_plan_snapshots(sk_pctx *c, const sk_sandbox *k)
+{
+	const sk_snapshots_status *prev = &c->prev->snapshots;
+	sk_snapshots_status *n = &c->r->next.snapshots;
+	int64_t due, used;
+	sk_action *a;
+	sk_cron cron;
+	char why[256];
+
+	if (c->hold || !c->o->snapshots || c->us->spec.snapshot_schedule == NULL ||
+	        sk_cron_parse(c->us->spec.snapshot_schedule, &cron, why, sizeof(why)) != SK_OK)
+		return;
+	if (prev->schedule_ms == 0) { /* the schedule starts now */
+		n->schedule_ms = c->now;
+		requeue_next(c, &cron, c->now);
+		prune(c, false);
+		return;
+	}
+	due = sk_cron_next(&cron, prev->schedule_ms);
+	if (due == 0 || due > c->now) {
+		if (due > c->now)
+			sk_plan_requeue(c, due - c->now);
+		prune(c, false);
+		return;
+	}
+	if (keeper_busy(c) || (k->state != SK_SANDBOX_RUNNING && k->state != SK_SANDBOX_PAUSED)) {
+		sk_plan_requeue(c, c->o->short_requeue_ms);
+		prune(c, false);
+		return;
+	}
+	used = c->ob->activity_ms > c->prev->last_activity_ms ? c->ob->activity_ms
+	                                                      : c->prev->last_activity_ms;
+	if (k->state == SK_SANDBOX_PAUSED && prev->last_ms != 0 && used <= prev->last_ms) {
+		n->schedule_ms = c->now; /* asleep and unchanged since the last one */
+		requeue_next(c, &cron, c->now);
+		prune(c, false);
+		return;
+	}
+	if (k->state == SK_SANDBOX_PAUSED && c->ob->capacity_wait) {
+		sk_plan_requeue(c, sk_archive_slot_retry(0)); /* no slot for its wake yet */
+		prune(c, false);
+		return;
+	}
+	if (k->state == SK_SANDBOX_PAUSED) {
+		a = sk_plan_push(c, SK_ACTION_CONNECT, k->id);
+		a->timeout_ms = sk_plan_ttl(c->us, c->o);
+		a->wake = SK_WAKE_SNAPSHOT; /* no user's: no activity */
+	}
+	sk_plan_push(c, SK_ACTION_SNAPSHOT, k->id);
+	prune(c, true);
+	if (k->state == SK_SANDBOX_PAUSED)
+		sk_plan_push(c, SK_ACTION_PAUSE, k->id);
+	n->schedule_ms = c->now;
+	requeue_next(c, &cron, c->now);
+}

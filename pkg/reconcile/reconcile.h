@@ -278,6 +278,9 @@ typedef enum sk_action_type {
 	/* Delete the provider snapshot snapshot_id (an archive by snapshot,
 	 * restored or purged); status.archive.snapshotID cleared once done */
 	SK_ACTION_DELETE_SNAPSHOT,
+	/* Take a persistent snapshot of the keeper (spec.snapshots.schedule);
+	 * its ID appended to status.snapshots.snapshotIDs */
+	SK_ACTION_SNAPSHOT,
 } sk_action_type;
 
 typedef enum sk_kill_reason {

@@ -93,6 +93,8 @@
 #define SK_REASON_ARCHIVE_PRUNED "ArchivePruned" /* older generations pruned after a restore */
 #define SK_REASON_SNAPSHOT_DELETED "SnapshotDeleted" /* event: a snapshot archive's, restored */
 #define SK_REASON_SNAPSHOT_DELETE_FAILED "SnapshotDeleteFailed"
+#define SK_REASON_SNAPSHOT_TAKEN "SnapshotTaken" /* event: spec.snapshots.schedule's */
+#define SK_REASON_SNAPSHOT_FAILED "SnapshotFailed"
 /* WorkspaceIntact (the workspace marker; drift WorkspaceLost) */
 #define SK_REASON_RESTORED_OLDER "RestoredFromOlderArchive"
 #define SK_REASON_MARKER_WRITTEN "MarkerWritten"
@@ -526,6 +528,10 @@ void sk_plan_snapshot_restored(sk_pctx *c, const sk_sandbox *k);
 void sk_plan_snapshot_cleanup(sk_pctx *c);
 /* The space is deleted: its pending snapshot goes (DELETE_SNAPSHOT). */
 void sk_plan_snapshot_purge(sk_pctx *c);
+/* spec.snapshots on the keeper k: a snapshot when the schedule is due (a
+ * sleeping keeper changed since the last one is woken for it and paused
+ * again), the oldest beyond keep deleted. */
+void sk_plan_snapshots(sk_pctx *c, const sk_sandbox *k);
 /* The observed sandbox with that ID, not gone; NULL when none. */
 const sk_sandbox *sk_plan_find(const sk_observed *ob, const char *id);
 /* plan_delete.c: the plan of a UserSpace with a deletionTimestamp. */

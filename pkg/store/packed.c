@@ -32,7 +32,7 @@ struct sk_packed_userspace {
  * of metadata or status changes these sizes: encode it below (writer and
  * reader) and set it in test/unit/check_store_pack.c's full_object. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(sk_object_meta) == 104 && sizeof(sk_userspace_status) == 400,
+_Static_assert(sizeof(sk_object_meta) == 104 && sizeof(sk_userspace_status) == 432,
         "sk_object_meta or sk_userspace_status changed: update packed.c");
 #endif
 
@@ -210,6 +210,9 @@ w_status(writer *w, const sk_userspace_status *st)
 	w_str(w, st->storage.volume_name);
 	w_str(w, st->storage.volume_id);
 	w_str(w, st->storage.mount_path);
+	w_int(w, st->snapshots.schedule_ms);
+	w_int(w, st->snapshots.last_ms);
+	w_strlist(w, &st->snapshots.ids);
 	w_int(w, st->archive.state);
 	w_int(w, st->archive.intent_ms);
 	w_int(w, st->archive.failures);
@@ -470,6 +473,9 @@ r_status(reader *r, sk_userspace_status *st)
 	st->storage.volume_name = r_str(r);
 	st->storage.volume_id = r_str(r);
 	st->storage.mount_path = r_str(r);
+	st->snapshots.schedule_ms = r_int(r);
+	st->snapshots.last_ms = r_int(r);
+	r_strlist(r, &st->snapshots.ids);
 	st->archive.state = (sk_archive_state)r_int(r);
 	st->archive.intent_ms = r_int(r);
 	st->archive.failures = r_int(r);

@@ -15,6 +15,11 @@
  * starts the next sandbox from it with the file in place, the snapshot is
  * deleted once that sandbox answered, and the next deep sleep takes a new
  * one (generation 2).
+ *
+ * Scheduled snapshots (spec.snapshots, a six-field schedule every 2 s,
+ * keep 2): at least four are taken, status.snapshots keeps the newest two,
+ * every one pruned from it is gone at the provider, and the provider never
+ * holds more than keep + 1 of the sandbox's (one taken before its prune).
  */
 #include <check.h>
 #include <jansson.h>
@@ -483,6 +488,93 @@ START_TEST(test_deep_sleep_by_snapshot)
 }
 END_TEST
 
+/* The simulator's snapshots of sandbox id. */
+static int
+sim_snapshots_of(const char *id)
+{
+	char url[300];
+	long st = 0;
+	json_t *arr;
+	int n;
+
+	snprintf(url, sizeof(url), "%s/snapshots?limit=100&sandboxID=%s", w.sim_url, id);
+	arr = sk_test_http_json("GET", url, NULL, &st);
+	ck_assert_msg(st == 200 && json_is_array(arr), "snapshots: HTTP %ld", st);
+	n = (int)json_array_size(arr);
+	json_decref(arr);
+	return n;
+}
+
+START_TEST(test_scheduled_snapshots_pruned)
+{
+	const char *path = sk_test_write_file("snap-sched.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: " USER "\nspec:\n  userID: " USER "\n"
+	        "  lifecycle: {idleTimeout: 0s}\n"
+	        "  snapshots: {schedule: '*/2 * * * * *', keep: 2}\n");
+	char *out = NULL, *err = NULL, *id, *seen[64];
+	int n_seen = 0, rc = ctl(&out, &err, "apply", "-f", path, NULL, NULL);
+	int64_t deadline;
+
+	ck_assert_msg(rc == 0, "apply: %d %s", rc, err);
+	free(out);
+	free(err);
+	id = wait_bound(NULL);
+	deadline = sk_monotonic_ms() + 90000;
+	while (n_seen < 5) {
+		json_t *v = space_json(),
+		       *ids = json_object_get(
+		               json_object_get(json_object_get(v, "status"), "snapshots"),
+		               "snapshotIDs"),
+		       *x;
+		size_t i;
+		ck_assert_msg(json_array_size(ids) <= 2, "status keeps %zu snapshots",
+		        json_array_size(ids));
+		json_array_foreach(ids, i, x)
+		{
+			bool known = false;
+			for (int k = 0; k < n_seen; k++)
+				known |= strcmp(seen[k], json_string_value(x)) == 0;
+			if (!known && n_seen < 64)
+				seen[n_seen++] = sk_strdup(json_string_value(x));
+		}
+		json_decref(v);
+		ck_assert_int_le(sim_snapshots_of(id), 3);
+		ck_assert_msg(sk_monotonic_ms() < deadline, "%d snapshots seen in 90 s (%s)",
+		        n_seen, w.log);
+		sk_sleep_ms(300);
+	}
+	/* the ones pruned from the status are gone at the provider */
+	{
+		json_t *v = space_json(),
+		       *ids = json_object_get(
+		               json_object_get(json_object_get(v, "status"), "snapshots"),
+		               "snapshotIDs");
+		for (int k = 0; k < n_seen; k++) {
+			bool kept = false;
+			json_t *x;
+			size_t i;
+			json_array_foreach(ids, i, x) kept |=
+			        strcmp(seen[k], json_string_value(x)) == 0;
+			if (!kept)
+				ck_assert_msg(!sim_has_snapshot(seen[k]), "pruned %s still there",
+				        seen[k]);
+		}
+		json_decref(v);
+	}
+	out = err = NULL;
+	rc = ctl(&out, &err, "describe", "userspace", USER, NULL, NULL);
+	ck_assert_int_eq(rc, 0);
+	ASSERT_HAS(out, "SnapshotTaken");
+	ASSERT_HAS(out, "SnapshotDeleted");
+	free(out);
+	free(err);
+	for (int k = 0; k < n_seen; k++)
+		free(seen[k]);
+	free(id);
+}
+END_TEST
+
 /* A provider without snapshots says so, naming it. */
 START_TEST(test_unsupported_provider)
 {
@@ -524,6 +616,7 @@ sk_suite_snapshot(void)
 	tcase_add_test(tc, test_create_list_restore);
 	tcase_add_test(tc, test_unsupported_provider);
 	tcase_add_test(tc, test_deep_sleep_by_snapshot);
+	tcase_add_test(tc, test_scheduled_snapshots_pruned);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1131,6 +1131,177 @@ START_TEST(test_snapshot_record)
 }
 END_TEST
 
+/* spec.snapshots (plan_snapshot.c): when a scheduled snapshot is due, how
+ * a sleeping keeper gets one, and the pruning to keep. NOW is
+ * 2027-01-15T08:00:00Z. */
+typedef struct snap_case {
+	const char *name;
+	const char *schedule; /* NULL: none */
+	int keep;
+	bool asleep; /* the keeper paused (phase Idle), else running and healthy */
+	int64_t scheduled; /* status.snapshots.lastScheduleTime, offset from NOW; 0 none */
+	int64_t taken; /* lastSnapshotTime, offset; 0 none */
+	int64_t used; /* status.lastActivityTime, offset; 0 none */
+	int n_ids; /* snapshotIDs s0, s1, ... */
+	bool capacity_wait;
+	bool no_snapshots;
+	const char *want_actions;
+	int64_t want_scheduled; /* next lastScheduleTime, offset from NOW; 1: unchanged */
+	int64_t want_requeue; /* 0: not checked */
+	const char *want_deleted; /* the IDs deleted, "s0 s1"; NULL: none */
+} snap_case;
+
+static const snap_case snap_cases[] = {
+	{ .name = "no schedule: nothing",
+	        .scheduled = -HOUR,
+	        .want_actions = "",
+	        .want_scheduled = 1 },
+	{ .name = "a schedule first seen: it starts now, nothing taken for the past",
+	        .schedule = "30 * * * *",
+	        .want_actions = "",
+	        .want_scheduled = 0,
+	        .want_requeue = 30 * MIN },
+	{ .name = "running, not due yet: requeued for the time",
+	        .schedule = "30 * * * *",
+	        .scheduled = -10 * MIN,
+	        .want_actions = "",
+	        .want_scheduled = 1,
+	        .want_requeue = 30 * MIN },
+	{ .name = "running, due: a snapshot, the time handled",
+	        .schedule = "30 * * * *",
+	        .scheduled = -70 * MIN,
+	        .want_actions = "snapshot",
+	        .want_scheduled = 0,
+	        .want_requeue = 30 * MIN },
+	{ .name = "running, three times missed: one snapshot",
+	        .schedule = "*/15 * * * *",
+	        .scheduled = -50 * MIN,
+	        .want_actions = "snapshot",
+	        .want_scheduled = 0 },
+	{ .name = "asleep, used since the last snapshot: woken as a snapshot's, taken, paused",
+	        .schedule = "30 * * * *",
+	        .asleep = true,
+	        .scheduled = -70 * MIN,
+	        .taken = -2 * HOUR,
+	        .used = -HOUR,
+	        .want_actions = "connect snapshot pause",
+	        .want_scheduled = 0 },
+	{ .name = "asleep, unchanged since the last snapshot: none, the time handled",
+	        .schedule = "30 * * * *",
+	        .asleep = true,
+	        .scheduled = -70 * MIN,
+	        .taken = -30 * MIN,
+	        .used = -HOUR,
+	        .want_actions = "",
+	        .want_scheduled = 0 },
+	{ .name = "asleep, used, no slot for its wake: nothing woken, still due",
+	        .schedule = "30 * * * *",
+	        .asleep = true,
+	        .scheduled = -70 * MIN,
+	        .taken = -2 * HOUR,
+	        .used = -HOUR,
+	        .capacity_wait = true,
+	        .want_actions = "",
+	        .want_scheduled = 1,
+	        .want_requeue = SEC },
+	{ .name = "more than keep: the oldest deleted, newest first kept",
+	        .schedule = "30 * * * *",
+	        .keep = 2,
+	        .scheduled = -10 * MIN,
+	        .n_ids = 4,
+	        .want_actions = "delete-snapshot delete-snapshot",
+	        .want_scheduled = 1,
+	        .want_deleted = "s0 s1" },
+	{ .name = "due with keep snapshots: the new one taken first, then the oldest deleted",
+	        .schedule = "30 * * * *",
+	        .keep = 2,
+	        .scheduled = -70 * MIN,
+	        .n_ids = 2,
+	        .want_actions = "snapshot delete-snapshot",
+	        .want_scheduled = 0,
+	        .want_deleted = "s0" },
+	{ .name = "keep unset: seven kept",
+	        .schedule = "30 * * * *",
+	        .scheduled = -10 * MIN,
+	        .n_ids = 8,
+	        .want_actions = "delete-snapshot",
+	        .want_scheduled = 1,
+	        .want_deleted = "s0" },
+	{ .name = "a provider without snapshots: nothing",
+	        .schedule = "30 * * * *",
+	        .scheduled = -70 * MIN,
+	        .no_snapshots = true,
+	        .want_actions = "",
+	        .want_scheduled = 1 },
+};
+
+START_TEST(test_snapshot_schedule_table)
+{
+	const snap_case *tc = &snap_cases[_i];
+	ar_case base = { .phase = tc->asleep ? SK_PHASE_IDLE : SK_PHASE_RUNNING,
+		.bound = "i1",
+		.prev_dp = tc->asleep ? "Unknown:Idle" : "True:Healthy",
+		.dp_since = -HOUR,
+		.sb_id = "i1",
+		.state = tc->asleep ? SK_SANDBOX_PAUSED : SK_SANDBOX_RUNNING,
+		.capacity_wait = tc->capacity_wait };
+	sk_userspace *us = build_us(&base);
+	sk_snapshots_status *st = &us->status.snapshots;
+	sk_plan_options o;
+	sk_observed ob;
+	sk_plan_result r;
+	sk_buf acts = SK_BUF_INIT(0), del = SK_BUF_INIT(0);
+	int64_t want;
+
+	sk_plan_options_init(&o);
+	o.markers = true;
+	o.snapshots = !tc->no_snapshots;
+	us->spec.snapshot_schedule = tc->schedule ? strdup(tc->schedule) : NULL;
+	us->spec.snapshot_keep = tc->keep;
+	st->schedule_ms = tc->scheduled ? NOW + tc->scheduled : 0;
+	st->last_ms = tc->taken ? NOW + tc->taken : 0;
+	us->status.last_activity_ms = tc->used ? NOW + tc->used : 0;
+	for (int i = 0; i < tc->n_ids; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "s%d", i);
+		sk_strlist_add(&st->ids, id);
+	}
+	build_ob(&base, &ob);
+	ck_assert_int_eq(sk_plan(us, &ob, NOW, &o, &r), 0);
+	for (size_t i = 0; i < r.n_actions; i++) {
+		const sk_action *a = &r.actions[i];
+		if (a->type == SK_ACTION_EVENT || a->type == SK_ACTION_SET_TIMEOUT)
+			continue;
+		sk_buf_printf(&acts, "%s%s", acts.len ? " " : "", sk_action_type_name(a->type));
+		if (a->type == SK_ACTION_DELETE_SNAPSHOT)
+			sk_buf_printf(&del, "%s%s", del.len ? " " : "", a->snapshot_id);
+		if (a->type == SK_ACTION_CONNECT)
+			ck_assert_msg(a->wake == SK_WAKE_SNAPSHOT, "%s: wake %s", tc->name,
+			        sk_wake_cause_phrase(a->wake));
+	}
+	ck_assert_msg(strcmp(acts.data ? acts.data : "", tc->want_actions) == 0,
+	        "%s: actions \"%s\", want \"%s\"", tc->name, acts.data ? acts.data : "",
+	        tc->want_actions);
+	ck_assert_msg(
+	        strcmp(del.data ? del.data : "", tc->want_deleted ? tc->want_deleted : "") == 0,
+	        "%s: deleted \"%s\"", tc->name, del.data ? del.data : "");
+	want = tc->want_scheduled == 1 ? st->schedule_ms : NOW + tc->want_scheduled;
+	ck_assert_msg(r.next.snapshots.schedule_ms == want, "%s: lastScheduleTime %lld, want %lld",
+	        tc->name, (long long)r.next.snapshots.schedule_ms, (long long)want);
+	if (tc->want_requeue)
+		ck_assert_msg(r.requeue_after_ms > 0 && r.requeue_after_ms <= tc->want_requeue,
+		        "%s: requeue %lld, want at most %lld", tc->name,
+		        (long long)r.requeue_after_ms, (long long)tc->want_requeue);
+	/* the status keeps what it had: the executor adds and removes IDs */
+	ck_assert_uint_eq(r.next.snapshots.ids.len, (size_t)tc->n_ids);
+	sk_buf_dispose(&acts);
+	sk_buf_dispose(&del);
+	sk_observed_dispose(&ob);
+	sk_plan_result_dispose(&r);
+	sk_userspace_free(us);
+}
+END_TEST
+
 /* Where the files are, as describe and the status page say it. */
 START_TEST(test_archive_where)
 {
@@ -1174,6 +1345,8 @@ sk_suite_plan_archive(void)
 	tcase_add_test(tc, test_archive_purge_on_delete);
 	tcase_add_test(tc, test_snapshot_purge_on_delete);
 	tcase_add_test(tc, test_snapshot_record);
+	tcase_add_loop_test(tc, test_snapshot_schedule_table, 0,
+	        (int)(sizeof(snap_cases) / sizeof(snap_cases[0])));
 	suite_add_tcase(s, tc);
 	return s;
 }
