@@ -8,9 +8,10 @@
 #       (the tree itself is not touched)
 #
 # (a) Includes. A file of pkg/X may include its own headers, the public
-#     header of a package that the table below lists for X, and the
-#     libraries of the second table. Never a private header (*_int.h) of
-#     another package, never anything under cmd/.
+#     headers of a package that the table below lists for X (a package's
+#     one X.h, or for api one header per concern: userspace.h, config.h,
+#     ...), and the libraries of the second table. Never a private header
+#     (*_int.h) of another package, never anything under cmd/.
 # (b) The planner links alone. Starting from the planner's objects, the
 #     objects of api, util and reconcile that define a symbol they need are
 #     pulled in (as a linker pulls archive members); what is still undefined
@@ -127,7 +128,7 @@ check_quoted() { # FILE:LINE PKG PATH
 	elif ! has_word "$dep" "${may_include[$pkg]}"; then
 		fail "$where: includes \"$path\": $pkg may include only: ${may_include[$pkg]:-(no other package)}"
 	elif [[ $hdr == *_int.h ]]; then
-		fail "$where: includes \"$path\": the private header of $dep (use ../$dep/$dep.h)"
+		fail "$where: includes \"$path\": the private header of $dep (use its public headers)"
 	fi
 }
 

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/flags.h"
 #include "store/store.h"
 #include "testutil.h"
 #include "util/util.h"

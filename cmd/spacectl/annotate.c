@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/names.h"
 #include "spacectl.h"
 
 static const sk_cli_help annotate_help = {

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/flags.h"
 #include "spacectl.h"
 #include "util/clidoc.h"
 

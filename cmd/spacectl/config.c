@@ -25,6 +25,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api/flags.h"
+#include "api/names.h"
 #include "spacectl.h"
 
 static const sk_cli_help help = {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/names.h"
 #include "reconcile/reconcile.h"
 #include "sandbox/sandbox.h"
 #include "spacectl.h"

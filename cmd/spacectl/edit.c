@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "api/flags.h"
 #include "spacectl.h"
 
 static const sk_cli_help help = {

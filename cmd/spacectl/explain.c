@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/schema.h"
 #include "spacectl.h"
 
 static const sk_cli_help help = {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/names.h"
 #include "spacectl.h"
 
 static const sk_cli_help help = {

@@ -9,7 +9,14 @@
 #include <getopt.h>
 #include <stdio.h>
 
-#include "api/api.h"
+#include "api/config.h"
+#include "api/context.h"
+#include "api/doc.h"
+#include "api/errlist.h"
+#include "api/output.h"
+#include "api/quota.h"
+#include "api/selector.h"
+#include "api/userspace.h"
 #include "store/store.h"
 #include "util/util.h"
 

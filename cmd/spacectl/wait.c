@@ -8,6 +8,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "api/names.h"
 #include "spacectl.h"
 
 static const sk_cli_help help = {

@@ -16,7 +16,9 @@
 #include <sysexits.h>
 #include <unistd.h>
 
-#include "api/api.h"
+#include "api/config.h"
+#include "api/errlist.h"
+#include "api/flags.h"
 #include "controller/controller.h"
 #include "spacekeeper.h"
 #include "store/store.h"

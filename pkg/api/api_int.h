@@ -6,7 +6,15 @@
 #ifndef SK_API_INT_H
 #define SK_API_INT_H
 
-#include "api.h"
+#include "config.h"
+#include "doc.h"
+#include "errlist.h"
+#include "meta.h"
+#include "migration.h"
+#include "network.h"
+#include "schema.h"
+#include "status.h"
+#include "strlist.h"
 
 #define SK_MAX_DEPTH 64
 #define SK_MAX_ALIAS_NODES 10000
@@ -123,12 +131,12 @@ json_t *sk_meta_to_json(const sk_object_meta *m);
 int sk_meta_decode(json_t *m, sk_object_meta *out, sk_error *err);
 void sk_meta_dispose(sk_object_meta *m);
 
-/* ---- names and bounds used inside the api package only (api.h has the rest) ---- */
+/* ---- names and bounds used inside the api package only (the public headers have the rest) ---- */
 #define SK_API_GROUP "spacekeeper.dev"
 #define SK_KIND_CONFIG "ControllerConfig"
 #define SK_MAX_DOCUMENT_BYTES (1024 * 1024)
 
-/* ---- the value types' helpers used inside the api package only (api.h) ---- */
+/* ---- the value types' helpers used inside the api package only ---- */
 
 bool sk_strlist_equal(const sk_strlist *a, const sk_strlist *b);
 
@@ -153,7 +161,7 @@ int sk_migration_from_json(json_t *o, sk_migration_status *out, sk_error *err);
 
 bool sk_archive_status_equal(const sk_archive_status *a, const sk_archive_status *b);
 
-/* schema.c, ENUM: the name of a C value (NULL when none); api.h:
+/* schema.c, ENUM: the name of a C value (NULL when none); schema.h:
  * sk_field_enum_value, the value of a name. */
 const char *sk_field_enum_name(const sk_field *f, int value);
 

@@ -4,6 +4,14 @@
 #include <string.h>
 
 #include "api_int.h"
+#include "kvlist.h"
+#include "meta.h"
+#include "migration.h"
+#include "schema.h"
+#include "status.h"
+#include "storage.h"
+#include "strlist.h"
+#include "userspace.h"
 
 /* ---- encode ---- */
 

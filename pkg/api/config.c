@@ -16,6 +16,13 @@
 #include <sys/stat.h>
 
 #include "api_int.h"
+#include "config.h"
+#include "doc.h"
+#include "errlist.h"
+#include "flags.h"
+#include "meta.h"
+#include "names.h"
+#include "schema.h"
 
 #define CFG_DEFAULT_URL "http://127.0.0.1:3000"
 #define CFG_KEY_MAX 4096

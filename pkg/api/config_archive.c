@@ -19,6 +19,9 @@
 #include <string.h>
 
 #include "api_int.h"
+#include "config.h"
+#include "doc.h"
+#include "errlist.h"
 
 /* S3's bucket names: 3..63 of lowercase letters, digits, '.', '-', starting
  * and ending with a letter or digit. */

@@ -14,6 +14,11 @@
 #include <string.h>
 
 #include "api_int.h"
+#include "config.h"
+#include "doc.h"
+#include "errlist.h"
+#include "names.h"
+#include "selector.h"
 
 const char *
 sk_check_nonempty(sk_vctx *v, json_t *obj, const char *path, const char *key, bool required)

@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 
 #include "api_int.h"
+#include "doc.h"
+#include "errlist.h"
 
 #define SK_MAX_FILE_BYTES (64 * 1024 * 1024)
 

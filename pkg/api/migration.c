@@ -1,100 +1,12 @@
 /*
  * api/migration: status.migration (a move of a space to another provider or
- * template), its JSON form, string lists (spec.workspace.paths) and byte
- * quantities (spec.migration.maxBytes).
+ * template) and its JSON form.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api_int.h"
-
-/* ---- string lists ---- */
-
-void
-sk_strlist_add(sk_strlist *l, const char *s)
-{
-	l->items = sk_realloc(l->items, (l->len + 1) * sizeof(char *));
-	l->items[l->len++] = sk_strdup(s);
-}
-
-void
-sk_strlist_dispose(sk_strlist *l)
-{
-	for (size_t i = 0; l != NULL && i < l->len; i++)
-		free(l->items[i]);
-	if (l != NULL) {
-		free(l->items);
-		l->items = NULL;
-		l->len = 0;
-	}
-}
-
-bool
-sk_strlist_remove(sk_strlist *l, const char *s)
-{
-	for (size_t i = 0; s != NULL && i < l->len; i++) {
-		if (strcmp(l->items[i], s) == 0) {
-			free(l->items[i]);
-			memmove(&l->items[i], &l->items[i + 1], (l->len - i - 1) * sizeof(char *));
-			l->len--;
-			return true;
-		}
-	}
-	return false;
-}
-
-bool
-sk_strlist_equal(const sk_strlist *a, const sk_strlist *b)
-{
-	if (a->len != b->len)
-		return false;
-	for (size_t i = 0; i < a->len; i++) {
-		if (strcmp(a->items[i], b->items[i]) != 0)
-			return false;
-	}
-	return true;
-}
-
-void
-sk_strlist_copy(sk_strlist *dst, const sk_strlist *src)
-{
-	dst->items = NULL;
-	dst->len = 0;
-	for (size_t i = 0; i < src->len; i++)
-		sk_strlist_add(dst, src->items[i]);
-}
-
-/* ---- quantities ---- */
-
-int
-sk_quantity_parse(const char *s, int64_t *out)
-{
-	static const struct {
-		const char *suffix;
-		int64_t mult;
-	} units[] = { { "", 1 }, { "k", 1000LL }, { "M", 1000000LL }, { "G", 1000000000LL },
-		{ "T", 1000000000000LL }, { "Ki", 1LL << 10 }, { "Mi", 1LL << 20 },
-		{ "Gi", 1LL << 30 }, { "Ti", 1LL << 40 } };
-	char *end = NULL;
-	long long n;
-
-	if (s == NULL || s[0] < '0' || s[0] > '9')
-		return SK_EINVALID;
-	errno = 0;
-	n = strtoll(s, &end, 10);
-	if (errno != 0)
-		return SK_EINVALID;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(end, units[i].suffix) == 0) {
-			if (n > INT64_MAX / units[i].mult)
-				return SK_EINVALID;
-			*out = n * units[i].mult;
-			return SK_OK;
-		}
-	}
-	return SK_EINVALID;
-}
+#include "migration.h"
 
 /* ---- status.migration ---- */
 

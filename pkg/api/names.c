@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api_int.h"
+#include "names.h"
 
 static bool
 is_lower_alnum(char c)

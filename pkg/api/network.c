@@ -19,6 +19,9 @@
 #include <string.h>
 
 #include "api_int.h"
+#include "network.h"
+#include "schema.h"
+#include "strlist.h"
 
 #define NET_HOST_MAX 253
 

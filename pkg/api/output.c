@@ -7,6 +7,7 @@
 #include <yaml.h>
 
 #include "api_int.h"
+#include "output.h"
 
 static int
 write_handler(void *data, unsigned char *buffer, size_t size)

@@ -1,5 +1,5 @@
 /*
- * api/quota: the SpaceQuota object (api.h): its field table, strict
+ * api/quota: the SpaceQuota object (quota.h): its field table, strict
  * validation with positions, the codec, the selector (compiled to the
  * kubectl -l form sk_selector_parse reads, so -l and a quota match alike)
  * and admission.
@@ -8,8 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
 #include "api_int.h"
+#include "doc.h"
+#include "errlist.h"
+#include "kvlist.h"
+#include "meta.h"
+#include "quota.h"
+#include "selector.h"
+#include "strlist.h"
 
 #define EXPRS "spec.selector.matchExpressions"
 

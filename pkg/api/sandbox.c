@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
+#include "kvlist.h"
+#include "network.h"
+#include "sandbox_values.h"
 
 const char *
 sk_sandbox_state_name(sk_sandbox_state s)

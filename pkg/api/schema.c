@@ -13,6 +13,12 @@
 #include <string.h>
 
 #include "api_int.h"
+#include "names.h"
+#include "network.h"
+#include "quantity.h"
+#include "schema.h"
+#include "storage.h"
+#include "userspace.h"
 
 _Static_assert(sizeof(sk_mode) == sizeof(int) && sizeof(sk_on_timeout) == sizeof(int) &&
                 sizeof(sk_deletion_policy) == sizeof(int) &&

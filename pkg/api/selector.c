@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "api_int.h"
+#include "kvlist.h"
+#include "selector.h"
 
 typedef enum op { OP_EQ, OP_NEQ, OP_EXISTS, OP_NOT_EXISTS, OP_IN, OP_NOT_IN, OP_GT, OP_LT } op;
 

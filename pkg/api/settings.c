@@ -13,6 +13,10 @@
 #include <string.h>
 
 #include "api_int.h"
+#include "config.h"
+#include "context.h"
+#include "errlist.h"
+#include "flags.h"
 
 #define SK_IDENTITY_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-"
 

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "api_int.h"
+#include "storage.h"
+#include "userspace.h"
 
 #define NAME_PREFIX "sk-"
 #define NAME_KEEP 40 /* characters of the user ID kept before the hash */

@@ -8,6 +8,9 @@
 #include <string.h>
 
 #include "api_int.h"
+#include "doc.h"
+#include "errlist.h"
+#include "userspace.h"
 
 /* "file:line:col" of field in d (the document start when unknown). */
 static void

@@ -3,6 +3,14 @@
 #include <string.h>
 
 #include "api_int.h"
+#include "kvlist.h"
+#include "meta.h"
+#include "migration.h"
+#include "schema.h"
+#include "status.h"
+#include "storage.h"
+#include "strlist.h"
+#include "userspace.h"
 
 static const char *const phase_names[] = { "", "Pending", "Creating", "Running", "Resuming",
 	"Paused", "Degraded", "Deleting", "Error", "Idle", "Migrating", "Archived" };

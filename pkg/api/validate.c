@@ -8,6 +8,12 @@
 #include <string.h>
 
 #include "api_int.h"
+#include "doc.h"
+#include "errlist.h"
+#include "meta.h"
+#include "names.h"
+#include "schema.h"
+#include "userspace.h"
 
 #define MAX_ANNOTATIONS_BYTES (256 * 1024)
 

@@ -11,6 +11,7 @@
 #include <yaml.h>
 
 #include "api_int.h"
+#include "doc.h"
 
 typedef struct frame {
 	json_t *node; /* object or array */

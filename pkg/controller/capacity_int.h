@@ -14,7 +14,9 @@
 
 #include <pthread.h>
 
-#include "../api/api.h"
+#include "../api/kvlist.h"
+#include "../api/quota.h"
+#include "../api/userspace.h"
 #include "../reconcile/reconcile.h"
 #include "../util/util.h"
 #include "controller.h"

@@ -26,7 +26,7 @@
 #ifndef SK_CONTROLLER_H
 #define SK_CONTROLLER_H
 
-#include "../api/api.h"
+#include "../api/config.h"
 #include "../util/util.h"
 
 typedef struct sk_controller sk_controller;

@@ -14,6 +14,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "../api/selector.h"
+#include "../api/userspace.h"
 #include "../metrics/metrics.h"
 #include "../util/util.h"
 #include "controller.h"

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../api/names.h"
 #include "controller_int.h"
 
 /* The longest wait between two reads of the shared list. */

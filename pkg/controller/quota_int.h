@@ -11,7 +11,7 @@
 #ifndef SK_CONTROLLER_QUOTA_INT_H
 #define SK_CONTROLLER_QUOTA_INT_H
 
-#include "../api/api.h"
+#include "../api/quota.h"
 #include "controller.h"
 
 #define SK_CTL_METRIC_QUOTA_USED "spacekeeper_quota_used"

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/names.h"
 #include "controller_int.h"
 
 #define SHARE_METRIC "spacekeeper_shared_list_total"

@@ -20,7 +20,7 @@
 
 #include <pthread.h>
 
-#include "../api/api.h"
+#include "../api/userspace.h"
 #include "../reconcile/reconcile.h"
 #include "../util/util.h"
 #include "controller.h"

@@ -13,7 +13,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "../api/api.h"
+#include "../api/kvlist.h"
+#include "../api/sandbox_values.h"
+#include "../api/schema.h"
 #include "../reconcile/reconcile.h"
 #include "../sandbox/sandbox.h"
 #include "../util/util.h"

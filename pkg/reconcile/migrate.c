@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/names.h"
+#include "../api/quantity.h"
 #include "reconcile_int.h"
 
 typedef struct mx {

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/names.h"
 #include "reconcile_int.h"
 
 static const char *const step_names[] = { "none", "create-target", "copy", "verify", "switch",

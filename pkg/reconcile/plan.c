@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/names.h"
 #include "reconcile_int.h"
 
 enum { K_FOUND, K_CREATE, K_WAIT, K_WAIT_CREATING };

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/names.h"
 #include "reconcile_int.h"
 
 #define NET_LINE 2048

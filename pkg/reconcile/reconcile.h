@@ -35,7 +35,13 @@
 #ifndef SK_RECONCILE_H
 #define SK_RECONCILE_H
 
-#include "../api/api.h"
+#include "../api/config.h"
+#include "../api/kvlist.h"
+#include "../api/network.h"
+#include "../api/sandbox_values.h"
+#include "../api/schema.h"
+#include "../api/status.h"
+#include "../api/userspace.h"
 #include "../objstore/objstore.h"
 #include "../sandbox/sandbox.h"
 #include "../store/store.h"

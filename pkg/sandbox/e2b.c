@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/schema.h"
 #include "sandbox_int.h"
 
 long

@@ -11,10 +11,13 @@
 #ifndef SK_SANDBOX_H
 #define SK_SANDBOX_H
 
-#include "../api/api.h"
+#include "../api/config.h"
+#include "../api/kvlist.h"
+#include "../api/network.h"
+#include "../api/sandbox_values.h"
 
 /* The sandbox value types (sk_sandbox, sk_sandbox_list, sk_create_request,
- * sk_health) are in api.h: the planner uses them without the clients. */
+ * sk_health) are in api/sandbox_values.h: the planner uses them without the clients. */
 
 typedef struct sk_provider sk_provider;
 

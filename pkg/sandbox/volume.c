@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/schema.h"
 #include "sandbox_int.h"
 
 /* The ID of the volume called name in GET /volumes: SK_OK with *id set, or

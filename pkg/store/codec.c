@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/schema.h"
 #include "store_int.h"
 
 /* The user-keyed maps of metadata; those of spec are the MAP rows of sk_spec_fields. */

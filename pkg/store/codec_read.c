@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/schema.h"
 #include "store_int.h"
 
 /* Whether jansson takes s as a string (what the general path's tree needs

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/schema.h"
 #include "store_int.h"
 
 struct sk_packed_userspace {

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/flags.h"
+#include "../api/names.h"
 #include "store_int.h"
 
 #define SK_MEMORY_URI "memory://"

@@ -20,7 +20,10 @@
 #ifndef SK_STORE_H
 #define SK_STORE_H
 
-#include "../api/api.h"
+#include "../api/quota.h"
+#include "../api/selector.h"
+#include "../api/status.h"
+#include "../api/userspace.h"
 
 #define SK_DEFAULT_MONGODB_URI "mongodb://127.0.0.1:27017"
 #define SK_DEFAULT_DATABASE "spacekeeper"

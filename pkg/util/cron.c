@@ -133,7 +133,8 @@ sk_cron_parse(const char *text, sk_cron *out, char *why, size_t len)
 		stop[n++] = s;
 	}
 	if (n != 5 && n != 6) {
-		snprintf(why, len, "%d fields: want 5 (minute hour day month weekday) or 6 (seconds first)",
+		snprintf(why, len,
+		        "%d fields: want 5 (minute hour day month weekday) or 6 (seconds first)",
 		        n);
 		return SK_EINVALID;
 	}
@@ -141,8 +142,9 @@ sk_cron_parse(const char *text, sk_cron *out, char *why, size_t len)
 	for (int i = 0; i < n; i++) {
 		const cron_field *f = &fields[first + i];
 		if (!field(start[i], stop[i], f, &bits[first + i], &star[first + i])) {
-			snprintf(why, len, "%s \"%.*s\": want *, N, N-M or a list of them, each with an "
-			                   "optional /STEP, N in %d-%d",
+			snprintf(why, len,
+			        "%s \"%.*s\": want *, N, N-M or a list of them, each with an "
+			        "optional /STEP, N in %d-%d",
 			        f->name, (int)(stop[i] - start[i]), start[i], f->lo, f->hi);
 			return SK_EINVALID;
 		}

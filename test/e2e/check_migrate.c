@@ -24,6 +24,7 @@
 #include <jansson.h>
 
 #include "../testutil.h"
+#include "api/names.h"
 #include "reconcile/reconcile.h"
 #include "reconcile/reconcile_int.h" /* SK_TRIGGER_PROVIDER */
 #include "sandbox/sandbox.h"

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "../testutil.h"
+#include "api/schema.h"
 #include "spacectl_testlib.h"
 
 Suite *sk_suite_spacectl_kubectl(void);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../testutil.h"
+#include "api/names.h"
 #include "reconcile/reconcile.h"
 #include "reconcile/reconcile_int.h" /* sk_execute, sk_observed_init */
 #include "reconcile_fixture.h"

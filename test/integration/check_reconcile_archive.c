@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "../testutil.h"
+#include "api/names.h"
 #include "reconcile/reconcile_int.h" /* the archive's reasons (SK_REASON_ARCHIVED, ...) */
 #include "reconcile_fixture.h"
 

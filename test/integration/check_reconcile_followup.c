@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../testutil.h"
+#include "api/names.h"
 #include "reconcile/reconcile.h"
 #include "reconcile_fixture.h"
 

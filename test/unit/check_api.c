@@ -10,7 +10,16 @@
 #include <unistd.h>
 
 #include "../testutil.h"
-#include "api/api.h"
+#include "api/doc.h"
+#include "api/errlist.h"
+#include "api/kvlist.h"
+#include "api/meta.h"
+#include "api/names.h"
+#include "api/output.h"
+#include "api/selector.h"
+#include "api/status.h"
+#include "api/storage.h"
+#include "api/userspace.h"
 
 static sk_doclist
 parse_ok(const char *text, const char *file)

@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/api.h"
+#include "api/kvlist.h"
+#include "api/names.h"
+#include "api/sandbox_values.h"
 
 Suite *sk_suite_api_sandbox(void);
 

@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 
 #include "../testutil.h"
-#include "api/api.h"
+#include "api/config.h"
+#include "api/errlist.h"
+#include "api/flags.h"
 
 Suite *sk_suite_config(void);
 

@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "../testutil.h"
-#include "api/api.h"
+#include "api/doc.h"
+#include "api/errlist.h"
+#include "api/userspace.h"
 
 Suite *sk_suite_input(void);
 

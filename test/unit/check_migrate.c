@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/names.h"
+#include "api/quantity.h"
 #include "reconcile/reconcile.h"
 #include "reconcile/reconcile_int.h" /* the migration plan, sk_observed_add */
 #include "store/store_int.h"

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/names.h"
 #include "reconcile/reconcile.h"
 #include "reconcile/reconcile_int.h" /* sk_observed_add, sk_plan_busy_check, sk_reconcile_meta_value */
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/names.h"
 #include "reconcile/reconcile.h"
 #include "reconcile/reconcile_int.h" /* the archive in the plan, sk_plan_failure */
 

@@ -7,7 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/api.h"
+#include "api/kvlist.h"
+#include "api/migration.h"
+#include "api/names.h"
+#include "api/network.h"
+#include "api/sandbox_values.h"
+#include "api/status.h"
+#include "api/strlist.h"
+#include "api/userspace.h"
 #include "reconcile/reconcile.h"
 #include "reconcile/reconcile_int.h" /* sk_observed_add, sk_reconcile_create_request */
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/names.h"
 #include "reconcile/reconcile.h"
 #include "reconcile/reconcile_int.h" /* the workspace marker, sk_plan_failure */
 

@@ -9,7 +9,10 @@
 #include <string.h>
 
 #include "../testutil.h"
-#include "api/api.h"
+#include "api/doc.h"
+#include "api/errlist.h"
+#include "api/kvlist.h"
+#include "api/quota.h"
 
 Suite *sk_suite_quota(void);
 

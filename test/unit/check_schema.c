@@ -14,7 +14,14 @@
 #include <string.h>
 
 #include "../testutil.h"
-#include "api/api.h"
+#include "api/doc.h"
+#include "api/errlist.h"
+#include "api/kvlist.h"
+#include "api/meta.h"
+#include "api/names.h"
+#include "api/schema.h"
+#include "api/strlist.h"
+#include "api/userspace.h"
 #include "informer/informer.h"
 #include "store/store_int.h"
 

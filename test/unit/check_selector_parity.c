@@ -8,7 +8,8 @@
 #include <check.h>
 #include <string.h>
 
-#include "api/api.h"
+#include "api/kvlist.h"
+#include "api/selector.h"
 
 Suite *sk_suite_selector_parity(void);
 
