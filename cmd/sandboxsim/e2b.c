@@ -276,6 +276,16 @@ h_create(sim *s, sim_req *r, const char *id)
 		return;
 	}
 	pthread_mutex_lock(&s->lock);
+	if (!is_cube(s) && sim_snapshot_ref(a.template_id) &&
+	        sim_snapshot_find(s, a.template_id) == NULL) {
+		sim_reply_error(s, r, 404, "template '%s' not found", a.template_id);
+		pthread_mutex_unlock(&s->lock);
+		json_decref(policy.net);
+		sim_kv_free(&a.meta);
+		sim_kv_free(&a.env);
+		json_decref(doc);
+		return;
+	}
 	if ((!is_cube(s) &&
 	            sim_mounts_parse(s, r, &policy, json_object_get(doc, "volumeMounts")) != 0) ||
 	        !sim_caps_admit(s, r, now)) {

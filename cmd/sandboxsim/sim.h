@@ -405,6 +405,9 @@ int sim_mounts_parse(sim *s, sim_req *r, sim_sandbox *sb, json_t *mounts);
 json_t *sim_mounts_json(const sim_sandbox *sb);
 /* The snapshot a create's templateID names, or NULL (s->lock held). */
 sim_snapshot *sim_snapshot_find(sim *s, const char *template_id);
+/* template_id has a snapshot's form ("ID:default", "sim-team/NAME"): a create
+ * from it when no such snapshot exists answers 404, as a deleted one does. */
+bool sim_snapshot_ref(const char *template_id);
 /* Brings sb's mounts up to date with their volumes (in sim_sandbox_fs), and
  * the volumes up to date with sb's tree after a change (s->lock held). */
 void sim_mounts_pull(sim *s, sim_sandbox *sb);

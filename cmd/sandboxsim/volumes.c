@@ -343,6 +343,15 @@ snapshot_named(const sim_snapshot *sn, const char *ref)
 	return strcmp(key, sn->name) == 0;
 }
 
+bool
+sim_snapshot_ref(const char *template_id)
+{
+	size_t len = strlen(template_id);
+
+	return strncmp(template_id, TEAM_SLUG "/", strlen(TEAM_SLUG) + 1) == 0 ||
+	        (len > 8 && strcmp(template_id + len - 8, ":default") == 0);
+}
+
 sim_snapshot *
 sim_snapshot_find(sim *s, const char *template_id)
 {

@@ -48,6 +48,9 @@ static const struct object_doc {
 	{ "spec", "The desired state of the user's sandbox." },
 	{ "spec.resources", "The sandbox size." },
 	{ "spec.lifecycle", "When the sandbox sleeps and wakes." },
+	{ "spec.lifecycle.archive",
+	        "How a space asleep for archiveAfter is archived: its files into object "
+	        "storage, or a provider snapshot." },
 	{ "spec.health", "What counts as unhealthy, and what the controller does about it." },
 	{ "spec.workspace", "The user's files: what a migration copies to the new sandbox." },
 	{ "spec.network",
@@ -66,6 +69,9 @@ static const struct object_doc {
 	{ "spec.source.fork",
 	        "The first sandbox is the provider's fork of another space's sandbox (its "
 	        "files as they are then; E2B only); that space is left as it is." },
+	{ "spec.snapshots",
+	        "Persistent snapshots of the space taken through its provider on a schedule, "
+	        "the oldest beyond keep deleted (E2B)." },
 	{ "spec.migration",
 	        "How a migration (updateStrategy Migrate, spacectl rollout restart) runs: when "
 	        "it starts, how much it copies, what happens to the old sandbox." },

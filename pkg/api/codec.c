@@ -171,6 +171,19 @@ object_to_json(json_t *o, const sk_status_row *r, const void *obj)
 }
 
 static void
+strlist_to_json(json_t *o, const char *key, const sk_strlist *l)
+{
+	json_t *a;
+
+	if (l->len == 0)
+		return;
+	a = json_array();
+	for (size_t i = 0; i < l->len; i++)
+		json_array_append_new(a, json_string(l->items[i]));
+	json_object_set_new(o, key, a);
+}
+
+static void
 row_to_json(json_t *o, const sk_status_row *r, const void *obj)
 {
 	int64_t n;
@@ -192,6 +205,9 @@ row_to_json(json_t *o, const sk_status_row *r, const void *obj)
 			json_object_set_new(o, r->key, json_string(r->name(e)));
 		break;
 	case SK_STATUS_ARRAY: array_to_json(o, r, obj); break;
+	case SK_STATUS_STRLIST:
+		strlist_to_json(o, r->key, SK_STATUS_AT(r, obj, const sk_strlist));
+		break;
 	case SK_STATUS_OBJECT: object_to_json(o, r, obj); break;
 	case SK_STATUS_MIGRATION:
 		if (SK_STATUS_AT(r, obj, const sk_migration_status)->phase != SK_MIG_NONE)
@@ -475,7 +491,7 @@ static void
 decode_enum(dctx *c, const sk_status_row *r, json_t *o, const char *path, void *out)
 {
 	char *name = get_str(c, o, r->key, path);
-	int v = 1;
+	int v = 0; /* 0 is not written, but read by its name too (ObjectStorage) */
 
 	while (name != NULL && v < r->n_values && strcmp(r->name(v), name) != 0)
 		v++;
@@ -484,6 +500,28 @@ decode_enum(dctx *c, const sk_status_row *r, json_t *o, const char *path, void *
 	else if (name != NULL && name[0] != '\0')
 		dfail(c, path, r->bad);
 	free(name);
+}
+
+/* An array of strings (anything else: an error that names the path). */
+static void
+decode_strlist(dctx *c, json_t *a, const char *path, sk_strlist *out)
+{
+	size_t i;
+	json_t *v;
+
+	if (a == NULL || json_is_null(a))
+		return;
+	if (!json_is_array(a)) {
+		dfail(c, path, "must be a list of strings");
+		return;
+	}
+	json_array_foreach(a, i, v)
+	{
+		if (json_is_string(v))
+			sk_strlist_add(out, json_string_value(v));
+		else
+			dfail(c, path, "must be a list of strings");
+	}
 }
 
 /* The objects of an array, each to a new item (other entries skipped). */
@@ -517,6 +555,10 @@ decode_row(dctx *c, const sk_status_row *r, json_t *o, const char *parent, void 
 	case SK_STATUS_TIME: *SK_STATUS_AT(r, out, int64_t) = get_time(c, o, r->key, path); break;
 	case SK_STATUS_ENUM: decode_enum(c, r, o, path, out); break;
 	case SK_STATUS_ARRAY: decode_array(c, r, json_object_get(o, r->key), path, out); break;
+	case SK_STATUS_STRLIST:
+		decode_strlist(
+		        c, json_object_get(o, r->key), path, SK_STATUS_AT(r, out, sk_strlist));
+		break;
 	case SK_STATUS_OBJECT:
 		v = json_object_get(o, r->key);
 		if (r->inner != NULL) {

@@ -25,7 +25,8 @@ _Static_assert(sizeof(sk_mode) == sizeof(int) && sizeof(sk_on_timeout) == sizeof
                 sizeof(sk_remediation) == sizeof(int) &&
                 sizeof(sk_update_strategy) == sizeof(int) &&
                 sizeof(sk_busy_policy) == sizeof(int) && sizeof(sk_on_loss) == sizeof(int) &&
-                sizeof(sk_net_access) == sizeof(int) && sizeof(sk_volume_policy) == sizeof(int),
+                sizeof(sk_net_access) == sizeof(int) && sizeof(sk_volume_policy) == sizeof(int) &&
+                sizeof(sk_archive_method) == sizeof(int),
         "ENUM fields are read and written as int");
 
 /* ---- rules of the fields that need more than a type and bounds ---- */
@@ -96,6 +97,16 @@ abs_path_ok(const char *s)
 	return strstr(s, "//") == NULL && strstr(s, "/../") == NULL && strstr(s, "/./") == NULL &&
 	        !(n >= 3 && strcmp(s + n - 3, "/..") == 0) &&
 	        !(n >= 2 && strcmp(s + n - 2, "/.") == 0);
+}
+
+/* A cron schedule (sk_cron_parse): 5 fields, or 6 with seconds first. */
+static bool
+cron_ok(const char *s)
+{
+	sk_cron c;
+	char why[256];
+
+	return strlen(s) <= 128 && sk_cron_parse(s, &c, why, sizeof(why)) == SK_OK;
 }
 
 /* A mount path: absolute, no "." or ".." segment, not "/" itself. */
@@ -235,6 +246,7 @@ static const char *const remediation_names[] = { "Replace", "Report", NULL };
 static const int remediation_values[] = { SK_REMEDIATION_REPLACE, SK_REMEDIATION_REPORT };
 static const char *const update_names[] = { "Report", "Migrate", NULL };
 static const char *const busy_names[] = { "Processes", "Ignore", NULL };
+static const char *const archive_method_names[] = { "ObjectStorage", "Snapshot", NULL };
 static const char *const on_loss_names[] = { "Report", "Restore", NULL };
 static const char *const net_access_names[] = { "Allow", "Deny", NULL };
 static const int net_access_values[] = { SK_NET_ALLOW, SK_NET_DENY };
@@ -345,6 +357,17 @@ const sk_field sk_spec_fields[] = {
 	                "workspace is copied to the ControllerConfig's archive (verified), then "
 	                "its sandbox is deleted (phase Archived; a connect restores it). 0s "
 	                "means never (a provider's pausedRetention still archives first)." },
+	{ .path = "spec.lifecycle.archive.method",
+	        .type = SK_FIELD_ENUM,
+	        .offset = AT(archive_method),
+	        .def = "ObjectStorage",
+	        .names = archive_method_names,
+	        .desc = "What an archive keeps. ObjectStorage: the workspace files, copied "
+	                "through the data plane into the ControllerConfig's archive. Snapshot: "
+	                "a persistent snapshot at the provider (memory and processes too where "
+	                "the provider keeps them), no file copied; a connect starts the next "
+	                "sandbox from it, and it is deleted once that sandbox answers its "
+	                "probe." },
 	{ .path = "spec.env",
 	        .type = SK_FIELD_MAP,
 	        .offset = AT(env),
@@ -521,6 +544,25 @@ const sk_field sk_spec_fields[] = {
 	        .desc = "The UserSpace whose sandbox this space's first sandbox is forked from "
 	                "(its files, through the provider's fork; spacectl fork). Used once: "
 	                "later sandboxes are plain creates." },
+	{ .path = "spec.snapshots.schedule",
+	        .type = SK_FIELD_STRING,
+	        .offset = AT(snapshot_schedule),
+	        .valid = cron_ok,
+	        .rule = "a cron schedule in UTC: minute hour day month weekday (*, N, N-M, lists, "
+	                "/STEP), or six fields with seconds first",
+	        .pattern = "^ *[0-9*/,-]+( +[0-9*/,-]+){4,5} *$",
+	        .max_len = 128,
+	        .desc = "When a persistent snapshot of the space is taken through the provider "
+	                "(E2B), a cron schedule in UTC: 5 fields (minute hour day month weekday), "
+	                "or 6 with seconds first. A sleeping sandbox changed since the last "
+	                "snapshot is woken for it and put back to sleep." },
+	{ .path = "spec.snapshots.keep",
+	        .type = SK_FIELD_INT,
+	        .offset = AT(snapshot_keep),
+	        .min = 1,
+	        .max = 100,
+	        .desc = "How many scheduled snapshots are kept (7 when unset); the oldest beyond "
+	                "it are deleted through the provider." },
 };
 
 const size_t sk_spec_n_fields = sizeof(sk_spec_fields) / sizeof(sk_spec_fields[0]);
@@ -531,7 +573,7 @@ const int64_t sk_default_sandbox_timeout_ms = HOUR_MS;
  * that fits in padding would slip through, so the size is pinned here too:
  * a new member needs a row above, then this size. */
 #if UINTPTR_MAX == UINT64_MAX
-_Static_assert(sizeof(sk_userspace_spec) == 264, "a new spec member needs a row in sk_spec_fields");
+_Static_assert(sizeof(sk_userspace_spec) == 288, "a new spec member needs a row in sk_spec_fields");
 #endif
 
 /* ---- access ---- */

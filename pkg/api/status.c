@@ -11,6 +11,7 @@
 #include "network.h"
 #include "status.h"
 #include "storage.h"
+#include "strlist.h"
 
 static const char *
 phase_name(int v)
@@ -42,6 +43,20 @@ static bool
 storage_present(const void *part)
 {
 	return ((const sk_storage_status *)part)->state != NULL;
+}
+
+static const char *
+archive_method_name(int v)
+{
+	return sk_archive_method_name((sk_archive_method)v);
+}
+
+static bool
+snapshots_present(const void *part)
+{
+	const sk_snapshots_status *n = part;
+
+	return n->schedule_ms != 0 || n->last_ms != 0 || n->ids.len > 0;
 }
 
 static bool
@@ -98,6 +113,11 @@ const sk_status_row sk_archive_rows[] = {
 	ROW_ALWAYS("bytes", sk_archive_status, bytes),
 	{ "state", SK_STATUS_ENUM, offsetof(sk_archive_status, state), false, NULL, 0, 0, NULL,
 	        NULL, archive_state_name, SK_ARCHIVE_RESTORED + 1, "must be Archived or Restored" },
+	/* the default (ObjectStorage) is not written, and read from its name too */
+	{ "method", SK_STATUS_ENUM, offsetof(sk_archive_status, method), false, NULL, 0, 0, NULL,
+	        NULL, archive_method_name, SK_ARCHIVE_SNAPSHOT + 1,
+	        "must be ObjectStorage or Snapshot" },
+	ROW("snapshotID", SK_STATUS_STR, sk_archive_status, snapshot_id),
 	ROW("archivingSince", SK_STATUS_TIME, sk_archive_status, intent_ms),
 	ROW("bucket", SK_STATUS_STR, sk_archive_status, bucket),
 	ROW("key", SK_STATUS_STR, sk_archive_status, key),
@@ -120,6 +140,13 @@ const sk_status_row sk_storage_volume_rows[] = {
 const sk_status_row sk_network_status_rows[] = {
 	ROW("sandboxID", SK_STATUS_STR, sk_network_status, sandbox_id),
 	ROW("applied", SK_STATUS_STR, sk_network_status, applied),
+	ROW_END,
+};
+
+const sk_status_row sk_snapshots_status_rows[] = {
+	ROW("lastScheduleTime", SK_STATUS_TIME, sk_snapshots_status, schedule_ms),
+	ROW("lastSnapshotTime", SK_STATUS_TIME, sk_snapshots_status, last_ms),
+	ROW("snapshotIDs", SK_STATUS_STRLIST, sk_snapshots_status, ids),
 	ROW_END,
 };
 
@@ -148,6 +175,9 @@ const sk_status_row sk_status_rows[] = {
 	{ "storage", SK_STATUS_OBJECT, offsetof(sk_userspace_status, storage), false,
 	        sk_storage_volume_rows, sizeof(sk_storage_status), 0, "volume", storage_present,
 	        NULL, 0, NULL },
+	{ "snapshots", SK_STATUS_OBJECT, offsetof(sk_userspace_status, snapshots), false,
+	        sk_snapshots_status_rows, sizeof(sk_snapshots_status), 0, NULL, snapshots_present,
+	        NULL, 0, NULL },
 	{ "network", SK_STATUS_OBJECT, offsetof(sk_userspace_status, network), false,
 	        sk_network_status_rows, sizeof(sk_network_status), 0, NULL, network_present, NULL,
 	        0, NULL },
@@ -174,6 +204,8 @@ sk_status_rows_dispose(const sk_status_row *rows, void *obj)
 			for (size_t i = 0; i < n; i++)
 				sk_status_rows_dispose(r->rows, items + i * r->item_size);
 			free(items);
+		} else if (r->kind == SK_STATUS_STRLIST) {
+			sk_strlist_dispose(SK_STATUS_AT(r, obj, sk_strlist));
 		} else if (r->kind == SK_STATUS_OBJECT) {
 			sk_status_rows_dispose(r->rows, SK_STATUS_AT(r, obj, void));
 		} else if (r->kind == SK_STATUS_MIGRATION) {
@@ -212,6 +244,10 @@ sk_status_rows_copy(const sk_status_row *rows, void *dst, const void *src)
 			*SK_STATUS_AT(r, dst, int) = *SK_STATUS_AT(r, src, const int);
 			break;
 		case SK_STATUS_ARRAY: copy_array(r, dst, src); break;
+		case SK_STATUS_STRLIST:
+			sk_strlist_copy(SK_STATUS_AT(r, dst, sk_strlist),
+			        SK_STATUS_AT(r, src, const sk_strlist));
+			break;
 		case SK_STATUS_OBJECT:
 			sk_status_rows_copy(r->rows, SK_STATUS_AT(r, dst, void),
 			        SK_STATUS_AT(r, src, const void));
@@ -240,6 +276,18 @@ arrays_equal(const sk_status_row *r, const void *a, const void *b)
 }
 
 static bool
+strlists_equal(const sk_strlist *a, const sk_strlist *b)
+{
+	if (a->len != b->len)
+		return false;
+	for (size_t i = 0; i < a->len; i++) {
+		if (!str_eq(a->items[i], b->items[i]))
+			return false;
+	}
+	return true;
+}
+
+static bool
 row_equal(const sk_status_row *r, const void *a, const void *b)
 {
 	switch (r->kind) {
@@ -251,6 +299,9 @@ row_equal(const sk_status_row *r, const void *a, const void *b)
 	case SK_STATUS_ENUM:
 		return *SK_STATUS_AT(r, a, const int) == *SK_STATUS_AT(r, b, const int);
 	case SK_STATUS_ARRAY: return arrays_equal(r, a, b);
+	case SK_STATUS_STRLIST:
+		return strlists_equal(
+		        SK_STATUS_AT(r, a, const sk_strlist), SK_STATUS_AT(r, b, const sk_strlist));
 	case SK_STATUS_OBJECT:
 		return sk_status_rows_equal(
 		        r->rows, SK_STATUS_AT(r, a, const void), SK_STATUS_AT(r, b, const void));

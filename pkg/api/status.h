@@ -13,6 +13,13 @@
 #include "migration.h"
 #include "network.h"
 #include "storage.h"
+#include "strlist.h"
+
+/* spec.lifecycle.archive.method: what deep sleep keeps. ObjectStorage: the
+ * files, copied through the data plane into the ControllerConfig's archive;
+ * Snapshot: a persistent snapshot at the provider (its memory and processes
+ * too where the provider keeps them), taken without copying a file. */
+typedef enum sk_archive_method { SK_ARCHIVE_OBJECT_STORAGE, SK_ARCHIVE_SNAPSHOT } sk_archive_method;
 
 typedef enum sk_phase {
 	SK_PHASE_NONE, /* no status yet */
@@ -103,6 +110,10 @@ typedef struct sk_archive_status {
 	int64_t files; /* files */
 	int64_t bytes; /* bytes */
 	char *sandbox_id; /* sandboxID: the sandbox archived (deleted once recorded) */
+	sk_archive_method method; /* method: "ObjectStorage" | "Snapshot" */
+	/* snapshotID: method Snapshot, the provider's snapshot the next sandbox
+	 * starts from; cleared once deleted after a restore (bucket and key: NULL) */
+	char *snapshot_id;
 	int64_t restore_ms; /* restoreTime: the last restore from it, 0 none */
 	/* archivingSince: a new archive of the bound sandbox is under way (the
 	 * intent, written before it is woken for the copy); 0 none */
@@ -117,6 +128,17 @@ typedef struct sk_archive_status {
 void sk_archive_status_dispose(sk_archive_status *a);
 void sk_archive_status_copy(sk_archive_status *dst, const sk_archive_status *src);
 const char *sk_archive_state_name(sk_archive_state s); /* "" for NONE */
+const char *sk_archive_method_name(sk_archive_method m); /* "ObjectStorage", "Snapshot" */
+
+/* status.snapshots: the snapshots spec.snapshots.schedule took. */
+typedef struct sk_snapshots_status {
+	int64_t schedule_ms; /* lastScheduleTime: the last scheduled time handled */
+	int64_t last_ms; /* lastSnapshotTime: the last one taken */
+	sk_strlist ids; /* snapshotIDs: the ones kept, oldest first */
+} sk_snapshots_status;
+void sk_snapshots_status_dispose(sk_snapshots_status *s);
+void sk_snapshots_status_copy(sk_snapshots_status *dst, const sk_snapshots_status *src);
+bool sk_snapshots_status_equal(const sk_snapshots_status *a, const sk_snapshots_status *b);
 
 typedef struct sk_userspace_status {
 	sk_phase phase;
@@ -135,6 +157,7 @@ typedef struct sk_userspace_status {
 	sk_archive_status archive;
 	sk_storage_status storage;
 	sk_network_status network;
+	sk_snapshots_status snapshots;
 } sk_userspace_status;
 
 /* Where a space's files are, one line (spacectl describe, the status page):
@@ -163,6 +186,7 @@ typedef enum sk_status_kind {
 	SK_STATUS_TIME, /* int64_t ms, written RFC 3339; 0: omitted */
 	SK_STATUS_ENUM, /* an int-sized C enum written by name; 0 (none): omitted */
 	SK_STATUS_ARRAY, /* items (pointer at offset, size_t count at count_offset) of rows */
+	SK_STATUS_STRLIST, /* sk_strlist, written as an array of strings; empty: omitted */
 	SK_STATUS_OBJECT, /* a struct of rows at offset, written when present() */
 	SK_STATUS_MIGRATION, /* sk_migration_status: its own codec (migration.c) */
 } sk_status_kind;
@@ -190,6 +214,7 @@ extern const sk_status_row sk_usage_rows[];
 extern const sk_status_row sk_archive_rows[];
 extern const sk_status_row sk_storage_volume_rows[];
 extern const sk_status_row sk_network_status_rows[];
+extern const sk_status_row sk_snapshots_status_rows[];
 /* The member a row describes in the struct at obj, as a T *. */
 #define SK_STATUS_AT(row, obj, T) ((T *)(void *)((char *)(obj) + (row)->offset))
 /* Walks of one table over a struct it describes (an ARRAY row's items, an

@@ -46,3 +46,17 @@ sk_strlist_copy(sk_strlist *dst, const sk_strlist *src)
 	for (size_t i = 0; i < src->len; i++)
 		sk_strlist_add(dst, src->items[i]);
 }
+
+bool
+sk_strlist_remove(sk_strlist *l, const char *s)
+{
+	for (size_t i = 0; s != NULL && i < l->len; i++) {
+		if (strcmp(l->items[i], s) == 0) {
+			free(l->items[i]);
+			memmove(&l->items[i], &l->items[i + 1], (l->len - i - 1) * sizeof(char *));
+			l->len--;
+			return true;
+		}
+	}
+	return false;
+}

@@ -215,6 +215,15 @@ sk_userspace_apply_defaults(sk_userspace *us)
 /* ---- status.archive ---- */
 
 static const char *const archive_state_names[] = { "", "Archived", "Restored" };
+static const char *const archive_method_names[] = { "ObjectStorage", "Snapshot" };
+
+const char *
+sk_archive_method_name(sk_archive_method m)
+{
+	return (size_t)m < sizeof(archive_method_names) / sizeof(archive_method_names[0])
+	        ? archive_method_names[m]
+	        : "";
+}
 
 const char *
 sk_archive_state_name(sk_archive_state s)
@@ -230,7 +239,11 @@ sk_archive_where(const sk_userspace_status *st, char *out, size_t len)
 	const sk_archive_status *a = &st->archive;
 	char when[40] = "", loc[512] = "";
 
-	if (a->key != NULL) {
+	if (a->method == SK_ARCHIVE_SNAPSHOT && a->snapshot_id != NULL) {
+		sk_time_format(a->time_ms, when, sizeof(when));
+		snprintf(loc, sizeof(loc), "snapshot %s (generation %lld, %s)", a->snapshot_id,
+		        (long long)a->generation, when);
+	} else if (a->key != NULL) {
 		sk_time_format(a->time_ms, when, sizeof(when));
 		snprintf(loc, sizeof(loc),
 		        "s3://%s/%s/ (generation %lld, %lld files, %lld bytes, %s)",
@@ -242,10 +255,32 @@ sk_archive_where(const sk_userspace_status *st, char *out, size_t len)
 	else if (a->state == SK_ARCHIVE_ARCHIVED)
 		snprintf(out, len, "archive %s, being restored into sandbox %s", loc,
 		        st->sandbox_id);
-	else if (st->sandbox_id != NULL && a->key != NULL)
+	else if (st->sandbox_id != NULL && loc[0] != '\0')
 		snprintf(out, len, "sandbox %s (newest archive %s)", st->sandbox_id, loc);
 	else if (st->sandbox_id != NULL)
 		snprintf(out, len, "sandbox %s", st->sandbox_id);
 	else
 		snprintf(out, len, "none (no sandbox, no archive)");
+}
+
+void
+sk_snapshots_status_dispose(sk_snapshots_status *s)
+{
+	sk_strlist_dispose(&s->ids);
+	memset(s, 0, sizeof(*s));
+}
+
+void
+sk_snapshots_status_copy(sk_snapshots_status *dst, const sk_snapshots_status *src)
+{
+	*dst = *src;
+	memset(&dst->ids, 0, sizeof(dst->ids));
+	sk_strlist_copy(&dst->ids, &src->ids);
+}
+
+bool
+sk_snapshots_status_equal(const sk_snapshots_status *a, const sk_snapshots_status *b)
+{
+	return a->schedule_ms == b->schedule_ms && a->last_ms == b->last_ms &&
+	        sk_strlist_equal(&a->ids, &b->ids);
 }

@@ -63,6 +63,7 @@ typedef struct sk_userspace_spec {
 	int64_t max_busy_ms; /* spec.lifecycle.maxBusy */
 	sk_busy_policy busy; /* spec.lifecycle.busy */
 	int64_t archive_after_ms; /* spec.lifecycle.archiveAfter; 0: never */
+	sk_archive_method archive_method; /* spec.lifecycle.archive.method */
 	sk_kvlist env; /* spec.env */
 	sk_kvlist metadata; /* spec.metadata */
 	sk_deletion_policy deletion_policy; /* spec.deletionPolicy */
@@ -81,7 +82,12 @@ typedef struct sk_userspace_spec {
 	 * first sandbox is forked from (spacectl fork); NULL: a plain create.
 	 * Read once: after the first sandbox exists (condition Forked) never again. */
 	char *fork_from;
+	/* spec.snapshots: persistent snapshots on a cron schedule (UTC), pruned
+	 * to keep (0: SK_SNAPSHOTS_KEEP_DEFAULT); schedule NULL: none */
+	char *snapshot_schedule;
+	int snapshot_keep;
 } sk_userspace_spec;
+#define SK_SNAPSHOTS_KEEP_DEFAULT 7
 
 typedef struct sk_userspace {
 	sk_object_meta meta;

@@ -61,6 +61,7 @@ sk_plan_options_from_config(sk_plan_options *o, const sk_provider_config *pc, in
 	o->evict_after_ms = pc->evict_after_ms;
 	o->markers = true;
 	o->paused_retention_ms = pc->paused_retention_ms;
+	o->snapshots = pc->type == SK_PROVIDER_E2B;
 }
 
 /* ---- observed ---- */
@@ -200,6 +201,7 @@ action_dispose(sk_action *a)
 	free(a->sandbox_id);
 	free(a->template_id);
 	free(a->fork_from);
+	free(a->snapshot_id);
 	sk_kvlist_dispose(&a->metadata);
 	sk_kvlist_dispose(&a->env);
 	sk_network_dispose(&a->network);
@@ -252,6 +254,8 @@ sk_action_type_name(sk_action_type t)
 	case SK_ACTION_ARCHIVE: return "archive";
 	case SK_ACTION_RESTORE: return "restore";
 	case SK_ACTION_PURGE_ARCHIVE: return "purge-archive";
+	case SK_ACTION_DELETE_SNAPSHOT: return "delete-snapshot";
+	case SK_ACTION_SNAPSHOT: return "snapshot";
 	}
 	return "?";
 }
@@ -277,7 +281,8 @@ sk_action_is_mutating(const sk_action *a)
 	        a->type == SK_ACTION_PAUSE || a->type == SK_ACTION_KILL ||
 	        a->type == SK_ACTION_INIT_ENV || a->type == SK_ACTION_WRITE_MARKER ||
 	        a->type == SK_ACTION_SET_NETWORK || a->type == SK_ACTION_ARCHIVE ||
-	        a->type == SK_ACTION_RESTORE;
+	        a->type == SK_ACTION_RESTORE || a->type == SK_ACTION_DELETE_SNAPSHOT ||
+	        a->type == SK_ACTION_SNAPSHOT;
 }
 
 static const char *
@@ -342,6 +347,12 @@ sk_action_describe(const sk_action *a, sk_buf *out)
 		break;
 	case SK_ACTION_PURGE_ARCHIVE:
 		sk_buf_printf(out, "delete every archive of the user (deletionPolicy Delete)");
+		break;
+	case SK_ACTION_DELETE_SNAPSHOT:
+		sk_buf_printf(out, "delete snapshot %s", a->snapshot_id ? a->snapshot_id : "-");
+		break;
+	case SK_ACTION_SNAPSHOT:
+		sk_buf_printf(out, "take a snapshot of %s (spec.snapshots.schedule)", target(a));
 		break;
 	case SK_ACTION_SET_NETWORK: {
 		char net[1024];

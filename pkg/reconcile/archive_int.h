@@ -117,4 +117,9 @@ int sk_archive_purge(sk_s3 *s3, const char *base, sk_archive_prune_report *rep, 
 /* PREFIX/USERID: the base of a user's archive generations. */
 char *sk_archive_base(const char *prefix, const char *user_id);
 
+/* What an ARCHIVE by snapshot records: sk_archive_record's status, method
+ * Snapshot, the snapshot's ID, no bucket or key. */
+void sk_archive_record_snapshot(sk_userspace_status *st, const char *snapshot_id,
+        int64_t generation, int64_t now_ms, int64_t observed_gen);
+
 #endif

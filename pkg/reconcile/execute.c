@@ -460,6 +460,64 @@ do_set_network(sk_xctx *x, const sk_action *a, sk_error *err)
 	return rc;
 }
 
+/* spec.lifecycle.archive.method Snapshot: a provider snapshot, recorded in
+ * x->st once the provider answered with its ID. */
+static int
+do_archive_snapshot(sk_xctx *x, const sk_action *a, sk_error *err)
+{
+	const char *id = id_of(x, a);
+	int rc = sk_execute_snapshot_archive(x->p, id, x->cur, sk_now_ms(), &x->st, err);
+
+	if (rc == 0)
+		sk_exec_event(x, "Normal", SK_REASON_ARCHIVED,
+		        "archived sandbox %s as snapshot %s (no file copied through the data "
+		        "plane)",
+		        id, x->st.archive.snapshot_id);
+	return rc;
+}
+
+/* A snapshot archive's snapshot, restored from or with the space deleted. */
+static int
+do_delete_snapshot(sk_xctx *x, const sk_action *a, sk_error *err)
+{
+	int rc = sk_sandbox_delete_snapshot(x->p, a->snapshot_id, err);
+
+	if (rc != 0)
+		return rc;
+	if (sk_str_eq(x->st.archive.snapshot_id, a->snapshot_id)) {
+		free(x->st.archive.snapshot_id);
+		x->st.archive.snapshot_id = NULL;
+	}
+	if (sk_strlist_remove(&x->st.snapshots.ids, a->snapshot_id)) {
+		sk_exec_event(x, "Normal", SK_REASON_SNAPSHOT_DELETED,
+		        "deleted snapshot %s (beyond spec.snapshots.keep)", a->snapshot_id);
+		return 0;
+	}
+	sk_exec_event(x, "Normal", SK_REASON_SNAPSHOT_DELETED, "deleted snapshot %s (%s)",
+	        a->snapshot_id,
+	        x->cur->meta.deletion_ms != 0 ? "the space is deleted"
+	                                      : "its sandbox was restored from it");
+	return 0;
+}
+
+/* spec.snapshots.schedule: a snapshot of the keeper, its ID kept in x->st. */
+static int
+do_snapshot(sk_xctx *x, const sk_action *a, sk_error *err)
+{
+	const char *id = id_of(x, a);
+	sk_snapshot snap;
+	int rc = sk_sandbox_create_snapshot(x->p, id, NULL, &snap, err);
+
+	if (rc == 0) {
+		sk_strlist_add(&x->st.snapshots.ids, snap.id);
+		x->st.snapshots.last_ms = sk_now_ms();
+		sk_exec_event(x, "Normal", SK_REASON_SNAPSHOT_TAKEN,
+		        "took snapshot %s of sandbox %s (spec.snapshots.schedule)", snap.id, id);
+	}
+	sk_snapshot_dispose(&snap);
+	return rc;
+}
+
 /* The workspace into the archive; recorded in x->st only once verified. */
 static int
 do_archive(sk_xctx *x, const sk_action *a, sk_error *err)
@@ -467,7 +525,11 @@ do_archive(sk_xctx *x, const sk_action *a, sk_error *err)
 	const char *id = id_of(x, a);
 	sk_copy_report rep = { 0 };
 	sk_sandbox bare;
-	int rc = sk_execute_archive(
+	int rc;
+
+	if (x->cur->spec.archive_method == SK_ARCHIVE_SNAPSHOT)
+		return do_archive_snapshot(x, a, err);
+	rc = sk_execute_archive(
 	        x->r->env, x->p, sandbox_of(x, id, &bare), x->cur, sk_now_ms(), &x->st, &rep, err);
 
 	if (rc == 0)
@@ -539,6 +601,8 @@ run_action(sk_xctx *x, const sk_action *a, sk_error *err)
 	case SK_ACTION_ARCHIVE: return do_archive(x, a, err);
 	case SK_ACTION_RESTORE: return do_restore(x, a, err);
 	case SK_ACTION_PURGE_ARCHIVE: return do_purge(x, err);
+	case SK_ACTION_DELETE_SNAPSHOT: return do_delete_snapshot(x, a, err);
+	case SK_ACTION_SNAPSHOT: return do_snapshot(x, a, err);
 	}
 	return sk_error_set(err, SK_EINVALID, "unknown action %d", (int)a->type);
 }
@@ -654,6 +718,7 @@ run_plan(sk_xctx *x, sk_error *err)
 		rc = run_action(x, a, err);
 		if (rc == 0 && a->type != SK_ACTION_INIT_ENV && a->type != SK_ACTION_WRITE_MARKER &&
 		        a->type != SK_ACTION_ARCHIVE && a->type != SK_ACTION_RESTORE &&
+		        a->type != SK_ACTION_DELETE_SNAPSHOT && a->type != SK_ACTION_SNAPSHOT &&
 		        (sk_action_is_mutating(a) || a->type == SK_ACTION_SET_TIMEOUT))
 			x->did.changed_provider = true;
 		if (rc != 0)

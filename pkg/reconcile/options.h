@@ -48,6 +48,10 @@ typedef struct sk_plan_options {
 	 * their paused sandbox (plan_archive.c). */
 	bool archive;
 	int64_t paused_retention_ms;
+	/* The provider keeps persistent snapshots (E2B): an archive with
+	 * spec.lifecycle.archive.method Snapshot keeps one instead of copying
+	 * files, and needs no archive configured. */
+	bool snapshots;
 } sk_plan_options;
 
 void sk_plan_options_init(sk_plan_options *o);

@@ -43,6 +43,8 @@ static const struct {
 	{ SK_ACTION_ARCHIVE, SK_REASON_ARCHIVE_FAILED },
 	{ SK_ACTION_RESTORE, SK_REASON_RESTORE_FAILED },
 	{ SK_ACTION_PURGE_ARCHIVE, SK_REASON_ARCHIVE_PURGE_FAILED },
+	{ SK_ACTION_DELETE_SNAPSHOT, SK_REASON_SNAPSHOT_DELETE_FAILED },
+	{ SK_ACTION_SNAPSHOT, SK_REASON_SNAPSHOT_FAILED },
 };
 
 const char *
@@ -151,6 +153,12 @@ sk_plan_failure(const sk_userspace *us, const sk_outcome *o, int64_t now, sk_use
 		 * after a back-off counted from here (plan_archive.c) */
 		st->archive.failures = us->status.archive.failures + 1;
 		st->archive.failed_ms = now;
+	} else if (a != NULL && a->type == SK_ACTION_SNAPSHOT) {
+		/* the scheduled time stays due: taken again at the next attempt */
+		st->snapshots.schedule_ms = us->status.snapshots.schedule_ms;
+	} else if (a != NULL && a->type == SK_ACTION_DELETE_SNAPSHOT) {
+		/* status.archive.snapshotID stays: retried next round; the space
+		 * itself is as it was */
 	} else if (a != NULL && a->type == SK_ACTION_PURGE_ARCHIVE) {
 		/* the finalizer stays: the purge is retried, the space still Deleting */
 	} else if (a != NULL && a->type == SK_ACTION_RESTORE) {

@@ -32,6 +32,7 @@
 
 #include "../api/kvlist.h"
 #include "../api/migration.h"
+#include "../api/names.h"
 #include "../api/network.h"
 #include "../api/sandbox_values.h"
 #include "../api/status.h"
@@ -214,6 +215,15 @@ push_create(sk_pctx *c)
 		sk_kvlist_set(&a->env, req.env->items[i].key, req.env->items[i].value);
 	sk_network_copy(&a->network, req.network);
 	a->fork_from = sk_plan_fork_source(c->us);
+	if (sk_plan_archive_snapshot(c->prev) != NULL) {
+		/* archived as a snapshot: the next sandbox starts from it, and
+		 * says so (its template is the snapshot's, no drift) */
+		char *v = sk_reconcile_meta_value(sk_plan_archive_snapshot(c->prev));
+		free(a->template_id);
+		a->template_id = sk_strdup(sk_plan_archive_snapshot(c->prev));
+		sk_kvlist_set(&a->metadata, SK_META_SNAPSHOT, v);
+		free(v);
+	}
 	if (!c->o->probe)
 		push_init_env(c, NULL);
 	sk_plan_push(c, SK_ACTION_BIND, NULL);
@@ -683,8 +693,12 @@ plan_live(sk_pctx *c)
 	}
 	duplicates(c, ks == K_FOUND ? k->id : c->prev->sandbox_id);
 	sk_plan_archive_cleanup(c);
+	sk_plan_snapshot_cleanup(c);
 	switch (ks) {
-	case K_FOUND: plan_keeper(c, k); break;
+	case K_FOUND:
+		plan_keeper(c, k);
+		sk_plan_snapshots(c, k);
+		break;
 	case K_CREATE:
 		/* archived: a sandbox is made (and the files restored) for a connect */
 		if (n->archive.state == SK_ARCHIVE_ARCHIVED && !c->ob->wake &&
@@ -781,6 +795,7 @@ sk_plan(const sk_userspace *desired, const sk_observed *observed, int64_t now_ms
 	sk_migration_copy(&out->next.migration, &c.prev->migration);
 	sk_archive_status_copy(&out->next.archive, &c.prev->archive);
 	sk_network_status_copy(&out->next.network, &c.prev->network);
+	sk_snapshots_status_copy(&out->next.snapshots, &c.prev->snapshots);
 	/* status.storage: what the last create mounted (the executor's), while asked for */
 	if (sk_storage_wanted(&desired->spec))
 		sk_storage_status_copy(&out->next.storage, &c.prev->storage);

@@ -34,6 +34,12 @@ typedef enum sk_action_type {
 	SK_ACTION_RESTORE,
 	/* Delete every archive of the user (PREFIX/USERID/), before the finalizer */
 	SK_ACTION_PURGE_ARCHIVE,
+	/* Delete the provider snapshot snapshot_id (an archive by snapshot,
+	 * restored or purged); status.archive.snapshotID cleared once done */
+	SK_ACTION_DELETE_SNAPSHOT,
+	/* Take a persistent snapshot of the keeper (spec.snapshots.schedule);
+	 * its ID appended to status.snapshots.snapshotIDs */
+	SK_ACTION_SNAPSHOT,
 } sk_action_type;
 
 typedef enum sk_kill_reason {
@@ -78,6 +84,7 @@ typedef struct sk_action {
 	/* CREATE: the UserSpace whose bound sandbox the provider forks instead
 	 * (spec.source.fork.userSpace, on the space's first create only); NULL: a create. */
 	char *fork_from;
+	char *snapshot_id; /* DELETE_SNAPSHOT */
 	/* EVENT */
 	char *event_type; /* "Normal" | "Warning" */
 	char *reason;

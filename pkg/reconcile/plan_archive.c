@@ -1,7 +1,9 @@
 /*
  * reconcile/plan_archive: a space outlives its sandbox (pure).
  *
- * With an archive configured (opts.archive), a Running space asleep (phase
+ * With an archive configured (opts.archive; with spec.lifecycle.archive.method
+ * Snapshot, a provider with persistent snapshots: plan_snapshot.c), a
+ * Running space asleep (phase
  * Idle) for spec.lifecycle.archiveAfter, or close to its provider's
  * pausedRetention (whatever archiveAfter says), is archived:
  *   1. BIND writes the intent (status.archive.archivingSince) first;
@@ -171,7 +173,8 @@ sk_archive_due(const sk_userspace *us, int64_t since_ms, const sk_plan_options *
 {
 	int64_t due = 0, after = us->spec.archive_after_ms, ret = opts->paused_retention_ms;
 
-	if (!opts->archive || us->spec.mode != SK_MODE_RUNNING || us->spec.idle_timeout_ms <= 0)
+	if (!sk_archive_method_ready(us->spec.archive_method, opts) ||
+	        us->spec.mode != SK_MODE_RUNNING || us->spec.idle_timeout_ms <= 0)
 		return 0;
 	if (after > 0)
 		due = since_ms + after;
@@ -213,6 +216,7 @@ sk_plan_archive_purge(sk_pctx *c)
 
 	if (c->o->archive && (a->state != SK_ARCHIVE_NONE || a->intent_ms != 0 || a->failures != 0))
 		sk_plan_push(c, SK_ACTION_PURGE_ARCHIVE, NULL);
+	sk_plan_snapshot_purge(c);
 }
 
 void
@@ -338,7 +342,7 @@ sk_plan_archive_idle(sk_pctx *c, const sk_sandbox *k)
 {
 	int64_t since, due;
 
-	if (!c->o->archive || c->hold)
+	if (!sk_archive_method_ready(c->us->spec.archive_method, c->o) || c->hold)
 		return;
 	if (c->prev->archive.failures > 0)
 		keep_failed(c, SK_REASON_ARCHIVE_FAILED);
@@ -369,7 +373,8 @@ sk_plan_archive_running(sk_pctx *c, const sk_sandbox *k)
 
 	if (c->prev->archive.intent_ms == 0 || c->hold)
 		return false;
-	if (c->ob->wake || c->ob->activity_ms > c->prev->archive.intent_ms || !c->o->archive) {
+	if (c->ob->wake || c->ob->activity_ms > c->prev->archive.intent_ms ||
+	        !sk_archive_method_ready(c->us->spec.archive_method, c->o)) {
 		a->intent_ms = 0; /* the user came back first (a connect, a heartbeat) */
 		return false;
 	}
@@ -397,9 +402,15 @@ sk_plan_archived(sk_pctx *c)
 
 	c->r->next.phase = SK_PHASE_ARCHIVED;
 	archived_cond(c, "True", SK_REASON_ARCHIVED, "the workspace is archived");
-	sk_plan_cond(c, SK_C_READY, "True", SK_REASON_ARCHIVED,
-	        "the workspace is archived at s3://%s/%s/ (%lld files); a connect restores it",
-	        a->bucket ? a->bucket : "", a->key ? a->key : "", (long long)a->files);
+	if (a->method == SK_ARCHIVE_SNAPSHOT)
+		sk_plan_cond(c, SK_C_READY, "True", SK_REASON_ARCHIVED,
+		        "the space is kept in snapshot %s; a connect starts a sandbox from it",
+		        a->snapshot_id ? a->snapshot_id : "-");
+	else
+		sk_plan_cond(c, SK_C_READY, "True", SK_REASON_ARCHIVED,
+		        "the workspace is archived at s3://%s/%s/ (%lld files); a connect restores "
+		        "it",
+		        a->bucket ? a->bucket : "", a->key ? a->key : "", (long long)a->files);
 	sk_plan_cond(c, SK_C_DATAPLANE, "Unknown", SK_REASON_ARCHIVED,
 	        "no sandbox: the workspace is archived");
 }
@@ -421,8 +432,13 @@ sk_plan_archive_gone(sk_pctx *c, const char *gone_id)
 	sk_archive_status *a = &c->r->next.archive;
 	char at[40];
 
-	if (!c->o->archive || c->hold || gone_id == NULL || a->state == SK_ARCHIVE_NONE ||
-	        a->key == NULL)
+	if (!sk_archive_method_ready(a->method, c->o) || c->hold || gone_id == NULL ||
+	        a->state == SK_ARCHIVE_NONE)
+		return false;
+	/* a snapshot is deleted once restored from: only a pending one is left */
+	if (a->method == SK_ARCHIVE_SNAPSHOT
+	                ? a->state != SK_ARCHIVE_ARCHIVED || a->snapshot_id == NULL
+	                : a->key == NULL)
 		return false;
 	if (archive_stale(a)) {
 		char *why;
@@ -465,6 +481,10 @@ sk_plan_restore(sk_pctx *c, const sk_sandbox *k)
 {
 	if (c->hold)
 		return;
+	if (c->prev->archive.method == SK_ARCHIVE_SNAPSHOT) {
+		sk_plan_snapshot_restored(c, k);
+		return;
+	}
 	sk_plan_push(c, SK_ACTION_RESTORE, k->id);
 	c->r->next.archive.state = SK_ARCHIVE_RESTORED;
 	c->r->next.archive.restore_ms = c->now;

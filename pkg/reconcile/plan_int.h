@@ -118,6 +118,23 @@ void sk_plan_archive_awake(sk_pctx *c);
 bool sk_plan_archive_gone(sk_pctx *c, const char *gone_id);
 /* The space is deleted (deletionPolicy Delete): PURGE_ARCHIVE when it has archives. */
 void sk_plan_archive_purge(sk_pctx *c);
+/* plan_snapshot.c: an archive kept as a provider snapshot (see there). */
+/* Whether an archive by method m can be made: object storage configured
+ * (opts.archive) or the provider keeps snapshots (opts.snapshots). */
+bool sk_archive_method_ready(sk_archive_method m, const sk_plan_options *opts);
+/* The snapshot a pending archive's next sandbox starts from, or NULL. */
+const char *sk_plan_archive_snapshot(const sk_userspace_status *st);
+/* The keeper k started from the pending snapshot answers its probe:
+ * Restored (nothing to copy); the snapshot is deleted in a later round. */
+void sk_plan_snapshot_restored(sk_pctx *c, const sk_sandbox *k);
+/* A restored snapshot archive whose snapshot is still there: DELETE_SNAPSHOT. */
+void sk_plan_snapshot_cleanup(sk_pctx *c);
+/* The space is deleted: its pending snapshot goes (DELETE_SNAPSHOT). */
+void sk_plan_snapshot_purge(sk_pctx *c);
+/* spec.snapshots on the keeper k: a snapshot when the schedule is due (a
+ * sleeping keeper changed since the last one is woken for it and paused
+ * again), the oldest beyond keep deleted. */
+void sk_plan_snapshots(sk_pctx *c, const sk_sandbox *k);
 /* The observed sandbox with that ID, not gone; NULL when none. */
 const sk_sandbox *sk_plan_find(const sk_observed *ob, const char *id);
 /* plan_delete.c: the plan of a UserSpace with a deletionTimestamp. */

@@ -91,6 +91,14 @@
 #define SK_REASON_RESTORING "Restoring"
 #define SK_REASON_ARCHIVED_SANDBOX_DELETED "ArchivedSandboxDeleted"
 #define SK_REASON_ARCHIVE_PRUNED "ArchivePruned" /* older generations pruned after a restore */
+#define SK_REASON_SNAPSHOT_DELETED "SnapshotDeleted" /* event: a snapshot archive's, restored */
+#define SK_REASON_SNAPSHOT_DELETE_FAILED "SnapshotDeleteFailed"
+#define SK_REASON_SNAPSHOT_TAKEN "SnapshotTaken" /* event: spec.snapshots.schedule's */
+#define SK_REASON_SNAPSHOT_FAILED "SnapshotFailed"
+#define SK_REASON_SNAPSHOT_DELETED "SnapshotDeleted" /* event: a snapshot archive's, restored */
+#define SK_REASON_SNAPSHOT_DELETE_FAILED "SnapshotDeleteFailed"
+#define SK_REASON_SNAPSHOT_TAKEN "SnapshotTaken" /* event: spec.snapshots.schedule's */
+#define SK_REASON_SNAPSHOT_FAILED "SnapshotFailed"
 /* WorkspaceIntact (the workspace marker; drift WorkspaceLost) */
 #define SK_REASON_RESTORED_OLDER "RestoredFromOlderArchive"
 #define SK_REASON_MARKER_WRITTEN "MarkerWritten"

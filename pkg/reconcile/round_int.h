@@ -27,6 +27,10 @@ int sk_execute(const sk_reconcile_env *env, const sk_userspace *us, const sk_pla
 int sk_execute_archive(const sk_reconcile_env *env, sk_provider *p, const sk_sandbox *sb,
         const sk_userspace *us, int64_t now_ms, sk_userspace_status *st, sk_copy_report *rep,
         sk_error *err);
+/* execute_snapshot.c: the ARCHIVE action by snapshot (recorded into st once
+ * the provider answered with the snapshot's ID). */
+int sk_execute_snapshot_archive(sk_provider *p, const char *sandbox_id, const sk_userspace *us,
+        int64_t now_ms, sk_userspace_status *st, sk_error *err);
 int sk_execute_purge(const sk_reconcile_env *env, const sk_userspace *us,
         sk_archive_prune_report *rep, sk_error *err);
 /* What pruning the older archives after a restore did: nothing (message

@@ -591,4 +591,5 @@ const sk_provider_ops sk_provider_e2b = {
 	.delete_volume = sk_e2b_delete_volume,
 	.create_snapshot = sk_e2b_create_snapshot,
 	.list_snapshots = sk_e2b_list_snapshots,
+	.delete_snapshot = sk_e2b_delete_snapshot,
 };

@@ -445,6 +445,15 @@ sk_sandbox_list_snapshots(
 	return p->ops->list_snapshots(p, sandbox_id, out, err);
 }
 
+int
+sk_sandbox_delete_snapshot(sk_provider *p, const char *snapshot_id, sk_error *err)
+{
+	if (p->ops->delete_snapshot == NULL)
+		return sk_error_set(err, SK_ENOTSUPPORTED,
+		        "provider type %s has no persistent snapshots to delete", p->ops->name);
+	return p->ops->delete_snapshot(p, snapshot_id, err);
+}
+
 bool
 sk_sandbox_has_snapshots(const sk_provider *p)
 {

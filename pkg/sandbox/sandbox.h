@@ -131,6 +131,9 @@ typedef struct sk_provider_ops {
 	 * page, oldest first (optional with create_snapshot). */
 	int (*list_snapshots)(
 	        sk_provider *p, const char *sandbox_id, sk_snapshot_list *out, sk_error *err);
+	/* Deletes a snapshot (E2B: DELETE /templates/{snapshotID}); one already
+	 * gone counts as success (optional with create_snapshot). */
+	int (*delete_snapshot)(sk_provider *p, const char *snapshot_id, sk_error *err);
 } sk_provider_ops;
 
 extern const sk_provider_ops sk_provider_e2b;
@@ -198,6 +201,8 @@ int sk_sandbox_create_snapshot(
 int sk_sandbox_list_snapshots(
         sk_provider *p, const char *sandbox_id, sk_snapshot_list *out, sk_error *err);
 bool sk_sandbox_has_snapshots(const sk_provider *p);
+/* ops->delete_snapshot; SK_ENOTSUPPORTED without one. */
+int sk_sandbox_delete_snapshot(sk_provider *p, const char *snapshot_id, sk_error *err);
 /* A create that starts from snapshot_id (req's template replaced by it). */
 int sk_sandbox_create_from_snapshot(sk_provider *p, const sk_create_request *req,
         const char *snapshot_id, sk_sandbox *out, sk_error *err);

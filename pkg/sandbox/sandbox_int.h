@@ -196,6 +196,7 @@ int sk_e2b_create_snapshot(
         sk_provider *p, const char *sandbox_id, const char *name, sk_snapshot *out, sk_error *err);
 int sk_e2b_list_snapshots(
         sk_provider *p, const char *sandbox_id, sk_snapshot_list *out, sk_error *err);
+int sk_e2b_delete_snapshot(sk_provider *p, const char *snapshot_id, sk_error *err);
 int sk_daytona_network_create(json_t *body, const sk_network *n, sk_error *err);
 void sk_daytona_network_decode(const json_t *j, sk_sandbox *out);
 

@@ -3,7 +3,9 @@
  * /sandboxes/{id}/snapshots {name?} takes one (201 SnapshotInfo {snapshotID,
  * names}); GET /snapshots?sandboxID= lists them in pages (limit, nextToken,
  * the X-Next-Token header). A snapshot outlives its sandbox, and a create
- * whose templateID is its ID starts a sandbox from it.
+ * whose templateID is its ID starts a sandbox from it. A snapshot is a
+ * template: DELETE /templates/{snapshotID} deletes it (204), as the SDK's
+ * deleteSnapshot does.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -145,5 +147,27 @@ sk_e2b_list_snapshots(sk_provider *p, const char *sandbox_id, sk_snapshot_list *
 	free(esb);
 	if (rc != SK_OK)
 		sk_snapshot_list_dispose(out);
+	return rc;
+}
+
+int
+sk_e2b_delete_snapshot(sk_provider *p, const char *snapshot_id, sk_error *err)
+{
+	sk_http_request r = { .method = "DELETE", .auth = true };
+	char *esc, *path;
+	int rc;
+
+	if (snapshot_id == NULL || *snapshot_id == '\0' || strlen(snapshot_id) > 256)
+		return sk_error_set(err, SK_EINVALID, "invalid snapshot ID");
+	esc = sk_http_escape(&p->http, snapshot_id);
+	path = sk_asprintf("/templates/%s", esc);
+	r.path = path;
+	rc = sk_http_json(&p->http, &r, NULL, NULL, err);
+	if (rc == SK_ENOTFOUND) /* deleted before: done */
+		rc = SK_OK;
+	if (rc == SK_OK)
+		sk_error_clear(err);
+	free(path);
+	free(esc);
 	return rc;
 }

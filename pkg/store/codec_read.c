@@ -394,7 +394,8 @@ r_status(rd *r, const bson_iter_t *it, sk_userspace_status *out)
 			        sizeof(sk_drift));
 		} else if (strcmp(key, "migration") == 0 && !absent(&s)) {
 			r->slow = true; /* rare: sk_migration_from_json decides it */
-		} else if ((strcmp(key, "archive") == 0 || strcmp(key, "storage") == 0) &&
+		} else if ((strcmp(key, "archive") == 0 || strcmp(key, "storage") == 0 ||
+		                   strcmp(key, "snapshots") == 0) &&
 		        !absent(&s)) {
 			r->slow = true; /* rare: the JSON codec decides it */
 		} else if (strcmp(key, "usage") == 0 && !absent(&s)) {

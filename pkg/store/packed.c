@@ -194,6 +194,7 @@ w_rows(writer *w, const sk_status_row *rows, const void *obj)
 			for (size_t i = 0; i < n; i++)
 				w_rows(w, r->rows, items + i * r->item_size);
 			break;
+		case SK_STATUS_STRLIST: w_strlist(w, SK_STATUS_AT(r, obj, const sk_strlist)); break;
 		case SK_STATUS_OBJECT: w_rows(w, r->rows, SK_STATUS_AT(r, obj, const void)); break;
 		case SK_STATUS_MIGRATION:
 			w_migration(w, SK_STATUS_AT(r, obj, const sk_migration_status));
@@ -432,6 +433,7 @@ r_rows(reader *r, const sk_status_row *rows, void *obj)
 				*SK_STATUS_AT(row, obj, int) = (int)v;
 			break;
 		case SK_STATUS_ARRAY: r_items(r, row, obj); break;
+		case SK_STATUS_STRLIST: r_strlist(r, SK_STATUS_AT(row, obj, sk_strlist)); break;
 		case SK_STATUS_OBJECT: r_rows(r, row->rows, SK_STATUS_AT(row, obj, void)); break;
 		case SK_STATUS_MIGRATION:
 			r_migration(r, SK_STATUS_AT(row, obj, sk_migration_status));

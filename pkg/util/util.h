@@ -224,4 +224,18 @@ int sk_limiter_acquire(sk_limiter *l, int64_t timeout_ms, const atomic_bool *can
 void sk_limiter_release(sk_limiter *l);
 int sk_limiter_in_flight(sk_limiter *l);
 
+/* ---- cron schedules, UTC (cron.c) ---- */
+/* A parsed schedule: one bit per value of each field. */
+typedef struct sk_cron {
+	uint64_t second, minute, hour, mday, month, wday;
+	bool mday_star, wday_star; /* the day field was "*" (for the either-day rule) */
+} sk_cron;
+/* "m h dom mon dow", or six fields with seconds first; *, N, N-M, lists,
+ * /STEP. SK_EINVALID with why (a phrase naming the field) when it is not
+ * one, or never fires. */
+int sk_cron_parse(const char *text, sk_cron *out, char *why, size_t len);
+/* The first time after after_ms (ms since the epoch, UTC) the schedule
+ * fires, whole seconds; 0 when none within five years. */
+int64_t sk_cron_next(const sk_cron *c, int64_t after_ms);
+
 #endif

@@ -31,7 +31,7 @@ const spacectl = join(process.env.SK_BIN_DIR ?? join(root, "build", "san", "bin"
 const HEAD = "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n";
 const DEFAULT_SPEC = {
   provider: "default", template: "base", mode: "Running",
-  lifecycle: { idleTimeout: "15m", onTimeout: "pause", autoResume: true, maxBusy: "2h", busy: "Processes", archiveAfter: "0s" },
+  lifecycle: { idleTimeout: "15m", onTimeout: "pause", autoResume: true, maxBusy: "2h", busy: "Processes", archiveAfter: "0s", archive: { method: "ObjectStorage" } },
   deletionPolicy: "Delete",
   health: { unhealthyAfter: "60s", remediation: "Report", onLoss: "Report" },
   updateStrategy: "Report",

@@ -8,6 +8,18 @@
  * it was at the snapshot and not the later one, the old sandbox is gone,
  * and the user has exactly one sandbox at every poll after the swap. A
  * provider without snapshots (cube) answers a clear error.
+ *
+ * Deep sleep by snapshot (spec.lifecycle.archive.method Snapshot, no object
+ * storage configured): the asleep space is archived as a provider snapshot
+ * (status.archive method and snapshotID, the sandbox deleted), a connect
+ * starts the next sandbox from it with the file in place, the snapshot is
+ * deleted once that sandbox answered, and the next deep sleep takes a new
+ * one (generation 2).
+ *
+ * Scheduled snapshots (spec.snapshots, a six-field schedule every 2 s,
+ * keep 2): at least four are taken, status.snapshots keeps the newest two,
+ * every one pruned from it is gone at the provider, and the provider never
+ * holds more than keep + 1 of the sandbox's (one taken before its prune).
  */
 #include <check.h>
 #include <jansson.h>
@@ -326,6 +338,243 @@ START_TEST(test_create_list_restore)
 }
 END_TEST
 
+/* status.archive of the stored object (a new reference, or NULL). */
+static json_t *
+archive_status(char **phase)
+{
+	json_t *v = space_json(), *st = json_object_get(v, "status");
+	json_t *a = json_incref(json_object_get(st, "archive"));
+
+	*phase = sk_strdup(json_string_value(json_object_get(st, "phase")));
+	json_decref(v);
+	return a;
+}
+
+/* status.archive's snapshotID once the space is Archived by snapshot with
+ * generation gen, within 60 s; caller frees. */
+static char *
+wait_snapshot_archived(int gen)
+{
+	int64_t deadline = sk_monotonic_ms() + 60000;
+
+	for (;;) {
+		char *phase = NULL, *got = NULL;
+		json_t *a = archive_status(&phase);
+		const char *method = json_string_value(json_object_get(a, "method"));
+		const char *id = json_string_value(json_object_get(a, "snapshotID"));
+		if (phase && strcmp(phase, "Archived") == 0 && method &&
+		        strcmp(method, "Snapshot") == 0 && id &&
+		        json_integer_value(json_object_get(a, "generation")) == gen) {
+			ck_assert_ptr_null(
+			        json_object_get(a, "key")); /* nothing in object storage */
+			got = sk_strdup(id);
+		}
+		json_decref(a);
+		free(phase);
+		if (got)
+			return got;
+		ck_assert_msg(sk_monotonic_ms() < deadline, "not archived by snapshot (%s)", w.log);
+		sk_sleep_ms(200);
+	}
+}
+
+/* Whether the simulator still holds snapshot id (GET /snapshots, every one). */
+static bool
+sim_has_snapshot(const char *id)
+{
+	char url[300];
+	long st = 0;
+	json_t *arr, *sn;
+	size_t i;
+	bool found = false;
+
+	snprintf(url, sizeof(url), "%s/snapshots?limit=100", w.sim_url);
+	arr = sk_test_http_json("GET", url, NULL, &st);
+	ck_assert_msg(st == 200 && json_is_array(arr), "snapshots: HTTP %ld", st);
+	json_array_foreach(arr, i, sn)
+	{
+		const char *sid = json_string_value(json_object_get(sn, "snapshotID"));
+		found |= sid && strcmp(sid, id) == 0;
+	}
+	json_decref(arr);
+	return found;
+}
+
+START_TEST(test_deep_sleep_by_snapshot)
+{
+	char *first, *snap, *snap2, *out = NULL, *err = NULL, *text = NULL, url[300];
+	const char *path = sk_test_write_file("snap-sleep.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: " USER "\nspec:\n  userID: " USER "\n"
+	        "  lifecycle:\n    idleTimeout: 3s\n    archiveAfter: 2s\n"
+	        "    archive: {method: Snapshot}\n");
+	json_t *v, *st, *sb;
+	const char *second;
+	int64_t deadline;
+	long code;
+	int rc = ctl(&out, &err, "apply", "-f", path, NULL, NULL);
+
+	ck_assert_msg(rc == 0, "apply: %d %s", rc, err);
+	free(out);
+	free(err);
+	out = err = NULL;
+	first = wait_bound(NULL);
+	write_file(first, NOTE, "kept by the snapshot");
+
+	/* asleep 3 s, then 2 s more: a snapshot, and the sandbox deleted */
+	snap = wait_snapshot_archived(1);
+	ck_assert(sim_has_snapshot(snap));
+	ck_assert_int_eq(user_sandboxes(NULL), 0);
+	rc = ctl(&out, &err, "describe", "userspace", USER, NULL, NULL);
+	ck_assert_int_eq(rc, 0);
+	ASSERT_HAS(out, "as snapshot");
+	ASSERT_HAS(out, snap);
+	free(out);
+	free(err);
+	out = err = NULL;
+
+	/* a connect: the next sandbox starts from the snapshot, the file in place */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/userspaces/%s/connect?timeout=60s",
+	        w.connect_port, USER);
+	v = sk_test_http_json("POST", url, "", &code);
+	ck_assert_msg(code == 200 && json_is_true(json_object_get(v, "ready")), "connect: %ld (%s)",
+	        code, w.log);
+	second = json_string_value(json_object_get(v, "sandboxID"));
+	ck_assert_ptr_nonnull(second);
+	ck_assert_str_ne(second, first);
+	ck_assert_int_eq(envd_file("GET", second, NOTE, NULL, &text), 200);
+	ck_assert_str_eq(text, "kept by the snapshot");
+	free(text);
+	snprintf(url, sizeof(url), "%s/sandboxes/%s", w.sim_url, second);
+	sb = sk_test_http_json("GET", url, NULL, &code);
+	ck_assert_int_eq(code, 200);
+	/* restored_from: the snapshot's ID as a metadata value (':' and '/' as '-') */
+	{
+		char want[256];
+		snprintf(want, sizeof(want), "%s", snap);
+		for (char *c = want; *c; c++)
+			*c = (*c == ':' || *c == '/') ? '-' : *c;
+		ck_assert_str_eq(json_string_value(json_object_get(
+		                         json_object_get(sb, "metadata"), "restored_from")),
+		        want);
+	}
+	json_decref(sb);
+	json_decref(v);
+
+	/* once it answered, the snapshot is deleted (SnapshotDeleted) */
+	deadline = sk_monotonic_ms() + 30000;
+	while (sim_has_snapshot(snap)) {
+		ck_assert_msg(
+		        sk_monotonic_ms() < deadline, "snapshot %s not deleted (%s)", snap, w.log);
+		sk_sleep_ms(200);
+	}
+	rc = ctl(&out, &err, "describe", "userspace", USER, NULL, NULL);
+	ck_assert_int_eq(rc, 0);
+	ASSERT_HAS(out, "SnapshotDeleted");
+	free(out);
+	free(err);
+	out = err = NULL;
+
+	/* asleep again: a new snapshot, the next generation */
+	snap2 = wait_snapshot_archived(2);
+	ck_assert_str_ne(snap2, snap);
+	v = space_json();
+	st = json_object_get(v, "status");
+	ck_assert_ptr_null(json_object_get(st, "sandboxID"));
+	json_decref(v);
+	free(snap2);
+	free(snap);
+	free(first);
+}
+END_TEST
+
+/* The simulator's snapshots of sandbox id. */
+static int
+sim_snapshots_of(const char *id)
+{
+	char url[300];
+	long st = 0;
+	json_t *arr;
+	int n;
+
+	snprintf(url, sizeof(url), "%s/snapshots?limit=100&sandboxID=%s", w.sim_url, id);
+	arr = sk_test_http_json("GET", url, NULL, &st);
+	ck_assert_msg(st == 200 && json_is_array(arr), "snapshots: HTTP %ld", st);
+	n = (int)json_array_size(arr);
+	json_decref(arr);
+	return n;
+}
+
+START_TEST(test_scheduled_snapshots_pruned)
+{
+	const char *path = sk_test_write_file("snap-sched.yaml",
+	        "apiVersion: spacekeeper.dev/v1alpha1\nkind: UserSpace\n"
+	        "metadata:\n  name: " USER "\nspec:\n  userID: " USER "\n"
+	        "  lifecycle: {idleTimeout: 0s}\n"
+	        "  snapshots: {schedule: '*/2 * * * * *', keep: 2}\n");
+	char *out = NULL, *err = NULL, *id, *seen[64];
+	int n_seen = 0, rc = ctl(&out, &err, "apply", "-f", path, NULL, NULL);
+	int64_t deadline;
+
+	ck_assert_msg(rc == 0, "apply: %d %s", rc, err);
+	free(out);
+	free(err);
+	id = wait_bound(NULL);
+	deadline = sk_monotonic_ms() + 90000;
+	while (n_seen < 5) {
+		json_t *v = space_json(),
+		       *ids = json_object_get(
+		               json_object_get(json_object_get(v, "status"), "snapshots"),
+		               "snapshotIDs"),
+		       *x;
+		size_t i;
+		ck_assert_msg(json_array_size(ids) <= 2, "status keeps %zu snapshots",
+		        json_array_size(ids));
+		json_array_foreach(ids, i, x)
+		{
+			bool known = false;
+			for (int k = 0; k < n_seen; k++)
+				known |= strcmp(seen[k], json_string_value(x)) == 0;
+			if (!known && n_seen < 64)
+				seen[n_seen++] = sk_strdup(json_string_value(x));
+		}
+		json_decref(v);
+		ck_assert_int_le(sim_snapshots_of(id), 3);
+		ck_assert_msg(sk_monotonic_ms() < deadline, "%d snapshots seen in 90 s (%s)",
+		        n_seen, w.log);
+		sk_sleep_ms(300);
+	}
+	/* the ones pruned from the status are gone at the provider */
+	{
+		json_t *v = space_json(),
+		       *ids = json_object_get(
+		               json_object_get(json_object_get(v, "status"), "snapshots"),
+		               "snapshotIDs");
+		for (int k = 0; k < n_seen; k++) {
+			bool kept = false;
+			json_t *x;
+			size_t i;
+			json_array_foreach(ids, i, x) kept |=
+			        strcmp(seen[k], json_string_value(x)) == 0;
+			if (!kept)
+				ck_assert_msg(!sim_has_snapshot(seen[k]), "pruned %s still there",
+				        seen[k]);
+		}
+		json_decref(v);
+	}
+	out = err = NULL;
+	rc = ctl(&out, &err, "describe", "userspace", USER, NULL, NULL);
+	ck_assert_int_eq(rc, 0);
+	ASSERT_HAS(out, "SnapshotTaken");
+	ASSERT_HAS(out, "SnapshotDeleted");
+	free(out);
+	free(err);
+	for (int k = 0; k < n_seen; k++)
+		free(seen[k]);
+	free(id);
+}
+END_TEST
+
 /* A provider without snapshots says so, naming it. */
 START_TEST(test_unsupported_provider)
 {
@@ -366,6 +615,8 @@ sk_suite_snapshot(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_create_list_restore);
 	tcase_add_test(tc, test_unsupported_provider);
+	tcase_add_test(tc, test_deep_sleep_by_snapshot);
+	tcase_add_test(tc, test_scheduled_snapshots_pruned);
 	suite_add_tcase(s, tc);
 	return s;
 }

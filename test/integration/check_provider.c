@@ -1374,7 +1374,7 @@ START_TEST(sim_snapshots)
 {
 	sk_provider_type type = all_types[_i];
 	sk_provider *p;
-	sk_sandbox sb, from;
+	sk_sandbox sb, from, sb2;
 	sk_snapshot snap;
 	sk_snapshot_list l;
 	sk_error err;
@@ -1395,6 +1395,8 @@ START_TEST(sim_snapshots)
 		ck_assert_int_eq(sk_sandbox_list_snapshots(p, sb.id, &l, &err), SK_ENOTSUPPORTED);
 		ck_assert_int_eq(sk_sandbox_create_from_snapshot(p, &req, "x:default", &from, &err),
 		        SK_ENOTSUPPORTED);
+		ck_assert_int_eq(
+		        sk_sandbox_delete_snapshot(p, "x:default", &err), SK_ENOTSUPPORTED);
 		goto done;
 	}
 	ck_assert(sk_sandbox_has_snapshots(p));
@@ -1433,6 +1435,15 @@ START_TEST(sim_snapshots)
 	        "read: %s", err.message);
 	ck_assert_uint_eq(got.len, strlen(text));
 	ck_assert(memcmp(got.data, text, got.len) == 0);
+	/* deleted (a named one: its ID holds a '/' and a ':'), then gone; again is no error */
+	ck_assert_msg(sk_sandbox_delete_snapshot(p, snap.id, &err) == 0, "delete: %s", err.message);
+	ck_assert_int_eq(sk_sandbox_delete_snapshot(p, snap.id, &err), 0);
+	ck_assert_int_ne(sk_sandbox_create_from_snapshot(p, &req, snap.id, &sb2, &err), 0);
+	ck_assert_msg(sk_sandbox_list_snapshots(p, sb.id, &l, &err) == 0, "list: %s", err.message);
+	ck_assert_uint_eq(l.len, 100);
+	for (size_t i = 0; i < l.len; i++)
+		ck_assert_str_ne(l.items[i].id, snap.id);
+	sk_snapshot_list_dispose(&l);
 	sk_sandbox_dispose(&from);
 	sk_snapshot_dispose(&snap);
 done:

@@ -1447,6 +1447,8 @@ fake_apply(const sk_plan_result *r, sk_observed *ob, sk_userspace *us, int64_t n
 		case SK_ACTION_ARCHIVE:
 		case SK_ACTION_RESTORE:
 		case SK_ACTION_PURGE_ARCHIVE:
+		case SK_ACTION_DELETE_SNAPSHOT:
+		case SK_ACTION_SNAPSHOT:
 		case SK_ACTION_BIND:
 		case SK_ACTION_EVENT:
 		case SK_ACTION_INIT_ENV:

@@ -73,12 +73,23 @@ typedef struct ar_case {
 	const char *prev_ws; /* WorkspaceIntact before, "True:MarkerWritten" when NULL */
 	const char *want_archived; /* Archived "False:WaitingForCapacity"; "-" absent; NULL any */
 	sk_wake_cause want_wake; /* the connect action's cause; NONE: not checked */
+	/* spec.lifecycle.archive.method Snapshot; an archive (arch) is then
+	 * snapshot snap1:default, none when snap_deleted */
+	bool snapshot;
+	bool snap_deleted;
+	bool no_snapshots; /* the provider keeps no snapshots */
+	const char
+	        *want_template; /* the CREATE's template (and restored_from); NULL: not checked */
+	const char
+	        *want_snapshot_id; /* next status.archive.snapshotID, "-" none; NULL: not checked */
 } ar_case;
 
 /* A space asleep since NOW + since, its sandbox i1 bound, archiveAfter 10m. */
 #define ASLEEP(since)                                                                              \
 	.archive_after = 10 * MIN, .phase = SK_PHASE_IDLE, .bound = "i1",                          \
 	.prev_dp = "Unknown:Idle", .dp_since = (since)
+/* Archived as snapshot snap1:default, nothing bound. */
+#define SNAPSHOT_ARCHIVED ARCHIVED_STATE, .snapshot = true, .no_archive = true
 /* Archived, nothing bound. */
 #define ARCHIVED_STATE                                                                             \
 	.archive_after = 10 * MIN, .phase = SK_PHASE_ARCHIVED, .prev_dp = "Unknown:Archived",      \
@@ -504,6 +515,124 @@ static const ar_case cases[] = {
 	        .want_intent = 0,
 	        .want_archived = "False:" SK_REASON_AWAKE,
 	        .want_wake = SK_WAKE_CONNECT },
+	/* archive.method Snapshot (plan_snapshot.c) */
+	{ .name = "Snapshot, asleep past archiveAfter, no object storage: intent, wake, snapshot, "
+	          "record, then delete",
+	        ASLEEP(-11 * MIN),
+	        .snapshot = true,
+	        .no_archive = true,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "bind connect archive bind kill",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 1,
+	        .want_event = SK_REASON_ARCHIVING,
+	        .want_wake = SK_WAKE_ARCHIVE },
+	{ .name = "Snapshot at a provider without snapshots: never archived, object storage or not",
+	        ASLEEP(-11 * MIN),
+	        .snapshot = true,
+	        .no_snapshots = true,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 0 },
+	{ .name = "Snapshot due and no slot for its wake: waits as a copy would",
+	        ASLEEP(-11 * MIN),
+	        .snapshot = true,
+	        .sb_id = "i1",
+	        .state = SK_SANDBOX_PAUSED,
+	        .capacity_wait = true,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_IDLE,
+	        .want_intent = 0,
+	        .want_archived = "False:" SK_REASON_WAITING_FOR_CAPACITY },
+	{ .name = "archived as a snapshot, no connect: Archived, nothing made",
+	        SNAPSHOT_ARCHIVED,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_ARCHIVED,
+	        .want_ready = "True:Archived",
+	        .want_arch = SK_ARCHIVE_ARCHIVED,
+	        .want_snapshot_id = "snap1:default" },
+	{ .name = "archived as a snapshot and a connect: the sandbox starts from the snapshot",
+	        SNAPSHOT_ARCHIVED,
+	        .wake = true,
+	        .want_actions = "create bind",
+	        .want_phase = SK_PHASE_CREATING,
+	        .want_arch = SK_ARCHIVE_ARCHIVED,
+	        .want_template = "snap1:default",
+	        .want_snapshot_id = "snap1:default" },
+	{ .name = "the sandbox started from the snapshot answers: Restored, nothing copied, the "
+	          "snapshot kept until that is written",
+	        .archive_after = 10 * MIN,
+	        .snapshot = true,
+	        .no_archive = true,
+	        .phase = SK_PHASE_CREATING,
+	        .bound = "n1",
+	        .prev_dp = "Unknown:Starting",
+	        .arch = SK_ARCHIVE_ARCHIVED,
+	        .sb_id = "n1",
+	        .state = SK_SANDBOX_RUNNING,
+	        .want_actions = "init-env write-marker",
+	        .want_phase = SK_PHASE_RUNNING,
+	        .want_ready = "True:Running",
+	        .want_arch = SK_ARCHIVE_RESTORED,
+	        .want_event = SK_REASON_RESTORED,
+	        .want_requeue = SEC,
+	        .want_snapshot_id = "snap1:default" },
+	{ .name = "restored from a snapshot, written: the snapshot is deleted",
+	        .archive_after = 10 * MIN,
+	        .snapshot = true,
+	        .no_archive = true,
+	        .phase = SK_PHASE_RUNNING,
+	        .bound = "n1",
+	        .prev_dp = "True:Healthy",
+	        .arch = SK_ARCHIVE_RESTORED,
+	        .sb_id = "n1",
+	        .state = SK_SANDBOX_RUNNING,
+	        .want_actions = "delete-snapshot",
+	        .want_phase = SK_PHASE_RUNNING,
+	        .want_arch = SK_ARCHIVE_RESTORED },
+	{ .name = "restored from a snapshot, snapshot deleted: nothing more",
+	        .archive_after = 10 * MIN,
+	        .snapshot = true,
+	        .snap_deleted = true,
+	        .phase = SK_PHASE_RUNNING,
+	        .bound = "n1",
+	        .prev_dp = "True:Healthy",
+	        .arch = SK_ARCHIVE_RESTORED,
+	        .sb_id = "n1",
+	        .state = SK_SANDBOX_RUNNING,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_RUNNING,
+	        .want_arch = SK_ARCHIVE_RESTORED,
+	        .want_snapshot_id = "-" },
+	{ .name = "the snapshot's restore target gone before it answered: Archived again",
+	        .archive_after = 10 * MIN,
+	        .snapshot = true,
+	        .no_archive = true,
+	        .phase = SK_PHASE_CREATING,
+	        .bound = "n1",
+	        .prev_dp = "Unknown:Starting",
+	        .arch = SK_ARCHIVE_ARCHIVED,
+	        .want_actions = "",
+	        .want_phase = SK_PHASE_ARCHIVED,
+	        .want_ready = "True:Archived",
+	        .want_arch = SK_ARCHIVE_ARCHIVED,
+	        .want_snapshot_id = "snap1:default" },
+	{ .name = "gone after a snapshot restore (the snapshot deleted): lost, a new one created",
+	        .archive_after = 10 * MIN,
+	        .snapshot = true,
+	        .snap_deleted = true,
+	        .phase = SK_PHASE_IDLE,
+	        .bound = "n1",
+	        .prev_dp = "Unknown:Idle",
+	        .arch = SK_ARCHIVE_RESTORED,
+	        .want_actions = "create bind",
+	        .want_phase = SK_PHASE_CREATING,
+	        .want_arch = SK_ARCHIVE_RESTORED,
+	        .want_lost = true,
+	        .want_template = "base" },
 };
 
 static void
@@ -547,7 +676,16 @@ build_us(const ar_case *tc)
 	if (tc->prev_archived != NULL)
 		add_cond(
 		        &us->status, SK_COND_ARCHIVED, tc->prev_archived, NOW + tc->archived_since);
-	if (tc->arch != SK_ARCHIVE_NONE) {
+	if (tc->snapshot)
+		us->spec.archive_method = SK_ARCHIVE_SNAPSHOT;
+	if (tc->arch != SK_ARCHIVE_NONE && tc->snapshot) {
+		a->state = tc->arch;
+		a->method = SK_ARCHIVE_SNAPSHOT;
+		a->snapshot_id = tc->snap_deleted ? NULL : strdup("snap1:default");
+		a->generation = 2;
+		a->time_ms = NOW - 2 * HOUR;
+		a->sandbox_id = strdup("i1");
+	} else if (tc->arch != SK_ARCHIVE_NONE) {
 		a->state = tc->arch;
 		a->bucket = strdup("spaces");
 		a->key = strdup("spaces/alice/2");
@@ -615,6 +753,7 @@ plan_case(const ar_case *tc, sk_userspace **us, sk_plan_result *r)
 	sk_plan_options_init(&o);
 	o.markers = true;
 	o.archive = !tc->no_archive;
+	o.snapshots = !tc->no_snapshots;
 	o.paused_retention_ms = tc->retention;
 	*us = build_us(tc);
 	build_ob(tc, &ob);
@@ -640,6 +779,17 @@ START_TEST(test_archive_table)
 			continue;
 		}
 		sk_buf_printf(&acts, "%s%s", acts.len ? " " : "", sk_action_type_name(a->type));
+		if (a->type == SK_ACTION_CREATE && tc->want_template) {
+			const char *from = sk_kvlist_get(&a->metadata, SK_META_SNAPSHOT);
+			bool snap = strcmp(tc->want_template, "base") != 0;
+			ck_assert_msg(strcmp(a->template_id, tc->want_template) == 0,
+			        "%s: template %s, want %s", tc->name, a->template_id,
+			        tc->want_template);
+			ck_assert_msg((from != NULL) == snap, "%s: restored_from %s", tc->name,
+			        from ? from : "-");
+		}
+		if (a->type == SK_ACTION_DELETE_SNAPSHOT)
+			ck_assert_str_eq(a->snapshot_id, "snap1:default");
 		if (a->type == SK_ACTION_CONNECT && tc->want_wake != SK_WAKE_NONE)
 			ck_assert_msg(a->wake == tc->want_wake, "%s: wake \"%s\", want \"%s\"",
 			        tc->name, sk_wake_cause_phrase(a->wake),
@@ -673,6 +823,12 @@ START_TEST(test_archive_table)
 		        "%s: intent %lld", tc->name, (long long)r.next.archive.intent_ms);
 	if (tc->want_event)
 		ck_assert_msg(event, "%s: no event %s", tc->name, tc->want_event);
+	if (tc->want_snapshot_id)
+		ck_assert_msg(strcmp(r.next.archive.snapshot_id ? r.next.archive.snapshot_id : "-",
+		                      tc->want_snapshot_id) == 0,
+		        "%s: snapshotID %s, want %s", tc->name,
+		        r.next.archive.snapshot_id ? r.next.archive.snapshot_id : "-",
+		        tc->want_snapshot_id);
 	if (tc->want_requeue)
 		ck_assert_msg(r.requeue_after_ms > 0 && r.requeue_after_ms <= tc->want_requeue,
 		        "%s: requeue %lld, want at most %lld", tc->name,
@@ -884,6 +1040,7 @@ delete_actions(int i, bool archive, sk_deletion_policy policy, char *out, size_t
 	sk_plan_options_init(&o);
 	o.markers = true;
 	o.archive = archive;
+	o.snapshots = archive;
 	us->meta.deletion_ms = NOW - SEC;
 	us->meta.finalizers = calloc(1, sizeof(char *));
 	us->meta.finalizers[0] = strdup(SK_FINALIZER);
@@ -919,6 +1076,240 @@ START_TEST(test_archive_purge_on_delete)
 	ck_assert_str_eq(got, "kill remove-finalizer");
 	delete_actions(26, true, SK_DELETE_DELETE, got, sizeof(got)); /* an archive under way */
 	ck_assert_str_eq(got, "kill purge-archive remove-finalizer");
+}
+END_TEST
+
+/* The row whose name starts with prefix. */
+static int
+case_named(const char *prefix)
+{
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (strncmp(cases[i].name, prefix, strlen(prefix)) == 0)
+			return (int)i;
+	}
+	ck_abort_msg("no case %s", prefix);
+	return -1;
+}
+
+/* A deleted space archived as a snapshot: the snapshot goes before the
+ * finalizer (Delete), stays with Retain; once deleted, nothing to do. */
+START_TEST(test_snapshot_purge_on_delete)
+{
+	char got[256];
+
+	delete_actions(case_named("archived as a snapshot, no connect"), true, SK_DELETE_DELETE,
+	        got, sizeof(got));
+	/* object storage configured too: what an earlier method left there goes as well */
+	ck_assert_str_eq(got, "purge-archive delete-snapshot remove-finalizer");
+	delete_actions(case_named("archived as a snapshot, no connect"), true, SK_DELETE_RETAIN,
+	        got, sizeof(got));
+	ck_assert_str_eq(got, "remove-finalizer");
+	delete_actions(case_named("restored from a snapshot, snapshot deleted"), true,
+	        SK_DELETE_DELETE, got, sizeof(got));
+	ck_assert_str_eq(got, "kill purge-archive remove-finalizer");
+}
+END_TEST
+
+/* What an ARCHIVE by snapshot records: as a copy's, with method Snapshot
+ * and the snapshot's ID instead of a bucket and key; describe says where. */
+START_TEST(test_snapshot_record)
+{
+	sk_userspace_status st;
+	const sk_condition *c;
+	char out[512];
+
+	memset(&st, 0, sizeof(st));
+	st.phase = SK_PHASE_IDLE;
+	st.sandbox_id = strdup("i1");
+	st.archive.intent_ms = NOW - MIN;
+	st.archive.generation = 2;
+	sk_archive_record_snapshot(&st, "snap9:default", 3, NOW, 4);
+	ck_assert_ptr_null(st.sandbox_id);
+	ck_assert_int_eq(st.phase, SK_PHASE_ARCHIVED);
+	ck_assert_int_eq(st.archive.state, SK_ARCHIVE_ARCHIVED);
+	ck_assert_int_eq(st.archive.method, SK_ARCHIVE_SNAPSHOT);
+	ck_assert_str_eq(st.archive.snapshot_id, "snap9:default");
+	ck_assert_ptr_null(st.archive.key);
+	ck_assert_str_eq(st.archive.sandbox_id, "i1");
+	ck_assert_int_eq(st.archive.generation, 3);
+	c = cond_of(&st, SK_COND_READY);
+	ck_assert_str_eq(c->reason, SK_REASON_ARCHIVED);
+	ck_assert_ptr_nonnull(strstr(c->message, "snapshot snap9:default"));
+	sk_archive_where(&st, out, sizeof(out));
+	ck_assert_msg(
+	        strncmp(out, "archive snapshot snap9:default (generation 3", 44) == 0, "%s", out);
+	sk_userspace_status_dispose(&st);
+}
+END_TEST
+
+/* spec.snapshots (plan_snapshot.c): when a scheduled snapshot is due, how
+ * a sleeping keeper gets one, and the pruning to keep. NOW is
+ * 2027-01-15T08:00:00Z. */
+typedef struct snap_case {
+	const char *name;
+	const char *schedule; /* NULL: none */
+	int keep;
+	bool asleep; /* the keeper paused (phase Idle), else running and healthy */
+	int64_t scheduled; /* status.snapshots.lastScheduleTime, offset from NOW; 0 none */
+	int64_t taken; /* lastSnapshotTime, offset; 0 none */
+	int64_t used; /* status.lastActivityTime, offset; 0 none */
+	int n_ids; /* snapshotIDs s0, s1, ... */
+	bool capacity_wait;
+	bool no_snapshots;
+	const char *want_actions;
+	int64_t want_scheduled; /* next lastScheduleTime, offset from NOW; 1: unchanged */
+	int64_t want_requeue; /* 0: not checked */
+	const char *want_deleted; /* the IDs deleted, "s0 s1"; NULL: none */
+} snap_case;
+
+static const snap_case snap_cases[] = {
+	{ .name = "no schedule: nothing",
+	        .scheduled = -HOUR,
+	        .want_actions = "",
+	        .want_scheduled = 1 },
+	{ .name = "a schedule first seen: it starts now, nothing taken for the past",
+	        .schedule = "30 * * * *",
+	        .want_actions = "",
+	        .want_scheduled = 0,
+	        .want_requeue = 30 * MIN },
+	{ .name = "running, not due yet: requeued for the time",
+	        .schedule = "30 * * * *",
+	        .scheduled = -10 * MIN,
+	        .want_actions = "",
+	        .want_scheduled = 1,
+	        .want_requeue = 30 * MIN },
+	{ .name = "running, due: a snapshot, the time handled",
+	        .schedule = "30 * * * *",
+	        .scheduled = -70 * MIN,
+	        .want_actions = "snapshot",
+	        .want_scheduled = 0,
+	        .want_requeue = 30 * MIN },
+	{ .name = "running, three times missed: one snapshot",
+	        .schedule = "*/15 * * * *",
+	        .scheduled = -50 * MIN,
+	        .want_actions = "snapshot",
+	        .want_scheduled = 0 },
+	{ .name = "asleep, used since the last snapshot: woken as a snapshot's, taken, paused",
+	        .schedule = "30 * * * *",
+	        .asleep = true,
+	        .scheduled = -70 * MIN,
+	        .taken = -2 * HOUR,
+	        .used = -HOUR,
+	        .want_actions = "connect snapshot pause",
+	        .want_scheduled = 0 },
+	{ .name = "asleep, unchanged since the last snapshot: none, the time handled",
+	        .schedule = "30 * * * *",
+	        .asleep = true,
+	        .scheduled = -70 * MIN,
+	        .taken = -30 * MIN,
+	        .used = -HOUR,
+	        .want_actions = "",
+	        .want_scheduled = 0 },
+	{ .name = "asleep, used, no slot for its wake: nothing woken, still due",
+	        .schedule = "30 * * * *",
+	        .asleep = true,
+	        .scheduled = -70 * MIN,
+	        .taken = -2 * HOUR,
+	        .used = -HOUR,
+	        .capacity_wait = true,
+	        .want_actions = "",
+	        .want_scheduled = 1,
+	        .want_requeue = SEC },
+	{ .name = "more than keep: the oldest deleted, newest first kept",
+	        .schedule = "30 * * * *",
+	        .keep = 2,
+	        .scheduled = -10 * MIN,
+	        .n_ids = 4,
+	        .want_actions = "delete-snapshot delete-snapshot",
+	        .want_scheduled = 1,
+	        .want_deleted = "s0 s1" },
+	{ .name = "due with keep snapshots: the new one taken first, then the oldest deleted",
+	        .schedule = "30 * * * *",
+	        .keep = 2,
+	        .scheduled = -70 * MIN,
+	        .n_ids = 2,
+	        .want_actions = "snapshot delete-snapshot",
+	        .want_scheduled = 0,
+	        .want_deleted = "s0" },
+	{ .name = "keep unset: seven kept",
+	        .schedule = "30 * * * *",
+	        .scheduled = -10 * MIN,
+	        .n_ids = 8,
+	        .want_actions = "delete-snapshot",
+	        .want_scheduled = 1,
+	        .want_deleted = "s0" },
+	{ .name = "a provider without snapshots: nothing",
+	        .schedule = "30 * * * *",
+	        .scheduled = -70 * MIN,
+	        .no_snapshots = true,
+	        .want_actions = "",
+	        .want_scheduled = 1 },
+};
+
+START_TEST(test_snapshot_schedule_table)
+{
+	const snap_case *tc = &snap_cases[_i];
+	ar_case base = { .phase = tc->asleep ? SK_PHASE_IDLE : SK_PHASE_RUNNING,
+		.bound = "i1",
+		.prev_dp = tc->asleep ? "Unknown:Idle" : "True:Healthy",
+		.dp_since = -HOUR,
+		.sb_id = "i1",
+		.state = tc->asleep ? SK_SANDBOX_PAUSED : SK_SANDBOX_RUNNING,
+		.capacity_wait = tc->capacity_wait };
+	sk_userspace *us = build_us(&base);
+	sk_snapshots_status *st = &us->status.snapshots;
+	sk_plan_options o;
+	sk_observed ob;
+	sk_plan_result r;
+	sk_buf acts = SK_BUF_INIT(0), del = SK_BUF_INIT(0);
+	int64_t want;
+
+	sk_plan_options_init(&o);
+	o.markers = true;
+	o.snapshots = !tc->no_snapshots;
+	us->spec.snapshot_schedule = tc->schedule ? strdup(tc->schedule) : NULL;
+	us->spec.snapshot_keep = tc->keep;
+	st->schedule_ms = tc->scheduled ? NOW + tc->scheduled : 0;
+	st->last_ms = tc->taken ? NOW + tc->taken : 0;
+	us->status.last_activity_ms = tc->used ? NOW + tc->used : 0;
+	for (int i = 0; i < tc->n_ids; i++) {
+		char id[16];
+		snprintf(id, sizeof(id), "s%d", i);
+		sk_strlist_add(&st->ids, id);
+	}
+	build_ob(&base, &ob);
+	ck_assert_int_eq(sk_plan(us, &ob, NOW, &o, &r), 0);
+	for (size_t i = 0; i < r.n_actions; i++) {
+		const sk_action *a = &r.actions[i];
+		if (a->type == SK_ACTION_EVENT || a->type == SK_ACTION_SET_TIMEOUT)
+			continue;
+		sk_buf_printf(&acts, "%s%s", acts.len ? " " : "", sk_action_type_name(a->type));
+		if (a->type == SK_ACTION_DELETE_SNAPSHOT)
+			sk_buf_printf(&del, "%s%s", del.len ? " " : "", a->snapshot_id);
+		if (a->type == SK_ACTION_CONNECT)
+			ck_assert_msg(a->wake == SK_WAKE_SNAPSHOT, "%s: wake %s", tc->name,
+			        sk_wake_cause_phrase(a->wake));
+	}
+	ck_assert_msg(strcmp(acts.data ? acts.data : "", tc->want_actions) == 0,
+	        "%s: actions \"%s\", want \"%s\"", tc->name, acts.data ? acts.data : "",
+	        tc->want_actions);
+	ck_assert_msg(
+	        strcmp(del.data ? del.data : "", tc->want_deleted ? tc->want_deleted : "") == 0,
+	        "%s: deleted \"%s\"", tc->name, del.data ? del.data : "");
+	want = tc->want_scheduled == 1 ? st->schedule_ms : NOW + tc->want_scheduled;
+	ck_assert_msg(r.next.snapshots.schedule_ms == want, "%s: lastScheduleTime %lld, want %lld",
+	        tc->name, (long long)r.next.snapshots.schedule_ms, (long long)want);
+	if (tc->want_requeue)
+		ck_assert_msg(r.requeue_after_ms > 0 && r.requeue_after_ms <= tc->want_requeue,
+		        "%s: requeue %lld, want at most %lld", tc->name,
+		        (long long)r.requeue_after_ms, (long long)tc->want_requeue);
+	/* the status keeps what it had: the executor adds and removes IDs */
+	ck_assert_uint_eq(r.next.snapshots.ids.len, (size_t)tc->n_ids);
+	sk_buf_dispose(&acts);
+	sk_buf_dispose(&del);
+	sk_observed_dispose(&ob);
+	sk_plan_result_dispose(&r);
+	sk_userspace_free(us);
 }
 END_TEST
 
@@ -963,6 +1354,10 @@ sk_suite_plan_archive(void)
 	tcase_add_test(tc, test_archive_where);
 	tcase_add_test(tc, test_archive_backoff);
 	tcase_add_test(tc, test_archive_purge_on_delete);
+	tcase_add_test(tc, test_snapshot_purge_on_delete);
+	tcase_add_test(tc, test_snapshot_record);
+	tcase_add_loop_test(tc, test_snapshot_schedule_table, 0,
+	        (int)(sizeof(snap_cases) / sizeof(snap_cases[0])));
 	suite_add_tcase(s, tc);
 	return s;
 }

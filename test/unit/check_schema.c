@@ -76,6 +76,9 @@ static const row_case cases[] = {
 	                "spec.lifecycle.archiveAfter: must be 0 or at least 1s (got \"1ms\")",
 	                "spec.lifecycle.archiveAfter: must be a duration like 90s, 15m or "
 	                "1h30m" } },
+	{ "spec.lifecycle.archive.method", "\"Snapshot\"", { "\"snapshot\"", "1" },
+	        { "spec.lifecycle.archive.method: must be one of: ObjectStorage, Snapshot",
+	                "spec.lifecycle.archive.method: must be a string" } },
 	{ "spec.lifecycle.busy", "\"Ignore\"", { "\"ignore\"", "true" },
 	        { "spec.lifecycle.busy: must be one of: Processes, Ignore",
 	                "spec.lifecycle.busy: must be a string (got a boolean: YAML reads a plain "
@@ -166,6 +169,20 @@ static const row_case cases[] = {
 	                "spec.source.fork.userSpace: must match a DNS-1123 label [a-z0-9-]{1,63} "
 	                "(got \"\")",
 	                "spec.source.fork.userSpace: must be a string" } },
+	{ "spec.snapshots.schedule", "\"0 3 * * *\"", { "\"0 3 * *\"", "\"61 * * * *\"", "5" },
+	        { "spec.snapshots.schedule: must match a cron schedule in UTC: minute hour day "
+	          "month "
+	          "weekday (*, N, N-M, lists, /STEP), or six fields with seconds first (got \"0 3 "
+	          "* "
+	          "*\")",
+	                "spec.snapshots.schedule: must match a cron schedule in UTC: minute hour "
+	                "day "
+	                "month weekday (*, N, N-M, lists, /STEP), or six fields with seconds first "
+	                "(got \"61 * * * *\")",
+	                "spec.snapshots.schedule: must be a string" } },
+	{ "spec.snapshots.keep", "3", { "0", "101" },
+	        { "spec.snapshots.keep: must be between 1 and 100",
+	                "spec.snapshots.keep: must be between 1 and 100" } },
 };
 
 #define N_CASES (sizeof(cases) / sizeof(cases[0]))
@@ -443,6 +460,12 @@ START_TEST(test_row_bounds)
 		assert_valid(f, json_sprintf("%0*ds", f->max_len, 1), false);
 		break;
 	case SK_FIELD_STRING:
+		if (strcmp(f->path, "spec.snapshots.schedule") == 0) {
+			/* a schedule is no run of one character: one padded with spaces */
+			assert_valid(f, json_sprintf("%-*s", f->max_len, "0 3 * * *"), true);
+			assert_valid(f, json_sprintf("%-*s", f->max_len + 1, "0 3 * * *"), false);
+			break;
+		}
 		assert_valid(f, n_chars(f->max_len, case_of(f)->good[1]), true);
 		assert_valid(f, n_chars(f->max_len + 1, case_of(f)->good[1]), false);
 		break;

@@ -15,6 +15,7 @@
 #include "api/migration.h"
 #include "api/status.h"
 #include "api/storage.h"
+#include "api/strlist.h"
 #include "api/userspace.h"
 #include "store/store_int.h"
 
@@ -70,6 +71,12 @@ fill_rows(const sk_status_row *rows, void *obj, int *n)
 			break;
 		case SK_STATUS_ENUM: *SK_STATUS_AT(r, obj, int) = r->n_values - 1; break;
 		case SK_STATUS_ARRAY: fill_array(r, obj, n); break;
+		case SK_STATUS_STRLIST:
+			for (int k = 0; k < 2; k++) {
+				snprintf(buf, sizeof(buf), "v%d", ++*n);
+				sk_strlist_add(SK_STATUS_AT(r, obj, sk_strlist), buf);
+			}
+			break;
 		case SK_STATUS_OBJECT: fill_rows(r->rows, SK_STATUS_AT(r, obj, void), n); break;
 		case SK_STATUS_MIGRATION:
 			fill_migration(SK_STATUS_AT(r, obj, sk_migration_status), n);
@@ -78,7 +85,7 @@ fill_rows(const sk_status_row *rows, void *obj, int *n)
 	}
 }
 
-/* rare: with a migration, an archive and a volume, which the store's
+/* rare: with a migration, an archive, a volume and snapshots, which the store's
  * direct reader leaves to its general one. */
 static sk_userspace *
 full_space(bool rare)
@@ -97,6 +104,7 @@ full_space(bool rare)
 		sk_migration_dispose(&us->status.migration);
 		sk_archive_status_dispose(&us->status.archive);
 		sk_storage_status_dispose(&us->status.storage);
+		sk_snapshots_status_dispose(&us->status.snapshots);
 	}
 	return us;
 }
@@ -112,6 +120,7 @@ row_size(const sk_status_row *r)
 	case SK_STATUS_INT:
 	case SK_STATUS_TIME: return sizeof(int64_t);
 	case SK_STATUS_ENUM: return sizeof(int);
+	case SK_STATUS_STRLIST: return sizeof(sk_strlist);
 	case SK_STATUS_OBJECT:
 	case SK_STATUS_MIGRATION: return r->item_size;
 	}
@@ -202,6 +211,12 @@ assert_leaf_counts(
 		break;
 	case SK_STATUS_ARRAY:
 		assert_each_row_counts(r->rows, *SK_STATUS_AT(r, obj, char *), copy, us);
+		break;
+	case SK_STATUS_STRLIST:
+		s = &SK_STATUS_AT(r, obj, sk_strlist)->items[1];
+		(*s)[0] = 'X';
+		ck_assert_msg(!sk_userspace_status_equal(copy, &us->status), "%s", r->key);
+		(*s)[0] = 'v';
 		break;
 	case SK_STATUS_OBJECT:
 		assert_each_row_counts(r->rows, SK_STATUS_AT(r, obj, void), copy, us);

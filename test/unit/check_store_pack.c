@@ -100,7 +100,8 @@ full_object(void)
 	st->usage = (sk_usage){ 7200, 360, 4, 1, 1700000000000, 1700000500789 };
 	st->archive = (sk_archive_status){ SK_ARCHIVE_RESTORED, sk_strdup("b"),
 		sk_strdup("spaces/u/3"), 3, 1700000001000, 12, 4096, sk_strdup("i-old"),
-		1700000002000, 1700000003000, 2, 1700000004000 };
+		SK_ARCHIVE_SNAPSHOT, sk_strdup("snap1:default"), 1700000002000, 1700000003000, 2,
+		1700000004000 };
 	st->storage = (sk_storage_status){ sk_strdup(SK_STORAGE_MOUNTED), sk_strdup("sk-u"),
 		sk_strdup("vol123"), sk_strdup("/home/user") };
 	st->network = (sk_network_status){ sk_strdup("isb-123"),

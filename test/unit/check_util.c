@@ -552,6 +552,75 @@ START_TEST(test_error_domain)
 }
 END_TEST
 
+/* sk_cron_parse and sk_cron_next (UTC): the next time strictly after. */
+static const struct {
+	const char *sched, *after, *want;
+} cron_next_rows[] = {
+	{ "*/15 * * * *", "2026-12-03T10:07:30Z", "2026-12-03T10:15:00Z" },
+	{ "0 3 * * *", "2026-12-03T03:00:00Z", "2026-12-04T03:00:00Z" },
+	{ "30 2 1 * *", "2026-12-03T00:00:00Z", "2027-01-01T02:30:00Z" },
+	{ "0 0 * * 0", "2026-12-03T12:00:00Z", "2026-12-06T00:00:00Z" }, /* Thursday to Sunday */
+	{ "0 0 * * 7", "2026-12-03T12:00:00Z", "2026-12-06T00:00:00Z" }, /* 7 is Sunday too */
+	{ "0 0 13 * 5", "2026-12-03T12:00:00Z", "2026-12-04T00:00:00Z" }, /* the 13th or a Friday */
+	{ "0 12 * 2 *", "2026-12-03T00:00:00Z", "2027-02-01T12:00:00Z" },
+	{ "0 0 29 2 *", "2026-03-01T00:00:00Z", "2028-02-29T00:00:00Z" },
+	{ "*/3 * * * * *", "2026-12-03T10:00:01.500Z", "2026-12-03T10:00:03Z" },
+	{ "5-10/5 * * * *", "2026-12-03T10:06:00Z", "2026-12-03T10:10:00Z" },
+	{ "7/20 * * * *", "2026-12-03T10:28:00Z", "2026-12-03T10:47:00Z" },
+	{ "1,31 0 * * *", "2026-12-03T00:02:00Z", "2026-12-03T00:31:00Z" },
+	{ "59 23 31 12 *", "2026-12-31T23:59:00Z", "2027-12-31T23:59:00Z" },
+	{ "0 */6 * * 1-5", "2026-12-04T19:00:00Z", "2026-12-07T00:00:00Z" }, /* Friday to Monday */
+	{ " 0  0 1 1 * ", "2026-12-03T00:00:00Z", "2027-01-01T00:00:00Z" },
+};
+
+START_TEST(test_cron_next)
+{
+	sk_cron c;
+	char why[256], got[64];
+	int64_t after, want, next;
+
+	ck_assert_msg(sk_cron_parse(cron_next_rows[_i].sched, &c, why, sizeof(why)) == SK_OK,
+	        "%s: %s", cron_next_rows[_i].sched, why);
+	ck_assert_int_eq(sk_time_parse(cron_next_rows[_i].after, &after), SK_OK);
+	ck_assert_int_eq(sk_time_parse(cron_next_rows[_i].want, &want), SK_OK);
+	next = sk_cron_next(&c, after);
+	sk_time_format(next, got, sizeof(got));
+	ck_assert_msg(next == want, "%s after %s: %s, want %s", cron_next_rows[_i].sched,
+	        cron_next_rows[_i].after, got, cron_next_rows[_i].want);
+}
+END_TEST
+
+static const struct {
+	const char *sched, *why;
+} cron_bad_rows[] = {
+	{ "", "an empty schedule" },
+	{ "* * * *", "4 fields: want 5" },
+	{ "* * * * * * *", "more than 6 fields" },
+	{ "60 * * * *", "minute \"60\"" },
+	{ "* 24 * * *", "hour \"24\"" },
+	{ "* * 0 * *", "day of month \"0\"" },
+	{ "* * * 13 *", "month \"13\"" },
+	{ "* * * * 8", "day of week \"8\"" },
+	{ "*/0 * * * *", "minute \"*/0\"" },
+	{ "1-2-3 * * * *", "minute \"1-2-3\"" },
+	{ "5-1 * * * *", "minute \"5-1\"" },
+	{ "1, * * * *", "minute \"1,\"" },
+	{ "MON * * * *", "minute \"MON\"" },
+	{ "60 * * * * *", "second \"60\"" },
+	{ "0 0 30 2 *", "never fires" },
+};
+
+START_TEST(test_cron_bad)
+{
+	sk_cron c;
+	char why[256] = "";
+
+	ck_assert_int_eq(sk_cron_parse(cron_bad_rows[_i].sched, &c, why, sizeof(why)), SK_EINVALID);
+	ck_assert_msg(strstr(why, cron_bad_rows[_i].why) != NULL, "\"%s\": \"%s\", want \"%s\"",
+	        cron_bad_rows[_i].sched, why, cron_bad_rows[_i].why);
+}
+END_TEST
+
 Suite *sk_suite_util(void);
 
 Suite *
@@ -578,6 +647,9 @@ sk_suite_util(void)
 	tcase_add_loop_test(
 	        tc, test_error_retry_table, 0, sizeof(retry_table) / sizeof(retry_table[0]));
 	tcase_add_test(tc, test_error_domain);
+	tcase_add_loop_test(
+	        tc, test_cron_next, 0, sizeof(cron_next_rows) / sizeof(cron_next_rows[0]));
+	tcase_add_loop_test(tc, test_cron_bad, 0, sizeof(cron_bad_rows) / sizeof(cron_bad_rows[0]));
 	suite_add_tcase(s, tc);
 	tcase_add_test(lim, test_token_bucket_rate);
 	tcase_add_test(lim, test_limiter_in_flight);
