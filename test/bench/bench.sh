@@ -6,7 +6,8 @@
 # bound N x calls-per-user x latency / maxInFlight, their ratio, API calls per
 # user by endpoint (from /_sim/stats), the controller's CPU seconds and peak
 # RSS (VmHWM), the CPU seconds FerretDB, sandboxsim and the controller spent
-# while converging, and the calls one steady-state resync makes.
+# while converging (FerretDB's also by command, from its own pprof profile:
+# db_profile_start in common.sh), and the calls one steady-state resync makes.
 # Convergence is detected from the controller's own gauge
 # spacekeeper_userspaces{ready="true"} (its informer cache; scraped every
 # 100 ms), not by listing every object from FerretDB, which would steal the
