@@ -328,8 +328,8 @@ not_found(sim *s, sim_req *r, const char *id)
 }
 
 /* Looks up with the lock held; replies 404 itself when missing. */
-static sim_sandbox *
-find(sim *s, sim_req *r, const char *id, int64_t now)
+sim_sandbox *
+sim_e2b_find(sim *s, sim_req *r, const char *id, int64_t now)
 {
 	sim_sandbox *sb = sim_store_get(s, id, now);
 
@@ -344,7 +344,7 @@ h_get(sim *s, sim_req *r, const char *id)
 	sim_sandbox *sb;
 
 	pthread_mutex_lock(&s->lock);
-	if ((sb = find(s, r, id, sk_now_ms())) != NULL)
+	if ((sb = sim_e2b_find(s, r, id, sk_now_ms())) != NULL)
 		sim_reply_json(s, r, 200, json_detail(s, sb));
 	pthread_mutex_unlock(&s->lock);
 }
@@ -355,7 +355,7 @@ h_kill(sim *s, sim_req *r, const char *id)
 	sim_sandbox *sb;
 
 	pthread_mutex_lock(&s->lock);
-	if ((sb = find(s, r, id, sk_now_ms())) != NULL) {
+	if ((sb = sim_e2b_find(s, r, id, sk_now_ms())) != NULL) {
 		sim_store_remove(&s->store, sb);
 		sim_reply_empty(r, 204);
 	}
@@ -376,7 +376,7 @@ h_pause(sim *s, sim_req *r, const char *id)
 	}
 	json_decref(doc);
 	pthread_mutex_lock(&s->lock);
-	if ((sb = find(s, r, id, now)) == NULL) {
+	if ((sb = sim_e2b_find(s, r, id, now)) == NULL) {
 		/* replied */
 	} else if (sb->state != SIM_RUNNING) {
 		if (is_cube(s))
@@ -425,7 +425,7 @@ h_connect(sim *s, sim_req *r, const char *id)
 	}
 	json_decref(doc);
 	pthread_mutex_lock(&s->lock);
-	if ((sb = find(s, r, id, now)) != NULL &&
+	if ((sb = sim_e2b_find(s, r, id, now)) != NULL &&
 	        (sb->state == SIM_RUNNING || sim_caps_admit(s, r, now))) {
 		bool resumed = sb->state != SIM_RUNNING;
 		if (resumed && !memory) /* the SDK's onResume "reboot" */
@@ -455,7 +455,7 @@ h_resume(sim *s, sim_req *r, const char *id)
 	has_ap = json_is_boolean(json_object_get(doc, "autoPause"));
 	json_decref(doc);
 	pthread_mutex_lock(&s->lock);
-	if ((sb = find(s, r, id, now)) == NULL) {
+	if ((sb = sim_e2b_find(s, r, id, now)) == NULL) {
 		/* replied */
 	} else if (sb->state == SIM_RUNNING) {
 		sim_reply_error(s, r, 409, "Sandbox %s is already running", id);
@@ -571,97 +571,13 @@ h_api_health(sim *s, sim_req *r, const char *id)
 		sim_reply_empty(r, 204);
 }
 
-/* SandboxMetric of a running sandbox, now: what it was given, the bytes
- * of its files, and a fixed load (nothing runs in the simulator). */
-static json_t *
-json_metric(const sim_sandbox *sb, int64_t now)
-{
-	const json_int_t mib = 1 << 20;
-	char ts[40];
-
-	sim_time(now, ts, sizeof(ts));
-	return json_pack("{s:s,s:I,s:i,s:f,s:I,s:I,s:I,s:I,s:I}", "timestamp", ts, "timestampUnix",
-	        (json_int_t)(now / 1000), "cpuCount", sb->cpu, "cpuUsedPct", 1.0, "memUsed",
-	        (json_int_t)64 * mib, "memTotal", (json_int_t)sb->memory_mb * mib, "memCache",
-	        (json_int_t)0, "diskUsed", (json_int_t)(sb->fs ? sim_fs_du(sb->fs) : 0),
-	        "diskTotal", (json_int_t)sb->disk_mb * mib);
-}
-
-/* A query argument that must be a non-negative integer when given. */
-static bool
-arg_seconds(sim *s, sim_req *r, const char *name, int64_t *out)
-{
-	const char *arg = sim_req_arg(r, name);
-	char *end;
-
-	if (arg == NULL)
-		return true;
-	*out = strtoll(arg, &end, 10);
-	if (*arg != '\0' && *end == '\0' && *out >= 0)
-		return true;
-	sim_reply_error(s, r, 400, "%s must be a non-negative Unix time in seconds", name);
-	return false;
-}
-
-/* GET /sandboxes/{id}/metrics?start=&end=: one entry while it runs. */
 static void
 h_metrics(sim *s, sim_req *r, const char *id)
 {
-	int64_t start = 0, end = INT64_MAX, now = sk_now_ms();
-	sim_sandbox *sb;
-	json_t *arr;
-
-	if (is_cube(s)) {
+	if (is_cube(s))
 		sim_reply_error(s, r, 404, "Not Found");
-		return;
-	}
-	if (!arg_seconds(s, r, "start", &start) || !arg_seconds(s, r, "end", &end))
-		return;
-	if (start > end) {
-		sim_reply_error(s, r, 400, "start must not be after end");
-		return;
-	}
-	pthread_mutex_lock(&s->lock);
-	if ((sb = find(s, r, id, now)) != NULL) {
-		arr = json_array();
-		if (sb->state == SIM_RUNNING && start <= now / 1000 && now / 1000 <= end)
-			json_array_append_new(arr, json_metric(sb, now));
-		sim_reply_json(s, r, 200, arr);
-	}
-	pthread_mutex_unlock(&s->lock);
-}
-
-/* GET /sandboxes/metrics?sandbox_ids=a,b: the running ones among them. */
-static void
-h_metrics_many(sim *s, sim_req *r, const char *unused)
-{
-	char *ids = sim_req_arg_all(r, "sandbox_ids"), *save = NULL, *id;
-	int64_t now = sk_now_ms();
-	json_t *out;
-	int n = 0;
-
-	if (ids == NULL || *ids == '\0') {
-		sim_reply_error(s, r, 400, "query parameter sandbox_ids is required");
-		free(ids);
-		return;
-	}
-	out = json_object();
-	pthread_mutex_lock(&s->lock);
-	for (id = strtok_r(ids, ",", &save); id; id = strtok_r(NULL, ",", &save)) {
-		sim_sandbox *sb = sim_store_get(s, id, now);
-		if (++n > 100)
-			break;
-		if (sb && sb->state == SIM_RUNNING)
-			json_object_set_new(out, id, json_metric(sb, now));
-	}
-	pthread_mutex_unlock(&s->lock);
-	free(ids);
-	if (n > 100) {
-		json_decref(out);
-		sim_reply_error(s, r, 400, "sandbox_ids: at most 100 IDs");
-		return;
-	}
-	sim_reply_json(s, r, 200, json_pack("{s:o}", "sandboxes", out));
+	else
+		sim_metrics_one(s, r, id);
 }
 
 static void
@@ -790,7 +706,7 @@ sim_e2b_route(sim *s, sim_req *r)
 	}
 	if (n == 2 && strcmp(seg[0], "sandboxes") == 0 && strcmp(seg[1], "metrics") == 0 && get &&
 	        !is_cube(s)) {
-		run(s, r, SIM_EP_METRICS, h_metrics_many, NULL, true);
+		run(s, r, SIM_EP_METRICS, sim_metrics_many, NULL, true);
 		return;
 	}
 	if (!is_cube(s) && sim_volumes_route(s, r, seg, n))

@@ -348,6 +348,12 @@ void sim_e2b_route(sim *s, sim_req *r);
 bool sim_valid_id(const char *id);
 json_t *sim_json_listed(sim *s, const sim_sandbox *sb);
 json_t *sim_json_sandbox(sim *s, const sim_sandbox *sb); /* Sandbox: create, connect, fork */
+/* Looks up with the lock held; replies 404 itself when missing. */
+sim_sandbox *sim_e2b_find(sim *s, sim_req *r, const char *id, int64_t now);
+
+/* metrics.c: E2B's sandbox metrics (not served by the cube flavour) */
+void sim_metrics_one(sim *s, sim_req *r, const char *id);
+void sim_metrics_many(sim *s, sim_req *r, const char *unused);
 
 /* list.c */
 void sim_e2b_list(sim *s, sim_req *r);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "spacectl.h"
+#include "store/quota.h"
 
 static const sk_cli_help help = {
 	"get all",

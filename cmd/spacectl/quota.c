@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "spacectl.h"
+#include "store/quota.h"
 #include "store/store.h"
 
 static const sk_cli_help help = {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../store/quota.h"
 #include "../store/store.h"
 #include "ground_int.h"
 #include "quota_int.h"

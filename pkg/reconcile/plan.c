@@ -47,69 +47,6 @@
 #include "plan_int.h"
 #include "reconcile_int.h"
 
-enum { K_FOUND, K_CREATE, K_WAIT, K_WAIT_CREATING };
-
-const sk_sandbox *
-sk_plan_find(const sk_observed *ob, const char *id)
-{
-	for (size_t i = 0; id != NULL && i < ob->sandboxes.len; i++) {
-		if (ob->sandboxes.items[i].state != SK_SANDBOX_GONE &&
-		        sk_str_eq(ob->sandboxes.items[i].id, id))
-			return &ob->sandboxes.items[i];
-	}
-	return NULL;
-}
-
-static bool
-listed_gone(const sk_observed *ob, const char *id)
-{
-	for (size_t i = 0; i < ob->sandboxes.len; i++) {
-		if (ob->sandboxes.items[i].state == SK_SANDBOX_GONE &&
-		        sk_str_eq(ob->sandboxes.items[i].id, id))
-			return true;
-	}
-	return false;
-}
-
-static int
-rank(const sk_pctx *c, const sk_sandbox *sb)
-{
-	const sk_probe *p;
-
-	if (sb->state == SK_SANDBOX_PAUSED)
-		return 1;
-	if (sb->state != SK_SANDBOX_RUNNING)
-		return 0;
-	p = sk_observed_probe(c->ob, sb->id);
-	if (p == NULL || !p->made)
-		return 3;
-	return p->health == SK_HEALTH_OK ? 4 : 2;
-}
-
-/* Newest healthy running, else newest running, else newest paused. */
-static const sk_sandbox *
-choose_best(const sk_pctx *c)
-{
-	const sk_sandbox *best = NULL;
-	int best_rank = -1;
-
-	for (size_t i = 0; i < c->ob->sandboxes.len; i++) {
-		const sk_sandbox *sb = &c->ob->sandboxes.items[i];
-		int r = rank(c, sb);
-		if (sb->state == SK_SANDBOX_GONE || sk_plan_archived_sandbox(c, sb->id))
-			continue;
-		if (best == NULL || r > best_rank ||
-		        (r == best_rank &&
-		                (sb->started_ms > best->started_ms ||
-		                        (sb->started_ms == best->started_ms &&
-		                                strcmp(sb->id, best->id) > 0)))) {
-			best = sb;
-			best_rank = r;
-		}
-	}
-	return best;
-}
-
 static bool
 always_on(const sk_pctx *c)
 {
@@ -123,53 +60,6 @@ activity(const sk_pctx *c)
 	int64_t a = c->prev->last_activity_ms;
 
 	return c->ob->activity_ms > a ? c->ob->activity_ms : a;
-}
-
-static int
-creating_gate(sk_pctx *c)
-{
-	int64_t ready_at = c->prev->last_reconcile_ms + c->o->create_grace_ms;
-
-	if (c->ob->user == SK_LOOKUP_NOT_FOUND && c->ob->user_ms >= ready_at)
-		return K_CREATE;
-	if (c->ob->user == SK_LOOKUP_ERROR) {
-		sk_plan_wait(c, c->ob->user_error.code ? c->ob->user_error.code : SK_ETRANSIENT,
-		        "lookup of the user's sandboxes failed: %s", c->ob->user_error.message);
-		sk_plan_requeue(c, c->o->short_requeue_ms);
-		return K_WAIT_CREATING;
-	}
-	sk_plan_wait(c, 0,
-	        "an earlier create may have succeeded without its binding; creating again only "
-	        "when a lookup after the grace finds no sandbox of the user");
-	sk_plan_requeue(c, ready_at - c->now);
-	return K_WAIT_CREATING;
-}
-
-static int
-pick_keeper(sk_pctx *c, const sk_sandbox **out)
-{
-	const char *bound = c->prev->sandbox_id;
-	const sk_error *e = &c->ob->bound_error;
-
-	*out = NULL;
-	if (bound != NULL) {
-		*out = sk_plan_find(c->ob, bound);
-		if (*out != NULL)
-			return K_FOUND;
-		if (c->ob->bound != SK_LOOKUP_NOT_FOUND && !listed_gone(c->ob, bound)) {
-			sk_plan_wait(c, e->code ? e->code : SK_ETRANSIENT,
-			        "bound sandbox %s not listed and its get failed: %s", bound,
-			        e->message[0] ? e->message : "not made");
-			sk_plan_requeue(c, c->o->short_requeue_ms);
-			return K_WAIT;
-		}
-	}
-	*out = choose_best(c);
-	if (*out != NULL)
-		return K_FOUND;
-	if (bound == NULL && c->prev->phase == SK_PHASE_CREATING)
-		return creating_gate(c);
-	return K_CREATE;
 }
 
 /* Re-asserts spec.env (envd /init) on id (NULL: the sandbox just created). */
@@ -662,12 +552,12 @@ static void
 plan_live(sk_pctx *c)
 {
 	const sk_sandbox *k = NULL;
-	int ks = pick_keeper(c, &k);
+	int ks = sk_plan_pick_keeper(c, &k);
 	sk_userspace_status *n = &c->r->next;
 
-	if (ks == K_FOUND && !c->hold)
+	if (ks == SK_KEEPER_FOUND && !c->hold)
 		sk_plan_set_binding(c, k->id);
-	if (ks == K_CREATE && !c->hold) {
+	if (ks == SK_KEEPER_CREATE && !c->hold) {
 		if (!sk_plan_archive_gone(c, c->prev->sandbox_id))
 			sk_plan_workspace_gone(c, c->prev->sandbox_id);
 		sk_plan_set_binding(c, NULL);
@@ -681,7 +571,7 @@ plan_live(sk_pctx *c)
 			return;
 		}
 	}
-	if (ks == K_FOUND && !c->hold) {
+	if (ks == SK_KEEPER_FOUND && !c->hold) {
 		/* a sandbox started from a snapshot has the snapshot's template */
 		const char *why = sk_sandbox_restored(k)
 		        ? sk_migration_trigger(c->us, NULL, NULL)
@@ -691,15 +581,15 @@ plan_live(sk_pctx *c)
 		if (why != NULL)
 			start_migration(c, k, why);
 	}
-	duplicates(c, ks == K_FOUND ? k->id : c->prev->sandbox_id);
+	duplicates(c, ks == SK_KEEPER_FOUND ? k->id : c->prev->sandbox_id);
 	sk_plan_archive_cleanup(c);
 	sk_plan_snapshot_cleanup(c);
 	switch (ks) {
-	case K_FOUND:
+	case SK_KEEPER_FOUND:
 		plan_keeper(c, k);
 		sk_plan_snapshots(c, k);
 		break;
-	case K_CREATE:
+	case SK_KEEPER_CREATE:
 		/* archived: a sandbox is made (and the files restored) for a connect */
 		if (n->archive.state == SK_ARCHIVE_ARCHIVED && !c->ob->wake &&
 		        c->us->spec.mode == SK_MODE_RUNNING && !c->hold)
@@ -707,7 +597,7 @@ plan_live(sk_pctx *c)
 		else
 			plan_absent(c);
 		break;
-	case K_WAIT:
+	case SK_KEEPER_WAIT:
 		if (n->phase == SK_PHASE_NONE)
 			n->phase = SK_PHASE_PENDING;
 		keep_previous(c, SK_C_READY, SK_COND_READY);
@@ -716,7 +606,7 @@ plan_live(sk_pctx *c)
 			sk_plan_cond(c, SK_C_SYNCED, "False", SK_REASON_OBSERVE_FAILED, "%s",
 			        c->r->wait_message);
 		break;
-	case K_WAIT_CREATING:
+	case SK_KEEPER_WAIT_CREATING:
 		n->phase = SK_PHASE_CREATING;
 		sk_plan_cond(c, SK_C_READY, "False", SK_REASON_CREATING, "%s", c->r->wait_message);
 		if (!c->hold)

@@ -137,6 +137,10 @@ void sk_plan_snapshot_purge(sk_pctx *c);
 void sk_plan_snapshots(sk_pctx *c, const sk_sandbox *k);
 /* The observed sandbox with that ID, not gone; NULL when none. */
 const sk_sandbox *sk_plan_find(const sk_observed *ob, const char *id);
+/* plan_keeper.c: the keeper of the round into *out (SK_KEEPER_FOUND), or what
+ * to do without one: create, or wait (a wait already planned). */
+enum { SK_KEEPER_FOUND, SK_KEEPER_CREATE, SK_KEEPER_WAIT, SK_KEEPER_WAIT_CREATING };
+int sk_plan_pick_keeper(sk_pctx *c, const sk_sandbox **out);
 /* plan_delete.c: the plan of a UserSpace with a deletionTimestamp. */
 void sk_plan_delete(sk_pctx *c);
 /* RESTORE into the running, healthy keeper k (status.archive Restored once done). */

@@ -14,6 +14,7 @@
 
 #include <mongoc/mongoc.h>
 
+#include "quota.h"
 #include "store.h"
 
 /* Every slot is required. Results as documented for the sk_store_* call of
