@@ -6,21 +6,12 @@
  */
 #include <string.h>
 
-#include <stdlib.h>
-#include <string.h>
-#include "../api/kvlist.h"
-#include "../api/migration.h"
-#include "../api/names.h"
-#include "../api/network.h"
 #include "../api/sandbox_values.h"
 #include "../api/status.h"
-#include "../api/storage.h"
 #include "../api/userspace.h"
-#include "migrate_int.h"
 #include "observe.h"
 #include "observe_int.h"
 #include "options.h"
-#include "outcome_int.h"
 #include "plan.h"
 #include "plan_int.h"
 #include "reconcile_int.h"
